@@ -1,0 +1,32 @@
+/**
+ * The account's base URL rule (CONTRACT, door-account.baseUrl): `https://` required, except
+ * a loopback host (127.0.0.0/8, ::1, localhost), which may use `http://`.
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  if (h === "localhost" || h === "::1") return true;
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) && h.split(".").every((p) => Number(p) <= 255);
+}
+
+export class BaseUrlError extends Error {
+  override readonly name = "BaseUrlError";
+}
+
+/** Returns the parsed URL, or throws a BaseUrlError that says what is wrong. */
+export function parseBaseUrl(value: unknown): URL {
+  if (typeof value !== "string" || value.trim() === "") throw new BaseUrlError("base URL is missing");
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new BaseUrlError(`base URL "${value.slice(0, 200)}" is not a URL`);
+  }
+  if (url.username || url.password) throw new BaseUrlError("base URL must not contain a user name or password");
+  if (url.search || url.hash) throw new BaseUrlError("base URL must not contain a query or fragment");
+  if (url.protocol === "https:") return url;
+  if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return url;
+  if (url.protocol === "http:") {
+    throw new BaseUrlError(`base URL must use https:// (http:// is allowed only for a loopback host such as 127.0.0.1), got host ${url.hostname}`);
+  }
+  throw new BaseUrlError(`base URL must use https://, got ${url.protocol}`);
+}

@@ -1,0 +1,327 @@
+/**
+ * The service client: one undici Pool per account, JSON in and out, every request body and
+ * every response body validated with zod, every failure a DoorApiError, and the spec's retry
+ * policy (retry-policy.ts) applied per operation. It knows nothing about sessions: callers
+ * hand it the access token. See session/session.ts for the 401 rule.
+ */
+import { Pool, type Dispatcher } from "undici";
+import type { z } from "zod";
+import {
+  Device,
+  DeviceList,
+  ErrorResponse,
+  LocationList,
+  LoginByEmailRequest,
+  LoginRequest,
+  OPERATIONS,
+  RefreshSessionRequest,
+  TokenPair,
+  type Location,
+  type OperationId,
+} from "../spec/schemas.js";
+import { type Clock, sleep, systemClock } from "../util/clock.js";
+import { parseBaseUrl } from "./base-url.js";
+import { DoorApiError, type FailureKind } from "./errors.js";
+import { BACKOFF, RETRY_POLICY, backoffDelayMs, parseRetryAfter } from "./retry-policy.js";
+
+export type LoginMethod = "phone" | "email" | "login";
+
+export type Credentials =
+  | { method: "phone" | "login"; phoneNumber: string; password: string }
+  | { method: "email"; email: string; password: string };
+
+export interface ClientOptions {
+  baseUrl: string;
+  /** TCP/TLS connect timeout (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Time to the response headers (default 20 s). */
+  headersTimeoutMs?: number;
+  /** Time between body chunks (default 20 s). */
+  bodyTimeoutMs?: number;
+  /** Largest response body read (default 4 MiB); larger is an invalid-response error. */
+  maxBodyBytes?: number;
+  /** Sockets per account (default 32). */
+  connections?: number;
+  clock?: Clock;
+  random?: () => number;
+  /** Called before each retry, for the account's log (no secrets in it). */
+  onRetry?: (info: { operation: OperationId; attempt: number; delayMs: number; error: DoorApiError }) => void;
+}
+
+interface Req {
+  op: OperationId;
+  path: string;
+  token?: string;
+  body?: unknown;
+}
+
+const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+export class DoorApiClient {
+  readonly baseUrl: URL;
+  private readonly pool: Pool;
+  private readonly prefix: string;
+  private readonly clock: Clock;
+  private readonly random: () => number;
+  private readonly maxBodyBytes: number;
+  private readonly onRetry: ClientOptions["onRetry"];
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = parseBaseUrl(options.baseUrl);
+    this.prefix = this.baseUrl.pathname.replace(/\/+$/, "");
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? Math.random;
+    this.maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
+    this.onRetry = options.onRetry;
+    this.pool = new Pool(this.baseUrl.origin, {
+      connections: options.connections ?? 32,
+      connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+      headersTimeout: options.headersTimeoutMs ?? 20_000,
+      bodyTimeout: options.bodyTimeoutMs ?? 20_000,
+      keepAliveTimeout: 10_000,
+    });
+  }
+
+  // ---- the ten operations -------------------------------------------------------------
+
+  async login(credentials: Credentials, signal?: AbortSignal) {
+    if (credentials.method === "email") {
+      const body = validateBody("loginByEmail", LoginByEmailRequest, { email: credentials.email, password: credentials.password });
+      return this.send({ op: "loginByEmail", path: OPERATIONS.loginByEmail.path, body }, (b) => parseJson("loginByEmail", TokenPair, b), signal);
+    }
+    const op = credentials.method === "login" ? "login" : "loginByPhone";
+    const body = validateBody(op, LoginRequest, { phoneNumber: credentials.phoneNumber, password: credentials.password });
+    return this.send({ op, path: OPERATIONS[op].path, body }, (b) => parseJson(op, TokenPair, b), signal);
+  }
+
+  async refresh(refreshToken: string, signal?: AbortSignal) {
+    const body = validateBody("refreshToken", RefreshSessionRequest, { refreshToken });
+    return this.send({ op: "refreshToken", path: OPERATIONS.refreshToken.path, body }, (b) => parseJson("refreshToken", TokenPair, b), signal);
+  }
+
+  async logout(accessToken: string, signal?: AbortSignal): Promise<void> {
+    await this.send({ op: "logout", path: OPERATIONS.logout.path, token: accessToken }, () => undefined, signal);
+  }
+
+  async listDevices(accessToken: string, signal?: AbortSignal): Promise<Device[]> {
+    return this.send({ op: "listUserDevices", path: OPERATIONS.listUserDevices.path, token: accessToken }, (b) => parseJson("listUserDevices", DeviceList, b), signal);
+  }
+
+  async listLocations(accessToken: string, signal?: AbortSignal): Promise<Location[]> {
+    return this.send({ op: "listUserLocations", path: OPERATIONS.listUserLocations.path, token: accessToken }, (b) => parseJson("listUserLocations", LocationList, b), signal);
+  }
+
+  async getDevice(accessToken: string, deviceId: number, signal?: AbortSignal): Promise<Device> {
+    const path = `/api/device/${checkId("getDevice", "deviceId", deviceId)}`;
+    return this.send({ op: "getDevice", path, token: accessToken }, (b) => parseJson("getDevice", Device, b), signal);
+  }
+
+  /** Sends one unlock command. Never retried (RETRY_POLICY.unlockDevice/unlockDeviceLock). */
+  async unlock(accessToken: string, deviceId: number, lockId: number | null, signal?: AbortSignal): Promise<void> {
+    const d = checkId("unlockDevice", "deviceId", deviceId);
+    if (lockId === null) {
+      await this.send({ op: "unlockDevice", path: `/api/device/${d}/unlock`, token: accessToken }, () => undefined, signal);
+    } else {
+      const l = checkId("unlockDeviceLock", "lockId", lockId);
+      await this.send({ op: "unlockDeviceLock", path: `/api/device/${d}/unlock/${l}`, token: accessToken }, () => undefined, signal);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => this.pool.destroy());
+  }
+
+  // ---- the retry loop, one place ------------------------------------------------------
+
+  private async send<T>(req: Req, parse: (body: Buffer | null) => T, signal?: AbortSignal): Promise<T> {
+    const rule = RETRY_POLICY[req.op];
+    const started = this.clock.now();
+    for (let attempt = 1; ; attempt++) {
+      let error: DoorApiError;
+      try {
+        return await this.once(req, parse, signal);
+      } catch (e) {
+        if (!(e instanceof DoorApiError)) throw e;
+        error = e;
+      }
+      const retryable =
+        attempt < rule.maxAttempts &&
+        (error.kind === "http"
+          ? error.status !== null && rule.statuses.has(error.status)
+          : (error.kind === "network" || error.kind === "timeout") && rule.network);
+      if (!retryable) throw error.withAttempts(attempt);
+      const delayMs = backoffDelayMs(attempt, error.retryAfter, this.random);
+      if (error.retryAfter !== null && delayMs > BACKOFF.maxRetryAfterMs) throw error.withAttempts(attempt);
+      if (this.clock.now() - started + delayMs > BACKOFF.totalBudgetMs) throw error.withAttempts(attempt);
+      this.onRetry?.({ operation: req.op, attempt, delayMs, error });
+      await sleep(this.clock, delayMs, signal).catch((reason) => {
+        throw abortedError(req.op, reason);
+      });
+    }
+  }
+
+  private async once<T>(req: Req, parse: (body: Buffer | null) => T, signal?: AbortSignal): Promise<T> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (req.token !== undefined) headers.authorization = `Bearer ${req.token}`;
+    let body: string | undefined;
+    if (req.body !== undefined) {
+      body = JSON.stringify(req.body);
+      headers["content-type"] = "application/json";
+    }
+    const method = OPERATIONS[req.op].method;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ path: this.prefix + req.path, method, headers, body, signal });
+    } catch (e) {
+      throw transportError(req.op, e, signal);
+    }
+    const status = res.statusCode;
+    const contentType = String(res.headers["content-type"] ?? "");
+    const isJson = /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType);
+    if (status >= 200 && status < 300) {
+      const expectsBody = req.op !== "logout" && req.op !== "unlockDevice" && req.op !== "unlockDeviceLock";
+      if (!expectsBody) {
+        // The command was accepted with the status line; the body (spec: none) is not ours to judge.
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        return parse(null);
+      }
+      if (!isJson) {
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        throw new DoorApiError({
+          operation: req.op, kind: "invalid-response", status, mayHaveReached: true,
+          message: `${req.op}: the service answered ${status} with content type "${contentType.slice(0, 60) || "none"}" instead of JSON`,
+        });
+      }
+      const buf = await this.readBody(req.op, res, signal);
+      return parse(buf);
+    }
+    // An error status: read the ErrorResponse (for logs only) and Retry-After.
+    const retryAfter = parseRetryAfter(res.headers["retry-after"], this.clock.now());
+    let title: string | null = null;
+    let detail: string | null = null;
+    if (isJson) {
+      try {
+        const parsed = ErrorResponse.safeParse(JSON.parse((await this.readBody(req.op, res, signal)).toString("utf8")));
+        if (parsed.success) {
+          title = clip(parsed.data.title);
+          detail = clip(parsed.data.detail);
+        }
+      } catch {
+        /* an unreadable error body changes nothing: callers branch on the status */
+      }
+    } else {
+      await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+    }
+    throw new DoorApiError({
+      operation: req.op, kind: "http", status, title, detail, retryAfter, mayHaveReached: true,
+      message: `${req.op}: the service answered ${status}${title ? ` (${title})` : ""}`,
+    });
+  }
+
+  private async readBody(op: OperationId, res: Dispatcher.ResponseData, signal?: AbortSignal): Promise<Buffer> {
+    const declared = Number(res.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes) {
+      res.body.destroy();
+      throw tooLarge(op, this.maxBodyBytes);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > this.maxBodyBytes) {
+          res.body.destroy();
+          throw tooLarge(op, this.maxBodyBytes);
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (e) {
+      if (e instanceof DoorApiError) throw e;
+      const t = transportError(op, e, signal);
+      throw new DoorApiError({
+        operation: op, kind: t.kind === "aborted" ? "aborted" : "invalid-response", status: res.statusCode, mayHaveReached: true,
+        message: `${op}: the response body from the service was cut off (${t.kind})`, cause: e,
+      });
+    }
+    return Buffer.concat(chunks);
+  }
+}
+
+// ---- helpers ----------------------------------------------------------------------------
+
+function clip(s: string | null | undefined): string | null {
+  if (s === null || s === undefined) return null;
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 200);
+}
+
+function tooLarge(op: OperationId, max: number): DoorApiError {
+  return new DoorApiError({
+    operation: op, kind: "invalid-response", status: 200, mayHaveReached: true,
+    message: `${op}: the response body is larger than ${max} bytes and was not read`,
+  });
+}
+
+function checkId(op: OperationId, field: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 2147483647) {
+    throw new DoorApiError({ operation: op, kind: "invalid-response", mayHaveReached: false, message: `${op}: ${field} must be a positive 32-bit integer` });
+  }
+  return value;
+}
+
+function validateBody<S extends z.ZodType>(op: OperationId, schema: S, value: unknown): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    // Name the fields only: the values are credentials.
+    const fields = [...new Set(parsed.error.issues.map((i) => i.path.join(".") || "body"))].join(", ");
+    throw new DoorApiError({ operation: op, kind: "invalid-response", mayHaveReached: false, message: `${op}: request not sent, invalid ${fields}` });
+  }
+  return parsed.data;
+}
+
+function parseJson<S extends z.ZodType>(op: OperationId, schema: S, body: Buffer | null): z.infer<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse((body ?? Buffer.alloc(0)).toString("utf8"));
+  } catch {
+    throw new DoorApiError({ operation: op, kind: "invalid-response", status: 200, mayHaveReached: true, message: `${op}: the service answered 200 with a body that is not JSON` });
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
+    throw new DoorApiError({ operation: op, kind: "invalid-response", status: 200, mayHaveReached: true, message: `${op}: the response does not match the spec (${where})` });
+  }
+  return parsed.data;
+}
+
+function abortedError(op: OperationId, cause: unknown): DoorApiError {
+  return new DoorApiError({ operation: op, kind: "aborted", mayHaveReached: false, message: `${op}: cancelled`, cause });
+}
+
+function errorCode(e: unknown): string {
+  let cur: unknown = e;
+  for (let i = 0; i < 4 && cur && typeof cur === "object"; i++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return "";
+}
+
+/** Maps an undici/socket failure to a DoorApiError: was it sent, did it time out? */
+function transportError(op: OperationId, e: unknown, signal?: AbortSignal): DoorApiError {
+  if (signal?.aborted || errorCode(e) === "UND_ERR_ABORTED" || (e as Error)?.name === "AbortError") {
+    return new DoorApiError({ operation: op, kind: "aborted", mayHaveReached: true, message: `${op}: cancelled`, cause: e });
+  }
+  const code = errorCode(e);
+  const notSent = NOT_SENT_CODES.has(code);
+  let kind: FailureKind = "network";
+  let what = "the connection failed";
+  if (code === "UND_ERR_CONNECT_TIMEOUT") { kind = "timeout"; what = "connecting timed out"; }
+  else if (code === "UND_ERR_HEADERS_TIMEOUT") { kind = "timeout"; what = "no answer in time"; }
+  else if (code === "UND_ERR_BODY_TIMEOUT") { kind = "timeout"; what = "the answer stalled"; }
+  else if (code === "ECONNREFUSED") what = "connection refused";
+  else if (code === "ENOTFOUND" || code === "EAI_AGAIN") what = "host not found";
+  else if (code === "UND_ERR_SOCKET" || code === "ECONNRESET") what = "the connection closed without an answer";
+  return new DoorApiError({ operation: op, kind, mayHaveReached: !notSent, message: `${op}: ${what}${code ? ` (${code})` : ""}`, cause: e });
+}

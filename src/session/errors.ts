@@ -1,0 +1,20 @@
+/**
+ * Why the session could not give a caller a token. Both carry the unlock outcome word of
+ * the contract, so the flow nodes map them without looking at the text.
+ */
+export class SessionHaltedError extends Error {
+  override readonly name = "SessionHaltedError";
+  readonly outcome = "session-halted" as const;
+  constructor(readonly state: string, message: string) {
+    super(message);
+  }
+}
+
+export class SessionUnavailableError extends Error {
+  override readonly name = "SessionUnavailableError";
+  readonly outcome = "service-unreachable" as const;
+  /** Seconds until the session will try to log in again, when known. */
+  constructor(message: string, readonly retryAfter: number | null = null) {
+    super(message);
+  }
+}

@@ -1,0 +1,484 @@
+/**
+ * The one session of one account: the state machine, the single flight, the renewal timers
+ * and the spec's failure rules. Everything about logging in and refreshing is in this file.
+ *
+ * States: idle → logging-in → ready ⇄ refreshing; unreachable (login failed on 5xx/network,
+ * retried only when a caller needs the session, at most once a minute); halted-login-failed
+ * (credentials refused); halted-superseded (another login took the account); closed.
+ *
+ * Rules (spec "Client behaviour on failures", CONTRACT "Session rules"):
+ * - log in once at start-up (or resume the stored pair), never per call;
+ * - at most one login or refresh in flight for the account; every caller waits for it;
+ * - renew every 36 h or 3 h before the JWT `exp`, whichever is first;
+ * - a call answered 401: refresh once, replay once; 401 again: halted-superseded;
+ * - refresh 400/401: full login, at most once an hour (a second time halts as superseded);
+ * - refresh 5xx/network: the client retries once; then, if the access token is still good
+ *   for a while, keep it and try again later; otherwise log in;
+ * - login 400/401: halted-login-failed; login 5xx/network (after the client's single
+ *   retry): unreachable, not a halt.
+ */
+import { EventEmitter } from "node:events";
+import { decodeJwt } from "jose";
+import type { Credentials, DoorApiClient } from "../client/client.js";
+import { DoorApiError } from "../client/errors.js";
+import { type Clock, systemClock } from "../util/clock.js";
+import { SessionHaltedError, SessionUnavailableError } from "./errors.js";
+import type { StoredPair, TokenStore } from "./token-store.js";
+
+export type SessionState =
+  | "idle"
+  | "logging-in"
+  | "ready"
+  | "refreshing"
+  | "unreachable"
+  | "halted-login-failed"
+  | "halted-superseded"
+  | "closed";
+
+export const HALTED_STATES: ReadonlySet<SessionState> = new Set(["halted-login-failed", "halted-superseded"]);
+
+export interface SessionSnapshot {
+  state: SessionState;
+  /** Why the session is in this state (plain words, never a secret). */
+  reason: string | null;
+  /** ms since epoch of the last state change. */
+  since: number;
+  /** ms since epoch when the access token expires, when known. */
+  accessExpiresAt: number | null;
+  /** ms since epoch of the next scheduled renewal, when one is scheduled. */
+  renewAt: number | null;
+}
+
+export interface SessionLog {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+export interface SessionTimings {
+  /** Proactive renewal period (spec: every 36 hours). */
+  renewEveryMs: number;
+  /** Renew this long before `exp` if that comes first (3 hours). */
+  renewBeforeExpMs: number;
+  /** A token this close to `exp` is renewed before use rather than sent. */
+  expirySkewMs: number;
+  /** Refresh rejected (400/401) → login at most once in this window (1 hour). */
+  reloginWindowMs: number;
+  /** After a login failed on 5xx/network, the next is tried no sooner than this (1 minute). */
+  loginRetryMs: number;
+  /** How long a caller waits for a login or refresh in flight (30 s). */
+  waitMs: number;
+  /** After a transient refresh failure with a still-valid token, try again after this. */
+  refreshRetryMs: number;
+}
+
+export const DEFAULT_TIMINGS: SessionTimings = {
+  renewEveryMs: 36 * 3600_000,
+  renewBeforeExpMs: 3 * 3600_000,
+  expirySkewMs: 60_000,
+  reloginWindowMs: 3600_000,
+  loginRetryMs: 60_000,
+  waitMs: 30_000,
+  refreshRetryMs: 15 * 60_000,
+};
+
+export interface SessionOptions {
+  client: DoorApiClient;
+  credentials: Credentials;
+  store: TokenStore;
+  clock?: Clock;
+  log?: SessionLog;
+  timings?: Partial<SessionTimings>;
+}
+
+interface LivePair extends StoredPair {
+  /** ms since epoch from the JWT `exp`, or null when the token carries none. */
+  exp: number | null;
+}
+
+const silent: SessionLog = { info() {}, warn() {}, error() {} };
+
+function is401(e: unknown): boolean {
+  return e instanceof DoorApiError && e.kind === "http" && e.status === 401;
+}
+
+export class Session extends EventEmitter {
+  private readonly client: DoorApiClient;
+  private readonly credentials: Credentials;
+  private readonly store: TokenStore;
+  private readonly clock: Clock;
+  private readonly log: SessionLog;
+  readonly timings: SessionTimings;
+
+  private _state: SessionState = "idle";
+  private reason: string | null = null;
+  private since: number;
+  private pair: LivePair | null = null;
+  /** The one login or refresh in flight, if any. */
+  private inflight: Promise<void> | null = null;
+  private renewTimer: unknown = null;
+  private renewAt: number | null = null;
+  private lastLoginAttemptAt = Number.NEGATIVE_INFINITY;
+  private loginNotBefore = Number.NEGATIVE_INFINITY;
+  private lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
+  private startPromise: Promise<void> | null = null;
+  private readonly abort = new AbortController();
+
+  constructor(options: SessionOptions) {
+    super();
+    this.client = options.client;
+    this.credentials = options.credentials;
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock;
+    this.log = options.log ?? silent;
+    this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
+    this.since = this.clock.now();
+  }
+
+  get state(): SessionState {
+    return this._state;
+  }
+
+  snapshot(): SessionSnapshot {
+    return { state: this._state, reason: this.reason, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
+  }
+
+  /** Resume the stored pair, or log in. Idempotent; resolves when the first attempt settles. */
+  start(): Promise<void> {
+    if (!this.startPromise) {
+      this.startPromise = this.single(async () => {
+        const stored = await this.store.load().catch(() => null);
+        if (stored) {
+          this.adopt(stored);
+          this.log.info("resumed the stored session");
+          if (this.needsRenewal()) await this.refresh("the stored access token is expiring");
+          else this.becomeReady();
+        } else {
+          await this.login("start-up");
+        }
+      });
+    }
+    return this.startPromise;
+  }
+
+  /**
+   * Runs `fn` with a valid access token. A 401 is answered by one refresh (shared with
+   * every other caller) and one replay; a second 401 halts the session as superseded.
+   */
+  async call<T>(fn: (accessToken: string) => Promise<T>): Promise<T> {
+    const first = await this.token();
+    try {
+      return await fn(first);
+    } catch (e) {
+      if (!is401(e)) throw e;
+      await this.renewAfter401(first);
+      const second = await this.token();
+      try {
+        return await fn(second);
+      } catch (e2) {
+        if (is401(e2) && this.pair?.accessToken === second) {
+          this.halt("halted-superseded", "the service rejected a freshly renewed token: another login has taken over this account");
+        }
+        throw e2;
+      }
+    }
+  }
+
+  /** A valid access token, waiting (bounded) for a login or refresh in flight. */
+  async token(): Promise<string> {
+    for (let round = 0; round < 4; round++) {
+      switch (this._state) {
+        case "closed":
+          throw new SessionHaltedError("closed", "the account is closed (redeploy in progress or node removed)");
+        case "halted-login-failed":
+        case "halted-superseded":
+          throw new SessionHaltedError(this._state, `account halted: ${this.reason ?? this._state}; an operator must redeploy or press reconnect`);
+        case "ready":
+          if (this.pair && !this.isExpired()) return this.pair.accessToken;
+          await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
+          break;
+        case "unreachable": {
+          const now = this.clock.now();
+          const next = Math.max(this.lastLoginAttemptAt + this.timings.loginRetryMs, this.loginNotBefore);
+          if (this.inflight) {
+            await this.waitFor(this.inflight);
+          } else if (now >= next) {
+            await this.waitFor(this.login("a message needs the session"));
+          } else {
+            throw new SessionUnavailableError(
+              `service unreachable: ${this.reason ?? "login failed"}; next login attempt in ${Math.ceil((next - now) / 1000)} s`,
+              Math.ceil((next - now) / 1000),
+            );
+          }
+          break;
+        }
+        default:
+          // idle, logging-in, refreshing
+          await this.waitFor(this.inflight ?? this.start());
+      }
+    }
+    throw new SessionUnavailableError(`the session did not become ready (${this._state})`);
+  }
+
+  /** Operator action after a halt (or to hurry a retry while unreachable): one fresh login. */
+  async reconnect(): Promise<void> {
+    if (this._state === "closed") return;
+    if (this.inflight) return this.waitFor(this.inflight);
+    this.lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
+    this.loginNotBefore = Number.NEGATIVE_INFINITY;
+    await this.login("operator reconnect");
+  }
+
+  /** Stops timers and refuses new calls; the stored pair stays for the next start. */
+  async close(): Promise<void> {
+    this.clearRenewal();
+    this.setState("closed", null);
+    this.abort.abort(new Error("session closed"));
+    await this.inflight?.catch(() => undefined);
+  }
+
+  /** The account was deleted: log out (best effort, bounded) and delete the stored pair. */
+  async destroy(): Promise<void> {
+    const token = this.pair?.accessToken;
+    await this.close();
+    if (token) {
+      const ac = new AbortController();
+      const t = this.clock.setTimeout(() => ac.abort(new Error("logout timed out")), 5_000);
+      await this.client.logout(token, ac.signal).catch(() => undefined);
+      this.clock.clearTimeout(t);
+    }
+    this.pair = null;
+    await this.store.clear().catch(() => undefined);
+  }
+
+  // ---- renewal --------------------------------------------------------------------------
+
+  private async renewAfter401(usedToken: string): Promise<void> {
+    if (this.inflight) return this.waitFor(this.inflight);
+    if (this.pair && this.pair.accessToken !== usedToken) return; // someone already renewed
+    if (HALTED_STATES.has(this._state) || this._state === "closed") return;
+    await this.waitFor(this.refresh("the service answered 401"));
+  }
+
+  /** Single flight: a second caller gets the refresh (or login) already in flight. */
+  private refresh(why: string): Promise<void> {
+    return this.single(() => this.doRefresh(why));
+  }
+
+  private login(why: string): Promise<void> {
+    return this.single(() => this.doLogin(why));
+  }
+
+  private single(work: () => Promise<void>): Promise<void> {
+    if (this.inflight) return this.inflight;
+    const p = (async () => {
+      try {
+        await work();
+      } catch (e) {
+        // Every expected failure is turned into a state above; this is a bug or I/O error.
+        this.log.error(`session: unexpected failure: ${(e as Error).message}`);
+        if (this._state === "logging-in" || this._state === "refreshing") {
+          this.setState(this.pair && !this.isExpired() ? "ready" : "unreachable", (e as Error).message);
+        }
+      } finally {
+        this.inflight = null;
+      }
+    })();
+    this.inflight = p;
+    return p;
+  }
+
+  private async doRefresh(why: string): Promise<void> {
+    if (this._state === "closed" || HALTED_STATES.has(this._state)) return;
+    if (!this.pair) return this.doLogin(why);
+    this.setState("refreshing", why);
+    await this.store.withRenewalLock(async () => {
+      // Another process on the same store may have renewed while we waited for the lock.
+      const stored = await this.store.load().catch(() => null);
+      if (stored && this.pair && stored.refreshToken !== this.pair.refreshToken) {
+        this.adopt(stored);
+        if (!this.isExpired()) {
+          this.log.info("session: adopted the pair renewed by another process");
+          this.becomeReady();
+          return;
+        }
+      }
+      const current = this.pair!;
+      let fresh: { accessToken: string; refreshToken: string };
+      try {
+        fresh = await this.client.refresh(current.refreshToken, this.abort.signal);
+      } catch (e) {
+        if (!(e instanceof DoorApiError)) throw e;
+        if (e.kind === "aborted") return;
+        if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
+          // Never reuse that refresh token. Log in, but at most once an hour.
+          this.pair = null;
+          const now = this.clock.now();
+          if (now - this.lastReloginAfterRejectAt < this.timings.reloginWindowMs) {
+            this.halt("halted-superseded", `the refresh token was rejected (${e.status}) twice within an hour: another client is using this account`);
+            return;
+          }
+          this.lastReloginAfterRejectAt = now;
+          this.log.warn(`session: the refresh token was rejected (${e.status}); logging in again`);
+          await this.doLogin("refresh token rejected");
+          return;
+        }
+        if (e.kind === "http" && e.status === 429) {
+          const wait = (e.retryAfter ?? 60) * 1000;
+          this.log.warn(`session: refresh rate-limited; next try in ${Math.ceil(wait / 1000)} s`);
+          if (!this.isExpired()) {
+            this.becomeReady(wait);
+          } else {
+            this.loginNotBefore = this.clock.now() + wait;
+            this.setState("unreachable", `rate limited by the service (retry after ${Math.ceil(wait / 1000)} s)`);
+          }
+          return;
+        }
+        // 5xx, network, timeout, bad body — the client already retried once.
+        if (this.pair && this.pair.exp !== null && this.pair.exp - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
+          this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
+          this.becomeReady(this.timings.refreshRetryMs);
+          return;
+        }
+        this.log.warn(`session: refresh failed (${e.message}); logging in again`);
+        this.pair = null;
+        await this.doLogin("refresh failed");
+        return;
+      }
+      await this.accept(fresh);
+    });
+  }
+
+  private async doLogin(why: string): Promise<void> {
+    if (this._state === "closed") return;
+    this.clearRenewal();
+    this.setState("logging-in", why);
+    this.lastLoginAttemptAt = this.clock.now();
+    let fresh: { accessToken: string; refreshToken: string };
+    try {
+      fresh = await this.client.login(this.credentials, this.abort.signal);
+    } catch (e) {
+      if (!(e instanceof DoorApiError)) throw e;
+      if (e.kind === "aborted") return;
+      this.pair = null;
+      if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
+        this.halt("halted-login-failed", `the service refused the login (${e.status}); check the account's credentials`);
+        return;
+      }
+      if (e.kind === "http" && e.status === 429) {
+        const wait = Math.max(this.timings.loginRetryMs, (e.retryAfter ?? 0) * 1000);
+        this.loginNotBefore = this.clock.now() + wait;
+        this.setState("unreachable", `login rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`);
+        this.log.warn(`session: login rate-limited (429); next try in ${Math.ceil(wait / 1000)} s`);
+        return;
+      }
+      this.setState("unreachable", e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}`);
+      this.log.warn(`session: ${e.message}; will try again when a message needs the session (at most once a minute)`);
+      return;
+    }
+    this.log.info(`session: logged in (${why})`);
+    await this.accept(fresh);
+  }
+
+  /** A new pair from login or refresh: persist it as a pair, then use it. */
+  private async accept(fresh: { accessToken: string; refreshToken: string }): Promise<void> {
+    const pair: StoredPair = { accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, obtainedAt: this.clock.now() };
+    this.adopt(pair);
+    try {
+      await this.store.save(pair);
+    } catch (e) {
+      this.log.error(`session: could not persist the token pair to the ${this.store.description} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a restart will have to log in again`);
+    }
+    if (this._state !== "closed") this.becomeReady();
+  }
+
+  private adopt(pair: StoredPair): void {
+    let exp: number | null = null;
+    try {
+      const claims = decodeJwt(pair.accessToken);
+      if (typeof claims.exp === "number") exp = claims.exp * 1000;
+    } catch {
+      /* not a JWT: handled below */
+    }
+    if (exp === null) this.log.warn("session: the access token carries no readable exp claim; renewing on the 36 h schedule only");
+    this.pair = { ...pair, exp };
+  }
+
+  private isExpired(): boolean {
+    return this.pair !== null && this.pair.exp !== null && this.clock.now() >= this.pair.exp - this.timings.expirySkewMs;
+  }
+
+  private needsRenewal(): boolean {
+    if (!this.pair) return true;
+    return this.clock.now() >= this.renewalDue();
+  }
+
+  private renewalDue(): number {
+    const p = this.pair!;
+    const byPeriod = p.obtainedAt + this.timings.renewEveryMs;
+    return p.exp === null ? byPeriod : Math.min(byPeriod, p.exp - this.timings.renewBeforeExpMs);
+  }
+
+  private becomeReady(retryInMs?: number): void {
+    this.setState("ready", null);
+    this.scheduleRenewal(retryInMs);
+  }
+
+  private scheduleRenewal(inMs?: number): void {
+    this.clearRenewal();
+    if (!this.pair) return;
+    const now = this.clock.now();
+    const at = inMs !== undefined ? now + inMs : Math.max(now, this.renewalDue());
+    this.renewAt = at;
+    this.renewTimer = this.clock.setTimeout(() => {
+      this.renewTimer = null;
+      this.renewAt = null;
+      if (this._state === "ready") void this.refresh("scheduled renewal");
+    }, at - now);
+  }
+
+  private clearRenewal(): void {
+    if (this.renewTimer !== null) this.clock.clearTimeout(this.renewTimer);
+    this.renewTimer = null;
+    this.renewAt = null;
+  }
+
+  private halt(state: "halted-login-failed" | "halted-superseded", reason: string): void {
+    if (this._state === state) return;
+    this.clearRenewal();
+    this.setState(state, reason);
+    // Written once per halt; the config node turns this event into an error a Catch node sees.
+    this.log.error(`session halted: ${reason}`);
+    this.emit("halt", new SessionHaltedError(state, reason));
+  }
+
+  private setState(state: SessionState, reason: string | null): void {
+    if (this._state === "closed" && state !== "closed") return;
+    const changed = this._state !== state || this.reason !== reason;
+    this._state = state;
+    this.reason = reason;
+    if (changed) {
+      this.since = this.clock.now();
+      this.emit("state", this.snapshot());
+    }
+  }
+
+  /** Waits for a login/refresh, at most `waitMs`; then the caller fails as unreachable. */
+  private waitFor(p: Promise<void>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const t = this.clock.setTimeout(() => {
+        reject(new SessionUnavailableError(`the account is still ${this._state} after ${Math.round(this.timings.waitMs / 1000)} s`));
+      }, this.timings.waitMs);
+      p.then(
+        () => {
+          this.clock.clearTimeout(t);
+          resolve();
+        },
+        (e) => {
+          this.clock.clearTimeout(t);
+          reject(e);
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Where the session's token pair lives between restarts.
+ *
+ * The pair is written as one unit, atomically (temp file, fsync, rename, fsync of the
+ * folder), with file mode 0600, outside the flow and credentials files: Node-RED writes
+ * credentials only on the next deploy, so a rotated refresh token kept there would be lost
+ * by a restart before it. When Node-RED has a credential secret the pair is encrypted with
+ * AES-256-GCM under a key derived from it. A torn, foreign or undecryptable file is treated
+ * as absent (and reported through `onProblem`), never as a crash.
+ *
+ * A second process on the same user directory is kept from refreshing at the same time by
+ * a lock file around renewal (`withRenewalLock`); the session re-reads the pair after
+ * taking it.
+ */
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import * as path from "node:path";
+import lockfile from "proper-lockfile";
+
+export interface StoredPair {
+  accessToken: string;
+  refreshToken: string;
+  /** ms since epoch when the pair was issued to us. */
+  obtainedAt: number;
+}
+
+export interface TokenStore {
+  load(): Promise<StoredPair | null>;
+  save(pair: StoredPair): Promise<void>;
+  clear(): Promise<void>;
+  /** Runs `fn` while holding the cross-process renewal lock of this account. */
+  withRenewalLock<T>(fn: () => Promise<T>): Promise<T>;
+  /** Human-readable place, for logs (never contains a secret). */
+  readonly description: string;
+}
+
+/**
+ * Identifies the account, not the config node: a hash of the base URL and the login
+ * identity, so a pair stored for other credentials is never resumed. Never the identity
+ * in clear.
+ */
+export function accountKey(baseUrl: string, method: string, identity: string): string {
+  return createHash("sha256").update(`${new URL(baseUrl).origin}\n${method === "email" ? "email" : "phone"}\n${identity.trim().toLowerCase()}`).digest("hex");
+}
+
+interface FileFormat {
+  v: 1;
+  account: string;
+  enc: "aes-256-gcm" | "none";
+  iv?: string;
+  tag?: string;
+  data: string;
+}
+
+export interface FileTokenStoreOptions {
+  filePath: string;
+  accountKey: string;
+  /** Node-RED's credential secret, when one is set: the pair is then encrypted. */
+  secret?: string | null;
+  onProblem?: (message: string) => void;
+  /** How long to wait for another process's renewal lock (default 15 s). */
+  lockWaitMs?: number;
+}
+
+export class FileTokenStore implements TokenStore {
+  readonly description: string;
+  private readonly key: Buffer | null;
+
+  constructor(private readonly options: FileTokenStoreOptions) {
+    this.description = `token file ${options.filePath}`;
+    this.key = options.secret
+      ? Buffer.from(hkdfSync("sha256", options.secret, options.accountKey, "door-access token store v1", 32))
+      : null;
+  }
+
+  async load(): Promise<StoredPair | null> {
+    let text: string;
+    try {
+      text = await fs.readFile(this.options.filePath, "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+      this.problem(`cannot read the ${this.description} (${(e as NodeJS.ErrnoException).code ?? "error"}); logging in instead`);
+      return null;
+    }
+    try {
+      const file = JSON.parse(text) as FileFormat;
+      if (file.v !== 1 || typeof file.data !== "string") throw new Error("unknown format");
+      if (file.account !== this.options.accountKey) return null; // another account's pair: not ours to use
+      let json: string;
+      if (file.enc === "aes-256-gcm") {
+        if (!this.key) throw new Error("the file is encrypted but no credential secret is set");
+        const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(file.iv ?? "", "base64"));
+        decipher.setAuthTag(Buffer.from(file.tag ?? "", "base64"));
+        json = Buffer.concat([decipher.update(Buffer.from(file.data, "base64")), decipher.final()]).toString("utf8");
+      } else {
+        json = Buffer.from(file.data, "base64").toString("utf8");
+      }
+      const pair = JSON.parse(json) as Partial<StoredPair>;
+      if (typeof pair.accessToken !== "string" || typeof pair.refreshToken !== "string" || !pair.accessToken || !pair.refreshToken) {
+        throw new Error("incomplete pair");
+      }
+      return { accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: Number(pair.obtainedAt) || 0 };
+    } catch (e) {
+      this.problem(`the ${this.description} is unreadable (${(e as Error).message}); logging in instead`);
+      return null;
+    }
+  }
+
+  async save(pair: StoredPair): Promise<void> {
+    const json = JSON.stringify({ accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: pair.obtainedAt });
+    let file: FileFormat;
+    if (this.key) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv("aes-256-gcm", this.key, iv);
+      const data = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
+      file = { v: 1, account: this.options.accountKey, enc: "aes-256-gcm", iv: iv.toString("base64"), tag: cipher.getAuthTag().toString("base64"), data: data.toString("base64") };
+    } else {
+      file = { v: 1, account: this.options.accountKey, enc: "none", data: Buffer.from(json, "utf8").toString("base64") };
+    }
+    await writeFileAtomic(this.options.filePath, JSON.stringify(file) + "\n");
+  }
+
+  async clear(): Promise<void> {
+    await fs.rm(this.options.filePath, { force: true });
+    await fs.rm(`${this.options.filePath}.lock`, { force: true, recursive: true }).catch(() => undefined);
+  }
+
+  async withRenewalLock<T>(fn: () => Promise<T>): Promise<T> {
+    await fs.mkdir(path.dirname(this.options.filePath), { recursive: true, mode: 0o700 });
+    const wait = this.options.lockWaitMs ?? 15_000;
+    const release = await lockfile.lock(this.options.filePath, {
+      realpath: false,
+      lockfilePath: `${this.options.filePath}.lock`,
+      stale: 10_000,
+      update: 2_000,
+      retries: { retries: Math.ceil(wait / 100), minTimeout: 100, maxTimeout: 100, factor: 1 },
+    });
+    try {
+      return await fn();
+    } finally {
+      await release().catch(() => undefined);
+    }
+  }
+
+  private problem(message: string): void {
+    this.options.onProblem?.(message);
+  }
+}
+
+/** temp file (0600) → write → fsync → rename over the target → fsync the folder. */
+export async function writeFileAtomic(filePath: string, content: string): Promise<void> {
+  const dir = path.dirname(filePath);
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const tmp = path.join(dir, `.${path.basename(filePath)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const fh = await fs.open(tmp, "wx", 0o600);
+  try {
+    await fh.writeFile(content, "utf8");
+    await fh.sync();
+  } catch (e) {
+    await fh.close().catch(() => undefined);
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+  await fh.close();
+  try {
+    await fs.rename(tmp, filePath);
+  } catch (e) {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  }
+  const dh = await fs.open(dir, "r").catch(() => null);
+  if (dh) {
+    await dh.sync().catch(() => undefined);
+    await dh.close();
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The unlock outcome table of the contract, in one place: which failure becomes which
+ * `outcome` word, which status it reports, and whether the door may have opened.
+ *
+ * | outcome             | status | when                                                     | request sent |
+ * |---------------------|--------|----------------------------------------------------------|--------------|
+ * | accepted            | 200    | command accepted and forwarded                           | yes          |
+ * | invalid-input       | null   | bad deviceId, lockId, door name, actor                   | no           |
+ * | retained-rejected   | null   | msg.retain === true while rejectRetained is on           | no           |
+ * | session-halted      | null   | the account is halted                                    | no           |
+ * | service-unreachable | null   | no session: login fails on 5xx/network, none possible now| no           |
+ * | unauthorized        | 401    | 401 again after one refresh and one replay               | yes          |
+ * | forbidden           | 403    | no key to the door or lock                               | yes          |
+ * | not-found           | 404    | unknown device or lock (the device list is re-fetched)   | yes          |
+ * | rate-limited        | 429    | retryAfter from Retry-After                              | yes          |
+ * | unreachable         | 502    | device or gateway unreachable                            | yes          |
+ * | offline             | 503    | device offline or out of range                           | yes          |
+ * | timeout             | 504    | device did not answer in time; mayHaveOpened             | yes          |
+ * | network-error       | null   | no HTTP answer after the request left; mayHaveOpened     | maybe        |
+ * | error               | other  | anything else                                            | yes          |
+ *
+ * door-devices and door-status use the same words for their `msg.outcome`.
+ */
+import { DoorApiError } from "../client/errors.js";
+import { SessionHaltedError, SessionUnavailableError } from "../session/errors.js";
+
+export type Outcome =
+  | "accepted"
+  | "invalid-input"
+  | "retained-rejected"
+  | "session-halted"
+  | "service-unreachable"
+  | "unauthorized"
+  | "forbidden"
+  | "not-found"
+  | "rate-limited"
+  | "unreachable"
+  | "offline"
+  | "timeout"
+  | "network-error"
+  | "error";
+
+const BY_STATUS: Readonly<Record<number, Outcome>> = {
+  401: "unauthorized",
+  403: "forbidden",
+  404: "not-found",
+  429: "rate-limited",
+  502: "unreachable",
+  503: "offline",
+  504: "timeout",
+};
+
+export interface Classified {
+  outcome: Outcome;
+  status: number | null;
+  retryAfter: number | null;
+  /** The command may have reached the device although no success was seen. */
+  mayHaveOpened: boolean;
+  /** Whether a request left for the service. */
+  sent: boolean;
+  message: string;
+}
+
+/** Maps any failure of a service call (or of getting a session for it) to an outcome. */
+export function classifyFailure(error: unknown, isUnlock: boolean): Classified {
+  if (error instanceof SessionHaltedError) {
+    return { outcome: "session-halted", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: error.message };
+  }
+  if (error instanceof SessionUnavailableError) {
+    return { outcome: "service-unreachable", status: null, retryAfter: error.retryAfter, mayHaveOpened: false, sent: false, message: error.message };
+  }
+  if (error instanceof DoorApiError) {
+    if (error.kind === "http" && error.status !== null) {
+      const outcome = BY_STATUS[error.status] ?? "error";
+      return {
+        outcome,
+        status: error.status,
+        retryAfter: error.retryAfter,
+        mayHaveOpened: isUnlock && error.status === 504,
+        sent: true,
+        message: error.message,
+      };
+    }
+    if (error.kind === "network" || error.kind === "timeout" || error.kind === "aborted") {
+      return {
+        outcome: "network-error",
+        status: null,
+        retryAfter: null,
+        mayHaveOpened: isUnlock && error.mayHaveReached,
+        sent: error.mayHaveReached,
+        message: error.message,
+      };
+    }
+    // invalid-response: the service answered 2xx with a body we could not use.
+    return { outcome: "error", status: error.status, retryAfter: null, mayHaveOpened: false, sent: error.mayHaveReached, message: error.message };
+  }
+  return { outcome: "error", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: (error as Error)?.message ?? String(error) };
+}
