@@ -1,0 +1,142 @@
+/**
+ * Command line of door-access-sim (bin/door-access-sim.js runs the compiled form of this).
+ */
+import { DEMO_ACCOUNT, DEMO_DOORS } from "./seed.js";
+import { loadSeedFile, startSimulator } from "./index.js";
+import type { RunningSimulator, SimulatorOptions } from "./types.js";
+
+export const USAGE = `Usage: door-access-sim [options]
+
+A local, stateful simulator of the Door Unlock Access Service (all ten /api operations,
+one session per account, rotating refresh tokens, faults under /_sim/).
+
+Options:
+  --host <host>          interface to listen on (default 127.0.0.1)
+  --port <port>          port (default 8787; 0 = any free port)
+  --seed <file.json>     accounts, companies, locations, doors and keys (default: built-in demo seed)
+  --access-ttl <sec>     access token lifetime in seconds (default 172800 = 48 h)
+  --refresh-ttl <sec>    refresh token lifetime in seconds (default 2592000 = 30 days)
+  --allow-remote-control allow a non-loopback --host (the /_sim control surface is then reachable)
+  --help                 show this help
+`;
+
+export interface CliArgs {
+  help: boolean;
+  seedFile?: string;
+  options: SimulatorOptions;
+}
+
+export function parseArgs(argv: string[]): CliArgs {
+  const args: CliArgs = { help: false, options: { host: "127.0.0.1", port: 8787 } };
+  const value = (i: number, flag: string): string => {
+    const v = argv[i + 1];
+    if (v === undefined || v.startsWith("--")) throw new Error(`${flag} needs a value`);
+    return v;
+  };
+  const seconds = (v: string, flag: string): number => {
+    if (!/^[0-9]+$/.test(v) || Number(v) < 1) throw new Error(`${flag} must be a positive whole number of seconds, got ${JSON.stringify(v)}`);
+    return Number(v);
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const raw = argv[i]!;
+    const eq = raw.indexOf("=");
+    const flag = raw.startsWith("--") && eq > 0 ? raw.slice(0, eq) : raw;
+    let inline: string | undefined = raw.startsWith("--") && eq > 0 ? raw.slice(eq + 1) : undefined;
+    const take = (): string => {
+      if (inline !== undefined) {
+        const v = inline;
+        inline = undefined;
+        return v;
+      }
+      const v = value(i, flag);
+      i++;
+      return v;
+    };
+    switch (flag) {
+      case "--help":
+      case "-h":
+        args.help = true;
+        break;
+      case "--host":
+        args.options.host = take();
+        break;
+      case "--port": {
+        const v = take();
+        if (!/^[0-9]+$/.test(v) || Number(v) > 65535) throw new Error(`--port must be 0-65535, got ${JSON.stringify(v)}`);
+        args.options.port = Number(v);
+        break;
+      }
+      case "--seed":
+        args.seedFile = take();
+        break;
+      case "--access-ttl":
+        args.options.accessTtlSec = seconds(take(), flag);
+        break;
+      case "--refresh-ttl":
+        args.options.refreshTtlSec = seconds(take(), flag);
+        break;
+      case "--allow-remote-control":
+        args.options.allowRemoteControl = true;
+        break;
+      default:
+        throw new Error(`unknown option ${JSON.stringify(raw)}`);
+    }
+  }
+  return args;
+}
+
+export function banner(sim: RunningSimulator, seedFile?: string): string {
+  const lines = [
+    `door-access-sim listening on ${sim.url}`,
+    `  API:     ${sim.url}/api/...   docs: ${sim.url}/openapi.json  ${sim.url}/openapi.yaml  ${sim.url}/llms.txt`,
+    `  Control: ${sim.url}/_sim/ (faults, devices, accounts, requests, counts)`,
+  ];
+  if (seedFile) {
+    lines.push(`  Accounts and their credentials: as given in the seed file ${seedFile}`);
+  } else {
+    lines.push(
+      `  Demo account (built-in demo seed, see src/simulator/seed.ts): phone ${DEMO_ACCOUNT.phoneNumber} or email ${DEMO_ACCOUNT.email}, password ${DEMO_ACCOUNT.password}`,
+      `  Demo doors: ${Object.values(DEMO_DOORS).filter((id) => id !== DEMO_DOORS.notVisible).join(", ")}`,
+    );
+  }
+  lines.push("  Stop with Ctrl+C.");
+  return lines.join("\n");
+}
+
+export async function main(argv: string[]): Promise<void> {
+  let args: CliArgs;
+  try {
+    args = parseArgs(argv);
+  } catch (err) {
+    process.stderr.write(`door-access-sim: ${(err as Error).message}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  let sim: RunningSimulator;
+  try {
+    const options = { ...args.options };
+    if (args.seedFile) options.seed = loadSeedFile(args.seedFile);
+    sim = await startSimulator(options);
+  } catch (err) {
+    process.stderr.write(`door-access-sim: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(banner(sim, args.seedFile) + "\n");
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`door-access-sim: ${signal}, stopping\n`);
+    sim.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+}
