@@ -1,0 +1,94 @@
+/**
+ * Which door a message means: `msg.deviceId`, else `msg.door` (a name or "Location / Door"),
+ * else the door picked in the editor (its identity and the id seen when it was picked).
+ * Shared by door-status and door-unlock. Invalid input is reported without any request.
+ */
+import type { Device } from "../spec/schemas.js";
+import type { DeviceDirectory, DoorIdentity } from "./directory.js";
+
+export type Selection =
+  | { ok: true; deviceId: number; device: Device | null; label: string; identity: DoorIdentity }
+  | { ok: false; message: string; candidates?: string[] };
+
+const INT32_MAX = 2147483647;
+
+export function isDeviceId(v: unknown): v is number {
+  return typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= INT32_MAX;
+}
+
+/** Describes a bad value without echoing much of it. */
+export function describeValue(v: unknown): string {
+  if (typeof v === "string") return v.length > 40 ? `a ${v.length}-character string` : JSON.stringify(v);
+  if (typeof v === "number") return String(v);
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return `a value of type ${typeof v}`;
+}
+
+export interface DoorChoice {
+  msgDeviceId: unknown;
+  msgDoor: unknown;
+  /** The door stored in the node (null when none was picked). */
+  configured: DoorIdentity | null;
+}
+
+export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice): Promise<Selection> {
+  if (choice.msgDeviceId !== undefined) {
+    if (!isDeviceId(choice.msgDeviceId)) {
+      return { ok: false, message: `msg.deviceId must be a positive 32-bit integer, got ${describeValue(choice.msgDeviceId)}` };
+    }
+    const id = choice.msgDeviceId;
+    const device = directory.cached()?.devices.find((d) => d.id === id) ?? null;
+    return { ok: true, deviceId: id, device, label: device ? directory.label(device) : `#${id}`, identity: identityOf(device, id) };
+  }
+  if (choice.msgDoor !== undefined) {
+    if (typeof choice.msgDoor !== "string") {
+      return { ok: false, message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
+    }
+    const r = await directory.resolveName(choice.msgDoor);
+    if (!r.ok) return { ok: false, message: r.message, candidates: r.candidates };
+    return { ok: true, deviceId: r.device.id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, r.device.id) };
+  }
+  const c = choice.configured;
+  if (c && (c.id !== null || c.name)) {
+    // With a stored id and no list yet, use the id as is: the unlock path never waits for a
+    // list fetch. With a list, the stored identity (name, location) decides.
+    if (c.id !== null && directory.cached() === null) {
+      return { ok: true, deviceId: c.id, device: null, label: c.name ? (c.location ? `${c.location} / ${c.name}` : c.name) : `#${c.id}`, identity: c };
+    }
+    const r = await directory.resolveIdentity(c);
+    if (!r.ok) return { ok: false, message: r.message, candidates: r.candidates };
+    return { ok: true, deviceId: r.device.id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, r.device.id) };
+  }
+  return { ok: false, message: "no door selected: pick a door in the node, or set msg.deviceId or msg.door" };
+}
+
+function identityOf(device: Device | null, id: number): DoorIdentity {
+  return { id, name: device?.name ?? null, location: device?.locationName ?? null };
+}
+
+/** Locks of a device when the service lists them (an extra field the spec does not show). */
+export function locksOf(device: Device | null): { id: number; name?: string }[] | null {
+  const locks = (device as { locks?: unknown } | null)?.locks;
+  if (!Array.isArray(locks)) return null;
+  return locks.filter((l): l is { id: number; name?: string } => typeof l === "object" && l !== null && isDeviceId((l as { id?: unknown }).id));
+}
+
+/** `msg.lockId` / the node's lock: absent → null (whole device); else a positive int32 (the editor's may be text). */
+export function parseLockId(value: unknown, fromEditor = false): { ok: true; lockId: number | null } | { ok: false; message: string } {
+  if (value === undefined || value === null || (fromEditor && value === "")) return { ok: true, lockId: null };
+  // The editor stores its fields as text; a message must carry a real integer.
+  if (fromEditor && typeof value === "string" && /^\d{1,10}$/.test(value.trim()) && isDeviceId(Number(value))) return { ok: true, lockId: Number(value) };
+  if (isDeviceId(value)) return { ok: true, lockId: value };
+  return { ok: false, message: `lockId must be a positive 32-bit integer, got ${describeValue(value)}` };
+}
+
+/** A lock id must name a lock of a multi-lock device, when the device's locks are known. */
+export function checkLock(device: Device | null, label: string, lockId: number | null): string | null {
+  if (lockId === null) return null;
+  const locks = locksOf(device);
+  if (locks === null) return null;
+  if (locks.length <= 1) return `door ${label} has a single lock: send no lockId for it`;
+  if (!locks.some((l) => l.id === lockId)) return `door ${label} has no lock ${lockId} (its locks: ${locks.map((l) => l.id).join(", ")})`;
+  return null;
+}

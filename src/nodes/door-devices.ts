@@ -1,0 +1,53 @@
+/**
+ * `door-devices`: the account's device list (default) or location list, from the 24 h
+ * cache unless msg.refresh === true. Failures go to done(err) with msg.outcome and
+ * msg.statusCode set.
+ */
+import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
+import { classifyFailure } from "../unlock/outcome.js";
+import { FlowNodeBinding, clockTime } from "./shared.js";
+
+interface DevicesDef extends NodeDef {
+  account: string;
+  list: string;
+}
+
+export = function register(RED: NodeAPI): void {
+  function DoorDevices(this: Node, config: DevicesDef) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    const binding = new FlowNodeBinding(RED, node, config.account);
+    const kind = config.list === "locations" ? "locations" : "devices";
+
+    node.on("input", (msg: NodeMessageInFlow, send, done) => {
+      const m = msg as NodeMessageInFlow & Record<string, unknown>;
+      const work = (async () => {
+        const got = binding.account();
+        try {
+          if ("problem" in got) throw Object.assign(new Error(got.problem), { outcome: "session-halted" });
+          const force = m.refresh === true;
+          const list = kind === "locations" ? await got.account.locations(force) : await got.account.devices(force);
+          m.payload = list;
+          binding.setResult({
+            fill: "green", shape: "dot",
+            text: RED._("door-devices.status.ok", { count: list.length, kind: RED._(`door-devices.status.${kind}`), time: clockTime(Date.now()) }),
+          });
+          send(m);
+          done();
+        } catch (e) {
+          const c = (e as { outcome?: string }).outcome ? { outcome: (e as { outcome: string }).outcome, status: null, message: (e as Error).message } : classifyFailure(e, false);
+          m.outcome = c.outcome;
+          if (c.status !== null) m.statusCode = c.status;
+          const time = clockTime(Date.now());
+          binding.setResult({
+            fill: "red", shape: "ring",
+            text: c.status !== null ? RED._("door-devices.status.failed-status", { outcome: c.outcome, status: c.status, time }) : RED._("door-devices.status.failed", { outcome: c.outcome, time }),
+          });
+          done(new Error(`door-devices: reading the ${kind} failed: ${c.message}`));
+        }
+      })();
+      binding.track(work).catch((e: Error) => done(e));
+    });
+  }
+  RED.nodes.registerType("door-devices", DoorDevices as never);
+};

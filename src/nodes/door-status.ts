@@ -1,0 +1,70 @@
+/**
+ * `door-status`: reads one device (GET /api/device/{id}, idempotent, retried with the
+ * spec's back-off). Failures go to done(err) with msg.outcome and msg.statusCode set, so a
+ * Catch node can branch on them.
+ */
+import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
+import { selectDoor } from "../doors/select.js";
+import { classifyFailure } from "../unlock/outcome.js";
+import { FlowNodeBinding, clockTime, configuredDoor } from "./shared.js";
+
+interface StatusDef extends NodeDef {
+  account: string;
+  deviceId: string | number;
+  doorName: string;
+  doorLocation: string;
+}
+
+export = function register(RED: NodeAPI): void {
+  function DoorStatus(this: Node, config: StatusDef) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    const binding = new FlowNodeBinding(RED, node, config.account);
+    const door = configuredDoor(config);
+
+    node.on("input", (msg: NodeMessageInFlow, send, done) => {
+      const m = msg as NodeMessageInFlow & Record<string, unknown>;
+      const fail = (outcome: string, message: string, status: number | null) => {
+        m.outcome = outcome;
+        if (status !== null) m.statusCode = status;
+        const time = clockTime(Date.now());
+        binding.setResult({
+          fill: "red", shape: "ring",
+          text: status !== null ? RED._("door-status.status.failed-status", { outcome, status, time }) : RED._("door-status.status.failed", { outcome, time }),
+        });
+        done(new Error(message));
+      };
+      const work = (async () => {
+        const got = binding.account();
+        if ("problem" in got) return fail("session-halted", got.problem, null);
+        const account = got.account;
+        let deviceId: number;
+        try {
+          const sel = await selectDoor(account.directory, { msgDeviceId: m.deviceId, msgDoor: m.door, configured: door });
+          if (!sel.ok) return fail("invalid-input", sel.message, null);
+          deviceId = sel.deviceId;
+        } catch (e) {
+          const c = classifyFailure(e, false);
+          return fail(c.outcome, `door-status: the door could not be resolved: ${c.message}`, c.status);
+        }
+        binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-status.status.reading") });
+        try {
+          const device = await account.getDevice(deviceId);
+          m.payload = device;
+          m.deviceId = device.id;
+          const state = device.online === true ? RED._("door-status.status.online") : device.online === false ? RED._("door-status.status.offline") : RED._("door-status.status.unknown");
+          binding.setResult({ fill: device.online === false ? "yellow" : "green", shape: "dot", text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }) });
+          send(m);
+          done();
+        } catch (e) {
+          const c = classifyFailure(e, false);
+          if (c.outcome === "not-found") void account.directory.refreshAfterNotFound({ id: deviceId, name: null, location: null }).catch(() => undefined);
+          m.deviceId = deviceId;
+          fail(c.outcome, `door-status: ${c.message}`, c.status);
+        }
+      })();
+      binding.track(work).catch((e: Error) => done(e));
+    });
+  }
+  RED.nodes.registerType("door-status", DoorStatus as never);
+};

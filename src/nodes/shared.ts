@@ -1,0 +1,143 @@
+/**
+ * What the three flow nodes share: finding their account, showing its state as node status
+ * (then their own last result), raising a halt to a Catch node, and waiting for requests in
+ * flight on close.
+ */
+import type { Node, NodeAPI } from "node-red";
+import type { Account } from "../account/account.js";
+import type { DoorIdentity } from "../doors/directory.js";
+import type { SessionHaltedError } from "../session/errors.js";
+import type { SessionSnapshot } from "../session/session.js";
+
+export const ADMIN_PREFIX = "/door-access/accounts";
+/** How long a closing node waits for its requests in flight (Node-RED allows 15 s). */
+export const CLOSE_WAIT_MS = 10_000;
+
+export interface NodeStatus {
+  fill?: "red" | "green" | "yellow" | "blue" | "grey";
+  shape?: "ring" | "dot";
+  text?: string;
+}
+
+export interface AccountUser {
+  /** The flow tab the node is on (Catch nodes are per tab). */
+  readonly z: string;
+  onAccountState(status: NodeStatus): void;
+  onAccountHalt(error: SessionHaltedError): void;
+}
+
+/** The runtime face of a `door-account` node, as flow nodes and admin endpoints see it. */
+export interface DoorAccountNode {
+  id: string;
+  type: string;
+  account: Account | null;
+  /** Configuration problem that keeps the account from starting. */
+  problem: string | null;
+  users: Set<AccountUser>;
+  register(user: AccountUser): void;
+  deregister(user: AccountUser): void;
+  statusFor(): NodeStatus;
+}
+
+/** green: ready; yellow: connecting or refreshing; red: halted or unreachable. */
+export function stateStatus(snap: SessionSnapshot, label: (state: string) => string): NodeStatus {
+  const text = label(snap.state);
+  switch (snap.state) {
+    case "ready":
+      return { fill: "green", shape: "dot", text };
+    case "idle":
+    case "logging-in":
+    case "refreshing":
+      return { fill: "yellow", shape: "ring", text };
+    case "closed":
+      return { fill: "grey", shape: "ring", text };
+    default:
+      return { fill: "red", shape: "ring", text: snap.reason && snap.state.startsWith("halted") ? `${text}` : text };
+  }
+}
+
+export function clockTime(ms: number): string {
+  return new Date(ms).toTimeString().slice(0, 8);
+}
+
+/**
+ * Binds a flow node to its account: registration, status (the account's state unless it is
+ * ready, then the node's own last result), halts raised as node errors, and the set of
+ * requests in flight that close() waits for.
+ */
+export class FlowNodeBinding implements AccountUser {
+  readonly accountNode: DoorAccountNode | null;
+  private accountStatus: NodeStatus = { fill: "grey", shape: "ring", text: "" };
+  private lastResult: NodeStatus | null = null;
+  private readonly inflight = new Set<Promise<unknown>>();
+
+  constructor(
+    RED: NodeAPI,
+    private readonly node: Node,
+    accountId: string | undefined,
+  ) {
+    const n = accountId ? (RED.nodes.getNode(accountId) as unknown as DoorAccountNode | null) : null;
+    this.accountNode = n && n.type === "door-account" ? n : null;
+    if (this.accountNode) {
+      this.accountNode.register(this);
+    } else {
+      node.status({ fill: "red", shape: "ring", text: "no door-account configured" });
+    }
+    node.on("close", (_removed: boolean, done: () => void) => {
+      this.accountNode?.deregister(this);
+      const all = Promise.allSettled([...this.inflight]);
+      const guard = setTimeout(done, CLOSE_WAIT_MS);
+      void all.then(() => {
+        clearTimeout(guard);
+        done();
+      });
+    });
+  }
+
+  get z(): string {
+    return (this.node as unknown as { z?: string }).z ?? "";
+  }
+
+  /** The account, or a reason why there is none (shown to the user as a session halt). */
+  account(): { account: Account } | { problem: string } {
+    if (!this.accountNode) return { problem: "no door-account is configured for this node" };
+    if (!this.accountNode.account) return { problem: `the door-account is not usable: ${this.accountNode.problem ?? "not started"}` };
+    return { account: this.accountNode.account };
+  }
+
+  onAccountState(status: NodeStatus): void {
+    this.accountStatus = status;
+    this.render();
+  }
+
+  onAccountHalt(error: SessionHaltedError): void {
+    this.node.error(error, { topic: "door-access/session-halted", payload: { state: error.state, reason: error.message }, outcome: "session-halted" } as never);
+  }
+
+  /** The node's own last result; shown while the account is ready. */
+  setResult(status: NodeStatus | null): void {
+    this.lastResult = status;
+    this.render();
+  }
+
+  track<T>(p: Promise<T>): Promise<T> {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  private render(): void {
+    const ready = this.accountStatus.fill === "green";
+    this.node.status(ready && this.lastResult ? this.lastResult : this.accountStatus);
+  }
+}
+
+/** The door picked in the editor: its identity and the id seen when it was picked. */
+export function configuredDoor(config: { deviceId?: unknown; doorName?: unknown; doorLocation?: unknown }): DoorIdentity | null {
+  const idNum = typeof config.deviceId === "number" ? config.deviceId : typeof config.deviceId === "string" && /^\d{1,10}$/.test(config.deviceId) ? Number(config.deviceId) : null;
+  const id = idNum !== null && Number.isInteger(idNum) && idNum >= 1 && idNum <= 2147483647 ? idNum : null;
+  const name = typeof config.doorName === "string" && config.doorName.trim() ? config.doorName.trim() : null;
+  const location = typeof config.doorLocation === "string" && config.doorLocation.trim() ? config.doorLocation.trim() : null;
+  return id === null && name === null ? null : { id, name, location };
+}
+

@@ -1,0 +1,132 @@
+/**
+ * One unlock, from a message's fields to its outcome: validate, audit, send exactly one PUT
+ * (plus the session's single replay after a 401), audit the result. Never repeats a command.
+ * Knows nothing of Node-RED: door-unlock hands it plain values and sends what it returns.
+ */
+import type { Account } from "../account/account.js";
+import type { DoorIdentity } from "../doors/directory.js";
+import { checkLock, describeValue, parseLockId, selectDoor } from "../doors/select.js";
+import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
+
+export interface UnlockInput {
+  msgDeviceId: unknown;
+  msgDoor: unknown;
+  msgLockId: unknown;
+  msgActor: unknown;
+  msgRetain: unknown;
+  msgid: string | null;
+}
+
+export interface UnlockNodeSettings {
+  nodeId: string;
+  door: DoorIdentity | null;
+  /** The node's lock (editor text or number); "" = whole device. */
+  lockId: unknown;
+  actor: string;
+  rejectRetained: boolean;
+}
+
+export interface UnlockResult {
+  outcome: Outcome;
+  status: number | null;
+  deviceId: number | null;
+  lockId: number | null;
+  door: string | null;
+  actor: string;
+  at: string;
+  message?: string;
+  retryAfter?: number;
+  mayHaveOpened?: boolean;
+  /** Candidates for an unknown or ambiguous door name. */
+  candidates?: string[];
+}
+
+const MAX_ACTOR = 100;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function checkActor(value: unknown): string | null {
+  if (typeof value !== "string" || value.trim() === "") return `msg.actor must be a non-empty string, got ${describeValue(value)}`;
+  if (value.length > MAX_ACTOR) return `msg.actor is longer than ${MAX_ACTOR} characters`;
+  if (CONTROL.test(value)) return "msg.actor contains control characters";
+  return null;
+}
+
+export async function performUnlock(account: Account, input: UnlockInput, node: UnlockNodeSettings): Promise<UnlockResult> {
+  const at = () => new Date(account.clock.now()).toISOString();
+  const defaultActor = node.actor.trim() || `node-red:${node.nodeId}`;
+  const actorProblem = input.msgActor === undefined ? null : checkActor(input.msgActor);
+  const actor = input.msgActor === undefined || actorProblem ? defaultActor : (input.msgActor as string);
+  const base = { deviceId: null as number | null, lockId: null as number | null, door: null as string | null, actor };
+
+  const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
+    const r: UnlockResult = { ...base, ...extra, outcome, status: null, at: at(), message, mayHaveOpened: false };
+    // The rejection is audited too; a failure to write it does not change the outcome.
+    await account.audit
+      .rejected({ actor: r.actor, deviceId: r.deviceId, lockId: r.lockId, door: r.door, msgid: input.msgid, outcome, reason: message })
+      .catch(() => undefined);
+    return r;
+  };
+
+  if (actorProblem) return reject("invalid-input", actorProblem);
+  if (input.msgRetain === true && node.rejectRetained) {
+    return reject("retained-rejected", "retained message rejected: a retained MQTT message is replayed on every reconnect and must not open a door (turn off rejectRetained to allow it)");
+  }
+  const lock = parseLockId(input.msgLockId !== undefined ? input.msgLockId : node.lockId, input.msgLockId === undefined);
+  if (!lock.ok) return reject("invalid-input", input.msgLockId !== undefined ? `msg.${lock.message}` : lock.message);
+  base.lockId = lock.lockId;
+
+  let selection;
+  try {
+    selection = await selectDoor(account.directory, { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door });
+  } catch (e) {
+    // The device list could not be read (session halted, service down): nothing was sent.
+    const c = classifyFailure(e, false);
+    return reject(c.outcome === "session-halted" || c.outcome === "service-unreachable" ? c.outcome : "error", `the door could not be resolved: ${c.message}`, {
+      status: c.status,
+    } as Partial<UnlockResult>);
+  }
+  if (!selection.ok) return reject("invalid-input", selection.message, selection.candidates ? { candidates: selection.candidates } : {});
+  base.deviceId = selection.deviceId;
+  base.door = selection.label;
+  const lockProblem = checkLock(selection.device, selection.label, lock.lockId);
+  if (lockProblem) return reject("invalid-input", lockProblem);
+
+  const record = { actor, deviceId: selection.deviceId, lockId: lock.lockId, door: selection.label, msgid: input.msgid };
+  let sends = 0;
+  try {
+    await account.session.call(async (token) => {
+      // Every PUT, the 401 replay included, has its attempt record on disk before it leaves.
+      // If the record cannot be written, nothing is sent: an unaudited unlock is worse than none.
+      try {
+        await account.audit.attempt(record);
+      } catch (e) {
+        throw new AuditWriteError((e as Error).message);
+      }
+      sends++;
+      await account.client.unlock(token, selection.deviceId, lock.lockId);
+    });
+  } catch (e) {
+    let c: Classified;
+    if (e instanceof AuditWriteError) {
+      c = { outcome: "error", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: `not sent: the audit log could not be written (${e.message})` };
+    } else {
+      c = classifyFailure(e, true);
+    }
+    if (sends === 0 && !c.sent) {
+      return reject(c.outcome, c.message);
+    }
+    if (c.outcome === "not-found") {
+      // Re-fetch the list so the door-name mapping follows the door; the command is not repeated.
+      void account.directory.refreshAfterNotFound(selection.identity).catch(() => undefined);
+    }
+    const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
+    if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
+    await account.audit.result({ ...record, outcome: c.outcome, status: c.status }).catch(() => undefined);
+    return result;
+  }
+  await account.audit.result({ ...record, outcome: "accepted", status: 200 }).catch(() => undefined);
+  return { ...base, outcome: "accepted", status: 200, at: at() };
+}
+
+class AuditWriteError extends Error {}
