@@ -151,10 +151,11 @@ export class Session extends EventEmitter {
         if (stored) {
           this.adopt(stored);
           this.log.info("resumed the stored session");
-          if (this.needsRenewal()) await this.refresh("the stored access token is expiring");
+          // Already inside the single flight: call the work directly, not refresh()/login().
+          if (this.needsRenewal()) await this.doRefresh("the stored access token is expiring");
           else this.becomeReady();
         } else {
-          await this.login("start-up");
+          await this.doLogin("start-up");
         }
       });
     }
