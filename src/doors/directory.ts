@@ -1,0 +1,368 @@
+/**
+ * The account's device list as the nodes see it: a cache (24 h by default, single flight), a
+ * name index built once per fetched list, and the rules that turn a door name, a
+ * "Location / Name" label or a stored door identity into one Device.
+ *
+ * Knows nothing of Node-RED or HTTP: the list comes from the `fetchDevices` function given to
+ * the constructor, which is expected to validate the raw list already.
+ */
+import type { Device } from "../spec/schemas.js";
+
+export interface DoorIdentity {
+  id: number | null;
+  name: string | null;
+  location: string | null;
+}
+
+export type Resolution =
+  | { ok: true; device: Device }
+  | { ok: false; reason: "unknown" | "ambiguous" | "invalid"; message: string; candidates: string[] };
+
+export interface DeviceDirectoryOptions {
+  /** How long a fetched list is served from the cache; default 24 h. */
+  ttlMs?: number;
+  /** Clock in ms (tests). */
+  now?: () => number;
+  /**
+   * refreshAfterNotFound() does not fetch again when the cached list's fetch started less than
+   * this long ago; default 0 (off).
+   */
+  notFoundRefreshMinAgeMs?: number;
+}
+
+export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
+/** Longest door name or "Location / Name" accepted from a message. */
+export const MAX_DOOR_QUERY = 200;
+/** At most this many candidates are spelled out in a message. */
+const MAX_LISTED = 10;
+/** When the account has at most this many doors, an unknown name lists all of them. */
+const LIST_ALL_BELOW = 25;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+
+/** Case-insensitive, whitespace-tolerant key: trims, folds runs of spaces, " / " around slashes. */
+export function normalizeDoorKey(s: string): string {
+  return s
+    .normalize("NFC")
+    .trim()
+    .replace(/\s*\/\s*/g, " / ")
+    .replace(/\s+/g, " ")
+    .toLowerCase();
+}
+
+function text(s: string | null | undefined): string | null {
+  if (typeof s !== "string") return null;
+  const t = s.trim();
+  return t.length > 0 ? t : null;
+}
+
+interface Snapshot {
+  devices: Device[];
+  fetchedAt: number;
+  fetchStartedAt: number;
+  byId: Map<number, Device>;
+  /** normalized name → devices with that name */
+  byName: Map<string, Device[]>;
+  /** normalized "location / name" → devices */
+  byLabel: Map<string, Device[]>;
+}
+
+function push(map: Map<string, Device[]>, key: string, d: Device): void {
+  const list = map.get(key);
+  if (list) list.push(d);
+  else map.set(key, [d]);
+}
+
+function buildSnapshot(raw: Device[], fetchStartedAt: number, fetchedAt: number): Snapshot {
+  const devices = Object.freeze(raw.slice()) as Device[];
+  const byId = new Map<number, Device>();
+  const byName = new Map<string, Device[]>();
+  const byLabel = new Map<string, Device[]>();
+  for (const d of devices) {
+    if (typeof d !== "object" || d === null || typeof d.id !== "number") continue;
+    if (!byId.has(d.id)) byId.set(d.id, d);
+    const name = text(d.name);
+    if (name === null) continue; // reachable by id only
+    const nameKey = normalizeDoorKey(name);
+    push(byName, nameKey, d);
+    const loc = text(d.locationName);
+    if (loc !== null) push(byLabel, `${normalizeDoorKey(loc)} / ${nameKey}`, d);
+  }
+  return { devices, fetchedAt, fetchStartedAt, byId, byName, byLabel };
+}
+
+function quote(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** `"a", "b", "c"` with at most MAX_LISTED entries, then "and N more". */
+export function listCandidates(items: string[]): string {
+  const shown = items.slice(0, MAX_LISTED).map(quote).join(", ");
+  const more = items.length - MAX_LISTED;
+  return more > 0 ? `${shown} and ${more} more` : shown;
+}
+
+function levenshtein(a: string, b: string, limit: number): number {
+  if (a === b) return 0;
+  if (Math.abs(a.length - b.length) >= limit) return limit;
+  let prev = new Array<number>(b.length + 1);
+  let cur = new Array<number>(b.length + 1);
+  for (let j = 0; j <= b.length; j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    cur[0] = i;
+    let rowMin = cur[0];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost);
+      if (cur[j] < rowMin) rowMin = cur[j];
+    }
+    if (rowMin >= limit) return limit;
+    [prev, cur] = [cur, prev];
+  }
+  return Math.min(prev[b.length], limit);
+}
+
+export class DeviceDirectory {
+  private readonly fetchDevices: () => Promise<Device[]>;
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  private readonly notFoundMinAgeMs: number;
+  private snapshot: Snapshot | null = null;
+  private inflight: Promise<Snapshot> | null = null;
+
+  constructor(fetchDevices: () => Promise<Device[]>, options: DeviceDirectoryOptions = {}) {
+    if (typeof fetchDevices !== "function") throw new TypeError("fetchDevices must be a function");
+    this.fetchDevices = fetchDevices;
+    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+    this.now = options.now ?? Date.now;
+    this.notFoundMinAgeMs = options.notFoundRefreshMinAgeMs ?? 0;
+  }
+
+  /**
+   * The cached list; fetched when there is none, when it is older than the ttl, or on force.
+   * Concurrent callers share one fetch (also a forced one). A failed fetch rejects all of its
+   * waiters with the fetch's own error and keeps the previous list. The array is frozen.
+   */
+  async devices(force = false): Promise<Device[]> {
+    return (await this.load(force)).devices;
+  }
+
+  /** The last good list (null before the first successful fetch) and when it was fetched. */
+  cached(): { devices: Device[]; fetchedAt: number } | null {
+    return this.snapshot ? { devices: this.snapshot.devices, fetchedAt: this.snapshot.fetchedAt } : null;
+  }
+
+  /**
+   * Resolves "Name" or "Location / Name" (trimmed, case-insensitive, spaces around "/" and
+   * runs of spaces ignored). Invalid input is refused without fetching. Rejects only when the
+   * list cannot be fetched.
+   */
+  async resolveName(query: string, force = false): Promise<Resolution> {
+    const invalid = validateQuery(query, "door name");
+    if (invalid) return invalid;
+    const snap = await this.load(force);
+    const key = normalizeDoorKey(query);
+    const matches = unique([...(snap.byName.get(key) ?? []), ...(snap.byLabel.get(key) ?? [])]);
+    if (matches.length === 1) return { ok: true, device: matches[0] };
+    if (matches.length > 1) return this.ambiguous(snap, quote(query.trim()), matches);
+    return this.unknown(snap, `no door named ${quote(query.trim())}`, key);
+  }
+
+  /**
+   * Resolves a door stored by the editor (id seen when it was picked, plus name and location):
+   * 1. the id is in the list with the same name → that device;
+   * 2. the name (+ location) identifies exactly one device → that device, whatever its id now
+   *    (the door got a new id); when the location no longer matches, the name alone is tried;
+   * 3. the id is in the list → that device (the door was renamed);
+   * 4. otherwise unknown (or ambiguous, when the name matches several devices and no id helps).
+   */
+  async resolveIdentity(identity: DoorIdentity, force = false): Promise<Resolution> {
+    const invalid = validateIdentity(identity);
+    if (invalid) return invalid;
+    return this.resolveIdentityIn(await this.load(force), identity);
+  }
+
+  /**
+   * After a 404 for a known id (identity.id = the id the request was sent to): re-fetch the
+   * list once and resolve the identity against the new list. Concurrent reports share one
+   * fetch. No fetch is made when the id is not in the cached list (it was never known, or a
+   * re-fetch already dropped it: nothing new to learn, and a stream of 404s for a removed door
+   * cannot turn into a stream of list fetches), nor when the cached list was fetched less than
+   * `notFoundRefreshMinAgeMs` ago (default 0: off). Rejects when the re-fetch fails.
+   */
+  async refreshAfterNotFound(identity: DoorIdentity): Promise<Resolution> {
+    const invalid = validateIdentity(identity);
+    if (invalid) return invalid;
+    let snap: Snapshot;
+    const cur = this.snapshot;
+    if (this.inflight) {
+      snap = await this.inflight;
+    } else if (!cur) {
+      snap = await this.load(false);
+    } else if (identity.id === null || identity.id === undefined || !cur.byId.has(identity.id)) {
+      snap = cur;
+    } else if (this.notFoundMinAgeMs > 0 && this.now() - cur.fetchStartedAt < this.notFoundMinAgeMs) {
+      snap = cur;
+    } else {
+      snap = await this.load(true);
+    }
+    return this.resolveIdentityIn(snap, identity);
+  }
+
+  /** "Location / Name" when the name repeats in the list, else "Name", else "#id". */
+  label(device: Device): string {
+    const name = text(device.name);
+    if (name === null) return `#${device.id}`;
+    const loc = text(device.locationName);
+    const count = this.snapshot?.byName.get(normalizeDoorKey(name))?.length ?? 0;
+    return count > 1 && loc !== null ? `${loc} / ${name}` : name;
+  }
+
+  private load(force: boolean): Promise<Snapshot> {
+    const snap = this.snapshot;
+    if (!force && snap && this.now() - snap.fetchedAt < this.ttlMs) return Promise.resolve(snap);
+    if (this.inflight) return this.inflight;
+    const run = async (): Promise<Snapshot> => {
+      const startedAt = this.now();
+      const list = await this.fetchDevices();
+      if (!Array.isArray(list)) throw new TypeError("device list fetch did not return an array");
+      const next = buildSnapshot(list, startedAt, this.now());
+      this.snapshot = next;
+      return next;
+    };
+    // Started from a microtask so that even a fetch function that throws synchronously goes
+    // through the same path; the slot is cleared before any waiter resumes.
+    const p: Promise<Snapshot> = Promise.resolve()
+      .then(run)
+      .finally(() => {
+        if (this.inflight === p) this.inflight = null;
+      });
+    this.inflight = p;
+    return p;
+  }
+
+  private resolveIdentityIn(snap: Snapshot, identity: DoorIdentity): Resolution {
+    const byId = identity.id !== null ? snap.byId.get(identity.id) : undefined;
+    const name = text(identity.name);
+    const nameKey = name !== null ? normalizeDoorKey(name) : null;
+    if (byId && nameKey !== null && text(byId.name) !== null && normalizeDoorKey(text(byId.name)!) === nameKey) {
+      return { ok: true, device: byId };
+    }
+    let matches: Device[] = [];
+    if (nameKey !== null) {
+      const loc = text(identity.location);
+      if (loc !== null) matches = snap.byLabel.get(`${normalizeDoorKey(loc)} / ${nameKey}`) ?? [];
+      if (matches.length === 0) matches = snap.byName.get(nameKey) ?? [];
+      if (matches.length === 1) return { ok: true, device: matches[0] };
+    }
+    if (byId) return { ok: true, device: byId };
+    const shown = describeIdentity(identity);
+    if (matches.length > 1) return this.ambiguous(snap, shown, matches);
+    const subject = `door ${shown} is not in the account's device list`;
+    return this.unknown(snap, subject, nameKey ?? "");
+  }
+
+  /** `subject` is already quoted, e.g. `"Back Door"` or `"Garage / Back Door" #12`. */
+  private ambiguous(snap: Snapshot, subject: string, matches: Device[]): Resolution {
+    let labels = matches.map((d) => this.labelIn(snap, d));
+    const sameLabels = new Set(labels).size < labels.length;
+    if (sameLabels) labels = matches.map((d, i) => `${labels[i]} (#${d.id})`);
+    const hint = sameLabels ? "use msg.deviceId" : 'use "Location / Door"';
+    return {
+      ok: false,
+      reason: "ambiguous",
+      message: `door ${subject} is ambiguous: ${listCandidates(labels)}; ${hint}`,
+      candidates: labels,
+    };
+  }
+
+  private unknown(snap: Snapshot, subject: string, key: string): Resolution {
+    const named = snap.devices.filter((d) => text(d.name) !== null);
+    if (named.length === 0) {
+      return {
+        ok: false,
+        reason: "unknown",
+        message: `${subject} — the account has no named doors${snap.devices.length ? " (use msg.deviceId)" : ""}`,
+        candidates: [],
+      };
+    }
+    const limit = Math.max(4, Math.ceil(key.length / 2) + 1);
+    const scored = new Map<string, number>();
+    for (const d of named) {
+      const label = this.labelIn(snap, d);
+      const nameKey = normalizeDoorKey(text(d.name)!);
+      const loc = text(d.locationName);
+      let score = levenshtein(key, nameKey, limit);
+      if (loc !== null) score = Math.min(score, levenshtein(key, `${normalizeDoorKey(loc)} / ${nameKey}`, limit));
+      if (key.length > 0 && (nameKey.includes(key) || key.includes(nameKey))) score = Math.min(score, 1);
+      const prev = scored.get(label);
+      if (prev === undefined || score < prev) scored.set(label, score);
+    }
+    const ordered = [...scored.entries()].sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]));
+    let candidates: string[];
+    let message: string;
+    if (ordered.length <= LIST_ALL_BELOW) {
+      candidates = ordered.map(([label]) => label);
+      message = `${subject} — known doors: ${listCandidates(candidates)}`;
+    } else {
+      candidates = ordered.filter(([, s]) => s < limit).slice(0, MAX_LISTED).map(([label]) => label);
+      message = candidates.length
+        ? `${subject} — closest names: ${listCandidates(candidates)} (of ${ordered.length} doors)`
+        : `${subject} — no similar name among ${ordered.length} doors`;
+    }
+    return { ok: false, reason: "unknown", message, candidates };
+  }
+
+  private labelIn(snap: Snapshot, device: Device): string {
+    const name = text(device.name);
+    if (name === null) return `#${device.id}`;
+    const loc = text(device.locationName);
+    const count = snap.byName.get(normalizeDoorKey(name))?.length ?? 0;
+    return count > 1 && loc !== null ? `${loc} / ${name}` : name;
+  }
+}
+
+function unique(list: Device[]): Device[] {
+  return [...new Set(list)];
+}
+
+function validateQuery(query: unknown, what: string): Resolution | null {
+  const bad = (message: string): Resolution => ({ ok: false, reason: "invalid", message, candidates: [] });
+  if (typeof query !== "string") return bad(`${what} must be a string, got ${query === null ? "null" : typeof query}`);
+  if (query.trim().length === 0) return bad(`${what} is empty`);
+  if (query.length > MAX_DOOR_QUERY) return bad(`${what} is longer than ${MAX_DOOR_QUERY} characters (${query.length})`);
+  if (CONTROL_CHARS.test(query)) return bad(`${what} contains control characters`);
+  return null;
+}
+
+function validateIdentity(identity: DoorIdentity): Resolution | null {
+  const bad = (message: string): Resolution => ({ ok: false, reason: "invalid", message, candidates: [] });
+  if (typeof identity !== "object" || identity === null) return bad("door identity is missing");
+  const { id, name, location } = identity;
+  if (id !== null && id !== undefined && !(Number.isInteger(id) && id >= -2147483648 && id <= 2147483647)) {
+    return bad(`door id must be an integer (int32), got ${JSON.stringify(id) ?? String(id)}`);
+  }
+  for (const [field, value] of [
+    ["door name", name],
+    ["door location", location],
+  ] as const) {
+    if (value === null || value === undefined) continue;
+    const invalid = validateQuery(value, field);
+    // An empty stored name/location simply means "not known".
+    if (invalid && !(typeof value === "string" && value.trim().length === 0)) return invalid;
+  }
+  if ((id === null || id === undefined) && text(name ?? null) === null) {
+    return bad("door identity has neither an id nor a name");
+  }
+  return null;
+}
+
+function describeIdentity(identity: DoorIdentity): string {
+  const name = text(identity.name);
+  const loc = text(identity.location);
+  const parts: string[] = [];
+  if (name !== null) parts.push(quote(loc !== null ? `${loc} / ${name}` : name));
+  if (identity.id !== null && identity.id !== undefined) parts.push(`#${identity.id}`);
+  return parts.join(" ");
+}

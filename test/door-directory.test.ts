@@ -1,0 +1,378 @@
+import { strict as assert } from "node:assert";
+import type { Device } from "../src/spec/schemas.js";
+import { DeviceDirectory, type Resolution } from "../src/doors/directory.js";
+
+const HOUR = 60 * 60 * 1000;
+
+const V1: Device[] = [
+  { id: 1, name: "Front Door", locationId: 10, locationName: "Main House", online: true },
+  { id: 2, name: "Back Door", locationId: 10, locationName: "Main House" },
+  { id: 3, name: "Back Door", locationId: 20, locationName: "Garage" },
+  { id: 4, name: "Gate", locationId: null, locationName: null },
+  { id: 99, name: null, locationName: "Garage" },
+];
+
+/** A fetch function that counts its calls and returns whatever `source` currently holds. */
+function fakeFetch(initial: Device[]) {
+  const state = {
+    calls: 0,
+    source: initial,
+    fail: null as Error | null,
+    /** When set, every fetch waits for release() before answering. */
+    gate: null as Promise<void> | null,
+  };
+  let release: () => void = () => undefined;
+  const hold = () => {
+    state.gate = new Promise<void>((r) => (release = r));
+  };
+  const fetch = async (): Promise<Device[]> => {
+    state.calls += 1;
+    if (state.gate) await state.gate;
+    if (state.fail) throw state.fail;
+    return state.source.map((d) => ({ ...d }));
+  };
+  return { state, fetch, hold, release: () => release() };
+}
+
+function ok(r: Resolution): Device {
+  if (!r.ok) assert.fail(`expected a device, got ${r.reason}: ${r.message}`);
+  return r.device;
+}
+
+function notOk(r: Resolution) {
+  if (r.ok) assert.fail(`expected a failure, got device #${r.device.id}`);
+  return r;
+}
+
+describe("door directory (device cache and door resolution)", function () {
+  describe("cache", function () {
+    it("fetches once and serves the list until the ttl (24 h by default) runs out", async function () {
+      let t = 1_000_000;
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch, { now: () => t });
+      assert.equal(dir.cached(), null);
+      const a = await dir.devices();
+      assert.equal(f.state.calls, 1);
+      assert.equal(a.length, 5);
+      t += 24 * HOUR - 1;
+      await dir.devices();
+      await dir.resolveName("Front Door");
+      assert.equal(f.state.calls, 1, "still fresh one ms before 24 h");
+      t += 1;
+      await dir.devices();
+      assert.equal(f.state.calls, 2, "re-fetched at 24 h");
+      assert.equal(dir.cached()?.fetchedAt, t);
+    });
+
+    it("honours a custom ttl and force", async function () {
+      let t = 0;
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch, { ttlMs: 1000, now: () => t });
+      await dir.devices();
+      await dir.devices(true);
+      assert.equal(f.state.calls, 2, "force fetches even when fresh");
+      await dir.resolveName("Gate", true);
+      assert.equal(f.state.calls, 3, "resolveName passes force on");
+      t = 999;
+      await dir.devices();
+      assert.equal(f.state.calls, 3);
+      t = 1000;
+      await dir.devices();
+      assert.equal(f.state.calls, 4);
+    });
+
+    it("single flight: 20 concurrent callers (forced or not) share one fetch", async function () {
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch);
+      f.hold();
+      const waiting = Array.from({ length: 20 }, (_, i) => dir.devices(i % 2 === 0));
+      const names = Array.from({ length: 5 }, () => dir.resolveName("Front Door"));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(f.state.calls, 1);
+      f.release();
+      const lists = await Promise.all(waiting);
+      assert.equal(f.state.calls, 1);
+      assert.ok(lists.every((l) => l === lists[0]), "everyone gets the same list");
+      for (const r of await Promise.all(names)) assert.equal(ok(r).id, 1);
+    });
+
+    it("a failed fetch rejects all waiters and keeps the previous list", async function () {
+      let t = 0;
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch, { now: () => t });
+      const first = await dir.devices();
+      const boom = Object.assign(new Error("GET /api/user/device failed: 503"), { outcome: "offline" });
+      f.state.fail = boom;
+      const results = await Promise.allSettled(Array.from({ length: 5 }, () => dir.devices(true)));
+      assert.equal(f.state.calls, 2, "one fetch for the five waiters");
+      for (const r of results) {
+        assert.equal(r.status, "rejected");
+        assert.equal((r as PromiseRejectedResult).reason, boom, "the fetch's own error, outcome intact");
+      }
+      assert.equal(dir.cached()?.devices, first, "previous list kept");
+      assert.equal(dir.cached()?.fetchedAt, 0);
+      // Still fresh: served from the kept list without another fetch.
+      assert.equal(ok(await dir.resolveName("front door")).id, 1);
+      assert.equal(f.state.calls, 2);
+      // Stale: tries again (and fails again), the old list stays in cached().
+      t = 24 * HOUR;
+      await assert.rejects(dir.devices(), /503/);
+      assert.equal(f.state.calls, 3);
+      assert.equal(dir.cached()?.devices, first);
+      // Recovers once the service answers.
+      f.state.fail = null;
+      f.state.source = [{ id: 5, name: "Shed" }];
+      assert.equal((await dir.devices()).length, 1);
+      assert.equal(f.state.calls, 4);
+    });
+
+    it("a first fetch that fails leaves nothing cached, and a fetch throwing synchronously is handled", async function () {
+      let calls = 0;
+      const dir = new DeviceDirectory((() => {
+        calls += 1;
+        if (calls === 1) throw new Error("sync failure");
+        return Promise.resolve(V1);
+      }) as () => Promise<Device[]>);
+      await assert.rejects(dir.devices(), /sync failure/);
+      assert.equal(dir.cached(), null);
+      assert.equal((await dir.devices()).length, 5, "the failed flight did not stay stuck");
+      assert.equal(calls, 2);
+    });
+
+    it("rejects a fetch result that is not an array", async function () {
+      const dir = new DeviceDirectory(async () => ({ devices: [] }) as unknown as Device[]);
+      await assert.rejects(dir.devices(), /did not return an array/);
+    });
+  });
+
+  describe("resolveName", function () {
+    it("matches name or Location / Name, trimmed, case-insensitive, tolerant of spaces", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      const cases: Array<[string, number]> = [
+        ["Front Door", 1],
+        ["  front DOOR  ", 1],
+        ["Front    Door", 1],
+        ["Main House / Front Door", 1],
+        ["main house/back door", 2],
+        ["Main House  /   Back Door", 2],
+        ["GARAGE /Back Door", 3],
+        ["gate", 4],
+      ];
+      for (const [q, id] of cases) assert.equal(ok(await dir.resolveName(q)).id, id, q);
+    });
+
+    it("an ambiguous name fails with the Location / Name labels of the matches", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      const r = notOk(await dir.resolveName("Back Door"));
+      assert.equal(r.reason, "ambiguous");
+      assert.deepEqual(r.candidates, ["Main House / Back Door", "Garage / Back Door"]);
+      assert.equal(
+        r.message,
+        'door "Back Door" is ambiguous: "Main House / Back Door", "Garage / Back Door"; use "Location / Door"',
+      );
+    });
+
+    it("doors with the same name in the same location can only be told apart by id", async function () {
+      const dir = new DeviceDirectory(fakeFetch([
+        { id: 7, name: "Lab", locationName: "HQ" },
+        { id: 8, name: "Lab", locationName: "HQ" },
+      ]).fetch);
+      const r = notOk(await dir.resolveName("HQ / Lab"));
+      assert.equal(r.reason, "ambiguous");
+      assert.deepEqual(r.candidates, ["HQ / Lab (#7)", "HQ / Lab (#8)"]);
+      assert.match(r.message, /use msg\.deviceId$/);
+    });
+
+    it("an unknown name fails listing the known doors, closest first", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      const r = notOk(await dir.resolveName("Frnt"));
+      assert.equal(r.reason, "unknown");
+      assert.equal(r.candidates[0], "Front Door");
+      assert.deepEqual([...r.candidates].sort(), ["Front Door", "Garage / Back Door", "Gate", "Main House / Back Door"]);
+      assert.ok(r.message.startsWith('no door named "Frnt" — known doors: "Front Door", '), r.message);
+      assert.ok(!r.candidates.includes("#99"), "unnamed devices are not name candidates");
+    });
+
+    it("lists at most 10 candidates in the message, then 'and N more'", async function () {
+      const many: Device[] = Array.from({ length: 15 }, (_, i) => ({ id: i + 1, name: `Door ${String(i + 1).padStart(2, "0")}` }));
+      const dir = new DeviceDirectory(fakeFetch(many).fetch);
+      const r = notOk(await dir.resolveName("Window"));
+      assert.equal(r.candidates.length, 15);
+      assert.ok(r.message.endsWith(" and 5 more"), r.message);
+      assert.equal((r.message.match(/"Door \d\d"/g) ?? []).length, 10);
+    });
+
+    it("invalid input is refused with a clear message and without fetching", async function () {
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch);
+      const bad: Array<[unknown, RegExp]> = [
+        ["", /empty/],
+        ["   ", /empty/],
+        ["x".repeat(201), /longer than 200/],
+        ["Front\nDoor", /control characters/],
+        ["Front\u0000", /control characters/],
+        ["Front\u007f", /control characters/],
+        [42, /must be a string/],
+        [null, /must be a string, got null/],
+      ];
+      for (const [q, re] of bad) {
+        const r = notOk(await dir.resolveName(q as string));
+        assert.equal(r.reason, "invalid");
+        assert.match(r.message, re);
+        assert.deepEqual(r.candidates, []);
+      }
+      assert.equal(f.state.calls, 0, "nothing fetched for invalid input");
+      assert.equal(ok(await dir.resolveName("x".repeat(0) + "Gate")).id, 4);
+      assert.equal(f.state.calls, 1);
+    });
+
+    it("finds doors in a 10,000-device list through the index", async function () {
+      const big: Device[] = [];
+      for (let i = 0; i < 10_000; i++) {
+        big.push({ id: i + 1, name: `Door ${i}`, locationName: `Site ${i % 100}` });
+      }
+      big.push({ id: 20_001, name: "Door 5", locationName: "Annex" }); // makes "Door 5" ambiguous
+      const f = fakeFetch(big);
+      const dir = new DeviceDirectory(f.fetch);
+      assert.equal(ok(await dir.resolveName("door 9999")).id, 10_000);
+      assert.equal(ok(await dir.resolveName("Annex / Door 5")).id, 20_001);
+      const amb = notOk(await dir.resolveName("Door 5"));
+      assert.deepEqual(amb.candidates, ["Site 5 / Door 5", "Annex / Door 5"]);
+      const started = process.hrtime.bigint();
+      for (let i = 0; i < 10_000; i++) {
+        assert.equal(ok(await dir.resolveName(`Site ${i % 100} / Door ${i}`)).id, i + 1);
+      }
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      assert.ok(ms < 3000, `10,000 lookups in ${ms.toFixed(0)} ms: not an index lookup`);
+      assert.equal(f.state.calls, 1);
+      const unknown = notOk(await dir.resolveName("Door 99999x"));
+      assert.equal(unknown.reason, "unknown");
+      assert.ok(unknown.candidates.length > 0 && unknown.candidates.length <= 10, String(unknown.candidates.length));
+      assert.match(unknown.message, /closest names: .* \(of 10001 doors\)$/);
+    });
+  });
+
+  describe("labels", function () {
+    it("Location / Name when the name repeats, else Name, else #id", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      await dir.devices();
+      assert.equal(dir.label(V1[0]), "Front Door");
+      assert.equal(dir.label(V1[1]), "Main House / Back Door");
+      assert.equal(dir.label(V1[2]), "Garage / Back Door");
+      assert.equal(dir.label(V1[3]), "Gate");
+      assert.equal(dir.label(V1[4]), "#99");
+      assert.equal(dir.label({ id: 5, name: "   " }), "#5");
+    });
+  });
+
+  describe("resolveIdentity", function () {
+    it("keeps the stored id when it still carries the same name", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      const d = ok(await dir.resolveIdentity({ id: 2, name: "back door", location: "Main House" }));
+      assert.equal(d.id, 2);
+    });
+
+    it("re-maps by identity when the door got a new id", async function () {
+      const v2: Device[] = [
+        { id: 1, name: "Office", locationName: "Main House" }, // id 1 reused for another door
+        { id: 11, name: "Front Door", locationName: "Main House" },
+        { id: 2, name: "Back Door", locationName: "Main House" },
+        { id: 3, name: "Back Door", locationName: "Garage" },
+      ];
+      const dir = new DeviceDirectory(fakeFetch(v2).fetch);
+      assert.equal(ok(await dir.resolveIdentity({ id: 1, name: "Front Door", location: "Main House" })).id, 11);
+      // Name repeated: the location picks the one.
+      assert.equal(ok(await dir.resolveIdentity({ id: 42, name: "Back Door", location: "Garage" })).id, 3);
+      // Location renamed but the name is unique: the name alone identifies it.
+      assert.equal(ok(await dir.resolveIdentity({ id: 7, name: "Front Door", location: "Old House" })).id, 11);
+    });
+
+    it("falls back to the id when the door was renamed, and to unknown when neither is found", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      assert.equal(ok(await dir.resolveIdentity({ id: 4, name: "Yard Gate", location: null })).id, 4);
+      assert.equal(ok(await dir.resolveIdentity({ id: 99, name: null, location: null })).id, 99, "unnamed device by id");
+      const r = notOk(await dir.resolveIdentity({ id: 500, name: "Cellar", location: "Main House" }));
+      assert.equal(r.reason, "unknown");
+      assert.ok(r.message.startsWith('door "Main House / Cellar" #500 is not in the account\'s device list — known doors: '), r.message);
+      assert.ok(r.candidates.length > 0);
+    });
+
+    it("an ambiguous stored name without a usable id is reported as ambiguous", async function () {
+      const dir = new DeviceDirectory(fakeFetch(V1).fetch);
+      const r = notOk(await dir.resolveIdentity({ id: 500, name: "Back Door", location: null }));
+      assert.equal(r.reason, "ambiguous");
+      assert.deepEqual(r.candidates, ["Main House / Back Door", "Garage / Back Door"]);
+    });
+
+    it("refuses an invalid identity without fetching", async function () {
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch);
+      for (const id of [1.5, Number.NaN, 2 ** 31]) {
+        assert.equal(notOk(await dir.resolveIdentity({ id, name: null, location: null })).reason, "invalid");
+      }
+      assert.equal(notOk(await dir.resolveIdentity({ id: null, name: null, location: null })).reason, "invalid");
+      assert.equal(notOk(await dir.resolveIdentity({ id: 1, name: "a\tb", location: null })).reason, "invalid");
+      assert.equal(notOk(await dir.refreshAfterNotFound({ id: null, name: "", location: null })).reason, "invalid");
+      assert.equal(f.state.calls, 0);
+    });
+  });
+
+  describe("refreshAfterNotFound", function () {
+    it("re-fetches once for 20 simultaneous 404 reports and returns the door's new id", async function () {
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch);
+      await dir.devices();
+      assert.equal(f.state.calls, 1);
+      f.state.source = [
+        { id: 21, name: "Front Door", locationName: "Main House" },
+        { id: 2, name: "Back Door", locationName: "Main House" },
+      ];
+      f.hold();
+      const identity = { id: 1, name: "Front Door", location: "Main House" };
+      const reports = Array.from({ length: 20 }, () => dir.refreshAfterNotFound(identity));
+      await new Promise((r) => setImmediate(r));
+      f.release();
+      const results = await Promise.all(reports);
+      assert.equal(f.state.calls, 2, "one re-fetch for twenty reports");
+      for (const r of results) assert.equal(ok(r).id, 21);
+      // The cache now holds the new mapping: a plain lookup finds the new id without fetching.
+      assert.equal(ok(await dir.resolveIdentity(identity)).id, 21);
+      // A late 404 for the old id: the id is no longer in the list, so nothing new to learn.
+      assert.equal(ok(await dir.refreshAfterNotFound(identity)).id, 21);
+      assert.equal(f.state.calls, 2);
+    });
+
+    it("a removed door resolves to unknown after the re-fetch", async function () {
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch);
+      await dir.devices();
+      f.state.source = V1.filter((d) => d.id !== 4);
+      const r = notOk(await dir.refreshAfterNotFound({ id: 4, name: "Gate", location: null }));
+      assert.equal(r.reason, "unknown");
+      assert.equal(f.state.calls, 2);
+    });
+
+    it("re-fetches again for a later 404 on an id the list still shows, unless within the min age", async function () {
+      let t = 0;
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch, { now: () => t, notFoundRefreshMinAgeMs: 10_000 });
+      await dir.devices();
+      const lock404 = { id: 2, name: "Back Door", location: "Main House" };
+      t = 5_000;
+      assert.equal(ok(await dir.refreshAfterNotFound(lock404)).id, 2);
+      assert.equal(f.state.calls, 1, "list fetched 5 s ago is reused");
+      t = 10_000;
+      assert.equal(ok(await dir.refreshAfterNotFound(lock404)).id, 2);
+      assert.equal(f.state.calls, 2);
+    });
+
+    it("propagates a failed re-fetch and keeps the old list", async function () {
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch);
+      await dir.devices();
+      f.state.fail = new Error("network down");
+      await assert.rejects(dir.refreshAfterNotFound({ id: 1, name: "Front Door", location: null }), /network down/);
+      assert.equal(dir.cached()?.devices.length, 5);
+    });
+  });
+});
