@@ -98,6 +98,9 @@ interface LivePair extends StoredPair {
 
 const silent: SessionLog = { info() {}, warn() {}, error() {} };
 
+/** The reason given to a refresh that a 401 caused: the current access token is known bad. */
+const AFTER_401 = "the service answered 401";
+
 function is401(e: unknown): boolean {
   return e instanceof DoorApiError && e.kind === "http" && e.status === 401;
 }
@@ -258,7 +261,7 @@ export class Session extends EventEmitter {
     if (this.inflight) return this.waitFor(this.inflight);
     if (this.pair && this.pair.accessToken !== usedToken) return; // someone already renewed
     if (HALTED_STATES.has(this._state) || this._state === "closed") return;
-    await this.waitFor(this.refresh("the service answered 401"));
+    await this.waitFor(this.refresh(AFTER_401));
   }
 
   /** Single flight: a second caller gets the refresh (or login) already in flight. */
@@ -335,8 +338,9 @@ export class Session extends EventEmitter {
           }
           return;
         }
-        // 5xx, network, timeout, bad body — the client already retried once.
-        if (this.pair && this.pair.exp !== null && this.pair.exp - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
+        // 5xx, network, timeout, bad body — the client already retried once. A proactive
+        // renewal may keep a token that is still good; after a 401 the token is known bad.
+        if (why !== AFTER_401 && this.pair && this.pair.exp !== null && this.pair.exp - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
           this.becomeReady(this.timings.refreshRetryMs);
           return;

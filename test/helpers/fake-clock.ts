@@ -1,0 +1,35 @@
+/**
+ * A sinon fake clock installed on a private object, not on the real globals: the session's
+ * timers and the simulator's clock follow it, while undici and mocha keep real time.
+ */
+import sinon from "sinon";
+import type { Clock } from "../../src/util/clock.js";
+
+export interface FakeClock extends Clock {
+  /** Advance time, firing due timers and letting promises settle between them. */
+  tickAsync(ms: number): Promise<void>;
+  /** Jump to a time without firing timers. */
+  jump(ms: number): void;
+  uninstall(): void;
+  pendingTimers(): number;
+}
+
+export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)): FakeClock {
+  const ctx: Record<string, unknown> = {
+    Date, setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, clearImmediate, Promise, queueMicrotask,
+  };
+  const clock = sinon.useFakeTimers({ global: ctx as never, now: start, toFake: ["setTimeout", "clearTimeout", "Date", "setInterval", "clearInterval"] } as never) as unknown as sinon.SinonFakeTimers;
+  return {
+    now: () => clock.now,
+    setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+    clearTimeout: (h) => clock.clearTimeout(h as never),
+    async tickAsync(ms) {
+      await clock.tickAsync(ms);
+    },
+    jump(ms) {
+      clock.setSystemTime(clock.now + ms);
+    },
+    uninstall: () => clock.uninstall(),
+    pendingTimers: () => clock.countTimers(),
+  };
+}

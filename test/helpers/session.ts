@@ -1,0 +1,58 @@
+/** Builds sessions against a running simulator for the client and session tests. */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { DoorApiClient, type ClientOptions, type Credentials } from "../../src/client/client.js";
+import { Session, type SessionLog, type SessionTimings } from "../../src/session/session.js";
+import { FileTokenStore, accountKey } from "../../src/session/token-store.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import type { Clock } from "../../src/util/clock.js";
+
+export const DEMO_PHONE: Credentials = { method: "phone", phoneNumber: "+15550000001", password: "demo-password" };
+
+export function tempDir(prefix = "door-test-"): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+/** A log that keeps every line, so tests can search it for secrets. */
+export class CapturingLog implements SessionLog {
+  readonly lines: string[] = [];
+  info(m: string) { this.lines.push(`info ${m}`); }
+  warn(m: string) { this.lines.push(`warn ${m}`); }
+  error(m: string) { this.lines.push(`error ${m}`); }
+}
+
+export interface Built {
+  client: DoorApiClient;
+  session: Session;
+  store: FileTokenStore;
+  log: CapturingLog;
+  tokenFile: string;
+}
+
+export function buildSession(
+  sim: RunningSimulator,
+  opts: { credentials?: Credentials; tokenFile?: string; clock?: Clock; timings?: Partial<SessionTimings>; client?: Partial<ClientOptions>; secret?: string | null; random?: () => number } = {},
+): Built {
+  const credentials = opts.credentials ?? DEMO_PHONE;
+  const tokenFile = opts.tokenFile ?? path.join(tempDir(), "session.json");
+  const log = new CapturingLog();
+  const client = new DoorApiClient({ baseUrl: sim.url, clock: opts.clock, random: opts.random ?? (() => 0), ...opts.client });
+  const identity = credentials.method === "email" ? credentials.email : credentials.phoneNumber;
+  const store = new FileTokenStore({ filePath: tokenFile, accountKey: accountKey(sim.url, credentials.method, identity), secret: opts.secret ?? null, onProblem: (m) => log.warn(m) });
+  const session = new Session({ client, credentials, store, clock: opts.clock, log, timings: opts.timings });
+  return { client, session, store, log, tokenFile };
+}
+
+export function ops(sim: RunningSimulator): string[] {
+  return sim.control.requests().map((r) => `${r.operation} ${r.status}`);
+}
+
+/** Polls (in real time) until `cond` holds; fails after `ms`. */
+export async function waitUntil(cond: () => boolean, ms = 5000, what = "condition"): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

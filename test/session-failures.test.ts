@@ -1,0 +1,201 @@
+/**
+ * Spec, Authentication 7 ("Client behaviour on failures") and CONTRACT session rules:
+ * each row is driven at the simulator and its consequences counted in its request log.
+ */
+import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import { request } from "undici";
+import { DoorApiError } from "../src/client/errors.js";
+import { SessionHaltedError, SessionUnavailableError } from "../src/session/errors.js";
+import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
+import { buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+
+describe("session: client behaviour on failures (spec Authentication 7)", function () {
+  this.timeout(20_000);
+  let sim: RunningSimulator;
+  let b: Built;
+  let clock: FakeClock | null = null;
+
+  beforeEach(async () => {
+    clock = null;
+    sim = await startSimulator({ rateLimit: false });
+  });
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim.close();
+    clock?.uninstall();
+  });
+
+  async function ready(opts: Parameters<typeof buildSession>[1] = {}): Promise<void> {
+    b = buildSession(sim, opts);
+    await b.session.start();
+    assert.equal(b.session.state, "ready");
+    sim.control.resetRequests();
+  }
+
+  it("a call answered 401: refresh once, replay once", async () => {
+    await ready();
+    sim.control.expireAccessToken("demo");
+    const d = await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.equal(d.id, 101);
+    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 200", "getDevice 200"]);
+  });
+
+  it("401 again after the refresh: halted-superseded, no loop, no further requests", async () => {
+    await ready();
+    sim.control.expireAccessToken("demo");
+    let calls = 0;
+    const halts: SessionHaltedError[] = [];
+    b.session.on("halt", (e: SessionHaltedError) => halts.push(e));
+    await assert.rejects(
+      b.session.call(async (t) => {
+        calls++;
+        // Before the replay, another login takes the account (the new token dies at once).
+        if (calls === 2) sim.control.supersede("demo");
+        return b.client.getDevice(t, 101);
+      }),
+      (e: unknown) => e instanceof DoorApiError && e.status === 401,
+    );
+    assert.equal(calls, 2, "exactly one replay");
+    assert.equal(b.session.state, "halted-superseded");
+    assert.equal(halts.length, 1, "the halt is raised once");
+    const before = sim.control.requests().length;
+    for (let i = 0; i < 20; i++) {
+      await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)), SessionHaltedError);
+    }
+    assert.equal(sim.control.requests().length, before, "nothing is sent while halted");
+    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0, "no login loop");
+    assert.equal(b.log.lines.filter((l) => l.startsWith("error session halted")).length, 1, "written once to the log");
+  });
+
+  it("refresh 401 (revoked by a superseding login): one full login; a second within the hour halts as superseded", async () => {
+    await ready();
+    sim.control.supersede("demo");
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 401", "loginByPhone 200", "getDevice 200"]);
+    sim.control.resetRequests();
+    sim.control.supersede("demo");
+    await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)));
+    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 401"], "no second login within the hour");
+    assert.equal(b.session.state, "halted-superseded");
+    await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)), SessionHaltedError);
+    assert.equal(sim.control.requests().length, 2);
+  });
+
+  it("refresh 400 (token already consumed): full login, never that token again", async () => {
+    await ready();
+    // Consume the session's refresh token from outside, as a second component would.
+    const stored = await b.store.load();
+    assert.ok(stored);
+    const res = await request(`${sim.url}/api/auth/refresh`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ refreshToken: stored.refreshToken }) });
+    await res.body.dump();
+    assert.equal(res.statusCode, 200);
+    sim.control.resetRequests();
+    sim.control.expireAccessToken("demo");
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 400", "loginByPhone 200", "getDevice 200"]);
+  });
+
+  it("refresh 5xx: one retry after a back-off, then a full login (token expired)", async () => {
+    await ready();
+    sim.control.expireAccessToken("demo");
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2 });
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 503", "refreshToken 503", "loginByPhone 200", "getDevice 200"]);
+  });
+
+  it("refresh network error: one retry, and the retry's success is used", async () => {
+    await ready();
+    sim.control.expireAccessToken("demo");
+    sim.control.inject({ kind: "drop", endpoint: "refreshToken", count: 1 });
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 0", "refreshToken 200", "getDevice 200"]);
+  });
+
+  it("login refused on credentials (401): halted-login-failed, no retry, no loop", async () => {
+    b = buildSession(sim, { credentials: { method: "phone", phoneNumber: "+15550000001", password: "wrong-password" } });
+    await b.session.start();
+    assert.equal(b.session.state, "halted-login-failed");
+    for (let i = 0; i < 10; i++) await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)), SessionHaltedError);
+    assert.deepEqual(ops(sim), ["loginByPhone 401"]);
+  });
+
+  it("login by email and by the generic endpoint use their own operations", async () => {
+    b = buildSession(sim, { credentials: { method: "email", email: "demo@example.com", password: "demo-password" } });
+    await b.session.start();
+    assert.equal(b.session.state, "ready");
+    await b.session.close();
+    b = buildSession(sim, { credentials: { method: "login", phoneNumber: "+15550000001", password: "demo-password" } });
+    await b.session.start();
+    assert.equal(b.session.state, "ready");
+    assert.deepEqual(ops(sim), ["loginByEmail 200", "login 200"]);
+  });
+
+  it("login 5xx: one retry, then 'unreachable' (not a halt); next login only when needed and at most once a minute", async () => {
+    clock = fakeClock();
+    await sim.close();
+    sim = await startSimulator({ rateLimit: false, now: () => clock!.now() });
+    sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 10 });
+    b = buildSession(sim, { clock });
+    const started = b.session.start();
+    await waitUntil(() => sim.control.requests().length === 1, 5000, "first login");
+    await clock.tickAsync(500); // back-off before the single retry (jitter is 0 in tests)
+    await started;
+    assert.deepEqual(ops(sim), ["loginByPhone 503", "loginByPhone 503"]);
+    assert.equal(b.session.state, "unreachable");
+    // Within the minute: calls fail at once, nothing is sent.
+    for (let i = 0; i < 5; i++) await assert.rejects(b.session.token(), SessionUnavailableError);
+    assert.equal(sim.control.requests().length, 2);
+    // Time passes with no message: no login by itself.
+    await clock.tickAsync(10 * 60_000);
+    assert.equal(sim.control.requests().length, 2, "no background login loop");
+    // A message needs the session: one login (the service has recovered).
+    sim.control.clearFaults();
+    const d = await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.equal(d.id, 101);
+    assert.deepEqual(ops(sim), ["loginByPhone 503", "loginByPhone 503", "loginByPhone 200", "getDevice 200"]);
+  });
+
+  it("login 429 is not a halt and not read as bad credentials: unreachable until Retry-After passes", async () => {
+    clock = fakeClock();
+    await sim.close();
+    sim = await startSimulator({ rateLimit: false, now: () => clock!.now() });
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 120 });
+    b = buildSession(sim, { clock });
+    await b.session.start();
+    assert.equal(b.session.state, "unreachable");
+    assert.deepEqual(ops(sim), ["loginByPhone 429"], "429 on login is not retried at once");
+    await clock.tickAsync(61_000);
+    await assert.rejects(b.session.token(), (e: unknown) => e instanceof SessionUnavailableError && (e.retryAfter ?? 0) > 0);
+    assert.equal(sim.control.requests().length, 1, "Retry-After (120 s) is honoured beyond the 1 minute floor");
+    await clock.tickAsync(60_000);
+    await b.session.token();
+    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 200"]);
+  });
+
+  it("operator reconnect after a halt: exactly one login", async () => {
+    b = buildSession(sim, { credentials: { method: "phone", phoneNumber: "+15550000001", password: "wrong-password" } });
+    await b.session.start();
+    assert.equal(b.session.state, "halted-login-failed");
+    await b.session.reconnect();
+    assert.equal(b.session.state, "halted-login-failed");
+    assert.deepEqual(ops(sim), ["loginByPhone 401", "loginByPhone 401"]);
+  });
+
+  it("never writes a token, password or phone number to the log", async () => {
+    await ready();
+    sim.control.expireAccessToken("demo");
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    sim.control.supersede("demo");
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    const stored = await b.store.load();
+    assert.ok(stored);
+    const text = b.log.lines.join("\n") + readFileSync(b.tokenFile, "utf8").length;
+    assert.ok(b.log.lines.length >= 2, "something was logged");
+    for (const secret of [stored.accessToken, stored.refreshToken, "demo-password", "+15550000001", "15550000001"]) {
+      assert.ok(!text.includes(secret), "a secret reached the log");
+    }
+  });
+});
