@@ -1,0 +1,87 @@
+/**
+ * Spec, Authentication 3-4 and Limits: access token about 48 h (`exp` authoritative),
+ * proactive renewal every 36 h or a few hours before `exp`; CONTRACT: 36 h or 3 h before
+ * `exp`, whichever is first; timers cleared on close. Driven by a fake clock shared by the
+ * session and the simulator.
+ */
+import { strict as assert } from "node:assert";
+import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
+import { buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+
+const H = 3600_000;
+
+describe("session: proactive renewal (36 h / 3 h before exp)", function () {
+  this.timeout(20_000);
+  let sim: RunningSimulator;
+  let b: Built;
+  let clock: FakeClock;
+
+  async function setup(accessTtlSec: number) {
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false, now: () => clock.now(), accessTtlSec });
+    b = buildSession(sim, { clock });
+    await b.session.start();
+    sim.control.resetRequests();
+  }
+  afterEach(async () => {
+    await b.session.close();
+    await b.client.close();
+    await sim.close();
+    clock.uninstall();
+  });
+
+  it("with a 48 h token, renews at 36 h (not before), once", async () => {
+    await setup(48 * 3600);
+    await clock.tickAsync(36 * H - 1000);
+    assert.equal(sim.control.requests().length, 0, "nothing before 36 h");
+    await clock.tickAsync(1000);
+    await waitUntil(() => b.session.state === "ready" && sim.control.requests().length === 1, 5000, "renewal");
+    assert.deepEqual(ops(sim), ["refreshToken 200"]);
+  });
+
+  it("with a 30 h token, renews 3 h before exp (27 h), which comes before 36 h", async () => {
+    await setup(30 * 3600);
+    await clock.tickAsync(27 * H - 1000);
+    assert.equal(sim.control.requests().length, 0);
+    await clock.tickAsync(1000);
+    await waitUntil(() => sim.control.requests().length === 1 && b.session.state === "ready", 5000, "renewal");
+    assert.deepEqual(ops(sim), ["refreshToken 200"]);
+    // The next renewal is scheduled from the new pair: 27 h later, not earlier.
+    const renewAt = b.session.snapshot().renewAt;
+    assert.equal(renewAt, clock.now() + 27 * H);
+  });
+
+  it("keeps renewing over a week with one refresh per period and no login", async () => {
+    await setup(48 * 3600);
+    for (let i = 0; i < 5; i++) {
+      await clock.tickAsync(36 * H);
+      await waitUntil(() => sim.control.requests().length === i + 1 && b.session.state === "ready", 5000, `renewal ${i + 1}`);
+    }
+    assert.deepEqual(ops(sim), Array(5).fill("refreshToken 200"));
+  });
+
+  it("a proactive refresh failing on 5xx keeps the still-valid token and tries again later, without logging in", async () => {
+    await setup(48 * 3600);
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2 });
+    await clock.tickAsync(36 * H);
+    await waitUntil(() => sim.control.requests().length === 1, 5000, "first refresh");
+    await clock.tickAsync(1000); // back-off before the client's single retry
+    await waitUntil(() => sim.control.requests().length === 2 && b.session.state === "ready", 5000, "retry");
+    assert.deepEqual(ops(sim), ["refreshToken 503", "refreshToken 503"]);
+    const d = await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.equal(d.id, 101, "the kept token still works");
+    await clock.tickAsync(15 * 60_000);
+    await waitUntil(() => sim.control.requests({ operation: "refreshToken" }).length === 3, 5000, "later retry");
+    assert.deepEqual(ops(sim), ["refreshToken 503", "refreshToken 503", "getDevice 200", "refreshToken 200"]);
+  });
+
+  it("close() clears the renewal timer: no request after close however long", async () => {
+    await setup(48 * 3600);
+    assert.ok(b.session.snapshot().renewAt !== null);
+    await b.session.close();
+    assert.equal(clock.pendingTimers(), 0, "no timer left behind");
+    await clock.tickAsync(100 * H);
+    assert.equal(sim.control.requests().length, 0);
+  });
+});
