@@ -126,7 +126,6 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  process.stdout.write(banner(sim, args.seedFile) + "\n");
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -139,4 +138,6 @@ export async function main(argv: string[]): Promise<void> {
   };
   process.once("SIGINT", () => stop("SIGINT"));
   process.once("SIGTERM", () => stop("SIGTERM"));
+  // Printed only once the signal handlers are in place: whoever reads the URL may stop us at once.
+  process.stdout.write(banner(sim, args.seedFile) + "\n");
 }
