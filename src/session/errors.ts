@@ -11,10 +11,22 @@ export class SessionHaltedError extends Error {
 }
 
 export class SessionUnavailableError extends Error {
-  override readonly name = "SessionUnavailableError";
+  override readonly name: string = "SessionUnavailableError";
   readonly outcome = "service-unreachable" as const;
   /** Seconds until the session will try to log in again, when known. */
   constructor(message: string, readonly retryAfter: number | null = null) {
     super(message);
+  }
+}
+
+/**
+ * The shared session store (Redis) could not be reached when a renewal needed its lock:
+ * nothing was sent, and this instance did not log in on its own (that would end the
+ * session of every other instance on the account).
+ */
+export class StoreUnreachableError extends SessionUnavailableError {
+  override readonly name: string = "StoreUnreachableError";
+  constructor(message: string) {
+    super(message, null);
   }
 }

@@ -4,7 +4,9 @@
  *
  * States: idle → logging-in → ready ⇄ refreshing; unreachable (login failed on 5xx/network,
  * retried only when a caller needs the session, at most once a minute); halted-login-failed
- * (credentials refused); halted-superseded (another login took the account); closed.
+ * (credentials refused); halted-superseded (another login took the account); closed;
+ * store-unreachable (a shared store's renewal lock could not be had: the pair in memory is
+ * still used while it is good, and this instance never logs in on its own).
  *
  * Rules (spec "Client behaviour on failures", CONTRACT "Session rules"):
  * - log in once at start-up (or resume the stored pair), never per call;
@@ -16,14 +18,19 @@
  *   for a while, keep it and try again later; otherwise log in;
  * - login 400/401: halted-login-failed; login 5xx/network (after the client's single
  *   retry): unreachable, not a halt.
+ *
+ * A shared store (Redis, several instances on one account): logins too run under the
+ * store's renewal lock after re-reading the store, so an instance adopts the pair another
+ * one obtained instead of logging in again (a 401 is first answered that way too); notices
+ * from the store ("changed", "reconnected") update the pair in memory.
  */
 import { EventEmitter } from "node:events";
 import { decodeJwt } from "jose";
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import { DoorApiError } from "../client/errors.js";
 import { type Clock, systemClock } from "../util/clock.js";
-import { SessionHaltedError, SessionUnavailableError } from "./errors.js";
-import type { StoredPair, TokenStore } from "./token-store.js";
+import { SessionHaltedError, SessionUnavailableError, StoreUnreachableError } from "./errors.js";
+import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
 
 export type SessionState =
   | "idle"
@@ -33,7 +40,8 @@ export type SessionState =
   | "unreachable"
   | "halted-login-failed"
   | "halted-superseded"
-  | "closed";
+  | "closed"
+  | "store-unreachable";
 
 export const HALTED_STATES: ReadonlySet<SessionState> = new Set(["halted-login-failed", "halted-superseded"]);
 
@@ -126,6 +134,15 @@ export class Session extends EventEmitter {
   private lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
   private startPromise: Promise<void> | null = null;
   private readonly abort = new AbortController();
+  /** True while this session runs work under the store's renewal lock. */
+  private lockHeld = false;
+  /** An access token the service answered 401 to (not sent again while the store is away). */
+  private rejectedAccess: string | null = null;
+  /** A refresh token known dead (rejected, or of a superseded session): never adopted again. */
+  private deadRefresh: string | null = null;
+  /** A shared store missed our last pair: written again when the store is back. */
+  private unsaved = false;
+  private readonly unwatch: (() => void) | null;
 
   constructor(options: SessionOptions) {
     super();
@@ -136,6 +153,7 @@ export class Session extends EventEmitter {
     this.log = options.log ?? silent;
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
     this.since = this.clock.now();
+    this.unwatch = this.store.watch?.((event) => void this.onStoreEvent(event)) ?? null;
   }
 
   get state(): SessionState {
@@ -176,6 +194,9 @@ export class Session extends EventEmitter {
     } catch (e) {
       if (!is401(e)) throw e;
       await this.renewAfter401(first);
+      if (this._state === "store-unreachable" && this.pair?.accessToken === first) {
+        throw new StoreUnreachableError(`session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}; the request was not repeated`);
+      }
       const second = await this.token();
       try {
         return await fn(second);
@@ -190,6 +211,7 @@ export class Session extends EventEmitter {
 
   /** A valid access token, waiting (bounded) for a login or refresh in flight. */
   async token(): Promise<string> {
+    let storeTried = false;
     for (let round = 0; round < 4; round++) {
       switch (this._state) {
         case "closed":
@@ -216,6 +238,18 @@ export class Session extends EventEmitter {
           }
           break;
         }
+        case "store-unreachable":
+          // Keep using the pair in memory while it is good; renew only through the store.
+          if (this.pair && !this.isExpired() && this.pair.accessToken !== this.rejectedAccess) return this.pair.accessToken;
+          if (this.inflight) {
+            await this.waitFor(this.inflight);
+          } else if (!storeTried) {
+            storeTried = true;
+            await this.waitFor(this.pair ? this.refresh("the access token needs renewal") : this.login("a message needs the session"));
+          } else {
+            throw new StoreUnreachableError(`session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}`);
+          }
+          break;
         default:
           // idle, logging-in, refreshing
           await this.waitFor(this.inflight ?? this.start());
@@ -235,6 +269,7 @@ export class Session extends EventEmitter {
 
   /** Stops timers and refuses new calls; the stored pair stays for the next start. */
   async close(): Promise<void> {
+    this.unwatch?.();
     this.clearRenewal();
     this.setState("closed", null);
     this.abort.abort(new Error("session closed"));
@@ -258,6 +293,7 @@ export class Session extends EventEmitter {
   // ---- renewal --------------------------------------------------------------------------
 
   private async renewAfter401(usedToken: string): Promise<void> {
+    if (this.pair?.accessToken === usedToken) this.rejectedAccess = usedToken;
     if (this.inflight) return this.waitFor(this.inflight);
     if (this.pair && this.pair.accessToken !== usedToken) return; // someone already renewed
     if (HALTED_STATES.has(this._state) || this._state === "closed") return;
@@ -296,10 +332,10 @@ export class Session extends EventEmitter {
     if (this._state === "closed" || HALTED_STATES.has(this._state)) return;
     if (!this.pair) return this.doLogin(why);
     this.setState("refreshing", why);
-    await this.store.withRenewalLock(async () => {
+    await this.underLock(async () => {
       // Another process on the same store may have renewed while we waited for the lock.
-      const stored = await this.store.load().catch(() => null);
-      if (stored && this.pair && stored.refreshToken !== this.pair.refreshToken) {
+      const stored = await this.reread();
+      if (stored && this.pair && stored.refreshToken !== this.pair.refreshToken && stored.refreshToken !== this.deadRefresh) {
         this.adopt(stored);
         if (!this.isExpired()) {
           this.log.info("session: adopted the pair renewed by another process");
@@ -316,6 +352,7 @@ export class Session extends EventEmitter {
         if (e.kind === "aborted") return;
         if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
           // Never reuse that refresh token. Log in, but at most once an hour.
+          this.deadRefresh = current.refreshToken;
           this.pair = null;
           const now = this.clock.now();
           if (now - this.lastReloginAfterRejectAt < this.timings.reloginWindowMs) {
@@ -356,6 +393,27 @@ export class Session extends EventEmitter {
 
   private async doLogin(why: string): Promise<void> {
     if (this._state === "closed") return;
+    if (!this.store.shared || this.lockHeld) return this.loginNow(why);
+    // A shared store: take the lock, and use the pair another instance logged in with, if any.
+    this.clearRenewal();
+    this.setState("logging-in", why);
+    await this.underLock(async () => {
+      const stored = await this.reread();
+      if (stored && stored.refreshToken !== this.pair?.refreshToken && stored.refreshToken !== this.deadRefresh) {
+        this.adopt(stored);
+        if (!this.isExpired()) {
+          this.log.info("session: adopted the pair another instance obtained (no login)");
+          this.becomeReady();
+          return;
+        }
+        return this.doRefresh(why);
+      }
+      await this.loginNow(why);
+    });
+  }
+
+  private async loginNow(why: string): Promise<void> {
+    if (this._state === "closed") return;
     this.clearRenewal();
     this.setState("logging-in", why);
     this.lastLoginAttemptAt = this.clock.now();
@@ -389,12 +447,83 @@ export class Session extends EventEmitter {
   private async accept(fresh: { accessToken: string; refreshToken: string }): Promise<void> {
     const pair: StoredPair = { accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, obtainedAt: this.clock.now() };
     this.adopt(pair);
+    this.unsaved = false;
     try {
       await this.store.save(pair);
     } catch (e) {
+      if (this.store.shared) this.unsaved = true;
       this.log.error(`session: could not persist the token pair to the ${this.store.description} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a restart will have to log in again`);
     }
     if (this._state !== "closed") this.becomeReady();
+  }
+
+  /**
+   * Runs `work` under the store's renewal lock. A shared store that cannot be reached (or
+   * whose lock stays taken) ends in state store-unreachable: no private login.
+   */
+  private async underLock(work: () => Promise<void>): Promise<void> {
+    if (this.lockHeld) return work(); // already ours (a login that turned into a refresh)
+    try {
+      await this.store.withRenewalLock(async () => {
+        this.lockHeld = true;
+        try {
+          await work();
+        } finally {
+          this.lockHeld = false;
+        }
+      });
+    } catch (e) {
+      if (!(e instanceof StoreUnreachableError)) throw e;
+      if (this._state === "closed" || HALTED_STATES.has(this._state)) return;
+      this.setState("store-unreachable", e.message);
+      this.log.warn(`session: ${e.message}; keeping the session in memory, no login from this instance`);
+      // Try the renewal again later (and as soon as the store is back, see onStoreEvent).
+      if (this.pair) this.scheduleRenewal(this.timings.loginRetryMs);
+    }
+  }
+
+  /** The stored pair, re-read under the lock; a shared store that cannot be read aborts the renewal. */
+  private async reread(): Promise<StoredPair | null> {
+    try {
+      return await this.store.load();
+    } catch (e) {
+      if (e instanceof StoreUnreachableError) throw e;
+      return null;
+    }
+  }
+
+  /** Another instance saved a pair, or the shared store is back after an outage. */
+  private async onStoreEvent(event: StoreEvent): Promise<void> {
+    const idleStates: SessionState[] = ["ready", "unreachable", "store-unreachable"];
+    if (!idleStates.includes(this._state) || this.inflight) return; // a renewal in flight re-reads under the lock
+    try {
+      if (event === "reconnected" && this.pair) {
+        if (this.unsaved) {
+          await this.store.save(this.pair);
+          this.unsaved = false;
+          this.log.info("session: wrote the pair the session store missed while it was away");
+        } else if (await this.store.restore?.(this.pair)) {
+          this.log.info("session: the session store had lost the pair; restored it from memory");
+        }
+      }
+      const stored = await this.store.load();
+      if (!idleStates.includes(this._state) || this.inflight) return;
+      if (stored && stored.refreshToken !== this.pair?.refreshToken && stored.refreshToken !== this.deadRefresh) {
+        this.adopt(stored);
+        this.log.info("session: adopted the pair renewed by another instance");
+        if (!this.isExpired()) {
+          this.becomeReady();
+          return;
+        }
+      }
+    } catch {
+      /* the store went away again: the next renewal reports it */
+    }
+    if (event === "reconnected" && this._state === "store-unreachable" && !this.inflight) {
+      if (!this.pair) void this.login("the session store is reachable again");
+      else if (this.isExpired() || this.pair.accessToken === this.rejectedAccess) void this.refresh("the session store is reachable again");
+      else this.becomeReady();
+    }
   }
 
   private adopt(pair: StoredPair): void {
@@ -438,7 +567,7 @@ export class Session extends EventEmitter {
     this.renewTimer = this.clock.setTimeout(() => {
       this.renewTimer = null;
       this.renewAt = null;
-      if (this._state === "ready") void this.refresh("scheduled renewal");
+      if (this._state === "ready" || this._state === "store-unreachable") void this.refresh("scheduled renewal");
     }, at - now);
   }
 
@@ -450,6 +579,7 @@ export class Session extends EventEmitter {
 
   private halt(state: "halted-login-failed" | "halted-superseded", reason: string): void {
     if (this._state === state) return;
+    if (state === "halted-superseded" && this.pair) this.deadRefresh = this.pair.refreshToken;
     this.clearRenewal();
     this.setState(state, reason);
     // Written once per halt; the config node turns this event into an error a Catch node sees.

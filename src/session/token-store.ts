@@ -12,17 +12,20 @@
  * a lock file around renewal (`withRenewalLock`); the session re-reads the pair after
  * taking it.
  */
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import lockfile from "proper-lockfile";
+import { type PairRecord, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
 
-export interface StoredPair {
-  accessToken: string;
-  refreshToken: string;
-  /** ms since epoch when the pair was issued to us. */
-  obtainedAt: number;
-}
+export type StoredPair = PairRecord;
+
+/** What a shared store tells the sessions using it. */
+export type StoreEvent =
+  /** Another instance saved a new pair: re-read it. */
+  | "changed"
+  /** The store is reachable again after an outage (it may have lost its data). */
+  | "reconnected";
 
 export interface TokenStore {
   load(): Promise<StoredPair | null>;
@@ -32,6 +35,19 @@ export interface TokenStore {
   withRenewalLock<T>(fn: () => Promise<T>): Promise<T>;
   /** Human-readable place, for logs (never contains a secret). */
   readonly description: string;
+  /**
+   * Several instances (processes, hosts) share this store and the account's one session:
+   * logins, not only refreshes, then run under the renewal lock after re-reading the
+   * store, and a store that cannot be reached fails the renewal (StoreUnreachableError)
+   * instead of letting this instance log in on its own. The file store is not shared.
+   */
+  readonly shared?: boolean;
+  /** Subscribes to the store's events; returns the unsubscribe function. */
+  watch?(listener: (event: StoreEvent) => void): () => void;
+  /** Writes `pair` only if the store holds none (it lost its data); true if written. */
+  restore?(pair: StoredPair): Promise<boolean>;
+  /** Releases connections; the stored pair stays. */
+  close?(): Promise<void>;
 }
 
 /**
@@ -52,6 +68,9 @@ interface FileFormat {
   data: string;
 }
 
+/** HKDF info of the file store's key (changing it would make existing files unreadable). */
+const FILE_KEY_INFO = "door-access token store v1";
+
 export interface FileTokenStoreOptions {
   filePath: string;
   accountKey: string;
@@ -68,9 +87,7 @@ export class FileTokenStore implements TokenStore {
 
   constructor(private readonly options: FileTokenStoreOptions) {
     this.description = `token file ${options.filePath}`;
-    this.key = options.secret
-      ? Buffer.from(hkdfSync("sha256", options.secret, options.accountKey, "door-access token store v1", 32))
-      : null;
+    this.key = options.secret ? derivePairKey(options.secret, options.accountKey, FILE_KEY_INFO) : null;
   }
 
   async load(): Promise<StoredPair | null> {
@@ -86,20 +103,7 @@ export class FileTokenStore implements TokenStore {
       const file = JSON.parse(text) as FileFormat;
       if (file.v !== 1 || typeof file.data !== "string") throw new Error("unknown format");
       if (file.account !== this.options.accountKey) return null; // another account's pair: not ours to use
-      let json: string;
-      if (file.enc === "aes-256-gcm") {
-        if (!this.key) throw new Error("the file is encrypted but no credential secret is set");
-        const decipher = createDecipheriv("aes-256-gcm", this.key, Buffer.from(file.iv ?? "", "base64"));
-        decipher.setAuthTag(Buffer.from(file.tag ?? "", "base64"));
-        json = Buffer.concat([decipher.update(Buffer.from(file.data, "base64")), decipher.final()]).toString("utf8");
-      } else {
-        json = Buffer.from(file.data, "base64").toString("utf8");
-      }
-      const pair = JSON.parse(json) as Partial<StoredPair>;
-      if (typeof pair.accessToken !== "string" || typeof pair.refreshToken !== "string" || !pair.accessToken || !pair.refreshToken) {
-        throw new Error("incomplete pair");
-      }
-      return { accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: Number(pair.obtainedAt) || 0 };
+      return openPair(this.key, file);
     } catch (e) {
       this.problem(`the ${this.description} is unreadable (${(e as Error).message}); logging in instead`);
       return null;
@@ -107,16 +111,7 @@ export class FileTokenStore implements TokenStore {
   }
 
   async save(pair: StoredPair): Promise<void> {
-    const json = JSON.stringify({ accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: pair.obtainedAt });
-    let file: FileFormat;
-    if (this.key) {
-      const iv = randomBytes(12);
-      const cipher = createCipheriv("aes-256-gcm", this.key, iv);
-      const data = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
-      file = { v: 1, account: this.options.accountKey, enc: "aes-256-gcm", iv: iv.toString("base64"), tag: cipher.getAuthTag().toString("base64"), data: data.toString("base64") };
-    } else {
-      file = { v: 1, account: this.options.accountKey, enc: "none", data: Buffer.from(json, "utf8").toString("base64") };
-    }
+    const file: FileFormat = { v: 1, account: this.options.accountKey, ...sealPair(this.key, pair) };
     await writeFileAtomic(this.options.filePath, JSON.stringify(file) + "\n");
   }
 
