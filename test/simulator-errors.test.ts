@@ -193,6 +193,14 @@ describe("simulator: errors", () => {
       await login(sim, "loginByPhone", OTHER_ACCOUNT);
     });
 
+    it("keys logins for an unknown identity by that identity", async () => {
+      sim.control.setRateLimit({ capacity: 1, refillPerSec: 1 });
+      const wrong = { phoneNumber: "+15551234567", password: "x" };
+      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: wrong }), 401);
+      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: wrong }), 429);
+      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: { ...wrong, phoneNumber: "+15557654321" } }), 401, "another identity");
+    });
+
     it("can be switched off", async () => {
       sim.control.setRateLimit(false);
       const pair = await login(sim);

@@ -18,6 +18,16 @@ Options:
   --refresh-ttl <sec>    refresh token lifetime in seconds (default 2592000 = 30 days)
   --allow-remote-control allow a non-loopback --host (the /_sim control surface is then reachable)
   --help                 show this help
+
+Control surface (same listener, loopback only; not in the request log):
+  POST   /_sim/faults {FaultSpec}          GET /_sim/faults      DELETE /_sim/faults[/<id>]
+  GET    /_sim/devices/<id>                POST /_sim/devices/<id>/online {"online": false}
+  GET    /_sim/accounts/<id>               POST /_sim/accounts/<id>/{expire-access,revoke-access,expire-refresh,supersede}
+  GET    /_sim/requests[?operation=&accountId=&deviceId=]   DELETE /_sim/requests
+  GET    /_sim/counts                      POST /_sim/rate-limit {"capacity": n, "refillPerSec": n} | false
+
+Demo seed: account "demo" (+15550000001 / demo@example.com, password demo-password),
+doors 101-107 and 201 (see src/simulator/seed.ts).
 `;
 
 export interface CliArgs {

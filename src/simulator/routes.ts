@@ -332,6 +332,16 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
   /** The rate-limit bucket key: the account when known, else the login identity or the peer. */
   function rateKey(call: Call): string {
     if (call.accountId) return `account:${call.accountId}`;
+    const op = call.route.operation;
+    if (op === "login" || op === "loginByPhone" || op === "loginByEmail") {
+      try {
+        const body = JSON.parse(call.body.toString("utf8")) as Record<string, unknown>;
+        const identity = op === "loginByEmail" ? body?.email : body?.phoneNumber;
+        if (typeof identity === "string") return `login:${identity.toLowerCase()}`;
+      } catch {
+        // not JSON: falls back to the peer
+      }
+    }
     return `peer:${call.remote}`;
   }
 
