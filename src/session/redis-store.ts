@@ -1,0 +1,313 @@
+/**
+ * The account's token pair shared by several Node-RED instances through Redis.
+ *
+ * The service allows one session per account; instances configured for the same account
+ * (same base URL and login identity) meet at the same key, derived from `accountKey` (a
+ * hash, stretched with scrypt here, so neither the phone number nor the email appears in
+ * Redis). The pair is one value written by one SET (a Lua script that also bumps a
+ * generation number and publishes a "renewed" notice), sealed with AES-256-GCM when a
+ * secret is set (pair-crypto.ts, as the file store does).
+ *
+ * Renewal lock: `SET lock owner NX PX ttl`, waited for (bounded, polling with back-off),
+ * extended by its owner every third of its TTL while held (a slow login), released only by
+ * its owner (compare-and-delete in Lua). A holder that dies lets the lock expire.
+ *
+ * Redis unreachable: load/save/lock reject with StoreUnreachableError after a bounded wait
+ * (the session keeps the pair in memory and never logs in on its own). The client
+ * reconnects by itself (back-off capped at 2 s); when it is back, watchers get
+ * "reconnected" and may restore the pair Redis lost in a restart (`restore`, SET NX).
+ */
+import { randomBytes, scryptSync } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { ErrorReply, createClient } from "@redis/client";
+import { StoreUnreachableError } from "./errors.js";
+import { type SealedPair, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
+import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
+
+export interface RedisTokenStoreOptions {
+  /** redis://[user[:password]@]host[:port][/db] or rediss:// (TLS). */
+  url: string;
+  /** Overrides a password in the URL (a Node-RED credential). */
+  password?: string | null;
+  /** Force TLS even for a redis:// URL (rediss:// always uses TLS). */
+  tls?: boolean;
+  /** Prefix of every key and channel (default "door-access:"). */
+  keyPrefix?: string;
+  /** accountKey(baseUrl, method, identity) from token-store.ts. */
+  accountKey: string;
+  /** When set, the pair is encrypted under a key derived from it; every instance needs the same one. */
+  secret?: string | null;
+  /** Lock expiry (default 15 s); the owner extends it while it holds it. */
+  lockTtlMs?: number;
+  /** How long a renewal waits for the lock, or for Redis to come back (default 20 s). */
+  lockWaitMs?: number;
+  /** Timeout of one Redis command (default 5 s). */
+  commandTimeoutMs?: number;
+  /** A stored value that cannot be read (treated as absent). */
+  onProblem?: (message: string) => void;
+  /** Redis went away (once per outage) and came back (`null`). */
+  onUnreachable?: (message: string | null) => void;
+}
+
+export const DEFAULT_KEY_PREFIX = "door-access:";
+const KEY_INFO = "door-access redis store v1";
+
+interface StoredRecord extends SealedPair {
+  v: 1;
+  /** Generation: 1 for the first pair written, +1 at every save. */
+  g?: number;
+}
+
+// KEYS[1] lock; ARGV[1] owner
+const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
+// KEYS[1] lock; ARGV[1] owner, ARGV[2] ttl ms
+const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
+// KEYS[1] pair, KEYS[2] lock; ARGV[1] record JSON, ARGV[2] lock owner or "", ARGV[3] channel, ARGV[4] instance id.
+// Refuses (-1) when the lock is held by another owner; otherwise one SET, then the notice.
+const SAVE = `
+if ARGV[2] ~= '' then
+  local holder = redis.call('GET', KEYS[2])
+  if holder and holder ~= ARGV[2] then return -1 end
+end
+local g = 0
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local ok, d = pcall(cjson.decode, cur)
+  if ok and type(d) == 'table' and tonumber(d.g) then g = tonumber(d.g) end
+end
+g = g + 1
+local rec = cjson.decode(ARGV[1])
+rec.g = g
+redis.call('SET', KEYS[1], cjson.encode(rec))
+redis.call('PUBLISH', ARGV[3], ARGV[4] .. ':' .. g)
+return g`;
+
+type Client = ReturnType<typeof createClient>;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
+/** The Redis key id of an account: scrypt of the account key (a hash of base URL and identity). */
+export function redisAccountId(accountKey: string): string {
+  return scryptSync(accountKey, "door-access redis key v1", 16, { N: 1 << 14, r: 8, p: 1 }).toString("hex");
+}
+
+export class RedisTokenStore implements TokenStore {
+  readonly shared = true;
+  readonly description: string;
+  /** Keys and channel of this account (exposed for tests and operators; no secret). */
+  readonly keys: { pair: string; lock: string; channel: string };
+  private readonly client: Client;
+  private subscriber: Client | null = null;
+  private readonly cipherKey: Buffer | null;
+  private readonly instanceId = randomBytes(8).toString("hex");
+  private readonly events = new EventEmitter();
+  private readonly lockTtlMs: number;
+  private readonly lockWaitMs: number;
+  private readonly commandTimeoutMs: number;
+  private connecting: Promise<void> | null = null;
+  private closed = false;
+  private wasReady = false;
+  private down = false;
+  /** The owner token of the lock this instance holds, if any (fences `save`). */
+  private owner: string | null = null;
+
+  constructor(private readonly options: RedisTokenStoreOptions) {
+    const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+    const id = redisAccountId(options.accountKey);
+    this.keys = { pair: `${prefix}${id}:pair`, lock: `${prefix}${id}:lock`, channel: `${prefix}${id}:renewed` };
+    this.lockTtlMs = options.lockTtlMs ?? 15_000;
+    this.lockWaitMs = options.lockWaitMs ?? 20_000;
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 5_000;
+    this.cipherKey = options.secret ? derivePairKey(options.secret, options.accountKey, KEY_INFO) : null;
+    const url = new URL(options.url);
+    if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("the Redis URL must start with redis:// or rediss://");
+    this.description = `Redis session store ${url.protocol}//${url.host}`;
+    const tls = url.protocol === "rediss:" || options.tls === true;
+    this.client = createClient({
+      url: options.url,
+      ...(options.password ? { password: options.password } : {}),
+      disableOfflineQueue: true,
+      socket: {
+        ...(tls ? { tls: true as const, servername: url.hostname } : {}),
+        connectTimeout: this.commandTimeoutMs,
+        // Bounded back-off, never giving up: the instance must recover when Redis returns.
+        reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2_000),
+      },
+    } as never) as Client;
+    this.client.on("error", (e: Error) => this.wentDown(e));
+    this.client.on("ready", () => this.cameBack());
+  }
+
+  // ---- TokenStore --------------------------------------------------------------------
+
+  async load(): Promise<StoredPair | null> {
+    const raw = await this.exec<string | null>(["GET", this.keys.pair]);
+    if (raw === null || raw === undefined) return null;
+    try {
+      const rec = JSON.parse(String(raw)) as StoredRecord;
+      if (rec.v !== 1) throw new Error("unknown format");
+      return openPair(this.cipherKey, rec);
+    } catch (e) {
+      this.options.onProblem?.(`the pair in the ${this.description} is unreadable (${(e as Error).message}); treated as absent`);
+      return null;
+    }
+  }
+
+  async save(pair: StoredPair): Promise<void> {
+    const rec: StoredRecord = { v: 1, ...sealPair(this.cipherKey, pair) };
+    const g = await this.exec<number>(["EVAL", SAVE, "2", this.keys.pair, this.keys.lock, JSON.stringify(rec), this.owner ?? "", this.keys.channel, this.instanceId]);
+    if (Number(g) === -1) throw new Error("the renewal lock was taken over by another instance; the pair was not written");
+  }
+
+  async restore(pair: StoredPair): Promise<boolean> {
+    const rec: StoredRecord = { v: 1, g: 0, ...sealPair(this.cipherKey, pair) };
+    const r = await this.exec<string | null>(["SET", this.keys.pair, JSON.stringify(rec), "NX"]);
+    if (r !== "OK") return false;
+    await this.exec(["PUBLISH", this.keys.channel, `${this.instanceId}:0`]).catch(() => undefined);
+    return true;
+  }
+
+  async clear(): Promise<void> {
+    await this.exec(["DEL", this.keys.pair]);
+  }
+
+  async withRenewalLock<T>(fn: () => Promise<T>): Promise<T> {
+    const owner = await this.acquire();
+    this.owner = owner;
+    const every = Math.max(50, Math.floor(this.lockTtlMs / 3));
+    const timer = setInterval(() => {
+      void this.extend(owner).catch(() => undefined);
+    }, every);
+    timer.unref();
+    try {
+      return await fn();
+    } finally {
+      clearInterval(timer);
+      if (this.owner === owner) this.owner = null;
+      await this.release(owner).catch(() => undefined);
+    }
+  }
+
+  watch(listener: (event: StoreEvent) => void): () => void {
+    this.events.on("event", listener);
+    void this.subscribe();
+    return () => this.events.off("event", listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.events.removeAllListeners();
+    for (const c of [this.subscriber, this.client]) {
+      if (!c) continue;
+      if (c.isOpen) await c.close().catch(() => c.destroy());
+    }
+  }
+
+  // ---- the lock (public for tests and tools) ------------------------------------------
+
+  /** Takes the lock (waiting at most lockWaitMs); returns the owner token. */
+  async acquire(waitMs = this.lockWaitMs): Promise<string> {
+    const owner = randomBytes(16).toString("hex");
+    const deadline = Date.now() + waitMs;
+    let delay = 20;
+    let lastError: StoreUnreachableError | null = null;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      try {
+        const r = await this.exec<string | null>(["SET", this.keys.lock, owner, "NX", "PX", String(this.lockTtlMs)], left);
+        if (r === "OK") return owner;
+        lastError = null;
+      } catch (e) {
+        if (!(e instanceof StoreUnreachableError)) throw e;
+        lastError = e;
+      }
+      await sleep(Math.min(delay, deadline - Date.now()));
+      delay = Math.min(delay * 2, 250);
+    }
+    if (lastError) throw lastError;
+    throw new StoreUnreachableError(`another instance has held the session's renewal lock in the ${this.description} for more than ${Math.round(waitMs / 1000)} s`);
+  }
+
+  /** Extends the lock to a full TTL, only if `owner` still holds it. */
+  async extend(owner: string): Promise<boolean> {
+    return Number(await this.exec(["EVAL", EXTEND, "1", this.keys.lock, owner, String(this.lockTtlMs)])) === 1;
+  }
+
+  /** Releases the lock, only if `owner` holds it. */
+  async release(owner: string): Promise<boolean> {
+    return Number(await this.exec(["EVAL", RELEASE, "1", this.keys.lock, owner])) === 1;
+  }
+
+  // ---- connection ---------------------------------------------------------------------
+
+  /** Runs one command, waiting up to `waitMs` for the connection; StoreUnreachableError otherwise. */
+  private async exec<T = unknown>(args: string[], waitMs = this.commandTimeoutMs): Promise<T> {
+    if (this.closed) throw new StoreUnreachableError(`the ${this.description} is closed`);
+    this.connect();
+    if (!this.client.isReady && !(await this.waitReady(waitMs))) {
+      throw new StoreUnreachableError(`the ${this.description} cannot be reached`);
+    }
+    try {
+      return (await this.client.sendCommand(args, { timeout: this.commandTimeoutMs })) as T;
+    } catch (e) {
+      if (e instanceof ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`);
+      throw new StoreUnreachableError(`the ${this.description} cannot be reached (${(e as Error).message || (e as Error).name})`);
+    }
+  }
+
+  private connect(): void {
+    if (this.connecting || this.closed) return;
+    this.connecting = this.client.connect().then(
+      () => undefined,
+      () => undefined, // only when closed while connecting; errors go to the 'error' listener
+    );
+  }
+
+  private waitReady(ms: number): Promise<boolean> {
+    if (this.client.isReady) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const onReady = () => {
+        clearTimeout(t);
+        resolve(true);
+      };
+      const t = setTimeout(() => {
+        this.client.off("ready", onReady);
+        resolve(this.client.isReady);
+      }, Math.max(0, ms));
+      this.client.once("ready", onReady);
+    });
+  }
+
+  private async subscribe(): Promise<void> {
+    if (this.subscriber || this.closed) return;
+    const sub = this.client.duplicate() as Client;
+    this.subscriber = sub;
+    sub.on("error", () => undefined); // the main client reports the outage
+    try {
+      await sub.connect();
+      await sub.subscribe(this.keys.channel, (message: string) => {
+        if (!String(message).startsWith(`${this.instanceId}:`)) this.events.emit("event", "changed" satisfies StoreEvent);
+      });
+    } catch {
+      /* closed while connecting */
+    }
+  }
+
+  private wentDown(e: Error): void {
+    if (this.down || this.closed) return;
+    this.down = true;
+    this.options.onUnreachable?.(`the ${this.description} cannot be reached (${e.message || e.name}); using the session in memory`);
+  }
+
+  private cameBack(): void {
+    const first = !this.wasReady;
+    this.wasReady = true;
+    if (this.down) {
+      this.down = false;
+      this.options.onUnreachable?.(null);
+    }
+    if (!first) this.events.emit("event", "reconnected" satisfies StoreEvent);
+  }
+}

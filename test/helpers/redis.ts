@@ -1,0 +1,91 @@
+/**
+ * A real redis-server on loopback for the Redis store tests: a free port (found by binding
+ * 127.0.0.1:0), no persistence, no daemon; stopped (and restartable on the same port) by
+ * the tests. When redis-server is not installed the tests FAIL with a clear message (.ci/run
+ * installs Debian's package).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createServer, connect } from "node:net";
+
+export function redisServerPath(): string {
+  try {
+    return execFileSync("sh", ["-c", "command -v redis-server"], { encoding: "utf8" }).trim();
+  } catch {
+    throw new Error("redis-server is not installed: the Redis session store tests need it (apt-get install -y redis-server; .ci/run installs it)");
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ port, host: "127.0.0.1" });
+    s.once("connect", () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once("error", () => resolve(false));
+  });
+}
+
+export class RedisServer {
+  private proc: ChildProcess | null = null;
+  private constructor(readonly port: number, private readonly bin: string, private readonly password: string | null) {}
+
+  static async start(opts: { password?: string } = {}): Promise<RedisServer> {
+    const bin = redisServerPath();
+    const server = new RedisServer(await freePort(), bin, opts.password ?? null);
+    await server.resume();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get running(): boolean {
+    return this.proc !== null;
+  }
+
+  /** Starts (again) on the same port; resolves when it accepts connections. */
+  async resume(): Promise<void> {
+    if (this.proc) return;
+    const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"];
+    if (this.password) args.push("--requirepass", this.password);
+    let out = "";
+    const proc = spawn(this.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    this.proc = proc;
+    proc.once("exit", () => {
+      if (this.proc === proc) this.proc = null;
+    });
+    const end = Date.now() + 10_000;
+    for (;;) {
+      if (this.proc !== proc) throw new Error(`redis-server exited at start: ${out}`);
+      if (await canConnect(this.port)) return;
+      if (Date.now() > end) throw new Error(`redis-server did not start on port ${this.port}: ${out}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Kills the server (its data is lost: no persistence). */
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    if (!proc) return;
+    await new Promise<void>((resolve) => {
+      proc.once("exit", () => resolve());
+      proc.kill("SIGKILL");
+    });
+    this.proc = null;
+  }
+}
