@@ -1,0 +1,515 @@
+/**
+ * `npm start`: the one-command demo.
+ *
+ * Starts `door-access-sim` (demo seed) on loopback, an in-process MQTT broker (aedes) for the
+ * MQTT examples, and the project's own Node-RED 4 (a devDependency) as a child process with a
+ * user directory under `.demo/` (gitignored). Our package is installed into that user
+ * directory without any network: `.demo/userdir/package.json` names it as a `file:`
+ * dependency and `.demo/userdir/node_modules/@door-access/node-red` is a symlink to the
+ * repository (what `npm install <folder>` would create), so Node-RED loads it as an installed
+ * module, with its examples under Import > Examples. The flow file holds a `door-account`
+ * preconfigured for the simulator and every example flow, one tab each; the account's
+ * credentials are written to `flows_cred.json` encrypted exactly as Node-RED does
+ * (aes-256-ctr, key sha256(credentialSecret), hex IV prefix).
+ *
+ * Every start wipes and rewrites the user directory: nothing stale (flows, session token
+ * files, audit log) survives from a previous run. Ctrl-C stops everything it started.
+ *
+ * Programmatic use (tests): `startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0 })`.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createCipheriv, createHash, randomBytes } from "node:crypto";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as path from "node:path";
+import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+
+export const REPO_ROOT = path.resolve(__dirname, "..", "..");
+export const EXAMPLES_DIR = path.join(REPO_ROOT, "examples");
+export const PACKAGE_NAME = "@door-access/node-red";
+/** The id of the `door-account` config node in every example (and in the demo flows). */
+export const EXAMPLE_ACCOUNT_ID = "d00ac0c0a0c00001";
+/** The id of the `mqtt-broker` config node in the MQTT examples. */
+export const EXAMPLE_BROKER_ID = "d00ac0c0b40c0001";
+/** Not a secret: it only protects the demo's throw-away credentials file. */
+export const DEMO_CREDENTIAL_SECRET = "door-access-demo (not a secret: demo only)";
+
+export interface DemoOptions {
+  /** Folder for the demo's files (default `<repo>/.demo`); `userdir/` inside it is wiped each start. */
+  dir?: string;
+  /** Simulator port: default 8787, falling back to an ephemeral port when busy; 0 = ephemeral. */
+  simPort?: number;
+  /** Editor port: default 1880 or the next free one up to 1899, else ephemeral; 0 = ephemeral. */
+  editorPort?: number;
+  /** MQTT broker port: default 1883, else ephemeral; 0 = ephemeral; false = no broker. */
+  mqttPort?: number | false;
+  /** Deploy the example flows (default true). The account is always deployed. */
+  deployExamples?: boolean;
+  /** Receives Node-RED's output, line by line (default: written to stdout with a prefix). */
+  onLog?: (line: string) => void;
+  /** How long to wait for the editor to answer (default 60 s). */
+  startTimeoutMs?: number;
+}
+
+export interface RunningDemo {
+  editorUrl: string;
+  simUrl: string;
+  sim: RunningSimulator;
+  /** mqtt://127.0.0.1:<port>, or null without a broker. */
+  mqttUrl: string | null;
+  userDir: string;
+  accountId: string;
+  /** Process id of the Node-RED child. */
+  pid: number;
+  /** Settles when the Node-RED child has exited (for whatever reason). */
+  exited: Promise<void>;
+  /** Everything Node-RED printed so far. */
+  output(): string;
+  /** Stops Node-RED, the broker and the simulator; idempotent. */
+  stop(): Promise<void>;
+}
+
+// ---- example flows ------------------------------------------------------------------
+
+export interface ExampleFlow {
+  /** File name without `.json`: the menu entry under Import > Examples. */
+  title: string;
+  file: string;
+  nodes: FlowNode[];
+}
+export type FlowNode = Record<string, unknown> & { id: string; type: string };
+
+export function loadExamples(dir = EXAMPLES_DIR): ExampleFlow[] {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()
+    .map((f) => {
+      const nodes = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as FlowNode[];
+      if (!Array.isArray(nodes)) throw new Error(`${f}: an example must be a JSON array of nodes`);
+      return { title: f.slice(0, -".json".length), file: path.join(dir, f), nodes };
+    });
+}
+
+/** Config nodes: no wires and no position (mqtt-broker, door-account, ...). */
+export function isConfigNode(n: FlowNode): boolean {
+  return n.type !== "tab" && n.type !== "group" && !Array.isArray(n.wires) && n.x === undefined;
+}
+
+/**
+ * The example on its own tab, as the demo deploys it: flow nodes get fresh ids (derived from
+ * the tab, so importing the same example into the demo's editor does not clash) and `z`;
+ * config nodes keep their ids (importing an example then reuses the demo's account).
+ */
+export function exampleOnTab(example: ExampleFlow, tabId: string): FlowNode[] {
+  const fresh = new Map<string, string>();
+  for (const n of example.nodes) {
+    if (!isConfigNode(n)) fresh.set(n.id, createHash("sha256").update(`${tabId}:${n.id}`).digest("hex").slice(0, 16));
+  }
+  const remap = (id: unknown) => (typeof id === "string" ? (fresh.get(id) ?? id) : id);
+  const out: FlowNode[] = [];
+  for (const n of example.nodes) {
+    if (isConfigNode(n)) continue;
+    const copy: FlowNode = { ...n, id: fresh.get(n.id)!, z: tabId };
+    if (Array.isArray(n.wires)) copy.wires = (n.wires as unknown[][]).map((port) => port.map(remap));
+    if (Array.isArray(n.scope)) copy.scope = (n.scope as unknown[]).map(remap);
+    if (Array.isArray(n.links)) copy.links = (n.links as unknown[]).map(remap);
+    out.push(copy);
+  }
+  return out;
+}
+
+export interface DemoFlowsOptions {
+  simUrl: string;
+  mqttPort: number | null;
+  examples: ExampleFlow[];
+}
+
+/** The demo's flow file: an intro tab, one tab per example, one account, one broker. */
+export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
+  const flows: FlowNode[] = [];
+  const configs = new Map<string, FlowNode>();
+  const introTab = "d00ac0de00000000";
+  flows.push({
+    id: introTab,
+    type: "tab",
+    label: "Door access demo",
+    disabled: false,
+    info:
+      "Node-RED started by `npm start` with `@door-access/node-red` installed, a simulator of the door " +
+      `service at ${o.simUrl} and ${o.mqttPort === null ? "no MQTT broker" : `an MQTT broker at 127.0.0.1:${o.mqttPort}`}.\n\n` +
+      "Each example from Import > Examples is deployed on its own tab. The account " +
+      "\"Demo account (simulator)\" is logged in with the simulator's demo account (printed by `npm start`).",
+  });
+  flows.push({
+    id: "d00ac0de00000001",
+    type: "comment",
+    z: introTab,
+    name: "Door access demo: one example per tab",
+    info:
+      `Simulator: ${o.simUrl} (control surface ${o.simUrl}/_sim/, e.g. GET /_sim/requests, GET /_sim/counts, ` +
+      "POST /_sim/devices/101/online {\"online\":false}, POST /_sim/accounts/demo/supersede).\n\n" +
+      "Start with the tab \"01 Button unlocks a door\": press the inject button and watch the debug sidebar.",
+    x: 250,
+    y: 60,
+    wires: [],
+  });
+  o.examples.forEach((ex, i) => {
+    const tabId = `d00ac0de${String(i + 1).padStart(8, "0")}`;
+    const comment = ex.nodes.find((n) => n.type === "comment");
+    flows.push({ id: tabId, type: "tab", label: ex.title, disabled: false, info: typeof comment?.info === "string" ? comment.info : "" });
+    flows.push(...exampleOnTab(ex, tabId));
+    for (const n of ex.nodes) if (isConfigNode(n) && !configs.has(n.id)) configs.set(n.id, { ...n });
+  });
+  if (!configs.has(EXAMPLE_ACCOUNT_ID)) {
+    configs.set(EXAMPLE_ACCOUNT_ID, { id: EXAMPLE_ACCOUNT_ID, type: "door-account", name: "Demo account (simulator)", loginMethod: "phone", auditLog: "" });
+  }
+  for (const c of configs.values()) {
+    if (c.type === "door-account") {
+      c.baseUrl = o.simUrl;
+      c.loginMethod = "phone";
+    }
+    if (c.type === "mqtt-broker" && o.mqttPort !== null) {
+      c.broker = "127.0.0.1";
+      c.port = String(o.mqttPort);
+    }
+    flows.push(c);
+  }
+  return flows;
+}
+
+/** Node-RED's own credentials-file encryption (runtime/lib/nodes/credentials.js). */
+export function encryptCredentials(secret: string, credentials: Record<string, unknown>): { $: string } {
+  const key = createHash("sha256").update(secret).digest();
+  const iv = randomBytes(16);
+  const cipher = createCipheriv("aes-256-ctr", key, iv);
+  return { $: iv.toString("hex") + cipher.update(JSON.stringify(credentials), "utf8", "base64") + cipher.final("base64") };
+}
+
+// ---- user directory -----------------------------------------------------------------
+
+/** Installs our package into a Node-RED user directory the way `npm install <repo>` would: a symlink. */
+export function installPackageLink(userDir: string, repoRoot = REPO_ROOT): void {
+  const pkgFile = path.join(userDir, "package.json");
+  const rel = path.relative(userDir, repoRoot).split(path.sep).join("/") || ".";
+  fs.writeFileSync(
+    pkgFile,
+    JSON.stringify({ name: "door-access-demo-userdir", description: "Node-RED user directory of the door-access demo", version: "0.0.0", private: true, dependencies: { [PACKAGE_NAME]: `file:${rel}` } }, null, 2) + "\n",
+  );
+  const scopeDir = path.join(userDir, "node_modules", "@door-access");
+  fs.mkdirSync(scopeDir, { recursive: true });
+  fs.symlinkSync(repoRoot, path.join(scopeDir, "node-red"), "junction");
+}
+
+export interface SettingsOptions {
+  uiPort: number;
+  credentialSecret?: string;
+}
+
+export function settingsFile(o: SettingsOptions): string {
+  return `// Written by scripts/demo.ts at every start: edits here are lost.
+// No adminAuth: the editor is open to anyone who can reach 127.0.0.1:${o.uiPort}. Demo only.
+module.exports = {
+    uiHost: "127.0.0.1",
+    uiPort: ${o.uiPort},
+    flowFile: "flows.json",
+    flowFilePretty: true,
+    credentialSecret: ${JSON.stringify(o.credentialSecret ?? DEMO_CREDENTIAL_SECRET)},
+    logging: { console: { level: "info", metrics: false, audit: false } },
+    telemetry: { enabled: false, updateNotification: false },
+    diagnostics: { enabled: false, ui: false },
+    externalModules: { autoInstall: false, palette: { allowInstall: false } },
+    editorTheme: { tours: false, projects: { enabled: false } },
+    exportGlobalContextKeys: false,
+};
+`;
+}
+
+// ---- ports and processes ------------------------------------------------------------
+
+function listenProbe(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once("error", () => resolve(null));
+    srv.listen(port, "127.0.0.1", () => {
+      const a = srv.address();
+      const got = a && typeof a === "object" ? a.port : null;
+      srv.close(() => resolve(got));
+    });
+  });
+}
+
+/** `preferred`, else the next free port up to `preferred + span - 1`, else an ephemeral one. */
+export async function freePort(preferred = 0, span = 1): Promise<number> {
+  if (preferred > 0) {
+    for (let p = preferred; p < preferred + span; p++) {
+      const got = await listenProbe(p);
+      if (got !== null) return got;
+    }
+  }
+  const got = await listenProbe(0);
+  if (got === null) throw new Error("no free TCP port on 127.0.0.1");
+  return got;
+}
+
+export function nodeRedScript(): string {
+  return require.resolve("node-red/red.js", { paths: [REPO_ROOT] });
+}
+
+export interface NodeRedProcess {
+  child: ChildProcess;
+  exited: Promise<void>;
+  url: string;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts Node-RED 4 (`node node_modules/node-red/red.js`) and waits until the editor answers. */
+export async function startNodeRed(o: { userDir: string; settings: string; port: number; onLog?: (line: string) => void; timeoutMs?: number }): Promise<NodeRedProcess> {
+  const child = spawn(process.execPath, [nodeRedScript(), "-u", o.userDir, "-s", o.settings], {
+    cwd: o.userDir,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, NODE_RED_ENABLE_PROJECTS: "false", NODE_OPTIONS: "" },
+  });
+  let out = "";
+  let partial = "";
+  const onData = (chunk: Buffer) => {
+    const text = chunk.toString("utf8");
+    out += text;
+    const lines = (partial + text).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) o.onLog?.(line);
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  let exited = child.exitCode !== null;
+  const exitP = new Promise<void>((resolve) => child.once("exit", () => { exited = true; resolve(); }));
+
+  const stop = async () => {
+    if (exited) return;
+    child.kill("SIGINT");
+    const forced = setTimeout(() => { if (!exited) child.kill("SIGKILL"); }, 10_000);
+    await exitP;
+    clearTimeout(forced);
+  };
+
+  const url = `http://127.0.0.1:${o.port}`;
+  const deadline = Date.now() + (o.timeoutMs ?? 60_000);
+  for (;;) {
+    if (exited) throw new Error(`Node-RED exited before the editor answered (exit code ${child.exitCode}):\n${out.slice(-4000)}`);
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`Node-RED did not answer at ${url} within ${o.timeoutMs ?? 60_000} ms:\n${out.slice(-4000)}`);
+    }
+    try {
+      const res = await fetch(`${url}/settings`, { signal: AbortSignal.timeout(2000) });
+      if (res.ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { child, url, exited: exitP, output: () => out, stop };
+}
+
+export interface Broker {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** An in-process MQTT broker (aedes) on 127.0.0.1: `preferred`, or an ephemeral port when busy. */
+export async function startBroker(preferred: number): Promise<Broker> {
+  // aedes 1.x is ESM only, with no default export.
+  const { Aedes } = (await import("aedes")) as unknown as { Aedes: { createBroker(): Promise<{ handle: (s: net.Socket) => void; close(cb?: () => void): void }> } };
+  const broker = await Aedes.createBroker();
+  const server = net.createServer((socket) => broker.handle(socket));
+  const sockets = new Set<net.Socket>();
+  server.on("connection", (s) => { sockets.add(s); s.once("close", () => sockets.delete(s)); });
+  const listen = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", reject);
+        resolve((server.address() as net.AddressInfo).port);
+      });
+    });
+  let port: number;
+  try {
+    port = await listen(preferred);
+  } catch (e) {
+    if (preferred === 0 || (e as NodeJS.ErrnoException).code !== "EADDRINUSE") throw e;
+    port = await listen(0);
+  }
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => broker.close(() => resolve()));
+      }),
+  };
+}
+
+// ---- the demo -----------------------------------------------------------------------
+
+export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo> {
+  const dir = path.resolve(options.dir ?? path.join(REPO_ROOT, ".demo"));
+  const userDir = path.join(dir, "userdir");
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanup = async () => {
+    for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+  };
+  try {
+    for (const f of ["nodes/door-account.js", "dist/src/nodes/door-account.js"]) {
+      if (!fs.existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
+    }
+    // Simulator: 8787 unless busy.
+    const simPort = options.simPort ?? 8787;
+    let sim: RunningSimulator;
+    try {
+      sim = await startSimulator({ port: simPort });
+    } catch (e) {
+      if (simPort === 0 || (e as NodeJS.ErrnoException).code !== "EADDRINUSE") throw e;
+      sim = await startSimulator({ port: 0 });
+    }
+    cleanups.push(() => sim.close());
+
+    let broker: Broker | null = null;
+    if (options.mqttPort !== false) {
+      broker = await startBroker(options.mqttPort ?? 1883);
+      const b = broker;
+      cleanups.push(() => b.close());
+    }
+
+    // A fresh user directory every start: no stale flows, session files or audit log.
+    fs.rmSync(userDir, { recursive: true, force: true });
+    fs.mkdirSync(userDir, { recursive: true });
+    installPackageLink(userDir);
+
+    const uiPort = options.editorPort === 0 ? await freePort(0) : await freePort(options.editorPort ?? 1880, options.editorPort === undefined ? 20 : 1);
+    const settingsPath = path.join(userDir, "settings.js");
+    fs.writeFileSync(settingsPath, settingsFile({ uiPort }));
+    const examples = options.deployExamples === false ? [] : loadExamples();
+    const flows = buildDemoFlows({ simUrl: sim.url, mqttPort: broker?.port ?? null, examples });
+    fs.writeFileSync(path.join(userDir, "flows.json"), JSON.stringify(flows, null, 4) + "\n");
+    fs.writeFileSync(
+      path.join(userDir, "flows_cred.json"),
+      JSON.stringify(encryptCredentials(DEMO_CREDENTIAL_SECRET, { [EXAMPLE_ACCOUNT_ID]: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } }), null, 4) + "\n",
+    );
+
+    const nr = await startNodeRed({
+      userDir,
+      settings: settingsPath,
+      port: uiPort,
+      onLog: options.onLog ?? ((line) => process.stdout.write(`[node-red] ${line}\n`)),
+      timeoutMs: options.startTimeoutMs,
+    });
+    cleanups.push(() => nr.stop());
+
+    let stopping: Promise<void> | null = null;
+    return {
+      editorUrl: `${nr.url}/`,
+      simUrl: sim.url,
+      sim,
+      mqttUrl: broker ? `mqtt://127.0.0.1:${broker.port}` : null,
+      userDir,
+      accountId: EXAMPLE_ACCOUNT_ID,
+      pid: nr.child.pid ?? -1,
+      exited: nr.exited,
+      output: nr.output,
+      stop: () => (stopping ??= cleanup()),
+    };
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+}
+
+/** Polls the account's admin state endpoint until it reports `state` (or the time is up). */
+export async function waitForAccountState(editorUrl: string, accountId: string, state = "ready", timeoutMs = 20_000): Promise<{ state: string; reason: string | null }> {
+  const deadline = Date.now() + timeoutMs;
+  let last: { state: string; reason: string | null } = { state: "unknown", reason: null };
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(new URL(`door-access/accounts/${accountId}/state`, editorUrl), { signal: AbortSignal.timeout(2000) });
+      if (res.ok) {
+        last = (await res.json()) as { state: string; reason: string | null };
+        if (last.state === state) return last;
+      }
+    } catch {
+      /* retry */
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return last;
+}
+
+/** `--dir <folder> --sim-port <n> --editor-port <n> --mqtt-port <n|off>` (all optional). */
+export function parseArgs(argv: string[]): DemoOptions {
+  const o: DemoOptions = {};
+  const port = (flag: string, v: string | undefined): number => {
+    if (v === undefined || !/^\d{1,5}$/.test(v) || Number(v) > 65535) throw new Error(`${flag} needs a port number (0 = any free port)`);
+    return Number(v);
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const v = argv[i + 1];
+    if (a === "--dir" && v) o.dir = v;
+    else if (a === "--sim-port") o.simPort = port(a, v);
+    else if (a === "--editor-port") o.editorPort = port(a, v);
+    else if (a === "--mqtt-port") o.mqttPort = v === "off" ? false : port(a, v);
+    else if (a === "--no-examples") { o.deployExamples = false; continue; }
+    else throw new Error(`unknown option ${a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`);
+    i++;
+  }
+  return o;
+}
+
+async function main(): Promise<void> {
+  let demo: RunningDemo | null = null;
+  let exiting = false;
+  const shutdown = (code: number) => {
+    if (exiting) return;
+    exiting = true;
+    process.stdout.write("\nStopping Node-RED, the MQTT broker and the simulator...\n");
+    void (demo?.stop() ?? Promise.resolve()).finally(() => process.exit(code));
+  };
+  process.on("SIGINT", () => shutdown(0));
+  process.on("SIGTERM", () => shutdown(0));
+
+  demo = await startDemo(parseArgs(process.argv.slice(2)));
+  if (exiting) return;
+  const acc = await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 15_000);
+  const line = "-".repeat(78);
+  process.stdout.write(
+    [
+      "",
+      line,
+      `Node-RED editor:   ${demo.editorUrl}`,
+      "                   (no adminAuth: anyone who can reach 127.0.0.1 can edit the flows; demo only)",
+      `Door simulator:    ${demo.simUrl}   (demo seed: doors 101 Front Door ... 107 Garage, 201 Shared Lobby)`,
+      `  control surface: ${demo.simUrl}/_sim/requests  /_sim/counts  /_sim/devices/101  (see door-access-sim --help)`,
+      `MQTT broker:       ${demo.mqttUrl ?? "none"}`,
+      `Demo account:      phone ${DEMO_ACCOUNT.phoneNumber}, password ${DEMO_ACCOUNT.password} (also ${DEMO_ACCOUNT.email})`,
+      `                   preconfigured as "Demo account (simulator)": ${acc.state}${acc.reason ? ` (${acc.reason})` : ""}`,
+      `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
+      `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,
+      "Stop:              Ctrl-C stops Node-RED, the broker and the simulator.",
+      line,
+      "",
+    ].join("\n"),
+  );
+  // If Node-RED dies on its own, take the rest down too.
+  void demo.exited.then(() => {
+    if (exiting) return;
+    process.stderr.write("Node-RED exited; stopping the demo.\n");
+    shutdown(1);
+  });
+}
+
+if (require.main === module) {
+  main().catch((e: Error) => {
+    process.stderr.write(`demo: ${e.message}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,164 @@
+/**
+ * `npm start` (scripts/demo.ts): the editor answers, our four node types and our examples are
+ * loaded from the package installed in the demo's user directory, the preconfigured account
+ * logs in at the simulator, stop() leaves nothing running, and a second start works.
+ */
+import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { EXAMPLE_ACCOUNT_ID, PACKAGE_NAME, REPO_ROOT, loadExamples, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+
+const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function getJson(url: string): Promise<unknown> {
+  const res = await fetch(url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(5000) });
+  assert.equal(res.status, 200, `GET ${url}: ${res.status}`);
+  return res.json();
+}
+
+describe("demo (npm start): startDemo", function () {
+  this.timeout(90_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-test-"));
+  const running: RunningDemo[] = [];
+  const log: string[] = [];
+
+  after(async () => {
+    for (const d of running) await d.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function start(): Promise<RunningDemo> {
+    const demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
+    running.push(demo);
+    return demo;
+  }
+
+  async function checkRunning(demo: RunningDemo): Promise<void> {
+    const editor = await fetch(demo.editorUrl, { signal: AbortSignal.timeout(5000) });
+    assert.equal(editor.status, 200);
+    assert.match(await editor.text(), /Node-RED/);
+
+    const nodes = (await getJson(new URL("nodes", demo.editorUrl).href)) as Array<{ module: string; types: string[]; enabled: boolean; err?: string }>;
+    const ours = nodes.filter((n) => n.module === PACKAGE_NAME);
+    assert.deepEqual(ours.flatMap((n) => n.types).sort(), TYPES);
+    for (const n of ours) {
+      assert.equal(n.err, undefined, `load error: ${n.err}`);
+      assert.equal(n.enabled, true);
+    }
+
+    const modules = (await getJson(new URL("library/examples/flows/", demo.editorUrl).href)) as string[];
+    assert.ok(modules.includes(PACKAGE_NAME), `examples of ${PACKAGE_NAME} listed: ${JSON.stringify(modules)}`);
+    const listing = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}`, demo.editorUrl).href)) as Array<string | { fn?: string }>;
+    const titles = listing.map((e) => (typeof e === "string" ? e : e.fn)).filter(Boolean).sort();
+    assert.deepEqual(titles, loadExamples().map((e) => e.title).sort());
+    const first = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}/${encodeURIComponent(titles[0]!)}`, demo.editorUrl).href)) as unknown[];
+    assert.ok(Array.isArray(first) && first.length > 0, "an example can be fetched like Import > Examples does");
+
+    const state = await waitForAccountState(demo.editorUrl, EXAMPLE_ACCOUNT_ID, "ready", 20_000);
+    assert.equal(state.state, "ready", `account state: ${JSON.stringify(state)}`);
+
+    const flows = (await getJson(new URL("flows", demo.editorUrl).href)) as Array<{ type: string; label?: string; id: string }>;
+    const tabs = flows.filter((n) => n.type === "tab").map((n) => n.label);
+    for (const ex of loadExamples()) assert.ok(tabs.includes(ex.title), `tab for ${ex.title}`);
+    assert.equal(flows.filter((n) => n.type === "door-account").length, 1, "one account shared by every example");
+    const sentToSim = demo.sim.control.requests({ operation: "loginByPhone" });
+    assert.equal(sentToSim.length, 1, "the account logged in once at the simulator");
+    assert.equal(demo.sim.control.counts().unlocks, 0, "nothing unlocks a door by itself at start-up");
+    assert.doesNotMatch(demo.output(), /\[error\]/, "no error in Node-RED's log");
+  }
+
+  async function checkStopped(demo: RunningDemo): Promise<void> {
+    await demo.stop();
+    await demo.exited;
+    assert.equal(alive(demo.pid), false, "the Node-RED process has exited");
+    assert.equal(await answers(demo.editorUrl), false, "the editor no longer answers");
+    assert.equal(await answers(`${demo.simUrl}/_sim/counts`), false, "the simulator no longer answers");
+  }
+
+  it("starts the editor with our nodes, examples and a ready account, and stops everything", async () => {
+    const demo = await start();
+    assert.match(demo.editorUrl, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const link = path.join(demo.userDir, "node_modules", "@door-access", "node-red");
+    assert.equal(fs.realpathSync(link), fs.realpathSync(REPO_ROOT), "the package is installed into the user dir as a link to the repository");
+    const pkg = JSON.parse(fs.readFileSync(path.join(demo.userDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    assert.match(pkg.dependencies[PACKAGE_NAME]!, /^file:/);
+    const flowText = fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8");
+    assert.doesNotMatch(flowText, /demo-password|15550000001/, "no credential in the flow file");
+    await checkRunning(demo);
+    fs.writeFileSync(path.join(demo.userDir, "stale-marker"), "from the first run");
+    await checkStopped(demo);
+  });
+
+  it("starts again in the same folder with nothing stale left", async () => {
+    const demo = await start();
+    assert.equal(fs.existsSync(path.join(demo.userDir, "stale-marker")), false);
+    await checkRunning(demo);
+    await checkStopped(demo);
+    await demo.stop(); // idempotent
+  });
+});
+
+describe("demo (npm start): the command line", function () {
+  this.timeout(90_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-cli-"));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    it(`prints the URLs and credentials, and ${signal} stops Node-RED, the broker and the simulator`, async () => {
+      const child = spawn(process.execPath, [path.join(REPO_ROOT, "dist", "scripts", "demo.js"), "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], {
+        cwd: REPO_ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      child.stderr.on("data", (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      try {
+        const deadline = Date.now() + 60_000;
+        while (!/Stop: .*Ctrl-C/.test(out)) {
+          if (Date.now() > deadline || child.exitCode !== null) assert.fail(`demo did not come up:\n${out}`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        const editor = /Node-RED editor:\s+(\S+)/.exec(out)?.[1];
+        const sim = /Door simulator:\s+(\S+)/.exec(out)?.[1];
+        const pid = Number(/Node-RED pid (\d+)/.exec(out)?.[1]);
+        assert.ok(editor && sim && pid > 0, out);
+        assert.match(out, /\+15550000001/);
+        assert.match(out, /demo-password/);
+        assert.match(out, /no adminAuth/);
+        assert.match(out, /"Demo account \(simulator\)": ready/);
+        assert.equal(await answers(editor), true);
+        child.kill(signal);
+        const code = await Promise.race([exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 20_000))]);
+        assert.equal(code, 0, `exit code after ${signal}:\n${out.slice(-2000)}`);
+        assert.equal(alive(pid), false, "Node-RED was stopped too");
+        assert.equal(await answers(editor), false);
+        assert.equal(await answers(`${sim}/_sim/counts`), false);
+      } finally {
+        if (child.exitCode === null) child.kill("SIGKILL");
+        const pid = Number(/Node-RED pid (\d+)/.exec(out)?.[1]);
+        if (pid > 0 && alive(pid)) process.kill(pid, "SIGKILL");
+      }
+    });
+  }
+});
