@@ -10,6 +10,7 @@ import { type AuditLog, openAuditLog } from "../audit/audit-log.js";
 import { DeviceDirectory } from "../doors/directory.js";
 import { SessionHaltedError } from "../session/errors.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
+import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
 import { PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import { type Clock, systemClock } from "../util/clock.js";
@@ -55,6 +56,47 @@ export function checkAccountSettings(s: AccountSettings): { ok: true; baseUrl: s
   return { ok: true, baseUrl, credentials };
 }
 
+export type SessionStoreKind = "file" | "redis";
+export const SESSION_STORES: readonly SessionStoreKind[] = ["file", "redis"];
+
+/** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
+export type SessionStoreChoice =
+  | { kind: "file" }
+  | {
+      kind: "redis";
+      /** redis:// or rediss:// (TLS). */
+      url: string;
+      password?: string | null;
+      keyPrefix?: string;
+      /** Seals the pair in Redis; every instance needs the same one (default: the account's password). */
+      secret?: string | null;
+      lockTtlMs?: number;
+      lockWaitMs?: number;
+    };
+
+/** Checks the session store part of an account's configuration. */
+export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unknown; redisKeyPrefix?: unknown; redisPassword?: unknown }): { ok: true; store: SessionStoreChoice } | { ok: false; problems: string[] } {
+  const kind = s.sessionStore === undefined || s.sessionStore === null || s.sessionStore === "" ? "file" : s.sessionStore;
+  if (kind === "file") return { ok: true, store: { kind: "file" } };
+  if (kind !== "redis") return { ok: false, problems: [`the session store must be one of ${SESSION_STORES.join(", ")}`] };
+  const problems: string[] = [];
+  const raw = typeof s.redisUrl === "string" ? s.redisUrl.trim() : "";
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    /* reported below */
+  }
+  if (!url || (url.protocol !== "redis:" && url.protocol !== "rediss:") || !url.hostname) {
+    problems.push("the Redis URL must be redis://host[:port][/db] or rediss://host[:port][/db] (TLS)");
+  }
+  const prefix = s.redisKeyPrefix === undefined || s.redisKeyPrefix === null || s.redisKeyPrefix === "" ? DEFAULT_KEY_PREFIX : s.redisKeyPrefix;
+  if (typeof prefix !== "string" || prefix.length > 100 || /\s/.test(prefix)) problems.push("the Redis key prefix must be at most 100 characters without spaces");
+  if (problems.length > 0) return { ok: false, problems };
+  const password = typeof s.redisPassword === "string" && s.redisPassword.length > 0 ? s.redisPassword : null;
+  return { ok: true, store: { kind: "redis", url: raw, password, keyPrefix: prefix as string } };
+}
+
 export interface AccountOptions {
   baseUrl: string;
   credentials: Credentials;
@@ -65,6 +107,8 @@ export interface AccountOptions {
   auditLogPath: string;
   /** Replaces the file store (tests, or the shared store of several instances). */
   store?: TokenStore;
+  /** Which store to build when `store` is not given (default: the file store). */
+  sessionStore?: SessionStoreChoice;
   clock?: Clock;
   log?: SessionLog;
   timings?: Partial<SessionTimings>;
@@ -81,6 +125,8 @@ export class Account extends EventEmitter {
   private locationCache: { at: number; list: Location[] } | null = null;
   private locationFetch: Promise<Location[]> | null = null;
   private closed = false;
+  /** The store this account built (and closes); a store passed in is the caller's. */
+  private readonly ownStore: TokenStore | null;
 
   constructor(readonly options: AccountOptions) {
     super();
@@ -94,14 +140,30 @@ export class Account extends EventEmitter {
         log?.warn(`${operation}: attempt ${attempt} failed (${error.status ?? error.kind}); retrying in ${delayMs} ms`),
     });
     const identity = options.credentials.method === "email" ? options.credentials.email : options.credentials.phoneNumber;
-    const store =
-      options.store ??
-      new FileTokenStore({
-        filePath: options.tokenFile,
-        accountKey: accountKey(options.baseUrl, options.credentials.method, identity),
-        secret: options.secret ?? null,
-        onProblem: (m) => log?.warn(m),
-      });
+    const key = accountKey(options.baseUrl, options.credentials.method, identity);
+    const choice = options.sessionStore ?? { kind: "file" };
+    this.ownStore = options.store
+      ? null
+      : choice.kind === "redis"
+        ? new RedisTokenStore({
+            url: choice.url,
+            password: choice.password ?? null,
+            keyPrefix: choice.keyPrefix,
+            accountKey: key,
+            // Node-RED's credential secret differs between instances; the account's password does not.
+            secret: choice.secret === undefined ? options.credentials.password : choice.secret,
+            lockTtlMs: choice.lockTtlMs,
+            lockWaitMs: choice.lockWaitMs,
+            onProblem: (m) => log?.warn(m),
+            onUnreachable: (m) => (m ? log?.warn(m) : log?.info("the Redis session store is reachable again")),
+          })
+        : new FileTokenStore({
+            filePath: options.tokenFile,
+            accountKey: key,
+            secret: options.secret ?? null,
+            onProblem: (m) => log?.warn(m),
+          });
+    const store = options.store ?? this.ownStore!;
     this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings });
     this.session.on("state", (s: SessionSnapshot) => this.emit("state", s));
     this.session.on("halt", (e: SessionHaltedError) => this.emit("halt", e));
@@ -152,7 +214,7 @@ export class Account extends EventEmitter {
     if (this.closed) return;
     this.closed = true;
     await this.session.close();
-    await Promise.allSettled([this.client.close(), this.audit.close()]);
+    await Promise.allSettled([this.client.close(), this.audit.close(), this.ownStore?.close?.()]);
   }
 
   /** The account was deleted: log out and delete the stored pair. */
@@ -160,6 +222,6 @@ export class Account extends EventEmitter {
     if (this.closed) return;
     this.closed = true;
     await this.session.destroy();
-    await Promise.allSettled([this.client.close(), this.audit.close()]);
+    await Promise.allSettled([this.client.close(), this.audit.close(), this.ownStore?.close?.()]);
   }
 }

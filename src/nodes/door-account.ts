@@ -4,7 +4,7 @@
  */
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
-import { Account, checkAccountSettings } from "../account/account.js";
+import { Account, checkAccountSettings, checkStoreSettings } from "../account/account.js";
 import { locksOf } from "../doors/select.js";
 import type { SessionHaltedError } from "../session/errors.js";
 import type { SessionSnapshot } from "../session/session.js";
@@ -15,11 +15,16 @@ interface AccountDef extends NodeDef {
   baseUrl: string;
   loginMethod: string;
   auditLog: string;
+  /** "file" (default) or "redis": where the session's pair lives. */
+  sessionStore?: string;
+  redisUrl?: string;
+  redisKeyPrefix?: string;
 }
 interface AccountCreds {
   phoneNumber?: string;
   email?: string;
   password?: string;
+  redisPassword?: string;
 }
 
 export = function register(RED: NodeAPI): void {
@@ -69,15 +74,17 @@ export = function register(RED: NodeAPI): void {
       users.delete(user);
     };
 
+    const storeChecked = checkStoreSettings({ sessionStore: config.sessionStore, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, redisPassword: creds.redisPassword });
+
     let fp = "";
-    if (!checked.ok) {
-      node.problem = checked.problems.join("; ");
+    if (!checked.ok || !storeChecked.ok) {
+      node.problem = [...(checked.ok ? [] : checked.problems), ...(storeChecked.ok ? [] : storeChecked.problems)].join("; ");
       node.error(`door-account "${config.name || node.id}": ${node.problem}`);
     } else {
       const auditLog = config.auditLog?.trim() ? path.resolve(userDir(), config.auditLog.trim()) : path.join(userDir(), "door-access-audit.jsonl");
       const tokenFile = path.join(userDir(), "door-access", `session-${node.id.replace(/[^A-Za-z0-9_.-]/g, "_")}.json`);
       const secret = credentialSecret();
-      fp = fingerprint([checked.baseUrl, checked.credentials, auditLog, tokenFile, secret]);
+      fp = fingerprint([checked.baseUrl, checked.credentials, auditLog, tokenFile, secret, storeChecked.store]);
       const reused = reclaim(node.id, fp);
       node.account =
         reused ??
@@ -86,6 +93,7 @@ export = function register(RED: NodeAPI): void {
           credentials: checked.credentials,
           tokenFile,
           secret,
+          sessionStore: storeChecked.store,
           auditLogPath: auditLog,
           log: { info: (m) => node.log(m), warn: (m) => node.warn(m), error: (m) => node.error(m) },
         });
@@ -131,6 +139,7 @@ export = function register(RED: NodeAPI): void {
       phoneNumber: { type: "password" },
       email: { type: "text" },
       password: { type: "password" },
+      redisPassword: { type: "password" },
     },
   } as never);
 
@@ -150,7 +159,7 @@ export = function register(RED: NodeAPI): void {
       reason: n.problem ?? snap?.reason ?? null,
       since: snap ? new Date(snap.since).toISOString() : null,
       status: n.statusFor(),
-      halted: snap ? snap.state.startsWith("halted") || snap.state === "unreachable" : false,
+      halted: snap ? snap.state.startsWith("halted") || snap.state === "unreachable" || snap.state === "store-unreachable" : false,
     });
   });
 

@@ -278,6 +278,13 @@ export class Session extends EventEmitter {
 
   /** The account was deleted: log out (best effort, bounded) and delete the stored pair. */
   async destroy(): Promise<void> {
+    if (this.store.shared) {
+      // The pair is the account's, used by other instances too: removing this node must not
+      // end their session. Stop here; the pair stays in the shared store.
+      this.log.info("session: removed from this instance; the shared session stays for the other instances (no logout)");
+      await this.close();
+      return;
+    }
     const token = this.pair?.accessToken;
     await this.close();
     if (token) {
