@@ -1,0 +1,320 @@
+/**
+ * The example flows (examples/*.json, shown under Import > Examples): each parses, uses only
+ * core nodes plus ours, explains itself in a comment node, carries a credential-free account
+ * for the local simulator and names its doors; and each is deployed into a real Node-RED 4
+ * process (our package installed in a temporary user directory) against the simulator and an
+ * in-process MQTT broker, starts without an error, and does what its comment says.
+ */
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import {
+  DEMO_CREDENTIAL_SECRET, EXAMPLE_ACCOUNT_ID, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
+  isConfigNode, loadExamples, settingsFile, startBroker, startNodeRed, waitForAccountState,
+  type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
+} from "../scripts/demo.js";
+import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+
+const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
+/** Core node types the examples may use (checked again against the running Node-RED's core set). */
+const CORE_TYPES = new Set([
+  "tab", "group", "comment", "inject", "debug", "function", "change", "switch", "delay", "trigger", "template", "split", "join",
+  "catch", "status", "complete", "link in", "link out", "link call", "rbe", "range", "json", "mqtt in", "mqtt out", "mqtt-broker",
+]);
+const examples = loadExamples();
+
+function byTitle(prefix: string): ExampleFlow {
+  const ex = examples.find((e) => e.title.startsWith(prefix));
+  assert.ok(ex, `example ${prefix}`);
+  return ex;
+}
+function nodeNamed(ex: ExampleFlow, type: string, name?: string): FlowNode {
+  const n = ex.nodes.find((x) => x.type === type && (name === undefined || x.name === name));
+  assert.ok(n, `${ex.title}: a ${type} node${name ? ` named ${name}` : ""}`);
+  return n;
+}
+
+describe("example flows: files", () => {
+  it("there are examples, named like menu entries", () => {
+    assert.ok(examples.length >= 6, `${examples.length} examples`);
+    for (const ex of examples) assert.match(ex.title, /^\d\d [A-Z][^/\\]{5,80}$/, ex.title);
+  });
+
+  it("every flow node type of ours appears in at least one example", () => {
+    const used = new Set(examples.flatMap((e) => e.nodes.map((n) => n.type)));
+    for (const t of OUR_TYPES) assert.ok(used.has(t), `${t} is used by an example`);
+  });
+
+  for (const ex of examples) {
+    describe(ex.title, () => {
+      it("parses, has unique ids and no dangling wire or scope", () => {
+        const raw = JSON.parse(fs.readFileSync(ex.file, "utf8")) as unknown;
+        assert.ok(Array.isArray(raw));
+        const ids = new Set<string>();
+        for (const n of ex.nodes) {
+          assert.equal(typeof n.id, "string");
+          assert.equal(typeof n.type, "string");
+          assert.ok(!ids.has(n.id), `duplicate id ${n.id}`);
+          ids.add(n.id);
+        }
+        for (const n of ex.nodes) {
+          for (const port of (n.wires as string[][] | undefined) ?? []) for (const t of port) assert.ok(ids.has(t), `${n.id} wired to missing ${t}`);
+          for (const t of (n.scope as string[] | null | undefined) ?? []) assert.ok(ids.has(t), `${n.id} scoped to missing ${t}`);
+        }
+      });
+
+      it("uses only core node types plus ours", () => {
+        for (const n of ex.nodes) assert.ok(CORE_TYPES.has(n.type) || OUR_TYPES.includes(n.type), `unexpected node type ${n.type}`);
+      });
+
+      it("has a comment node that says what it does", () => {
+        const c = ex.nodes.find((n) => n.type === "comment");
+        assert.ok(c, "a comment node");
+        assert.ok(typeof c.name === "string" && c.name.length > 10, "with a title");
+        assert.ok(typeof c.info === "string" && c.info.length > 100, "and an explanation");
+      });
+
+      it("includes the simulator's door-account without credentials, and every door node uses it", () => {
+        const accounts = ex.nodes.filter((n) => n.type === "door-account");
+        assert.equal(accounts.length, 1);
+        const acc = accounts[0]!;
+        assert.equal(acc.id, EXAMPLE_ACCOUNT_ID, "one id in every example, so importing several reuses one account");
+        assert.equal(acc.baseUrl, "http://127.0.0.1:8787");
+        assert.equal(acc.loginMethod, "phone");
+        assert.equal(acc.credentials, undefined);
+        const text = fs.readFileSync(ex.file, "utf8");
+        assert.doesNotMatch(text, /password"\s*:|phoneNumber"\s*:|demo-password|\+1555/);
+        for (const n of ex.nodes.filter((x) => OUR_TYPES.includes(x.type) && x.type !== "door-account")) assert.equal(n.account, EXAMPLE_ACCOUNT_ID);
+        const broker = ex.nodes.find((n) => n.type === "mqtt-broker");
+        if (broker) {
+          assert.equal(broker.id, EXAMPLE_BROKER_ID);
+          assert.equal(broker.broker, "127.0.0.1");
+          assert.equal(String(broker.port), "1883");
+        }
+      });
+
+      it("names its doors: never a device id as the only reference", () => {
+        for (const n of ex.nodes.filter((x) => x.type === "door-unlock" || x.type === "door-status")) {
+          if (n.deviceId !== "" && n.deviceId !== undefined) assert.ok(typeof n.doorName === "string" && n.doorName !== "", `${n.id}: a deviceId needs the door's name beside it`);
+        }
+        for (const n of ex.nodes) {
+          const values = JSON.stringify([n.props, n.payload, n.rules]);
+          assert.doesNotMatch(values, /"(deviceId)"[^\]]*"v":\s*"?\d/, `${n.id} sets a literal deviceId`);
+        }
+      });
+    });
+  }
+});
+
+describe("example flows: deployed into a real Node-RED 4", function () {
+  this.timeout(60_000);
+  let sim: RunningSimulator;
+  let broker: Broker;
+  let nr: NodeRedProcess;
+  let userDir: string;
+  let mqtt: typeof import("mqtt");
+  const coreTypes = new Set<string>();
+
+  before(async () => {
+    sim = await startSimulator({ port: 0 });
+    broker = await startBroker(0);
+    userDir = fs.mkdtempSync(path.join(tmpdir(), "door-examples-"));
+    installPackageLink(userDir, REPO_ROOT);
+    const port = await freePort(0);
+    const settings = path.join(userDir, "settings.js");
+    fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
+    fs.writeFileSync(path.join(userDir, "flows.json"), "[]\n");
+    nr = await startNodeRed({ userDir, settings, port });
+    mqtt = await import("mqtt");
+    const res = await fetch(`${nr.url}/nodes`, { headers: { Accept: "application/json" } });
+    const list = (await res.json()) as Array<{ module: string; types: string[]; err?: string }>;
+    for (const set of list) if (set.module === "node-red") for (const t of set.types) coreTypes.add(t);
+    assert.deepEqual(list.filter((s) => s.module === PACKAGE_NAME).flatMap((s) => s.types).sort(), OUR_TYPES);
+  });
+
+  after(async () => {
+    await nr?.stop();
+    await broker?.close();
+    await sim?.close();
+    if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  /** The example on a tab, the account pointed at the simulator with the demo credentials. */
+  function deployable(ex: ExampleFlow): FlowNode[] {
+    const tab = "d00a7e57ab000001";
+    const out: FlowNode[] = [{ id: tab, type: "tab", label: ex.title, disabled: false, info: "" }];
+    for (const n of ex.nodes) {
+      if (n.type === "door-account") out.push({ ...n, baseUrl: sim.url, credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+      else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
+      else if (isConfigNode(n)) out.push({ ...n });
+      else out.push({ ...n, z: tab });
+    }
+    return out;
+  }
+
+  function started(): number {
+    return (nr.output().match(/\[info\] Started flows/g) ?? []).length;
+  }
+
+  /** Deploys the example; returns where its part of Node-RED's output starts. */
+  async function deploy(ex: ExampleFlow): Promise<number> {
+    const before = started();
+    const mark = nr.output().length;
+    const res = await fetch(`${nr.url}/flows`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+      body: JSON.stringify({ flows: deployable(ex) }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    const deadline = Date.now() + 20_000;
+    while (started() <= before) {
+      assert.ok(Date.now() < deadline, `flows did not start:\n${nr.output().slice(mark)}`);
+      await sleep(100);
+    }
+    const state = await waitForAccountState(`${nr.url}/`, EXAMPLE_ACCOUNT_ID, "ready", 20_000);
+    assert.equal(state.state, "ready", JSON.stringify(state));
+    // Read back what runs: every node of the example is in the deployed configuration.
+    const back = (await (await fetch(`${nr.url}/flows`, { headers: { "Node-RED-API-Version": "v2" } })).json()) as { flows: FlowNode[] };
+    const deployed = new Set(back.flows.map((n) => n.id));
+    for (const n of ex.nodes) assert.ok(deployed.has(n.id), `${n.type} ${n.id} deployed`);
+    return mark;
+  }
+
+  function assertCleanLog(log: string): void {
+    assert.doesNotMatch(log, /\[error\]|\[warn\]|missing types|Failed to|TypeError/, `Node-RED's log after the deploy:\n${log}`);
+  }
+
+  async function inject(id: string): Promise<void> {
+    const res = await fetch(`${nr.url}/inject/${id}`, { method: "POST" });
+    assert.equal(res.status, 200, `inject ${id}`);
+  }
+
+  function unlocks(deviceId?: number): number {
+    return sim.control.requests({ operation: "unlockDevice", ...(deviceId ? { deviceId } : {}) }).length +
+      sim.control.requests({ operation: "unlockDeviceLock", ...(deviceId ? { deviceId } : {}) }).length;
+  }
+
+  async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!cond()) {
+      assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+      await sleep(100);
+    }
+  }
+
+  it("uses only node types the running Node-RED reports as core, plus ours", () => {
+    assert.ok(coreTypes.has("inject") && coreTypes.has("mqtt in"), "core node set read from GET /nodes");
+    for (const ex of examples) for (const n of ex.nodes) {
+      if (n.type === "tab" || OUR_TYPES.includes(n.type)) continue;
+      assert.ok(coreTypes.has(n.type), `${ex.title}: ${n.type} is not a core node of this Node-RED`);
+    }
+  });
+
+  for (const ex of examples) {
+    it(`${ex.title}: deploys and starts without an error`, async () => {
+      sim.control.resetRequests();
+      const mark = await deploy(ex);
+      await sleep(4000); // inject nodes with "once" fire after 3 s
+      assertCleanLog(nr.output().slice(mark));
+      assert.equal(unlocks(), 0, "deploying an example never unlocks a door");
+    });
+  }
+
+  it("01 button: one press, exactly one unlock of the Front Door", async () => {
+    const ex = byTitle("01");
+    await deploy(ex);
+    sim.control.resetRequests();
+    await inject(nodeNamed(ex, "inject").id);
+    await until("the unlock", () => unlocks() >= 1);
+    await sleep(1000);
+    assert.equal(unlocks(), 1);
+    assert.equal(unlocks(101), 1);
+  });
+
+  it("02 MQTT: a published command unlocks once; a retained one replayed on subscribe does not", async () => {
+    const ex = byTitle("02");
+    const topic = String(nodeNamed(ex, "mqtt in").topic);
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-02" });
+    try {
+      // Retained before the flow subscribes: the broker replays it with retain = true.
+      await client.publishAsync(topic, "unlock", { retain: true, qos: 1 });
+      sim.control.resetRequests();
+      await deploy(ex);
+      const audit = path.join(userDir, "door-access-audit.jsonl");
+      await until("the rejection in the audit log", () => fs.existsSync(audit) && /"outcome":"retained-rejected"/.test(fs.readFileSync(audit, "utf8")));
+      await sleep(1000);
+      assert.equal(unlocks(), 0, "retained command rejected");
+      await client.publishAsync(topic, "", { retain: true, qos: 1 }); // clear it: an empty message reaches the flow
+      await sleep(1000);
+      assert.equal(unlocks(), 0, "clearing the retained command unlocks nothing");
+      sim.control.resetRequests();
+      await client.publishAsync(topic, "unlock", { qos: 1 });
+      await until("the unlock", () => unlocks() >= 1);
+      await sleep(1000);
+      assert.equal(unlocks(101), 1);
+      assert.equal(unlocks(), 1);
+    } finally {
+      await client.endAsync();
+    }
+  });
+
+  it("03 confirm: one unlock, then one status read of the same door after the delay (no polling)", async () => {
+    const ex = byTitle("03");
+    await deploy(ex);
+    sim.control.resetRequests();
+    await inject(nodeNamed(ex, "inject").id);
+    await until("the unlock", () => unlocks() >= 1);
+    await until("the status read", () => sim.control.requests({ operation: "getDevice" }).length >= 1, 10_000);
+    await sleep(2000);
+    assert.equal(unlocks(101), 1);
+    assert.equal(sim.control.requests({ operation: "getDevice", deviceId: 101 }).length, 1);
+    assert.equal(sim.control.requests({ operation: "getDevice" }).length, 1);
+  });
+
+  it("04 name lookup: the device list is fetched at start and a name resolves to its id", async () => {
+    const ex = byTitle("04");
+    sim.control.resetRequests();
+    await deploy(ex);
+    await until("the forced device list fetch", () => sim.control.requests({ operation: "listUserDevices" }).length >= 1, 10_000);
+    await sleep(500);
+    await inject(nodeNamed(ex, "inject", "Harbour Warehouse / Back Door").id);
+    await until("the status read", () => sim.control.requests({ operation: "getDevice" }).length >= 1);
+    assert.deepEqual(sim.control.requests({ operation: "getDevice" }).map((r) => r.deviceId), [103]);
+  });
+
+  it("06 Home Assistant: retained discovery per door, availability from online, UNLOCK goes through door-unlock once", async () => {
+    const ex = byTitle("06");
+    const seen = new Map<string, { payload: string; retain: boolean }>();
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06" });
+    try {
+      client.on("message", (topic, payload, packet) => seen.set(topic, { payload: payload.toString(), retain: packet.retain }));
+      await client.subscribeAsync(["homeassistant/lock/#", "door-access/lock/#"], { qos: 1 });
+      await deploy(ex);
+      await until("discovery of the Front Door", () => seen.has("homeassistant/lock/door_access_101/config"), 10_000);
+      await sleep(500);
+      const config = JSON.parse(seen.get("homeassistant/lock/door_access_101/config")!.payload) as Record<string, unknown>;
+      assert.equal(config.command_topic, "door-access/lock/101/set");
+      assert.equal(config.payload_unlock, "UNLOCK");
+      assert.equal(config.availability_topic, "door-access/lock/101/availability");
+      assert.equal((config.device as { name: string }).name, "Front Door");
+      assert.equal(seen.get("door-access/lock/101/availability")?.payload, "online");
+      assert.equal(seen.get("door-access/lock/105/availability")?.payload, "offline", "the offline door is unavailable");
+
+      sim.control.resetRequests();
+      await client.publishAsync("door-access/lock/101/set", "UNLOCK", { qos: 1 });
+      await until("the unlock", () => unlocks() >= 1);
+      await until("state UNLOCKED", () => seen.get("door-access/lock/101/state")?.payload === "UNLOCKED");
+      await client.publishAsync("door-access/lock/101/set", "LOCK", { qos: 1 });
+      await sleep(1000);
+      assert.equal(unlocks(101), 1, "LOCK is ignored");
+      assert.equal(unlocks(), 1);
+    } finally {
+      await client.endAsync();
+    }
+  });
+});
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
