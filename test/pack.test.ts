@@ -1,0 +1,152 @@
+/**
+ * `npm pack`: the tarball holds exactly what Node-RED needs (compiled code, editor files,
+ * message catalogues and help, icons, examples, the simulator's bin, README, LICENSE,
+ * package.json) and nothing else; and the real tarball installs offline into a fresh
+ * Node-RED user directory, where Node-RED 4 loads our four node types and examples.
+ *
+ * Source maps are not shipped: they point at src/*.ts, which is not in the package, so they
+ * would only be dead weight (and stack traces already name the compiled files, which are
+ * readable, unminified JavaScript).
+ */
+import { strict as assert } from "node:assert";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRed, type NodeRedProcess } from "../scripts/demo.js";
+
+const run = promisify(execFile);
+const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { name: string; version: string; "node-red": { nodes: Record<string, string> } };
+const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
+
+function walk(dir: string): string[] {
+  const abs = path.join(REPO_ROOT, dir);
+  if (!fs.existsSync(abs)) return [];
+  return fs.readdirSync(abs, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name).split(path.sep).join("/")]));
+}
+
+/** What the package must contain, derived from the repository. */
+function expectedFiles(): Set<string> {
+  const files = new Set<string>(["package.json", "README.md", "LICENSE"]);
+  for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))) files.add(`dist/${ts.slice(0, -3)}.js`);
+  for (const js of Object.values(pkg["node-red"].nodes)) {
+    files.add(js);
+    files.add(js.replace(/\.js$/, ".html"));
+  }
+  for (const f of walk("nodes/locales")) files.add(f);
+  for (const f of walk("icons")) files.add(`nodes/${f}`);
+  for (const f of walk("examples").filter((x) => x.endsWith(".json"))) files.add(f);
+  for (const f of walk("bin")) files.add(f);
+  return files;
+}
+
+describe("npm pack: contents", function () {
+  this.timeout(60_000);
+  let packed: string[];
+
+  before(async () => {
+    const { stdout } = await run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    const info = JSON.parse(stdout) as Array<{ name: string; files: Array<{ path: string }> }>;
+    assert.equal(info[0]!.name, PACKAGE_NAME);
+    packed = info[0]!.files.map((f) => f.path).sort();
+  });
+
+  it("lists exactly what Node-RED needs", () => {
+    const expected = expectedFiles();
+    const missing = [...expected].filter((f) => !packed.includes(f)).sort();
+    const extra = packed.filter((f) => !expected.has(f));
+    assert.deepEqual({ missing, extra }, { missing: [], extra: [] }, `missing from the package: ${missing.join(", ") || "-"}; not wanted: ${extra.join(", ") || "-"}`);
+  });
+
+  it("has every node's entry point, editor file, catalogue, help and icon", () => {
+    for (const [type, js] of Object.entries(pkg["node-red"].nodes)) {
+      assert.ok(packed.includes(js), js);
+      assert.ok(packed.includes(js.replace(/\.js$/, ".html")), `${type}.html`);
+      assert.ok(packed.includes(`nodes/locales/en-US/${type}.json`), `${type} messages`);
+      assert.ok(packed.includes(`nodes/locales/en-US/${type}.html`), `${type} help`);
+      assert.ok(packed.includes(`nodes/icons/${type}.svg`), `${type} icon`);
+    }
+    assert.ok(packed.some((f) => f.startsWith("examples/")), "examples");
+  });
+
+  it("ships no tests, TypeScript sources, source maps, demo files or compiled tests/scripts", () => {
+    for (const f of packed) {
+      assert.doesNotMatch(f, /^(test|src|scripts|bench|\.demo|\.ci|icons)\/|^dist\/(test|scripts|bench)\/|\.ts$|\.map$|\.tgz$|^node_modules\//, f);
+    }
+  });
+
+  it("ships no stale compiled file (each dist/src/*.js has its source)", () => {
+    for (const f of packed.filter((x) => x.startsWith("dist/src/"))) {
+      assert.ok(fs.existsSync(path.join(REPO_ROOT, f.replace(/^dist\//, "").replace(/\.js$/, ".ts"))), `${f} has no source file`);
+    }
+  });
+});
+
+describe("npm pack: the tarball installs into a fresh Node-RED user directory and loads", function () {
+  this.timeout(120_000);
+  let work: string;
+  let userDir: string;
+  let nr: NodeRedProcess | undefined;
+  let offline = true;
+
+  before(async () => {
+    work = fs.mkdtempSync(path.join(tmpdir(), "door-pack-"));
+    userDir = path.join(work, "userdir");
+    fs.mkdirSync(userDir);
+    fs.writeFileSync(path.join(userDir, "package.json"), JSON.stringify({ name: "node-red-user-dir", version: "0.0.0", private: true }) + "\n");
+    const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", work], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    const tgz = path.join(work, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
+    assert.ok(fs.existsSync(tgz));
+    try {
+      await run(npm, ["install", "--offline", "--no-audit", "--no-fund", tgz], { cwd: userDir, maxBuffer: 16 * 1024 * 1024 });
+    } catch {
+      // The npm cache lacks something: fall back to the registry for what is missing.
+      offline = false;
+      await run(npm, ["install", "--prefer-offline", "--no-audit", "--no-fund", tgz], { cwd: userDir, maxBuffer: 16 * 1024 * 1024 });
+    }
+  });
+
+  after(async () => {
+    await nr?.stop();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it("installs (from the npm cache, offline) as a real copy with its dependencies", () => {
+    if (!offline) console.warn("      note: the offline install failed; installed with --prefer-offline");
+    const installed = path.join(userDir, "node_modules", "@door-access", "node-red");
+    assert.equal(fs.lstatSync(installed).isSymbolicLink(), false);
+    assert.equal((JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8")) as { version: string }).version, pkg.version);
+    assert.ok(fs.existsSync(path.join(installed, "dist", "src", "nodes", "door-unlock.js")));
+    for (const dep of ["undici", "zod"]) assert.ok(fs.existsSync(path.join(userDir, "node_modules", dep)), dep);
+    const saved = JSON.parse(fs.readFileSync(path.join(userDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    assert.ok(saved.dependencies[PACKAGE_NAME], "recorded in the user directory's package.json, as the palette manager does");
+  });
+
+  it("Node-RED 4 loads the four node types and the examples, without a load error", async () => {
+    const port = await freePort(0);
+    const settings = path.join(userDir, "settings.js");
+    fs.writeFileSync(settings, settingsFile({ uiPort: port }));
+    fs.writeFileSync(path.join(userDir, "flows.json"), "[]\n");
+    nr = await startNodeRed({ userDir, settings, port });
+    const nodes = (await (await fetch(`${nr.url}/nodes`, { headers: { Accept: "application/json" } })).json()) as Array<{ module: string; types: string[]; err?: string; enabled: boolean; version?: string }>;
+    const ours = nodes.filter((n) => n.module === PACKAGE_NAME);
+    assert.deepEqual(ours.flatMap((n) => n.types).sort(), OUR_TYPES);
+    for (const n of ours) {
+      assert.equal(n.err, undefined, `load error: ${n.err}`);
+      assert.equal(n.enabled, true);
+    }
+    assert.deepEqual(nodes.filter((n) => n.err).map((n) => `${n.module}: ${n.err}`), [], "no node set failed to load");
+    const examples = (await (await fetch(`${nr.url}/library/examples/flows/${PACKAGE_NAME}`)).json()) as Array<string | { fn?: string }>;
+    assert.ok(examples.length >= 6, `examples listed: ${JSON.stringify(examples)}`);
+    const editorFile = await fetch(`${nr.url}/nodes`, { headers: { Accept: "text/html" } });
+    assert.match(await editorFile.text(), /registerType\('door-unlock'/, "the editor definitions are served");
+    assert.doesNotMatch(nr.output(), /\[error\]/, nr.output());
+  });
+
+  it("the simulator's bin runs from the installed copy", async () => {
+    const { stdout } = await run(process.execPath, [path.join(userDir, "node_modules", "@door-access", "node-red", "bin", "door-access-sim.js"), "--help"]);
+    assert.match(stdout, /door-access-sim/);
+  });
+});
