@@ -18,6 +18,7 @@ import type { RunningSimulator, SimulatorControl, SimulatorOptions } from "./typ
 export * from "./types.js";
 export { DEMO_ACCOUNT, DEMO_DOORS, OTHER_ACCOUNT, demoSeed, loadSeedFile, validateSeed } from "./seed.js";
 export { toYaml, buildOpenApi } from "./openapi.js";
+export { issuedTokens } from "./issued.js";
 
 export const DEFAULT_ACCESS_TTL_SEC = 48 * 3600;
 export const DEFAULT_REFRESH_TTL_SEC = 30 * 24 * 3600;

@@ -24,6 +24,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { jwtVerify, SignJWT } from "jose";
+import { rememberIssued } from "./issued.js";
 import { z } from "zod";
 import {
   LoginByEmailRequest,
@@ -226,7 +227,9 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
       .setJti(jti)
       .setIssuedAt(iat);
     if (exp !== null) jwt.setExpirationTime(exp);
-    return jwt.sign(rt.secret);
+    const token = await jwt.sign(rt.secret);
+    rememberIssued(token);
+    return token;
   }
 
   // ------------------------------------------------------------------ operations

@@ -4,6 +4,7 @@
  * requests can never both consume the same refresh token.
  */
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
+import { rememberIssued } from "./issued.js";
 import type {
   DeviceState,
   RequestLogEntry,
@@ -193,6 +194,7 @@ export class SimState {
       forcedExpired: false,
     };
     boundedSet(this.refreshTokens, refresh.token, refresh, MAX_TOKEN_RECORDS);
+    rememberIssued(refresh.token);
     session.refreshToken = refresh.token;
     session.accessJtis.push(access.jti);
     if (session.accessJtis.length > 1000) session.accessJtis.splice(0, session.accessJtis.length - 1000);
