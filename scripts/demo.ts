@@ -252,8 +252,18 @@ export async function freePort(preferred = 0, span = 1): Promise<number> {
   return got;
 }
 
+/**
+ * Which installed Node-RED to start: `node-red` (4.x, Node 20) by default; the environment
+ * variable DOOR_ACCESS_NODE_RED=node-red-5 picks the 5.x alias (needs Node >= 22.9).
+ */
+export function nodeRedPackage(): string {
+  const name = process.env.DOOR_ACCESS_NODE_RED?.trim() || "node-red";
+  if (!/^node-red(-\d+)?$/.test(name)) throw new Error(`DOOR_ACCESS_NODE_RED must be node-red or an alias like node-red-5, got ${JSON.stringify(name)}`);
+  return name;
+}
+
 export function nodeRedScript(): string {
-  return require.resolve("node-red/red.js", { paths: [REPO_ROOT] });
+  return require.resolve(`${nodeRedPackage()}/red.js`, { paths: [REPO_ROOT] });
 }
 
 export interface NodeRedProcess {
