@@ -166,7 +166,7 @@ describe("Redis session store: two Node-RED runtimes on one account", function (
     const r = await fetch(`${a!.base}/door-access/accounts/acctA/reconnect`, { method: "POST" });
     assert.equal(r.status, 202);
     await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).length === 2, 10_000, "the second login");
-    await new Promise((res) => setTimeout(res, 500)); // the notice travels through Redis
+    await new Promise((res) => setTimeout(res, 1_500)); // the notice travels through Redis
     const more: { rt: Runtime; deviceId: number }[] = [];
     for (let i = 0; i < 20; i++) more.push({ rt: i % 2 ? a! : b!, deviceId: doors[i % doors.length]! });
     const results2 = await Promise.all(more.map((s) => s.rt.unlock(s.deviceId)));

@@ -102,7 +102,7 @@ describe("Redis session store: several instances on one account", function () {
     return list;
   }
   async function allStarted(list: Instance[]): Promise<void> {
-    await waitUntil(() => list.every((i) => i.started !== null), 30_000, "every instance started");
+    await waitUntil(() => list.every((i) => i.started !== null), 60_000, "every instance started");
   }
   const count = (operation: string, status?: number) => sim.control.requests({ operation }).filter((r) => status === undefined || r.status === status).length;
   function sharedStore(): RedisTokenStore {
@@ -216,8 +216,9 @@ describe("Redis session store: several instances on one account", function () {
     assert.equal(count("loginByPhone", 200), 1);
     const fresh = (await a!.state()).pair;
 
-    await waitUntil(() => true, 10);
-    await new Promise((r) => setTimeout(r, 300)); // the notice reaches c
+    // The notice reaches c (it re-reads and adopts the new pair).
+    for (let i = 0; i < 100 && (await c!.state()).pair !== fresh; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await c!.state()).pair, fresh, "c adopted the new pair from the notice");
     sim.control.resetRequests();
     const rc = await c!.calls(10);
     assert.deepEqual([rc.ok, rc.errors], [10, {}]);

@@ -6,6 +6,7 @@
  */
 import { strict as assert } from "node:assert";
 import { createClient } from "@redis/client";
+import { checkStoreSettings } from "../src/account/account.js";
 import { StoreUnreachableError } from "../src/session/errors.js";
 import { RedisTokenStore, type RedisTokenStoreOptions } from "../src/session/redis-store.js";
 import { type StoreEvent, accountKey } from "../src/session/token-store.js";
@@ -187,13 +188,16 @@ describe("Redis session store", function () {
     const b = store();
     const seen: StoreEvent[] = [];
     a.watch((e) => seen.push(e));
-    await a.load();
-    await waitUntil(() => true, 10);
-    await new Promise((r) => setTimeout(r, 200)); // subscribed
+    // Until a's subscription is up, b's saves may pass unseen: save until one is announced.
+    for (let i = 0; i < 30 && !seen.includes("changed"); i++) {
+      await b.save({ ...PAIR, refreshToken: `r${i}-refresh-token` });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(seen.includes("changed"), "another instance's save is announced");
+    seen.length = 0;
     await a.save(PAIR);
-    await b.save({ ...PAIR, refreshToken: "r2-refresh-token" });
-    await waitUntil(() => seen.includes("changed"), 3_000, "the notice");
-    assert.deepEqual(seen, ["changed"], "its own save is not announced to itself");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(seen.length, 0, "its own save is not announced to itself");
     await redis.stop();
     await redis.resume();
     await waitUntil(() => seen.includes("reconnected"), 8_000, "reconnected");
@@ -219,5 +223,20 @@ describe("Redis session store", function () {
 
   it("rejects a URL that is not redis:// or rediss://", () => {
     assert.throws(() => new RedisTokenStore({ url: "http://127.0.0.1:6379", accountKey: "k" }), /redis:\/\/ or rediss:\/\//);
+  });
+
+  it("door-account settings: file is the default; redis needs a redis:// or rediss:// URL; the prefix defaults to door-access:", () => {
+    assert.deepEqual(checkStoreSettings({}), { ok: true, store: { kind: "file" } });
+    assert.deepEqual(checkStoreSettings({ sessionStore: "file", redisUrl: "nonsense" }), { ok: true, store: { kind: "file" } });
+    assert.deepEqual(checkStoreSettings({ sessionStore: "redis", redisUrl: " rediss://cache.example:6380/2 ", redisPassword: "pw" }), {
+      ok: true,
+      store: { kind: "redis", url: "rediss://cache.example:6380/2", password: "pw", keyPrefix: "door-access:" },
+    });
+    for (const url of ["", "http://cache.example", "cache.example:6379", "redis://", "unix:///tmp/redis.sock"]) {
+      const r = checkStoreSettings({ sessionStore: "redis", redisUrl: url });
+      assert.equal(r.ok, false, url);
+    }
+    assert.equal(checkStoreSettings({ sessionStore: "memcached" }).ok, false);
+    assert.equal(checkStoreSettings({ sessionStore: "redis", redisUrl: "redis://h", redisKeyPrefix: "has space" }).ok, false);
   });
 });
