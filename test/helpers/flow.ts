@@ -1,0 +1,259 @@
+/**
+ * Shared setup of the Node-RED runtime tests (not a test file itself): a real Node-RED 4
+ * runtime through node-red-node-test-helper, the four door nodes loaded from their compiled
+ * entry points (nodes/*.js), a fresh user directory per flow, the simulator as the service.
+ *
+ * Requests are always counted at the simulator (its request log), never in our own code.
+ */
+import { strict as assert } from "node:assert";
+import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
+import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
+
+// node-red-node-test-helper has no type declarations.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const helper: any = require("node-red-node-test-helper");
+helper.init(require.resolve("node-red"));
+
+export { DEMO_ACCOUNT };
+
+const load = (name: string): unknown => require(path.join(process.cwd(), "nodes", `${name}.js`));
+export const accountModule = load("door-account") as (red: any) => void;
+export const devicesModule = load("door-devices") as (red: any) => void;
+export const statusModule = load("door-status") as (red: any) => void;
+export const unlockModule = load("door-unlock") as (red: any) => void;
+export const catchModule: unknown = require(require.resolve("@node-red/nodes/core/common/25-catch.js", { paths: [path.dirname(require.resolve("node-red"))] }));
+export const ALL_NODES = [accountModule, devicesModule, statusModule, unlockModule];
+
+export const TAB = "tab1";
+export const CREDS = { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } };
+
+export function freshUserDir(): string {
+  return mkdtempSync(path.join(tmpdir(), "door-nr-test-"));
+}
+
+export async function startSim(options: SimulatorOptions = {}): Promise<RunningSimulator> {
+  return startSimulator({ host: "127.0.0.1", port: 0, ...options });
+}
+
+/** Requests the simulator received for one operation (optionally one device). */
+export function count(sim: RunningSimulator, operation: string, deviceId?: number): number {
+  return sim.control.requests(deviceId === undefined ? { operation } : { operation, deviceId }).length;
+}
+
+export function unlockRequests(sim: RunningSimulator): number {
+  return count(sim, "unlockDevice") + count(sim, "unlockDeviceLock");
+}
+
+export function logins(sim: RunningSimulator): number {
+  return count(sim, "loginByPhone") + count(sim, "loginByEmail") + count(sim, "login");
+}
+
+export function accountNode(baseUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id: "acc1", type: "door-account", name: "demo", baseUrl, loginMethod: "phone", auditLog: "", ...extra };
+}
+
+export function tab(): Record<string, unknown> {
+  return { id: TAB, type: "tab", label: "doors" };
+}
+
+/** A door-unlock node wired to helper nodes "ok" (output 1) and "fail" (output 2). */
+export function unlockNode(extra: Record<string, unknown> = {}, id = "u1"): Record<string, unknown> {
+  return {
+    id, type: "door-unlock", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "",
+    lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]], ...extra,
+  };
+}
+
+export function helperNodes(...ids: string[]): Record<string, unknown>[] {
+  return ids.map((id) => ({ id, type: "helper", z: TAB }));
+}
+
+/** A Catch node on the tab, wired to helper node "caught". */
+export function catchNode(): Record<string, unknown>[] {
+  return [{ id: "catch1", type: "catch", z: TAB, name: "", scope: null, uncaught: false, wires: [["caught"]] }, { id: "caught", type: "helper", z: TAB }];
+}
+
+/** The standard one-unlock-node flow. */
+export function unlockFlow(baseUrl: string, unlockExtra: Record<string, unknown> = {}, accountExtra: Record<string, unknown> = {}): Record<string, unknown>[] {
+  return [tab(), accountNode(baseUrl, accountExtra), unlockNode(unlockExtra), ...helperNodes("u1-ok", "u1-fail")];
+}
+
+export interface Loaded {
+  userDir: string;
+}
+
+/** Loads a flow into a fresh user directory (the token file and the audit log land there). */
+export async function loadFlow(flow: Record<string, unknown>[], opts: { userDir?: string; creds?: Record<string, unknown>; nodes?: unknown[] } = {}): Promise<Loaded> {
+  const userDir = opts.userDir ?? freshUserDir();
+  helper.settings({ userDir });
+  const needsCatch = flow.some((n) => n.type === "catch");
+  const nodes = [...(opts.nodes ?? ALL_NODES), ...(needsCatch ? [catchModule] : [])];
+  await helper.load(nodes, flow, opts.creds ?? CREDS);
+  return { userDir };
+}
+
+export async function until(what: string, cond: () => boolean, timeoutMs = 8000, stepMs = 10): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+export function accountOf(id = "acc1"): any {
+  return helper.getNode(id);
+}
+
+/** Waits until the account is ready and its warm-up device list fetch has landed. */
+export async function waitReady(id = "acc1"): Promise<void> {
+  await until("the account to be ready with its device list", () => {
+    const a = accountOf(id)?.account;
+    return a?.session.state === "ready" && a.directory.cached() !== null;
+  });
+}
+
+export async function waitState(state: string, id = "acc1"): Promise<void> {
+  await until(`the account state ${state}`, () => accountOf(id)?.account?.session.state === state);
+}
+
+export interface Output {
+  port: 0 | 1;
+  msg: any;
+}
+
+/**
+ * Node-RED's Node keeps "input" handlers in its own list, so removeListener/once do not
+ * work for them: each helper node gets one permanent handler that hands messages to waiters.
+ */
+const waiters = new WeakMap<object, ((m: any) => boolean)[]>();
+function waitOn(node: any, take: (m: any) => boolean): () => void {
+  let list = waiters.get(node);
+  if (!list) {
+    const l: ((m: any) => boolean)[] = [];
+    list = l;
+    waiters.set(node, l);
+    node.on("input", (m: any) => {
+      // A waiter may remove waiters itself (unlock() cancels its other output): remove the
+      // consumer by identity, not by position.
+      for (const w of [...l]) {
+        if (!l.includes(w)) continue;
+        if (w(m)) {
+          const i = l.indexOf(w);
+          if (i >= 0) l.splice(i, 1);
+          break;
+        }
+      }
+    });
+  }
+  list.push(take);
+  const mine = list;
+  return () => {
+    const i = mine.indexOf(take);
+    if (i >= 0) mine.splice(i, 1);
+  };
+}
+
+/**
+ * Sends one message into a door-unlock node and resolves with the message that comes out on
+ * either output (helper nodes `<id>-ok` and `<id>-fail`), matched by _msgid.
+ */
+export function unlock(msg: Record<string, unknown>, id = "u1", timeoutMs = 15000): Promise<Output> {
+  const msgid = (msg._msgid as string | undefined) ?? `t-${Math.random().toString(16).slice(2)}`;
+  msg._msgid = msgid;
+  return new Promise((resolve, reject) => {
+    const cancel: (() => void)[] = [];
+    const settle = (port: 0 | 1) => (m: any): boolean => {
+      if (m._msgid !== msgid) return false;
+      clearTimeout(timer);
+      cancel.forEach((c) => c());
+      resolve({ port, msg: m });
+      return true;
+    };
+    const timer = setTimeout(() => {
+      cancel.forEach((c) => c());
+      reject(new Error(`no output from ${id} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    cancel.push(waitOn(helper.getNode(`${id}-ok`), settle(0)), waitOn(helper.getNode(`${id}-fail`), settle(1)));
+    helper.getNode(id).receive(msg);
+  });
+}
+
+/** Resolves with the next message that reaches a helper node. */
+export function next(id: string, timeoutMs = 15000): Promise<any> {
+  return new Promise((resolve, reject) => {
+    let cancel = (): void => undefined;
+    const timer = setTimeout(() => {
+      cancel();
+      reject(new Error(`no message at ${id} within ${timeoutMs} ms`));
+    }, timeoutMs);
+    cancel = waitOn(helper.getNode(id), (m) => {
+      clearTimeout(timer);
+      resolve(m);
+      return true;
+    });
+  });
+}
+
+/** Collects every message reaching a helper node from now on. */
+export function collect(id: string): any[] {
+  const got: any[] = [];
+  const take = (m: any): boolean => {
+    got.push(m);
+    waitOn(helper.getNode(id), take);
+    return true;
+  };
+  waitOn(helper.getNode(id), take);
+  return got;
+}
+
+/** Asserts a failed unlock: output 2, the outcome and status, the common payload fields. */
+export function assertFailed(out: Output, outcome: string, status: number | null): any {
+  assert.equal(out.port, 1, `expected output 2, got output ${out.port + 1}: ${JSON.stringify(out.msg.payload)}`);
+  const p = out.msg.payload;
+  assert.equal(p.outcome, outcome, `outcome: ${JSON.stringify(p)}`);
+  assert.equal(p.status, status);
+  assert.equal(typeof p.message, "string");
+  assert.ok(p.message.length > 0);
+  assert.ok(!Number.isNaN(Date.parse(p.at)), "at is a timestamp");
+  assert.equal(typeof p.mayHaveOpened, "boolean");
+  return p;
+}
+
+export function assertAccepted(out: Output): any {
+  assert.equal(out.port, 0, `expected output 1, got output ${out.port + 1}: ${JSON.stringify(out.msg.payload)}`);
+  const p = out.msg.payload;
+  assert.equal(p.outcome, "accepted");
+  assert.equal(p.status, 200);
+  assert.match(p.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+  return p;
+}
+
+export function readAudit(userDir: string, file = "door-access-audit.jsonl"): any[] {
+  const p = path.join(userDir, file);
+  if (!existsSync(p)) return [];
+  return readFileSync(p, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+}
+
+/** The last status a node set (Node.prototype.status is a sinon spy under the test helper). */
+export function lastStatus(node: any): { fill?: string; shape?: string; text?: string } | null {
+  const spy = node.status;
+  if (!spy || !spy.getCalls) return null;
+  const calls = spy.getCalls().filter((c: any) => c.thisValue === node);
+  return calls.length ? calls[calls.length - 1].args[0] : null;
+}
+
+/**
+ * Node-RED's translation of a catalogue key. Under the test helper RED._ returns the key
+ * itself (no message catalogue is loaded), in a full runtime the en-US text: accept both.
+ */
+export function textMatches(text: string | undefined, key: string, english: RegExp): boolean {
+  if (typeof text !== "string") return false;
+  return text.includes(key) || english.test(text);
+}
+
+export async function teardown(): Promise<void> {
+  await helper.unload();
+}

@@ -1,0 +1,339 @@
+/**
+ * door-account in a real Node-RED 4 runtime against the simulator: one session shared by
+ * every node, the account's state fanned out as node status, the halt raised to a Catch
+ * node, redeploys that keep the session, and the permission-checked admin endpoints.
+ */
+import { strict as assert } from "node:assert";
+import * as path from "node:path";
+import { closeAllParked } from "../src/nodes/account-registry.js";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import {
+  ALL_NODES, DEMO_ACCOUNT, TAB, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule,
+  freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, tab, teardown, textMatches, unlock,
+  unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
+} from "./helpers/flow.js";
+
+const ADMIN = "/door-access/accounts";
+
+function flowWithAllNodes(url: string): Record<string, unknown>[] {
+  return [
+    tab(), accountNode(url),
+    unlockNode(), ...helperNodes("u1-ok", "u1-fail"),
+    { id: "st", type: "door-status", z: TAB, account: "acc1", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", wires: [["st-out"]] },
+    { id: "dev", type: "door-devices", z: TAB, account: "acc1", list: "devices", wires: [["dev-out"]] },
+    ...helperNodes("st-out", "dev-out"),
+    ...catchNode(),
+  ];
+}
+
+/** The live access and refresh tokens (read from the session for the leak checks only). */
+function liveTokens(): string[] {
+  const pair = accountOf().account.session.pair as { accessToken: string; refreshToken: string } | null;
+  assert.ok(pair, "the session holds a pair");
+  return [pair.accessToken, pair.refreshToken];
+}
+
+function assertNoSecret(text: string, tokens: string[]): void {
+  for (const t of tokens) assert.ok(!text.includes(t), "no token in the response");
+  assert.ok(!/eyJ[A-Za-z0-9_-]{10,}/.test(text), "nothing JWT-like in the response");
+  assert.ok(!text.includes(DEMO_ACCOUNT.password), "no password");
+  assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber) && !text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)), "no phone number");
+}
+
+describe("door-account: one session, status fan-out, halts (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await closeAllParked();
+    await sim.close();
+  });
+
+  it("every flow node shows the account state: green when ready; then its own last result", async () => {
+    await loadFlow(flowWithAllNodes(sim.url));
+    await waitReady();
+    for (const id of ["u1", "st", "dev"]) {
+      const s = lastStatus(helper.getNode(id));
+      assert.equal(s?.fill, "green", `${id}: ${JSON.stringify(s)}`);
+      assert.ok(textMatches(s?.text, "door-account.state.ready", /^ready$/), `${id}: ${JSON.stringify(s)}`);
+    }
+    assertAccepted(await unlock({ deviceId: 101 }));
+    const s = lastStatus(helper.getNode("u1"));
+    assert.equal(s?.fill, "green");
+    // RED._ under node-red-node-test-helper returns the catalogue key; a full runtime gives
+    // "accepted hh:mm:ss".
+    assert.ok(textMatches(s?.text, "door-unlock.status.accepted", /^accepted \d\d:\d\d:\d\d$/), JSON.stringify(s));
+    assertFailed(await unlock({ deviceId: 106 }), "forbidden", 403);
+    const f = lastStatus(helper.getNode("u1"));
+    assert.equal(f?.fill, "red");
+    assert.ok(textMatches(f?.text, "door-unlock.status.failed", /^forbidden \(403\)/), JSON.stringify(f));
+  });
+
+  it("a wrong password: every node shows red 'login refused', one halt error for the tab, nothing is sent", async () => {
+    const flow = flowWithAllNodes(sim.url);
+    await loadFlow(flow, { creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "not-the-password" } } });
+    await waitState("halted-login-failed");
+    // The halt is raised as node.error(err, msg) on one node of the tab (the spy sees every call).
+    const nodes = ["u1", "st", "dev"].map((id) => helper.getNode(id));
+    await until("the halt error", () => nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"));
+    const halts = nodes[0].error.getCalls().filter((c: any) => nodes.includes(c.thisValue) && c.args[1]?.outcome === "session-halted");
+    assert.equal(halts.length, 1, "one halt error for the tab");
+    assert.equal(halts[0].args[1].payload.state, "halted-login-failed");
+    assert.ok(!JSON.stringify(halts[0].args[1]).includes("not-the-password"));
+    await until("the red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
+    for (const id of ["u1", "st", "dev"]) {
+      const s = lastStatus(helper.getNode(id));
+      assert.equal(s?.fill, "red", id);
+      assert.ok(textMatches(s?.text, "door-account.state.halted-login-failed", /login refused/), `${id}: ${JSON.stringify(s)}`);
+    }
+    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(unlockRequests(sim), 0);
+    assert.equal(logins(sim), 1);
+  });
+
+  it("a superseded session: red 'session superseded' on every node, one halt error per tab for the Catch node; reconnect recovers", async () => {
+    await loadFlow(flowWithAllNodes(sim.url));
+    await waitReady();
+    const caught: any[] = [];
+    helper.getNode("caught").on("input", (m: any) => caught.push(m));
+    sim.control.supersede("demo");
+    assertAccepted(await unlock({ deviceId: 101 })); // first takeover: one re-login
+    sim.control.supersede("demo");
+    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null); // second within the hour: halt
+    await until("the halt to reach the Catch node", () => caught.some((m) => m.outcome === "session-halted"));
+    await new Promise((r) => setTimeout(r, 100));
+    const halts = caught.filter((m) => m.outcome === "session-halted");
+    assert.equal(halts.length, 1, "one error per tab, not one per node");
+    assert.equal(halts[0].topic, "door-access/session-halted");
+    assert.equal(halts[0].payload.state, "halted-superseded");
+    for (const id of ["u1", "st", "dev"]) {
+      const s = lastStatus(helper.getNode(id));
+      assert.equal(s?.fill, "red", id);
+      assert.ok(textMatches(s?.text, "door-account.state.halted-superseded", /session superseded/), `${id}: ${JSON.stringify(s)}`);
+    }
+    // Operator presses re-connect (admin endpoint): one login, ready again, green again.
+    const before = logins(sim);
+    await helper.request().post(`${ADMIN}/acc1/reconnect`).expect(202);
+    await waitState("ready");
+    assert.equal(logins(sim) - before, 1);
+    await until("green status", () => lastStatus(helper.getNode("st"))?.fill === "green");
+    sim.control.resetRequests();
+    assertAccepted(await unlock({ deviceId: 101 }));
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("one login for many nodes: two door-unlock nodes, a door-status and a door-devices share the session", async () => {
+    const flow = [...flowWithAllNodes(sim.url), unlockNode({}, "u2"), ...helperNodes("u2-ok", "u2-fail")];
+    await loadFlow(flow);
+    await waitReady();
+    assertAccepted(await unlock({ deviceId: 101 }, "u1"));
+    assertAccepted(await unlock({ deviceId: 102 }, "u2"));
+    const st = next("st-out");
+    helper.getNode("st").receive({});
+    assert.equal((await st).payload.id, 101);
+    const dev = next("dev-out");
+    helper.getNode("dev").receive({ refresh: true });
+    await dev;
+    assert.equal(logins(sim), 1);
+    assert.equal(sim.control.counts().logins, 1);
+    const tokens = new Set(sim.control.requests().filter((r) => r.accountId === "demo").map((r) => r.accountId));
+    assert.deepEqual([...tokens], ["demo"]);
+  });
+
+  it("redeploy with an unchanged account keeps the session: no second login; a restart resumes the token file", async () => {
+    const userDir = freshUserDir();
+    const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+    await loadFlow(flow, { userDir });
+    await waitReady();
+    assert.equal(sim.control.counts().logins, 1);
+    const first = accountOf().account;
+    // Redeploy: the flows stop (the account is parked, not removed) and start again.
+    await teardown();
+    await loadFlow(flow, { userDir });
+    assert.equal(accountOf().account, first, "the parked account was reclaimed");
+    assertAccepted(await unlock({ deviceId: 101 }));
+    assert.equal(sim.control.counts().logins, 1, "no second login after the redeploy");
+    // Restart: nothing parked any more; the stored pair is resumed from the user directory.
+    await teardown();
+    await closeAllParked();
+    await loadFlow(flow, { userDir });
+    await waitState("ready");
+    assert.notEqual(accountOf().account, first);
+    assertAccepted(await unlock({ deviceId: 101 }));
+    assert.equal(sim.control.counts().logins, 1, "the token file resumed the session");
+    assert.equal(sim.control.counts().refreshes, 0);
+  });
+
+  it("a redeploy with changed credentials does not reuse the parked session", async () => {
+    const userDir = freshUserDir();
+    const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+    await loadFlow(flow, { userDir });
+    await waitReady();
+    const first = accountOf().account;
+    await teardown();
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } } });
+    assert.notEqual(accountOf().account, first, "a changed fingerprint is not reclaimed");
+    assert.equal(first.session.state, "closed", "the parked account was closed");
+    // Same identity, so the stored pair of that identity is resumed (no login is needed).
+    await waitState("ready");
+    assert.equal(sim.control.counts().logins, 1);
+  });
+});
+
+describe("door-account admin endpoints (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim();
+    await loadFlow(flowWithAllNodes(sim.url));
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await closeAllParked();
+    await sim.close();
+  });
+
+  it("GET /state: deployed account, its state and status, no secret", async () => {
+    const res = await helper.request().get(`${ADMIN}/acc1/state`).expect(200);
+    assert.equal(res.body.deployed, true);
+    assert.equal(res.body.state, "ready");
+    assert.equal(res.body.halted, false);
+    assert.equal(res.body.status.fill, "green");
+    assertNoSecret(res.text, liveTokens());
+  });
+
+  it("GET /state of an id that is not a deployed account → 404 'deploy the account first'", async () => {
+    const res = await helper.request().get(`${ADMIN}/nope/state`).expect(404);
+    assert.ok(textMatches(res.body.error, "door-account.errors.not-deployed", /deploy the account first/i), res.text);
+    await helper.request().get(`${ADMIN}/u1/state`).expect(404); // a flow node is not an account
+  });
+
+  it("GET /devices: the account's doors with their locks from the deployed session's cache; no login, no token", async () => {
+    sim.control.resetRequests();
+    const loginsBefore = logins(sim);
+    const res = await helper.request().get(`${ADMIN}/acc1/devices`).expect(200);
+    const byId = new Map<number, any>(res.body.devices.map((d: any) => [d.id, d]));
+    assert.deepEqual([...byId.keys()].sort(), [101, 102, 103, 104, 105, 106, 107, 201]);
+    assert.equal(byId.get(103).locationName, "Harbour Warehouse");
+    assert.deepEqual(byId.get(104).locks.map((l: any) => l.id), [1, 2]);
+    assert.equal(byId.get(105).online, false);
+    assert.equal(count(sim, "listUserDevices"), 0, "served from the cache");
+    assert.equal(logins(sim), loginsBefore, "the editor never logs in");
+    assertNoSecret(res.text, liveTokens());
+    await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(200);
+    assert.equal(count(sim, "listUserDevices"), 1, "?refresh=1 fetches once");
+    assert.equal(logins(sim), loginsBefore);
+  });
+
+  it("GET /devices of an undeployed account → 503 'deploy the account first', nothing sent", async () => {
+    sim.control.resetRequests();
+    const res = await helper.request().get(`${ADMIN}/not-deployed/devices`).expect(503);
+    assert.ok(textMatches(res.body.error, "door-account.errors.not-deployed", /deploy the account first/i), res.text);
+    assert.equal(sim.control.requests().length, 0);
+  });
+
+  it("GET /devices when the service fails → 502 with a message, no token", async () => {
+    sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 4 });
+    const res = await helper.request().get(`${ADMIN}/acc1/devices?refresh=true`).expect(502);
+    assert.equal(typeof res.body.error, "string");
+    assertNoSecret(res.text, liveTokens());
+  });
+
+  it("POST /reconnect → 202 and one login; the response carries no token", async () => {
+    const before = logins(sim);
+    const res = await helper.request().post(`${ADMIN}/acc1/reconnect`).expect(202);
+    assert.deepEqual(res.body, { requested: true });
+    await until("the login", () => logins(sim) === before + 1);
+    await waitState("ready");
+    assertNoSecret(res.text, liveTokens());
+  });
+
+  it("the routes are registered behind a permission middleware (RED.auth.needsPermission)", () => {
+    // The test helper stubs RED.auth.needsPermission with a pass-through (its mock runtime has
+    // no admin API), so here we check that every route has a middleware before its handler;
+    // the suite below runs the same routes behind Node-RED's real auth with adminAuth set.
+    const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
+    const routes = stack.filter((l: any) => l.route && String(l.route.path).startsWith(ADMIN)).map((l: any) => l.route);
+    const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
+    assert.deepEqual(got, [`GET ${ADMIN}/:id/devices 2`, `GET ${ADMIN}/:id/state 2`, `POST ${ADMIN}/:id/reconnect 2`]);
+  });
+});
+
+describe("door-account admin endpoints with adminAuth (Node-RED's real needsPermission)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let adminToken = "";
+  let readerToken = "";
+
+  before(async () => {
+    sim = await startSim();
+    const editorApi = path.dirname(require.resolve("@node-red/editor-api/package.json", { paths: [path.dirname(require.resolve("node-red"))] }));
+    const auth = require(path.join(editorApi, "lib", "auth"));
+    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+    auth.init(
+      {
+        adminAuth: {
+          type: "credentials",
+          users: [
+            { username: "admin", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "*" },
+            { username: "reader", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "read" },
+          ],
+        },
+      },
+      { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
+    );
+    adminToken = (await tokens.create("admin", "node-red-editor", "*")).accessToken;
+    readerToken = (await tokens.create("reader", "node-red-editor", "read")).accessToken;
+    // The account node is given Node-RED's real RED.auth, as a full runtime with adminAuth does.
+    const withRealAuth = (red: any) => {
+      red.auth = { needsPermission: auth.needsPermission };
+      return accountModule(red);
+    };
+    await loadFlow(flowWithAllNodes(sim.url), { nodes: [withRealAuth, devicesModule, statusModule, unlockModule] });
+    await waitReady();
+    assert.equal(ALL_NODES.length, 4);
+  });
+  after(async () => {
+    await teardown();
+    await closeAllParked();
+    await sim.close();
+  });
+
+  for (const [method, route] of [["get", "state"], ["get", "devices"], ["post", "reconnect"]] as const) {
+    it(`${method.toUpperCase()} /${route} without credentials → 401, nothing done`, async () => {
+      sim.control.resetRequests();
+      const before = logins(sim);
+      const res = await (helper.request() as any)[method](`${ADMIN}/acc1/${route}`).expect(401);
+      assert.ok(!res.text.includes("ready"));
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(sim.control.requests().length, 0);
+      assert.equal(logins(sim), before);
+    });
+
+    it(`${method.toUpperCase()} /${route} with a bogus bearer token → 401`, async () => {
+      await (helper.request() as any)[method](`${ADMIN}/acc1/${route}`).set("Authorization", "Bearer not-a-token").expect(401);
+    });
+  }
+
+  it("with an admin token: GET /state and /devices answer 200, no secret", async () => {
+    const s = await helper.request().get(`${ADMIN}/acc1/state`).set("Authorization", `Bearer ${adminToken}`).expect(200);
+    assert.equal(s.body.state, "ready");
+    const d = await helper.request().get(`${ADMIN}/acc1/devices`).set("Authorization", `Bearer ${adminToken}`).expect(200);
+    assert.equal(d.body.devices.length, 8);
+    assertNoSecret(s.text + d.text, liveTokens());
+  });
+
+  it("a read-only user may read the state but not press reconnect (door-account.write) → 401, no login", async () => {
+    await helper.request().get(`${ADMIN}/acc1/state`).set("Authorization", `Bearer ${readerToken}`).expect(200);
+    const before = logins(sim);
+    await helper.request().post(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${readerToken}`).expect(401);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(logins(sim), before);
+    await helper.request().post(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${adminToken}`).expect(202);
+    await until("the login", () => logins(sim) === before + 1);
+  });
+});

@@ -1,0 +1,348 @@
+/**
+ * door-unlock in a real Node-RED 4 runtime against the simulator: every row of the
+ * CONTRACT's outcome table, with the requests counted at the simulator.
+ */
+import { strict as assert } from "node:assert";
+import { closeAllParked } from "../src/nodes/account-registry.js";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import {
+  assertAccepted, assertFailed, count, loadFlow, logins, readAudit, startSim, teardown, unlock,
+  unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
+} from "./helpers/flow.js";
+
+describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let userDir: string;
+
+  before(async () => {
+    sim = await startSim();
+    const flow = [...unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }), unlockNode({ rejectRetained: false }, "u2"), ...helperNodes("u2-ok", "u2-fail")];
+    ({ userDir } = await loadFlow(flow));
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await closeAllParked();
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+
+  it("accepted: output 1 with outcome, status 200, deviceId, lockId, door, actor, at; exactly one PUT", async () => {
+    const out = await unlock({ deviceId: 101 });
+    const p = assertAccepted(out);
+    assert.equal(p.deviceId, 101);
+    assert.equal(p.lockId, null);
+    assert.equal(p.door, "Front Door");
+    assert.equal(p.actor, "node-red:u1");
+    assert.ok(Math.abs(Date.parse(p.at) - Date.now()) < 10_000);
+    assert.equal(count(sim, "unlockDevice", 101), 1);
+    assert.equal(unlockRequests(sim), 1);
+    assert.equal(sim.control.device(101).unlocks.length >= 1, true);
+  });
+
+  it("accepted: msg.actor is used as the actor; the configured door is used without msg fields", async () => {
+    const out = await unlock({ actor: "reception" });
+    const p = assertAccepted(out);
+    assert.equal(p.actor, "reception");
+    assert.equal(p.deviceId, 101);
+    assert.equal(count(sim, "unlockDevice", 101), 1);
+  });
+
+  const badDeviceIds: [string, unknown][] = [
+    ['string "101"', "101"],
+    ["float 101.5", 101.5],
+    ["negative -101", -101],
+    ["2^31", 2 ** 31],
+    ["NaN", Number.NaN],
+    ["zero", 0],
+    ["object", { id: 101 }],
+    ["array", [101]],
+    ["null", null],
+  ];
+  for (const [label, value] of badDeviceIds) {
+    it(`invalid-input: msg.deviceId ${label} → output 2, nothing sent`, async () => {
+      const out = await unlock({ deviceId: value });
+      const p = assertFailed(out, "invalid-input", null);
+      assert.match(p.message, /deviceId/);
+      assert.equal(p.mayHaveOpened, false);
+      assert.equal(unlockRequests(sim), 0);
+    });
+  }
+
+  const badLockIds: [string, unknown][] = [
+    ['string "2"', "2"],
+    ["zero", 0],
+    ["float 1.5", 1.5],
+    ["negative", -2],
+    ["2^31", 2 ** 31],
+    ["object", { id: 2 }],
+  ];
+  for (const [label, value] of badLockIds) {
+    it(`invalid-input: msg.lockId ${label} on 104 → nothing sent`, async () => {
+      const out = await unlock({ deviceId: 104, lockId: value });
+      const p = assertFailed(out, "invalid-input", null);
+      assert.match(p.message, /lockId/);
+      assert.equal(unlockRequests(sim), 0);
+    });
+  }
+
+  it("invalid-input: lock 3 of 104 (not one of its locks) → nothing sent", async () => {
+    const out = await unlock({ deviceId: 104, lockId: 3 });
+    const p = assertFailed(out, "invalid-input", null);
+    assert.match(p.message, /no lock 3/);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it("invalid-input: unknown door name lists the known doors, nothing sent", async () => {
+    const out = await unlock({ door: "Front Dor" });
+    const p = assertFailed(out, "invalid-input", null);
+    assert.match(p.message, /Front Door/);
+    assert.ok(Array.isArray(p.candidates) && p.candidates.includes("Front Door"), JSON.stringify(p.candidates));
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it('invalid-input: ambiguous "Back Door" lists both candidates, nothing sent', async () => {
+    const out = await unlock({ door: "Back Door" });
+    const p = assertFailed(out, "invalid-input", null);
+    assert.match(p.message, /ambiguous/);
+    assert.match(p.message, /Main Street 1 \/ Back Door/);
+    assert.match(p.message, /Harbour Warehouse \/ Back Door/);
+    assert.deepEqual([...p.candidates].sort(), ["Harbour Warehouse / Back Door", "Main Street 1 / Back Door"]);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  const badDoors: [string, unknown][] = [
+    ["empty", ""],
+    ["blank", "   "],
+    ["huge", "D".repeat(10_000)],
+    ["control character", "Front\u0000Door"],
+    ["newline", "Front Door\n"],
+    ["number", 101],
+    ["object", { name: "Front Door" }],
+  ];
+  for (const [label, value] of badDoors) {
+    it(`invalid-input: msg.door ${label} → nothing sent`, async () => {
+      const out = await unlock({ door: value });
+      const p = assertFailed(out, "invalid-input", null);
+      assert.match(p.message, /door/);
+      assert.ok(p.message.length < 500, "the message does not echo a huge input");
+      assert.equal(unlockRequests(sim), 0);
+    });
+  }
+
+  const badActors: [string, unknown][] = [
+    ["empty", ""],
+    ["number", 42],
+    ["control character", "bob\u0007"],
+    ["newline", "bob\nalice"],
+    ["too long", "a".repeat(101)],
+    ["object", { name: "bob" }],
+  ];
+  for (const [label, value] of badActors) {
+    it(`invalid-input: msg.actor ${label} → nothing sent`, async () => {
+      const out = await unlock({ deviceId: 101, actor: value });
+      const p = assertFailed(out, "invalid-input", null);
+      assert.match(p.message, /actor/);
+      assert.equal(p.actor, "node-red:u1", "a bad actor is not echoed as the actor");
+      assert.equal(unlockRequests(sim), 0);
+    });
+  }
+
+  it("retained-rejected: msg.retain true → output 2, nothing sent", async () => {
+    const out = await unlock({ deviceId: 101, retain: true });
+    const p = assertFailed(out, "retained-rejected", null);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it("retained message with rejectRetained off: unlocks (one PUT)", async () => {
+    const out = await unlock({ deviceId: 101, retain: true }, "u2");
+    assertAccepted(out);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("forbidden 403: door 106 (no key), exactly one PUT", async () => {
+    const p = assertFailed(await unlock({ deviceId: 106 }), "forbidden", 403);
+    assert.equal(p.deviceId, 106);
+    assert.equal(p.door, "Boiler Room");
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("forbidden 403: door 107 as a whole (key for lock 2 only), exactly one PUT", async () => {
+    assertFailed(await unlock({ deviceId: 107 }), "forbidden", 403);
+    assert.equal(count(sim, "unlockDevice", 107), 1);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("not-found 404: unknown id 999, exactly one PUT, not repeated; no list fetch for an id never listed", async () => {
+    const p = assertFailed(await unlock({ deviceId: 999 }), "not-found", 404);
+    assert.equal(p.deviceId, 999);
+    assert.equal(p.mayHaveOpened, false);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(unlockRequests(sim), 1);
+    // CONTRACT: "re-fetched on a 404 for a known id"; 999 was never in the list (see the
+    // known-id case in node-unlock-selection.test.ts, which proves the single re-fetch).
+    assert.equal(count(sim, "listUserDevices"), 0);
+  });
+
+  it("rate-limited 429: retryAfter from Retry-After, exactly one PUT", async () => {
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 7 });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.equal(p.retryAfter, 7);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("unreachable 502 (injected): exactly one PUT", async () => {
+    sim.control.inject({ kind: "502", endpoint: "unlockDevice" });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "unreachable", 502);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("offline 503: door 105 is offline, exactly one PUT", async () => {
+    const p = assertFailed(await unlock({ deviceId: 105 }), "offline", 503);
+    assert.equal(p.door, "Server Room");
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("offline 503 (injected on 101): exactly one PUT", async () => {
+    sim.control.inject({ kind: "503", endpoint: "unlockDevice", deviceId: 101 });
+    assertFailed(await unlock({ deviceId: 101 }), "offline", 503);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("timeout 504: mayHaveOpened true, exactly one PUT", async () => {
+    sim.control.inject({ kind: "504", endpoint: "unlockDevice" });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "timeout", 504);
+    assert.equal(p.mayHaveOpened, true);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("network-error: connection dropped after the request left, mayHaveOpened true, exactly one PUT", async () => {
+    sim.control.inject({ kind: "drop", endpoint: "unlockDevice" });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "network-error", null);
+    assert.equal(p.mayHaveOpened, true);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("error: an unclassified status (500) is outcome error with its status, exactly one PUT", async () => {
+    sim.control.inject({ kind: "500", endpoint: "unlockDevice" });
+    assertFailed(await unlock({ deviceId: 101 }), "error", 500);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("401 path: an expired access token → one refresh, one replay: exactly 2 PUTs, accepted", async () => {
+    const refreshesBefore = sim.control.counts().refreshes;
+    sim.control.expireAccessToken("demo");
+    const out = await unlock({ deviceId: 101 });
+    assertAccepted(out);
+    assert.equal(count(sim, "unlockDevice", 101), 2);
+    assert.equal(count(sim, "refreshToken"), 1);
+    assert.equal(sim.control.counts().refreshes - refreshesBefore, 1);
+    assert.equal(logins(sim), 0);
+  });
+
+  it("the audit file of the suite got attempt and result records", () => {
+    const lines = readAudit(userDir);
+    assert.ok(lines.some((l) => l.type === "unlock-attempt"));
+    assert.ok(lines.some((l) => l.type === "unlock-result"));
+  });
+});
+
+describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await closeAllParked();
+    await sim.close();
+  });
+
+  it("session-halted: a wrong password halts the account; messages send nothing and log in no more", async () => {
+    await loadFlow(unlockFlow(sim.url), { creds: { acc1: { phoneNumber: "+15550000001", password: "wrong-password" } } });
+    await waitState("halted-login-failed");
+    const loginsAfterStart = logins(sim);
+    assert.equal(loginsAfterStart, 1, "the login is tried once, not retried on 401");
+    for (let i = 0; i < 3; i++) {
+      const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+      assert.equal(p.mayHaveOpened, false);
+    }
+    assert.equal(unlockRequests(sim), 0);
+    assert.equal(logins(sim), loginsAfterStart);
+  });
+
+  it("session-halted: a second superseding login within the hour halts; then nothing is sent", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    // First takeover: 401 → refresh refused → one re-login → the replay is accepted.
+    sim.control.supersede("demo");
+    sim.control.resetRequests();
+    assertAccepted(await unlock({ deviceId: 101 }));
+    assert.equal(count(sim, "unlockDevice"), 2);
+    assert.equal(logins(sim), 1);
+    // Second takeover within the hour: the account halts instead of fighting back.
+    sim.control.supersede("demo");
+    sim.control.resetRequests();
+    const second = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(second.mayHaveOpened, false);
+    assert.equal(count(sim, "unlockDevice"), 1, "the PUT answered 401 is not replayed once the account halted");
+    assert.equal(logins(sim), 0);
+    assert.equal(accountOf().account.session.state, "halted-superseded");
+    sim.control.resetRequests();
+    for (let i = 0; i < 3; i++) assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(sim.control.requests().filter((r) => r.operation !== "docs").length, 0, "nothing at all is sent while halted");
+  });
+
+  it("unauthorized 401: the replay after one refresh is answered 401 again → 2 PUTs, 1 refresh, account halted", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.resetRequests();
+    const refreshes = sim.control.counts().refreshes;
+    sim.control.expireAccessToken("demo");
+    // Both PUTs are held 600 ms before the service checks the token, so the replay's fresh
+    // token can be expired too while it is in flight.
+    sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 600, count: 2 });
+    const pending = unlock({ deviceId: 101 });
+    await until("the refresh", () => sim.control.counts().refreshes > refreshes, 5000, 2);
+    sim.control.expireAccessToken("demo");
+    const p = assertFailed(await pending, "unauthorized", 401);
+    assert.equal(p.deviceId, 101);
+    assert.equal(count(sim, "unlockDevice"), 2);
+    assert.equal(count(sim, "refreshToken"), 1);
+    assert.equal(logins(sim), 0);
+    assert.equal(accountOf().account.session.state, "halted-superseded");
+  });
+
+  it("service-unreachable: login fails on 5xx (with its single retry) → no login per message, nothing sent", async () => {
+    sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 2 });
+    await loadFlow(unlockFlow(sim.url));
+    await waitState("unreachable");
+    assert.equal(logins(sim), 2, "login and the spec's single retry");
+    const p = assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
+    assert.equal(p.mayHaveOpened, false);
+    assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
+    assert.equal(unlockRequests(sim), 0);
+    assert.equal(logins(sim), 2, "no new login within the minute");
+  });
+
+  it("service-unreachable: base URL on a closed loopback port → output 2, status null", async () => {
+    const closed = await startSim();
+    const url = closed.url;
+    await closed.close();
+    await loadFlow(unlockFlow(url));
+    await waitState("unreachable");
+    const p = assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 0);
+  });
+});
