@@ -79,6 +79,11 @@ export interface FileTokenStoreOptions {
   onProblem?: (message: string) => void;
   /** How long to wait for another process's renewal lock (default 15 s). */
   lockWaitMs?: number;
+  /**
+   * A lock left by a process that died is taken over after this long (default 10 s; the
+   * lock library's minimum is 5 s). A live holder keeps it fresh every 2 s.
+   */
+  lockStaleMs?: number;
 }
 
 export class FileTokenStore implements TokenStore {
@@ -126,7 +131,7 @@ export class FileTokenStore implements TokenStore {
     const release = await lockfile.lock(this.options.filePath, {
       realpath: false,
       lockfilePath: `${this.options.filePath}.lock`,
-      stale: 10_000,
+      stale: this.options.lockStaleMs ?? 10_000,
       update: 2_000,
       retries: { retries: Math.ceil(wait / 100), minTimeout: 100, maxTimeout: 100, factor: 1 },
     });

@@ -85,6 +85,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     revokeAccessToken: (accountId) => state.revokeAccess(accountId),
     expireRefreshToken: (accountId) => state.expireRefresh(accountId),
     supersede: (accountId) => state.supersede(accountId),
+    inFlight: () => [...state.open].map((e) => ({ ...e })),
     requests: (filter) =>
       state.log
         .filter(

@@ -677,6 +677,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         deviceId: null, lockId: null, fault: null, startedAt: state.now(), endedAt: 0,
       };
       let logged = false;
+      state.open.add(entry);
       const log = () => {
         if (logged) return;
         logged = true;

@@ -395,7 +395,11 @@ export class SimState {
     return ++this.seq;
   }
 
+  /** Requests received and not answered yet (their entries are logged when they end). */
+  readonly open = new Set<RequestLogEntry>();
+
   pushLog(entry: RequestLogEntry): void {
+    this.open.delete(entry);
     this.log.push(entry);
     if (this.log.length > MAX_LOG_ENTRIES) this.log.splice(0, this.log.length - MAX_LOG_ENTRIES);
   }

@@ -137,6 +137,8 @@ export interface SimulatorControl {
   /** Logs the account in from elsewhere: its current session is superseded. */
   supersede(accountId: string): void;
   requests(filter?: { operation?: string; accountId?: string; deviceId?: number }): RequestLogEntry[];
+  /** Requests received and still being handled (status and endedAt not final yet). */
+  inFlight(): RequestLogEntry[];
   resetRequests(): void;
   device(deviceId: number): DeviceState;
   /** Number of logins (endpoints 1-3, status 200) and refreshes (endpoint 4, status 200) so far. */
