@@ -113,6 +113,11 @@ export async function performUnlock(account: Account, input: UnlockInput, node: 
     } else {
       c = classifyFailure(e, true);
     }
+    if (sends > 0 && (c.outcome === "session-halted" || c.outcome === "service-unreachable")) {
+      // The PUT was sent and answered 401 (nothing executed); the renewal after it failed,
+      // so there was no replay. The contract's word for a request answered 401 is unauthorized.
+      c = { ...c, outcome: "unauthorized", status: 401, sent: true, message: `the service answered 401 and the session could not be renewed: ${c.message}` };
+    }
     if (sends === 0 && !c.sent) {
       return reject(c.outcome, c.message);
     }
