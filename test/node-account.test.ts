@@ -102,7 +102,8 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     sim.control.supersede("demo");
     assertAccepted(await unlock({ deviceId: 101 })); // first takeover: one re-login
     sim.control.supersede("demo");
-    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null); // second within the hour: halt
+    // Second within the hour: the account halts; this message's PUT was answered 401 → unauthorized.
+    assertFailed(await unlock({ deviceId: 101 }), "unauthorized", 401);
     await until("the halt to reach the Catch node", () => caught.some((m) => m.outcome === "session-halted"));
     await new Promise((r) => setTimeout(r, 100));
     const halts = caught.filter((m) => m.outcome === "session-halted");
