@@ -1,0 +1,99 @@
+/**
+ * Bad input gets a clear error and sends nothing (issue 7): oversized messages, bad account
+ * configuration, and a token without `exp`. Requests are counted at the simulator.
+ */
+import { strict as assert } from "node:assert";
+import { SessionHaltedError } from "../src/session/errors.js";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import { startSimulator } from "../src/simulator/index.js";
+import { fakeClock } from "./helpers/fake-clock.js";
+import {
+  accountOf, assertAccepted, assertFailed, helper, lastStatus, loadFlow, startSim, teardown, unlock, unlockFlow, until,
+} from "./helpers/flow.js";
+import { buildSession, ops } from "./helpers/session.js";
+
+const apiRequests = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.operation !== "docs").length;
+
+describe("bad input: clear errors, nothing sent", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  it("a 10 MB door name is refused without a request, and the error does not echo it", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await until("ready", () => accountOf().account?.session.state === "ready");
+    sim.control.resetRequests();
+    const huge = "D".repeat(10 * 1024 * 1024);
+    const out = await unlock({ door: huge, payload: huge });
+    const p = assertFailed(out, "invalid-input", null);
+    assert.ok(p.message.length < 500, `the message is short (${p.message.length} characters)`);
+    assert.equal(apiRequests(sim), 0);
+  });
+
+  it("a 10 MB payload with a valid door: exactly one PUT, and the payload is replaced by the result", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await until("ready", () => accountOf().account?.session.state === "ready");
+    sim.control.resetRequests();
+    const out = await unlock({ deviceId: 101, payload: Buffer.alloc(10 * 1024 * 1024, 1) });
+    assertAccepted(out);
+    assert.equal(sim.control.requests({ operation: "unlockDevice" }).length, 1);
+  });
+
+  for (const [what, extra, creds, pattern] of [
+    ["http:// to a non-loopback host", { baseUrl: "http://door.example.com" }, undefined, /https/],
+    ["a base URL that is not a URL", { baseUrl: "not a url" }, undefined, /not a URL/],
+    ["a malformed phone number", {}, { acc1: { phoneNumber: "0701234567", password: "demo-password" } }, /phone number/],
+    ["an empty password", {}, { acc1: { phoneNumber: "+15550000001", password: "" } }, /password/],
+    ["an email login without an email", { loginMethod: "email" }, { acc1: { password: "demo-password" } }, /email/],
+  ] as const) {
+    it(`account configured with ${what}: red status, every unlock fails clearly, nothing is sent`, async () => {
+      sim.control.resetRequests();
+      const base = (extra as { baseUrl?: string }).baseUrl ?? sim.url;
+      await loadFlow(unlockFlow(base, {}, extra), creds ? { creds } : {});
+      const acc = accountOf();
+      assert.equal(acc.account, null, "no session is started");
+      assert.match(acc.problem, pattern);
+      assert.ok(!String(acc.problem).includes("0701234567"), "the error does not echo the phone number");
+      await until("red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
+      const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+      assert.match(p.message, pattern);
+      assert.equal(apiRequests(sim), 0);
+    });
+  }
+});
+
+describe("bad answers: a token without exp", function () {
+  this.timeout(20_000);
+  it("is accepted with one warning and renewed on the 36 h schedule (no crash, no loop)", async () => {
+    const clock = fakeClock();
+    const sim = await startSimulator({ rateLimit: false, now: () => clock.now() });
+    try {
+      sim.control.inject({ kind: "jwt-without-exp", endpoint: "loginByPhone" });
+      const b = buildSession(sim, { clock });
+      await b.session.start();
+      assert.equal(b.session.state, "ready");
+      assert.equal(b.session.snapshot().accessExpiresAt, null);
+      assert.equal(b.log.lines.filter((l) => l.includes("no readable exp")).length, 1);
+      assert.equal(b.session.snapshot().renewAt, clock.now() + 36 * 3600_000);
+      await b.session.call((t) => b.client.getDevice(t, 101));
+      await clock.tickAsync(36 * 3600_000);
+      await until("renewed", () => sim.control.requests({ operation: "refreshToken" }).length === 1 && b.session.state === "ready");
+      assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 200", "refreshToken 200"]);
+      await b.session.close();
+      await assert.rejects(b.session.token(), SessionHaltedError);
+      await b.client.close();
+    } finally {
+      await sim.close();
+      clock.uninstall();
+    }
+  });
+});
