@@ -8,17 +8,17 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { REPO_ROOT, nodeRedPackage, startBroker, type Broker } from "../scripts/demo.js";
+import { REPO_ROOT, startBroker, type Broker } from "../scripts/demo.js";
+import { nodeRedPath, resolveFromNodeRed } from "./helpers/runtime.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 
 // node-red-node-test-helper has no type declarations.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const helper: any = require("node-red-node-test-helper");
-// DOOR_ACCESS_NODE_RED=node-red-5 runs this against Node-RED 5 (see scripts/demo.ts).
-helper.init(require.resolve(nodeRedPackage()));
+// DOOR_ACCESS_NODE_RED=node-red-5 runs this against Node-RED 5 (test/helpers/runtime.ts).
+helper.init(nodeRedPath);
 
-const nodeRedDir = path.dirname(require.resolve(`${nodeRedPackage()}/package.json`));
-const mqttNode: unknown = require(require.resolve("@node-red/nodes/core/network/10-mqtt.js", { paths: [nodeRedDir] }));
+const mqttNode: unknown = require(resolveFromNodeRed("@node-red/nodes/core/network/10-mqtt.js"));
 const accountNode: unknown = require(path.join(REPO_ROOT, "nodes", "door-account.js"));
 const unlockNode: unknown = require(path.join(REPO_ROOT, "nodes", "door-unlock.js"));
 

@@ -12,6 +12,7 @@ import {
   freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, tab, teardown, textMatches, unlock,
   unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
 } from "./helpers/flow.js";
+import { resolveFromNodeRed } from "./helpers/runtime.js";
 
 const ADMIN = "/door-access/accounts";
 
@@ -272,7 +273,7 @@ describe("door-account admin endpoints with adminAuth (Node-RED's real needsPerm
 
   before(async () => {
     sim = await startSim();
-    const editorApi = path.dirname(require.resolve("@node-red/editor-api/package.json", { paths: [path.dirname(require.resolve("node-red"))] }));
+    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
     const auth = require(path.join(editorApi, "lib", "auth"));
     const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
     auth.init(

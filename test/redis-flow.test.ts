@@ -11,10 +11,11 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { RedisServer, freePort } from "./helpers/redis.js";
+import { nodeRedScript } from "./helpers/runtime.js";
 import { tempDir, waitUntil } from "./helpers/session.js";
 
 const REPO = path.resolve(".");
-const RED_JS = path.join(REPO, "node_modules", "node-red", "red.js"); // Node-RED 4 (node_modules/.bin/node-red is 5)
+const RED_JS = nodeRedScript; // node-red/red.js (4.x), or node-red-5 with DOOR_ACCESS_NODE_RED (test/helpers/runtime.ts)
 
 class Runtime {
   proc: ChildProcess | null = null;

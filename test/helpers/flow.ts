@@ -11,11 +11,12 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
+import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
 
 // node-red-node-test-helper has no type declarations.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const helper: any = require("node-red-node-test-helper");
-helper.init(require.resolve("node-red"));
+helper.init(nodeRedPath); // Node-RED 4, or 5 with DOOR_ACCESS_NODE_RED=node-red-5 (test/helpers/runtime.ts)
 
 export { DEMO_ACCOUNT };
 
@@ -24,7 +25,7 @@ export const accountModule = load("door-account") as (red: any) => void;
 export const devicesModule = load("door-devices") as (red: any) => void;
 export const statusModule = load("door-status") as (red: any) => void;
 export const unlockModule = load("door-unlock") as (red: any) => void;
-export const catchModule: unknown = require(require.resolve("@node-red/nodes/core/common/25-catch.js", { paths: [path.dirname(require.resolve("node-red"))] }));
+export const catchModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-catch.js"));
 export const ALL_NODES = [accountModule, devicesModule, statusModule, unlockModule];
 
 export const TAB = "tab1";

@@ -18,6 +18,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:f
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { issuedTokens } from "../../src/simulator/issued.js";
+import { nodeRedDir } from "../helpers/runtime.js";
 
 const FIXED_SECRETS = ["demo-password", "other-password", "+15550000001", "+15550000002", "15550000001", "15550000002"];
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
@@ -74,7 +75,7 @@ function hookNodeRed(): void {
   let util: { log: { log: (m: unknown) => void }; hooks: { add: (n: string, f: (e: unknown) => void) => void; has: (n: string) => boolean } };
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    util = require("@node-red/util");
+    util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })); // the selected runtime's (test/helpers/runtime.ts)
   } catch {
     return;
   }
