@@ -39,6 +39,7 @@ function expectedFiles(): Set<string> {
   for (const f of walk("icons")) files.add(`nodes/${f}`);
   for (const f of walk("examples").filter((x) => x.endsWith(".json"))) files.add(f);
   for (const f of walk("bin")) files.add(f);
+  for (const f of walk("resources")) files.add(f); // editor code shared by two dialogs
   return files;
 }
 

@@ -1,0 +1,268 @@
+/*
+ * Editor code shared by the door-status and door-unlock dialogs: the door picker and the
+ * door-id helpers. Node-RED serves this file from the package's resources/ folder; each node's
+ * HTML loads it with <script src="resources/@door-access/node-red/door-picker.js">.
+ */
+(function () {
+    "use strict";
+
+    // Lists the account's doors from the runtime's admin endpoint and keeps the
+    // chosen door as { deviceId, doorName, doorLocation }. A door that the list no
+    // longer shows is kept and marked, never replaced by another one.
+    function doorPicker(node, prefix, t, onDevice) {
+        var sel = $("#" + prefix + "-door");
+        var note = $("#" + prefix + "-door-note");
+        var refreshBtn = $("#" + prefix + "-door-refresh");
+        var accountSel = $("#node-input-account");
+        var devices = [];
+        var loaded = false;
+        var lastAccount = null;
+        var seq = 0;
+        var closed = false;
+        var current = identityOf(node.deviceId, node.doorName, node.doorLocation);
+
+        function identityOf(deviceId, doorName, doorLocation) {
+            var id = toDeviceId(deviceId);
+            var name = doorName == null ? "" : String(doorName);
+            var loc = doorLocation == null ? "" : String(doorLocation);
+            if (id === "" && name === "") {
+                return null;
+            }
+            return { deviceId: id, doorName: name, doorLocation: loc };
+        }
+        function deviceIdentity(d) {
+            return identityOf(d.id, d.name || "", d.locationName || "");
+        }
+        function doorText(door) {
+            var name = door.doorName || t("picker.unnamed", { id: door.deviceId });
+            return door.doorLocation ? door.doorLocation + " / " + name : name;
+        }
+        function optionText(d) {
+            var parts = [d.name || t("picker.unnamed", { id: d.id })];
+            if (d.locationName) {
+                parts[0] += " \u2014 " + d.locationName;
+            }
+            if (d.online === true) {
+                parts.push(t("picker.online"));
+            } else if (d.online === false) {
+                parts.push(t("picker.offline"));
+            } else {
+                parts.push(t("picker.online-unknown"));
+            }
+            var locks = lockCountOf(d);
+            if (locks === 1) {
+                parts.push(t("picker.lock-one"));
+            } else if (locks > 1) {
+                parts.push(t("picker.lock-many", { count: locks }));
+            }
+            parts.push(t("picker.id", { id: d.id }));
+            return parts.join(" \u00b7 ");
+        }
+        // Index of the device that is the kept door, or -1. The id and the
+        // identity must agree; a door stored by id only (or by name only)
+        // matches on what it has.
+        function findCurrent() {
+            if (!current) {
+                return -1;
+            }
+            var i;
+            for (i = 0; i < devices.length; i++) {
+                var d = devices[i];
+                if (current.deviceId !== "" && d.id !== current.deviceId) {
+                    continue;
+                }
+                if (current.doorName === "" && current.deviceId !== "") {
+                    return i;
+                }
+                if ((d.name || "") === current.doorName &&
+                    (current.doorLocation === "" || (d.locationName || "") === current.doorLocation)) {
+                    if (current.deviceId !== "") {
+                        return i;
+                    }
+                    // Stored by name only: take it only when the name is unique.
+                    var others = devices.filter(function (o) {
+                        return (o.name || "") === current.doorName &&
+                            (current.doorLocation === "" || (o.locationName || "") === current.doorLocation);
+                    });
+                    return others.length === 1 ? i : -1;
+                }
+            }
+            return -1;
+        }
+        function render() {
+            sel.empty();
+            $("<option>").val("none").text(t("picker.none")).appendTo(sel);
+            var match = findCurrent();
+            if (current && match === -1) {
+                var text = doorText(current);
+                if (current.deviceId !== "") {
+                    text += " \u00b7 " + t("picker.id", { id: current.deviceId });
+                }
+                if (loaded) {
+                    text += " " + t("picker.not-in-list");
+                }
+                $("<option>").val("kept").text(text).appendTo(sel);
+            }
+            devices.forEach(function (d, i) {
+                $("<option>").val("dev:" + i).text(optionText(d)).appendTo(sel);
+            });
+            if (!current) {
+                sel.val("none");
+            } else if (match === -1) {
+                sel.val("kept");
+            } else {
+                // Fill in what a door stored by id only (or name only) lacked.
+                current = deviceIdentity(devices[match]);
+                sel.val("dev:" + match);
+            }
+            $("#" + prefix + "-door-kept").toggle(loaded && !!current && match === -1);
+            onDevice(match === -1 ? null : devices[match], false);
+        }
+        function setNote(text, level) {
+            note.text(text || "");
+            note.css("color", level === "error" ? "var(--red-ui-text-color-error, #c00)" :
+                (level === "warn" ? "var(--red-ui-text-color-warning, #b85c00)" : ""));
+            note.toggle(!!text);
+        }
+        function errorText(xhr) {
+            var body = xhr.responseJSON;
+            if (!body && xhr.responseText) {
+                try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
+            }
+            if (body && typeof body.error === "string") {
+                return body.error;
+            }
+            if (xhr.statusText === "timeout") {
+                return t("picker.timeout");
+            }
+            return (xhr.status ? xhr.status + " " : "") + (xhr.statusText || "");
+        }
+        function accountId() {
+            var a = accountSel.val();
+            if (a == null) {
+                a = node.account;
+            }
+            return (a && a !== "_ADD_") ? a : "";
+        }
+        function load(refresh) {
+            var account = accountId();
+            var mine = ++seq;
+            lastAccount = account;
+            devices = [];
+            loaded = false;
+            if (!account) {
+                render();
+                setNote(t("picker.no-account"), "warn");
+                refreshBtn.prop("disabled", true);
+                return;
+            }
+            render();
+            setNote(t("picker.loading"));
+            refreshBtn.prop("disabled", true);
+            $.ajax({
+                url: "door-access/accounts/" + encodeURIComponent(account) + "/devices" + (refresh ? "?refresh=1" : ""),
+                dataType: "json",
+                cache: false,
+                timeout: 30000
+            }).done(function (body) {
+                if (closed || mine !== seq) { return; }
+                var list = body && Array.isArray(body.devices) ? body.devices : [];
+                devices = list.filter(function (d) {
+                    return d && typeof d.id === "number" && Math.floor(d.id) === d.id;
+                }).sort(function (a, b) {
+                    var la = String(a.locationName || ""), lb = String(b.locationName || "");
+                    if (la !== lb) { return la.localeCompare(lb); }
+                    return String(a.name || "").localeCompare(String(b.name || "")) || (a.id - b.id);
+                });
+                loaded = true;
+                render();
+                setNote(devices.length ? t("picker.loaded", { count: devices.length }) : t("picker.empty"),
+                    devices.length ? "" : "warn");
+            }).fail(function (xhr) {
+                if (closed || mine !== seq) { return; }
+                render();
+                if (xhr.status === 404 || xhr.status === 503) {
+                    setNote(t("picker.not-deployed"), "warn");
+                } else {
+                    setNote(t("picker.error", { error: errorText(xhr) }), "error");
+                }
+            }).always(function () {
+                if (closed || mine !== seq) { return; }
+                refreshBtn.prop("disabled", false);
+            });
+        }
+
+        sel.on("change", function () {
+            var v = sel.val();
+            var before = current;
+            var device = null;
+            if (v === "none") {
+                current = null;
+            } else if (v && v.indexOf("dev:") === 0) {
+                device = devices[Number(v.slice(4))] || null;
+                current = device ? deviceIdentity(device) : current;
+            }
+            // "kept": the door stays as it was.
+            var changed = JSON.stringify(before) !== JSON.stringify(current);
+            $("#" + prefix + "-door-kept").toggle(v === "kept" && loaded);
+            onDevice(device, changed);
+        });
+        refreshBtn.on("click", function (evt) {
+            evt.preventDefault();
+            load(true);
+        });
+        accountSel.on("change", function () {
+            if (accountId() !== lastAccount) {
+                load(false);
+            }
+        });
+        load(false);
+
+        return {
+            value: function () { return current; },
+            close: function () { closed = true; seq++; }
+        };
+    }
+
+    function toDeviceId(v) {
+        if (typeof v === "number" && Math.floor(v) === v && v > 0) {
+            return v;
+        }
+        if (typeof v === "string" && /^\s*[0-9]+\s*$/.test(v) && Number(v) > 0) {
+            return Number(v);
+        }
+        return "";
+    }
+
+    function lockCountOf(d) {
+        if (Array.isArray(d.locks)) {
+            return Math.max(d.locks.length, typeof d.lockCount === "number" ? d.lockCount : 0);
+        }
+        return typeof d.lockCount === "number" ? d.lockCount : 0;
+    }
+
+    function isDeviceIdValue(v) {
+        if (v === "" || v === undefined || v === null) {
+            return true;
+        }
+        return toDeviceId(v) !== "" && Number(v) <= 2147483647;
+    }
+
+    function doorLabel(node, tr) {
+        if (node.doorName) {
+            return node.doorLocation ? node.doorName + " (" + node.doorLocation + ")" : node.doorName;
+        }
+        if (toDeviceId(node.deviceId) !== "") {
+            return tr("picker.unnamed", { id: node.deviceId });
+        }
+        return "";
+    }
+
+    window.DoorAccessEditor = {
+        doorPicker: doorPicker,
+        toDeviceId: toDeviceId,
+        lockCountOf: lockCountOf,
+        isDeviceIdValue: isDeviceIdValue,
+        doorLabel: doorLabel
+    };
+})();
