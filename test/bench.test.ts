@@ -1,0 +1,88 @@
+/**
+ * The benchmark (npm run bench) in its quick mode, only to prove it works: it runs to the end
+ * by itself in a child process, writes every documented key, and the figures that are counts
+ * (read from the simulator's request log) are exact. No absolute time is asserted: the
+ * machine is shared and timings are noisy.
+ */
+import { strict as assert } from "node:assert";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+
+const REPO_ROOT = path.resolve(__dirname, "..", "..");
+const BENCH = path.join(REPO_ROOT, "dist", "bench", "bench.js");
+
+const NUMBER_KEYS = [
+  "unlockP50Ratio", "unlockP99Ratio", "statusThroughputRatio", "callsPerUnlock", "handBuiltCallsPerUnlock",
+  "loginsPer10k", "refreshesUnder1000", "rssGrowthMiB", "deviceIndex10kMs", "nameLookupUs",
+  "unlockP50Ms", "unlockP99Ms", "floorP50Ms", "floorP99Ms", "rawPutP50Ms", "rawPutP99Ms",
+  "unlockP50RatioNoAudit", "unlockP99RatioNoAudit", "unlockThroughput50", "floorThroughput50", "rawPutThroughput50",
+  "fsyncsPerRecord", "statusThroughput200", "rawStatusThroughput200", "handBuiltP50Ms", "handBuiltP99Ms",
+  "handBuiltThroughput50", "heapGrowthMiB", "deviceValidate10kMs", "statusCpuUs", "rawStatusCpuUs", "unlockCpuUs",
+];
+const STRING_KEYS = ["node", "nodeRed", "at"];
+
+function run(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BENCH, ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString("utf8")));
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+describe("benchmark (quick mode)", function () {
+  this.timeout(240_000);
+  let dir: string;
+  let results: Record<string, unknown>;
+  let output: string;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "door-bench-test-"));
+    const out = path.join(dir, "results.json");
+    // --out keeps a real run's bench/results.json untouched.
+    const r = await run(["--quick", "--out", out], 200_000);
+    output = r.out;
+    assert.equal(r.code, 0, `the bench exited with ${r.code}:\n${r.out.slice(-4000)}`);
+    results = JSON.parse(readFileSync(out, "utf8")) as Record<string, unknown>;
+  });
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("prints the table and writes every key: numbers finite, versions and time as strings", () => {
+    assert.match(output, /\| Figure +\| Measured/);
+    assert.match(output, /unlockP50Ratio/);
+    for (const k of NUMBER_KEYS) {
+      assert.equal(typeof results[k], "number", `${k} is a number: ${JSON.stringify(results[k])}`);
+      assert.ok(Number.isFinite(results[k]), `${k} is finite: ${results[k]}`);
+    }
+    for (const [k, v] of Object.entries(results)) {
+      if (STRING_KEYS.includes(k)) continue;
+      assert.ok(typeof v === "number" && Number.isFinite(v), `${k} is a finite number: ${JSON.stringify(v)}`);
+    }
+    for (const k of STRING_KEYS) assert.equal(typeof results[k], "string", k);
+    assert.match(results.node as string, /^v\d+\.\d+\.\d+/);
+    assert.match(results.nodeRed as string, /^\d+\.\d+\.\d+/);
+    assert.ok(!Number.isNaN(Date.parse(results.at as string)), "at is an ISO time");
+    assert.equal(results.quick, 1);
+  });
+
+  it("counted figures are exact: 1 call per unlock, 2 for the hand-built flow, 1 login, 1 refresh", () => {
+    assert.equal(results.callsPerUnlock, 1);
+    assert.equal(results.handBuiltCallsPerUnlock, 2);
+    // Quick mode sends fewer than 10,000 messages; the figure is the logins counted while they are sent.
+    assert.equal(results.loginsPer10k, 1);
+    assert.equal(results.refreshesUnder1000, 1);
+    assert.equal(results.refreshAccepted, results.refreshMessages, "every message meeting the expired token is accepted");
+    assert.equal(results.loginsUnderExpiry, 0, "an expired token is refreshed, not logged in again");
+    assert.equal(results.auditRecordsPerUnlock, 2, "an attempt and a result record per unlock");
+    assert.ok((results.fsyncsPerRecord as number) > 0 && (results.fsyncsPerRecord as number) <= 1);
+  });
+});
