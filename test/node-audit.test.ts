@@ -13,6 +13,16 @@ import {
   unlockRequests, until, waitReady,
 } from "./helpers/flow.js";
 
+/**
+ * The records of one message once its closing record (unlock-result or unlock-rejected) is on
+ * disk: the node sends its output first and flushes that record right after.
+ */
+async function recordsOf(userDir: string, msgid: string, file?: string): Promise<any[]> {
+  const mine = () => (file ? readAudit(userDir, file) : readAudit(userDir)).filter((r) => r.msgid === msgid);
+  await until(`the closing audit record of ${msgid}`, () => mine().some((r) => r.type === "unlock-result" || r.type === "unlock-rejected"), 5000, 2);
+  return mine();
+}
+
 describe("door-unlock audit log (Node-RED runtime + simulator)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
@@ -35,7 +45,7 @@ describe("door-unlock audit log (Node-RED runtime + simulator)", function () {
 
   it("accepted: an unlock-attempt then an unlock-result for the same msgid, in the default file of the user directory (mode 0600)", async () => {
     assertAccepted(await unlock({ deviceId: 104, lockId: 2, _msgid: "audit-ok" }));
-    const mine = readAudit(userDir).filter((r) => r.msgid === "audit-ok");
+    const mine = await recordsOf(userDir, "audit-ok");
     assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
     const [attempt, result] = mine;
     assert.equal(attempt.actor, "flow-actor");
@@ -59,7 +69,7 @@ describe("door-unlock audit log (Node-RED runtime + simulator)", function () {
     assert.deepEqual(early.map((r) => r.type), ["unlock-attempt"], "attempt written, result not yet");
     assert.equal(sim.control.device(101).unlocks.length, executed, "the service has not executed it yet");
     assertAccepted(await pending);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "audit-early").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual((await recordsOf(userDir, "audit-early")).map((r) => r.type), ["unlock-attempt", "unlock-result"]);
     const [put] = sim.control.requests({ operation: "unlockDevice" });
     assert.ok(Date.parse(early[0].ts) <= put.startedAt, "the attempt's timestamp is not later than the PUT's arrival");
     assert.equal(sim.control.device(101).unlocks.length, executed + 1);
@@ -67,7 +77,7 @@ describe("door-unlock audit log (Node-RED runtime + simulator)", function () {
 
   it("a failed unlock: attempt then result with the outcome and status", async () => {
     assertFailed(await unlock({ deviceId: 105, _msgid: "audit-offline" }), "offline", 503);
-    const mine = readAudit(userDir).filter((r) => r.msgid === "audit-offline");
+    const mine = await recordsOf(userDir, "audit-offline");
     assert.deepEqual(mine.map((r) => [r.type, r.outcome ?? null, r.status ?? null]), [["unlock-attempt", null, null], ["unlock-result", "offline", 503]]);
   });
 
@@ -75,18 +85,18 @@ describe("door-unlock audit log (Node-RED runtime + simulator)", function () {
     sim.control.expireAccessToken("demo");
     assertAccepted(await unlock({ deviceId: 101, _msgid: "audit-401" }));
     assert.equal(unlockRequests(sim), 2);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "audit-401").map((r) => r.type), ["unlock-attempt", "unlock-attempt", "unlock-result"]);
+    assert.deepEqual((await recordsOf(userDir, "audit-401")).map((r) => r.type), ["unlock-attempt", "unlock-attempt", "unlock-result"]);
   });
 
   it("a rejected input gets exactly one unlock-rejected record and nothing else", async () => {
     assertFailed(await unlock({ deviceId: "101", _msgid: "audit-bad" }), "invalid-input", null);
     assertFailed(await unlock({ deviceId: 101, retain: true, _msgid: "audit-retained" }), "retained-rejected", null);
-    const bad = readAudit(userDir).filter((r) => r.msgid === "audit-bad");
+    const bad = await recordsOf(userDir, "audit-bad");
     assert.equal(bad.length, 1);
     assert.equal(bad[0].type, "unlock-rejected");
     assert.equal(bad[0].outcome, "invalid-input");
     assert.match(bad[0].reason, /deviceId/);
-    const retained = readAudit(userDir).filter((r) => r.msgid === "audit-retained");
+    const retained = await recordsOf(userDir, "audit-retained");
     assert.deepEqual(retained.map((r) => [r.type, r.outcome]), [["unlock-rejected", "retained-rejected"]]);
     assert.equal(unlockRequests(sim), 0);
   });
@@ -121,7 +131,7 @@ describe("door-unlock audit log: configured path and unwritable file (Node-RED r
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "logs/doors.jsonl" }));
     await waitReady();
     assertAccepted(await unlock({ deviceId: 101, _msgid: "custom-path" }));
-    assert.deepEqual(readAudit(userDir, "logs/doors.jsonl").filter((r) => r.msgid === "custom-path").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual((await recordsOf(userDir, "custom-path", "logs/doors.jsonl")).map((r) => r.type), ["unlock-attempt", "unlock-result"]);
     assert.equal(readAudit(userDir).length, 0, "nothing in the default file");
   });
 

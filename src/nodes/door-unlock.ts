@@ -34,30 +34,38 @@ export = function register(RED: NodeAPI): void {
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
       const work = (async () => {
         const got = binding.account();
-        let result: UnlockResult;
+        let sent = false;
+        // Output as soon as the outcome is known; done() once its audit record is on disk.
+        const emit = (result: UnlockResult) => {
+          if (sent) return;
+          sent = true;
+          const time = clockTime(Date.parse(result.at));
+          if (result.outcome === "accepted") {
+            binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
+          } else if (result.status !== null) {
+            binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome: result.outcome, status: result.status, time }) });
+          } else {
+            binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
+          }
+          m.payload = result;
+          send(result.outcome === "accepted" ? [m, null] : [null, m]);
+        };
         if ("problem" in got) {
-          result = {
+          emit({
             outcome: "session-halted", status: null, deviceId: null, lockId: null, door: null,
             actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
-          };
+          });
         } else {
           binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
-          result = await performUnlock(
-            got.account,
-            { msgDeviceId: m.deviceId, msgDoor: m.door, msgLockId: m.lockId, msgActor: m.actor, msgRetain: m.retain, msgid: typeof m._msgid === "string" ? m._msgid : null },
-            settings,
+          emit(
+            await performUnlock(
+              got.account,
+              { msgDeviceId: m.deviceId, msgDoor: m.door, msgLockId: m.lockId, msgActor: m.actor, msgRetain: m.retain, msgid: typeof m._msgid === "string" ? m._msgid : null },
+              settings,
+              emit,
+            ),
           );
         }
-        const time = clockTime(Date.parse(result.at));
-        if (result.outcome === "accepted") {
-          binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
-        } else if (result.status !== null) {
-          binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome: result.outcome, status: result.status, time }) });
-        } else {
-          binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
-        }
-        m.payload = result;
-        send(result.outcome === "accepted" ? [m, null] : [null, m]);
         done();
       })();
       binding.track(work).catch((e: Error) => done(e));

@@ -52,7 +52,18 @@ function checkActor(value: unknown): string | null {
   return null;
 }
 
-export async function performUnlock(account: Account, input: UnlockInput, node: UnlockNodeSettings): Promise<UnlockResult> {
+/**
+ * Performs one unlock. `onResult` (optional) is called with the outcome as soon as it is known,
+ * before its closing audit record (unlock-result / unlock-rejected) is flushed, so a flow can
+ * go on without waiting for that second fsync; the returned promise resolves once the record
+ * is on disk. The attempt record is always on disk before the request leaves.
+ */
+export async function performUnlock(
+  account: Account,
+  input: UnlockInput,
+  node: UnlockNodeSettings,
+  onResult?: (result: UnlockResult) => void,
+): Promise<UnlockResult> {
   const at = () => new Date(account.clock.now()).toISOString();
   const defaultActor = node.actor.trim() || `node-red:${node.nodeId}`;
   const actorProblem = input.msgActor === undefined ? null : checkActor(input.msgActor);
@@ -61,6 +72,7 @@ export async function performUnlock(account: Account, input: UnlockInput, node: 
 
   const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
     const r: UnlockResult = { ...base, ...extra, outcome, status: null, at: at(), message, mayHaveOpened: false };
+    onResult?.(r);
     // The rejection is audited too; a failure to write it does not change the outcome.
     await account.audit
       .rejected({ actor: r.actor, deviceId: r.deviceId, lockId: r.lockId, door: r.door, msgid: input.msgid, outcome, reason: message })
@@ -127,11 +139,14 @@ export async function performUnlock(account: Account, input: UnlockInput, node: 
     }
     const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
     if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
+    onResult?.(result);
     await account.audit.result({ ...record, outcome: c.outcome, status: c.status }).catch(() => undefined);
     return result;
   }
+  const accepted: UnlockResult = { ...base, outcome: "accepted", status: 200, at: at() };
+  onResult?.(accepted);
   await account.audit.result({ ...record, outcome: "accepted", status: 200 }).catch(() => undefined);
-  return { ...base, outcome: "accepted", status: 200, at: at() };
+  return accepted;
 }
 
 class AuditWriteError extends Error {}
