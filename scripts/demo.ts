@@ -500,7 +500,7 @@ async function main(): Promise<void> {
       `Door simulator:    ${demo.simUrl}   (demo seed: doors 101 Front Door ... 107 Garage, 201 Shared Lobby)`,
       `  control surface: ${demo.simUrl}/_sim/requests  /_sim/counts  /_sim/devices/101  (see door-access-sim --help)`,
       `MQTT broker:       ${demo.mqttUrl ?? "none"}`,
-      `Demo account:      phone ${DEMO_ACCOUNT.phoneNumber}, password ${DEMO_ACCOUNT.password} (also ${DEMO_ACCOUNT.email})`,
+      `Demo account:      ${DEMO_ACCOUNT.email} (phone number and password: README, "The simulator"; never printed)`,
       `                   preconfigured as "Demo account (simulator)": ${acc.state}${acc.reason ? ` (${acc.reason})` : ""}`,
       `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,

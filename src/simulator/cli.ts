@@ -26,7 +26,7 @@ Control surface (same listener, loopback only; not in the request log):
   GET    /_sim/requests[?operation=&accountId=&deviceId=]   DELETE /_sim/requests
   GET    /_sim/counts                      POST /_sim/rate-limit {"capacity": n, "refillPerSec": n} | false
 
-Demo seed: account "demo" (+15550000001 / demo@example.com, password demo-password),
+Demo seed: account "demo" (demo@example.com; phone number and password in the README),
 doors 101-107 and 201 (see src/simulator/seed.ts).
 `;
 
@@ -105,7 +105,8 @@ export function banner(sim: RunningSimulator, seedFile?: string): string {
     lines.push(`  Accounts and their credentials: as given in the seed file ${seedFile}`);
   } else {
     lines.push(
-      `  Demo account (built-in demo seed, see src/simulator/seed.ts): phone ${DEMO_ACCOUNT.phoneNumber} or email ${DEMO_ACCOUNT.email}, password ${DEMO_ACCOUNT.password}`,
+      // The phone number and password are in the README and the seed, never printed.
+      `  Demo account (built-in demo seed): ${DEMO_ACCOUNT.email}; its phone number and password are in the README ("The simulator")`,
       `  Demo doors: ${Object.values(DEMO_DOORS).filter((id) => id !== DEMO_DOORS.notVisible).join(", ")}`,
     );
   }
