@@ -48,7 +48,7 @@ describe("crash and restart (SIGKILL during refresh and unlock)", function () {
       const out = { text: "" };
       child = spawn(process.execPath, [script, sim.url, dir], { stdio: ["ignore", "pipe", "pipe"] });
       child.stdout!.on("data", (d: Buffer) => (out.text += d.toString()));
-      await waitUntil(() => out.text.includes("ready"), 10_000, `child ${i} ready`);
+      await waitUntil(() => out.text.includes("ready"), 30_000, `child ${i} ready`); // may first wait out a dead holder's lock (5 s)
       if (i % 4 === 0) {
         // Kill inside a refresh: while the service holds the refresh request (it answers
         // after 40-60 ms of injected latency; the token may be consumed with nobody to

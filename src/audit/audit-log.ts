@@ -45,6 +45,9 @@ export interface AuditLogOptions {
   now?: () => Date;
 }
 
+/** How long a closing record (result, rejected) waits for an attempt record's fsync to share. */
+export const DEFER_MS = 20;
+
 /** Longest `actor`, `door` and `reason` kept (characters); longer strings are cut. */
 export const MAX_TEXT = 200;
 /** Longest `msgid` and `outcome` kept. */
@@ -98,6 +101,7 @@ export class AuditLog {
   /** The file ends without a newline (torn by a crash): the next write starts with "\n". */
   private needsLeadingNewline = false;
   private queue: Pending[] = [];
+  private deferTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
   private closed = false;
   private closing: Promise<void> | null = null;
@@ -120,7 +124,10 @@ export class AuditLog {
     return this.append({ type: "unlock-attempt", ts: this.timestamp(), ...base(r) });
   }
 
-  /** Appends an `unlock-result` record; resolves once it is durable on disk. */
+  /**
+   * Appends an `unlock-result` record; resolves once it is durable on disk. Not urgent: it
+   * rides with the next attempt record's fsync, or is flushed within DEFER_MS on its own.
+   */
   result(r: AuditBase & { outcome: string; status: number | null }): Promise<void> {
     return this.append({
       type: "unlock-result",
@@ -128,10 +135,10 @@ export class AuditLog {
       ...base(r),
       outcome: cap(r.outcome, MAX_SHORT_TEXT) ?? "",
       status: intOrNull(r.status),
-    });
+    }, false);
   }
 
-  /** Appends an `unlock-rejected` record; resolves once it is durable on disk. */
+  /** Appends an `unlock-rejected` record; resolves once it is durable on disk (not urgent, as result()). */
   rejected(r: AuditBase & { outcome: string; reason: string }): Promise<void> {
     return this.append({
       type: "unlock-rejected",
@@ -139,7 +146,7 @@ export class AuditLog {
       ...base(r),
       outcome: cap(r.outcome, MAX_SHORT_TEXT) ?? "",
       reason: cap(r.reason, MAX_TEXT) ?? "",
-    });
+    }, false);
   }
 
   /** Counters showing how records were batched into writes and fsyncs. */
@@ -160,6 +167,7 @@ export class AuditLog {
     this.onFinalClose?.();
     this.onFinalClose = null;
     this.closing = (async () => {
+      this.flushDeferred();
       while (this.draining) await this.draining;
       const opening = this.opening;
       this.opening = null;
@@ -184,15 +192,35 @@ export class AuditLog {
     return this.now().toISOString();
   }
 
-  private append(record: AuditRecord): Promise<void> {
+  /**
+   * Queues a record. An urgent one (an attempt, which must be on disk before its request
+   * leaves) starts a write+fsync at once; a closing record waits up to DEFER_MS for one to
+   * share, so a stream of unlocks costs one fsync each instead of two. Order is kept: every
+   * record goes through the same queue.
+   */
+  private append(record: AuditRecord, urgent = true): Promise<void> {
     if (this.closed) {
       return Promise.reject(new Error(`audit log ${this.filePath} is closed; record not written`));
     }
     const line = JSON.stringify(record) + "\n";
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ line, resolve, reject });
-      if (!this.draining) this.draining = this.drain();
+      if (this.draining) return;
+      if (urgent) {
+        this.flushDeferred();
+      } else if (!this.deferTimer) {
+        this.deferTimer = setTimeout(() => this.flushDeferred(), DEFER_MS);
+      }
     });
+  }
+
+  /** Starts writing what is queued now (if nothing is being written already). */
+  private flushDeferred(): void {
+    if (this.deferTimer) {
+      clearTimeout(this.deferTimer);
+      this.deferTimer = null;
+    }
+    if (!this.draining && this.queue.length > 0) this.draining = this.drain();
   }
 
   /** Writes queued records, one batch per write+fsync, until the queue is empty. Never rejects. */
