@@ -33,6 +33,19 @@ import { DeviceList, type Device } from "../src/spec/schemas.js";
 import { DeviceDirectory } from "../src/doors/directory.js";
 import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../src/simulator/seed.js";
 
+
+/** The audit log's counters once nothing is waiting to be written (closing records are deferred). */
+async function auditSettled(audit: { stats(): { records: number; fsyncs: number; writes: number; batches: number; failedRecords: number } }) {
+  let last = audit.stats();
+  for (let i = 0; i < 100; i++) {
+    await new Promise((r) => setTimeout(r, 30));
+    const now = audit.stats();
+    if (now.records === last.records && now.batches === last.batches) return now;
+    last = now;
+  }
+  return last;
+}
+
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 const TAB = "tab1";
 const DOOR = 101; // Front Door, Main Street 1 (demo account)
@@ -610,11 +623,12 @@ async function main(args: Args): Promise<void> {
         for (const v of order) {
           await inFlight(50, C.tputWarm, variants[v]);
           if (v === "node") await resetLog(sim.url);
-          const before = account.audit.stats();
+          const before = await auditSettled(account.audit);
           const r = await inFlight(50, C.tput, variants[v]);
           if (r.ok !== C.tput) throw new Error(`throughput ${v}: ${C.tput - r.ok} failed`);
           if (v === "node") {
-            const after = account.audit.stats();
+            // Closing records are flushed with the next attempt's fsync or within DEFER_MS.
+            const after = await auditSettled(account.audit);
             fsyncs += after.fsyncs - before.fsyncs;
             records += after.records - before.records;
             calls += apiCalls(await simRequests(sim.url, DEMO_ACCOUNT.id)).length;
