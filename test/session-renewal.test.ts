@@ -56,7 +56,8 @@ describe("session: proactive renewal (36 h / 3 h before exp)", function () {
     await setup(48 * 3600);
     for (let i = 0; i < 5; i++) {
       await clock.tickAsync(36 * H);
-      await waitUntil(() => sim.control.requests().length === i + 1 && b.session.state === "ready", 5000, `renewal ${i + 1}`);
+      const why = () => `renewal ${i + 1} (state ${b.session.state}, requests ${JSON.stringify(ops(sim))}, renewAt ${b.session.snapshot().renewAt! - clock.now()} ms from now)`;
+      await waitUntil(() => sim.control.requests().length === i + 1 && b.session.state === "ready", 15_000, why);
     }
     assert.deepEqual(ops(sim), Array(5).fill("refreshToken 200"));
   });

@@ -49,10 +49,10 @@ export function ops(sim: RunningSimulator): string[] {
 }
 
 /** Polls (in real time) until `cond` holds; fails after `ms`. */
-export async function waitUntil(cond: () => boolean, ms = 5000, what = "condition"): Promise<void> {
+export async function waitUntil(cond: () => boolean, ms = 5000, what: string | (() => string) = "condition"): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === "function" ? what() : what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
