@@ -158,19 +158,27 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
   }
 
   /** Drags a wire from a node's output port to another node's input port. */
+  /** Drags a wire from an output port to an input port; a drag the editor missed is made once more. */
   async function wire(fromId: string, port: number, toId: string): Promise<void> {
-    const out = await centre(nodeOnCanvas(fromId).locator("g.red-ui-flow-port-output").nth(port));
-    const inp = await centre(nodeOnCanvas(toId).locator("g.red-ui-flow-port-input"));
-    await page.mouse.move(out.x, out.y);
-    await page.mouse.down();
-    await page.mouse.move((out.x + inp.x) / 2, (out.y + inp.y) / 2, { steps: 10 });
-    await page.mouse.move(inp.x, inp.y, { steps: 10 });
-    await page.mouse.up();
-    const src = (await page.evaluate((id) => {
-      const RED = (window as unknown as { RED: { nodes: { filterLinks(f: object): { source: { id: string }; sourcePort: number; target: { id: string } }[] } } }).RED;
-      return RED.nodes.filterLinks({ source: { id } }).map((l) => ({ port: l.sourcePort, target: l.target.id }));
-    }, fromId));
-    assert.ok(src.some((l) => l.port === port && l.target === toId), `wire ${fromId}[${port}] -> ${toId}: ${JSON.stringify(src)}`);
+    const links = () =>
+      page.evaluate((id) => {
+        const RED = (window as unknown as { RED: { nodes: { filterLinks(f: object): { source: { id: string }; sourcePort: number; target: { id: string } }[] } } }).RED;
+        return RED.nodes.filterLinks({ source: { id } }).map((l) => ({ port: l.sourcePort, target: l.target.id }));
+      }, fromId);
+    let src: { port: number; target: string }[] = [];
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const out = await centre(nodeOnCanvas(fromId).locator("g.red-ui-flow-port-output").nth(port));
+      const inp = await centre(nodeOnCanvas(toId).locator("g.red-ui-flow-port-input"));
+      await page.mouse.move(out.x, out.y);
+      await page.mouse.down();
+      await page.mouse.move((out.x + inp.x) / 2, (out.y + inp.y) / 2, { steps: 10 });
+      await page.mouse.move(inp.x, inp.y, { steps: 10 });
+      await page.mouse.up();
+      await page.waitForTimeout(100);
+      src = await links();
+      if (src.some((l) => l.port === port && l.target === toId)) return;
+    }
+    assert.fail(`wire ${fromId}[${port}] -> ${toId}: ${JSON.stringify(src)}`);
   }
 
   async function openEditDialog(id: string): Promise<void> {
