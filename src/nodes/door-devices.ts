@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime } from "./shared.js";
+import { FlowNodeBinding, clockTime, failMessage } from "./shared.js";
 
 interface DevicesDef extends NodeDef {
   account: string;
@@ -23,8 +23,11 @@ export = function register(RED: NodeAPI): void {
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
       const work = (async () => {
         const got = binding.account();
+        if ("problem" in got) {
+          failMessage(RED, "door-devices", binding, m, done, { outcome: "session-halted", status: null, message: `door-devices: ${got.problem}` });
+          return;
+        }
         try {
-          if ("problem" in got) throw Object.assign(new Error(got.problem), { outcome: "session-halted" });
           const force = m.refresh === true;
           const list = kind === "locations" ? await got.account.locations(force) : await got.account.devices(force);
           m.payload = list;
@@ -35,15 +38,8 @@ export = function register(RED: NodeAPI): void {
           send(m);
           done();
         } catch (e) {
-          const c = (e as { outcome?: string }).outcome ? { outcome: (e as { outcome: string }).outcome, status: null, message: (e as Error).message } : classifyFailure(e, false);
-          m.outcome = c.outcome;
-          if (c.status !== null) m.statusCode = c.status;
-          const time = clockTime(Date.now());
-          binding.setResult({
-            fill: "red", shape: "ring",
-            text: c.status !== null ? RED._("door-devices.status.failed-status", { outcome: c.outcome, status: c.status, time }) : RED._("door-devices.status.failed", { outcome: c.outcome, time }),
-          });
-          done(new Error(`door-devices: reading the ${kind} failed: ${c.message}`));
+          const c = classifyFailure(e, false);
+          failMessage(RED, "door-devices", binding, m, done, { ...c, message: `door-devices: reading the ${kind} failed: ${c.message}` });
         }
       })();
       binding.track(work).catch((e: Error) => done(e));

@@ -6,7 +6,7 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { selectDoor } from "../doors/select.js";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime, configuredDoor } from "./shared.js";
+import { FlowNodeBinding, clockTime, configuredDoor, failMessage } from "./shared.js";
 
 interface StatusDef extends NodeDef {
   account: string;
@@ -24,16 +24,7 @@ export = function register(RED: NodeAPI): void {
 
     node.on("input", (msg: NodeMessageInFlow, send, done) => {
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
-      const fail = (outcome: string, message: string, status: number | null) => {
-        m.outcome = outcome;
-        if (status !== null) m.statusCode = status;
-        const time = clockTime(Date.now());
-        binding.setResult({
-          fill: "red", shape: "ring",
-          text: status !== null ? RED._("door-status.status.failed-status", { outcome, status, time }) : RED._("door-status.status.failed", { outcome, time }),
-        });
-        done(new Error(message));
-      };
+      const fail = (outcome: string, message: string, status: number | null) => failMessage(RED, "door-status", binding, m, done, { outcome, status, message });
       const work = (async () => {
         const got = binding.account();
         if ("problem" in got) return fail("session-halted", got.problem, null);

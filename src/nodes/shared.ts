@@ -52,12 +52,40 @@ export function stateStatus(snap: SessionSnapshot, label: (state: string) => str
     case "closed":
       return { fill: "grey", shape: "ring", text };
     default:
-      return { fill: "red", shape: "ring", text: snap.reason && snap.state.startsWith("halted") ? `${text}` : text };
+      // The state's label says why ("login refused: check credentials", "session superseded").
+      return { fill: "red", shape: "ring", text };
   }
 }
 
+/** hh:mm:ss in local time, for node status (formatted by hand: it runs for every message). */
 export function clockTime(ms: number): string {
-  return new Date(ms).toTimeString().slice(0, 8);
+  const d = new Date(ms);
+  const two = (n: number) => (n < 10 ? "0" : "") + n;
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/**
+ * Ends a failed door-devices / door-status message the way the contract says: msg.outcome and
+ * msg.statusCode set, a red status, and done() with a real Error a Catch node sees.
+ */
+export function failMessage(
+  RED: NodeAPI,
+  type: "door-devices" | "door-status",
+  binding: FlowNodeBinding,
+  msg: Record<string, unknown>,
+  done: (err?: Error) => void,
+  failure: { outcome: string; status: number | null; message: string },
+): void {
+  msg.outcome = failure.outcome;
+  if (failure.status !== null) msg.statusCode = failure.status;
+  const time = clockTime(Date.now());
+  binding.setResult({
+    fill: "red", shape: "ring",
+    text: failure.status !== null
+      ? RED._(`${type}.status.failed-status`, { outcome: failure.outcome, status: failure.status, time })
+      : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
+  });
+  done(new Error(failure.message));
 }
 
 /**
