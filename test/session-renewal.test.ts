@@ -7,7 +7,8 @@
 import { strict as assert } from "node:assert";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+import { Session } from "../src/session/session.js";
+import { DEMO_PHONE, buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
 
 const H = 3600_000;
 
@@ -75,6 +76,34 @@ describe("session: proactive renewal (36 h / 3 h before exp)", function () {
     await clock.tickAsync(15 * 60_000);
     await waitUntil(() => sim.control.requests({ operation: "refreshToken" }).length === 3, 5000, "later retry");
     assert.deepEqual(ops(sim), ["refreshToken 503", "refreshToken 503", "getDevice 200", "refreshToken 200"]);
+  });
+
+  it("a renewal that comes due while the previous refresh is still releasing its lock is not lost", async () => {
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false, now: () => clock.now(), accessTtlSec: 48 * 3600 });
+    b = buildSession(sim, { clock });
+    await b.session.close();
+    // The same file store, but the lock release of the first renewal is held until we open it.
+    let openGate!: () => void;
+    const gate = new Promise<void>((r) => (openGate = r));
+    let renewals = 0;
+    const store = Object.create(b.store) as typeof b.store;
+    store.withRenewalLock = async (fn) => {
+      const result = await b.store.withRenewalLock(fn);
+      if (++renewals === 1) await gate;
+      return result;
+    };
+    const session = new Session({ client: b.client, credentials: DEMO_PHONE, store, clock, log: b.log });
+    b = { ...b, session };
+    await session.start();
+    sim.control.resetRequests();
+    await clock.tickAsync(36 * H);
+    await waitUntil(() => sim.control.requests().length === 1 && session.state === "ready", 5000, "first renewal");
+    // The next renewal comes due while the first one has not released its lock yet.
+    await clock.tickAsync(36 * H);
+    openGate();
+    await waitUntil(() => sim.control.requests().length === 2 && session.state === "ready", 5000, () => `second renewal (${JSON.stringify(ops(sim))})`);
+    assert.deepEqual(ops(sim), ["refreshToken 200", "refreshToken 200"]);
   });
 
   it("close() clears the renewal timer: no request after close however long", async () => {

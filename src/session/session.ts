@@ -574,7 +574,18 @@ export class Session extends EventEmitter {
     this.renewTimer = this.clock.setTimeout(() => {
       this.renewTimer = null;
       this.renewAt = null;
-      if (this._state === "ready" || this._state === "store-unreachable") void this.refresh("scheduled renewal");
+      const renew = () => {
+        if (this._state === "ready" || this._state === "store-unreachable") void this.refresh("scheduled renewal");
+      };
+      if (!this.inflight) return renew();
+      // A login or refresh is still in flight (e.g. releasing its lock): refresh() would just
+      // hand back that one and this renewal would be lost. Once it settles, renew if still due,
+      // else keep the schedule of the pair it brought.
+      void this.inflight.then(() => {
+        if (this.renewTimer !== null || this.inflight) return;
+        if (this.needsRenewal()) renew();
+        else if (this._state === "ready") this.scheduleRenewal();
+      });
     }, at - now);
   }
 
