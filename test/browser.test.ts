@@ -157,6 +157,29 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     return added[0]!;
   }
 
+  /**
+   * Scrolls the workspace back to its top-left corner, as a user does after an edit dialog: the
+   * editor scrolls the workspace so that the node being edited is not hidden by the dialog and
+   * leaves it there (how far depends on the fonts' widths; with only fonts-dejavu-core, as on a
+   * fresh CI machine, the door-unlock ended half under the sidebar and no wire could reach it).
+   */
+  async function scrollWorkspaceHome(): Promise<void> {
+    await chart().evaluate((el) => { el.scrollLeft = 0; el.scrollTop = 0; });
+    await page.waitForFunction(() => {
+      const el = document.querySelector("#red-ui-workspace-chart");
+      return el !== null && el.scrollLeft === 0 && el.scrollTop === 0;
+    }, null, { timeout: STEP_MS });
+  }
+
+  /** Fails clearly when a node is not wholly inside the visible workspace. */
+  async function assertOnScreen(id: string): Promise<void> {
+    const node = await nodeOnCanvas(id).boundingBox();
+    const area = await chart().boundingBox();
+    assert.ok(node && area, `node ${id} and the workspace have boxes`);
+    const inside = node.x - 10 >= area.x && node.y >= area.y && node.x + node.width + 10 <= area.x + area.width && node.y + node.height <= area.y + area.height;
+    assert.ok(inside, `node ${id} is wholly inside the visible workspace: node ${JSON.stringify(node)}, workspace ${JSON.stringify(area)}`);
+  }
+
   /** What the page has at a point of the viewport (for a failure message): the element and two ancestors. */
   async function whatIsAt(x: number, y: number): Promise<string> {
     return page.evaluate(([px, py]) => {
@@ -181,6 +204,8 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
         const RED = (window as unknown as { RED: { nodes: { filterLinks(f: object): { source: { id: string }; sourcePort: number; target: { id: string } }[] } } }).RED;
         return RED.nodes.filterLinks({ source: { id } }).map((l) => ({ port: l.sourcePort, target: l.target.id }));
       }, fromId);
+    await assertOnScreen(fromId);
+    await assertOnScreen(toId);
     const tries: string[] = [];
     for (let attempt = 1; attempt <= 4; attempt++) {
       const outPort = nodeOnCanvas(fromId).locator("g.red-ui-flow-port-output").nth(port);
@@ -341,6 +366,8 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
   });
 
   it("wires an inject and two debug nodes to it, deploys, presses the button: exactly one unlock of door 101 at the simulator", async () => {
+    await scrollWorkspaceHome();
+    await assertOnScreen(unlockId);
     const inject = await dragFromPalette("inject", 150, 160);
     const okDebug = await dragFromPalette("debug", 620, 120);
     const failDebug = await dragFromPalette("debug", 620, 200);
