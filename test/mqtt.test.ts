@@ -11,6 +11,7 @@ import * as path from "node:path";
 import { REPO_ROOT, startBroker, type Broker } from "../scripts/demo.js";
 import { nodeRedPath, resolveFromNodeRed } from "./helpers/runtime.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+import { closeAllParked } from "../src/nodes/account-registry.js";
 
 // node-red-node-test-helper has no type declarations.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -52,6 +53,7 @@ describe("MQTT end to end: aedes broker, core mqtt in, door-unlock", function ()
 
   afterEach(async () => {
     await helper.unload();
+    await closeAllParked(); // the stopped flow parked its account: close it with its simulator
     await publisher.publishAsync(TOPIC, "", { retain: true, qos: 1 }); // no retained command left behind
     await publisher.endAsync();
     await sim.close();

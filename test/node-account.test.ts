@@ -5,11 +5,10 @@
  */
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
-import { closeAllParked } from "../src/nodes/account-registry.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, TAB, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule,
-  freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, tab, teardown, textMatches, unlock,
+  freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
   unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
@@ -49,7 +48,6 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
   });
   afterEach(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
 
@@ -153,14 +151,13 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     assert.equal(sim.control.counts().logins, 1);
     const first = accountOf().account;
     // Redeploy: the flows stop (the account is parked, not removed) and start again.
-    await teardown();
+    await stopFlows();
     await loadFlow(flow, { userDir });
     assert.equal(accountOf().account, first, "the parked account was reclaimed");
     assertAccepted(await unlock({ deviceId: 101 }));
     assert.equal(sim.control.counts().logins, 1, "no second login after the redeploy");
     // Restart: nothing parked any more; the stored pair is resumed from the user directory.
     await teardown();
-    await closeAllParked();
     await loadFlow(flow, { userDir });
     await waitState("ready");
     assert.notEqual(accountOf().account, first);
@@ -175,7 +172,7 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     await loadFlow(flow, { userDir });
     await waitReady();
     const first = accountOf().account;
-    await teardown();
+    await stopFlows();
     await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } } });
     assert.notEqual(accountOf().account, first, "a changed fingerprint is not reclaimed");
     assert.equal(first.session.state, "closed", "the parked account was closed");
@@ -195,7 +192,6 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
   });
   after(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
 
@@ -301,7 +297,6 @@ describe("door-account admin endpoints with adminAuth (Node-RED's real needsPerm
   });
   after(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
 

@@ -6,7 +6,6 @@
 import { strict as assert } from "node:assert";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import * as path from "node:path";
-import { closeAllParked } from "../src/nodes/account-registry.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, freshUserDir, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow,
@@ -35,7 +34,6 @@ describe("door-unlock audit log (Node-RED runtime + simulator)", function () {
   });
   after(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
   beforeEach(() => {
@@ -121,7 +119,6 @@ describe("door-unlock audit log: configured path and unwritable file (Node-RED r
   });
   afterEach(async () => {
     await teardown();
-    await closeAllParked();
   });
   after(async () => {
     await sim.close();

@@ -4,7 +4,6 @@
  * msg.outcome and msg.statusCode. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { closeAllParked } from "../src/nodes/account-registry.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import { accountNode, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, waitReady, TAB, lastStatus } from "./helpers/flow.js";
 
@@ -35,7 +34,6 @@ describe("door-devices and door-status (Node-RED runtime + simulator)", function
   });
   after(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
   beforeEach(() => {

@@ -3,7 +3,6 @@
  * CONTRACT's outcome table, with the requests counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { closeAllParked } from "../src/nodes/account-registry.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   assertAccepted, assertFailed, count, loadFlow, logins, readAudit, startSim, teardown, unlock,
@@ -23,7 +22,6 @@ describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
   });
   after(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
   beforeEach(() => {
@@ -264,7 +262,6 @@ describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simul
   });
   afterEach(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
 

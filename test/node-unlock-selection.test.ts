@@ -4,7 +4,6 @@
  * one login for many nodes. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { closeAllParked } from "../src/nodes/account-registry.js";
 import { demoSeed, type RunningSimulator } from "../src/simulator/index.js";
 import {
   accountNode, assertAccepted, assertFailed, count, helper, helperNodes, loadFlow, logins, startSim, tab, teardown,
@@ -33,7 +32,6 @@ describe("door-unlock selection (Node-RED runtime + simulator)", function () {
   });
   after(async () => {
     await teardown();
-    await closeAllParked();
     await sim.close();
   });
   beforeEach(() => {
@@ -144,7 +142,6 @@ describe("door-unlock: one login for the whole account (Node-RED runtime + simul
   });
   afterEach(async () => {
     await teardown();
-    await closeAllParked();
   });
   after(async () => {
     await sim.close();
@@ -186,7 +183,6 @@ describe("door-unlock: a 404 for a known id re-fetches the device list once (Nod
 
   after(async () => {
     await teardown();
-    await closeAllParked();
     await simA?.close();
     await simB?.close();
   });

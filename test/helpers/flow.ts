@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
+import { closeAllParked } from "../../src/nodes/account-registry.js";
 import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
 
 // node-red-node-test-helper has no type declarations.
@@ -255,6 +256,13 @@ export function textMatches(text: string | undefined, key: string, english: RegE
   return text.includes(key) || english.test(text);
 }
 
-export async function teardown(): Promise<void> {
+/** Stops the flows as a redeploy does: each door-account is parked, ready to be reclaimed. */
+export async function stopFlows(): Promise<void> {
   await helper.unload();
+}
+
+/** Stops the flows and closes the parked accounts too (a Node-RED restart): nothing is left running. */
+export async function teardown(): Promise<void> {
+  await stopFlows();
+  await closeAllParked();
 }
