@@ -1,10 +1,23 @@
 /*
- * Editor code shared by the door-status and door-unlock dialogs: the door picker and the
- * door-id helpers. Node-RED serves this file from the package's resources/ folder; each node's
- * HTML loads it with <script src="resources/@door-access/node-red/door-picker.js">.
+ * Editor code shared by the dialogs: the door picker and the door-id helpers (door-status,
+ * door-unlock) and the error text of a failed admin request (those two and door-account).
+ * Node-RED serves this file from the package's resources/ folder; each node's HTML loads it
+ * with <script src="resources/@door-access/node-red/door-picker.js">.
  */
 (function () {
     "use strict";
+    if (window.DoorAccessEditor) {
+        return; // loaded already by another node's HTML
+    }
+
+    // The { error } text that our admin endpoints send with a failure, or null.
+    function adminError(xhr) {
+        var body = xhr.responseJSON;
+        if (!body && xhr.responseText) {
+            try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
+        }
+        return body && typeof body.error === "string" ? body.error : null;
+    }
 
     // Lists the account's doors from the runtime's admin endpoint and keeps the
     // chosen door as { deviceId, doorName, doorLocation }. A door that the list no
@@ -125,12 +138,9 @@
             note.toggle(!!text);
         }
         function errorText(xhr) {
-            var body = xhr.responseJSON;
-            if (!body && xhr.responseText) {
-                try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
-            }
-            if (body && typeof body.error === "string") {
-                return body.error;
+            var error = adminError(xhr);
+            if (error !== null) {
+                return error;
             }
             if (xhr.statusText === "timeout") {
                 return t("picker.timeout");
@@ -224,6 +234,26 @@
         };
     }
 
+    // oneditsave: the picked door onto the node (deviceId, doorName, doorLocation); the picker closes.
+    function savePickedDoor(node) {
+        var picker = node._doorPicker;
+        if (picker) {
+            var door = picker.value();
+            node.deviceId = door ? door.deviceId : "";
+            node.doorName = door ? door.doorName : "";
+            node.doorLocation = door ? door.doorLocation : "";
+            closePicker(node);
+        }
+    }
+
+    // oneditcancel (and after a save): stops the picker; a list still loading is ignored.
+    function closePicker(node) {
+        if (node._doorPicker) {
+            node._doorPicker.close();
+            delete node._doorPicker;
+        }
+    }
+
     function toDeviceId(v) {
         if (typeof v === "number" && Math.floor(v) === v && v > 0) {
             return v;
@@ -259,7 +289,10 @@
     }
 
     window.DoorAccessEditor = {
+        adminError: adminError,
         doorPicker: doorPicker,
+        savePickedDoor: savePickedDoor,
+        closePicker: closePicker,
         toDeviceId: toDeviceId,
         lockCountOf: lockCountOf,
         isDeviceIdValue: isDeviceIdValue,
