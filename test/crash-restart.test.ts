@@ -43,18 +43,22 @@ describe("crash and restart (SIGKILL during refresh and unlock)", function () {
     for (let i = 0; i < KILLS; i++) {
       // Widen the windows: refreshes and unlocks take 20-60 ms at the service.
       sim.control.clearFaults();
-      sim.control.inject({ kind: "latency", endpoint: "refreshToken", latencyMs: 40 + (i % 3) * 10, count: 1000 });
+      if (i % 4 === 0) {
+        // Kill inside a refresh, forced rather than timed: the service holds this child's next
+        // refresh for a minute (so the kill always lands inside it). Every other such round the
+        // refresh is executed first (slow-headers: the token is consumed and the new pair never
+        // arrives), else not executed at all (latency: the token is still good).
+        sim.control.inject({ kind: i % 8 === 0 ? "slow-headers" : "latency", endpoint: "refreshToken", latencyMs: 60_000, count: 1 });
+      } else {
+        sim.control.inject({ kind: "latency", endpoint: "refreshToken", latencyMs: 40 + (i % 3) * 10, count: 1000 });
+      }
       sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 20, count: 1000 });
       const out = { text: "" };
       child = spawn(process.execPath, [script, sim.url, dir], { stdio: ["ignore", "pipe", "pipe"] });
       child.stdout!.on("data", (d: Buffer) => (out.text += d.toString()));
       await waitUntil(() => out.text.includes("ready"), 30_000, `child ${i} ready`); // may first wait out a dead holder's lock (5 s)
       if (i % 4 === 0) {
-        // Kill inside a refresh: while the service holds the refresh request (it answers
-        // after 40-60 ms of injected latency; the token may be consumed with nobody to
-        // receive the new pair).
         await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "refreshToken"), 20_000, `child ${i} refreshing`);
-        await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 30)));
         killsDuringRefresh++;
       } else if (i % 4 === 1) {
         // Kill inside an unlock.
@@ -90,6 +94,8 @@ describe("crash and restart (SIGKILL during refresh and unlock)", function () {
     const attempts = audit.records.filter((r) => r.type === "unlock-attempt").length;
     assert.ok(puts > 0 && puts <= attempts, `${puts} PUTs reached the service, ${attempts} attempt records`);
     const refreshes = sim.control.requests({ operation: "refreshToken" }).length;
+    // The dead children's held refreshes are logged once their connections close.
+    await waitUntil(() => sim.control.inFlight().length === 0, 10_000, "the killed children's requests to close");
     const cutRefreshes = sim.control.requests({ operation: "refreshToken" }).filter((r) => r.status === 0).length;
     assert.ok(cutRefreshes >= killsDuringRefresh, `every kill inside a refresh cut one (${cutRefreshes} of ${killsDuringRefresh})`);
     console.log(`    kills: ${KILLS} (${killsDuringRefresh} inside a refresh, ${killsDuringUnlock} inside an unlock), logins: ${logins}, refreshes: ${refreshes}, PUTs: ${puts}, attempt records: ${attempts}, torn audit tails seen: ${tornAuditTails}`);

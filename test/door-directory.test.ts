@@ -283,8 +283,32 @@ describe("door directory (device cache and door resolution)", function () {
       assert.equal(ok(await dir.resolveIdentity({ id: 1, name: "Front Door", location: "Main House" })).id, 11);
       // Name repeated: the location picks the one.
       assert.equal(ok(await dir.resolveIdentity({ id: 42, name: "Back Door", location: "Garage" })).id, 3);
-      // Location renamed but the name is unique: the name alone identifies it.
-      assert.equal(ok(await dir.resolveIdentity({ id: 7, name: "Front Door", location: "Old House" })).id, 11);
+      // CONTRACT "Door selection": a stored location is never dropped. A door of the same name
+      // at another location is named as a candidate, never resolved in its place.
+      const moved = notOk(await dir.resolveIdentity({ id: 7, name: "Front Door", location: "Old House" }));
+      assert.equal(moved.reason, "unknown");
+      assert.deepEqual(moved.candidates, ["Main House / Front Door"]);
+    });
+
+    it("never resolves a picked door to a same-named door at another location (issue 11 defect 1)", async function () {
+      // The seed's shape: "Main Street 1 / Back Door" #102 and "Harbour Warehouse / Back Door" #103.
+      const seed: Device[] = [
+        { id: 101, name: "Front Door", locationName: "Main Street 1" },
+        { id: 102, name: "Back Door", locationName: "Main Street 1" },
+        { id: 103, name: "Back Door", locationName: "Harbour Warehouse" },
+      ];
+      const picked = { id: 102, name: "Back Door", location: "Main Street 1" };
+      const renamed = [seed[0]!, { ...seed[1]!, name: "Yard Door" }, seed[2]!];
+      assert.equal(ok(await new DeviceDirectory(fakeFetch(renamed).fetch).resolveIdentity(picked)).id, 102, "rule 3: renamed, same id");
+      const removed = [seed[0]!, seed[2]!];
+      const gone = notOk(await new DeviceDirectory(fakeFetch(removed).fetch).resolveIdentity(picked));
+      assert.equal(gone.reason, "unknown", "rule 4: removed from the list");
+      assert.deepEqual(gone.candidates, ["Harbour Warehouse / Back Door"]);
+      const renumbered = [seed[0]!, { ...seed[1]!, id: 202 }, seed[2]!];
+      assert.equal(ok(await new DeviceDirectory(fakeFetch(renumbered).fetch).resolveIdentity(picked)).id, 202, "rule 2: new id, same name and location");
+      const movedAway = [seed[0]!, { ...seed[1]!, id: 202, locationName: "Harbour Warehouse" }, seed[2]!];
+      const amb = await new DeviceDirectory(fakeFetch(movedAway).fetch).resolveIdentity(picked);
+      assert.equal(amb.ok, false, "moved to another location under a new id: not opened");
     });
 
     it("falls back to the id when the door was renamed, and to unknown when neither is found", async function () {

@@ -12,7 +12,7 @@ import { SessionHaltedError } from "../session/errors.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
-import { PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
+import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import { type Clock, systemClock } from "../util/clock.js";
 
 export const LOGIN_METHODS: readonly LoginMethod[] = ["phone", "email", "login"];
@@ -45,7 +45,9 @@ export function checkAccountSettings(s: AccountSettings): { ok: true; baseUrl: s
   let credentials: Credentials | null = null;
   if (method === "email") {
     const email = typeof s.email === "string" ? s.email.trim() : "";
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) problems.push("the email address is missing or malformed");
+    // The very schema the login request is validated with: an address accepted here is one the
+    // client will send (a looser check let "ops@example.c" through to fail at every login).
+    if (!LoginByEmailRequest.shape.email.safeParse(email).success) problems.push("the email address is missing or malformed");
     else credentials = { method, email, password };
   } else if (LOGIN_METHODS.includes(method)) {
     const phone = typeof s.phoneNumber === "string" ? s.phoneNumber.trim() : "";
@@ -125,6 +127,8 @@ export class Account extends EventEmitter {
   private locationCache: { at: number; list: Location[] } | null = null;
   private locationFetch: Promise<Location[]> | null = null;
   private closed = false;
+  private warmTimer: unknown = null;
+  private warmOnReady: ((snap: SessionSnapshot) => void) | null = null;
   /** The store this account built (and closes); a store passed in is the caller's. */
   private readonly ownStore: TokenStore | null;
 
@@ -186,6 +190,47 @@ export class Account extends EventEmitter {
     return this.directory.devices(force);
   }
 
+  /**
+   * Fetches the device list once the session is ready, so names resolve without a fetch on the
+   * unlock path; a failed fetch is tried again after the directory's back-off (30 s doubling, at
+   * most every 15 min, never sooner than a Retry-After). Waits while the session is not ready
+   * (no login is started for it: only messages may cause one). Stops when the list is there
+   * or the account closes. Never rejects.
+   */
+  warmDevices(): void {
+    if (this.closed || this.directory.cached() !== null) return;
+    if (this.session.state !== "ready") {
+      if (this.warmOnReady) return;
+      this.warmOnReady = (snap: SessionSnapshot) => {
+        if (snap.state !== "ready") return;
+        this.session.off("state", this.warmOnReady!);
+        this.warmOnReady = null;
+        this.warmDevices();
+      };
+      this.session.on("state", this.warmOnReady);
+      return;
+    }
+    this.directory.fetchNow().then(
+      () => undefined,
+      () => {
+        if (this.closed) return;
+        const at = this.directory.nextRetryAt() ?? this.clock.now();
+        this.clock.clearTimeout(this.warmTimer);
+        this.warmTimer = this.clock.setTimeout(() => {
+          this.warmTimer = null;
+          this.warmDevices();
+        }, Math.max(0, at - this.clock.now()));
+      },
+    );
+  }
+
+  private stopWarming(): void {
+    if (this.warmTimer !== null) this.clock.clearTimeout(this.warmTimer);
+    this.warmTimer = null;
+    if (this.warmOnReady) this.session.off("state", this.warmOnReady);
+    this.warmOnReady = null;
+  }
+
   /** The location list, cached like the device list (single flight). */
   async locations(force = false): Promise<Location[]> {
     const c = this.locationCache;
@@ -213,6 +258,7 @@ export class Account extends EventEmitter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stopWarming();
     await this.session.close();
     await Promise.allSettled([this.client.close(), this.audit.close(), this.ownStore?.close?.()]);
   }
@@ -221,6 +267,7 @@ export class Account extends EventEmitter {
   async destroy(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.stopWarming();
     await this.session.destroy();
     await Promise.allSettled([this.client.close(), this.audit.close(), this.ownStore?.close?.()]);
   }

@@ -31,6 +31,17 @@ export interface DeviceDirectoryOptions {
 }
 
 export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
+/** After a failed list fetch the next one waits 30 s, doubling up to 15 min (then every 15 min). */
+export const LIST_RETRY_BASE_MS = 30_000;
+export const LIST_RETRY_CAP_MS = 15 * 60_000;
+
+/** The device list could not be fetched, and the back-off after the last failure still runs. */
+export class DeviceListUnavailableError extends Error {
+  override readonly name = "DeviceListUnavailableError";
+  constructor(override readonly cause: unknown, readonly retryInMs: number) {
+    super(`the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`);
+  }
+}
 /** Longest door name or "Location / Name" accepted from a message. */
 export const MAX_DOOR_QUERY = 200;
 /** At most this many candidates are spelled out in a message. */
@@ -130,6 +141,12 @@ export class DeviceDirectory {
   private readonly notFoundMinAgeMs: number;
   private snapshot: Snapshot | null = null;
   private inflight: Promise<Snapshot> | null = null;
+  /** Back-off after failed fetches: consecutive failures, the last error, the next try. */
+  private failures = 0;
+  private lastError: unknown = null;
+  private retryAt = Number.NEGATIVE_INFINITY;
+  /** Between two back-off tries, one fetch may still be made when a message needs the list. */
+  private messageTryUsed = false;
 
   constructor(fetchDevices: () => Promise<Device[]>, options: DeviceDirectoryOptions = {}) {
     if (typeof fetchDevices !== "function") throw new TypeError("fetchDevices must be a function");
@@ -145,7 +162,15 @@ export class DeviceDirectory {
    * waiters with the fetch's own error and keeps the previous list. The array is frozen.
    */
   async devices(force = false): Promise<Device[]> {
-    return (await this.load(force)).devices;
+    return (await this.load(force, "wait")).devices;
+  }
+
+  /**
+   * When the next fetch after a failure is allowed (ms since epoch), or null when the last
+   * fetch succeeded (or none failed yet). The account retries the start-up fetch at this time.
+   */
+  nextRetryAt(): number | null {
+    return this.failures > 0 ? this.retryAt : null;
   }
 
   /** The last good list (null before the first successful fetch) and when it was fetched. */
@@ -161,7 +186,7 @@ export class DeviceDirectory {
   async resolveName(query: string, force = false): Promise<Resolution> {
     const invalid = validateQuery(query, "door name");
     if (invalid) return invalid;
-    const snap = await this.load(force);
+    const snap = await this.load(force, "serve-stale");
     const key = normalizeDoorKey(query);
     const matches = unique([...(snap.byName.get(key) ?? []), ...(snap.byLabel.get(key) ?? [])]);
     if (matches.length === 1) return { ok: true, device: matches[0] };
@@ -170,17 +195,20 @@ export class DeviceDirectory {
   }
 
   /**
-   * Resolves a door stored by the editor (id seen when it was picked, plus name and location):
-   * 1. the id is in the list with the same name → that device;
-   * 2. the name (+ location) identifies exactly one device → that device, whatever its id now
-   *    (the door got a new id); when the location no longer matches, the name alone is tried;
-   * 3. the id is in the list → that device (the door was renamed);
-   * 4. otherwise unknown (or ambiguous, when the name matches several devices and no id helps).
+   * Resolves a door stored by the editor (id seen when it was picked, plus name and location),
+   * by the CONTRACT's rules ("Door selection"), in order:
+   * 1. the stored id is in the list with the stored name → that device;
+   * 2. exactly one device has the stored name AND the stored location → that device (the door
+   *    got a new id); a stored location is never dropped: a door of the same name at another
+   *    location is never taken in its place (without a stored location: the only device of that
+   *    name that has no location either);
+   * 3. the stored id is in the list → that device (the door was renamed);
+   * 4. otherwise the door fails (unknown, or ambiguous with the candidates) and nothing is sent.
    */
   async resolveIdentity(identity: DoorIdentity, force = false): Promise<Resolution> {
     const invalid = validateIdentity(identity);
     if (invalid) return invalid;
-    return this.resolveIdentityIn(await this.load(force), identity);
+    return this.resolveIdentityIn(await this.load(force, "serve-stale"), identity);
   }
 
   /**
@@ -199,13 +227,13 @@ export class DeviceDirectory {
     if (this.inflight) {
       snap = await this.inflight;
     } else if (!cur) {
-      snap = await this.load(false);
+      snap = await this.load(false, "wait");
     } else if (identity.id === null || identity.id === undefined || !cur.byId.has(identity.id)) {
       snap = cur;
     } else if (this.notFoundMinAgeMs > 0 && this.now() - cur.fetchStartedAt < this.notFoundMinAgeMs) {
       snap = cur;
     } else {
-      snap = await this.load(true);
+      snap = await this.load(true, "wait");
     }
     return this.resolveIdentityIn(snap, identity);
   }
@@ -219,16 +247,54 @@ export class DeviceDirectory {
     return count > 1 && loc !== null ? `${loc} / ${name}` : name;
   }
 
-  private load(force: boolean): Promise<Snapshot> {
+  /**
+   * `serve-stale` (the unlock and status paths): an expired list is served at once and a new
+   * one fetched in the background (CONTRACT "Door selection": they never wait for a list fetch
+   * when a list, even an expired one, is cached). `wait`: an expired list is fetched first.
+   * Without any list, both fetch, within the back-off after a failure (one try per back-off
+   * window when a message needs the list; otherwise the last error).
+   */
+  private load(force: boolean, mode: "serve-stale" | "wait"): Promise<Snapshot> {
     const snap = this.snapshot;
     if (!force && snap && this.now() - snap.fetchedAt < this.ttlMs) return Promise.resolve(snap);
+    if (!force && snap && mode === "serve-stale") {
+      if (!this.inflight && this.now() >= this.retryAt) this.fetchNow().catch(() => undefined); // background; errors go to the back-off
+      return Promise.resolve(snap);
+    }
+    if (this.inflight) return this.inflight;
+    if (!force && this.now() < this.retryAt) {
+      if (this.messageTryUsed) {
+        if (snap) return Promise.resolve(snap);
+        return Promise.reject(new DeviceListUnavailableError(this.lastError, this.retryAt - this.now()));
+      }
+      this.messageTryUsed = true;
+    }
+    return this.fetchNow();
+  }
+
+  /** Starts the one list fetch (or joins the one in flight). */
+  fetchNow(): Promise<Snapshot> {
     if (this.inflight) return this.inflight;
     const run = async (): Promise<Snapshot> => {
       const startedAt = this.now();
-      const list = await this.fetchDevices();
-      if (!Array.isArray(list)) throw new TypeError("device list fetch did not return an array");
+      let list: Device[];
+      try {
+        list = await this.fetchDevices();
+        if (!Array.isArray(list)) throw new TypeError("device list fetch did not return an array");
+      } catch (e) {
+        this.failures++;
+        this.lastError = e;
+        const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0; // a 429's Retry-After
+        const delay = Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(this.failures - 1, 10)), retryAfterSec * 1000);
+        this.retryAt = this.now() + delay;
+        this.messageTryUsed = false;
+        throw e;
+      }
       const next = buildSnapshot(list, startedAt, this.now());
       this.snapshot = next;
+      this.failures = 0;
+      this.lastError = null;
+      this.retryAt = Number.NEGATIVE_INFINITY;
       return next;
     };
     // Started from a microtask so that even a fetch function that throws synchronously goes
@@ -252,14 +318,28 @@ export class DeviceDirectory {
     let matches: Device[] = [];
     if (nameKey !== null) {
       const loc = text(identity.location);
-      if (loc !== null) matches = snap.byLabel.get(`${normalizeDoorKey(loc)} / ${nameKey}`) ?? [];
-      if (matches.length === 0) matches = snap.byName.get(nameKey) ?? [];
+      matches =
+        loc !== null
+          ? (snap.byLabel.get(`${normalizeDoorKey(loc)} / ${nameKey}`) ?? [])
+          : (snap.byName.get(nameKey) ?? []).filter((d) => text(d.locationName) === null);
       if (matches.length === 1) return { ok: true, device: matches[0] };
     }
     if (byId) return { ok: true, device: byId };
     const shown = describeIdentity(identity);
     if (matches.length > 1) return this.ambiguous(snap, shown, matches);
     const subject = `door ${shown} is not in the account's device list`;
+    const elsewhere = nameKey !== null ? (snap.byName.get(nameKey) ?? []) : [];
+    if (elsewhere.length > 0 && text(identity.location) === null) return this.ambiguous(snap, shown, elsewhere);
+    if (elsewhere.length > 0) {
+      // Same name at another location: named as candidates, never opened in its place.
+      const labels = elsewhere.map((d) => `${text(d.locationName) ?? "(no location)"} / ${text(d.name)}`);
+      return {
+        ok: false,
+        reason: "unknown",
+        message: `${subject}; a door of that name at another location is not opened in its place: ${listCandidates(labels)} (pick the door again, or use msg.deviceId)`,
+        candidates: labels,
+      };
+    }
     return this.unknown(snap, subject, nameKey ?? "");
   }
 

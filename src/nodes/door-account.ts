@@ -126,10 +126,9 @@ export = function register(RED: NodeAPI): void {
         });
       });
       if (!reused) {
-        void account.start().then(() => {
-          // Warm the device list once, so names resolve without a fetch on the unlock path.
-          if (account.session.state === "ready") void account.devices().catch(() => undefined);
-        });
+        // Warm the device list (retried with back-off), so names resolve without a fetch on
+        // the unlock path. start() never rejects; the catch is for the rule, not for a case.
+        account.start().then(() => account.warmDevices()).catch((e: Error) => node.error(`door-account: start failed: ${e.message}`));
       }
     }
   }
@@ -173,7 +172,9 @@ export = function register(RED: NodeAPI): void {
       res.status(409).json({ error: `configuration: ${n.problem ?? "invalid"}` });
       return;
     }
-    void n.account.session.reconnect();
+    // Never awaited by the request, never able to reject unhandled (issue 11 defect 3): the
+    // state endpoint and the node status show how the login ends.
+    n.account.session.reconnect().catch(() => undefined);
     res.status(202).json({ requested: true });
   });
 

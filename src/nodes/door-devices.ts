@@ -30,7 +30,10 @@ export = function register(RED: NodeAPI): void {
         try {
           const force = m.refresh === true;
           const list = kind === "locations" ? await got.account.locations(force) : await got.account.devices(force);
-          m.payload = list;
+          // Each message gets its own copy (CONTRACT "Door selection"): a flow that sorts or
+          // edits msg.payload changes nothing else — not the account's cache, not the picker,
+          // not how door names resolve.
+          m.payload = structuredClone(list);
           binding.setResult({
             fill: "green", shape: "dot",
             text: RED._("door-devices.status.ok", { count: list.length, kind: RED._(`door-devices.status.${kind}`), time: clockTime(Date.now()) }),

@@ -30,3 +30,16 @@ export class StoreUnreachableError extends SessionUnavailableError {
     super(message, null);
   }
 }
+
+/**
+ * A call was answered 401 (or its token was known rejected) and the renewal that had to
+ * follow did not give a new token (429, 5xx, network): nothing was executed, the call was not
+ * replayed, and the account is not halted (CONTRACT "A replay only follows a renewal").
+ * `rateLimited` with `retryAfter` when the service answered 429.
+ */
+export class RenewalFailedError extends SessionUnavailableError {
+  override readonly name: string = "RenewalFailedError";
+  constructor(message: string, readonly rateLimited: boolean, retryAfter: number | null) {
+    super(message, retryAfter);
+  }
+}

@@ -29,7 +29,7 @@ import { decodeJwt } from "jose";
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import { DoorApiError } from "../client/errors.js";
 import { type Clock, systemClock } from "../util/clock.js";
-import { SessionHaltedError, SessionUnavailableError, StoreUnreachableError } from "./errors.js";
+import { RenewalFailedError, SessionHaltedError, SessionUnavailableError, StoreUnreachableError } from "./errors.js";
 import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
 
 export type SessionState =
@@ -78,6 +78,13 @@ export interface SessionTimings {
   waitMs: number;
   /** After a transient refresh failure with a still-valid token, try again after this. */
   refreshRetryMs: number;
+  /**
+   * Renewals (scheduled or on demand) are never closer together than this, whatever the
+   * token's lifetime and whatever the local clock says (CONTRACT "Renewal is bounded").
+   */
+  minRenewalIntervalMs: number;
+  /** How long close() lets a login or refresh in flight finish (and persist its pair). */
+  closeWaitMs: number;
 }
 
 export const DEFAULT_TIMINGS: SessionTimings = {
@@ -88,6 +95,8 @@ export const DEFAULT_TIMINGS: SessionTimings = {
   loginRetryMs: 60_000,
   waitMs: 30_000,
   refreshRetryMs: 15 * 60_000,
+  minRenewalIntervalMs: 30_000,
+  closeWaitMs: 8_000,
 };
 
 export interface SessionOptions {
@@ -102,7 +111,17 @@ export interface SessionOptions {
 interface LivePair extends StoredPair {
   /** ms since epoch from the JWT `exp`, or null when the token carries none. */
   exp: number | null;
+  /**
+   * The token's lifetime in ms (`exp − iat`, or `exp` − the local time it was obtained when it
+   * carries no `iat`), or null without `exp`. Renewal and expiry are measured from `obtainedAt`
+   * on the local clock plus this lifetime, so a local clock that is off (or jumps) cannot make
+   * every fresh token look expired.
+   */
+  lifetimeMs: number | null;
 }
+
+/** Why the last renewal (refresh or login) did not give a new token. */
+type RenewalFailure = { rateLimited: true; retryAfterSec: number; message: string } | { rateLimited: false; message: string };
 
 const silent: SessionLog = { info() {}, warn() {}, error() {} };
 
@@ -142,6 +161,14 @@ export class Session extends EventEmitter {
   private deadRefresh: string | null = null;
   /** A shared store missed our last pair: written again when the store is back. */
   private unsaved = false;
+  /** The refresh token of the pair the unsaved one replaced (what the store still holds, if nobody renewed since). */
+  private unsavedBase: string | null = null;
+  /** When the last refresh started (the renewal spacing is measured from it). */
+  private lastRenewalStartedAt = Number.NEGATIVE_INFINITY;
+  /** No renewal on demand before this (a refresh was rate-limited or failed transiently). */
+  private renewNotBefore = Number.NEGATIVE_INFINITY;
+  /** Why the last renewal failed without a halt (cleared by a new pair). */
+  private lastRenewalFailure: RenewalFailure | null = null;
   private readonly unwatch: (() => void) | null;
 
   constructor(options: SessionOptions) {
@@ -193,11 +220,18 @@ export class Session extends EventEmitter {
       return await fn(first);
     } catch (e) {
       if (!is401(e)) throw e;
+      // CONTRACT "A replay only follows a renewal": the replay uses a token that a refresh (or
+      // login) obtained after this 401, never the rejected one again. A renewal that failed
+      // (429, 5xx, network) ends the call here: no replay, and no halt.
       await this.renewAfter401(first);
-      if (this._state === "store-unreachable" && this.pair?.accessToken === first) {
-        throw new StoreUnreachableError(`session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}; the request was not repeated`);
+      const second = this.pair?.accessToken;
+      if (this._state !== "ready" || second === undefined || second === first) {
+        if (HALTED_STATES.has(this._state) || this._state === "closed") await this.token(); // throws SessionHaltedError
+        if (this._state === "store-unreachable") {
+          throw new StoreUnreachableError(`session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}; the request was not repeated`);
+        }
+        throw this.renewalFailedError("the request was answered 401 and was not repeated");
       }
-      const second = await this.token();
       try {
         return await fn(second);
       } catch (e2) {
@@ -220,6 +254,19 @@ export class Session extends EventEmitter {
         case "halted-superseded":
           throw new SessionHaltedError(this._state, `account halted: ${this.reason ?? this._state}; an operator must redeploy or press reconnect`);
         case "ready":
+          if (this.pair && this.pair.accessToken === this.rejectedAccess) {
+            // The service answered 401 to this token and its renewal failed: never send it
+            // again. Renew on demand, but not before the service's Retry-After / the spacing.
+            if (this.inflight) {
+              await this.waitFor(this.inflight);
+            } else if (this.clock.now() >= this.renewNotBefore) {
+              await this.waitFor(this.refresh(AFTER_401));
+            } else {
+              throw this.renewalFailedError("nothing was sent");
+            }
+            if (this.pair && this.pair.accessToken === this.rejectedAccess && this._state === "ready") throw this.renewalFailedError("nothing was sent");
+            break;
+          }
           if (this.pair && !this.isExpired()) return this.pair.accessToken;
           await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
           break;
@@ -259,12 +306,22 @@ export class Session extends EventEmitter {
   }
 
   /** Operator action after a halt (or to hurry a retry while unreachable): one fresh login. */
+  /**
+   * Operator action after a halt (or to hurry a retry while unreachable): one fresh login.
+   * Never rejects (an operator's click must not be able to crash the runtime): while a login or
+   * refresh is already in flight it does nothing more, and the state shows how that one ends.
+   */
   async reconnect(): Promise<void> {
-    if (this._state === "closed") return;
-    if (this.inflight) return this.waitFor(this.inflight);
+    if (this._state === "closed" || this.inflight) return;
     this.lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
     this.loginNotBefore = Number.NEGATIVE_INFINITY;
-    await this.login("operator reconnect");
+    this.renewNotBefore = Number.NEGATIVE_INFINITY;
+    await this.login("operator reconnect").catch(() => undefined);
+  }
+
+  /** Whether a login or refresh is in flight (the config node waits for it before closing). */
+  get busy(): boolean {
+    return this.inflight !== null;
   }
 
   /** Stops timers and refuses new calls; the stored pair stays for the next start. */
@@ -272,6 +329,14 @@ export class Session extends EventEmitter {
     this.unwatch?.();
     this.clearRenewal();
     this.setState("closed", null);
+    // A refresh in flight has (or soon will have) consumed the refresh token at the service:
+    // let it finish and persist the new pair (bounded), or the next start must log in again.
+    const inflight = this.inflight;
+    if (inflight) {
+      let t: unknown = null;
+      await Promise.race([inflight.catch(() => undefined), new Promise<void>((r) => (t = this.clock.setTimeout(r, this.timings.closeWaitMs)))]);
+      if (t !== null) this.clock.clearTimeout(t);
+    }
     this.abort.abort(new Error("session closed"));
     await this.inflight?.catch(() => undefined);
   }
@@ -304,7 +369,18 @@ export class Session extends EventEmitter {
     if (this.inflight) return this.waitFor(this.inflight);
     if (this.pair && this.pair.accessToken !== usedToken) return; // someone already renewed
     if (HALTED_STATES.has(this._state) || this._state === "closed") return;
+    if (this.clock.now() < this.renewNotBefore) return; // rate-limited: the call fails, no replay
     await this.waitFor(this.refresh(AFTER_401));
+  }
+
+  /** The error for a call whose token could not be renewed (nothing executed). */
+  private renewalFailedError(what: string): RenewalFailedError {
+    const f = this.lastRenewalFailure;
+    if (f?.rateLimited) {
+      const left = Math.max(1, Math.ceil((this.renewNotBefore - this.clock.now()) / 1000));
+      return new RenewalFailedError(`the session could not be renewed: ${f.message}; ${what}`, true, Number.isFinite(left) ? left : f.retryAfterSec);
+    }
+    return new RenewalFailedError(`the session could not be renewed (${f?.message ?? this.reason ?? this._state}); ${what}`, false, null);
   }
 
   /** Single flight: a second caller gets the refresh (or login) already in flight. */
@@ -352,6 +428,7 @@ export class Session extends EventEmitter {
       }
       const current = this.pair!;
       let fresh: { accessToken: string; refreshToken: string };
+      this.lastRenewalStartedAt = this.clock.now();
       try {
         fresh = await this.client.refresh(current.refreshToken, this.abort.signal);
       } catch (e) {
@@ -372,7 +449,9 @@ export class Session extends EventEmitter {
           return;
         }
         if (e.kind === "http" && e.status === 429) {
-          const wait = (e.retryAfter ?? 60) * 1000;
+          const wait = Math.max((e.retryAfter ?? 60) * 1000, this.timings.minRenewalIntervalMs);
+          this.renewNotBefore = this.clock.now() + wait;
+          this.lastRenewalFailure = { rateLimited: true, retryAfterSec: Math.ceil(wait / 1000), message: `refresh rate-limited by the service (retry after ${Math.ceil(wait / 1000)} s)` };
           this.log.warn(`session: refresh rate-limited; next try in ${Math.ceil(wait / 1000)} s`);
           if (!this.isExpired()) {
             this.becomeReady(wait);
@@ -384,8 +463,10 @@ export class Session extends EventEmitter {
         }
         // 5xx, network, timeout, bad body — the client already retried once. A proactive
         // renewal may keep a token that is still good; after a 401 the token is known bad.
-        if (why !== AFTER_401 && this.pair && this.pair.exp !== null && this.pair.exp - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
+        this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.kind}` };
+        if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && this.localExpiry() - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
+          this.renewNotBefore = this.clock.now() + this.timings.minRenewalIntervalMs;
           this.becomeReady(this.timings.refreshRetryMs);
           return;
         }
@@ -438,10 +519,13 @@ export class Session extends EventEmitter {
       if (e.kind === "http" && e.status === 429) {
         const wait = Math.max(this.timings.loginRetryMs, (e.retryAfter ?? 0) * 1000);
         this.loginNotBefore = this.clock.now() + wait;
+        this.renewNotBefore = this.loginNotBefore;
+        this.lastRenewalFailure = { rateLimited: true, retryAfterSec: Math.ceil(wait / 1000), message: `login rate-limited by the service (retry after ${Math.ceil(wait / 1000)} s)` };
         this.setState("unreachable", `login rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`);
         this.log.warn(`session: login rate-limited (429); next try in ${Math.ceil(wait / 1000)} s`);
         return;
       }
+      this.lastRenewalFailure = { rateLimited: false, message: e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}` };
       this.setState("unreachable", e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}`);
       this.log.warn(`session: ${e.message}; will try again when a message needs the session (at most once a minute)`);
       return;
@@ -453,12 +537,18 @@ export class Session extends EventEmitter {
   /** A new pair from login or refresh: persist it as a pair, then use it. */
   private async accept(fresh: { accessToken: string; refreshToken: string }): Promise<void> {
     const pair: StoredPair = { accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, obtainedAt: this.clock.now() };
+    const base = this.unsaved ? this.unsavedBase : (this.pair?.refreshToken ?? this.deadRefresh);
     this.adopt(pair);
+    this.lastRenewalFailure = null;
+    this.renewNotBefore = Number.NEGATIVE_INFINITY;
     this.unsaved = false;
     try {
       await this.store.save(pair);
     } catch (e) {
-      if (this.store.shared) this.unsaved = true;
+      if (this.store.shared) {
+        this.unsaved = true;
+        this.unsavedBase = base;
+      }
       this.log.error(`session: could not persist the token pair to the ${this.store.description} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a restart will have to log in again`);
     }
     if (this._state !== "closed") this.becomeReady();
@@ -506,9 +596,19 @@ export class Session extends EventEmitter {
     try {
       if (event === "reconnected" && this.pair) {
         if (this.unsaved) {
-          await this.store.save(this.pair);
-          this.unsaved = false;
-          this.log.info("session: wrote the pair the session store missed while it was away");
+          // Under the renewal lock, and only over the pair ours replaced (or none): another
+          // instance may have stored a newer pair meanwhile, which must not be overwritten
+          // (the load below adopts it instead).
+          const mine = this.pair;
+          await this.store.withRenewalLock(async () => {
+            const stored = await this.store.load();
+            if (this.pair !== mine || !this.unsaved) return;
+            this.unsaved = false;
+            if (stored === null || stored.refreshToken === this.unsavedBase || stored.refreshToken === mine.refreshToken) {
+              await this.store.save(mine);
+              this.log.info("session: wrote the pair the session store missed while it was away");
+            }
+          });
         } else if (await this.store.restore?.(this.pair)) {
           this.log.info("session: the session store had lost the pair; restored it from memory");
         }
@@ -535,18 +635,36 @@ export class Session extends EventEmitter {
 
   private adopt(pair: StoredPair): void {
     let exp: number | null = null;
+    let iat: number | null = null;
     try {
       const claims = decodeJwt(pair.accessToken);
-      if (typeof claims.exp === "number") exp = claims.exp * 1000;
+      if (typeof claims.exp === "number" && Number.isFinite(claims.exp)) exp = claims.exp * 1000;
+      if (typeof claims.iat === "number" && Number.isFinite(claims.iat)) iat = claims.iat * 1000;
     } catch {
       /* not a JWT: handled below */
     }
     if (exp === null) this.log.warn("session: the access token carries no readable exp claim; renewing on the 36 h schedule only");
-    this.pair = { ...pair, exp };
+    // `exp` is authoritative for how long the token lives; when it was issued is the
+    // service's `iat` (or, without one, the local time it was obtained). A lifetime that is not
+    // positive (a broken clock at either end) counts as the shortest one the spacing allows.
+    let lifetimeMs: number | null = null;
+    if (exp !== null) {
+      const raw = iat !== null && iat < exp ? exp - iat : exp - pair.obtainedAt;
+      lifetimeMs = Math.max(raw, this.timings.minRenewalIntervalMs);
+    }
+    this.pair = { ...pair, exp, lifetimeMs };
+  }
+
+  /** When the access token expires, on the local clock (obtained + lifetime). */
+  private localExpiry(): number {
+    const p = this.pair!;
+    return p.lifetimeMs === null ? Number.POSITIVE_INFINITY : p.obtainedAt + p.lifetimeMs;
   }
 
   private isExpired(): boolean {
-    return this.pair !== null && this.pair.exp !== null && this.clock.now() >= this.pair.exp - this.timings.expirySkewMs;
+    if (this.pair === null || this.pair.lifetimeMs === null) return false;
+    const skew = Math.min(this.timings.expirySkewMs, this.pair.lifetimeMs / 4);
+    return this.clock.now() >= this.localExpiry() - skew;
   }
 
   private needsRenewal(): boolean {
@@ -554,10 +672,17 @@ export class Session extends EventEmitter {
     return this.clock.now() >= this.renewalDue();
   }
 
+  /**
+   * Every 36 h, or 3 h before the token expires, whichever is first; for a token that lives
+   * less than 12 h, a quarter of its lifetime before it expires (so a 1 h token is renewed
+   * after 45 min, not in a loop because `exp − 3 h` lies in the past).
+   */
   private renewalDue(): number {
     const p = this.pair!;
     const byPeriod = p.obtainedAt + this.timings.renewEveryMs;
-    return p.exp === null ? byPeriod : Math.min(byPeriod, p.exp - this.timings.renewBeforeExpMs);
+    if (p.lifetimeMs === null) return byPeriod;
+    const margin = Math.min(this.timings.renewBeforeExpMs, p.lifetimeMs / 4);
+    return Math.min(byPeriod, p.obtainedAt + p.lifetimeMs - margin);
   }
 
   private becomeReady(retryInMs?: number): void {
@@ -569,7 +694,8 @@ export class Session extends EventEmitter {
     this.clearRenewal();
     if (!this.pair) return;
     const now = this.clock.now();
-    const at = inMs !== undefined ? now + inMs : Math.max(now, this.renewalDue());
+    // Never sooner than the spacing after the last renewal: no timer may fire in a loop.
+    const at = Math.max(inMs !== undefined ? now + inMs : this.renewalDue(), now, this.lastRenewalStartedAt + this.timings.minRenewalIntervalMs);
     this.renewAt = at;
     this.renewTimer = this.clock.setTimeout(() => {
       this.renewTimer = null;

@@ -133,6 +133,10 @@ export class FileTokenStore implements TokenStore {
       lockfilePath: `${this.options.filePath}.lock`,
       stale: this.options.lockStaleMs ?? 10_000,
       update: 2_000,
+      // The library's default throws from a timer (an uncaught exception that would stop
+      // Node-RED) when the lock is found compromised; report it instead. The pair itself is
+      // still written atomically, and the session re-reads it under the next lock.
+      onCompromised: (err: Error) => this.problem(`session store: the renewal lock was compromised (${err.message})`),
       retries: { retries: Math.ceil(wait / 100), minTimeout: 100, maxTimeout: 100, factor: 1 },
     });
     try {

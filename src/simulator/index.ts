@@ -81,6 +81,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     setOnline: (deviceId, online) => {
       state.requireDoor(deviceId).online = online;
     },
+    editDevice: (deviceId, change) => state.editDoor(deviceId, change),
     expireAccessToken: (accountId) => state.expireAccess(accountId),
     revokeAccessToken: (accountId) => state.revokeAccess(accountId),
     expireRefreshToken: (accountId) => state.expireRefresh(accountId),

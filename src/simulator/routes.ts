@@ -10,6 +10,8 @@
  *   DELETE /_sim/faults/:faultId                 remove one fault            -> 204 | 404
  *   GET    /_sim/devices/:id                     DeviceState                 -> 200 | 404
  *   POST   /_sim/devices/:id/online              body: {"online": boolean}   -> 200 DeviceState | 404
+ *   PATCH  /_sim/devices/:id                     body: {name?, locationId?, newId?, remove?} (rename, move,
+ *                                                renumber or remove a door)  -> 204 | 400 | 404
  *   GET    /_sim/accounts/:id                    {id, hasSession}            -> 200 | 404
  *   POST   /_sim/accounts/:id/expire-access      current access token -> 401 "expired"   -> 204 | 404
  *   POST   /_sim/accounts/:id/revoke-access      current access token -> 401 "revoked"   -> 204 | 404
@@ -600,6 +602,15 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         }
       } else if ((m = /^\/_sim\/devices\/([^/]+)$/.exec(path))) {
         if (method === "GET") return ok(control.device(Number(m[1])));
+        if (method === "PATCH") {
+          body = await readJson();
+          const parsed = z
+            .strictObject({ name: z.string().min(1).optional(), locationId: z.int().optional(), newId: z.int().min(1).max(2147483647).optional(), remove: z.boolean().optional() })
+            .safeParse(body);
+          if (!parsed.success) return send(res, errorResult(400, "body must be {name?, locationId?, newId?, remove?}"));
+          control.editDevice(Number(m[1]), parsed.data);
+          return none();
+        }
       } else if ((m = /^\/_sim\/devices\/([^/]+)\/online$/.exec(path))) {
         if (method === "POST") {
           body = await readJson();

@@ -75,6 +75,12 @@ function boundedSet<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
   }
 }
 
+/** A change to a door (control surface): see SimState.editDoor. */
+export interface DoorChange { name?: string; locationId?: number; newId?: number; remove?: boolean }
+
+/** A control request that names something impossible (answered 400 on the HTTP surface). */
+export class SimInputError extends Error {}
+
 export class SimState {
   readonly accounts = new Map<string, SeedAccount>();
   readonly byPhone = new Map<string, SeedAccount>();
@@ -334,6 +340,36 @@ export class SimState {
         deviceCount: doors.filter((d) => d.seed.locationId === id).length,
       };
     });
+  }
+
+  /**
+   * Changes a door in place, the way an operator's back office would between two messages:
+   * rename it, move it to another location, give it a new id (keys follow the door), or remove
+   * it from the service. Unlocks already recorded stay with the door.
+   */
+  editDoor(deviceId: number, change: DoorChange): void {
+    const door = this.requireDoor(deviceId);
+    if (change.remove) {
+      this.doors.delete(deviceId);
+      for (const k of [...this.keys.keys()]) if (k.endsWith(`/${deviceId}`)) this.keys.delete(k);
+      return;
+    }
+    if (change.name !== undefined) door.seed.name = change.name;
+    if (change.locationId !== undefined) {
+      if (!this.locationById.has(change.locationId)) throw new SimInputError(`no location ${change.locationId}`);
+      door.seed.locationId = change.locationId;
+    }
+    if (change.newId !== undefined && change.newId !== deviceId) {
+      if (this.doors.has(change.newId)) throw new SimInputError(`device ${change.newId} exists already`);
+      this.doors.delete(deviceId);
+      door.seed.id = change.newId;
+      this.doors.set(change.newId, door);
+      for (const [k, key] of [...this.keys.entries()]) {
+        if (key.deviceId !== deviceId) continue;
+        this.keys.delete(k);
+        this.keys.set(`${key.accountId}/${change.newId}`, { ...key, deviceId: change.newId });
+      }
+    }
   }
 
   requireDoor(deviceId: number): DoorRecord {

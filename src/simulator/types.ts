@@ -128,6 +128,8 @@ export interface SimulatorControl {
   inject(fault: FaultSpec): string;
   clearFaults(): void;
   setOnline(deviceId: number, online: boolean): void;
+  /** Renames, moves (locationId), renumbers (newId) or removes a door between two messages. */
+  editDevice(deviceId: number, change: { name?: string; locationId?: number; newId?: number; remove?: boolean }): void;
   /** Makes the account's current access token answer 401 as expired. */
   expireAccessToken(accountId: string): void;
   /** Makes the account's current access token answer 401 as revoked. */

@@ -22,7 +22,8 @@
  * door-devices and door-status use the same words for their `msg.outcome`.
  */
 import { DoorApiError } from "../client/errors.js";
-import { SessionHaltedError, SessionUnavailableError } from "../session/errors.js";
+import { DeviceListUnavailableError } from "../doors/directory.js";
+import { RenewalFailedError, SessionHaltedError, SessionUnavailableError } from "../session/errors.js";
 
 export type Outcome =
   | "accepted"
@@ -65,6 +66,13 @@ export interface Classified {
 export function classifyFailure(error: unknown, isUnlock: boolean): Classified {
   if (error instanceof SessionHaltedError) {
     return { outcome: "session-halted", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: error.message };
+  }
+  if (error instanceof DeviceListUnavailableError) {
+    // Still in the back-off after a failed list fetch: nothing was sent for this message.
+    return { ...classifyFailure(error.cause, false), sent: false, mayHaveOpened: false, message: error.message };
+  }
+  if (error instanceof RenewalFailedError && error.rateLimited) {
+    return { outcome: "rate-limited", status: 429, retryAfter: error.retryAfter, mayHaveOpened: false, sent: false, message: error.message };
   }
   if (error instanceof SessionUnavailableError) {
     return { outcome: "service-unreachable", status: null, retryAfter: error.retryAfter, mayHaveOpened: false, sent: false, message: error.message };

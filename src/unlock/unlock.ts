@@ -125,10 +125,14 @@ export async function performUnlock(
     } else {
       c = classifyFailure(e, true);
     }
-    if (sends > 0 && (c.outcome === "session-halted" || c.outcome === "service-unreachable")) {
-      // The PUT was sent and answered 401 (nothing executed); the renewal after it failed,
-      // so there was no replay. The contract's word for a request answered 401 is unauthorized.
+    if (sends > 0 && c.outcome === "session-halted") {
+      // The PUT was sent and answered 401 (nothing executed), and the renewal after it halted
+      // the account (refresh rejected twice within the hour): no replay. The contract's word for
+      // a request answered 401 is unauthorized. A renewal that failed on 429/5xx/network instead
+      // stays rate-limited / service-unreachable (CONTRACT "A replay only follows a renewal").
       c = { ...c, outcome: "unauthorized", status: 401, sent: true, message: `the service answered 401 and the session could not be renewed: ${c.message}` };
+    } else if (sends > 0 && (c.outcome === "service-unreachable" || (c.outcome === "rate-limited" && !c.sent))) {
+      c = { ...c, sent: true, mayHaveOpened: false };
     }
     if (sends === 0 && !c.sent) {
       return reject(c.outcome, c.message);
