@@ -9,6 +9,7 @@
  *   does not execute, except 504 with `executed: true` (executed, then 504).
  * - "drop": reads the whole request, then destroys the socket; with `executed: true` the
  *   call executes first.
+ *   With `latencyMs`, a status or "drop" fault answers (or drops) only after that long.
  * - "latency": waits `latencyMs` (default 1000), then handles the call normally.
  * - "non-json", "truncated", "huge", "empty-token-pair": a 200 with a broken body; the call
  *   does not execute.

@@ -379,6 +379,9 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
 
   async function applyFault(fault: FaultSpec, call: Call, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const op = call.route.operation;
+    // A status or drop fault with latencyMs answers only after that long (a slow failure: a
+    // renewal that hangs, then fails).
+    if (fault.latencyMs !== undefined && ["429", "500", "502", "503", "504", "drop"].includes(fault.kind)) await rt.sleep(fault.latencyMs);
     switch (fault.kind) {
       case "429":
         send(res, errorResult(429, "injected fault: too many requests", { "Retry-After": String(fault.retryAfter ?? 1) }));
