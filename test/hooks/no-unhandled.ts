@@ -5,9 +5,9 @@
  * Mocha runs with `--unhandled-rejections=strict` (.mocharc.json `node-option`), and this file
  * puts the same flag into NODE_OPTIONS, so every process a test starts (the demo's Node-RED,
  * the Redis flow runtime, crash and store children) runs with it too. Here every unhandled
- * rejection and uncaught exception is recorded with its stack; the test during which it
- * happened fails in its afterEach hook, and the run fails at the end if any was seen at all
- * (also one that surfaced between tests).
+ * rejection and uncaught exception is recorded with its stack and printed after the test during
+ * which it happened (which mocha fails itself), and the run fails at the end if any was seen at
+ * all (also one that surfaced between tests).
  */
 const seen: { kind: string; test: string; stack: string }[] = [];
 let current = "(between tests)";
@@ -41,9 +41,11 @@ export const mochaHooks = {
     current = this.currentTest?.fullTitle() ?? "(unknown test)";
   },
   afterEach(this: Mocha.Context): void {
-    const found = fresh();
+    // Mocha itself fails the test that was running (the strict flag makes a rejection an
+    // uncaught exception); a hook failure here would skip the rest of the run, so this only
+    // prints what was seen, with the stack, and the run fails in afterAll.
+    for (const f of fresh()) console.error(`  ${f}`);
     current = "(between tests)";
-    if (found.length > 0) throw new Error(`${found.length} unhandled: ${found.join("\n---\n")}`);
   },
   afterAll(): void {
     const found = fresh();
