@@ -158,6 +158,8 @@ interface Call {
   accountId: string | null;
   remote: string;
   contentType: string;
+  /** The id (jti) of the access token a login or refresh issued (request log only). */
+  issuedJti?: string;
 }
 
 /** The request handler for one simulator. */
@@ -274,6 +276,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         const session = state.startSession(account.id);
         const issued = state.issueTokens(session, opts.withExp);
         const AccessToken = await signAccess(account.id, session.sid, issued.access.jti, issued.iat, issued.exp);
+        call.issuedJti = issued.access.jti;
         return { status: 200, json: { AccessToken, RefreshToken: issued.refresh.token } };
       }
       case "refreshToken": {
@@ -287,6 +290,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         const AccessToken = await signAccess(
           consumed.session.accountId, consumed.session.sid, issued.access.jti, issued.iat, issued.exp,
         );
+        call.issuedJti = issued.access.jti;
         return { status: 200, json: { AccessToken, RefreshToken: issued.refresh.token } };
       }
       default:
@@ -510,6 +514,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
     }
     call.accountId = resolveAccount(call);
     entry.accountId = call.accountId;
+    if (typeof call.claims?.jti === "string") entry.tokenId = call.claims.jti;
 
     const fault = rt.faults.take({ operation: op, deviceId, accountId: call.accountId });
     entry.fault = fault?.kind ?? null;
@@ -525,6 +530,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
     }
 
     const result = await execute(call, { withExp: fault?.kind !== "jwt-without-exp" });
+    if (call.issuedJti !== undefined) entry.issuedTokenId = call.issuedJti;
     if (rt.isClosed()) return;
     countSuccess(op, result);
     if (fault?.kind === "slow-headers") {
@@ -688,7 +694,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
       }
       const entry: RequestLogEntry = {
         seq: state.nextSeq(), method, path, operation: "unknown", status: 0, accountId: null,
-        deviceId: null, lockId: null, fault: null, startedAt: state.now(), endedAt: 0,
+        deviceId: null, lockId: null, fault: null, startedAt: state.now(), endedAt: 0, tokenId: null, issuedTokenId: null,
       };
       let logged = false;
       state.open.add(entry);

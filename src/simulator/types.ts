@@ -95,6 +95,10 @@ export interface RequestLogEntry {
   /** Simulator clock (ms since epoch) when the request arrived and when it was answered. */
   startedAt: number;
   endedAt: number;
+  /** The id (`jti`) of the bearer access token the request carried, when it was one of ours. */
+  tokenId: string | null;
+  /** For a login or refresh answered 200: the id (`jti`) of the access token it issued. */
+  issuedTokenId: string | null;
 }
 
 export interface UnlockRecord { at: number; accountId: string; lockId: number | null }

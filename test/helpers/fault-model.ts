@@ -13,9 +13,10 @@ import fc from "fast-check";
 import { Account } from "../../src/account/account.js";
 import { readAuditFile } from "../../src/audit/audit-log.js";
 import { selectDoor } from "../../src/doors/select.js";
-import { startSimulator, type FaultKind, type RequestLogEntry } from "../../src/simulator/index.js";
+import { demoSeed, startSimulator, type FaultKind, type RequestLogEntry } from "../../src/simulator/index.js";
 import type { OperationId } from "../../src/spec/schemas.js";
-import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
+import { performUnlock, type UnlockResult, type UnlockNodeSettings } from "../../src/unlock/unlock.js";
+import type { DoorIdentity } from "../../src/doors/directory.js";
 import type { Clock } from "../../src/util/clock.js";
 
 /** Real time, but timers fire `factor` times sooner and `now()` runs `factor` times faster. */
@@ -38,7 +39,7 @@ export function acceleratedClock(factor: number): Clock {
  * in either case nothing is sent.
  */
 type UnlockTarget =
-  | { valid: true; input: { msgDeviceId?: unknown; msgDoor?: unknown; msgLockId?: unknown } }
+  | { valid: true; input: { msgDeviceId?: unknown; msgDoor?: unknown; msgLockId?: unknown }; picked?: DoorIdentity }
   | { valid: false; byName?: true; input: { msgDeviceId?: unknown; msgDoor?: unknown; msgLockId?: unknown; msgActor?: unknown } };
 
 const VALID_TARGETS: UnlockTarget[] = [
@@ -48,6 +49,10 @@ const VALID_TARGETS: UnlockTarget[] = [
   { valid: true, input: { msgDeviceId: 105 } }, // offline → 503
   { valid: true, input: { msgDeviceId: 106 } }, // no key → 403
   { valid: true, input: { msgDeviceId: 999 } }, // unknown → 404
+  { valid: true, input: { msgDoor: "Front Door" } },
+  // A door picked in the editor (CONTRACT "Door selection": its stored id, name and location).
+  { valid: true, input: {}, picked: { id: 102, name: "Back Door", location: "Main Street 1" } },
+  { valid: true, input: {}, picked: { id: 101, name: "Front Door", location: "Main Street 1" } },
 ];
 const INVALID_TARGETS: UnlockTarget[] = [
   { valid: false, input: { msgDeviceId: "101" } },
@@ -65,20 +70,43 @@ export type Action =
   | { t: "unlock"; target: UnlockTarget }
   | { t: "burst"; targets: UnlockTarget[] }
   | { t: "status"; deviceId: unknown; valid: boolean }
-  | { t: "fault"; kind: FaultKind; endpoint: OperationId; count: number }
+  | { t: "fault"; kind: FaultKind | "hang"; endpoint: OperationId; count: number }
   | { t: "expire" }
   | { t: "revoke" }
   | { t: "supersede" }
   | { t: "expireRefresh" }
   | { t: "redeploy" }
-  | { t: "reconnect" };
+  | { t: "reconnect" }
+  | { t: "reconnectDuringBurst"; targets: UnlockTarget[]; presses: number }
+  | { t: "deleteAccount" }
+  | { t: "clockJump"; ms: number }
+  | { t: "editDoor"; edit: DoorEdit }
+  | { t: "listRefresh" };
+
+/** A change to the device list between messages (the simulator's editDevice). */
+type DoorEdit =
+  | { id: number; name: string }
+  | { id: number; newId: number }
+  | { id: number; remove: true }
+  | { id: number; locationId: number };
+const DOOR_EDITS: DoorEdit[] = [
+  { id: 102, name: "Yard Door" }, // renamed
+  { id: 102, newId: 9102 }, // renumbered
+  { id: 102, remove: true }, // left the list
+  { id: 102, locationId: 11 }, // moved: now a second "Harbour Warehouse / Back Door"
+  { id: 101, name: "Back Door" }, // a third "Back Door"
+  { id: 101, newId: 9101 },
+];
+const LOCATION_NAMES: Record<number, string> = { 10: "Main Street 1", 11: "Harbour Warehouse", 20: "Neighbour HQ" };
 
 const target = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...VALID_TARGETS) },
   { weight: 1, arbitrary: fc.constantFrom(...INVALID_TARGETS) },
 );
-const faultKinds: FaultKind[] = ["429", "500", "502", "503", "504", "latency", "drop"];
+const faultKinds: (FaultKind | "hang")[] = ["429", "500", "502", "503", "504", "latency", "drop", "hang"];
 const faultEndpoints: OperationId[] = ["unlockDevice", "unlockDeviceLock", "getDevice", "listUserDevices", "refreshToken", "loginByPhone"];
+/** The client's header time-out in these runs; a "hang" fault answers later than this. */
+const HEADERS_TIMEOUT_MS = 600;
 
 export const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 6, arbitrary: target.map((t) => ({ t: "unlock" as const, target: t })) },
@@ -91,7 +119,22 @@ export const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ t: "expireRefresh" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "redeploy" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "reconnect" as const }) },
+  { weight: 1, arbitrary: fc.record({ targets: fc.array(target, { minLength: 1, maxLength: 5 }), presses: fc.integer({ min: 1, max: 3 }) }).map((r) => ({ t: "reconnectDuringBurst" as const, ...r })) },
+  { weight: 1, arbitrary: fc.constant({ t: "deleteAccount" as const }) },
+  { weight: 1, arbitrary: fc.constantFrom(45 * 3600_000, -45 * 3600_000, 2 * 3600_000, -2 * 3600_000).map((ms) => ({ t: "clockJump" as const, ms })) },
+  { weight: 2, arbitrary: fc.constantFrom(...DOOR_EDITS).map((edit) => ({ t: "editDoor" as const, edit })) },
+  { weight: 1, arbitrary: fc.constant({ t: "listRefresh" as const }) },
 );
+
+/** One generated run: the access token lifetime the service issues (1 min to 48 h), then the actions. */
+export interface Scenario {
+  accessTtlSec: number;
+  actions: Action[];
+}
+export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  accessTtlSec: fc.constantFrom(60, 600, 3600, 4 * 3600, 48 * 3600),
+  actions: fc.array(actionArb, { minLength: 5, maxLength: 25 }),
+});
 
 export interface RunStats {
   messages: number;
@@ -99,28 +142,44 @@ export interface RunStats {
   faults: number;
   puts: number;
   invariantsChecked: number;
+  doorEdits: number;
+  operatorActions: number;
+  clockJumps: number;
 }
 
 const PUT_OPS = new Set(["unlockDevice", "unlockDeviceLock"]);
 
 /** Runs one generated sequence and checks every invariant; throws on a violation. */
-export async function runSequence(actions: Action[], stats: RunStats): Promise<void> {
-  const sim = await startSimulator({ rateLimit: false });
+export async function runSequence(scenario: Scenario, stats: RunStats): Promise<void> {
+  const { actions, accessTtlSec } = scenario;
+  const sim = await startSimulator({ rateLimit: false, accessTtlSec });
   const dir = mkdtempSync(path.join(tmpdir(), "door-prop-"));
-  const clock = acceleratedClock(50);
-  const startedAt = clock.now();
-  const make = () =>
-    new Account({
+  const accelerated = acceleratedClock(50);
+  // The session's clock: accelerated, and off from the service's by a jump the run may make.
+  let offset = 0;
+  const clock: Clock = { now: () => accelerated.now() + offset, setTimeout: accelerated.setTimeout, clearTimeout: accelerated.clearTimeout };
+  const startedAt = accelerated.now();
+  const halts: { state: string; at: number }[] = [];
+  const make = () => {
+    const a = new Account({
       baseUrl: sim.url,
       credentials: { method: "phone", phoneNumber: "+15550000001", password: "demo-password" },
       tokenFile: path.join(dir, "session.json"),
       auditLogPath: path.join(dir, "audit.jsonl"),
       clock,
-      client: { random: Math.random, headersTimeoutMs: 3000, bodyTimeoutMs: 3000 },
+      client: { random: Math.random, headersTimeoutMs: HEADERS_TIMEOUT_MS, bodyTimeoutMs: HEADERS_TIMEOUT_MS },
     });
+    a.on("halt", (e: { state: string }) => halts.push({ state: e.state, at: Date.now() }));
+    return a;
+  };
   let account = make();
-  void account.start();
-  const settings = { nodeId: "prop", door: null, lockId: "", actor: "", rejectRetained: true };
+  void account.start().then(() => account.warmDevices());
+  const settings: UnlockNodeSettings = { nodeId: "prop", door: null, lockId: "", actor: "", rejectRetained: true };
+  // Every (id, name, location) a door has had in this run: what a message may legitimately mean.
+  const history: { id: number; name: string; location: string }[] = demoSeed().doors.map((d) => ({ id: d.id, name: d.name, location: LOCATION_NAMES[d.locationId] ?? "" }));
+  const live = new Map(demoSeed().doors.map((d) => [d.id, { id: d.id, name: d.name, locationId: d.locationId }]));
+  const intents = new Map<string, UnlockTarget>();
+  let edited = false;
   const results = new Map<string, UnlockResult>();
   let seq = 0;
   let disturbances = 0; // events that may legitimately need a login
@@ -132,12 +191,15 @@ export async function runSequence(actions: Action[], stats: RunStats): Promise<v
     stats.messages++;
     const before = putsNow();
     const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`message ${msgid} never finished`)), 20_000).unref());
-    const r = await Promise.race([performUnlock(account, { msgDeviceId: undefined, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid, ...t.input }, settings), timeout]);
+    intents.set(msgid, t);
+    const nodeSettings = t.valid && t.picked ? { ...settings, door: t.picked } : settings;
+    const r = await Promise.race([performUnlock(account, { msgDeviceId: undefined, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid, ...t.input }, nodeSettings), timeout]);
     assert.ok(!results.has(msgid), "one result per message");
     results.set(msgid, r);
     if (!t.valid) {
       stats.invalid++;
-      const allowed = t.byName ? ["invalid-input", "session-halted", "service-unreachable", "error"] : ["invalid-input"];
+      if (t.byName && edited) return before; // a name the edits made valid (or still not): checked by the door invariant
+      const allowed = t.byName ? ["invalid-input", "session-halted", "service-unreachable", "rate-limited", "error"] : ["invalid-input"];
       assert.ok(allowed.includes(r.outcome), `invalid input ${JSON.stringify(t.input)} gave ${r.outcome}`);
       return before;
     }
@@ -149,9 +211,54 @@ export async function runSequence(actions: Action[], stats: RunStats): Promise<v
       switch (a.t) {
         case "unlock": {
           const before = await unlock(a.target);
-          if (!a.target.valid) assert.equal(putsNow(), before, "no request for invalid input");
+          if (!a.target.valid && !(a.target.byName && edited)) assert.equal(putsNow(), before, "no request for invalid input");
           break;
         }
+        case "reconnectDuringBurst": {
+          // Operator presses Reconnect (once or repeatedly) while messages, and perhaps a
+          // login or refresh, are in flight.
+          stats.operatorActions++;
+          disturbances += a.presses;
+          const burst = Promise.all(a.targets.map((t) => unlock(t)));
+          await Promise.all(Array.from({ length: a.presses }, () => account.session.reconnect()));
+          await burst;
+          break;
+        }
+        case "deleteAccount":
+          stats.operatorActions++;
+          disturbances++;
+          await account.destroy();
+          account = make();
+          void account.start().then(() => account.warmDevices());
+          break;
+        case "clockJump":
+          stats.clockJumps++;
+          disturbances++; // may make the token look expired: one renewal
+          offset += a.ms;
+          break;
+        case "editDoor": {
+          const e = a.edit;
+          const door = live.get(e.id);
+          if (!door) break; // already renumbered or removed
+          stats.doorEdits++;
+          edited = true;
+          sim.control.editDevice(e.id, e);
+          if ("remove" in e) live.delete(e.id);
+          else {
+            if ("name" in e) door.name = e.name;
+            if ("locationId" in e) door.locationId = e.locationId;
+            if ("newId" in e) {
+              live.delete(e.id);
+              door.id = e.newId;
+            }
+            live.set(door.id, door);
+            history.push({ id: door.id, name: door.name, location: LOCATION_NAMES[door.locationId] ?? "" });
+          }
+          break;
+        }
+        case "listRefresh":
+          await account.devices(true).catch(() => undefined);
+          break;
         case "burst":
           await Promise.all(a.targets.map((t) => unlock(t)));
           break;
@@ -169,7 +276,12 @@ export async function runSequence(actions: Action[], stats: RunStats): Promise<v
         case "fault":
           stats.faults++;
           if (a.endpoint === "refreshToken" || a.endpoint === "loginByPhone") authFaults += a.count;
-          sim.control.inject({ kind: a.kind, endpoint: a.endpoint, count: a.count, retryAfter: a.kind === "429" ? 1 : undefined, latencyMs: 30 });
+          if (a.kind === "hang") {
+            // Answers only after the client's time-out: a request that hangs.
+            sim.control.inject({ kind: "503", endpoint: a.endpoint, count: a.count, latencyMs: HEADERS_TIMEOUT_MS + 300 });
+          } else {
+            sim.control.inject({ kind: a.kind, endpoint: a.endpoint, count: a.count, retryAfter: a.kind === "429" ? 1 : undefined, latencyMs: 30 });
+          }
           break;
         case "expire":
           stats.faults++;
@@ -205,8 +317,11 @@ export async function runSequence(actions: Action[], stats: RunStats): Promise<v
     }
     await account.close();
     // The session may try a login once a (accelerated) minute while unreachable.
-    const elapsedMin = Math.ceil((clock.now() - startedAt) / 60_000);
-    checkInvariants(sim.control.requests(), await readAuditFile(path.join(dir, "audit.jsonl")), results, { disturbances, authFaults, elapsedMin }, stats);
+    const elapsedMin = Math.ceil((accelerated.now() - startedAt) / 60_000);
+    const audit = await readAuditFile(path.join(dir, "audit.jsonl"));
+    checkInvariants(sim.control.requests(), audit, results, { disturbances, authFaults, elapsedMin }, stats);
+    checkDoors(sim.control.requests(), audit, intents, history, stats);
+    checkHalts(sim.control.requests(), halts, stats);
   } finally {
     await account.close().catch(() => undefined);
     await sim.close();
@@ -256,10 +371,87 @@ function checkInvariants(
   assert.ok(logins <= bound, `${logins} login requests > bound ${bound}`);
   stats.invariantsChecked += 1;
 
+  // 4b. Refreshes bounded (CONTRACT "Renewal is bounded"): one per 401 answered, two per
+  //     (accelerated) minute of scheduled renewals at the minimum spacing, and the disturbances.
+  const refreshCount = log.filter((r) => r.operation === "refreshToken").length;
+  const unauthorized = log.filter((r) => r.status === 401 && r.operation !== "refreshToken" && r.operation !== "loginByPhone").length;
+  const refreshBound = 2 + unauthorized + 2 * ctx.elapsedMin + 2 * (ctx.disturbances + ctx.authFaults);
+  assert.ok(refreshCount <= refreshBound, `${refreshCount} refresh requests > bound ${refreshBound}: a renewal loop`);
+  stats.invariantsChecked += 1;
+
   // 5. At most one refresh in flight at any instant.
   const refreshes = log.filter((r) => r.operation === "refreshToken").sort((x, y) => x.startedAt - y.startedAt);
   for (let i = 1; i < refreshes.length; i++) {
     assert.ok(refreshes[i]!.startedAt >= refreshes[i - 1]!.endedAt || refreshes[i - 1]!.status === 0, "two refreshes in flight at once");
+  }
+  stats.invariantsChecked += 1;
+}
+
+/**
+ * "A message opens the door it identified, or none": every attempted PUT went to the door the
+ * message meant — its msg.deviceId; a door that had that name (and location) at some moment of
+ * the run; or, for a picked door, its stored id or a door that had its stored name AND location
+ * (CONTRACT "Door selection": a stored location is never dropped). And every PUT at the
+ * service has an attempt record for that very device.
+ */
+function checkDoors(
+  log: RequestLogEntry[],
+  audit: Awaited<ReturnType<typeof readAuditFile>>,
+  intents: Map<string, UnlockTarget>,
+  history: { id: number; name: string; location: string }[],
+  stats: RunStats,
+): void {
+  const norm = (x: string) => x.trim().replace(/\s*\/\s*/g, " / ").replace(/\s+/g, " ").toLowerCase();
+  const hadName = (id: number, name: string, location: string | null) =>
+    history.some((h) => h.id === id && norm(h.name) === norm(name) && (location === null || norm(h.location) === norm(location)));
+  for (const rec of audit.records) {
+    if (rec.type !== "unlock-attempt") continue;
+    const t = intents.get(rec.msgid ?? "");
+    assert.ok(t, `attempt for an unknown message ${rec.msgid}`);
+    const id = rec.deviceId as number;
+    const input = t.input as { msgDeviceId?: unknown; msgDoor?: unknown };
+    if (input.msgDeviceId !== undefined) {
+      assert.equal(id, input.msgDeviceId, `msg.deviceId ${String(input.msgDeviceId)} but the attempt went to ${id}`);
+    } else if (typeof input.msgDoor === "string") {
+      const [loc, name] = input.msgDoor.includes("/") ? input.msgDoor.split("/").map((x) => x.trim()) : [null, input.msgDoor];
+      assert.ok(hadName(id, name!, loc ?? null), `msg.door ${JSON.stringify(input.msgDoor)} opened device ${id}, which never had that name${loc ? " at that location" : ""}`);
+    } else if (t.valid && t.picked) {
+      const p = t.picked;
+      assert.ok(id === p.id || hadName(id, p.name!, p.location), `picked ${JSON.stringify(p)} opened device ${id}: neither its id nor a door with its name at its location`);
+    }
+  }
+  stats.invariantsChecked += 1;
+  const attemptsById = new Map<number, number>();
+  for (const rec of audit.records) if (rec.type === "unlock-attempt") attemptsById.set(rec.deviceId as number, (attemptsById.get(rec.deviceId as number) ?? 0) + 1);
+  const putsById = new Map<number, number>();
+  for (const e of log) if (PUT_OPS.has(e.operation) && e.deviceId !== null) putsById.set(e.deviceId, (putsById.get(e.deviceId) ?? 0) + 1);
+  for (const [id, n] of putsById) assert.ok(n <= (attemptsById.get(id) ?? 0), `${n} PUTs to device ${id} but ${attemptsById.get(id) ?? 0} attempt records for it`);
+  stats.invariantsChecked += 1;
+}
+
+/**
+ * The account halts only after (a) a 401 on a token that a refresh or login issued after an
+ * earlier 401 (the replay's token was fresh), (b) a refused login, or (c) a refresh rejected
+ * (400/401) twice (within the hour: the whole run is shorter). And refreshes stay bounded.
+ */
+function checkHalts(log: RequestLogEntry[], halts: { state: string; at: number }[], stats: RunStats): void {
+  const BEARER = new Set(["getDevice", "unlockDevice", "unlockDeviceLock", "listUserDevices", "listUserLocations"]);
+  const renewals = log.filter((e) => (e.operation === "refreshToken" || e.operation === "loginByPhone") && e.status === 200 && e.issuedTokenId);
+  for (const h of halts) {
+    const before = log.filter((e) => e.startedAt <= h.at);
+    if (h.state === "halted-login-failed") {
+      assert.ok(before.some((e) => e.operation === "loginByPhone" && (e.status === 400 || e.status === 401)), "halted-login-failed without a refused login");
+      continue;
+    }
+    const rejectedRefreshes = before.filter((e) => e.operation === "refreshToken" && (e.status === 400 || e.status === 401)).length;
+    const unauthorized = before.filter((e) => BEARER.has(e.operation) && e.status === 401);
+    const freshTokenRejected = unauthorized.some((e2) =>
+      unauthorized.some((e1) => e1.startedAt <= e2.startedAt && e1 !== e2 && renewals.some((r) => r.issuedTokenId === e2.tokenId && r.endedAt >= e1.startedAt)),
+    );
+    assert.ok(
+      rejectedRefreshes >= 2 || freshTokenRejected,
+      `halted as superseded without cause: ${rejectedRefreshes} rejected refreshes, no 401 on a token renewed after a 401 (${unauthorized.length} 401s)`,
+    );
   }
   stats.invariantsChecked += 1;
 }
