@@ -59,10 +59,11 @@ function subflowFlow(url: string, store: Record<string, unknown>, n: number): Fl
       out: [{ x: 300, y: 30, wires: [{ id: "sf-u", port: 0 }] }, { x: 300, y: 80, wires: [{ id: "sf-u", port: 1 }] }],
     },
     account("sacc", url, "sf1", store),
-    { id: "sf-u", type: "door-unlock", z: "sf1", name: "", account: "sacc", deviceId: "101", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[], []] },
+    { id: "sf-u", type: "door-unlock", z: "sf1", x: 150, y: 30, name: "", account: "sacc", deviceId: "101", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[], []] },
   ];
   for (let i = 1; i <= n; i++) {
-    flow.push({ id: `inst${i}`, type: "subflow:sf1", z: TAB_A, wires: [[`inst${i}-ok`], [`inst${i}-fail`]] }, ...helperNodes(`inst${i}-ok`, `inst${i}-fail`).map((h) => ({ ...h, z: TAB_A })));
+    // x and y: Node-RED tells a flow node from a config node by its position.
+    flow.push({ id: `inst${i}`, type: "subflow:sf1", z: TAB_A, x: 100, y: 40 * i, wires: [[`inst${i}-ok`], [`inst${i}-fail`]] }, ...helperNodes(`inst${i}-ok`, `inst${i}-fail`).map((h) => ({ ...h, z: TAB_A })));
   }
   return flow;
 }
