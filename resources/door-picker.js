@@ -19,6 +19,29 @@
         return body && typeof body.error === "string" ? body.error : null;
     }
 
+    // What the editor knows of a door-account config node: its settings and the credentials
+    // typed since the last deploy (Node-RED keeps them on the node until it deploys). A
+    // password-type credential the editor was never shown is sent as "__PWRD__".
+    function editedAccount(id) {
+        var n = RED.nodes.node(id) || {};
+        var c = n.credentials || {};
+        function secret(name) {
+            if (typeof c[name] === "string" && c[name] !== "") { return c[name]; }
+            return c["has_" + name] ? "__PWRD__" : "";
+        }
+        return {
+            baseUrl: n.baseUrl || "",
+            loginMethod: n.loginMethod || "phone",
+            phoneNumber: secret("phoneNumber"),
+            email: typeof c.email === "string" ? c.email : "",
+            password: secret("password"),
+            sessionStore: n.sessionStore || "file",
+            redisUrl: n.redisUrl || "",
+            redisKeyPrefix: n.redisKeyPrefix || "",
+            redisPassword: secret("redisPassword")
+        };
+    }
+
     // Lists the account's doors from the runtime's admin endpoint and keeps the
     // chosen door as { deviceId, doorName, doorLocation }. A door that the list no
     // longer shows is kept and marked, never replaced by another one.
@@ -169,8 +192,18 @@
             render();
             setNote(t("picker.loading"));
             refreshBtn.prop("disabled", true);
+            // The account as edited (deployed or not): its base URL and login go in a POST
+            // body, so the runtime finds a running session of the same login; a credential the
+            // editor was never shown stays "__PWRD__" and the runtime uses the deployed one.
+            var body = editedAccount(account);
+            delete body.password; // a list needs no password: only the running session's login
+            delete body.redisPassword;
+            body.refresh = !!refresh;
             $.ajax({
-                url: "door-access/accounts/" + encodeURIComponent(account) + "/devices" + (refresh ? "?refresh=1" : ""),
+                url: "door-access/accounts/" + encodeURIComponent(account) + "/devices",
+                method: "POST",
+                contentType: "application/json",
+                data: JSON.stringify(body),
                 dataType: "json",
                 cache: false,
                 timeout: 30000
@@ -186,12 +219,18 @@
                 });
                 loaded = true;
                 render();
-                setNote(devices.length ? t("picker.loaded", { count: devices.length }) : t("picker.empty"),
-                    devices.length ? "" : "warn");
+                var text = devices.length ? t("picker.loaded", { count: devices.length }) : t("picker.empty");
+                if (body && body.throttled === true) {
+                    text += " " + t("picker.cached", { age: body.ageSeconds, retry: body.retryInSeconds });
+                }
+                setNote(text, devices.length ? "" : "warn");
             }).fail(function (xhr) {
                 if (closed || mine !== seq) { return; }
                 render();
-                if (xhr.status === 404 || xhr.status === 503) {
+                var answer = xhr.responseJSON || null;
+                if (xhr.status === 503 && answer && answer.signIn === true) {
+                    setNote(t("picker.sign-in-first"), "warn");
+                } else if (xhr.status === 404 || xhr.status === 503) {
                     setNote(t("picker.not-deployed"), "warn");
                 } else {
                     setNote(t("picker.error", { error: errorText(xhr) }), "error");
@@ -290,6 +329,7 @@
 
     window.DoorAccessEditor = {
         adminError: adminError,
+        editedAccount: editedAccount,
         doorPicker: doorPicker,
         savePickedDoor: savePickedDoor,
         closePicker: closePicker,

@@ -4,10 +4,11 @@
  *
  * Starting from an empty workspace, the test does what a user does, with the mouse and the
  * keyboard only: drags a door-unlock from the palette, adds a door-account through the config
- * dialog (base URL = the simulator, phone, password), deploys ("deploy the account first"),
- * reopens the door-unlock and picks "Front Door" from the live door picker, wires an inject
- * and two debug nodes to it by dragging between ports, deploys, and presses the inject's
- * button. Checked at the simulator: exactly one unlock of device 101 arrived.
+ * dialog (base URL = the simulator, phone, password), presses "Sign in" in that dialog, picks
+ * "Front Door" from the live door picker BEFORE any deploy, deploys, wires an inject and two
+ * debug nodes to it by dragging between ports, deploys, and presses the inject's button.
+ * Checked at the simulator: exactly one login for our account (the dialog's) and exactly one
+ * unlock of device 101.
  *
  * Screenshots: test-artifacts/browser-*.png every run (test-artifacts/ is gitignored); the
  * README's docs/editor.png is rewritten only with DOOR_ACCESS_UPDATE_SCREENSHOT=1.
@@ -299,7 +300,11 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     assert.match(text, /door access/i, "our palette category");
   });
 
-  it("adds a door-unlock from the palette and a door-account through its dialog, then deploys", async () => {
+  const okLogins = () => demo!.sim.control.requests({ operation: "loginByPhone" }).filter((r) => r.status === 200).length;
+  let loginsBefore = 0;
+
+  it("adds a door-unlock and a door-account through its dialog, signs in from the dialog, picks Front Door BEFORE deploying", async () => {
+    loginsBefore = okLogins(); // the demo's own account, removed by before()
     const unlock = await dragFromPalette("door-unlock", 380, 160);
     unlockId = unlock.id;
     await openEditDialog(unlockId);
@@ -317,23 +322,46 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     await page.locator("#node-config-input-loginMethod").selectOption("phone");
     await page.locator("#node-config-input-phoneNumber").fill("+15550000001");
     await page.locator("#node-config-input-password").fill("demo-password");
+    // Not deployed, no session for this login: the dialog offers to sign in, with its warning.
+    const signIn = page.locator("#door-account-sign-in");
+    await signIn.waitFor({ state: "visible" });
+    assert.match(await page.locator("#door-account-sign-in-row").innerText(), /ends any other session of this account/);
+    await signIn.click();
+    await page.waitForFunction(() => /signed in/i.test(document.querySelector("#door-account-session-state")?.textContent ?? ""), null, { timeout: STEP_MS });
+    recordForLeakScan("account dialog after sign-in", await page.locator("#door-account-session-state").innerText());
+    assert.equal(okLogins() - loginsBefore, 1, "one login from the dialog");
     await page.locator("#node-config-dialog-ok").click(); // "Add"
     await page.locator("#node-config-input-baseUrl").waitFor({ state: "detached" });
 
-    // Back in the door-unlock dialog: the new account is selected; it is not deployed yet.
+    // Back in the door-unlock dialog: the new, undeployed account is selected and its doors are listed.
     const accounts = await configNodes("door-account");
     assert.equal(accounts.length, 1, "one door-account added through the dialog");
     accountId = accounts[0]!;
     assert.equal(await accountSel.inputValue(), accountId);
-    const note = page.locator("#door-unlock-door-note");
-    await page.waitForFunction(() => /deploy the account first/i.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""), null, { timeout: STEP_MS });
-    recordForLeakScan("door picker note", await note.innerText());
+    const door = page.locator("#door-unlock-door");
+    await page.waitForFunction(() => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""), null, { timeout: STEP_MS });
+    const options = await door.locator("option").allInnerTexts();
+    recordForLeakScan("door picker options", options);
+    assert.ok(options.some((o) => /^Garage\b/.test(o)), `the account's doors: ${JSON.stringify(options)}`);
+    const front = await door.locator("option", { hasText: /^Front Door\b.*id 101/ }).getAttribute("value");
+    assert.ok(front, `Front Door offered: ${JSON.stringify(options)}`);
+    await door.selectOption(front);
+    await page.locator("#node-input-name").click(); // moves focus off the select
+    await screenshot("browser-door-picker.png");
     await page.locator("#node-dialog-ok").click(); // "Done"
     await page.locator("#node-dialog-ok").waitFor({ state: "detached" });
+    const [picked] = (await editorNodes("door-unlock")).filter((n) => n.id === unlockId);
+    assert.equal(picked?.deviceId, 101);
+    assert.equal(picked?.doorName, "Front Door");
+    assert.equal(picked?.account, accountId);
+    assert.equal(okLogins() - loginsBefore, 1, "listing the doors logged in no more");
+  });
 
+  it("deploys: the account takes over the signed-in session (no second login); no credential in the flow file", async () => {
     await deploy();
     const state = await waitForAccountState(demo!.editorUrl, accountId, "ready", 20_000);
-    assert.equal(state.state, "ready", `the deployed account logged in at the simulator: ${JSON.stringify(state)}`);
+    assert.equal(state.state, "ready", `the deployed account is ready: ${JSON.stringify(state)}`);
+    assert.equal(okLogins() - loginsBefore, 1, "the deploy resumed the session signed in from the dialog");
     const back = await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) });
     const flowsText = await back.text();
     recordForLeakScan("GET /flows", flowsText);
@@ -342,27 +370,6 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     assert.ok(acc, "the account is deployed");
     assert.equal(acc.baseUrl, demo!.simUrl);
     assert.doesNotMatch(flowsText, /demo-password|15550000001/, "no credential in the deployed flow");
-  });
-
-  it("reopens the door-unlock: the picker lists the deployed account's doors; picks Front Door", async () => {
-    await openEditDialog(unlockId);
-    const door = page.locator("#door-unlock-door");
-    await page.waitForFunction(() => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""), null, { timeout: STEP_MS });
-    const options = await door.locator("option").allInnerTexts();
-    recordForLeakScan("door picker options", options);
-    assert.ok(options.some((o) => /^Front Door\b/.test(o)), `Front Door offered: ${JSON.stringify(options)}`);
-    assert.ok(options.some((o) => /^Garage\b/.test(o)), `the other doors too: ${JSON.stringify(options)}`);
-    const front = await door.locator("option", { hasText: /^Front Door\b.*id 101/ }).getAttribute("value");
-    assert.ok(front);
-    await door.selectOption(front);
-    await page.locator("#node-input-name").click(); // moves focus off the select
-    await screenshot("browser-door-picker.png");
-    await page.locator("#node-dialog-ok").click();
-    await page.locator("#node-dialog-ok").waitFor({ state: "detached" });
-    const [unlock] = (await editorNodes("door-unlock")).filter((n) => n.id === unlockId);
-    assert.equal(unlock?.deviceId, 101);
-    assert.equal(unlock?.doorName, "Front Door");
-    assert.equal(unlock?.account, accountId);
   });
 
   it("wires an inject and two debug nodes to it, deploys, presses the button: exactly one unlock of door 101 at the simulator", async () => {
@@ -404,7 +411,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     assert.equal(unlocks.length, 1, `exactly one unlock at the simulator: ${JSON.stringify(unlocks)}`);
     assert.equal(unlocks[0]!.deviceId, 101);
     assert.equal(unlocks[0]!.status, 200);
-    assert.equal(demo!.sim.control.requests({ operation: "loginByPhone" }).filter((r) => r.status === 200).length, 2, "the demo's account once, ours once: no login per message");
+    assert.equal(okLogins() - loginsBefore, 1, "exactly one login for our account (from the dialog), none per message or deploy");
 
     const debugMsg = page.locator(".red-ui-debug-msg");
     await debugMsg.first().waitFor({ state: "visible" });

@@ -149,18 +149,18 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     await loadFlow(flow, { userDir });
     await waitReady();
     assert.equal(sim.control.counts().logins, 1);
-    const first = accountOf().account;
+    const first = accountOf().account.core;
     // Redeploy: the flows stop (the account is parked, not removed) and start again.
     await stopFlows();
     await loadFlow(flow, { userDir });
-    assert.equal(accountOf().account, first, "the parked account was reclaimed");
+    assert.equal(accountOf().account.core, first, "the parked session was reclaimed");
     assertAccepted(await unlock({ deviceId: 101 }));
     assert.equal(sim.control.counts().logins, 1, "no second login after the redeploy");
     // Restart: nothing parked any more; the stored pair is resumed from the user directory.
     await teardown();
     await loadFlow(flow, { userDir });
     await waitState("ready");
-    assert.notEqual(accountOf().account, first);
+    assert.notEqual(accountOf().account.core, first);
     assertAccepted(await unlock({ deviceId: 101 }));
     assert.equal(sim.control.counts().logins, 1, "the token file resumed the session");
     assert.equal(sim.control.counts().refreshes, 0);
@@ -174,7 +174,7 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     const first = accountOf().account;
     await stopFlows();
     await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } } });
-    assert.notEqual(accountOf().account, first, "a changed fingerprint is not reclaimed");
+    assert.notEqual(accountOf().account.core, first.core, "a changed fingerprint is not reclaimed");
     assert.equal(first.session.state, "closed", "the parked account was closed");
     // Same identity, so the stored pair of that identity is resumed (no login is needed).
     await waitState("ready");
@@ -227,6 +227,23 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
     assert.equal(logins(sim), loginsBefore);
   });
 
+  it("a forced refresh from the editor at most once per 10 s per account: the next ones get the cached list and its age", async () => {
+    // Follows issue 12 ("the picker's refresh cannot flood the service"). Forced right before
+    // (previous test, or now): five more within the 10 s reach the service zero times.
+    await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(200);
+    sim.control.resetRequests();
+    for (let i = 0; i < 5; i++) {
+      const res = await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(200);
+      assert.equal(res.body.throttled, true, res.text);
+      assert.equal(typeof res.body.ageSeconds, "number");
+      assert.ok(res.body.retryInSeconds >= 1 && res.body.retryInSeconds <= 10, res.text);
+      assert.equal(res.body.devices.length, 8);
+    }
+    const post = await helper.request().post(`${ADMIN}/acc1/devices`).send({ baseUrl: sim.url, loginMethod: "phone", refresh: true }).expect(200);
+    assert.equal(post.body.throttled, true, "the POST form (picker before deploy) shares the account's throttle");
+    assert.equal(count(sim, "listUserDevices"), 0);
+  });
+
   it("GET /devices of an undeployed account → 503 'deploy the account first', nothing sent", async () => {
     sim.control.resetRequests();
     const res = await helper.request().get(`${ADMIN}/not-deployed/devices`).expect(503);
@@ -234,12 +251,6 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
     assert.equal(sim.control.requests().length, 0);
   });
 
-  it("GET /devices when the service fails → 502 with a message, no token", async () => {
-    sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 4 });
-    const res = await helper.request().get(`${ADMIN}/acc1/devices?refresh=true`).expect(502);
-    assert.equal(typeof res.body.error, "string");
-    assertNoSecret(res.text, liveTokens());
-  });
 
   it("POST /reconnect → 202 and one login; the response carries no token", async () => {
     const before = logins(sim);
@@ -257,7 +268,28 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
     const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
     const routes = stack.filter((l: any) => l.route && String(l.route.path).startsWith(ADMIN)).map((l: any) => l.route);
     const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
-    assert.deepEqual(got, [`GET ${ADMIN}/:id/devices 2`, `GET ${ADMIN}/:id/state 2`, `POST ${ADMIN}/:id/reconnect 2`]);
+    assert.deepEqual(got, [`GET ${ADMIN}/:id/devices 2`, `GET ${ADMIN}/:id/state 2`, `POST ${ADMIN}/:id/devices 2`, `POST ${ADMIN}/:id/reconnect 2`, `POST ${ADMIN}/:id/sign-in 2`]);
+  });
+});
+
+describe("door-account admin endpoints: the service failing (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim();
+    await loadFlow(flowWithAllNodes(sim.url));
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("GET /devices when the service fails → 502 with a message, no token", async () => {
+    sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 4 });
+    const res = await helper.request().get(`${ADMIN}/acc1/devices?refresh=true`).expect(502);
+    assert.equal(typeof res.body.error, "string");
+    assertNoSecret(res.text, liveTokens());
   });
 });
 

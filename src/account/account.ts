@@ -1,22 +1,22 @@
 /**
  * One API account on one environment, as the nodes use it: its client, its one session,
- * its device directory (24 h cache) and its audit log. Knows nothing of Node-RED; the
- * config node `door-account` owns one of these.
+ * its device directory (24 h cache) — the shared core, account-core.ts — and the node's own
+ * audit log. Knows nothing of Node-RED; each config node `door-account` owns one of these.
  */
 import { EventEmitter } from "node:events";
-import { type ClientOptions, type Credentials, DoorApiClient, type LoginMethod } from "../client/client.js";
+import type { Credentials, DoorApiClient, LoginMethod } from "../client/client.js";
 import { BaseUrlError, parseBaseUrl } from "../client/base-url.js";
 import { type AuditLog, openAuditLog } from "../audit/audit-log.js";
-import { DeviceDirectory } from "../doors/directory.js";
-import { SessionHaltedError } from "../session/errors.js";
-import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
-import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
-import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
+import type { DeviceDirectory } from "../doors/directory.js";
+import type { SessionHaltedError } from "../session/errors.js";
+import type { Session, SessionSnapshot } from "../session/session.js";
+import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
-import { type Clock, systemClock } from "../util/clock.js";
+import type { Clock } from "../util/clock.js";
+import { AccountCore, type AccountCoreOptions, DEVICE_LIST_TTL_MS } from "./account-core.js";
 
+export { AccountCore, DEVICE_LIST_TTL_MS };
 export const LOGIN_METHODS: readonly LoginMethod[] = ["phone", "email", "login"];
-export const DEVICE_LIST_TTL_MS = 24 * 3600_000;
 
 export interface AccountSettings {
   baseUrl: unknown;
@@ -99,87 +99,48 @@ export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unkno
   return { ok: true, store: { kind: "redis", url: raw, password, keyPrefix: prefix as string } };
 }
 
-export interface AccountOptions {
-  baseUrl: string;
-  credentials: Credentials;
-  /** Where the token pair is kept (a file under the Node-RED user directory). */
-  tokenFile: string;
-  /** Node-RED's credential secret, when set: the stored pair is encrypted with it. */
-  secret?: string | null;
+export interface AccountOptions extends AccountCoreOptions {
   auditLogPath: string;
-  /** Replaces the file store (tests, or the shared store of several instances). */
-  store?: TokenStore;
-  /** Which store to build when `store` is not given (default: the file store). */
-  sessionStore?: SessionStoreChoice;
-  clock?: Clock;
-  log?: SessionLog;
-  timings?: Partial<SessionTimings>;
-  client?: Omit<ClientOptions, "baseUrl" | "clock">;
-  deviceListTtlMs?: number;
+  /**
+   * The account's shared part (client, session, device directory) when several config nodes
+   * use one account: this Account then adds only its own audit log and never closes the core
+   * (its owner, src/nodes/account-registry.ts, does). Without it the Account builds its own.
+   */
+  core?: AccountCore;
 }
 
+/**
+ * What one config node uses: the account's shared core (one session per account, see
+ * account-core.ts) plus the node's own audit log. The session's "state" and "halt" events are
+ * forwarded while this Account is open.
+ */
 export class Account extends EventEmitter {
+  readonly core: AccountCore;
   readonly client: DoorApiClient;
   readonly session: Session;
   readonly directory: DeviceDirectory;
   readonly audit: AuditLog;
   readonly clock: Clock;
-  private locationCache: { at: number; list: Location[] } | null = null;
-  private locationFetch: Promise<Location[]> | null = null;
   private closed = false;
-  private warmTimer: unknown = null;
-  private warmOnReady: ((snap: SessionSnapshot) => void) | null = null;
-  /** The store this account built (and closes); a store passed in is the caller's. */
-  private readonly ownStore: TokenStore | null;
+  private readonly ownCore: boolean;
+  private readonly onState = (s: SessionSnapshot) => this.emit("state", s);
+  private readonly onHalt = (e: SessionHaltedError) => this.emit("halt", e);
 
   constructor(readonly options: AccountOptions) {
     super();
-    this.clock = options.clock ?? systemClock;
-    const log = options.log;
-    this.client = new DoorApiClient({
-      ...options.client,
-      baseUrl: options.baseUrl,
-      clock: this.clock,
-      onRetry: ({ operation, attempt, delayMs, error }) =>
-        log?.warn(`${operation}: attempt ${attempt} failed (${error.status ?? error.kind}); retrying in ${delayMs} ms`),
-    });
-    const identity = options.credentials.method === "email" ? options.credentials.email : options.credentials.phoneNumber;
-    const key = accountKey(options.baseUrl, options.credentials.method, identity);
-    const choice = options.sessionStore ?? { kind: "file" };
-    this.ownStore = options.store
-      ? null
-      : choice.kind === "redis"
-        ? new RedisTokenStore({
-            url: choice.url,
-            password: choice.password ?? null,
-            keyPrefix: choice.keyPrefix,
-            accountKey: key,
-            // Node-RED's credential secret differs between instances; the account's password does not.
-            secret: choice.secret === undefined ? options.credentials.password : choice.secret,
-            lockTtlMs: choice.lockTtlMs,
-            lockWaitMs: choice.lockWaitMs,
-            onProblem: (m) => log?.warn(m),
-            onUnreachable: (m) => (m ? log?.warn(m) : log?.info("the Redis session store is reachable again")),
-          })
-        : new FileTokenStore({
-            filePath: options.tokenFile,
-            accountKey: key,
-            secret: options.secret ?? null,
-            onProblem: (m) => log?.warn(m),
-          });
-    const store = options.store ?? this.ownStore!;
-    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings });
-    this.session.on("state", (s: SessionSnapshot) => this.emit("state", s));
-    this.session.on("halt", (e: SessionHaltedError) => this.emit("halt", e));
-    this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
-      ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
-      now: () => this.clock.now(),
-    });
+    this.ownCore = !options.core;
+    this.core = options.core ?? new AccountCore(options);
+    this.client = this.core.client;
+    this.session = this.core.session;
+    this.directory = this.core.directory;
+    this.clock = this.core.clock;
+    this.session.on("state", this.onState);
+    this.session.on("halt", this.onHalt);
     this.audit = openAuditLog(options.auditLogPath);
   }
 
   start(): Promise<void> {
-    return this.session.start();
+    return this.core.start();
   }
 
   snapshot(): SessionSnapshot {
@@ -187,88 +148,42 @@ export class Account extends EventEmitter {
   }
 
   devices(force = false): Promise<Device[]> {
-    return this.directory.devices(force);
+    return this.core.devices(force);
   }
 
-  /**
-   * Fetches the device list once the session is ready, so names resolve without a fetch on the
-   * unlock path; a failed fetch is tried again after the directory's back-off (30 s doubling, at
-   * most every 15 min, never sooner than a Retry-After). Waits while the session is not ready
-   * (no login is started for it: only messages may cause one). Stops when the list is there
-   * or the account closes. Never rejects.
-   */
+  /** The shared core's device-list warm-up (fetched once ready, retried with back-off). */
   warmDevices(): void {
-    if (this.closed || this.directory.cached() !== null) return;
-    if (this.session.state !== "ready") {
-      if (this.warmOnReady) return;
-      this.warmOnReady = (snap: SessionSnapshot) => {
-        if (snap.state !== "ready") return;
-        this.session.off("state", this.warmOnReady!);
-        this.warmOnReady = null;
-        this.warmDevices();
-      };
-      this.session.on("state", this.warmOnReady);
-      return;
-    }
-    this.directory.fetchNow().then(
-      () => undefined,
-      () => {
-        if (this.closed) return;
-        const at = this.directory.nextRetryAt() ?? this.clock.now();
-        this.clock.clearTimeout(this.warmTimer);
-        this.warmTimer = this.clock.setTimeout(() => {
-          this.warmTimer = null;
-          this.warmDevices();
-        }, Math.max(0, at - this.clock.now()));
-      },
-    );
-  }
-
-  private stopWarming(): void {
-    if (this.warmTimer !== null) this.clock.clearTimeout(this.warmTimer);
-    this.warmTimer = null;
-    if (this.warmOnReady) this.session.off("state", this.warmOnReady);
-    this.warmOnReady = null;
+    this.core.warmDevices();
   }
 
   /** The location list, cached like the device list (single flight). */
-  async locations(force = false): Promise<Location[]> {
-    const c = this.locationCache;
-    if (!force && c && this.clock.now() - c.at < (this.options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS)) return c.list;
-    if (!this.locationFetch) {
-      this.locationFetch = this.session
-        .call((t) => this.client.listLocations(t))
-        .then((list) => {
-          this.locationCache = { at: this.clock.now(), list };
-          return list;
-        })
-        .finally(() => {
-          this.locationFetch = null;
-        });
-    }
-    return this.locationFetch;
+  locations(force = false): Promise<Location[]> {
+    return this.core.locations(force);
   }
 
   /** GET /api/device/{id} with the idempotent retry policy and the 401 rule. */
   getDevice(deviceId: number): Promise<Device> {
-    return this.session.call((t) => this.client.getDevice(t, deviceId));
+    return this.core.getDevice(deviceId);
   }
 
-  /** Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. */
+  private detach(): void {
+    this.session.off("state", this.onState);
+    this.session.off("halt", this.onHalt);
+  }
+
+  /** Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. A shared core stays open. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.stopWarming();
-    await this.session.close();
-    await Promise.allSettled([this.client.close(), this.audit.close(), this.ownStore?.close?.()]);
+    this.detach();
+    await Promise.allSettled([this.ownCore ? this.core.close() : Promise.resolve(), this.audit.close()]);
   }
 
-  /** The account was deleted: log out and delete the stored pair. */
+  /** The account was deleted: log out and delete the stored pair (an own core only; a shared one is its owner's). */
   async destroy(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.stopWarming();
-    await this.session.destroy();
-    await Promise.allSettled([this.client.close(), this.audit.close(), this.ownStore?.close?.()]);
+    this.detach();
+    await Promise.allSettled([this.ownCore ? this.core.destroy() : Promise.resolve(), this.audit.close()]);
   }
 }

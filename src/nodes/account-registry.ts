@@ -1,56 +1,291 @@
 /**
- * Keeps an account's session alive across a redeploy that leaves the account unchanged.
+ * One session per account in this runtime (CONTRACT "One session per account, whatever the
+ * flows look like"): every `door-account` node whose base URL and login (method and phone
+ * number or email) give the same `accountKey` shares one AccountCore (client, session,
+ * device directory): one login, one refresh in flight, one stored pair. Nodes are members of
+ * the account's entry; the entry is keyed by the account key, never by a node id, so copied
+ * config nodes, imported examples and config nodes cloned for subflow instances meet here.
  *
- * When a `door-account` node is stopped but not removed, its Account is parked here for a
- * few seconds under the node id and a fingerprint of its settings; the node Node-RED starts
- * next with the same id and the same fingerprint takes it back, so no login happens. If no
- * node claims it in time, it is closed (its token pair stays on disk for the next start).
+ * - Members whose settings differ (another password, another session store) are a
+ *   configuration conflict: the core is closed (its pair stays stored), every member shows the
+ *   conflict, nothing logs in until the settings agree again.
+ * - A member leaving on a redeploy (not removed) is expected back: with no member left, the
+ *   core is parked for PARK_MS and the next node of the same account takes it back (no
+ *   login). A removed member leaves the others alone; the last one removed (none expected
+ *   back) logs out and deletes the stored pair.
+ * - Redeploy clears a halt (CONTRACT): a member joining after a member left gives a halted
+ *   core one fresh start (one login); a healthy core is taken back as it is (no login).
+ * - The editor may sign in before the first deploy (`signIn`): the entry then has no member
+ *   and waits SIGN_IN_PARK_MS for the deploy; its pair is stored under the account key, so
+ *   even after that the deploy resumes it without a login.
+ *
+ * Knows nothing of Node-RED: members are described by the hooks they pass.
  */
 import { createHash } from "node:crypto";
-import type { Account } from "../account/account.js";
+import type { AccountCore } from "../account/account-core.js";
+import { HALTED_STATES, type SessionLog } from "../session/session.js";
 
-interface Parked {
-  account: Account;
-  fingerprint: string;
-  timer: NodeJS.Timeout;
-}
-
-const parked = new Map<string, Parked>();
+/** How long a core with no member waits for the node a redeploy starts next. */
 export const PARK_MS = 15_000;
+/** How long a core signed in from the editor waits for the deploy (its pair stays stored after). */
+export const SIGN_IN_PARK_MS = 10 * 60_000;
 
-/** A hash of everything that makes the account what it is (credentials included, in memory only). */
-export function fingerprint(parts: unknown[]): string {
-  return createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+/** What makes two nodes of one account the same session: hashes, never a secret in clear. */
+export interface Settings {
+  /** Hash of the password. */
+  password: string;
+  /** Hash of the session store choice (kind, URL, prefix, Redis password). */
+  store: string;
 }
 
-export function park(id: string, fp: string, account: Account): void {
-  const old = parked.get(id);
-  if (old) {
-    clearTimeout(old.timer);
-    void old.account.close();
+export function settingsOf(password: string, store: unknown): Settings {
+  const h = (v: unknown) => createHash("sha256").update(JSON.stringify(v)).digest("hex");
+  return { password: h(["door-access password", password]), store: h(store) };
+}
+
+const same = (a: Settings, b: Settings) => a.password === b.password && a.store === b.store;
+
+export interface MemberHooks {
+  /** The node's name (or id), for the conflict text. */
+  readonly label: string;
+  readonly log: SessionLog;
+  /** The member's core or conflict changed: show it (status fan-out). */
+  changed(): void;
+}
+
+interface Entry {
+  key: string;
+  settings: Settings;
+  core: AccountCore | null;
+  members: Set<Member>;
+  /** Times (ms) members left without being removed: they are expected back. */
+  away: number[];
+  parkTimer: NodeJS.Timeout | null;
+  conflict: string | null;
+  /** A member left since the last join: the next join gives a halted core a fresh start. */
+  freshStartDue: boolean;
+}
+
+const entries = new Map<string, Entry>();
+
+export class Member {
+  private left = false;
+  constructor(
+    private readonly entry: Entry,
+    readonly settings: Settings,
+    readonly make: (log: SessionLog) => AccountCore,
+    readonly hooks: MemberHooks,
+  ) {}
+
+  /** The shared core, or null while the account is in conflict (or closed). */
+  get core(): AccountCore | null {
+    return this.entry.conflict || this.left ? null : this.entry.core;
   }
-  const timer = setTimeout(() => {
-    if (parked.get(id)?.account === account) parked.delete(id);
-    void account.close();
-  }, PARK_MS);
-  timer.unref();
-  parked.set(id, { account, fingerprint: fp, timer });
+
+  get conflict(): string | null {
+    return this.left ? null : this.entry.conflict;
+  }
+
+  /** The node stops: `removed` when it was deleted. Resolves when a logout (if any) is done. */
+  leave(removed: boolean): Promise<void> {
+    if (this.left) return Promise.resolve();
+    this.left = true;
+    return leave(this.entry, this, removed);
+  }
 }
 
-/** The parked account of this id if its settings are unchanged; otherwise closes it. */
-export function reclaim(id: string, fp: string): Account | null {
-  const p = parked.get(id);
-  if (!p) return null;
-  parked.delete(id);
-  clearTimeout(p.timer);
-  if (p.fingerprint === fp) return p.account;
-  void p.account.close();
-  return null;
+/** The log of an entry's core: its first member's, so messages name a live node. */
+function entryLog(entry: Entry): SessionLog {
+  const first = (): SessionLog | null => entry.members.values().next().value?.hooks.log ?? null;
+  return {
+    info: (m) => first()?.info(m),
+    warn: (m) => first()?.warn(m),
+    error: (m) => first()?.error(m),
+  };
 }
 
-/** For shutdown and tests: close everything still parked. */
+function clearPark(entry: Entry): void {
+  if (entry.parkTimer) clearTimeout(entry.parkTimer);
+  entry.parkTimer = null;
+}
+
+function park(entry: Entry, ms: number): void {
+  clearPark(entry);
+  entry.parkTimer = setTimeout(() => {
+    entry.parkTimer = null;
+    if (entry.members.size > 0 || entries.get(entry.key) !== entry) return;
+    entries.delete(entry.key);
+    void entry.core?.close().catch(() => undefined);
+  }, ms);
+  entry.parkTimer.unref();
+}
+
+function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
+  const core = make(entryLog(entry));
+  entry.core = core;
+  // After the current deploy step has created its nodes (all of one flow are created without
+  // yielding to timers): a conflicting copy created in the same deploy then stops it before
+  // anything was sent.
+  setImmediate(() => {
+    if (entry.core === core && !entry.conflict && !core.isClosed) void core.startAndWarm();
+  });
+}
+
+/** Re-evaluates an entry with members: conflict, or one core for the settings they share. */
+function reconcile(entry: Entry): void {
+  const members = [...entry.members];
+  if (members.length === 0) return;
+  const first = members[0]!;
+  const differing = members.filter((m) => !same(m.settings, first.settings));
+  if (differing.length > 0) {
+    const what = members.some((m) => m.settings.password !== first.settings.password) ? "a different password" : "a different session store";
+    const names = [...new Set(members.map((m) => `"${m.hooks.label}"`))].join(", ");
+    const text = `configuration conflict: door-account nodes ${names} use the same login on the same base URL with ${what}; one account has one session, so none of them logs in until their settings agree`;
+    if (entry.conflict !== text) {
+      entry.conflict = text;
+      if (entry.core) {
+        // Keep the stored pair: the account resumes it once the settings agree.
+        void entry.core.close().catch(() => undefined);
+        entry.core = null;
+      }
+      for (const m of members) m.hooks.log.error(text);
+    }
+  } else {
+    const wasConflict = entry.conflict !== null;
+    entry.conflict = null;
+    if (entry.core && !same(entry.settings, first.settings)) {
+      void entry.core.close().catch(() => undefined);
+      entry.core = null;
+    }
+    entry.settings = first.settings;
+    if (!entry.core || entry.core.isClosed) startCore(entry, first.make);
+    if (wasConflict) first.hooks.log.info("the configuration conflict is resolved; the account's session starts again");
+  }
+  for (const m of members) m.hooks.changed();
+}
+
+/** A door-account node of this account starts. */
+export function join(key: string, settings: Settings, make: (log: SessionLog) => AccountCore, hooks: MemberHooks): Member {
+  let entry = entries.get(key);
+  if (entry && entry.members.size === 0 && !same(entry.settings, settings)) {
+    // A parked (or signed-in) core with other settings: the account was changed, not copied.
+    clearPark(entry);
+    entries.delete(key);
+    void entry.core?.close().catch(() => undefined);
+    entry = undefined;
+  }
+  if (!entry) {
+    entry = { key, settings, core: null, members: new Set(), away: [], parkTimer: null, conflict: null, freshStartDue: false };
+    entries.set(key, entry);
+  }
+  clearPark(entry);
+  const now = Date.now();
+  entry.away = entry.away.filter((t) => now - t < PARK_MS);
+  entry.away.shift();
+  const member = new Member(entry, settings, make, hooks);
+  entry.members.add(member);
+  const core = entry.core;
+  if (entry.freshStartDue && core && !core.isClosed && same(entry.settings, settings) && HALTED_STATES.has(core.session.state)) {
+    // CONTRACT "Redeploy clears a halt": one fresh start, one login.
+    hooks.log.info("redeployed while halted: one fresh login");
+    void core.session.reconnect().catch(() => undefined);
+  }
+  entry.freshStartDue = false;
+  reconcile(entry);
+  return member;
+}
+
+async function leave(entry: Entry, member: Member, removed: boolean): Promise<void> {
+  entry.members.delete(member);
+  entry.freshStartDue = true;
+  const now = Date.now();
+  entry.away = entry.away.filter((t) => now - t < PARK_MS);
+  if (!removed) entry.away.push(now);
+  if (entry.members.size > 0) {
+    reconcile(entry); // the one that left may have been the conflicting one
+    return;
+  }
+  if (entries.get(entry.key) !== entry) return;
+  if (removed && entry.away.length === 0) {
+    // The last node of the account was deleted: log out and delete the stored pair.
+    clearPark(entry);
+    entries.delete(entry.key);
+    const core = entry.core;
+    entry.core = null;
+    await core?.destroy().catch(() => undefined);
+    return;
+  }
+  if (entry.conflict) {
+    entries.delete(entry.key);
+    return;
+  }
+  park(entry, PARK_MS);
+}
+
+/** The running core of an account (not in conflict), if this runtime has one. */
+export function runningCore(key: string): AccountCore | null {
+  const e = entries.get(key);
+  if (!e || e.conflict || !e.core || e.core.isClosed) return null;
+  return e.core;
+}
+
+export type SignInResult =
+  | { kind: "running"; core: AccountCore }
+  | { kind: "started"; core: AccountCore }
+  | { kind: "conflict"; message: string };
+
+/**
+ * The editor signs in before the first deploy: the account's running core if there is one
+ * (no login), else a new core with no member, started now (one login, or the stored pair),
+ * waiting SIGN_IN_PARK_MS for the deploy.
+ */
+export function signIn(key: string, settings: Settings, make: (log: SessionLog) => AccountCore, log: SessionLog): SignInResult {
+  let entry = entries.get(key);
+  if (entry && entry.members.size > 0) {
+    if (entry.conflict) return { kind: "conflict", message: entry.conflict };
+    if (!same(entry.settings, settings)) {
+      return { kind: "conflict", message: "configuration conflict: a deployed door-account uses this login with other settings (password or session store)" };
+    }
+    if (entry.core && !entry.core.isClosed) return { kind: "running", core: entry.core };
+  }
+  if (entry && entry.members.size === 0 && entry.core && !entry.core.isClosed && same(entry.settings, settings) && !HALTED_STATES.has(entry.core.session.state)) {
+    park(entry, SIGN_IN_PARK_MS);
+    return { kind: "running", core: entry.core };
+  }
+  if (entry && entry.members.size === 0) {
+    clearPark(entry);
+    entries.delete(key);
+    void entry.core?.close().catch(() => undefined);
+  }
+  entry = { key, settings, core: null, members: new Set(), away: [], parkTimer: null, conflict: null, freshStartDue: false };
+  entries.set(key, entry);
+  const core = make(log);
+  entry.core = core;
+  void core.startAndWarm();
+  park(entry, SIGN_IN_PARK_MS);
+  return { kind: "started", core };
+}
+
+/** Forgets a signed-in core with no member (its login was refused): the next sign-in starts afresh. */
+export function dropSignIn(key: string, core: AccountCore): void {
+  const e = entries.get(key);
+  if (!e || e.core !== core || e.members.size > 0) return;
+  clearPark(e);
+  entries.delete(key);
+  void core.close().catch(() => undefined);
+}
+
+/** For shutdown and tests: close every core that has no member (parked or signed in). */
 export async function closeAllParked(): Promise<void> {
-  const all = [...parked.values()];
-  parked.clear();
-  await Promise.all(all.map((p) => (clearTimeout(p.timer), p.account.close())));
+  const idle = [...entries.values()].filter((e) => e.members.size === 0);
+  for (const e of idle) {
+    clearPark(e);
+    entries.delete(e.key);
+  }
+  await Promise.all(idle.map((e) => e.core?.close().catch(() => undefined)));
+}
+
+/** For tests: how many accounts have an entry, and their members. */
+export function registrySnapshot(): { key: string; members: number; conflict: boolean; running: boolean }[] {
+  return [...entries.values()].map((e) => ({ key: e.key, members: e.members.size, conflict: e.conflict !== null, running: !!e.core && !e.core.isClosed }));
 }

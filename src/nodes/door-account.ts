@@ -2,14 +2,25 @@
  * The `door-account` config node: the account's credentials and its one session, shared by
  * every flow node that names it. Thin Node-RED glue around src/account/account.ts.
  */
+import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
-import { Account, checkAccountSettings, checkStoreSettings } from "../account/account.js";
+import { Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
+import type { Credentials } from "../client/client.js";
 import { locksOf } from "../doors/select.js";
 import type { SessionHaltedError } from "../session/errors.js";
-import type { SessionSnapshot } from "../session/session.js";
-import { fingerprint, park, reclaim } from "./account-registry.js";
-import { type AccountUser, type NodeStatus, type DoorAccountNode, ADMIN_PREFIX, stateStatus } from "./shared.js";
+import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session/session.js";
+import { accountKey, tokenFileFor } from "../session/token-store.js";
+import type { Device } from "../spec/schemas.js";
+import { type Member, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
+import { type AccountUser, type NodeStatus, type DoorAccountNode, ADMIN_PREFIX, CLOSE_WAIT_MS, stateStatus } from "./shared.js";
+
+/** A forced list fetch from the editor happens at most once per this interval per account. */
+const EDITOR_REFRESH_MS = 10_000;
+const editorRefreshAt = new WeakMap<AccountCore, number>();
+
+/** Tabs that already got an error for one halt (the same error reaches every node of the account). */
+const haltTabs = new WeakMap<SessionHaltedError, Set<string>>();
 
 interface AccountDef extends NodeDef {
   baseUrl: string;
@@ -42,15 +53,50 @@ export = function register(RED: NodeAPI): void {
     return null;
   }
 
+  /** The deployed node's credentials, for the admin endpoints (never sent back to the browser). */
+  const deployedCreds = new WeakMap<object, AccountCreds>();
+
+  /**
+   * The account key, the settings hash and the core factory of one configuration. The token
+   * file is named from the account key, so a restart resumes the pair whichever node names it;
+   * a file of the 0.1 layout (named from this node id) is taken over once.
+   */
+  function accountSetup(baseUrl: string, credentials: Credentials, store: SessionStoreChoice, legacyNodeId: string | null) {
+    const identity = credentials.method === "email" ? credentials.email : credentials.phoneNumber;
+    const key = accountKey(baseUrl, credentials.method, identity);
+    const tokenFile = tokenFileFor(userDir(), key);
+    const settings = settingsOf(credentials.password, store);
+    const make = (log: SessionLog) => {
+      if (legacyNodeId && store.kind === "file") adoptLegacyTokenFile(legacyNodeId, key, tokenFile);
+      return new AccountCore({ baseUrl, credentials, tokenFile, secret: credentialSecret(), sessionStore: store, log });
+    };
+    return { key, settings, make, tokenFile };
+  }
+
+  function adoptLegacyTokenFile(nodeId: string, key: string, tokenFile: string): void {
+    const legacy = path.join(userDir(), "door-access", `session-${nodeId.replace(/[^A-Za-z0-9_.-]/g, "_")}.json`);
+    try {
+      if (fs.existsSync(tokenFile) || !fs.existsSync(legacy)) return;
+      const file = JSON.parse(fs.readFileSync(legacy, "utf8")) as { account?: unknown };
+      if (file.account === key) fs.renameSync(legacy, tokenFile);
+    } catch {
+      /* unreadable: the account logs in instead */
+    }
+  }
+
   function DoorAccount(this: Node<AccountCreds> & DoorAccountNode, config: AccountDef) {
     RED.nodes.createNode(this, config);
     const node = this;
     const users = new Set<AccountUser>();
+    const inflight = new Set<Promise<unknown>>();
     node.account = null;
     node.problem = null;
     node.users = users;
+    let configProblem: string | null = null;
+    let member: Member | null = null;
 
     const creds = node.credentials ?? {};
+    deployedCreds.set(node, { ...creds });
     const checked = checkAccountSettings({
       baseUrl: config.baseUrl,
       loginMethod: config.loginMethod,
@@ -62,9 +108,13 @@ export = function register(RED: NodeAPI): void {
     const translateState = (snap: SessionSnapshot): NodeStatus => stateStatus(snap, (k) => RED._(`door-account.state.${k}`));
 
     node.statusFor = (): NodeStatus => {
-      if (node.problem) return { fill: "red", shape: "ring", text: `configuration: ${node.problem}` };
+      if (node.problem) return { fill: "red", shape: "ring", text: node.problem.startsWith("configuration") ? node.problem : `configuration: ${node.problem}` };
       if (!node.account) return { fill: "grey", shape: "ring", text: RED._("door-account.state.closed") };
       return translateState(node.account.snapshot());
+    };
+    const fanOut = () => {
+      const status = node.statusFor();
+      for (const u of users) u.onAccountState(status);
     };
     node.register = (user: AccountUser) => {
       users.add(user);
@@ -73,64 +123,89 @@ export = function register(RED: NodeAPI): void {
     node.deregister = (user: AccountUser) => {
       users.delete(user);
     };
+    node.track = (work: Promise<unknown>) => {
+      inflight.add(work);
+      void work.then(
+        () => inflight.delete(work),
+        () => inflight.delete(work),
+      );
+    };
+
+    // One error per flow tab that uses the account, so a Catch node on that tab sees it; the
+    // session itself already wrote the halt to the log once. Tabs are counted across every node
+    // of the account: the halt is the account's, not this node's.
+    const onHalt = (e: SessionHaltedError) => {
+      let seenTabs = haltTabs.get(e);
+      if (!seenTabs) haltTabs.set(e, (seenTabs = new Set()));
+      for (const u of users) {
+        if (seenTabs.has(u.z)) continue;
+        seenTabs.add(u.z);
+        u.onAccountHalt(e);
+      }
+    };
 
     const storeChecked = checkStoreSettings({ sessionStore: config.sessionStore, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, redisPassword: creds.redisPassword });
+    const auditLog = config.auditLog?.trim() ? path.resolve(userDir(), config.auditLog.trim()) : path.join(userDir(), "door-access-audit.jsonl");
+    const label = config.name || node.id;
 
-    let fp = "";
+    /** Follows the account's shared core: a new one after a conflict is resolved, none during a conflict. */
+    const attach = () => {
+      const core = member?.core ?? null;
+      node.problem = configProblem ?? member?.conflict ?? null;
+      if (node.account && node.account.core !== core) {
+        const old = node.account;
+        old.off("state", fanOut);
+        old.off("halt", onHalt);
+        node.account = null;
+        void old.close().catch(() => undefined);
+      }
+      if (core && !node.account && checked.ok) {
+        node.account = new Account({ baseUrl: checked.baseUrl, credentials: checked.credentials, tokenFile: core.options.tokenFile, auditLogPath: auditLog, core });
+        node.account.on("state", fanOut);
+        node.account.on("halt", onHalt);
+      }
+      fanOut();
+    };
+
     if (!checked.ok || !storeChecked.ok) {
-      node.problem = [...(checked.ok ? [] : checked.problems), ...(storeChecked.ok ? [] : storeChecked.problems)].join("; ");
-      node.error(`door-account "${config.name || node.id}": ${node.problem}`);
+      configProblem = [...(checked.ok ? [] : checked.problems), ...(storeChecked.ok ? [] : storeChecked.problems)].join("; ");
+      node.problem = configProblem;
+      node.error(`door-account "${label}": ${configProblem}`);
     } else {
-      const auditLog = config.auditLog?.trim() ? path.resolve(userDir(), config.auditLog.trim()) : path.join(userDir(), "door-access-audit.jsonl");
-      const tokenFile = path.join(userDir(), "door-access", `session-${node.id.replace(/[^A-Za-z0-9_.-]/g, "_")}.json`);
-      const secret = credentialSecret();
-      fp = fingerprint([checked.baseUrl, checked.credentials, auditLog, tokenFile, secret, storeChecked.store]);
-      const reused = reclaim(node.id, fp);
-      node.account =
-        reused ??
-        new Account({
-          baseUrl: checked.baseUrl,
-          credentials: checked.credentials,
-          tokenFile,
-          secret,
-          sessionStore: storeChecked.store,
-          auditLogPath: auditLog,
-          log: { info: (m) => node.log(m), warn: (m) => node.warn(m), error: (m) => node.error(m) },
-        });
+      const setup = accountSetup(checked.baseUrl, checked.credentials, storeChecked.store, (config as { _alias?: string })._alias ? null : node.id);
+      member = join(setup.key, setup.settings, setup.make, {
+        label,
+        log: { info: (m) => node.log(m), warn: (m) => node.warn(m), error: (m) => node.error(m) },
+        changed: attach,
+      });
+      attach();
+    }
+
+    node.on("close", (removed: boolean, done: () => void) => {
       const account = node.account;
-      const onState = () => {
-        const status = node.statusFor();
-        for (const u of users) u.onAccountState(status);
-      };
-      // One error per flow tab that uses the account, so a Catch node on that tab sees it;
-      // the session itself already wrote the halt to the log once.
-      const onHalt = (e: SessionHaltedError) => {
-        const seenTabs = new Set<string>();
-        for (const u of users) {
-          if (seenTabs.has(u.z)) continue;
-          seenTabs.add(u.z);
-          u.onAccountHalt(e);
-        }
-      };
-      account.on("state", onState);
-      account.on("halt", onHalt);
-      node.on("close", (removed: boolean, done: () => void) => {
-        account.off("state", onState);
-        account.off("halt", onHalt);
-        users.clear();
-        const finish = removed ? account.destroy() : (park(node.id, fp, account), Promise.resolve());
-        const guard = setTimeout(done, 2_000);
-        void finish.finally(() => {
-          clearTimeout(guard);
-          done();
+      node.account = null;
+      account?.off("state", fanOut);
+      account?.off("halt", onHalt);
+      users.clear();
+      const m = member;
+      member = null;
+      // The node's audit log stays open for the unlocks still in flight (bounded), then closes.
+      const pending = Promise.allSettled([...inflight]);
+      const bounded = new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, CLOSE_WAIT_MS);
+        void pending.then(() => {
+          clearTimeout(t);
+          resolve();
         });
       });
-      if (!reused) {
-        // Warm the device list (retried with back-off), so names resolve without a fetch on
-        // the unlock path. start() never rejects; the catch is for the rule, not for a case.
-        account.start().then(() => account.warmDevices()).catch((e: Error) => node.error(`door-account: start failed: ${e.message}`));
-      }
-    }
+      void bounded.then(() => account?.close()).catch(() => undefined);
+      const left = m ? m.leave(removed) : Promise.resolve();
+      const guard = setTimeout(done, 2_000);
+      void left.finally(() => {
+        clearTimeout(guard);
+        done();
+      });
+    });
   }
 
   RED.nodes.registerType("door-account", DoorAccount as never, {
@@ -143,11 +218,14 @@ export = function register(RED: NodeAPI): void {
   } as never);
 
   // ---- admin endpoints used by the editor (relative URLs, permission-checked) ------------
-  const accountNode = (id: string): DoorAccountNode | null => (RED.nodes.getNode(id) as unknown as DoorAccountNode | null) ?? null;
+  const accountNode = (id: string): DoorAccountNode | null => {
+    const n = (RED.nodes.getNode(id) as unknown as DoorAccountNode | null) ?? null;
+    return n && n.type === "door-account" ? n : null;
+  };
 
   RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/state`, RED.auth.needsPermission("door-account.read"), (req, res) => {
     const n = accountNode(String(req.params.id));
-    if (!n || n.type !== "door-account") {
+    if (!n) {
       res.status(404).json({ error: RED._("door-account.errors.not-deployed") });
       return;
     }
@@ -164,47 +242,165 @@ export = function register(RED: NodeAPI): void {
 
   RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/reconnect`, RED.auth.needsPermission("door-account.write"), (req, res) => {
     const n = accountNode(String(req.params.id));
-    if (!n || n.type !== "door-account") {
+    if (!n) {
       res.status(404).json({ error: RED._("door-account.errors.not-deployed") });
       return;
     }
     if (!n.account) {
-      res.status(409).json({ error: `configuration: ${n.problem ?? "invalid"}` });
+      res.status(409).json({ error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}` });
       return;
     }
-    // Never awaited by the request, never able to reject unhandled (issue 11 defect 3): the
-    // state endpoint and the node status show how the login ends.
-    n.account.session.reconnect().catch(() => undefined);
+    void n.account.session.reconnect().catch(() => undefined);
     res.status(202).json({ requested: true });
   });
 
+  /** What the editor sends about an account it edits (typed values; "__PWRD__" = the deployed node's). */
+  interface EditedAccount {
+    baseUrl?: unknown;
+    loginMethod?: unknown;
+    phoneNumber?: unknown;
+    email?: unknown;
+    password?: unknown;
+    sessionStore?: unknown;
+    redisUrl?: unknown;
+    redisKeyPrefix?: unknown;
+    redisPassword?: unknown;
+  }
+  const typed = (v: unknown): string | undefined => (typeof v === "string" && v !== "" && v !== "__PWRD__" ? v : undefined);
+
+  /** The edited account's settings checked, secrets not typed taken from the deployed node of that id. */
+  function editedSettings(id: string, body: EditedAccount, needPassword: boolean) {
+    const n = accountNode(id);
+    const stored = n ? deployedCreds.get(n) ?? {} : {};
+    const checked = checkAccountSettings({
+      baseUrl: body.baseUrl,
+      loginMethod: body.loginMethod,
+      phoneNumber: typed(body.phoneNumber) ?? stored.phoneNumber,
+      email: typeof body.email === "string" && body.email.trim() ? body.email : stored.email,
+      password: needPassword ? typed(body.password) ?? stored.password : "not needed to find a session",
+    });
+    const store = checkStoreSettings({
+      sessionStore: body.sessionStore,
+      redisUrl: body.redisUrl,
+      redisKeyPrefix: body.redisKeyPrefix,
+      redisPassword: typed(body.redisPassword) ?? stored.redisPassword,
+    });
+    return { checked, store };
+  }
+
+  function deviceList(devices: Device[]) {
+    return devices.map((d) => {
+      const locks = (locksOf(d) ?? []).map((l) => ({ id: l.id, name: typeof l.name === "string" ? l.name : null }));
+      return {
+        id: d.id,
+        name: d.name ?? null,
+        locationId: d.locationId ?? null,
+        locationName: d.locationName ?? null,
+        online: d.online ?? null,
+        lockCount: locks.length || null,
+        locks,
+      };
+    });
+  }
+
+  /**
+   * The device list of a running core for the editor. A forced fetch at most once per
+   * EDITOR_REFRESH_MS per account; within it the cached list is served with its age.
+   */
+  function sendDevices(core: AccountCore, refresh: boolean, res: { status(c: number): { json(b: unknown): void }; json(b: unknown): void }): void {
+    const now = Date.now();
+    let force = refresh;
+    let throttled = false;
+    if (refresh) {
+      const last = editorRefreshAt.get(core);
+      if (last !== undefined && now - last < EDITOR_REFRESH_MS && core.directory.cached()) {
+        force = false;
+        throttled = true;
+      } else {
+        editorRefreshAt.set(core, now);
+      }
+    }
+    core.devices(force).then(
+      (devices) => {
+        const cached = core.directory.cached();
+        const ageSeconds = cached ? Math.max(0, Math.round((core.clock.now() - cached.fetchedAt) / 1000)) : 0;
+        res.json({
+          devices: deviceList(devices),
+          ageSeconds,
+          ...(throttled ? { throttled: true, retryInSeconds: Math.ceil((EDITOR_REFRESH_MS - (now - editorRefreshAt.get(core)!)) / 1000) } : {}),
+        });
+      },
+      (e: Error) => res.status(502).json({ error: e.message }),
+    );
+  }
+
+  const refreshWanted = (v: unknown) => v === "1" || v === "true" || v === true;
+
   RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/devices`, RED.auth.needsPermission("door-account.read"), (req, res) => {
     const n = accountNode(String(req.params.id));
-    if (!n || n.type !== "door-account") {
+    if (!n) {
       res.status(503).json({ error: RED._("door-account.errors.not-deployed") });
       return;
     }
     if (!n.account) {
-      res.status(409).json({ error: `configuration: ${n.problem ?? "invalid"}` });
+      res.status(409).json({ error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}` });
       return;
     }
-    n.account.devices(req.query.refresh === "1" || req.query.refresh === "true").then(
-      (devices) =>
-        res.json({
-          devices: devices.map((d) => {
-            const locks = (locksOf(d) ?? []).map((l) => ({ id: l.id, name: typeof l.name === "string" ? l.name : null }));
-            return {
-              id: d.id,
-              name: d.name ?? null,
-              locationId: d.locationId ?? null,
-              locationName: d.locationName ?? null,
-              online: d.online ?? null,
-              lockCount: locks.length || null,
-              locks,
-            };
-          }),
-        }),
-      (e: Error) => res.status(502).json({ error: e.message }),
-    );
+    sendDevices(n.account.core, refreshWanted(req.query.refresh), res);
+  });
+
+  // The picker of an account being edited, deployed or not: the running session of the same
+  // base URL and login, if this runtime has one. The login (typed in the editor) comes in the
+  // POST body; nothing of it goes back.
+  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/devices`, RED.auth.needsPermission("door-account.read"), (req, res) => {
+    const body = (req.body ?? {}) as EditedAccount & { refresh?: unknown };
+    const { checked } = editedSettings(String(req.params.id), body, false);
+    if (!checked.ok) {
+      res.status(400).json({ error: `configuration: ${checked.problems.join("; ")}` });
+      return;
+    }
+    const c = checked.credentials;
+    const core = runningCore(accountKey(checked.baseUrl, c.method, c.method === "email" ? c.email : c.phoneNumber));
+    if (!core) {
+      res.status(503).json({ error: RED._("door-account.errors.no-session"), signIn: true });
+      return;
+    }
+    sendDevices(core, refreshWanted(body.refresh), res);
+  });
+
+  // Sign in from the editor before the first deploy (door-account.write). The pair is stored
+  // under the account key, so the deploy that follows resumes it: no second login.
+  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/sign-in`, RED.auth.needsPermission("door-account.write"), (req, res) => {
+    const body = (req.body ?? {}) as EditedAccount;
+    const { checked, store } = editedSettings(String(req.params.id), body, true);
+    if (!checked.ok || !store.ok) {
+      res.status(400).json({ error: `configuration: ${[...(checked.ok ? [] : checked.problems), ...(store.ok ? [] : store.problems)].join("; ")}` });
+      return;
+    }
+    const setup = accountSetup(checked.baseUrl, checked.credentials, store.store, null);
+    const log: SessionLog = { info: (m) => RED.log.info(`door-account (editor sign-in): ${m}`), warn: (m) => RED.log.warn(`door-account (editor sign-in): ${m}`), error: (m) => RED.log.error(`door-account (editor sign-in): ${m}`) };
+    const got = signIn(setup.key, setup.settings, setup.make, log);
+    if (got.kind === "conflict") {
+      res.status(409).json({ error: got.message });
+      return;
+    }
+    const core = got.core;
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      const snap = core.session.snapshot();
+      if (snap.state === "ready") {
+        res.json({ signedIn: true, already: got.kind === "running", state: snap.state });
+      } else if (HALTED_STATES.has(snap.state)) {
+        if (got.kind === "started") dropSignIn(setup.key, core);
+        res.status(422).json({ error: RED._("door-account.errors.sign-in-refused"), state: snap.state });
+      } else {
+        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
+      }
+    };
+    const timer = setTimeout(answer, 30_000);
+    void core.startAndWarm().then(answer, answer);
   });
 };

@@ -37,6 +37,8 @@ export interface DoorAccountNode {
   register(user: AccountUser): void;
   deregister(user: AccountUser): void;
   statusFor(): NodeStatus;
+  /** Work of a flow node that uses this account (an unlock writing its audit records): the account's audit log stays open for it on close. */
+  track?(work: Promise<unknown>): void;
 }
 
 /** green: ready; yellow: connecting or refreshing; red: halted or unreachable. */
@@ -150,6 +152,7 @@ export class FlowNodeBinding implements AccountUser {
 
   track<T>(p: Promise<T>): Promise<T> {
     this.inflight.add(p);
+    this.accountNode?.track?.(p);
     void p.finally(() => this.inflight.delete(p)).catch(() => undefined);
     return p;
   }

@@ -17,12 +17,12 @@
  * reconnects by itself (back-off capped at 2 s); when it is back, watchers get
  * "reconnected" and may restore the pair Redis lost in a restart (`restore`, SET NX).
  */
-import { randomBytes, scryptSync } from "node:crypto";
+import { createHash, randomBytes, scrypt } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { ErrorReply, createClient } from "@redis/client";
 import { StoreUnreachableError } from "./errors.js";
 import { type SealedPair, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
-import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
+import { type StoreEvent, type StoredPair, type TokenStore, accountStoreId } from "./token-store.js";
 
 export interface RedisTokenStoreOptions {
   /** redis://[user[:password]@]host[:port][/db] or rediss:// (TLS). */
@@ -56,6 +56,31 @@ interface StoredRecord extends SealedPair {
   v: 1;
   /** Generation: 1 for the first pair written, +1 at every save. */
   g?: number;
+  /** How the sealing key was derived: "scrypt" (PAIR_SCRYPT); absent: HKDF (values written before scrypt). */
+  kdf?: "scrypt";
+}
+
+/**
+ * The work factor of the pair's sealing key: scrypt, memory-hard (128 MiB and about a quarter
+ * of a second per guess on one core here; README "Redis: a copied value"). Computed once per
+ * account per process, at the first load or save, never on the unlock path.
+ */
+export const PAIR_SCRYPT = { N: 1 << 17, r: 8, p: 1, maxmem: 256 * 1024 * 1024 } as const;
+
+const scryptKeys = new Map<string, Promise<Buffer>>();
+
+/** The 32-byte sealing key of the Redis pair: scrypt(secret, accountKey + info), cached per process. */
+export function derivePairKeyScrypt(secret: string, accountKey: string): Promise<Buffer> {
+  const id = createHash("sha256").update(`${accountKey}\n${secret}`).digest("hex");
+  let key = scryptKeys.get(id);
+  if (!key) {
+    key = new Promise<Buffer>((resolve, reject) => {
+      scrypt(secret, `${accountKey}\n${KEY_INFO}`, 32, PAIR_SCRYPT, (e, k) => (e ? reject(e) : resolve(k)));
+    });
+    scryptKeys.set(id, key);
+    key.catch(() => scryptKeys.delete(id));
+  }
+  return key;
 }
 
 // KEYS[1] lock; ARGV[1] owner
@@ -86,9 +111,9 @@ type Client = ReturnType<typeof createClient>;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
-/** The Redis key id of an account: scrypt of the account key (a hash of base URL and identity). */
+/** The Redis key id of an account: scrypt of the account key (a hash of base URL and identity), cached per process. */
 export function redisAccountId(accountKey: string): string {
-  return scryptSync(accountKey, "door-access redis key v1", 16, { N: 1 << 14, r: 8, p: 1 }).toString("hex");
+  return accountStoreId(accountKey);
 }
 
 export class RedisTokenStore implements TokenStore {
@@ -98,7 +123,10 @@ export class RedisTokenStore implements TokenStore {
   readonly keys: { pair: string; lock: string; channel: string };
   private readonly client: Client;
   private subscriber: Client | null = null;
-  private readonly cipherKey: Buffer | null;
+  /** The scrypt sealing key (derived once, asynchronously, off the event loop). */
+  private readonly cipherKey: Promise<Buffer> | null;
+  /** The HKDF key of values written before scrypt (read only, then re-sealed by the next save). */
+  private legacyKey: Buffer | null = null;
   private readonly instanceId = randomBytes(8).toString("hex");
   private readonly events = new EventEmitter();
   private readonly lockTtlMs: number;
@@ -118,7 +146,8 @@ export class RedisTokenStore implements TokenStore {
     this.lockTtlMs = options.lockTtlMs ?? 15_000;
     this.lockWaitMs = options.lockWaitMs ?? 20_000;
     this.commandTimeoutMs = options.commandTimeoutMs ?? 5_000;
-    this.cipherKey = options.secret ? derivePairKey(options.secret, options.accountKey, KEY_INFO) : null;
+    this.cipherKey = options.secret ? derivePairKeyScrypt(options.secret, options.accountKey) : null;
+    this.cipherKey?.catch(() => undefined); // reported by the load/save that awaits it
     const url = new URL(options.url);
     if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("the Redis URL must start with redis:// or rediss://");
     this.description = `Redis session store ${url.protocol}//${url.host}`;
@@ -146,7 +175,7 @@ export class RedisTokenStore implements TokenStore {
     try {
       const rec = JSON.parse(String(raw)) as StoredRecord;
       if (rec.v !== 1) throw new Error("unknown format");
-      return openPair(this.cipherKey, rec);
+      return openPair(await this.keyFor(rec), rec);
     } catch (e) {
       this.options.onProblem?.(`the pair in the ${this.description} is unreadable (${(e as Error).message}); treated as absent`);
       return null;
@@ -154,13 +183,13 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async save(pair: StoredPair): Promise<void> {
-    const rec: StoredRecord = { v: 1, ...sealPair(this.cipherKey, pair) };
+    const rec: StoredRecord = await this.seal(pair);
     const g = await this.exec<number>(["EVAL", SAVE, "2", this.keys.pair, this.keys.lock, JSON.stringify(rec), this.owner ?? "", this.keys.channel, this.instanceId]);
     if (Number(g) === -1) throw new Error("the renewal lock was taken over by another instance; the pair was not written");
   }
 
   async restore(pair: StoredPair): Promise<boolean> {
-    const rec: StoredRecord = { v: 1, g: 0, ...sealPair(this.cipherKey, pair) };
+    const rec: StoredRecord = { ...(await this.seal(pair)), g: 0 };
     const r = await this.exec<string | null>(["SET", this.keys.pair, JSON.stringify(rec), "NX"]);
     if (r !== "OK") return false;
     await this.exec(["PUBLISH", this.keys.channel, `${this.instanceId}:0`]).catch(() => undefined);
@@ -186,6 +215,18 @@ export class RedisTokenStore implements TokenStore {
       if (this.owner === owner) this.owner = null;
       await this.release(owner).catch(() => undefined);
     }
+  }
+
+  private async seal(pair: StoredPair): Promise<StoredRecord> {
+    const key = this.cipherKey ? await this.cipherKey : null;
+    return { v: 1, ...(key ? { kdf: "scrypt" as const } : {}), ...sealPair(key, pair) };
+  }
+
+  private async keyFor(rec: StoredRecord): Promise<Buffer | null> {
+    if (!this.options.secret) return null;
+    if (rec.kdf === "scrypt") return this.cipherKey;
+    this.legacyKey ??= derivePairKey(this.options.secret, this.options.accountKey, KEY_INFO);
+    return this.legacyKey;
   }
 
   watch(listener: (event: StoreEvent) => void): () => void {

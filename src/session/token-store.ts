@@ -12,7 +12,7 @@
  * a lock file around renewal (`withRenewalLock`); the session re-reads the pair after
  * taking it.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomBytes, scryptSync } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import lockfile from "proper-lockfile";
@@ -57,6 +57,27 @@ export interface TokenStore {
  */
 export function accountKey(baseUrl: string, method: string, identity: string): string {
   return createHash("sha256").update(`${new URL(baseUrl).origin}\n${method === "email" ? "email" : "phone"}\n${identity.trim().toLowerCase()}`).digest("hex");
+}
+
+const storeIds = new Map<string, string>();
+
+/**
+ * The name of an account's stored pair (token file name, Redis key): scrypt of the account
+ * key, so neither a file name nor a Redis key gives away the phone number or email by a
+ * dictionary of hashes. Computed once per account per process.
+ */
+export function accountStoreId(accountKey: string): string {
+  let id = storeIds.get(accountKey);
+  if (id === undefined) {
+    id = scryptSync(accountKey, "door-access redis key v1", 16, { N: 1 << 14, r: 8, p: 1 }).toString("hex");
+    storeIds.set(accountKey, id);
+  }
+  return id;
+}
+
+/** The token file of an account in a Node-RED user directory: named from the account key, not a node id. */
+export function tokenFileFor(userDir: string, accountKey: string): string {
+  return path.join(userDir, "door-access", `session-${accountStoreId(accountKey)}.json`);
 }
 
 interface FileFormat {

@@ -1,0 +1,203 @@
+/**
+ * The part of an account that exists once per account, however many config nodes name it:
+ * the HTTP client, the one session (one login, one refresh in flight, one stored pair), the
+ * device directory and the location cache. Keyed by `accountKey(baseUrl, method, identity)`
+ * (src/nodes/account-registry.ts shares one core between the nodes of one runtime); each
+ * node's Account (account.ts) adds its own audit log. Knows nothing of Node-RED.
+ */
+import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
+import { DeviceDirectory } from "../doors/directory.js";
+import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
+import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
+import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
+import type { Device, Location } from "../spec/schemas.js";
+import { type Clock, systemClock } from "../util/clock.js";
+import type { SessionStoreChoice } from "./account.js";
+
+export const DEVICE_LIST_TTL_MS = 24 * 3600_000;
+
+export interface AccountCoreOptions {
+  baseUrl: string;
+  credentials: Credentials;
+  /** Where the token pair is kept (a file under the Node-RED user directory, named from the account key). */
+  tokenFile: string;
+  /** Node-RED's credential secret, when set: the stored pair is encrypted with it. */
+  secret?: string | null;
+  /** Replaces the file store (tests, or the shared store of several instances). */
+  store?: TokenStore;
+  /** Which store to build when `store` is not given (default: the file store). */
+  sessionStore?: SessionStoreChoice;
+  clock?: Clock;
+  log?: SessionLog;
+  timings?: Partial<SessionTimings>;
+  client?: Omit<ClientOptions, "baseUrl" | "clock">;
+  deviceListTtlMs?: number;
+}
+
+export function identityOf(credentials: Credentials): string {
+  return credentials.method === "email" ? credentials.email : credentials.phoneNumber;
+}
+
+export class AccountCore {
+  readonly client: DoorApiClient;
+  readonly session: Session;
+  readonly directory: DeviceDirectory;
+  readonly clock: Clock;
+  /** accountKey(baseUrl, method, identity): a hash, never the identity in clear. */
+  readonly key: string;
+  private locationCache: { at: number; list: Location[] } | null = null;
+  private locationFetch: Promise<Location[]> | null = null;
+  private closed = false;
+  private started: Promise<void> | null = null;
+  private warmTimer: unknown = null;
+  private warmOnReady: ((snap: SessionSnapshot) => void) | null = null;
+  /** The store this core built (and closes); a store passed in is the caller's. */
+  private readonly ownStore: TokenStore | null;
+
+  constructor(readonly options: AccountCoreOptions) {
+    this.clock = options.clock ?? systemClock;
+    const log = options.log;
+    this.client = new DoorApiClient({
+      ...options.client,
+      baseUrl: options.baseUrl,
+      clock: this.clock,
+      onRetry: ({ operation, attempt, delayMs, error }) =>
+        log?.warn(`${operation}: attempt ${attempt} failed (${error.status ?? error.kind}); retrying in ${delayMs} ms`),
+    });
+    this.key = accountKey(options.baseUrl, options.credentials.method, identityOf(options.credentials));
+    const choice = options.sessionStore ?? { kind: "file" };
+    this.ownStore = options.store
+      ? null
+      : choice.kind === "redis"
+        ? new RedisTokenStore({
+            url: choice.url,
+            password: choice.password ?? null,
+            keyPrefix: choice.keyPrefix ?? DEFAULT_KEY_PREFIX,
+            accountKey: this.key,
+            // Node-RED's credential secret differs between instances; the account's password does not.
+            secret: choice.secret === undefined ? options.credentials.password : choice.secret,
+            lockTtlMs: choice.lockTtlMs,
+            lockWaitMs: choice.lockWaitMs,
+            onProblem: (m) => log?.warn(m),
+            onUnreachable: (m) => (m ? log?.warn(m) : log?.info("the Redis session store is reachable again")),
+          })
+        : new FileTokenStore({
+            filePath: options.tokenFile,
+            accountKey: this.key,
+            secret: options.secret ?? null,
+            onProblem: (m) => log?.warn(m),
+          });
+    const store = options.store ?? this.ownStore!;
+    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings });
+    this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
+      ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
+      now: () => this.clock.now(),
+    });
+  }
+
+  /** Resume the stored pair, or log in (once, however many nodes call it). */
+  start(): Promise<void> {
+    return this.session.start();
+  }
+
+  /**
+   * start() and then one device list fetch, so names resolve without a fetch on the unlock
+   * path. Never rejects. Called once per core by its owner.
+   */
+  startAndWarm(): Promise<void> {
+    if (!this.started) {
+      this.started = this.session.start().then(() => this.warmDevices());
+    }
+    return this.started;
+  }
+
+  /**
+   * Fetches the device list once the session is ready, so names resolve without a fetch on the
+   * unlock path; a failed fetch is tried again after the directory's back-off (30 s doubling, at
+   * most every 15 min, never sooner than a Retry-After). Waits while the session is not ready
+   * (no login is started for it: only messages may cause one). Stops when the list is there
+   * or the core closes. Never rejects.
+   */
+  warmDevices(): void {
+    if (this.closed || this.directory.cached() !== null) return;
+    if (this.session.state !== "ready") {
+      if (this.warmOnReady) return;
+      this.warmOnReady = (snap: SessionSnapshot) => {
+        if (snap.state !== "ready") return;
+        this.session.off("state", this.warmOnReady!);
+        this.warmOnReady = null;
+        this.warmDevices();
+      };
+      this.session.on("state", this.warmOnReady);
+      return;
+    }
+    this.directory.fetchNow().then(
+      () => undefined,
+      () => {
+        if (this.closed) return;
+        const at = this.directory.nextRetryAt() ?? this.clock.now();
+        this.stopWarming();
+        this.warmTimer = this.clock.setTimeout(() => {
+          this.warmTimer = null;
+          this.warmDevices();
+        }, Math.max(0, at - this.clock.now()));
+      },
+    );
+  }
+
+  private stopWarming(): void {
+    if (this.warmTimer !== null) this.clock.clearTimeout(this.warmTimer);
+    this.warmTimer = null;
+    if (this.warmOnReady) this.session.off("state", this.warmOnReady);
+    this.warmOnReady = null;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  devices(force = false): Promise<Device[]> {
+    return this.directory.devices(force);
+  }
+
+  /** The location list, cached like the device list (single flight). */
+  async locations(force = false): Promise<Location[]> {
+    const c = this.locationCache;
+    if (!force && c && this.clock.now() - c.at < (this.options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS)) return c.list;
+    if (!this.locationFetch) {
+      this.locationFetch = this.session
+        .call((t) => this.client.listLocations(t))
+        .then((list) => {
+          this.locationCache = { at: this.clock.now(), list };
+          return list;
+        })
+        .finally(() => {
+          this.locationFetch = null;
+        });
+    }
+    return this.locationFetch;
+  }
+
+  /** GET /api/device/{id} with the idempotent retry policy and the 401 rule. */
+  getDevice(deviceId: number): Promise<Device> {
+    return this.session.call((t) => this.client.getDevice(t, deviceId));
+  }
+
+  /** Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopWarming();
+    await this.session.close();
+    await Promise.allSettled([this.client.close(), this.ownStore?.close?.()]);
+  }
+
+  /** The account was deleted: log out and delete the stored pair. */
+  async destroy(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopWarming();
+    await this.session.destroy();
+    await Promise.allSettled([this.client.close(), this.ownStore?.close?.()]);
+  }
+}

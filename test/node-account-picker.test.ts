@@ -1,0 +1,140 @@
+/**
+ * The door picker before the first deploy (issue 12): the editor's sign-in endpoint
+ * (POST /door-access/accounts/:id/sign-in, door-account.write) and the picker's list of an
+ * account being edited (POST /door-access/accounts/:id/devices, door-account.read), behind
+ * Node-RED's real RED.auth.needsPermission with adminAuth. Counted at the simulator: one login
+ * from the dialog, and the deploy that follows resumes it (CONTRACT "One session per account":
+ * the stored pair belongs to the account key, not to a node id).
+ */
+import { strict as assert } from "node:assert";
+import * as path from "node:path";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import {
+  DEMO_ACCOUNT, accountModule, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
+  tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,
+} from "./helpers/flow.js";
+import { resolveFromNodeRed } from "./helpers/runtime.js";
+
+const ADMIN = "/door-access/accounts";
+const PHONE: string = DEMO_ACCOUNT.phoneNumber;
+const PASSWORD: string = DEMO_ACCOUNT.password;
+
+function assertNoSecret(text: string): void {
+  assert.ok(!/eyJ[A-Za-z0-9_-]{10,}/.test(text), `nothing JWT-like in the response: ${text}`);
+  assert.ok(!/rt_[A-Za-z0-9]/.test(text), "no refresh token");
+  assert.ok(!text.includes(PASSWORD) && !text.includes("wrong-password"), "no password");
+  assert.ok(!text.includes(PHONE) && !text.includes(PHONE.slice(1)), "no phone number");
+}
+
+describe("door picker before the first deploy: sign in from the editor (real needsPermission; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let adminToken = "";
+  let readerToken = "";
+  let nodes: unknown[] = [];
+  const userDir = freshUserDir();
+
+  before(async () => {
+    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
+    const auth = require(path.join(editorApi, "lib", "auth"));
+    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+    auth.init(
+      {
+        adminAuth: {
+          type: "credentials",
+          users: [
+            { username: "admin", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "*" },
+            { username: "reader", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "read" },
+          ],
+        },
+      },
+      { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
+    );
+    adminToken = (await tokens.create("admin", "node-red-editor", "*")).accessToken;
+    readerToken = (await tokens.create("reader", "node-red-editor", "read")).accessToken;
+    const withRealAuth = (red: any) => {
+      red.auth = { needsPermission: auth.needsPermission };
+      return accountModule(red);
+    };
+    nodes = [withRealAuth, devicesModule, statusModule, unlockModule];
+    sim = await startSim();
+    // The runtime runs with an empty flow: the account being edited is not deployed.
+    await loadFlow([tab()], { userDir, nodes, creds: {} });
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  const typed = () => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" });
+  const post = (route: string, token: string | null, body: unknown) => {
+    const r = helper.request().post(`${ADMIN}/new-acc/${route}`);
+    return (token ? r.set("Authorization", `Bearer ${token}`) : r).send(body);
+  };
+
+  it("the picker of an undeployed account with no session for its login: 503 with a sign-in offer, nothing sent", async () => {
+    const res = await post("devices", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(503);
+    assert.equal(res.body.signIn, true);
+    assert.match(res.body.error, /sign in|no-session/i);
+    assertNoSecret(res.text);
+    assert.equal(sim.control.requests().length, 0);
+  });
+
+  it("sign-in needs door-account.write: without a token 401, with a read-only user 401; no login either way", async () => {
+    await post("sign-in", null, typed()).expect(401);
+    await post("sign-in", readerToken, typed()).expect(401);
+    await post("devices", null, typed()).expect(401);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(logins(sim), 0);
+  });
+
+  it("a wrong password: 422 'the service refused the login', one attempt, no secret in the answer; nothing kept", async () => {
+    const res = await post("sign-in", adminToken, { ...typed(), password: "wrong-password" }).expect(422);
+    assert.match(res.body.error, /refused|sign-in-refused/);
+    assertNoSecret(res.text);
+    assert.equal(logins(sim), 1);
+  });
+
+  it("sign in with the typed credentials: 1 login; the picker lists the doors (no second login); the response never carries a token, password or phone number", async () => {
+    sim.control.resetRequests();
+    const res = await post("sign-in", adminToken, typed()).expect(200);
+    assert.equal(res.body.signedIn, true);
+    assert.equal(res.body.already, false);
+    assertNoSecret(res.text);
+    assert.equal(logins(sim), 1);
+    const list = await post("devices", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(200);
+    assert.equal(list.body.devices.length, 8);
+    assert.ok(list.body.devices.some((d: any) => d.id === 101 && d.name === "Front Door"));
+    assertNoSecret(list.text);
+    // A second press signs in to nothing new: the running session is used.
+    const again = await post("sign-in", adminToken, typed()).expect(200);
+    assert.equal(again.body.already, true);
+    assert.equal(logins(sim), 1);
+  });
+
+  it("then the deploy resumes the signed-in session: still 1 login in total, and an unlock is one PUT", async () => {
+    const flow = [tab(), { id: "new-acc", type: "door-account", name: "new", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ account: "new-acc", deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")];
+    await helper.setFlows(flow, "full", { "new-acc": { phoneNumber: PHONE, password: PASSWORD } });
+    await waitReady("new-acc");
+    assertAccepted(await unlock({}));
+    assert.equal(logins(sim), 1, "no second login after the deploy");
+    assert.equal(unlockRequests(sim), 1);
+    assert.equal(count(sim, "refreshToken"), 0);
+  });
+
+  it("a deployed account edited again: '__PWRD__' (the stored credential the editor is never shown) finds its session", async () => {
+    const res = await post("devices", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__" }).expect(200);
+    assert.equal(res.body.devices.length, 8);
+    const signIn = await post("sign-in", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__" }).expect(200);
+    assert.equal(signIn.body.already, true);
+    assert.equal(logins(sim), 1);
+  });
+
+  it("a sign-in with another password for the login a deployed node uses: 409 configuration conflict, no login", async () => {
+    const res = await helper.request().post(`${ADMIN}/other-id/sign-in`).set("Authorization", `Bearer ${adminToken}`)
+      .send({ ...typed(), password: "wrong-password" }).expect(409);
+    assert.match(res.body.error, /configuration conflict/);
+    assertNoSecret(res.text);
+    assert.equal(logins(sim), 1);
+  });
+});

@@ -1,0 +1,243 @@
+/**
+ * One session per account, whatever the flows look like (CONTRACT "One session per account,
+ * whatever the flows look like"; issue 12), and "Redeploy clears a halt" (CONTRACT; issue 11
+ * defect 5). A real Node-RED runtime (node-red-node-test-helper, real deploys through
+ * helper.setFlows) and the simulator over loopback; every request counted at the simulator.
+ * The same cases with the file store and with the Redis store (a real redis-server).
+ */
+import { strict as assert } from "node:assert";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import { registrySnapshot } from "../src/nodes/account-registry.js";
+import {
+  DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, startSim,
+  teardown, unlock, unlockRequests, until, waitReady, waitState,
+} from "./helpers/flow.js";
+import { RedisServer } from "./helpers/redis.js";
+
+const TAB_A = "tabA";
+const TAB_B = "tabB";
+const PHONE = DEMO_ACCOUNT.phoneNumber;
+const PASSWORD: string = DEMO_ACCOUNT.password;
+
+type Flow = Record<string, unknown>[];
+
+function account(id: string, url: string, z: string | undefined, store: Record<string, unknown>): Record<string, unknown> {
+  return { id, type: "door-account", ...(z ? { z } : {}), name: `account ${id}`, baseUrl: url, loginMethod: "phone", auditLog: "", ...store };
+}
+
+function unlockOn(id: string, z: string, acc: string, door = "101"): Record<string, unknown>[] {
+  return [
+    { id, type: "door-unlock", z, name: "", account: acc, deviceId: door, doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]] },
+    { id: `${id}-ok`, type: "helper", z },
+    { id: `${id}-fail`, type: "helper", z },
+  ];
+}
+
+/** Two tabs, each with its own door-account node for the same login (a flow copied to another tab). */
+function twoTabs(url: string, store: Record<string, unknown>, ids: [string, string] = ["accA", "accB"]): Flow {
+  return [
+    { id: TAB_A, type: "tab", label: "A" },
+    { id: TAB_B, type: "tab", label: "B" },
+    account(ids[0], url, undefined, store),
+    account(ids[1], url, undefined, store),
+    ...unlockOn("uA", TAB_A, ids[0]),
+    ...unlockOn("uB", TAB_B, ids[1]),
+  ];
+}
+
+function creds(ids: string[], password = PASSWORD, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return Object.fromEntries(ids.map((id) => [id, { phoneNumber: PHONE, password, ...extra }]));
+}
+
+/** A subflow holding a door-account and a door-unlock, used by `n` instances on one tab. */
+function subflowFlow(url: string, store: Record<string, unknown>, n: number): Flow {
+  const flow: Flow = [
+    { id: TAB_A, type: "tab", label: "A" },
+    {
+      id: "sf1", type: "subflow", name: "door", info: "",
+      in: [{ x: 50, y: 30, wires: [{ id: "sf-u" }] }],
+      out: [{ x: 300, y: 30, wires: [{ id: "sf-u", port: 0 }] }, { x: 300, y: 80, wires: [{ id: "sf-u", port: 1 }] }],
+    },
+    account("sacc", url, "sf1", store),
+    { id: "sf-u", type: "door-unlock", z: "sf1", x: 150, y: 30, name: "", account: "sacc", deviceId: "101", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[], []] },
+  ];
+  for (let i = 1; i <= n; i++) {
+    // x and y: Node-RED tells a flow node from a config node by its position.
+    flow.push({ id: `inst${i}`, type: "subflow:sf1", z: TAB_A, x: 100, y: 40 * i, wires: [[`inst${i}-ok`], [`inst${i}-fail`]] }, ...helperNodes(`inst${i}-ok`, `inst${i}-fail`).map((h) => ({ ...h, z: TAB_A })));
+  }
+  return flow;
+}
+
+const answered401 = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.status === 401).length;
+
+async function alternate(sim: RunningSimulator, nodes: string[], n: number): Promise<void> {
+  for (let i = 0; i < n; i++) assertAccepted(await unlock({ deviceId: 101 }, nodes[i % nodes.length]));
+  assert.equal(unlockRequests(sim), n, `${n} messages, ${n} PUTs`);
+}
+
+/** Node-RED's deploy: "full" (every node restarted) or "nodes" (only the changed ones). */
+async function deploy(flow: Flow, type: "full" | "nodes", credentials: Record<string, unknown>): Promise<void> {
+  await helper.setFlows(flow, type, credentials);
+}
+
+function cases(storeName: string, store: () => Record<string, unknown>, setup: () => Promise<void>, cleanup: () => Promise<void>, beforeEachCase: () => Promise<void>): void {
+  describe(`one session per account (${storeName} store; Node-RED runtime + simulator)`, function () {
+    this.timeout(30000);
+    let sim: RunningSimulator;
+    before(setup);
+    after(cleanup);
+    beforeEach(async () => {
+      await beforeEachCase();
+      sim = await startSim();
+    });
+    afterEach(async () => {
+      await teardown();
+      await sim.close();
+    });
+
+    it("two account nodes with the same login on two tabs, 20 messages alternating: 1 login, 0 answers 401, all accepted; a restart resumes it under other node ids: 0 logins", async () => {
+      const userDir = freshUserDir();
+      await loadFlow(twoTabs(sim.url, store()), { userDir, creds: creds(["accA", "accB"]) });
+      await waitReady("accA");
+      await waitReady("accB");
+      assert.equal(accountOf("accA").account.core, accountOf("accB").account.core, "one shared core");
+      await alternate(sim, ["uA", "uB"], 20);
+      assert.equal(logins(sim), 1, "one login for the two nodes");
+      assert.equal(answered401(sim), 0, "nobody was logged out");
+      // Restart (nothing parked any more), the config nodes now with other ids: the pair is
+      // stored under the account key, not a node id.
+      await teardown();
+      sim.control.resetRequests();
+      await loadFlow(twoTabs(sim.url, store(), ["accC", "accD"]), { userDir, creds: creds(["accC", "accD"]) });
+      await waitReady("accC");
+      await alternate(sim, ["uA", "uB"], 20);
+      assert.equal(logins(sim), 0, "the restart resumed the stored pair");
+      assert.equal(count(sim, "refreshToken"), 0);
+      assert.equal(answered401(sim), 0);
+    });
+
+    it("a subflow holding a door-account, used by three instances: 1 login, 0 answers 401, all accepted", async () => {
+      await loadFlow(subflowFlow(sim.url, store(), 3), { creds: creds(["sacc"]) });
+      await until("the three cloned accounts ready", () => registrySnapshot().some((e) => e.members === 3 && e.running));
+      await waitState("ready", "inst1-sacc");
+      await alternate(sim, ["inst1", "inst2", "inst3"], 21);
+      assert.equal(logins(sim), 1);
+      assert.equal(answered401(sim), 0);
+    });
+
+    it("conflicting passwords for the same login: a clear configuration error on both nodes (status and log), at most one login attempt, nothing sent", async () => {
+      const flow = twoTabs(sim.url, store());
+      const c = { ...creds(["accA"]), ...creds(["accB"], "another-password") };
+      await loadFlow(flow, { creds: c });
+      await until("the conflict on both nodes", () => ["accA", "accB"].every((id) => /configuration conflict/.test(accountOf(id).statusFor().text ?? "")));
+      for (const id of ["accA", "accB"]) {
+        const text = accountOf(id).statusFor().text as string;
+        assert.match(text, /same login on the same base URL with a different password/, text);
+        assert.ok(!text.includes(PASSWORD) && !text.includes("another-password") && !text.includes(PHONE), "no secret in the text");
+        const logged = accountOf(id).error.getCalls().filter((call: any) => call.thisValue === accountOf(id)).map((call: any) => String(call.args[0]));
+        assert.ok(logged.some((m: string) => /configuration conflict/.test(m)), `${id} logged the conflict: ${JSON.stringify(logged)}`);
+      }
+      await until("the flow nodes show it", () => /configuration conflict/.test(lastStatus(helper.getNode("uB"))?.text ?? ""));
+      const out = assertFailed(await unlock({ deviceId: 101 }, "uA"), "session-halted", null);
+      assert.match(out.message, /configuration conflict/);
+      await new Promise((r) => setImmediate(r));
+      assert.ok(logins(sim) <= 1, `at most one login attempt (${logins(sim)})`);
+      assert.equal(unlockRequests(sim), 0);
+    });
+
+    it(`delete one of two nodes: no logout, the other goes on; delete both: ${storeName === "file" ? "one logout" : "no logout (the Redis session is shared with other instances: README)"}`, async () => {
+      const flow = twoTabs(sim.url, store());
+      const c = creds(["accA", "accB"]);
+      await loadFlow(flow, { creds: c });
+      await waitReady("accA");
+      const withoutB = flow.filter((n) => n.id !== "accB" && n.z !== TAB_B && n.id !== TAB_B);
+      await deploy(withoutB, "nodes", creds(["accA"]));
+      assert.equal(helper.getNode("accB"), null);
+      assert.equal(count(sim, "logout"), 0, "removing one node does not log the other out");
+      assertAccepted(await unlock({ deviceId: 101 }, "uA"));
+      assert.equal(logins(sim), 1);
+      assert.equal(answered401(sim), 0);
+      await deploy([{ id: TAB_A, type: "tab", label: "A" }], "full", {});
+      await until("the account to be gone", () => registrySnapshot().length === 0);
+      if (storeName === "file") await until("the logout", () => count(sim, "logout") === 1);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(count(sim, "logout"), storeName === "file" ? 1 : 0);
+    });
+
+    it("redeploys: a healthy account keeps its session across a full and a modified-nodes deploy (0 logins); a halted one gets exactly one fresh login", async () => {
+      const flow = twoTabs(sim.url, store());
+      const c = creds(["accA", "accB"]);
+      await loadFlow(flow, { creds: c });
+      await waitReady("accA");
+      const core = accountOf("accA").account.core;
+      await deploy(flow, "full", c);
+      await deploy(flow.map((n) => (n.id === "accA" ? { ...n, name: "renamed" } : n)), "nodes", c);
+      assert.equal(accountOf("accA").account.core, core, "the same session after both deploys");
+      assertAccepted(await unlock({ deviceId: 101 }, "uA"));
+      assert.equal(logins(sim), 1, "0 logins for the redeploys");
+      // Halt it: a takeover re-logs in once; a second one within the hour halts as superseded.
+      sim.control.supersede("demo");
+      assertAccepted(await unlock({ deviceId: 101 }, "uA"));
+      sim.control.supersede("demo");
+      assertFailed(await unlock({ deviceId: 101 }, "uB"), "unauthorized", 401);
+      await waitState("halted-superseded", "accA");
+      const before = sim.control.counts().logins;
+      const loginRequests = logins(sim);
+      // The operator's natural recovery: deploy again (full).
+      await deploy(flow, "full", c);
+      await waitState("ready", "accB");
+      assert.equal(logins(sim) - loginRequests, 1, "exactly one login after the redeploy");
+      assert.equal(sim.control.counts().logins - before, 1);
+      assertAccepted(await unlock({ deviceId: 101 }, "uB"));
+      assertAccepted(await unlock({ deviceId: 101 }, "uA"));
+      assert.equal(logins(sim) - loginRequests, 1);
+    });
+  });
+}
+
+cases("file", () => ({}), async () => undefined, async () => undefined, async () => undefined);
+
+let redis: RedisServer | null = null;
+let prefix = 0;
+cases(
+  "redis",
+  () => ({ sessionStore: "redis", redisUrl: redis!.url, redisKeyPrefix: `share${prefix}:` }),
+  async () => {
+    redis = await RedisServer.start();
+  },
+  async () => {
+    await redis?.stop();
+  },
+  async () => {
+    prefix += 1; // a fresh key space per case
+  },
+);
+
+describe("a halted account (login refused) is given one fresh start by a redeploy (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("wrong password: halted after 1 attempt; a full deploy with the same settings: exactly 1 more attempt; with the right password: 1 login, ready", async () => {
+    const flow = twoTabs(sim.url, {});
+    const wrong = creds(["accA", "accB"], "wrong-password");
+    await loadFlow(flow, { creds: wrong });
+    await waitState("halted-login-failed", "accA");
+    assert.equal(logins(sim), 1);
+    await deploy(flow, "full", wrong);
+    await until("the fresh attempt", () => logins(sim) === 2);
+    await waitState("halted-login-failed", "accA");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(logins(sim), 2, "one fresh start, not one per node");
+    await deploy(flow, "full", creds(["accA", "accB"]));
+    await waitReady("accB");
+    assert.equal(logins(sim), 3);
+    assertAccepted(await unlock({ deviceId: 101 }, "uA"));
+  });
+});
