@@ -142,7 +142,7 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       "\"Demo account (simulator)\" is logged in with the simulator's demo account (printed by `npm start`).",
   });
   flows.push({
-    id: "d00ac0de00000001",
+    id: "d00ac0dec0000001", // not d00ac0de000000NN: those are the example tabs (this id was the tab of example 01)
     type: "comment",
     z: introTab,
     name: "Door access demo: one example per tab",
@@ -150,8 +150,9 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       `Simulator: ${o.simUrl} (control surface ${o.simUrl}/_sim/, e.g. GET /_sim/requests, GET /_sim/counts, ` +
       "POST /_sim/devices/101/online {\"online\":false}, POST /_sim/accounts/demo/supersede).\n\n" +
       "Start with the tab \"01 Button unlocks a door\": press the inject button and watch the debug sidebar.",
-    x: 250,
-    y: 60,
+    // Left edge at 40, on the grid (the comment is 340 px wide here): test/example-layout.test.ts.
+    x: 210,
+    y: 40,
     wires: [],
   });
   o.examples.forEach((ex, i) => {
