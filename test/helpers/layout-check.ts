@@ -8,7 +8,9 @@
  * the status (dot and text) under it. Problems reported, each naming the nodes involved:
  *
  * - a box left of or above the canvas origin (x < 0 or y < 0);
- * - two node boxes that overlap, or a status box that overlaps another node or status;
+ * - two node boxes that overlap, or a status box that overlaps another node or status (a node
+ *   that may show a status later, e.g. a debug node with "node status" on, keeps 120 x 13 px
+ *   under it for one);
  * - a node off the grid: its top-left corner not on the editor's 20 px grid (y), its left edge
  *   not on a 10 px step (x: Node-RED snaps the left edge to 20 px, and node widths are
  *   multiples of 20 px, so a 10 px step is what stays true when fonts change the width);
@@ -89,6 +91,10 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
         status = { x: t.x + st.x + x0, y: t.y + st.y + y0, w: x1 - x0, h: y1 - y0 };
       }
     }
+    // A node that shows a status only after a message (a debug with "node status" on, mqtt,
+    // delay) or after the account connects (ours) keeps the room for one: 120 x 13 px under it.
+    const mayShowStatus = n.type.startsWith("door-") || n.type === "mqtt in" || n.type === "mqtt out" || n.type === "delay" || (n.type === "debug" && (n as { tostatus?: boolean }).tostatus === true);
+    if (!status && mayShowStatus) status = { x: t.x + 3, y: t.y + h + 2, w: 120, h: 13 };
     let label = "";
     try {
       label = RED.utils.getNodeLabel(n, n.type);
