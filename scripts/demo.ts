@@ -12,6 +12,11 @@
  * credentials are written to `flows_cred.json` encrypted exactly as Node-RED does
  * (aes-256-ctr, key sha256(credentialSecret), hex IV prefix).
  *
+ * The door panel of example 08 runs on FlowFuse Dashboard 2 (`@flowfuse/node-red-dashboard`, a
+ * devDependency: nothing is installed at run time). Node-RED loads node modules from every
+ * `node_modules` folder above its own (here the repository's), so the demo's Node-RED finds it
+ * there; `startDemo` checks that it can be resolved and gives the panel's address.
+ *
  * Every start wipes and rewrites the user directory: nothing stale (flows, session token
  * files, audit log) survives from a previous run. Ctrl-C stops everything it started.
  *
@@ -59,6 +64,8 @@ export interface RunningDemo {
   mqttUrl: string | null;
   userDir: string;
   accountId: string;
+  /** The door panel (example 08, Dashboard 2), e.g. http://127.0.0.1:1880/dashboard/doors; null when not deployed. */
+  dashboardUrl: string | null;
   /** Process id of the Node-RED child. */
   pid: number;
   /** Settles when the Node-RED child has exited (for whatever reason). */
@@ -142,7 +149,7 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       "\"Demo account (simulator)\" is logged in with the simulator's demo account (printed by `npm start`).",
   });
   flows.push({
-    id: "d00ac0de00000001",
+    id: "d00ac0dec0000001", // not d00ac0de000000NN: those are the example tabs (this id was the tab of example 01)
     type: "comment",
     z: introTab,
     name: "Door access demo: one example per tab",
@@ -150,8 +157,9 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       `Simulator: ${o.simUrl} (control surface ${o.simUrl}/_sim/, e.g. GET /_sim/requests, GET /_sim/counts, ` +
       "POST /_sim/devices/101/online {\"online\":false}, POST /_sim/accounts/demo/supersede).\n\n" +
       "Start with the tab \"01 Button unlocks a door\": press the inject button and watch the debug sidebar.",
-    x: 250,
-    y: 60,
+    // Left edge at 40, on the grid (the comment is 340 px wide here): test/example-layout.test.ts.
+    x: 210,
+    y: 40,
     wires: [],
   });
   o.examples.forEach((ex, i) => {
@@ -176,6 +184,17 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
     flows.push(c);
   }
   return flows;
+}
+
+export const DASHBOARD_PACKAGE = "@flowfuse/node-red-dashboard";
+
+/** The path of the first Dashboard 2 page in the flows (ui-base path + ui-page path), or null. */
+export function dashboardPath(flows: FlowNode[]): string | null {
+  const page = flows.find((n) => n.type === "ui-page" && typeof n.path === "string");
+  if (!page) return null;
+  const base = flows.find((n) => n.type === "ui-base" && n.id === page.ui);
+  const root = typeof base?.path === "string" ? base.path : "/dashboard";
+  return `${root.replace(/\/+$/, "")}/${String(page.path).replace(/^\/+/, "")}`;
 }
 
 /** Node-RED's own credentials-file encryption (runtime/lib/nodes/credentials.js). */
@@ -401,6 +420,14 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     fs.writeFileSync(settingsPath, settingsFile({ uiPort }));
     const examples = options.deployExamples === false ? [] : loadExamples();
     const flows = buildDemoFlows({ simUrl: sim.url, mqttPort: broker?.port ?? null, examples });
+    const panelPath = dashboardPath(flows);
+    if (panelPath !== null) {
+      try {
+        require.resolve(`${DASHBOARD_PACKAGE}/package.json`, { paths: [REPO_ROOT] });
+      } catch {
+        throw new Error(`${DASHBOARD_PACKAGE} is missing (the door panel example needs it): run \`npm ci\``);
+      }
+    }
     fs.writeFileSync(path.join(userDir, "flows.json"), JSON.stringify(flows, null, 4) + "\n");
     fs.writeFileSync(
       path.join(userDir, "flows_cred.json"),
@@ -424,6 +451,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       mqttUrl: broker ? `mqtt://127.0.0.1:${broker.port}` : null,
       userDir,
       accountId: EXAMPLE_ACCOUNT_ID,
+      dashboardUrl: panelPath === null ? null : `${nr.url}${panelPath}`,
       pid: nr.child.pid ?? -1,
       exited: nr.exited,
       output: nr.output,
@@ -503,6 +531,7 @@ async function main(): Promise<void> {
       `Demo account:      ${DEMO_ACCOUNT.email} (phone number and password: README, "The simulator"; never printed)`,
       `                   preconfigured as "Demo account (simulator)": ${acc.state}${acc.reason ? ` (${acc.reason})` : ""}`,
       `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
+      `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 08, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,
       "Stop:              Ctrl-C stops Node-RED, the broker and the simulator.",
       line,

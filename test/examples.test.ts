@@ -23,6 +23,13 @@ const CORE_TYPES = new Set([
   "catch", "status", "complete", "link in", "link out", "link call", "rbe", "range", "json", "mqtt in", "mqtt out", "mqtt-broker",
 ]);
 const examples = loadExamples();
+/** Dashboard 2 (a devDependency the demo loads): its node types are allowed in an example whose comment names the package. */
+const DASHBOARD = "@flowfuse/node-red-dashboard";
+const DASHBOARD_TYPES = new Set(Object.keys((JSON.parse(fs.readFileSync(require.resolve(`${DASHBOARD}/package.json`, { paths: [REPO_ROOT] }), "utf8")) as { "node-red": { nodes: Record<string, string> } })["node-red"].nodes));
+function needsDashboard(ex: ExampleFlow): boolean {
+  const c = ex.nodes.find((n) => n.type === "comment");
+  return typeof c?.name === "string" && c.name.includes(DASHBOARD) && typeof c.info === "string" && c.info.includes(DASHBOARD);
+}
 
 function byTitle(prefix: string): ExampleFlow {
   const ex = examples.find((e) => e.title.startsWith(prefix));
@@ -64,8 +71,11 @@ describe("example flows: files", () => {
         }
       });
 
-      it("uses only core node types plus ours", () => {
-        for (const n of ex.nodes) assert.ok(CORE_TYPES.has(n.type) || OUR_TYPES.includes(n.type), `unexpected node type ${n.type}`);
+      it("uses only core node types plus ours (plus Dashboard 2's when its comment names that package)", () => {
+        for (const n of ex.nodes) {
+          const ok = CORE_TYPES.has(n.type) || OUR_TYPES.includes(n.type) || (needsDashboard(ex) && DASHBOARD_TYPES.has(n.type));
+          assert.ok(ok, `unexpected node type ${n.type}${DASHBOARD_TYPES.has(n.type) ? ` (a ${DASHBOARD} node: the comment's title and text must name the package)` : ""}`);
+        }
       });
 
       it("has a comment node that says what it does", () => {
@@ -115,6 +125,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
   let userDir: string;
   let mqtt: typeof import("mqtt");
   const coreTypes = new Set<string>();
+  const dashboardTypes = new Set<string>();
 
   before(async () => {
     sim = await startSimulator({ port: 0 });
@@ -130,6 +141,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     const res = await fetch(`${nr.url}/nodes`, { headers: { Accept: "application/json" } });
     const list = (await res.json()) as Array<{ module: string; types: string[]; err?: string }>;
     for (const set of list) if (set.module === "node-red") for (const t of set.types) coreTypes.add(t);
+    for (const set of list) if (set.module === DASHBOARD && !set.err) for (const t of set.types) dashboardTypes.add(t);
     assert.deepEqual(list.filter((s) => s.module === PACKAGE_NAME).flatMap((s) => s.types).sort(), OUR_TYPES);
   });
 
@@ -203,10 +215,12 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     }
   }
 
-  it("uses only node types the running Node-RED reports as core, plus ours", () => {
+  it("uses only node types the running Node-RED reports as core, plus ours (and Dashboard 2's, loaded from the devDependency)", () => {
     assert.ok(coreTypes.has("inject") && coreTypes.has("mqtt in"), "core node set read from GET /nodes");
+    assert.ok(dashboardTypes.has("ui-template") && dashboardTypes.has("ui-notification"), `${DASHBOARD} loaded without an error`);
     for (const ex of examples) for (const n of ex.nodes) {
       if (n.type === "tab" || OUR_TYPES.includes(n.type)) continue;
+      if (needsDashboard(ex) && dashboardTypes.has(n.type)) continue;
       assert.ok(coreTypes.has(n.type), `${ex.title}: ${n.type} is not a core node of this Node-RED`);
     }
   });
