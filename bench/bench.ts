@@ -20,8 +20,14 @@
  *
  * - It runs under the Node.js that runs npm (see reexecTarget), not node_modules/.bin/node.
  *
+ * - The load footprint (bench/footprint.ts): require time and RSS growth of the four node files,
+ *   each time in a fresh child process, median of 5, with a per-module breakdown, beside
+ *   node-red-contrib-home-assistant-websocket installed from the npm registry into a temporary
+ *   folder in the same run (skipped with a note when it cannot be installed, and in quick mode
+ *   unless --ha; --no-ha skips it in a full run).
+ *
  * Writes bench/results.json (or --out / BENCH_RESULTS) and prints a table. Diagnostics:
- * --only <phases> (scale,logins,latency,tput,status,handbuilt,refresh,memory) for profiling with
+ * --only <phases> (load,scale,logins,latency,tput,status,handbuilt,refresh,memory) for profiling with
  * `node --cpu-prof`; BENCH_MEM_TRACE=1 (memory per 10,000 messages); BENCH_HEAPSNAP=<dir>.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -32,6 +38,7 @@ import { Pool } from "undici";
 import { DeviceList, type Device } from "../src/spec/schemas.js";
 import { DeviceDirectory } from "../src/doors/directory.js";
 import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../src/simulator/seed.js";
+import { type Footprint, HA_PACKAGE, measureFootprint } from "./footprint.js";
 
 
 /** The audit log's counters once nothing is waiting to be written (closing records are deferred). */
@@ -63,10 +70,12 @@ interface Args {
   total: number;
   /** Diagnostics (profiling): run only these phases, e.g. --only status,latency. */
   only: Set<string> | null;
+  /** Compare the load footprint with Home Assistant's nodes (installed from npm): full run yes, quick no. */
+  ha: boolean | null;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, reps: 0, out: "", child: null, sim: null, base: 1000, total: 100_000, only: null };
+  const a: Args = { quick: false, reps: 0, out: "", child: null, sim: null, base: 1000, total: 100_000, only: null, ha: null };
   for (let i = 0; i < argv.length; i++) {
     const f = argv[i];
     const v = (): string => {
@@ -82,14 +91,17 @@ function parseArgs(argv: string[]): Args {
     else if (f === "--base") a.base = Number(v());
     else if (f === "--total") a.total = Number(v());
     else if (f === "--only") a.only = new Set(v().split(","));
+    else if (f === "--ha") a.ha = true;
+    else if (f === "--no-ha") a.ha = false;
     else if (f === "--help" || f === "-h") {
-      process.stdout.write("usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only scale,latency,tput,status,handbuilt,refresh,memory]\n");
+      process.stdout.write("usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only load,scale,latency,tput,status,handbuilt,refresh,memory] [--ha|--no-ha]\n");
       process.exit(0);
     } else throw new Error(`unknown option ${f}`);
   }
   if (!a.reps) a.reps = a.quick ? 2 : 5;
   if (!Number.isInteger(a.reps) || a.reps < 1 || a.reps > 50) throw new Error("--reps must be 1..50");
   if (!a.out) a.out = process.env.BENCH_RESULTS || path.join(REPO_ROOT, "bench", "results.json");
+  if (a.ha === null) a.ha = !a.quick;
   return a;
 }
 
@@ -534,8 +546,15 @@ async function main(args: Args): Promise<void> {
   try {
     log(`simulator ${sim.url} (own process, rate limit off, no latency faults); ${args.quick ? "quick" : "full"} mode, ${R} repetitions`);
 
-    // ---- scale (pure CPU, no runtime)
     const want = (phase: string) => args.only === null || args.only.has(phase);
+    // ---- the load footprint, in fresh child processes (5 of each, also in quick mode: they are cheap)
+    let footprint: Footprint | null = null;
+    if (want("load")) {
+      footprint = await measureFootprint({ reps: 5, ha: args.ha === true, log });
+      Object.assign(results, footprint.figures);
+    }
+
+    // ---- scale (pure CPU, no runtime)
     if (want("scale")) Object.assign(results, await runScale(R, C.scaleLookups));
     log(`scale: ${JSON.stringify(results)}`);
 
@@ -747,8 +766,9 @@ async function main(args: Args): Promise<void> {
       node: process.version, nodeRed: versionOf("node-red"), at: new Date().toISOString(),
     });
     await fsp.mkdir(path.dirname(args.out), { recursive: true });
-    await fsp.writeFile(args.out, JSON.stringify(results, null, 2) + "\n");
-    process.stdout.write(table(results) + `\nresults written to ${path.relative(process.cwd(), args.out) || args.out}\n`);
+    const written = footprint ? { ...results, loadBreakdown: footprint.breakdown } : results;
+    await fsp.writeFile(args.out, JSON.stringify(written, null, 2) + "\n");
+    process.stdout.write(table(results) + (footprint ? "\n\n" + footprintTable(footprint) : "") + `\nresults written to ${path.relative(process.cwd(), args.out) || args.out}\n`);
   } finally {
     await raw?.close().catch(() => undefined);
     await sim.stop();
@@ -757,6 +777,26 @@ async function main(args: Args): Promise<void> {
 }
 
 // ---------------------------------------------------------------- the table
+
+/** Our load cost per module, and Home Assistant's total beside ours (or why it is missing). */
+function footprintTable(f: Footprint): string {
+  const r = f.figures;
+  const rows: [string, string, string][] = [
+    ["Our four node files (the package as Node-RED loads it)", `${r.loadMs} ms`, `${r.loadRssMiB} MiB`, ],
+    ...Object.entries(f.breakdown).map(([name, c]): [string, string, string] => [`  ${name}: ${c.when}`, `${c.ms} ms`, `${c.rssMiB} MiB`]),
+  ];
+  if (f.haNote === null) {
+    rows.push([`${HA_PACKAGE} ${r.haVersion} (its node-red.nodes)`, `${r.haLoadMs} ms`, `${r.haLoadRssMiB} MiB`]);
+    rows.push(["Ours / Home Assistant's (goal: RSS ≤ 0.5, time ≤ 150 ms)", `${r.loadMsRatio}×`, `${r.loadRssRatio}×`]);
+  }
+  const w0 = Math.max(...rows.map((x) => x[0].length));
+  const w1 = Math.max(...rows.map((x) => x[1].length));
+  const w2 = Math.max(...rows.map((x) => x[2].length));
+  const head = `| ${"Load footprint (fresh process, median of 5)".padEnd(w0)} | ${"require".padEnd(w1)} | ${"RSS".padEnd(w2)} |`;
+  const sep = `|${"-".repeat(w0 + 2)}|${"-".repeat(w1 + 2)}|${"-".repeat(w2 + 2)}|`;
+  const body = rows.map(([a, b, c]) => `| ${a.padEnd(w0)} | ${b.padEnd(w1)} | ${c.padEnd(w2)} |`);
+  return [head, sep, ...body, ...(f.haNote ? ["", `Note: ${f.haNote}.`] : [])].join("\n");
+}
 
 function table(r: Record<string, number | string>): string {
   const n = (k: string, d = 2) => (typeof r[k] === "number" ? (r[k] as number).toFixed(d) : String(r[k]));

@@ -20,8 +20,13 @@ const NUMBER_KEYS = [
   "unlockP50RatioNoAudit", "unlockP99RatioNoAudit", "unlockThroughput50", "floorThroughput50", "rawPutThroughput50",
   "fsyncsPerRecord", "statusThroughput200", "rawStatusThroughput200", "handBuiltP50Ms", "handBuiltP99Ms",
   "handBuiltThroughput50", "heapGrowthMiB", "deviceValidate10kMs", "statusCpuUs", "rawStatusCpuUs", "unlockCpuUs",
+  "loadMs", "loadRssMiB", "loadModules",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
+/** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */
+const OPTIONAL_STRING_KEYS = ["haVersion"];
+/** Not a figure: our load cost per module (bench/footprint.ts). */
+const OBJECT_KEYS = ["loadBreakdown"];
 
 function run(args: string[], timeoutMs: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -64,7 +69,7 @@ describe("benchmark (quick mode)", function () {
       assert.ok(Number.isFinite(results[k]), `${k} is finite: ${results[k]}`);
     }
     for (const [k, v] of Object.entries(results)) {
-      if (STRING_KEYS.includes(k)) continue;
+      if (STRING_KEYS.includes(k) || OPTIONAL_STRING_KEYS.includes(k) || OBJECT_KEYS.includes(k)) continue;
       assert.ok(typeof v === "number" && Number.isFinite(v), `${k} is a finite number: ${JSON.stringify(v)}`);
     }
     for (const k of STRING_KEYS) assert.equal(typeof results[k], "string", k);
@@ -72,6 +77,23 @@ describe("benchmark (quick mode)", function () {
     assert.match(results.nodeRed as string, /^\d+\.\d+\.\d+/);
     assert.ok(!Number.isNaN(Date.parse(results.at as string)), "at is an ISO time");
     assert.equal(results.quick, 1);
+  });
+
+  it("measures the load footprint per module, and notes that quick mode skips the Home Assistant comparison", () => {
+    const b = results.loadBreakdown as Record<string, { when: string; ms: number; rssMiB: number; modules: number }>;
+    assert.equal(typeof b, "object");
+    const withNodes = Object.entries(b).filter(([, c]) => c.when === "with the nodes").map(([n]) => n);
+    assert.deepEqual(withNodes, ["zod", "undici (Pool + request)", "jose (decodeJwt)", "our code (dist/src)"]);
+    assert.ok(Object.keys(b).some((n) => n.startsWith("@redis/client") && b[n].when === "when used"));
+    for (const [n, c] of Object.entries(b)) {
+      for (const f of ["ms", "rssMiB", "modules"] as const) assert.ok(Number.isFinite(c[f]), `${n}.${f} is finite: ${c[f]}`);
+    }
+    assert.ok((results.loadModules as number) > 0, "the node files were loaded in the child");
+    assert.equal(results.loadReps, 5, "median of 5 fresh processes");
+    assert.equal(results.haLoadMs, undefined, "no Home Assistant figures in quick mode");
+    assert.equal(results.haVersion, undefined);
+    assert.match(output, /Home Assistant comparison is skipped in quick mode/);
+    assert.match(output, /Load footprint \(fresh process, median of 5\)/);
   });
 
   it("counted figures are exact: 1 call per unlock, 2 for the hand-built flow, 1 login, 1 refresh", () => {

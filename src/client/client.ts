@@ -4,7 +4,7 @@
  * policy (retry-policy.ts) applied per operation. It knows nothing about sessions: callers
  * hand it the access token. See session/session.ts for the 401 rule.
  */
-import { Pool, type Dispatcher } from "undici";
+import type { Dispatcher, Pool as UndiciPool } from "undici";
 import type { z } from "zod";
 import {
   Device,
@@ -23,6 +23,10 @@ import { type Clock, sleep, systemClock } from "../util/clock.js";
 import { parseBaseUrl } from "./base-url.js";
 import { DoorApiError, type FailureKind } from "./errors.js";
 import { BACKOFF, RETRY_POLICY, backoffDelayMs, parseRetryAfter } from "./retry-policy.js";
+import { undiciPool } from "./pool.js";
+
+/** undici's Pool, loaded without the rest of undici (pool.ts); every account needs it, so now. */
+const Pool = undiciPool();
 
 export type LoginMethod = "phone" | "email" | "login";
 
@@ -59,7 +63,7 @@ const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOST
 
 export class DoorApiClient {
   readonly baseUrl: URL;
-  private readonly pool: Pool;
+  private readonly pool: UndiciPool;
   private readonly prefix: string;
   private readonly clock: Clock;
   private readonly random: () => number;

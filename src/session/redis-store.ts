@@ -19,7 +19,7 @@
  */
 import { createHash, randomBytes, scrypt } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { ErrorReply, createClient } from "@redis/client";
+import type * as RedisClientModule from "@redis/client";
 import { StoreUnreachableError } from "./errors.js";
 import { type SealedPair, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
 import { type StoreEvent, type StoredPair, type TokenStore, accountStoreId } from "./token-store.js";
@@ -107,7 +107,16 @@ redis.call('SET', KEYS[1], cjson.encode(rec))
 redis.call('PUBLISH', ARGV[3], ARGV[4] .. ':' .. g)
 return g`;
 
-type Client = ReturnType<typeof createClient>;
+type Client = ReturnType<typeof RedisClientModule.createClient>;
+
+/**
+ * `@redis/client` (about 480 modules) is loaded when the first Redis store is built, not when
+ * the package loads: an account on the file store never pays for it.
+ */
+let redisModule: typeof RedisClientModule | undefined;
+function redisClient(): typeof RedisClientModule {
+  return (redisModule ??= require("@redis/client") as typeof RedisClientModule);
+}
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
@@ -152,7 +161,7 @@ export class RedisTokenStore implements TokenStore {
     if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("the Redis URL must start with redis:// or rediss://");
     this.description = `Redis session store ${url.protocol}//${url.host}`;
     const tls = url.protocol === "rediss:" || options.tls === true;
-    this.client = createClient({
+    this.client = redisClient().createClient({
       url: options.url,
       ...(options.password ? { password: options.password } : {}),
       disableOfflineQueue: true,
@@ -293,7 +302,7 @@ export class RedisTokenStore implements TokenStore {
     try {
       return (await this.client.sendCommand(args, { timeout: this.commandTimeoutMs })) as T;
     } catch (e) {
-      if (e instanceof ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`);
+      if (e instanceof redisClient().ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`);
       throw new StoreUnreachableError(`the ${this.description} cannot be reached (${(e as Error).message || (e as Error).name})`);
     }
   }

@@ -25,7 +25,7 @@
  * from the store ("changed", "reconnected") update the pair in memory.
  */
 import { EventEmitter } from "node:events";
-import { decodeJwt } from "jose";
+import { decodeJwt } from "jose/jwt/decode";
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import { DoorApiError } from "../client/errors.js";
 import { type Clock, systemClock } from "../util/clock.js";

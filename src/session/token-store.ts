@@ -15,7 +15,7 @@
 import { createHash, randomBytes, scryptSync } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import lockfile from "proper-lockfile";
+import type * as ProperLockfile from "proper-lockfile";
 import { type PairRecord, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
 
 export type StoredPair = PairRecord;
@@ -149,6 +149,8 @@ export class FileTokenStore implements TokenStore {
   async withRenewalLock<T>(fn: () => Promise<T>): Promise<T> {
     await fs.mkdir(path.dirname(this.options.filePath), { recursive: true, mode: 0o700 });
     const wait = this.options.lockWaitMs ?? 15_000;
+    // Loaded at the first renewal lock, not with the package (an account on Redis never needs it).
+    const lockfile = require("proper-lockfile") as typeof ProperLockfile;
     const release = await lockfile.lock(this.options.filePath, {
       realpath: false,
       lockfilePath: `${this.options.filePath}.lock`,

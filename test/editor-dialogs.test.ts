@@ -1,0 +1,44 @@
+/**
+ * The edit dialogs in Node-RED's own style (issue 14): at most one tip shown by default per
+ * dialog, the explanations in the sidebar help (nodes/locales/en-US/<node>.html). A tip that
+ * is hidden until a situation calls for it (the stored door is not in the list, "reject
+ * retained" is off) is a warning, not a standing tip, and is not counted. Every text a dialog
+ * names (data-i18n) exists in its message catalogue, so trimming a tip cannot leave a key
+ * that shows as raw text.
+ */
+import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+
+const REPO_ROOT = path.resolve(__dirname, "..", "..");
+const NODES = ["door-account", "door-devices", "door-status", "door-unlock"];
+
+function template(node: string): string {
+  const html = readFileSync(path.join(REPO_ROOT, "nodes", `${node}.html`), "utf8");
+  const m = new RegExp(`<script type="text/html" data-template-name="${node}">([\\s\\S]*?)</script>`).exec(html);
+  assert.ok(m, `${node}.html has its edit template`);
+  return m[1];
+}
+
+function lookup(catalogue: unknown, key: string): unknown {
+  return key.split(".").reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), catalogue);
+}
+
+describe("editor dialogs: one tip, the rest in the help (issue 14)", () => {
+  for (const node of NODES) {
+    it(`${node}: at most one tip shown by default`, () => {
+      const tips = [...template(node).matchAll(/<div class="form-tips[^"]*"([^>]*)>/g)];
+      const standing = tips.filter((t) => !/display:\s*none/.test(t[1]));
+      assert.ok(standing.length <= 1, `${node}: ${standing.length} standing tips: ${standing.map((t) => t[0]).join(" ")}`);
+    });
+
+    it(`${node}: every data-i18n key of the dialog is in the catalogue, and the help exists`, () => {
+      const catalogue = JSON.parse(readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.json`), "utf8")) as unknown;
+      const keys = [...template(node).matchAll(/data-i18n="([^"]+)"/g)].flatMap((m) => m[1].split(";")).map((k) => k.replace(/^\[[^\]]+\]/, ""));
+      assert.ok(keys.length > 0);
+      for (const k of keys) assert.equal(typeof lookup(catalogue, k), "string", `${node}: ${k} is missing from ${node}.json`);
+      const help = readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.html`), "utf8");
+      assert.match(help, new RegExp(`data-help-name="${node}"`));
+    });
+  }
+});
