@@ -173,7 +173,9 @@ export = function register(RED: NodeAPI): void {
       res.status(409).json({ error: `configuration: ${n.problem ?? "invalid"}` });
       return;
     }
-    void n.account.session.reconnect();
+    // The outcome shows as the account state (the session logs a failed login itself); a
+    // rejection must not go unhandled: it would crash Node-RED.
+    n.account.session.reconnect().catch(() => undefined);
     res.status(202).json({ requested: true });
   });
 
