@@ -18,7 +18,7 @@ import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRed, type Nod
 
 const run = promisify(execFile);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { name: string; version: string; "node-red": { nodes: Record<string, string> } };
+const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { name: string; version: string; "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> } };
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
 function walk(dir: string): string[] {
@@ -35,6 +35,11 @@ function expectedFiles(): Set<string> {
     files.add(js);
     files.add(js.replace(/\.js$/, ".html"));
   }
+  for (const js of Object.values(pkg["node-red"].plugins ?? {})) {
+    files.add(js); // editor plugins: entry point, editor half, catalogue
+    files.add(js.replace(/\.js$/, ".html"));
+  }
+  for (const f of walk("nodes/plugins/locales")) files.add(f);
   for (const f of walk("nodes/locales")) files.add(f);
   for (const f of walk("icons")) files.add(`nodes/${f}`);
   for (const f of walk("examples").filter((x) => x.endsWith(".json"))) files.add(f);

@@ -11,6 +11,7 @@
  * caller gives (the caller guarantees no token, password or phone number is in it), capped in
  * length.
  */
+import { EventEmitter } from "node:events";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 
@@ -44,6 +45,13 @@ export interface AuditLogOptions {
   /** Clock for the `ts` field (tests). */
   now?: () => Date;
 }
+
+/**
+ * Every record made durable, as `("record", filePath, line)` with the exact line written (no
+ * newline); emitted only while someone listens (the editor's sidebar: src/plugin/sidebar.ts).
+ * A listener that throws is ignored: it cannot break the writer.
+ */
+export const auditRecordEvents = new EventEmitter();
 
 /** How long a closing record (result, rejected) waits for an attempt record's fsync to share. */
 export const DEFER_MS = 20;
@@ -259,6 +267,11 @@ export class AuditLog {
       }
       this.counters.records += batch.length;
       for (const p of batch) p.resolve();
+      if (auditRecordEvents.listenerCount("record") > 0) {
+        for (const p of batch) {
+          try { auditRecordEvents.emit("record", this.filePath, p.line.slice(0, -1)); } catch { /* a listener's problem, not the log's */ }
+        }
+      }
     }
     // Cleared in the same synchronous turn that saw the queue empty, so a record appended by a
     // caller resuming from this batch always starts a new drain.

@@ -250,7 +250,9 @@ export = function register(RED: NodeAPI): void {
       res.status(409).json({ error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}` });
       return;
     }
-    void n.account.session.reconnect().catch(() => undefined);
+    // The outcome shows as the account state (the session logs a failed login itself); a
+    // rejection must not go unhandled: it would crash Node-RED.
+    n.account.session.reconnect().catch(() => undefined);
     res.status(202).json({ requested: true });
   });
 

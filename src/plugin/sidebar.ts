@@ -1,0 +1,163 @@
+/**
+ * Runtime part of the editor plugin `door-access-sidebar` (the "Door access" sidebar tab,
+ * nodes/plugins/door-access-sidebar.html): admin endpoints that list the deployed accounts and
+ * read their audit logs, and a live notice over Node-RED comms when a record is written.
+ *
+ * Reading needs `door-account.read`; the Reconnect button uses door-account's own
+ * POST /door-access/accounts/:id/reconnect (`door-account.write`). The browser gets records
+ * (which hold no token, password or phone number) and account states, never a credential.
+ * The comms notice carries only account ids: every editor connection receives comms messages,
+ * so the records themselves go only through the permission-checked endpoints.
+ */
+import type { NodeAPI } from "node-red";
+import type { Request, Response } from "express";
+import { type AuditFilter, exportCsv, parseInstant, readPage } from "../audit/reader.js";
+import { onAnyAuditRecord, verifyAuditLog } from "../audit/source.js";
+import type { DoorAccountNode } from "../nodes/shared.js";
+
+const SIDEBAR_PREFIX = "/door-access/sidebar";
+const COMMS_TOPIC = "door-access/audit";
+/** Records written within this window reach the editor as one notice. */
+const NOTICE_BATCH_MS = 100;
+
+/** The live RED of the last load (the test helper loads the module again for each flow). */
+let current: NodeAPI | null = null;
+let unsubscribe: (() => void) | null = null;
+let pendingFiles = new Set<string>();
+let noticeTimer: NodeJS.Timeout | null = null;
+
+function deployedAccounts(RED: NodeAPI): DoorAccountNode[] {
+  const out: DoorAccountNode[] = [];
+  const seen = new Set<string>();
+  RED.nodes.eachNode((n: { id: string; type: string }) => {
+    if (n.type !== "door-account" || seen.has(n.id)) return;
+    seen.add(n.id);
+    const live = RED.nodes.getNode(n.id) as unknown as DoorAccountNode | null;
+    if (live && live.type === "door-account") out.push(live);
+  });
+  return out;
+}
+
+function publishNotice(): void {
+  noticeTimer = null;
+  const RED = current;
+  const files = pendingFiles;
+  pendingFiles = new Set();
+  if (!RED) return;
+  try {
+    const accounts = deployedAccounts(RED).filter((a) => a.account && files.has(a.account.audit.filePath)).map((a) => a.id);
+    if (accounts.length > 0) RED.comms.publish(COMMS_TOPIC, { accounts }, false);
+  } catch {
+    /* the editor misses one live update; the runtime carries on */
+  }
+}
+
+function onRecord(filePath: string): void {
+  pendingFiles.add(filePath);
+  if (!noticeTimer) {
+    noticeTimer = setTimeout(publishNotice, NOTICE_BATCH_MS);
+    noticeTimer.unref?.();
+  }
+}
+
+/** What the editor is told about an account: no credential, no token. */
+function describeAccount(n: DoorAccountNode & { name?: string }) {
+  const snap = n.account?.snapshot() ?? null;
+  return {
+    id: n.id,
+    name: n.name || null,
+    state: snap?.state ?? "closed",
+    reason: n.problem ?? snap?.reason ?? null,
+    status: n.statusFor(),
+    auditLog: n.account?.audit.filePath ?? null,
+  };
+}
+
+function filterFrom(q: Request["query"]): AuditFilter | string {
+  const str = (k: string): string | undefined => (typeof q[k] === "string" && (q[k] as string).trim() ? (q[k] as string).trim().slice(0, 200) : undefined);
+  const f: AuditFilter = { door: str("door"), actor: str("actor"), outcome: str("outcome") };
+  for (const k of ["from", "to"] as const) {
+    const v = str(k);
+    if (v === undefined) continue;
+    const d = parseInstant(v);
+    if (!d) return `${k} must be an ISO-8601 date or time`;
+    f[k] = d;
+  }
+  return f;
+}
+
+export = function register(RED: NodeAPI): void {
+  current = RED;
+  // The plugin's editor half (the .html) is what the editor shows; registering lets Node-RED list it.
+  try {
+    (RED as unknown as { plugins?: { registerPlugin(id: string, def: object): void } }).plugins?.registerPlugin("door-access-sidebar", { type: "door-access-sidebar" });
+  } catch {
+    /* already registered (a second load in one process) */
+  }
+  if (!unsubscribe) unsubscribe = onAnyAuditRecord(onRecord);
+
+  const read = RED.auth.needsPermission("door-account.read");
+  const accountFor = (req: Request, res: Response): DoorAccountNode | null => {
+    const n = RED.nodes.getNode(String(req.params.id)) as unknown as DoorAccountNode | null;
+    if (!n || n.type !== "door-account") {
+      res.status(404).json({ error: RED._("door-account.errors.not-deployed") });
+      return null;
+    }
+    if (!n.account) {
+      res.status(409).json({ error: `configuration: ${n.problem ?? "invalid"}` });
+      return null;
+    }
+    return n;
+  };
+  const failed = (res: Response) => (e: unknown) => {
+    if (!res.headersSent) res.status(500).json({ error: `cannot read the audit log: ${e instanceof Error ? e.message : String(e)}` });
+    else res.end();
+  };
+
+  RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts`, read, (_req, res) => {
+    res.json({ accounts: deployedAccounts(RED).map(describeAccount) });
+  });
+
+  RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/records`, read, (req, res) => {
+    const n = accountFor(req, res);
+    if (!n) return;
+    const f = filterFrom(req.query);
+    if (typeof f === "string") {
+      res.status(400).json({ error: f });
+      return;
+    }
+    const limit = /^\d{1,4}$/.test(String(req.query.limit ?? "")) ? Number(req.query.limit) : 50;
+    const beforeSeq = /^\d{1,15}$/.test(String(req.query.beforeSeq ?? "")) ? Number(req.query.beforeSeq) : undefined;
+    readPage(n.account!.audit.filePath, f, { limit, beforeSeq }).then(
+      (page) => res.json({ account: describeAccount(n), ...page }),
+      failed(res),
+    );
+  });
+
+  RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/verify`, read, (req, res) => {
+    const n = accountFor(req, res);
+    if (!n) return;
+    verifyAuditLog(n.account!.audit.filePath).then((report) => res.json(report), failed(res));
+  });
+
+  RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/export.csv`, read, (req, res) => {
+    const n = accountFor(req, res);
+    if (!n) return;
+    const f = filterFrom(req.query);
+    if (typeof f === "string") {
+      res.status(400).json({ error: f });
+      return;
+    }
+    res.status(200);
+    res.setHeader("Content-Type", "text/csv; charset=utf-8");
+    res.setHeader("Content-Disposition", 'attachment; filename="door-access-audit.csv"');
+    res.setHeader("Cache-Control", "no-store");
+    void (async () => {
+      for await (const chunk of exportCsv(n.account!.audit.filePath, f)) {
+        if (!res.write(chunk)) await new Promise<void>((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+        if (res.destroyed) return;
+      }
+      res.end();
+    })().catch(failed(res));
+  });
+};

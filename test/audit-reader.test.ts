@@ -1,0 +1,364 @@
+/**
+ * The audit log's read side on real files: which files make up a log and in which order,
+ * records newest first with filters and paging, a torn last line, CSV (RFC 4180 quoting and the
+ * formula guard), `door-access-audit tail` / `export --csv` (as functions and as the bin), the
+ * interim chain check, and the writer's record-written hook the sidebar listens to.
+ *
+ * CONTRACT.md "Audit log": rotated files are `<name>.1` … `<name>.N` (oldest = highest N), the
+ * live file is the configured path; records carry `seq` and `prev` (SHA-256 of the previous
+ * line, 64 zeros for seq 1).
+ */
+import { strict as assert } from "node:assert";
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import { promises as fsp } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { AuditLog, auditRecordEvents } from "../src/audit/audit-log.js";
+import { main } from "../src/audit/cli.js";
+import {
+  type AuditEntry, csvCell, exportCsv, linesBackwards, listLogFiles, readAll, readPage, tail,
+} from "../src/audit/reader.js";
+import { onAuditRecord, verifyAuditLog } from "../src/audit/source.js";
+
+const ZERO = "0".repeat(64);
+const T0 = Date.parse("2025-03-01T10:00:00.000Z");
+
+/** A record as the writer makes it (without the chain fields). */
+function record(i: number, over: Partial<AuditEntry> = {}): AuditEntry {
+  const type = i % 2 === 1 ? "unlock-attempt" : "unlock-result";
+  return {
+    type,
+    ts: new Date(T0 + i * 60_000).toISOString(),
+    actor: i % 3 === 0 ? "bob" : "alice",
+    deviceId: 100 + (Math.ceil(i / 2) % 3),
+    lockId: null,
+    door: ["Front Door", "Garage", "Back Door"][Math.ceil(i / 2) % 3]!,
+    msgid: `m${Math.ceil(i / 2)}`,
+    ...(type === "unlock-result" ? { outcome: i % 4 === 0 ? "forbidden" : "accepted", status: i % 4 === 0 ? 403 : 200 } : {}),
+    ...over,
+  } as AuditEntry;
+}
+
+/** Lines of a chained log (CONTRACT: seq from `firstSeq`, prev = sha256 of the previous line). */
+function chain(records: AuditEntry[], firstSeq = 1, prev = ZERO): string[] {
+  const lines: string[] = [];
+  records.forEach((r, k) => {
+    const line = JSON.stringify({ ...r, seq: firstSeq + k, prev });
+    prev = createHash("sha256").update(line, "utf8").digest("hex");
+    lines.push(line);
+  });
+  return lines;
+}
+
+/** Writes lines into `<live>.N` … `<live>.1`, `<live>`: `sizes` records per file, oldest first. */
+function writeRotated(live: string, lines: string[], sizes: number[]): void {
+  let at = 0;
+  sizes.forEach((n, k) => {
+    const index = sizes.length - 1 - k; // 0 = live
+    const file = index === 0 ? live : `${live}.${index}`;
+    fs.writeFileSync(file, lines.slice(at, at + n).map((l) => l + "\n").join(""));
+    at += n;
+  });
+  assert.equal(at, lines.length);
+}
+
+/** A minimal RFC 4180 parser (quoted fields, doubled quotes, CRLF records) for the round trip. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = "";
+  let i = 0;
+  let quoted = false;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { cell += '"'; i += 2; continue; }
+      if (c === '"') { quoted = false; i++; continue; }
+      cell += c; i++; continue;
+    }
+    if (c === '"') { quoted = true; i++; continue; }
+    if (c === ",") { row.push(cell); cell = ""; i++; continue; }
+    if (c === "\r" && text[i + 1] === "\n") { row.push(cell); rows.push(row); row = []; cell = ""; i += 2; continue; }
+    assert.notEqual(c, "\n", "a bare LF outside quotes: not RFC 4180");
+    cell += c; i++;
+  }
+  assert.equal(cell, "", "the CSV ends with CRLF");
+  assert.equal(row.length, 0);
+  return rows;
+}
+
+async function collect<T>(gen: AsyncGenerator<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of gen) out.push(x);
+  return out;
+}
+
+function cliIo() {
+  let out = "";
+  let err = "";
+  return { io: { out: (t: string) => void (out += t), err: (t: string) => void (err += t) }, out: () => out, err: () => err };
+}
+
+describe("audit log read side: files, records, CSV, tail/export, chain check (real files)", function () {
+  let dir: string;
+  let live: string;
+
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-read-"));
+    live = path.join(dir, "door-access-audit.jsonl");
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("lists a log's files oldest first: <name>.N … <name>.1, then the live file; not .gz copies, not other logs, not folders", async () => {
+    for (const n of ["door-access-audit.jsonl", "door-access-audit.jsonl.1", "door-access-audit.jsonl.10", "door-access-audit.jsonl.2",
+      "door-access-audit.jsonl.1.gz", "door-access-audit.jsonl.x", "other.jsonl.1", "door-access-audit.jsonl.bak"]) {
+      fs.writeFileSync(path.join(dir, n), "");
+    }
+    fs.mkdirSync(path.join(dir, "door-access-audit.jsonl.3"));
+    const files = (await listLogFiles(live)).map((f) => path.basename(f));
+    assert.deepEqual(files, ["door-access-audit.jsonl.10", "door-access-audit.jsonl.2", "door-access-audit.jsonl.1", "door-access-audit.jsonl"]);
+    assert.deepEqual(await listLogFiles(path.join(dir, "nowhere", "x.jsonl")), [], "a missing folder is an empty log");
+  });
+
+  it("pages newest first across the rotated files; beforeSeq continues without a gap or an overlap; lastSeq is the log's newest", async () => {
+    const lines = chain(Array.from({ length: 25 }, (_, k) => record(k + 1)));
+    writeRotated(live, lines, [10, 10, 5]);
+    const p1 = await readPage(live, {}, { limit: 7 });
+    assert.deepEqual(p1.records.map((r) => r.seq), [25, 24, 23, 22, 21, 20, 19]);
+    assert.equal(p1.more, true);
+    assert.equal(p1.lastSeq, 25);
+    const seen = [...p1.records];
+    let page = p1;
+    while (page.more) {
+      page = await readPage(live, {}, { limit: 7, beforeSeq: page.records[page.records.length - 1]!.seq });
+      seen.push(...page.records);
+    }
+    assert.deepEqual(seen.map((r) => r.seq), Array.from({ length: 25 }, (_, k) => 25 - k), "every record once, newest first");
+    assert.deepEqual((await collect(readAll(live))).map((r) => r.seq), Array.from({ length: 25 }, (_, k) => k + 1), "readAll: oldest first");
+  });
+
+  it("filters by door (name part or device id), actor, outcome (incl. attempt / rejected) and an inclusive time range", async () => {
+    const recs = [
+      record(1, { door: "Front Door", deviceId: 101, actor: "Alice Smith" }),
+      record(2, { door: "Front Door", deviceId: 101, actor: "Alice Smith", outcome: "accepted", status: 200 }),
+      record(3, { door: "Garage", deviceId: 102, actor: "bob" }),
+      record(4, { door: "Garage", deviceId: 102, actor: "bob", outcome: "forbidden", status: 403 }),
+      { ...record(5, { door: null, deviceId: null, actor: "carol" }), type: "unlock-rejected", outcome: "invalid-input", reason: "no such door" } as AuditEntry,
+      record(7, { door: "Back Door", deviceId: 103, actor: "alice", replay: true }),
+    ];
+    fs.writeFileSync(live, chain(recs).map((l) => l + "\n").join(""));
+    const seqs = async (f: Parameters<typeof readPage>[1]) => (await readPage(live, f)).records.map((r) => r.seq);
+    assert.deepEqual(await seqs({ door: "front" }), [2, 1]);
+    assert.deepEqual(await seqs({ door: "102" }), [4, 3]);
+    assert.deepEqual(await seqs({ door: "door" }), [6, 2, 1]);
+    assert.deepEqual(await seqs({ actor: "ALICE" }), [6, 2, 1]);
+    assert.deepEqual(await seqs({ outcome: "forbidden" }), [4]);
+    assert.deepEqual(await seqs({ outcome: "attempt" }), [6, 3, 1]);
+    assert.deepEqual(await seqs({ outcome: "rejected" }), [5]);
+    assert.deepEqual(await seqs({ outcome: "invalid-input" }), [5]);
+    assert.deepEqual(await seqs({ actor: "alice", door: "front", outcome: "accepted" }), [2]);
+    // ts of record(i) is T0 + i minutes: from and to are both inclusive.
+    assert.deepEqual(await seqs({ from: new Date(T0 + 3 * 60_000), to: new Date(T0 + 5 * 60_000) }), [5, 4, 3]);
+    assert.deepEqual(await seqs({ door: "nothing like it" }), []);
+  });
+
+  it("a torn last line, blank lines and foreign lines are skipped, never thrown", async () => {
+    const lines = chain([record(1), record(2), record(3)]);
+    fs.writeFileSync(live, `${lines[0]}\n\nnot json at all\n{"type":"something-else","ts":"x"}\n${lines[1]}\n${lines[2]!.slice(0, 40)}`);
+    const page = await readPage(live);
+    assert.deepEqual(page.records.map((r) => r.seq), [2, 1]);
+    assert.deepEqual((await collect(readAll(live))).map((r) => r.seq), [1, 2]);
+    assert.deepEqual((await tail(live, 10)).map((r) => r.seq), [1, 2]);
+  });
+
+  it("reads a file larger than its 64 KiB chunks backwards exactly as forwards, multi-byte characters across chunk edges included", async () => {
+    const recs = Array.from({ length: 900 }, (_, k) => record(k + 1, { actor: `Zoë ${"€😀".repeat(k % 37)} ${k}` }));
+    const lines = chain(recs);
+    fs.writeFileSync(live, lines.map((l) => l + "\n").join(""));
+    assert.ok(fs.statSync(live).size > 3 * 64 * 1024, "the file spans several chunks");
+    const back = await collect(linesBackwards(live));
+    assert.deepEqual(back.reverse(), lines);
+    const newest = await readPage(live, {}, { limit: 1000 });
+    assert.deepEqual(newest.records.map((r) => r.actor), recs.map((r) => r.actor).reverse());
+  });
+
+  it("CSV cells: RFC 4180 quoting, and = + - @ tab CR at the start are neutralised with a leading apostrophe", () => {
+    assert.equal(csvCell("plain"), "plain");
+    assert.equal(csvCell(null), "");
+    assert.equal(csvCell(101), "101");
+    assert.equal(csvCell("a,b"), '"a,b"');
+    assert.equal(csvCell('say "hi"'), '"say ""hi"""');
+    assert.equal(csvCell("two\nlines"), '"two\nlines"');
+    assert.equal(csvCell("=HYPERLINK(\"http://x\")"), '"\'=HYPERLINK(""http://x"")"');
+    assert.equal(csvCell("+1+2"), "'+1+2");
+    assert.equal(csvCell("-2+3"), "'-2+3");
+    assert.equal(csvCell("@SUM(A1)"), "'@SUM(A1)");
+    assert.equal(csvCell("\t=1"), "'\t=1");
+    assert.equal(csvCell("\r=1"), "\"'\r=1\"");
+    assert.equal(csvCell("a=b"), "a=b", "only the first character matters");
+  });
+
+  it("exportCsv: a header, one row per record oldest first, CRLF; hostile text survives a round trip as text", async () => {
+    const recs = [
+      record(1, { actor: '=cmd|" /C calc"!A0', door: "Front, Door" }),
+      record(2, { actor: "line\nbreak", outcome: "accepted", status: 200 }),
+      record(3, { actor: "@evil", replay: true }),
+      { ...record(5, { actor: "-1+1" }), type: "unlock-rejected", outcome: "invalid-input", reason: 'bad "door"' } as AuditEntry,
+    ];
+    const lines = chain(recs);
+    writeRotated(live, lines, [2, 2]);
+    const text = (await collect(exportCsv(live))).join("");
+    const rows = parseCsv(text);
+    assert.deepEqual(rows[0], ["seq", "ts", "type", "actor", "door", "deviceId", "lockId", "outcome", "status", "replay", "reason", "msgid"]);
+    assert.equal(rows.length, 5);
+    assert.deepEqual(rows.slice(1).map((r) => r[0]), ["1", "2", "3", "4"]);
+    assert.equal(rows[1]![3], "'=cmd|\" /C calc\"!A0");
+    assert.equal(rows[1]![4], "Front, Door");
+    assert.equal(rows[2]![3], "line\nbreak");
+    assert.equal(rows[2]![7], "accepted");
+    assert.equal(rows[2]![8], "200");
+    assert.equal(rows[3]![3], "'@evil");
+    assert.equal(rows[3]![9], "true");
+    assert.equal(rows[4]![3], "'-1+1");
+    assert.equal(rows[4]![10], 'bad "door"');
+    for (const r of rows.slice(1)) for (const cell of r) assert.ok(!/^[=+\-@]/.test(cell), `no cell starts a formula: ${cell}`);
+    const ranged = parseCsv((await collect(exportCsv(live, { from: new Date(T0 + 2 * 60_000), to: new Date(T0 + 3 * 60_000) }))).join(""));
+    assert.deepEqual(ranged.slice(1).map((r) => r[0]), ["2", "3"]);
+  });
+
+  it("door-access-audit tail: the newest N, oldest first, readable; --json gives the records; control characters are escaped", async () => {
+    const recs = Array.from({ length: 12 }, (_, k) => record(k + 1));
+    recs[11] = record(12, { actor: "evil\u001b[31mred\u0007", outcome: "timeout", status: 504 });
+    writeRotated(live, chain(recs), [6, 6]);
+    const a = cliIo();
+    assert.equal(await main(["tail", "-n", "3", live], a.io), 0);
+    const out = a.out().trimEnd().split("\n");
+    assert.equal(out.length, 3);
+    assert.match(out[0]!, /^2025-03-01T10:10:00\.000Z {2}#10 {2}result /);
+    assert.match(out[1]!, /#11 {2}attempt /);
+    assert.match(out[2]!, /#12 {2}result timeout 504 .*actor evil\\u001b\[31mred\\u0007$/);
+    assert.ok(!a.out().includes("\u001b"), "no raw escape character reaches the terminal");
+    const d = cliIo();
+    assert.equal(await main(["tail", live], d.io), 0);
+    assert.equal(d.out().trimEnd().split("\n").length, 10, "10 by default");
+    const j = cliIo();
+    assert.equal(await main(["tail", "-n", "2", "--json", live], j.io), 0);
+    assert.deepEqual(j.out().trimEnd().split("\n").map((l) => JSON.parse(l).seq), [11, 12]);
+  });
+
+  it("door-access-audit export --csv --from --to writes the range; bad arguments exit 2 with the usage and write nothing", async () => {
+    writeRotated(live, chain(Array.from({ length: 6 }, (_, k) => record(k + 1))), [3, 3]);
+    const e = cliIo();
+    assert.equal(await main(["export", "--csv", "--from", new Date(T0 + 2 * 60_000).toISOString(), "--to=" + new Date(T0 + 4 * 60_000).toISOString(), live], e.io), 0);
+    assert.deepEqual(parseCsv(e.out()).slice(1).map((r) => r[0]), ["2", "3", "4"]);
+    assert.equal(e.err(), "");
+    for (const args of [
+      ["export", live], // no --csv
+      ["export", "--csv", "--from", "yesterday", live],
+      ["export", "--csv", "--from", "2025-03-02", "--to", "2025-03-01", live],
+      ["export", "--csv"],
+      ["export", "--csv", "--json", live],
+      ["tail", "-n", "0", live],
+      ["tail", "-n", "ten", live],
+      ["tail", live, live],
+      ["tail"],
+      ["frobnicate", live],
+      [],
+    ]) {
+      const b = cliIo();
+      assert.equal(await main(args, b.io), 2, JSON.stringify(args));
+      assert.equal(b.out(), "", `nothing on stdout: ${JSON.stringify(args)}`);
+      assert.match(b.err(), /usage: door-access-audit/, JSON.stringify(args));
+    }
+  });
+
+  it("the bin runs: tail prints, export writes CSV, a usage error exits 2 (node bin/door-access-audit.js)", () => {
+    writeRotated(live, chain(Array.from({ length: 4 }, (_, k) => record(k + 1))), [2, 2]);
+    const bin = path.join(process.cwd(), "bin", "door-access-audit.js");
+    const t = spawnSync(process.execPath, [bin, "tail", "-n", "2", live], { encoding: "utf8", timeout: 15_000 });
+    assert.equal(t.status, 0, t.stderr);
+    assert.deepEqual(t.stdout.trimEnd().split("\n").map((l) => /#(\d+)/.exec(l)![1]), ["3", "4"]);
+    const x = spawnSync(process.execPath, [bin, "export", "--csv", live], { encoding: "utf8", timeout: 15_000 });
+    assert.equal(x.status, 0, x.stderr);
+    assert.equal(parseCsv(x.stdout).length, 5);
+    const u = spawnSync(process.execPath, [bin, "tail", "-n", "-1", live], { encoding: "utf8", timeout: 15_000 });
+    assert.equal(u.status, 2);
+    assert.equal(u.stdout, "");
+  });
+
+  it("chain check (interim, per CONTRACT): intact → last seq; an edited, a deleted and a reordered line → broken at that file and line", async () => {
+    const lines = chain(Array.from({ length: 8 }, (_, k) => record(k + 1)));
+    writeRotated(live, lines, [4, 4]);
+    const ok = await verifyAuditLog(live);
+    assert.equal(ok.ok, true, ok.message);
+    assert.equal(ok.lastSeq, 8);
+    assert.equal(ok.records, 8);
+
+    const edited = [...lines];
+    edited[5] = edited[5]!.replace('"bob"', '"mallory"'); // seq 6, live file line 2
+    assert.notEqual(edited[5], lines[5]);
+    writeRotated(live, edited, [4, 4]);
+    let r = await verifyAuditLog(live);
+    assert.equal(r.ok, false);
+    assert.equal(r.file, live);
+    assert.equal(r.line, 3, "the break shows at the record after the edited one");
+    assert.match(r.message, /line 3: prev does not match the hash of seq 6/);
+
+    writeRotated(live, [...lines.slice(0, 2), ...lines.slice(3)], [3, 4]); // seq 3 deleted (rotated file, line 3)
+    r = await verifyAuditLog(live);
+    assert.equal(r.ok, false);
+    assert.equal(r.file, `${live}.1`);
+    assert.equal(r.line, 3);
+    assert.match(r.message, /seq 4 follows seq 2/);
+
+    writeRotated(live, [...lines.slice(0, 5), lines[6]!, lines[5]!, lines[7]!], [4, 4]); // 7 before 6
+    r = await verifyAuditLog(live);
+    assert.equal(r.ok, false);
+    assert.equal(r.line, 2);
+    assert.match(r.message, /seq 7 follows seq 5/);
+  });
+
+  it("chain check: a log whose older files were rotated away is accepted from its first seq; an unchained log is reported as such; a torn last line is not a break", async () => {
+    const lines = chain(Array.from({ length: 9 }, (_, k) => record(k + 1)));
+    writeRotated(live, lines.slice(4), [3, 2]);
+    fs.appendFileSync(live, lines[8]!.slice(0, 30)); // a write caught in the middle
+    const r = await verifyAuditLog(live);
+    assert.equal(r.ok, true, r.message);
+    assert.equal(r.firstSeq, 5);
+    assert.equal(r.lastSeq, 9);
+    assert.match(r.message, /starts at seq 5/);
+    fs.writeFileSync(live, [record(1), record(2)].map((x) => JSON.stringify(x) + "\n").join(""));
+    fs.rmSync(`${live}.1`);
+    const none = await verifyAuditLog(live);
+    assert.equal(none.ok, null);
+    assert.equal(none.records, 2);
+  });
+
+  it("the writer tells listeners each durable record (the exact line); a listener that throws does not break the writer", async () => {
+    const log = new AuditLog(live);
+    const seen: string[] = [];
+    const off = onAuditRecord(log.filePath, (line) => seen.push(line));
+    const boom = () => {
+      throw new Error("listener bug");
+    };
+    auditRecordEvents.on("record", boom);
+    const other = onAuditRecord(path.join(dir, "other.jsonl"), () => assert.fail("another log's listener was called"));
+    try {
+      await log.attempt({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: "a" });
+      await log.result({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: "a", outcome: "accepted", status: 200 });
+      await log.attempt({ actor: "bob", deviceId: 102, lockId: null, door: "Garage", msgid: "b" });
+    } finally {
+      off();
+      other();
+      auditRecordEvents.off("record", boom);
+      await log.close();
+    }
+    assert.deepEqual(seen, fs.readFileSync(live, "utf8").trimEnd().split("\n"), "every line, exactly as written, in order");
+    assert.equal(log.stats().failedRecords, 0);
+    assert.equal(auditRecordEvents.listenerCount("record"), 0);
+  });
+});

@@ -1,0 +1,232 @@
+/**
+ * The "Door access" sidebar's runtime half (src/plugin/sidebar.ts) in a real Node-RED runtime
+ * against the simulator: the deployed accounts and their state, the audit records newest first
+ * with filters, the chain check, the CSV export, the live notice over Node-RED comms, and the
+ * permissions (CONTRACT.md "Door selection": admin endpoints behind RED.auth.needsPermission;
+ * reading needs door-account.read, Reconnect door-account.write). No token, password or phone
+ * number in any answer or notice (CONTRACT.md "Audit log": no secret in the records).
+ */
+import { strict as assert } from "node:assert";
+import * as path from "node:path";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import { exportCsv } from "../src/audit/reader.js";
+import {
+  DEMO_ACCOUNT, accountModule, accountNode, accountOf, assertAccepted, assertFailed, devicesModule, helper, helperNodes,
+  loadFlow, logins, readAudit, startSim, statusModule, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady,
+} from "./helpers/flow.js";
+import { resolveFromNodeRed } from "./helpers/runtime.js";
+import { recordForLeakScan } from "./hooks/leak-scan.js";
+
+const SIDEBAR = "/door-access/sidebar/accounts";
+const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
+// Node-RED's runtime event bus: RED.comms.publish(topic, data) emits "comms" on it.
+const runtimeEvents = require(resolveFromNodeRed("@node-red/util")).events as import("node:events").EventEmitter;
+
+function flow(url: string): Record<string, unknown>[] {
+  return [tab(), accountNode(url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+}
+
+function liveTokens(): string[] {
+  const pair = accountOf().account.session.pair as { accessToken: string; refreshToken: string } | null;
+  assert.ok(pair, "the session holds a pair");
+  return [pair.accessToken, pair.refreshToken];
+}
+
+function assertNoSecret(where: string, text: string): void {
+  recordForLeakScan(where, text);
+  for (const t of liveTokens()) assert.ok(!text.includes(t), `${where}: no token`);
+  assert.ok(!/eyJ[A-Za-z0-9_-]{10,}/.test(text), `${where}: nothing JWT-like`);
+  assert.ok(!text.includes(DEMO_ACCOUNT.password), `${where}: no password`);
+  assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)), `${where}: no phone number`);
+}
+
+async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Promise<string> {
+  let text = "";
+  for await (const chunk of exportCsv(file, range)) text += chunk;
+  return text;
+}
+
+describe("door access sidebar: admin endpoints and live notices (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let userDir = "";
+  const notices: { topic: string; data: any }[] = [];
+  const onComms = (m: { topic: string; data: unknown }) => {
+    if (m.topic === "door-access/audit") notices.push(m as never);
+  };
+
+  before(async () => {
+    sim = await startSim();
+    runtimeEvents.on("comms", onComms);
+    ({ userDir } = await loadFlow(flow(sim.url), { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] }));
+    await waitReady();
+  });
+  after(async () => {
+    runtimeEvents.off("comms", onComms);
+    await teardown();
+    await sim.close();
+  });
+
+  it("GET /accounts: each deployed door-account with its state and audit file; no credential", async () => {
+    const res = await helper.request().get(SIDEBAR).expect(200);
+    assert.equal(res.body.accounts.length, 1);
+    const a = res.body.accounts[0];
+    assert.equal(a.id, "acc1");
+    assert.equal(a.name, "demo");
+    assert.equal(a.state, "ready");
+    assert.equal(a.status.fill, "green");
+    assert.equal(a.auditLog, path.join(userDir, "door-access-audit.jsonl"));
+    assert.deepEqual(Object.keys(a).sort(), ["auditLog", "id", "name", "reason", "state", "status"]);
+    assertNoSecret("GET /accounts", res.text);
+  });
+
+  it("an unlock reaches the editor as a comms notice naming the account (ids only, no record text) and GET /records shows it newest first", async () => {
+    notices.length = 0;
+    assertAccepted(await unlock({ deviceId: 101, actor: "alice" }));
+    await until("the live notice", () => notices.some((n) => n.data.accounts.includes("acc1")), 2000);
+    for (const n of notices) assert.deepEqual(Object.keys(n.data), ["accounts"], "the notice carries only account ids");
+    const res = await helper.request().get(`${SIDEBAR}/acc1/records`).expect(200);
+    const [result, attempt] = res.body.records;
+    assert.equal(result.type, "unlock-result");
+    assert.equal(result.outcome, "accepted");
+    assert.equal(result.actor, "alice");
+    assert.equal(attempt.type, "unlock-attempt");
+    assert.equal(attempt.deviceId, 101);
+    assert.equal(res.body.more, false);
+    assert.equal(res.body.account.state, "ready");
+    assertNoSecret("GET /records", res.text);
+  });
+
+  it("filters by door, actor and outcome; a bad time range is a 400", async () => {
+    assertFailed(await unlock({ deviceId: 106, actor: "bob" }), "forbidden", 403);
+    assertFailed(await unlock({ deviceId: "nope", actor: "carol" }), "invalid-input", null);
+    assertAccepted(await unlock({ door: "Loading Bay", actor: "alice" }));
+    const get = async (q: string) => (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
+    const all = await get("");
+    assert.equal(all.length, readAudit(userDir).length, "every record of the file");
+    assert.ok((await get("actor=BOB")).every((r) => r.actor === "bob"));
+    assert.equal((await get("actor=bob")).length, 2);
+    assert.deepEqual((await get("outcome=forbidden")).map((r) => r.deviceId), [106]);
+    assert.deepEqual((await get("outcome=rejected")).map((r) => r.actor), ["carol"]);
+    assert.equal((await get("door=loading")).length, 2, "its attempt and result");
+    assert.ok((await get("door=loading")).every((r) => r.door === "Loading Bay"));
+    assert.deepEqual((await get("door=101&outcome=accepted")).map((r) => r.actor), ["alice"]);
+    assert.equal((await get("limit=2")).length, 2);
+    const bad = await helper.request().get(`${SIDEBAR}/acc1/records?from=yesterday`).expect(400);
+    assert.match(bad.body.error, /from must be an ISO-8601/);
+  });
+
+  it("GET /export.csv: the CSV of the file, also for a time range; attachment, text/csv", async () => {
+    const file = path.join(userDir, "door-access-audit.jsonl");
+    const res = await helper.request().get(`${SIDEBAR}/acc1/export.csv`).buffer(true).parse((r: any, cb: any) => {
+      let s = "";
+      r.setEncoding("utf8");
+      r.on("data", (c: string) => (s += c));
+      r.on("end", () => cb(null, s));
+    }).expect(200);
+    assert.match(res.headers["content-type"], /^text\/csv/);
+    assert.match(res.headers["content-disposition"], /^attachment; filename="door-access-audit.csv"$/);
+    assert.equal(res.body, await csvOf(file));
+    assert.equal(res.body.trimEnd().split("\r\n").length, readAudit(userDir).length + 1, "a header and one row per record");
+    const recs = readAudit(userDir);
+    const from = recs[2].ts;
+    const to = recs[recs.length - 2].ts;
+    const ranged = await helper.request().get(`${SIDEBAR}/acc1/export.csv?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`).buffer(true)
+      .parse((r: any, cb: any) => { let s = ""; r.setEncoding("utf8"); r.on("data", (c: string) => (s += c)); r.on("end", () => cb(null, s)); }).expect(200);
+    assert.equal(ranged.body, await csvOf(file, { from: new Date(from), to: new Date(to) }));
+    assertNoSecret("GET /export.csv", res.body);
+  });
+
+  it("GET /verify: the chain report of the account's log", async () => {
+    const res = await helper.request().get(`${SIDEBAR}/acc1/verify`).expect(200);
+    assert.equal(res.body.records, readAudit(userDir).length);
+    assert.ok(res.body.ok === true || res.body.ok === null, JSON.stringify(res.body));
+    assert.equal(typeof res.body.message, "string");
+  });
+
+  it("an unknown account is a 404 with the 'deploy the account first' text, nothing read", async () => {
+    const res = await helper.request().get(`${SIDEBAR}/nope/records`).expect(404);
+    assert.equal(typeof res.body.error, "string");
+    await helper.request().get(`${SIDEBAR}/${encodeURIComponent("u1")}/records`).expect(404); // a flow node is not an account
+  });
+
+  it("every sidebar route has a permission middleware before its handler", () => {
+    const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
+    const routes = stack.filter((l: any) => l.route && String(l.route.path).startsWith("/door-access/sidebar")).map((l: any) => l.route);
+    const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
+    assert.deepEqual(got, [`GET ${SIDEBAR} 2`, `GET ${SIDEBAR}/:id/export.csv 2`, `GET ${SIDEBAR}/:id/records 2`, `GET ${SIDEBAR}/:id/verify 2`]);
+  });
+});
+
+describe("door access sidebar with adminAuth (Node-RED's real needsPermission)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let adminToken = "";
+  let readerToken = "";
+  let noneToken = "";
+
+  before(async () => {
+    sim = await startSim();
+    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
+    const auth = require(path.join(editorApi, "lib", "auth"));
+    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+    const hash = "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus";
+    auth.init(
+      {
+        adminAuth: {
+          type: "credentials",
+          users: [
+            { username: "admin", password: hash, permissions: "*" },
+            { username: "reader", password: hash, permissions: "read" },
+            { username: "flows-only", password: hash, permissions: ["flows.read"] },
+          ],
+        },
+      },
+      { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
+    );
+    adminToken = (await tokens.create("admin", "node-red-editor", "*")).accessToken;
+    readerToken = (await tokens.create("reader", "node-red-editor", "read")).accessToken;
+    noneToken = (await tokens.create("flows-only", "node-red-editor", ["flows.read"])).accessToken;
+    const withRealAuth = (mod: (red: any) => void) => (red: any) => {
+      red.auth = { needsPermission: auth.needsPermission };
+      return mod(red);
+    };
+    await loadFlow(flow(sim.url), { nodes: [withRealAuth(accountModule), devicesModule, statusModule, unlockModule, withRealAuth(pluginModule)] });
+    await waitReady();
+    assertAccepted(await unlock({ deviceId: 101, actor: "alice" }));
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  const reads = [SIDEBAR, `${SIDEBAR}/acc1/records`, `${SIDEBAR}/acc1/verify`, `${SIDEBAR}/acc1/export.csv`];
+
+  it("without a token, with a bogus one, or without door-account.read: 401/403 on every read route, no record in the answer", async () => {
+    for (const url of reads) {
+      const none = await helper.request().get(url).expect(401);
+      assert.ok(!none.text.includes("alice"), url);
+      await helper.request().get(url).set("Authorization", "Bearer not-a-token").expect(401);
+      const other = await helper.request().get(url).set("Authorization", `Bearer ${noneToken}`);
+      assert.ok(other.status === 401 || other.status === 403, `${url}: ${other.status}`);
+      assert.ok(!other.text.includes("alice"), url);
+    }
+  });
+
+  it("a read-only user reads every route; it cannot press Reconnect (door-account.write): no login; an admin can: one login", async () => {
+    for (const url of reads) {
+      const res = await helper.request().get(url).set("Authorization", `Bearer ${readerToken}`).expect(200);
+      assertNoSecret(url, res.text);
+    }
+    const rec = await helper.request().get(`${SIDEBAR}/acc1/records`).set("Authorization", `Bearer ${readerToken}`).expect(200);
+    assert.ok(rec.body.records.some((r: any) => r.actor === "alice"));
+    const before = logins(sim);
+    await helper.request().post("/door-access/accounts/acc1/reconnect").set("Authorization", `Bearer ${readerToken}`).expect(401);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(logins(sim), before);
+    await helper.request().post("/door-access/accounts/acc1/reconnect").set("Authorization", `Bearer ${adminToken}`).expect(202);
+    await until("the login", () => logins(sim) === before + 1);
+    await until("ready again", () => accountOf().account.session.state === "ready");
+    assert.equal(logins(sim), before + 1);
+  });
+});
