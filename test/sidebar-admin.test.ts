@@ -101,6 +101,9 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
     assertFailed(await unlock({ deviceId: 106, actor: "bob" }), "forbidden", 403);
     assertFailed(await unlock({ deviceId: "nope", actor: "carol" }), "invalid-input", null);
     assertAccepted(await unlock({ door: "Loading Bay", actor: "alice" }));
+    // The output leaves as soon as the outcome is known; its closing record follows within
+    // the audit log's flush window (README "Audit log"): wait for it rather than race it.
+    await until("the last unlock-result on disk", () => readAudit(userDir).filter((r) => r.type === "unlock-result" && r.actor === "alice" && r.deviceId === 104).length === 1, 5000);
     const get = async (q: string) => (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
     const all = await get("");
     assert.equal(all.length, readAudit(userDir).length, "every record of the file");
