@@ -339,6 +339,7 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
   });
 
   it("the writer tells listeners each durable record (the exact line); a listener that throws does not break the writer", async () => {
+    const listenersBefore = auditRecordEvents.listenerCount("record"); // the sidebar plugin's, when its tests ran first
     const log = new AuditLog(live);
     const seen: string[] = [];
     const off = onAuditRecord(log.filePath, (line) => seen.push(line));
@@ -359,6 +360,6 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     }
     assert.deepEqual(seen, fs.readFileSync(live, "utf8").trimEnd().split("\n"), "every line, exactly as written, in order");
     assert.equal(log.stats().failedRecords, 0);
-    assert.equal(auditRecordEvents.listenerCount("record"), 0);
+    assert.equal(auditRecordEvents.listenerCount("record"), listenersBefore, "every listener this test added is gone");
   });
 });

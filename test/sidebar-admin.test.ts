@@ -46,6 +46,17 @@ async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Prom
   return text;
 }
 
+/**
+ * The node's output does not wait for the result record (README "Audit log": it is flushed
+ * within 20 ms; `done()` waits for it): before reading, wait until every attempt has its result.
+ */
+async function resultsWritten(userDir: string): Promise<void> {
+  await until("every attempt's result record in the file", () => {
+    const recs = readAudit(userDir);
+    return recs.filter((r) => r.type === "unlock-result").length === recs.filter((r) => r.type === "unlock-attempt").length;
+  }, 5000);
+}
+
 describe("door access sidebar: admin endpoints and live notices (Node-RED runtime + simulator)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
@@ -83,6 +94,7 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
   it("an unlock reaches the editor as a comms notice naming the account (ids only, no record text) and GET /records shows it newest first", async () => {
     notices.length = 0;
     assertAccepted(await unlock({ deviceId: 101, actor: "alice" }));
+    await resultsWritten(userDir);
     await until("the live notice", () => notices.some((n) => n.data.accounts.includes("acc1")), 2000);
     for (const n of notices) assert.deepEqual(Object.keys(n.data), ["accounts"], "the notice carries only account ids");
     const res = await helper.request().get(`${SIDEBAR}/acc1/records`).expect(200);
@@ -101,9 +113,7 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
     assertFailed(await unlock({ deviceId: 106, actor: "bob" }), "forbidden", 403);
     assertFailed(await unlock({ deviceId: "nope", actor: "carol" }), "invalid-input", null);
     assertAccepted(await unlock({ door: "Loading Bay", actor: "alice" }));
-    // The output leaves as soon as the outcome is known; its closing record follows within
-    // the audit log's flush window (README "Audit log"): wait for it rather than race it.
-    await until("the last unlock-result on disk", () => readAudit(userDir).filter((r) => r.type === "unlock-result" && r.actor === "alice" && r.deviceId === 104).length === 1, 5000);
+    await resultsWritten(userDir);
     const get = async (q: string) => (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
     const all = await get("");
     assert.equal(all.length, readAudit(userDir).length, "every record of the file");

@@ -131,13 +131,13 @@ export = function register(RED: NodeAPI): void {
     readPage(n.account!.audit.filePath, f, { limit, beforeSeq }).then(
       (page) => res.json({ account: describeAccount(n), ...page }),
       failed(res),
-    );
+    ).catch(() => undefined); // an answer that cannot be sent (the editor went away) is nobody's error
   });
 
   RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/verify`, read, (req, res) => {
     const n = accountFor(req, res);
     if (!n) return;
-    verifyAuditLog(n.account!.audit.filePath).then((report) => res.json(report), failed(res));
+    verifyAuditLog(n.account!.audit.filePath).then((report) => res.json(report), failed(res)).catch(() => undefined);
   });
 
   RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/export.csv`, read, (req, res) => {
@@ -158,6 +158,6 @@ export = function register(RED: NodeAPI): void {
         if (res.destroyed) return;
       }
       res.end();
-    })().catch(failed(res));
+    })().catch(failed(res)).catch(() => undefined);
   });
 };

@@ -1,0 +1,264 @@
+/**
+ * The "Door access" sidebar tab in a real browser (Debian's chromium via playwright-core) against
+ * the demo (scripts/demo.ts: simulator + Node-RED with our package installed, so the editor
+ * plugin is loaded the way a user's Node-RED loads it).
+ *
+ * A flow with three inject → door-unlock pairs (Front Door: accepted; Boiler Room: forbidden; a
+ * bad device id: rejected, nothing sent) is deployed on the demo's account through the admin API;
+ * the injects are pressed through Node-RED's inject endpoint. In the tab: the account's state, an
+ * unlock appearing live (within a second of its record being written), the filters, a CSV
+ * download equal to the export of the file, Reconnect (one login at the simulator), a replay
+ * record marked, and no page error.
+ *
+ * Screenshot: test-artifacts/audit-sidebar.png every run; the README's docs/audit-sidebar.png
+ * only with DOOR_ACCESS_UPDATE_SCREENSHOT=1 (as test/browser.test.ts does for docs/editor.png).
+ */
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import { exportCsv } from "../src/audit/reader.js";
+import { nodeRedVersion } from "./helpers/runtime.js";
+import { recordForLeakScan } from "./hooks/leak-scan.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
+const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "audit-sidebar.png");
+const STEP_MS = 15_000;
+const TAB_ID = "5b1deba000000000";
+const PAIRS = [
+  { inject: "5b1deba000000011", unlock: "5b1deba000000012", name: "front", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", props: [] as object[] },
+  { inject: "5b1deba000000021", unlock: "5b1deba000000022", name: "boiler", deviceId: "106", doorName: "Boiler Room", doorLocation: "Harbour Warehouse", props: [] },
+  { inject: "5b1deba000000031", unlock: "5b1deba000000032", name: "bad", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", props: [{ p: "deviceId", v: "not-a-number", vt: "str" }] },
+];
+
+async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Promise<string> {
+  let text = "";
+  for await (const chunk of exportCsv(file, range)) text += chunk;
+  return text;
+}
+
+describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(180_000);
+  let dir = "";
+  let profile = "";
+  let demo: RunningDemo | null = null;
+  let context: BrowserContext | null = null;
+  let page: Page;
+  let auditFile = "";
+  const log: string[] = [];
+  const pageErrors: string[] = [];
+
+  before(async function () {
+    this.timeout(120_000);
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
+    dir = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-demo-"));
+    profile = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-profile-"));
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    auditFile = path.join(demo.userDir, "door-access-audit.jsonl");
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
+
+    // The demo's flows plus one tab of inject → door-unlock pairs on the demo's account.
+    const current = (await (await fetch(new URL("flows", demo.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) })).json()) as { flows: object[] };
+    const nodes: object[] = [{ id: TAB_ID, type: "tab", label: "Sidebar test", disabled: false, info: "" }];
+    PAIRS.forEach((p, k) => {
+      nodes.push({ id: p.inject, type: "inject", z: TAB_ID, name: p.name, props: p.props, repeat: "", crontab: "", once: false, onceDelay: 0.1, topic: "", x: 120, y: 60 + k * 60, wires: [[p.unlock]] });
+      nodes.push({
+        id: p.unlock, type: "door-unlock", z: TAB_ID, name: "", account: demo!.accountId, deviceId: p.deviceId, doorName: p.doorName, doorLocation: p.doorLocation,
+        lockId: "", actor: `sidebar-${p.name}`, rejectRetained: true, x: 340, y: 60 + k * 60, wires: [[], []],
+      });
+    });
+    const res = await fetch(new URL("flows", demo.editorUrl), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+      body: JSON.stringify({ flows: [...current.flows, ...nodes] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(res.status, 200, `deploying the test flow: ${res.status} ${await res.text()}`);
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000)).state, "ready");
+
+    const { chromium } = await import("playwright-core");
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 760 },
+      acceptDownloads: true,
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      timeout: 60_000,
+    });
+    context.setDefaultTimeout(STEP_MS);
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("pageerror", (e) => pageErrors.push(e.message));
+    page.on("console", (m) => {
+      if (m.type() === "error") pageErrors.push(`console: ${m.text()}`);
+    });
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  let broken = "";
+  beforeEach(function () {
+    if (broken) throw new Error(`an earlier step failed: ${broken}`);
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state !== "failed" || broken) return;
+    broken = this.currentTest.title;
+    if (context) {
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, "audit-sidebar-failure.png") }).catch(() => undefined);
+      fs.writeFileSync(path.join(ARTIFACTS, "audit-sidebar-failure.log"), [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n");
+    }
+  });
+
+  const rows = () => page.locator("#door-access-records tbody tr.door-access-record");
+  const fileRecords = (): any[] => (fs.existsSync(auditFile) ? fs.readFileSync(auditFile, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l)) : []);
+  const unlocksAtSim = () => demo!.sim.control.requests({ operation: "unlockDevice" }).length;
+
+  async function press(injectId: string): Promise<void> {
+    const res = await fetch(new URL(`inject/${injectId}`, demo!.editorUrl), { method: "POST", signal: AbortSignal.timeout(5000) });
+    assert.equal(res.status, 200, `inject ${injectId}: ${res.status}`);
+  }
+
+  async function waitRows(n: number, what: string): Promise<void> {
+    await page.waitForFunction(([k]) => document.querySelectorAll("#door-access-records tbody tr.door-access-record").length === k, [n], { timeout: STEP_MS })
+      .catch(async () => assert.fail(`${what}: expected ${n} rows, saw ${await rows().count()}`));
+  }
+
+  it("opens the Door access tab: the demo's account, its state (ready) and the chain line", async () => {
+    await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    await page.locator("#red-ui-tab-door-access-link-button").click({ timeout: 5000 }).catch(() =>
+      page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show("door-access")));
+    await page.locator("#door-access-sidebar").waitFor({ state: "visible" });
+    await page.waitForFunction(() => /ready/i.test(document.querySelector("#door-access-state")?.textContent ?? ""), null, { timeout: STEP_MS });
+    assert.equal(await page.locator("#door-access-account").inputValue(), demo!.accountId);
+    await page.waitForFunction(() => (document.querySelector("#door-access-chain")?.textContent ?? "").length > 0, null, { timeout: STEP_MS });
+    await waitRows(fileRecords().length, "the records already in the file");
+  });
+
+  it("an unlock appears in the tab within a second of its record being written (live, over comms; no reload)", async () => {
+    const before = await rows().count();
+    await press(PAIRS[0]!.inject);
+    const deadline = Date.now() + STEP_MS;
+    while (!fileRecords().some((r) => r.type === "unlock-result" && r.actor === "sidebar-front") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    const written = Date.now();
+    assert.ok(fileRecords().some((r) => r.type === "unlock-result" && r.outcome === "accepted"), "the result record is in the file");
+    // The tab itself only re-reads records on a live notice: without one this wait fails.
+    await page.waitForFunction(() => {
+      const first = document.querySelector("#door-access-records tbody tr.door-access-record");
+      return first !== null && first.classList.contains("is-accepted") && /sidebar-front/.test(first.textContent ?? "");
+    }, null, { timeout: 1000 });
+    const latency = Date.now() - written;
+    console.log(`      live update: the row appeared ${latency} ms after the result record was in the file`);
+    assert.equal(await rows().count(), before + 2, "its attempt and its result");
+    const first = rows().first();
+    assert.match(await first.locator(".da-door").innerText(), /Front Door/);
+    assert.match(await first.locator(".da-outcome").innerText(), /accepted 200/);
+    assert.equal(unlocksAtSim(), 1, "one PUT at the simulator");
+  });
+
+  it("a forbidden and a rejected input appear marked; filters by outcome, actor and door narrow the list", async () => {
+    await press(PAIRS[1]!.inject);
+    await press(PAIRS[2]!.inject);
+    await page.waitForFunction(() => document.querySelectorAll("#door-access-records tr.is-rejected").length === 1 &&
+      /forbidden 403/.test(document.querySelector("#door-access-records")?.textContent ?? ""), null, { timeout: STEP_MS });
+    const rejected = page.locator("#door-access-records tr.is-rejected");
+    assert.match(await rejected.locator(".da-outcome").innerText(), /rejected\s*invalid-input/);
+    assert.equal(await rejected.locator(".da-badge.rejected").count(), 1);
+    assert.equal(unlocksAtSim(), 2, "the rejected input sent nothing");
+    const total = fileRecords().length;
+    await waitRows(total, "all records");
+
+    await page.locator("#door-access-filter-outcome").selectOption("forbidden");
+    await waitRows(1, "outcome = forbidden");
+    assert.match(await rows().first().innerText(), /sidebar-boiler/);
+    await page.locator("#door-access-filter-outcome").selectOption("");
+    await waitRows(total, "no filter");
+
+    await page.locator("#door-access-filter-actor").fill("sidebar-b");
+    await waitRows(fileRecords().filter((r) => /sidebar-b/.test(r.actor)).length, "actor filter");
+    for (const t of await rows().locator(".da-actor").allInnerTexts()) assert.match(t, /sidebar-b/);
+    await page.locator("#door-access-filter-actor").fill("");
+    await page.locator("#door-access-filter-door").fill("boiler");
+    await waitRows(fileRecords().filter((r) => /boiler/i.test(r.door ?? "")).length, "door filter");
+    await page.locator("#door-access-filter-door").fill("nobody's door");
+    await waitRows(0, "a door that matches nothing");
+    assert.ok(await page.locator("#door-access-empty").isVisible());
+    await page.locator("#door-access-filter-door").fill("");
+    await waitRows(total, "no filter");
+  });
+
+  it("CSV download: the whole log equals the export of the file; a range in the future holds only the header", async () => {
+    const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#door-access-csv").click()]);
+    assert.match(download.suggestedFilename(), /^door-access-audit-.*\.csv$/);
+    const text = fs.readFileSync((await download.path())!, "utf8");
+    assert.equal(text, await csvOf(auditFile), "the downloaded CSV is the file's records");
+    assert.equal(text.trimEnd().split("\r\n").length, fileRecords().length + 1);
+    recordForLeakScan("sidebar CSV download", text);
+
+    await page.locator("#door-access-csv-from").fill("2099-01-01T00:00");
+    const [later] = await Promise.all([page.waitForEvent("download"), page.locator("#door-access-csv").click()]);
+    assert.equal(fs.readFileSync((await later.path())!, "utf8"), await csvOf(auditFile, { from: new Date(2099, 0, 1) }));
+    assert.equal(fs.readFileSync((await later.path())!, "utf8").trimEnd().split("\r\n").length, 1, "only the header");
+    await page.locator("#door-access-csv-from").fill("");
+  });
+
+  it("Reconnect: one login at the simulator, the state back to ready", async () => {
+    const logins = () => demo!.sim.control.requests({ operation: "loginByPhone" }).length;
+    const before = logins();
+    await page.locator("#door-access-reconnect").click();
+    const deadline = Date.now() + STEP_MS;
+    while (logins() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(logins(), before + 1, "exactly one login");
+    assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 20_000)).state, "ready");
+    await page.waitForFunction(() => /ready/i.test(document.querySelector("#door-access-state")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForTimeout(500);
+    assert.equal(logins(), before + 1, "and no more");
+  });
+
+  it("a replay attempt record is marked; the page shows no token or credential; no page error; screenshot", async () => {
+    // The writer marks the single replay after a 401 (issue 13, part A); here its record is added
+    // to the file as the writer would write it, and the tab re-read with its refresh button.
+    const last = fileRecords().at(-1);
+    const replay = { type: "unlock-attempt", ts: new Date().toISOString(), actor: "sidebar-front", deviceId: 101, lockId: null, door: "Front Door", msgid: last?.msgid ?? "m", replay: true };
+    fs.appendFileSync(auditFile, JSON.stringify(replay) + "\n");
+    await page.locator("#door-access-refresh").click();
+    await page.waitForFunction(() => document.querySelectorAll("#door-access-records tr.is-replay").length === 1, null, { timeout: STEP_MS });
+    assert.match(await page.locator("#door-access-records tr.is-replay .da-badge.replay").innerText(), /replay/);
+
+    const text = await page.locator("#door-access-sidebar").innerText();
+    recordForLeakScan("door access sidebar", text);
+    assert.doesNotMatch(text, /eyJ[A-Za-z0-9_-]{10,}|demo-password|15550000001/);
+
+    // A wider sidebar for the picture: drag its separator to the left.
+    const sep = page.locator("#red-ui-sidebar-separator");
+    const box = await sep.boundingBox();
+    if (box) {
+      await page.mouse.move(box.x + box.width / 2, box.y + 200);
+      await page.mouse.down();
+      await page.mouse.move(box.x - 220, box.y + 200, { steps: 10 });
+      await page.mouse.up();
+    }
+    await page.locator(".red-ui-notification").first().waitFor({ state: "hidden", timeout: 8000 }).catch(() => undefined);
+    await page.mouse.move(300, 700);
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = path.join(ARTIFACTS, "audit-sidebar.png");
+    const side = await page.locator("#red-ui-sidebar").boundingBox();
+    const x = Math.max(0, Math.floor((side?.x ?? 700) - 10));
+    await page.screenshot({ path: shot, clip: { x, y: 0, width: 1280 - x, height: 760 } });
+    assert.ok(fs.statSync(shot).size > 10_000, "a screenshot of the tab");
+    if (process.env.DOOR_ACCESS_UPDATE_SCREENSHOT === "1") {
+      fs.mkdirSync(path.dirname(DOCS_SCREENSHOT), { recursive: true });
+      fs.copyFileSync(shot, DOCS_SCREENSHOT);
+    }
+    assert.deepEqual(pageErrors, [], "no page error");
+    assert.doesNotMatch(log.join("\n"), /\[error\]/, "no error in Node-RED's log");
+  });
+});
