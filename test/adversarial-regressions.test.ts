@@ -209,7 +209,7 @@ describe("issue 11 regressions: the wrong door, crashes and loops", function () 
       clock = fakeClock();
       sim = await startSimulator({ rateLimit: false, now: () => clock.now(), accessTtlSec });
       // The session's clock may be off from the service's by offsetMs (same timers).
-      const local: Clock = { now: () => clock.now() + offsetMs, setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout };
+      const local: Clock = { now: () => clock.now() + offsetMs, monotonic: clock.monotonic, setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout };
       b = buildSession(sim, { clock: local });
       await b.session.start();
       sim.control.resetRequests();

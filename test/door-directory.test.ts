@@ -1,6 +1,6 @@
 import { strict as assert } from "node:assert";
 import type { Device } from "../src/spec/schemas.js";
-import { DeviceDirectory, type Resolution } from "../src/doors/directory.js";
+import { DeviceDirectory, LIST_RETRY_CAP_MS, type Resolution } from "../src/doors/directory.js";
 
 const HOUR = 60 * 60 * 1000;
 
@@ -99,7 +99,7 @@ describe("door directory (device cache and door resolution)", function () {
     it("a failed fetch rejects all waiters and keeps the previous list", async function () {
       let t = 0;
       const f = fakeFetch(V1);
-      const dir = new DeviceDirectory(f.fetch, { now: () => t });
+      const dir = new DeviceDirectory(f.fetch, { now: () => t, monotonic: () => t });
       const first = await dir.devices();
       const boom = Object.assign(new Error("GET /api/user/device failed: 503"), { outcome: "offline" });
       f.state.fail = boom;
@@ -119,11 +119,23 @@ describe("door directory (device cache and door resolution)", function () {
       await assert.rejects(dir.devices(), /503/);
       assert.equal(f.state.calls, 3);
       assert.equal(dir.cached()?.devices, first);
-      // Recovers once the service answers.
+      // Recovers once the service answers: that failure opened a back-off window, whose one
+      // message try this is.
       f.state.fail = null;
       f.state.source = [{ id: 5, name: "Shed" }];
       assert.equal((await dir.devices()).length, 1);
       assert.equal(f.state.calls, 4);
+      // A failure again, then two more calls within its window: one message try, no more.
+      f.state.fail = boom;
+      t += 24 * HOUR;
+      await assert.rejects(dir.devices(), /503/);
+      await assert.rejects(dir.devices(), /503/);
+      const before = f.state.calls;
+      assert.equal((await dir.devices()).length, 1, "the expired list serves within the window");
+      assert.equal(f.state.calls, before, "no fetch per call within a back-off window");
+      t += LIST_RETRY_CAP_MS;
+      await assert.rejects(dir.devices(), /503/);
+      assert.equal(f.state.calls, before + 1, "the window has passed: one try");
     });
 
     it("a first fetch that fails leaves nothing cached, and a fetch throwing synchronously is handled", async function () {

@@ -92,6 +92,7 @@ export class AccountCore {
     this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
       ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
       now: () => this.clock.now(),
+      monotonic: () => this.clock.monotonic(),
     });
   }
 
@@ -135,12 +136,12 @@ export class AccountCore {
       () => undefined,
       () => {
         if (this.closed) return;
-        const at = this.directory.nextRetryAt() ?? this.clock.now();
+        const inMs = this.directory.retryInMs() ?? 0;
         this.stopWarming();
         this.warmTimer = this.clock.setTimeout(() => {
           this.warmTimer = null;
           this.warmDevices();
-        }, Math.max(0, at - this.clock.now()));
+        }, inMs);
       },
     );
   }

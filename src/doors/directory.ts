@@ -21,8 +21,10 @@ export type Resolution =
 export interface DeviceDirectoryOptions {
   /** How long a fetched list is served from the cache; default 24 h. */
   ttlMs?: number;
-  /** Clock in ms (tests). */
+  /** Wall clock in ms since epoch, for the list's age (tests). */
   now?: () => number;
+  /** Monotonic clock in ms, for the back-off and Retry-After (default performance.now). */
+  monotonic?: () => number;
   /**
    * refreshAfterNotFound() does not fetch again when the cached list's fetch started less than
    * this long ago; default 0 (off).
@@ -138,6 +140,7 @@ export class DeviceDirectory {
   private readonly fetchDevices: () => Promise<Device[]>;
   private readonly ttlMs: number;
   private readonly now: () => number;
+  private readonly mono: () => number;
   private readonly notFoundMinAgeMs: number;
   private snapshot: Snapshot | null = null;
   private inflight: Promise<Snapshot> | null = null;
@@ -145,7 +148,12 @@ export class DeviceDirectory {
   private failures = 0;
   private lastError: unknown = null;
   private retryAt = Number.NEGATIVE_INFINITY;
-  /** Between two back-off tries, one fetch may still be made when a message needs the list. */
+  /** No fetch at all before this, forced or not (the last failure's Retry-After), monotonic. */
+  private notBefore = Number.NEGATIVE_INFINITY;
+  /**
+   * Between two back-off tries, one fetch may still be made when a message needs the list:
+   * one per back-off window, so a failing message try does not open a new window for the next.
+   */
   private messageTryUsed = false;
 
   constructor(fetchDevices: () => Promise<Device[]>, options: DeviceDirectoryOptions = {}) {
@@ -153,6 +161,7 @@ export class DeviceDirectory {
     this.fetchDevices = fetchDevices;
     this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
     this.now = options.now ?? Date.now;
+    this.mono = options.monotonic ?? (() => performance.now());
     this.notFoundMinAgeMs = options.notFoundRefreshMinAgeMs ?? 0;
   }
 
@@ -170,7 +179,13 @@ export class DeviceDirectory {
    * fetch succeeded (or none failed yet). The account retries the start-up fetch at this time.
    */
   nextRetryAt(): number | null {
-    return this.failures > 0 ? this.retryAt : null;
+    const inMs = this.retryInMs();
+    return inMs === null ? null : this.now() + inMs;
+  }
+
+  /** How long until the next fetch after a failure is allowed (ms, ≥ 0), or null as above. */
+  retryInMs(): number | null {
+    return this.failures > 0 ? Math.max(0, this.retryAt - this.mono()) : null;
   }
 
   /** The last good list (null before the first successful fetch) and when it was fetched. */
@@ -258,23 +273,29 @@ export class DeviceDirectory {
     const snap = this.snapshot;
     if (!force && snap && this.now() - snap.fetchedAt < this.ttlMs) return Promise.resolve(snap);
     if (!force && snap && mode === "serve-stale") {
-      if (!this.inflight && this.now() >= this.retryAt) this.fetchNow().catch(() => undefined); // background; errors go to the back-off
+      if (!this.inflight && this.mono() >= this.retryAt) this.fetchNow().catch(() => undefined); // background; errors go to the back-off
       return Promise.resolve(snap);
     }
     if (this.inflight) return this.inflight;
-    if (!force && this.now() < this.retryAt) {
-      if (this.messageTryUsed) {
-        if (snap) return Promise.resolve(snap);
-        return Promise.reject(new DeviceListUnavailableError(this.lastError, this.retryAt - this.now()));
-      }
+    const m = this.mono();
+    if (m < this.notBefore || (!force && m < this.retryAt && this.messageTryUsed)) {
+      // Within a Retry-After nothing is fetched, not even on force; within a back-off window
+      // the one message try is used up. A list in hand serves; without one the message fails.
+      if (snap) return Promise.resolve(snap);
+      return Promise.reject(new DeviceListUnavailableError(this.lastError, Math.max(this.retryAt, this.notBefore) - m));
+    }
+    if (!force && m < this.retryAt) {
       this.messageTryUsed = true;
+      return this.fetchNow(true);
     }
     return this.fetchNow();
   }
 
   /** Starts the one list fetch (or joins the one in flight). */
-  fetchNow(): Promise<Snapshot> {
+  fetchNow(messageTry = false): Promise<Snapshot> {
     if (this.inflight) return this.inflight;
+    const m = this.mono();
+    if (m < this.notBefore) return Promise.reject(new DeviceListUnavailableError(this.lastError, this.notBefore - m));
     const run = async (): Promise<Snapshot> => {
       const startedAt = this.now();
       let list: Device[];
@@ -286,8 +307,11 @@ export class DeviceDirectory {
         this.lastError = e;
         const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0; // a 429's Retry-After
         const delay = Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(this.failures - 1, 10)), retryAfterSec * 1000);
-        this.retryAt = this.now() + delay;
-        this.messageTryUsed = false;
+        this.retryAt = this.mono() + delay;
+        this.notBefore = this.mono() + retryAfterSec * 1000;
+        // A scheduled try that failed opens a new window with its one message try; a failed
+        // message try does not (else every message would make one).
+        if (!messageTry) this.messageTryUsed = false;
         throw e;
       }
       const next = buildSnapshot(list, startedAt, this.now());
@@ -295,6 +319,8 @@ export class DeviceDirectory {
       this.failures = 0;
       this.lastError = null;
       this.retryAt = Number.NEGATIVE_INFINITY;
+      this.notBefore = Number.NEGATIVE_INFINITY;
+      this.messageTryUsed = false;
       return next;
     };
     // Started from a microtask so that even a fetch function that throws synchronously goes

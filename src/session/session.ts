@@ -148,9 +148,13 @@ export class Session extends EventEmitter {
   private inflight: Promise<void> | null = null;
   private renewTimer: unknown = null;
   private renewAt: number | null = null;
+  // Every wait below is measured on the monotonic clock (clock.monotonic()): setting the wall
+  // clock forward must not send before a Retry-After, nor setting it back stall the account.
   private lastLoginAttemptAt = Number.NEGATIVE_INFINITY;
   private loginNotBefore = Number.NEGATIVE_INFINITY;
   private lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
+  /** An operator's Reconnect that must wait for the service's Retry-After: the one login it will make. */
+  private reconnectTimer: unknown = null;
   private startPromise: Promise<void> | null = null;
   private readonly abort = new AbortController();
   /** True while this session runs work under the store's renewal lock. */
@@ -259,7 +263,7 @@ export class Session extends EventEmitter {
             // again. Renew on demand, but not before the service's Retry-After / the spacing.
             if (this.inflight) {
               await this.waitFor(this.inflight);
-            } else if (this.clock.now() >= this.renewNotBefore) {
+            } else if (this.mono() >= this.renewNotBefore) {
               await this.waitFor(this.refresh(AFTER_401));
             } else {
               throw this.renewalFailedError("nothing was sent");
@@ -271,7 +275,7 @@ export class Session extends EventEmitter {
           await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
           break;
         case "unreachable": {
-          const now = this.clock.now();
+          const now = this.mono();
           const next = Math.max(this.lastLoginAttemptAt + this.timings.loginRetryMs, this.loginNotBefore);
           if (this.inflight) {
             await this.waitFor(this.inflight);
@@ -313,10 +317,37 @@ export class Session extends EventEmitter {
    */
   async reconnect(): Promise<void> {
     if (this._state === "closed" || this.inflight) return;
+    // The operator overrides the once-an-hour re-login rule, never the service's Retry-After:
+    // within it, the login is made once it has passed (one, however often Reconnect is pressed).
     this.lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
-    this.loginNotBefore = Number.NEGATIVE_INFINITY;
+    const wait = this.loginNotBefore - this.mono();
+    if (wait > 0) {
+      if (this.reconnectTimer === null) {
+        this.reconnectTimer = this.clock.setTimeout(() => {
+          this.reconnectTimer = null;
+          if (this._state === "closed" || this.inflight || this._state === "ready") return;
+          void this.login("operator reconnect").catch(() => undefined);
+        }, wait);
+      }
+      const sec = Math.ceil(wait / 1000);
+      this.log.warn(`session: reconnect requested; the service asked to wait, logging in in ${sec} s`);
+      const base = (this.reason ?? "waiting").replace(/; reconnect requested: .*$/, "");
+      this.setState(this._state, `${base}; reconnect requested: login in ${sec} s (the service's Retry-After)`);
+      return;
+    }
+    this.cancelReconnect();
     this.renewNotBefore = Number.NEGATIVE_INFINITY;
     await this.login("operator reconnect").catch(() => undefined);
+  }
+
+  private cancelReconnect(): void {
+    if (this.reconnectTimer !== null) this.clock.clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+  }
+
+  /** The monotonic clock every wait of the session is measured on. */
+  private mono(): number {
+    return this.clock.monotonic();
   }
 
   /** Whether a login or refresh is in flight (the config node waits for it before closing). */
@@ -328,6 +359,7 @@ export class Session extends EventEmitter {
   async close(): Promise<void> {
     this.unwatch?.();
     this.clearRenewal();
+    this.cancelReconnect();
     this.setState("closed", null);
     // A refresh in flight has (or soon will have) consumed the refresh token at the service:
     // let it finish and persist the new pair (bounded), or the next start must log in again.
@@ -369,7 +401,7 @@ export class Session extends EventEmitter {
     if (this.inflight) return this.waitFor(this.inflight);
     if (this.pair && this.pair.accessToken !== usedToken) return; // someone already renewed
     if (HALTED_STATES.has(this._state) || this._state === "closed") return;
-    if (this.clock.now() < this.renewNotBefore) return; // rate-limited: the call fails, no replay
+    if (this.mono() < this.renewNotBefore) return; // rate-limited: the call fails, no replay
     await this.waitFor(this.refresh(AFTER_401));
   }
 
@@ -377,7 +409,7 @@ export class Session extends EventEmitter {
   private renewalFailedError(what: string): RenewalFailedError {
     const f = this.lastRenewalFailure;
     if (f?.rateLimited) {
-      const left = Math.max(1, Math.ceil((this.renewNotBefore - this.clock.now()) / 1000));
+      const left = Math.max(1, Math.ceil((this.renewNotBefore - this.mono()) / 1000));
       return new RenewalFailedError(`the session could not be renewed: ${f.message}; ${what}`, true, Number.isFinite(left) ? left : f.retryAfterSec);
     }
     return new RenewalFailedError(`the session could not be renewed (${f?.message ?? this.reason ?? this._state}); ${what}`, false, null);
@@ -428,7 +460,7 @@ export class Session extends EventEmitter {
       }
       const current = this.pair!;
       let fresh: { accessToken: string; refreshToken: string };
-      this.lastRenewalStartedAt = this.clock.now();
+      this.lastRenewalStartedAt = this.mono();
       try {
         fresh = await this.client.refresh(current.refreshToken, this.abort.signal);
       } catch (e) {
@@ -438,7 +470,7 @@ export class Session extends EventEmitter {
           // Never reuse that refresh token. Log in, but at most once an hour.
           this.deadRefresh = current.refreshToken;
           this.pair = null;
-          const now = this.clock.now();
+          const now = this.mono();
           if (now - this.lastReloginAfterRejectAt < this.timings.reloginWindowMs) {
             this.halt("halted-superseded", `the refresh token was rejected (${e.status}) twice within an hour: another client is using this account`);
             return;
@@ -450,13 +482,13 @@ export class Session extends EventEmitter {
         }
         if (e.kind === "http" && e.status === 429) {
           const wait = Math.max((e.retryAfter ?? 60) * 1000, this.timings.minRenewalIntervalMs);
-          this.renewNotBefore = this.clock.now() + wait;
+          this.renewNotBefore = this.mono() + wait;
           this.lastRenewalFailure = { rateLimited: true, retryAfterSec: Math.ceil(wait / 1000), message: `refresh rate-limited by the service (retry after ${Math.ceil(wait / 1000)} s)` };
           this.log.warn(`session: refresh rate-limited; next try in ${Math.ceil(wait / 1000)} s`);
           if (!this.isExpired()) {
             this.becomeReady(wait);
           } else {
-            this.loginNotBefore = this.clock.now() + wait;
+            this.loginNotBefore = this.mono() + wait;
             this.setState("unreachable", `rate limited by the service (retry after ${Math.ceil(wait / 1000)} s)`);
           }
           return;
@@ -466,7 +498,7 @@ export class Session extends EventEmitter {
         this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.kind}` };
         if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && this.localExpiry() - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
-          this.renewNotBefore = this.clock.now() + this.timings.minRenewalIntervalMs;
+          this.renewNotBefore = this.mono() + this.timings.minRenewalIntervalMs;
           this.becomeReady(this.timings.refreshRetryMs);
           return;
         }
@@ -504,7 +536,7 @@ export class Session extends EventEmitter {
     if (this._state === "closed") return;
     this.clearRenewal();
     this.setState("logging-in", why);
-    this.lastLoginAttemptAt = this.clock.now();
+    this.lastLoginAttemptAt = this.mono();
     let fresh: { accessToken: string; refreshToken: string };
     try {
       fresh = await this.client.login(this.credentials, this.abort.signal);
@@ -518,7 +550,7 @@ export class Session extends EventEmitter {
       }
       if (e.kind === "http" && e.status === 429) {
         const wait = Math.max(this.timings.loginRetryMs, (e.retryAfter ?? 0) * 1000);
-        this.loginNotBefore = this.clock.now() + wait;
+        this.loginNotBefore = this.mono() + wait;
         this.renewNotBefore = this.loginNotBefore;
         this.lastRenewalFailure = { rateLimited: true, retryAfterSec: Math.ceil(wait / 1000), message: `login rate-limited by the service (retry after ${Math.ceil(wait / 1000)} s)` };
         this.setState("unreachable", `login rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`);
@@ -694,8 +726,13 @@ export class Session extends EventEmitter {
     this.clearRenewal();
     if (!this.pair) return;
     const now = this.clock.now();
-    // Never sooner than the spacing after the last renewal: no timer may fire in a loop.
-    const at = Math.max(inMs !== undefined ? now + inMs : this.renewalDue(), now, this.lastRenewalStartedAt + this.timings.minRenewalIntervalMs);
+    // When it is due (on the wall clock, like `exp`), but never sooner than the spacing after
+    // the last renewal, measured on the monotonic clock: no timer may fire in a loop, whatever
+    // the wall clock does.
+    const due = inMs !== undefined ? inMs : this.renewalDue() - now;
+    const spacing = this.lastRenewalStartedAt + this.timings.minRenewalIntervalMs - this.mono();
+    const delay = Math.max(due, 0, spacing);
+    const at = now + delay;
     this.renewAt = at;
     this.renewTimer = this.clock.setTimeout(() => {
       this.renewTimer = null;
@@ -712,7 +749,7 @@ export class Session extends EventEmitter {
         if (this.needsRenewal()) renew();
         else if (this._state === "ready") this.scheduleRenewal();
       });
-    }, at - now);
+    }, delay);
   }
 
   private clearRenewal(): void {

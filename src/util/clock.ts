@@ -3,7 +3,13 @@
  * 24 h clocks with sinon's fake timers without faking the timers undici itself uses.
  */
 export interface Clock {
+  /** Wall-clock time in ms since epoch: for what is shared with others (token expiry, records). */
   now(): number;
+  /**
+   * A monotonic time in ms that never jumps when the wall clock is set: for every wait the
+   * package measures itself (Retry-After, back-off, renewal spacing, the re-login window).
+   */
+  monotonic(): number;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
@@ -11,6 +17,7 @@ export interface Clock {
 /** Node's own timers; every timer is unref'd so a forgotten one never keeps a process alive. */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout(fn, ms) {
     const t = setTimeout(fn, Math.min(Math.max(0, ms), 2_147_483_647));
     t.unref();

@@ -22,8 +22,10 @@ import type { Clock } from "../../src/util/clock.js";
 /** Real time, but timers fire `factor` times sooner and `now()` runs `factor` times faster. */
 export function acceleratedClock(factor: number): Clock {
   const t0 = Date.now();
+  const m0 = performance.now();
   return {
     now: () => t0 + (Date.now() - t0) * factor,
+    monotonic: () => (performance.now() - m0) * factor,
     setTimeout: (fn, ms) => {
       const t = setTimeout(fn, Math.max(0, ms) / factor);
       t.unref();
@@ -157,7 +159,7 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
   const accelerated = acceleratedClock(50);
   // The session's clock: accelerated, and off from the service's by a jump the run may make.
   let offset = 0;
-  const clock: Clock = { now: () => accelerated.now() + offset, setTimeout: accelerated.setTimeout, clearTimeout: accelerated.clearTimeout };
+  const clock: Clock = { now: () => accelerated.now() + offset, monotonic: accelerated.monotonic, setTimeout: accelerated.setTimeout, clearTimeout: accelerated.clearTimeout };
   const startedAt = accelerated.now();
   const halts: { state: string; at: number }[] = [];
   const make = () => {
