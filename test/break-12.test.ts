@@ -17,7 +17,7 @@ import { resolveFromNodeRed } from "./helpers/runtime.js";
 const ADMIN = "/door-access/accounts";
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
-const OTHER = { phoneNumber: "+15550000002", password: "other-password" };
+const OTHER = { email: "other@example.com", password: "other-password" };
 const TAB_A = "tabA";
 const TAB_B = "tabB";
 
@@ -74,15 +74,17 @@ describe("break-12: one session per account across deploys (Node-RED runtime + s
     await loadFlow(flow, { creds: demoCreds("accA", "accB") });
     await waitReady("accA");
     // accB is changed to another login (modified-nodes deploy).
-    await helper.setFlows(flow, "nodes", { ...demoCreds("accA"), accB: OTHER });
+    const moved = flow.map((n) => (n.id === "accB" ? { ...n, loginMethod: "email" } : n));
+    await helper.setFlows(moved, "nodes", { ...demoCreds("accA"), accB: OTHER });
+    await until("accB on the other login", () => sim.control.requests({ accountId: "other" }).some((r) => r.operation === "loginByEmail" && r.status === 200));
     await waitReady("accB");
     assert.equal(demoLogouts(sim), 0);
     // accA, now the last node of the demo login, is deleted (modified-nodes deploy).
-    const withoutA = flow.filter((n) => n.id !== "accA" && n.z !== TAB_A && n.id !== TAB_A);
+    const withoutA = moved.filter((n) => n.id !== "accA" && n.z !== TAB_A && n.id !== TAB_A);
     await helper.setFlows(withoutA, "nodes", { accB: OTHER });
     assert.equal(helper.getNode("accA"), null);
     await until("the demo account's logout", () => demoLogouts(sim) === 1, 5000).catch(() => undefined);
-    assert.equal(demoLogouts(sim), 1, "the last node of the demo login was deleted: one logout");
+    assert.equal(demoLogouts(sim), 1, `the last node of the demo login was deleted: one logout (${JSON.stringify(sim.control.requests().map((r) => [r.operation, r.accountId, r.status]))})`);
   });
 
   it("issue 12 'Config nodes cloned for subflow instances are handled the same way' + 'removing the last one logs out': deleting every instance of a subflow holding the account logs out once", async () => {
