@@ -12,12 +12,15 @@ import type { SessionHaltedError } from "../session/errors.js";
 import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session/session.js";
 import { accountKey, tokenFileFor } from "../session/token-store.js";
 import type { Device } from "../spec/schemas.js";
-import { type Member, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
+import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
 import { type AccountUser, type NodeStatus, type DoorAccountNode, ADMIN_PREFIX, CLOSE_WAIT_MS, stateStatus } from "./shared.js";
 
 /** A forced list fetch from the editor happens at most once per this interval per account. */
 const EDITOR_REFRESH_MS = 10_000;
 const editorRefreshAt = new WeakMap<AccountCore, number>();
+
+/** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
+const deployHooked = new WeakSet<object>();
 
 /** Tabs that already got an error for one halt (the same error reaches every node of the account). */
 const haltTabs = new WeakMap<SessionHaltedError, Set<string>>();
@@ -39,6 +42,12 @@ interface AccountCreds {
 }
 
 export = function register(RED: NodeAPI): void {
+  // After a deploy has started every node, an account none of them uses any more logs out.
+  const events = (RED as unknown as { events?: { on(e: string, f: () => void): void } }).events;
+  if (events && typeof events.on === "function" && !deployHooked.has(events)) {
+    deployHooked.add(events);
+    events.on("flows:started", () => void deployStarted().catch(() => undefined));
+  }
   const userDir = (): string => (RED.settings as unknown as { userDir?: string }).userDir ?? process.cwd();
 
   function credentialSecret(): string | null {
