@@ -324,12 +324,19 @@ export = function register(RED: NodeAPI): void {
     let throttled = false;
     if (refresh) {
       const last = editorRefreshAt.get(core);
-      if (last !== undefined && now - last < EDITOR_REFRESH_MS && core.directory.cached()) {
+      if (last !== undefined && now - last < EDITOR_REFRESH_MS) {
         force = false;
         throttled = true;
       } else {
         editorRefreshAt.set(core, now);
       }
+    }
+    if (throttled && !core.directory.cached()) {
+      // No list to serve and the last forced fetch was less than EDITOR_REFRESH_MS ago (it
+      // failed): nothing is fetched for this press either.
+      const retryInSeconds = Math.ceil((EDITOR_REFRESH_MS - (now - editorRefreshAt.get(core)!)) / 1000);
+      res.status(429).json({ error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`, throttled: true, retryInSeconds });
+      return;
     }
     core.devices(force).then(
       (devices) => {
