@@ -404,6 +404,7 @@ export = function register(RED: NodeAPI): void {
     }
     const core = got.core;
     let answered = false;
+    let note: string | null = null;
     const answer = () => {
       if (answered) return;
       answered = true;
@@ -415,10 +416,24 @@ export = function register(RED: NodeAPI): void {
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(422).json({ error: RED._("door-account.errors.sign-in-refused"), state: snap.state });
       } else {
-        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
+        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${note ? ` (${note})` : snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
       }
     };
     const timer = setTimeout(answer, 30_000);
-    void core.startAndWarm().then(answer, answer);
+    // A core left unreachable by an earlier attempt (5xx, network, 429) is asked for the session
+    // as a message would: one login when the account's spacing (at most one a minute, never
+    // before a Retry-After) allows it, else the answer says when the next try is possible.
+    void core
+      .startAndWarm()
+      .then(() => {
+        if (core.session.state !== "unreachable") return;
+        return core.session.token().then(
+          () => undefined,
+          (e: Error) => {
+            note = e.message;
+          },
+        );
+      })
+      .then(answer, answer);
   });
 };
