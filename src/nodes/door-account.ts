@@ -5,6 +5,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
+import { parseBaseUrl } from "../client/base-url.js";
 import { Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
 import type { Credentials } from "../client/client.js";
 import { locksOf } from "../doors/select.js";
@@ -64,6 +65,15 @@ export = function register(RED: NodeAPI): void {
 
   /** The deployed node's credentials, for the admin endpoints (never sent back to the browser). */
   const deployedCreds = new WeakMap<object, AccountCreds>();
+  /** Where the deployed node's stored secrets may be sent: its base URL (normalised) and Redis URL. */
+  const deployedTarget = new WeakMap<object, { baseUrl: string | null; redisUrl: string }>();
+  const normalisedBaseUrl = (v: unknown): string | null => {
+    try {
+      return parseBaseUrl(v).href.replace(/\/+$/, "");
+    } catch {
+      return null;
+    }
+  };
 
   /**
    * The account key, the settings hash and the core factory of one configuration. The token
@@ -106,6 +116,7 @@ export = function register(RED: NodeAPI): void {
 
     const creds = node.credentials ?? {};
     deployedCreds.set(node, { ...creds });
+    deployedTarget.set(node, { baseUrl: normalisedBaseUrl(config.baseUrl), redisUrl: typeof config.redisUrl === "string" ? config.redisUrl.trim() : "" });
     const checked = checkAccountSettings({
       baseUrl: config.baseUrl,
       loginMethod: config.loginMethod,
@@ -282,7 +293,13 @@ export = function register(RED: NodeAPI): void {
   /** The edited account's settings checked, secrets not typed taken from the deployed node of that id. */
   function editedSettings(id: string, body: EditedAccount, needPassword: boolean) {
     const n = accountNode(id);
-    const stored = n ? deployedCreds.get(n) ?? {} : {};
+    // A stored secret (the editor sends "__PWRD__" for it) is used only towards where the
+    // deployed node sends it: a sign-in to another base URL (or Redis URL) needs it typed.
+    const target = n ? deployedTarget.get(n) : undefined;
+    const sameService = !needPassword || (target !== undefined && target.baseUrl !== null && normalisedBaseUrl(body.baseUrl) === target.baseUrl);
+    const sameRedis = target !== undefined && typeof body.redisUrl === "string" && body.redisUrl.trim() === target.redisUrl;
+    const all = n ? deployedCreds.get(n) ?? {} : {};
+    const stored: AccountCreds = sameService ? { ...all, redisPassword: sameRedis ? all.redisPassword : undefined } : {};
     const checked = checkAccountSettings({
       baseUrl: body.baseUrl,
       loginMethod: body.loginMethod,
@@ -290,6 +307,9 @@ export = function register(RED: NodeAPI): void {
       email: typeof body.email === "string" && body.email.trim() ? body.email : stored.email,
       password: needPassword ? typed(body.password) ?? stored.password : "not needed to find a session",
     });
+    if (!checked.ok && !sameService && n && (body.password === "__PWRD__" || body.phoneNumber === "__PWRD__")) {
+      checked.problems.push("the stored credentials are used only with the deployed base URL: type them again to sign in at another one");
+    }
     const store = checkStoreSettings({
       sessionStore: body.sessionStore,
       redisUrl: body.redisUrl,
