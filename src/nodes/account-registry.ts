@@ -9,10 +9,15 @@
  * - Members whose settings differ (another password, another session store) are a
  *   configuration conflict: the core is closed (its pair stays stored), every member shows the
  *   conflict, nothing logs in until the settings agree again.
- * - A member leaving on a redeploy (not removed) is expected back: with no member left, the
- *   core is parked for PARK_MS and the next node of the same account takes it back (no
- *   login). A removed member leaves the others alone; the last one removed (none expected
- *   back) logs out and deletes the stored pair.
+ * - A member leaving (removed or not) leaves the others alone. With no member left, the core
+ *   is parked and the next node of the same account takes it back (no login): a node replaced
+ *   by a copy with another id in the same deploy, a redeploy, a cloned subflow config node.
+ *   When the deploy has started every node (`deployStarted`, Node-RED's "flows:started") and
+ *   no node of the account came back, the account is no longer used: it logs out and deletes
+ *   the stored pair. Node-RED's `removed` flag cannot decide this: a node removed in a deploy
+ *   may be replaced by another of the same login, and the config node of a deleted subflow
+ *   instance is never told it was removed. Without a deploy (the runtime stops), the parked
+ *   core just closes after PARK_MS and its pair stays for the next start.
  * - Redeploy clears a halt (CONTRACT): a member joining after a member left gives a halted
  *   core one fresh start (one login); a healthy core is taken back as it is (no login).
  * - The editor may sign in before the first deploy (`signIn`): the entry then has no member
@@ -58,8 +63,8 @@ interface Entry {
   settings: Settings;
   core: AccountCore | null;
   members: Set<Member>;
-  /** Times (ms) members left without being removed: they are expected back. */
-  away: number[];
+  /** Its last member left in a deploy: if none is back when that deploy has started, log out. */
+  leftByDeploy: boolean;
   parkTimer: NodeJS.Timeout | null;
   conflict: string | null;
   /** A member left since the last join: the next join gives a halted core a fresh start. */
@@ -175,13 +180,11 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
     entry = undefined;
   }
   if (!entry) {
-    entry = { key, settings, core: null, members: new Set(), away: [], parkTimer: null, conflict: null, freshStartDue: false };
+    entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
     entries.set(key, entry);
   }
   clearPark(entry);
-  const now = Date.now();
-  entry.away = entry.away.filter((t) => now - t < PARK_MS);
-  entry.away.shift();
+  entry.leftByDeploy = false;
   const member = new Member(entry, settings, make, hooks);
   entry.members.add(member);
   const core = entry.core;
@@ -196,30 +199,41 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
 }
 
 async function leave(entry: Entry, member: Member, removed: boolean): Promise<void> {
+  void removed; // see the header: whether the account is still used is known once the deploy has started
   entry.members.delete(member);
   entry.freshStartDue = true;
-  const now = Date.now();
-  entry.away = entry.away.filter((t) => now - t < PARK_MS);
-  if (!removed) entry.away.push(now);
   if (entry.members.size > 0) {
     reconcile(entry); // the one that left may have been the conflicting one
     return;
   }
   if (entries.get(entry.key) !== entry) return;
-  if (removed && entry.away.length === 0) {
-    // The last node of the account was deleted: log out and delete the stored pair.
-    clearPark(entry);
-    entries.delete(entry.key);
-    const core = entry.core;
-    entry.core = null;
-    await core?.destroy().catch(() => undefined);
-    return;
-  }
   if (entry.conflict) {
     entries.delete(entry.key);
     return;
   }
+  entry.leftByDeploy = true;
   park(entry, PARK_MS);
+}
+
+/**
+ * A deploy has started every node (Node-RED's "flows:started"): an account whose last node
+ * left in it and none came back is no longer used: log out and delete the stored pair
+ * (CONTRACT: "Deleting the config node logs out and deletes the stored pair"). Resolves when
+ * the logouts are done.
+ */
+export async function deployStarted(): Promise<void> {
+  const unused = [...entries.values()].filter((e) => e.members.size === 0 && e.leftByDeploy);
+  for (const e of unused) {
+    clearPark(e);
+    entries.delete(e.key);
+  }
+  await Promise.all(
+    unused.map((e) => {
+      const core = e.core;
+      e.core = null;
+      return core?.destroy().catch(() => undefined);
+    }),
+  );
 }
 
 /** The running core of an account (not in conflict), if this runtime has one. */
@@ -249,6 +263,7 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog) 
     if (entry.core && !entry.core.isClosed) return { kind: "running", core: entry.core };
   }
   if (entry && entry.members.size === 0 && entry.core && !entry.core.isClosed && same(entry.settings, settings) && !HALTED_STATES.has(entry.core.session.state)) {
+    entry.leftByDeploy = false;
     park(entry, SIGN_IN_PARK_MS);
     return { kind: "running", core: entry.core };
   }
@@ -257,7 +272,7 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog) 
     entries.delete(key);
     void entry.core?.close().catch(() => undefined);
   }
-  entry = { key, settings, core: null, members: new Set(), away: [], parkTimer: null, conflict: null, freshStartDue: false };
+  entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
   entries.set(key, entry);
   const core = make(log);
   entry.core = core;

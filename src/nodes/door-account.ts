@@ -5,6 +5,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
+import { parseBaseUrl } from "../client/base-url.js";
 import { Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
 import type { Credentials } from "../client/client.js";
 import { locksOf } from "../doors/select.js";
@@ -12,12 +13,15 @@ import type { SessionHaltedError } from "../session/errors.js";
 import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session/session.js";
 import { accountKey, tokenFileFor } from "../session/token-store.js";
 import type { Device } from "../spec/schemas.js";
-import { type Member, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
+import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
 import { type AccountUser, type NodeStatus, type DoorAccountNode, ADMIN_PREFIX, CLOSE_WAIT_MS, stateStatus } from "./shared.js";
 
 /** A forced list fetch from the editor happens at most once per this interval per account. */
 const EDITOR_REFRESH_MS = 10_000;
 const editorRefreshAt = new WeakMap<AccountCore, number>();
+
+/** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
+const deployHooked = new WeakSet<object>();
 
 /** Tabs that already got an error for one halt (the same error reaches every node of the account). */
 const haltTabs = new WeakMap<SessionHaltedError, Set<string>>();
@@ -39,6 +43,12 @@ interface AccountCreds {
 }
 
 export = function register(RED: NodeAPI): void {
+  // After a deploy has started every node, an account none of them uses any more logs out.
+  const events = (RED as unknown as { events?: { on(e: string, f: () => void): void } }).events;
+  if (events && typeof events.on === "function" && !deployHooked.has(events)) {
+    deployHooked.add(events);
+    events.on("flows:started", () => void deployStarted().catch(() => undefined));
+  }
   const userDir = (): string => (RED.settings as unknown as { userDir?: string }).userDir ?? process.cwd();
 
   function credentialSecret(): string | null {
@@ -55,6 +65,15 @@ export = function register(RED: NodeAPI): void {
 
   /** The deployed node's credentials, for the admin endpoints (never sent back to the browser). */
   const deployedCreds = new WeakMap<object, AccountCreds>();
+  /** Where the deployed node's stored secrets may be sent: its base URL (normalised) and Redis URL. */
+  const deployedTarget = new WeakMap<object, { baseUrl: string | null; redisUrl: string }>();
+  const normalisedBaseUrl = (v: unknown): string | null => {
+    try {
+      return parseBaseUrl(v).href.replace(/\/+$/, "");
+    } catch {
+      return null;
+    }
+  };
 
   /**
    * The account key, the settings hash and the core factory of one configuration. The token
@@ -97,6 +116,7 @@ export = function register(RED: NodeAPI): void {
 
     const creds = node.credentials ?? {};
     deployedCreds.set(node, { ...creds });
+    deployedTarget.set(node, { baseUrl: normalisedBaseUrl(config.baseUrl), redisUrl: typeof config.redisUrl === "string" ? config.redisUrl.trim() : "" });
     const checked = checkAccountSettings({
       baseUrl: config.baseUrl,
       loginMethod: config.loginMethod,
@@ -273,7 +293,13 @@ export = function register(RED: NodeAPI): void {
   /** The edited account's settings checked, secrets not typed taken from the deployed node of that id. */
   function editedSettings(id: string, body: EditedAccount, needPassword: boolean) {
     const n = accountNode(id);
-    const stored = n ? deployedCreds.get(n) ?? {} : {};
+    // A stored secret (the editor sends "__PWRD__" for it) is used only towards where the
+    // deployed node sends it: a sign-in to another base URL (or Redis URL) needs it typed.
+    const target = n ? deployedTarget.get(n) : undefined;
+    const sameService = !needPassword || (target !== undefined && target.baseUrl !== null && normalisedBaseUrl(body.baseUrl) === target.baseUrl);
+    const sameRedis = target !== undefined && typeof body.redisUrl === "string" && body.redisUrl.trim() === target.redisUrl;
+    const all = n ? deployedCreds.get(n) ?? {} : {};
+    const stored: AccountCreds = sameService ? { ...all, redisPassword: sameRedis ? all.redisPassword : undefined } : {};
     const checked = checkAccountSettings({
       baseUrl: body.baseUrl,
       loginMethod: body.loginMethod,
@@ -281,6 +307,9 @@ export = function register(RED: NodeAPI): void {
       email: typeof body.email === "string" && body.email.trim() ? body.email : stored.email,
       password: needPassword ? typed(body.password) ?? stored.password : "not needed to find a session",
     });
+    if (!checked.ok && !sameService && n && (body.password === "__PWRD__" || body.phoneNumber === "__PWRD__")) {
+      checked.problems.push("the stored credentials are used only with the deployed base URL: type them again to sign in at another one");
+    }
     const store = checkStoreSettings({
       sessionStore: body.sessionStore,
       redisUrl: body.redisUrl,
@@ -315,12 +344,19 @@ export = function register(RED: NodeAPI): void {
     let throttled = false;
     if (refresh) {
       const last = editorRefreshAt.get(core);
-      if (last !== undefined && now - last < EDITOR_REFRESH_MS && core.directory.cached()) {
+      if (last !== undefined && now - last < EDITOR_REFRESH_MS) {
         force = false;
         throttled = true;
       } else {
         editorRefreshAt.set(core, now);
       }
+    }
+    if (throttled && !core.directory.cached()) {
+      // No list to serve and the last forced fetch was less than EDITOR_REFRESH_MS ago (it
+      // failed): nothing is fetched for this press either.
+      const retryInSeconds = Math.ceil((EDITOR_REFRESH_MS - (now - editorRefreshAt.get(core)!)) / 1000);
+      res.status(429).json({ error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`, throttled: true, retryInSeconds });
+      return;
     }
     core.devices(force).then(
       (devices) => {
@@ -388,6 +424,7 @@ export = function register(RED: NodeAPI): void {
     }
     const core = got.core;
     let answered = false;
+    let note: string | null = null;
     const answer = () => {
       if (answered) return;
       answered = true;
@@ -399,10 +436,24 @@ export = function register(RED: NodeAPI): void {
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(422).json({ error: RED._("door-account.errors.sign-in-refused"), state: snap.state });
       } else {
-        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
+        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${note ? ` (${note})` : snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
       }
     };
     const timer = setTimeout(answer, 30_000);
-    void core.startAndWarm().then(answer, answer);
+    // A core left unreachable by an earlier attempt (5xx, network, 429) is asked for the session
+    // as a message would: one login when the account's spacing (at most one a minute, never
+    // before a Retry-After) allows it, else the answer says when the next try is possible.
+    void core
+      .startAndWarm()
+      .then(() => {
+        if (core.session.state !== "unreachable") return;
+        return core.session.token().then(
+          () => undefined,
+          (e: Error) => {
+            note = e.message;
+          },
+        );
+      })
+      .then(answer, answer);
   });
 };
