@@ -8,6 +8,7 @@ import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync, readdirSync } from "node:fs";
 import * as path from "node:path";
+import { accountKey, accountStoreId } from "../src/session/token-store.js";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { buildSession, ops, tempDir, waitUntil, type Built } from "./helpers/session.js";
 
@@ -43,6 +44,24 @@ describe("session: the stored token pair", function () {
     assert.equal(second.session.state, "ready");
     await second.session.call((t) => second.client.getDevice(t, 101));
     assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 200"], "one login across two starts");
+  });
+
+  // Issue 12: the pair is stored under the account key "derived without storing the phone number or email in clear".
+  it("the file names its account by the scrypt store id, not by a plain hash a phone number could be guessed from", async () => {
+    const tokenFile = path.join(tempDir(), "session.json");
+    const first = build({ tokenFile });
+    await first.session.start();
+    await first.session.close();
+    const file = JSON.parse(readFileSync(tokenFile, "utf8")) as { account: string };
+    const key = accountKey(sim.url, "phone", "+15550000001");
+    assert.notEqual(file.account, key, "the plain SHA-256 of base URL, method and phone number");
+    assert.equal(file.account, accountStoreId(key));
+    // A file written by an earlier version (account = the key itself) still resumes, without a login.
+    writeFileSync(tokenFile, JSON.stringify({ ...JSON.parse(readFileSync(tokenFile, "utf8")), account: key }), { mode: 0o600 });
+    const second = build({ tokenFile });
+    await second.session.start();
+    await second.session.call((t) => second.client.getDevice(t, 101));
+    assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 200"]);
   });
 
   it("the rotated pair is persisted, so a restart after a refresh resumes with the new refresh token", async () => {

@@ -128,7 +128,11 @@ export class FileTokenStore implements TokenStore {
     try {
       const file = JSON.parse(text) as FileFormat;
       if (file.v !== 1 || typeof file.data !== "string") throw new Error("unknown format");
-      if (file.account !== this.options.accountKey) return null; // another account's pair: not ours to use
+      // Another account's pair is not ours to use. The file names its account by the scrypt store
+      // id (a plain hash of a phone number could be reversed by trying every number); a file
+      // written before carries the account key itself, and is accepted once (rewritten at the next save).
+      const id = accountStoreId(this.options.accountKey);
+      if (file.account !== id && file.account !== this.options.accountKey) return null;
       return openPair(this.key, file);
     } catch (e) {
       this.problem(`the ${this.description} is unreadable (${(e as Error).message}); logging in instead`);
@@ -137,7 +141,7 @@ export class FileTokenStore implements TokenStore {
   }
 
   async save(pair: StoredPair): Promise<void> {
-    const file: FileFormat = { v: 1, account: this.options.accountKey, ...sealPair(this.key, pair) };
+    const file: FileFormat = { v: 1, account: accountStoreId(this.options.accountKey), ...sealPair(this.key, pair) };
     await writeFileAtomic(this.options.filePath, JSON.stringify(file) + "\n");
   }
 
