@@ -514,6 +514,27 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => shutdown(0));
   process.on("SIGTERM", () => shutdown(0));
+  // Whoever reads our output may be gone (see below): a closed pipe must not end this process
+  // before it has stopped Node-RED.
+  process.stdout.on("error", () => undefined);
+  process.stderr.on("error", () => undefined);
+  // `npm start` runs `sh -c "npm run build && node dist/scripts/demo.js"`. A process manager, an
+  // IDE's stop button or `timeout` signals npm alone, and sh passes nothing on: this process and
+  // its Node-RED would stay behind, holding the ports. So, under npm, stop when the parent is gone
+  // (`process.ppid` is fixed at start-up, so ask whether that process still exists).
+  if (process.env.npm_lifecycle_event) {
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      try {
+        process.kill(parent, 0);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ESRCH") return;
+        clearInterval(watch);
+        shutdown(0);
+      }
+    }, 500);
+    watch.unref();
+  }
 
   demo = await startDemo(parseArgs(process.argv.slice(2)));
   if (exiting) return;
