@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import {
   DEMO_CREDENTIAL_SECRET, EXAMPLE_ACCOUNT_ID, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, loadExamples, settingsFile, startBroker, startNodeRed, waitForAccountState,
-  type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
+  isConfigNode, loadExamples, settingsFile, startBroker, startDemo, startNodeRed, waitForAccountState,
+  type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess, type RunningDemo,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 
@@ -82,6 +82,42 @@ describe("break-14: npm start stopped the way a process manager or an IDE stops 
       }
       if (nrPid > 0 && alive(nrPid)) process.kill(nrPid, "SIGKILL");
     }
+  });
+});
+
+describe("break-14: npm start while an earlier npm start still runs (the usual reason 1880 is taken)", function () {
+  this.timeout(120_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-b14-twice-"));
+  const running: RunningDemo[] = [];
+  after(async () => {
+    for (const d of running) await d.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the second start leaves the running demo's user directory alone (flows, audit log)", async () => {
+    const a = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
+    running.push(a);
+    assert.equal((await waitForAccountState(a.editorUrl, a.accountId)).state, "ready");
+    const flowsFile = path.join(a.userDir, "flows.json");
+    const flowsA = fs.readFileSync(flowsFile, "utf8");
+    const button = (JSON.parse(flowsA) as FlowNode[]).find((n) => n.type === "inject" && n.name === "Unlock Front Door")!;
+    await fetch(`${a.editorUrl}inject/${button.id}`, { method: "POST" });
+    const audit = path.join(a.userDir, "door-access-audit.jsonl");
+    const deadline = Date.now() + 10_000;
+    while (!(fs.existsSync(audit) && /unlock-result/.test(fs.readFileSync(audit, "utf8"))) && Date.now() < deadline) await sleep(100);
+    const auditA = fs.readFileSync(audit, "utf8");
+
+    let second: string | null = null;
+    try {
+      running.push(await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined }));
+    } catch (e) {
+      second = (e as Error).message; // refusing, with a reason, is fine
+    }
+    assert.equal(fs.existsSync(flowsFile) && fs.readFileSync(flowsFile, "utf8") === flowsA, true,
+      "the running demo's flows.json was replaced by the second start (it now points at another simulator)");
+    assert.equal(fs.existsSync(audit) && fs.readFileSync(audit, "utf8").startsWith(auditA), true,
+      "the running demo's audit log was deleted by the second start");
+    if (second !== null) assert.match(second, new RegExp(a.editorUrl.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")), `the refusal names the running editor: ${second}`);
   });
 });
 
