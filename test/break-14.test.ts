@@ -121,6 +121,52 @@ describe("break-14: npm start while an earlier npm start still runs (the usual r
   });
 });
 
+describe("break-14: the door panel (example 08) does not tell other screens who pressed", function () {
+  this.timeout(120_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-b14-panel-"));
+  let demo: RunningDemo | null = null;
+  let context: import("playwright-core").BrowserContext | null = null;
+  after(async () => {
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("after a press, a phone that opens the panel receives no msg._client (socket id, IP, user) of the person who pressed", async () => {
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId)).state, "ready");
+    const { chromium } = await import("playwright-core");
+    context = await chromium.launchPersistentContext(path.join(dir, "profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      viewport: { width: 390, height: 844 },
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      timeout: 60_000,
+    });
+    context.setDefaultTimeout(30_000);
+    const presser = context.pages()[0] ?? (await context.newPage());
+    await presser.goto(demo.dashboardUrl!);
+    await presser.locator(".door-button", { hasText: "Front Door" }).first().click();
+    await presser.locator(".door-confirm").click();
+    const deadline = Date.now() + 10_000;
+    while (demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length < 1 && Date.now() < deadline) await sleep(100);
+    assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1, "the press unlocked the Front Door once");
+    await sleep(1000);
+
+    const other = await context.newPage();
+    const frames: string[] = [];
+    other.on("websocket", (ws) => ws.on("framereceived", (f) => frames.push(String(f.payload))));
+    await other.goto(demo.dashboardUrl!);
+    await other.locator(".door-button", { hasText: "Front Door" }).first().waitFor({ state: "visible" });
+    await sleep(1000);
+    const loads = frames.filter((f) => f.includes("widget-load"));
+    assert.ok(loads.length > 0, "the second phone loaded the widgets");
+    const leaked = loads.filter((f) => f.includes("_client") || f.includes("socketIp"));
+    assert.deepEqual(leaked.map((f) => f.slice(0, 60)), [], `the presser's msg._client reaches every screen that opens the panel: ${leaked[0]?.match(/"_client":\{[^}]*\}/)?.[0]}`);
+    assert.equal(demo.sim.control.requests({ operation: "unlockDevice" }).length, 1, "opening the panel unlocks nothing");
+  });
+});
+
 describe("break-14: examples and editor endpoints on a real Node-RED 4", function () {
   this.timeout(60_000);
   let sim: RunningSimulator;
