@@ -168,6 +168,73 @@ describe("break-14: the door panel (example 08) does not tell other screens who 
   });
 });
 
+describe("break-14: example 08 imported into a Node-RED that already has a Dashboard 2", function () {
+  this.timeout(120_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-b14-twobase-"));
+  let demo: RunningDemo | null = null;
+  let context: import("playwright-core").BrowserContext | null = null;
+  after(async () => {
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a second ui-base breaks every dashboard page; the example's comment says what to do, naming each node to point at the existing ui-base, and doing that works", async () => {
+    const ex = byTitle("08");
+    const base = ex.nodes.find((n) => n.type === "ui-base")!;
+    const users = ex.nodes.filter((n) => n.ui === base.id).map((n) => String(n.name));
+    const info = String(ex.nodes.find((n) => n.type === "comment")!.info);
+
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId)).state, "ready");
+    const flows = JSON.parse(fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8")) as FlowNode[];
+    const tab = flows.find((n) => n.type === "tab")!.id;
+    // The user's own dashboard, there before the import.
+    const mine: FlowNode[] = [
+      { id: "b14b000000000001", type: "ui-base", name: "My Dashboard", path: "/dashboard", includeClientData: true, acceptsClientConfig: ["ui-notification", "ui-control"], showPathInSidebar: false, navigationStyle: "default", titleBarStyle: "default" },
+      { id: "b14b000000000002", type: "ui-page", name: "Home", ui: "b14b000000000001", path: "/home", layout: "grid", theme: "d00ac0c0da5b0003", order: 1, visible: "true", disabled: "false", breakpoints: [{ name: "Default", px: "0", cols: "3" }] },
+      { id: "b14b000000000003", type: "ui-group", name: "Lights", page: "b14b000000000002", width: "6", height: "1", order: 1, showTitle: true, visible: "true", disabled: "false", groupType: "default" },
+      { id: "b14b000000000004", type: "ui-button", z: tab, group: "b14b000000000003", name: "Light", label: "Light", order: 1, payload: "", payloadType: "str", topic: "", topicType: "str", x: 120, y: 600, wires: [[]] },
+    ];
+    const deploy = async (all: FlowNode[]) => {
+      const res = await fetch(`${demo!.editorUrl}flows`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+        body: JSON.stringify({ flows: all }),
+      });
+      assert.equal(res.status, 200);
+      await sleep(4000);
+    };
+    const { chromium } = await import("playwright-core");
+    context = await chromium.launchPersistentContext(path.join(dir, "profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      viewport: { width: 390, height: 844 },
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      timeout: 60_000,
+    });
+    context.setDefaultTimeout(30_000);
+    const page = context.pages()[0] ?? (await context.newPage());
+
+    // As imported: two ui-base nodes. Dashboard 2 then shows no page at all, the user's neither.
+    await deploy([...mine, ...flows]);
+    await page.goto(demo.dashboardUrl!);
+    await page.getByText("do not support multiple").first().waitFor({ state: "visible" });
+
+    // The comment must say so, and name every node of the example that uses its ui-base.
+    assert.match(info, /ui-base/, "the comment says what to do when a Dashboard 2 (a ui-base) already exists");
+    for (const name of users) assert.ok(info.includes(name), `the comment names "${name}", which must be pointed at the existing ui-base`);
+
+    // Doing it: those nodes on the user's ui-base, the example's one deleted. The panel works.
+    await deploy([...mine, ...flows.filter((n) => n.id !== base.id).map((n) => (n.ui === base.id ? { ...n, ui: "b14b000000000001" } : n))]);
+    await page.goto(demo.dashboardUrl!);
+    await page.locator(".door-button", { hasText: "Front Door" }).first().click();
+    await page.locator(".door-confirm").click();
+    await page.locator(".nrdb-ui-notification", { hasText: /unlock sent/ }).first().waitFor({ state: "visible" });
+    assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1);
+  });
+});
+
 describe("break-14: examples and editor endpoints on a real Node-RED 4", function () {
   this.timeout(60_000);
   let sim: RunningSimulator;
