@@ -381,6 +381,44 @@ export async function startBroker(preferred: number): Promise<Broker> {
 
 // ---- the demo -----------------------------------------------------------------------
 
+/**
+ * `<dir>/demo.lock.json`: the demo running from that folder. Every start wipes `<dir>/userdir`, so
+ * a second `npm start` while the first still runs (the usual reason why 1880 is taken) would
+ * delete the running demo's flows, session and audit log under it: it refuses instead, naming
+ * the running editor.
+ */
+interface DemoLock { pid: number; token: string; editorUrl: string | null }
+
+function readDemoLock(file: string): DemoLock | null {
+  try {
+    const v = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<DemoLock>;
+    return typeof v.pid === "number" && typeof v.token === "string" ? { pid: v.pid, token: v.token, editorUrl: typeof v.editorUrl === "string" ? v.editorUrl : null } : null;
+  } catch {
+    return null;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Is the demo named by the lock still running? (A process id may be reused: its editor must answer too.) */
+async function demoRunning(lock: DemoLock): Promise<boolean> {
+  if (!processAlive(lock.pid)) return false;
+  if (lock.editorUrl === null) return true; // still starting
+  try {
+    await fetch(lock.editorUrl, { signal: AbortSignal.timeout(2000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo> {
   const dir = path.resolve(options.dir ?? path.join(REPO_ROOT, ".demo"));
   const userDir = path.join(dir, "userdir");
@@ -389,6 +427,20 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   };
   try {
+    fs.mkdirSync(dir, { recursive: true });
+    const lockFile = path.join(dir, "demo.lock.json");
+    const other = readDemoLock(lockFile);
+    if (other && (await demoRunning(other))) {
+      throw new Error(
+        `another demo (pid ${other.pid}) is running from ${dir}${other.editorUrl ? `, editor at ${other.editorUrl}` : ""}; ` +
+          "its user directory would be wiped: stop it first (Ctrl-C in its terminal), or start this one with --dir <another folder>",
+      );
+    }
+    const lock: DemoLock = { pid: process.pid, token: randomBytes(8).toString("hex"), editorUrl: null };
+    fs.writeFileSync(lockFile, JSON.stringify(lock) + "\n");
+    cleanups.push(async () => {
+      if (readDemoLock(lockFile)?.token === lock.token) fs.rmSync(lockFile, { force: true });
+    });
     for (const f of ["nodes/door-account.js", "dist/src/nodes/door-account.js"]) {
       if (!fs.existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
     }
@@ -442,6 +494,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       timeoutMs: options.startTimeoutMs,
     });
     cleanups.push(() => nr.stop());
+    fs.writeFileSync(lockFile, JSON.stringify({ ...lock, editorUrl: `${nr.url}/` }) + "\n");
 
     let stopping: Promise<void> | null = null;
     return {
@@ -514,6 +567,27 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => shutdown(0));
   process.on("SIGTERM", () => shutdown(0));
+  // Whoever reads our output may be gone (see below): a closed pipe must not end this process
+  // before it has stopped Node-RED.
+  process.stdout.on("error", () => undefined);
+  process.stderr.on("error", () => undefined);
+  // `npm start` runs `sh -c "npm run build && node dist/scripts/demo.js"`. A process manager, an
+  // IDE's stop button or `timeout` signals npm alone, and sh passes nothing on: this process and
+  // its Node-RED would stay behind, holding the ports. So, under npm, stop when the parent is gone
+  // (`process.ppid` is fixed at start-up, so ask whether that process still exists).
+  if (process.env.npm_lifecycle_event) {
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      try {
+        process.kill(parent, 0);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ESRCH") return;
+        clearInterval(watch);
+        shutdown(0);
+      }
+    }, 500);
+    watch.unref();
+  }
 
   demo = await startDemo(parseArgs(process.argv.slice(2)));
   if (exiting) return;
