@@ -91,6 +91,24 @@ describe("door-unlock selection (Node-RED runtime + simulator)", function () {
     });
   }
 
+  // Rule "A message opens the door it identified, or none": msg.deviceId and msg.door that disagree identify no door.
+  it("msg.deviceId 101 with msg.door \"Harbour Warehouse / Back Door\" (103) → invalid-input naming both, nothing sent", async () => {
+    const p = assertFailed(await unlock({ deviceId: 101, door: "Harbour Warehouse / Back Door" }), "invalid-input", null);
+    assert.match(p.message, /msg.deviceId 101 and msg.door .* name different doors/);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it("msg.deviceId 103 with msg.door naming the same door → 103", async () => {
+    const p = assertAccepted(await unlock({ deviceId: 103, door: "harbour warehouse / back door" }));
+    assert.equal(p.deviceId, 103);
+    assert.deepEqual(sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path), ["/api/device/103/unlock"]);
+  });
+
+  it("msg.deviceId with an ambiguous msg.door (\"Back Door\") → invalid-input, nothing sent", async () => {
+    assertFailed(await unlock({ deviceId: 102, door: "Back Door" }), "invalid-input", null);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
   it("msg.door with a lockId: Loading Bay lock 2", async () => {
     const p = assertAccepted(await unlock({ door: "loading bay", lockId: 2 }));
     assert.equal(p.deviceId, 104);

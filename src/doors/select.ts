@@ -38,6 +38,18 @@ export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice)
       return { ok: false, message: `msg.deviceId must be a positive 32-bit integer, got ${describeValue(choice.msgDeviceId)}` };
     }
     const id = choice.msgDeviceId;
+    if (choice.msgDoor !== undefined) {
+      // Both given: they must name the same door, else the message identified none (nothing is sent).
+      if (typeof choice.msgDoor !== "string") {
+        return { ok: false, message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
+      }
+      const r = await directory.resolveName(choice.msgDoor);
+      if (!r.ok) return { ok: false, message: `msg.deviceId is ${id}, but msg.door does not name one door: ${r.message}`, candidates: r.candidates };
+      if (r.device.id !== id) {
+        return { ok: false, message: `msg.deviceId ${id} and msg.door ${describeValue(choice.msgDoor)} (${directory.label(r.device)}, #${r.device.id}) name different doors; send one of them` };
+      }
+      return { ok: true, deviceId: id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, id) };
+    }
     const device = directory.cached()?.devices.find((d) => d.id === id) ?? null;
     return { ok: true, deviceId: id, device, label: device ? directory.label(device) : `#${id}`, identity: identityOf(device, id) };
   }
