@@ -288,14 +288,20 @@ export class AuditLog {
       try {
         // Also yields at least once, so records appended in the same tick share the batch.
         handle = await this.open();
-        // The path must still name the open file: never write to a file that lost its name.
-        handle = await this.ensureNamed(handle);
       } catch (err) {
         this.fail(this.queue.splice(0), err, "cannot open");
         continue;
       }
       const batch = this.queue.splice(0);
       this.counters.batches += 1;
+      try {
+        // The path must still name the open file: never write to a file that lost its name.
+        handle = await this.ensureNamed(handle);
+      } catch (err) {
+        await this.dropHandle();
+        this.fail(batch, err, "cannot open");
+        continue;
+      }
       // The chain: seq and prev given here, in file order; committed only once durable.
       let pos = this.position ?? { ...START };
       const lines: string[] = [];
