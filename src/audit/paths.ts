@@ -11,6 +11,7 @@
  * Knows nothing of Node-RED beyond the names of its files.
  */
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { parseRecord } from "./reader.js";
 
@@ -35,15 +36,18 @@ const FIRST_LINE_MAX = 64 * 1024;
 /** The files of Node-RED itself that an audit path must never name. */
 export function nodeRedOwnFiles(files: NodeRedFiles): string[] {
   const userDir = path.resolve(files.userDir);
-  const flowFile = path.resolve(userDir, files.flowFile || "flows.json");
-  const ext = path.extname(flowFile);
-  const credFile = flowFile.slice(0, flowFile.length - ext.length) + "_cred" + (ext || ".json");
-  const backups = [flowFile, credFile].map((f) => path.join(path.dirname(f), "." + path.basename(f) + ".backup"));
+  // The configured flows file, and the defaults Node-RED falls back to (flows.json, and the
+  // flows_<hostname>.json of older installations), each with its _cred file and backups.
+  const flowFiles = [files.flowFile || "flows.json", "flows.json", `flows_${os.hostname()}.json`].map((f) => path.resolve(userDir, f));
+  const withCreds = flowFiles.flatMap((flowFile) => {
+    const ext = path.extname(flowFile);
+    return [flowFile, flowFile.slice(0, flowFile.length - ext.length) + "_cred" + (ext || ".json")];
+  });
+  const backups = withCreds.map((f) => path.join(path.dirname(f), "." + path.basename(f) + ".backup"));
   return [
     path.resolve(userDir, files.settingsFile || "settings.js"),
     path.join(userDir, "settings.js"),
-    flowFile,
-    credFile,
+    ...withCreds,
     ...backups,
     path.join(userDir, ".sessions.json"),
     path.join(userDir, "package.json"),
