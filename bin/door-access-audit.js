@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 "use strict";
-// door-access-audit: read (tail, export --csv) an audit log of @door-access/node-red (see --help).
+// door-access-audit: check (verify) and read (tail, export --csv) an audit log of @door-access/node-red (see --help).
 let cli;
 try {
   cli = require("../dist/src/audit/cli.js");

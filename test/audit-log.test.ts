@@ -60,6 +60,8 @@ describe("audit log (JSON Lines, write-ahead)", function () {
       lockId: null,
       door: "Front Door",
       msgid: "a",
+      seq: 1,
+      prev: "0".repeat(64),
     });
     assert.equal(parsed[3].outcome, "timeout");
     assert.equal(parsed[3].status, 504);

@@ -2,7 +2,7 @@
  * The audit log's read side on real files: which files make up a log and in which order,
  * records newest first with filters and paging, a torn last line, CSV (RFC 4180 quoting and the
  * formula guard), `door-access-audit tail` / `export --csv` (as functions and as the bin), the
- * interim chain check, and the writer's record-written hook the sidebar listens to.
+ * chain check (src/audit/chain.ts through source.ts), and the writer's record-written hook the sidebar listens to.
  *
  * CONTRACT.md "Audit log": rotated files are `<name>.1` … `<name>.N` (oldest = highest N), the
  * live file is the configured path; records carry `seq` and `prev` (SHA-256 of the previous
@@ -290,7 +290,7 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     assert.equal(u.stdout, "");
   });
 
-  it("chain check (interim, per CONTRACT): intact → last seq; an edited, a deleted and a reordered line → broken at that file and line", async () => {
+  it("chain check (src/audit/chain.ts verify, per CONTRACT): intact → last seq; an edited, a deleted and a reordered line → broken at that file and line", async () => {
     const lines = chain(Array.from({ length: 8 }, (_, k) => record(k + 1)));
     writeRotated(live, lines, [4, 4]);
     const ok = await verifyAuditLog(live);

@@ -6,7 +6,7 @@
 import { EventEmitter } from "node:events";
 import type { Credentials, DoorApiClient, LoginMethod } from "../client/client.js";
 import { BaseUrlError, parseBaseUrl } from "../client/base-url.js";
-import { type AuditLog, openAuditLog } from "../audit/audit-log.js";
+import { type AuditLog, type AuditLogOptions, openAuditLog } from "../audit/audit-log.js";
 import type { DeviceDirectory } from "../doors/directory.js";
 import type { SessionHaltedError } from "../session/errors.js";
 import type { Session, SessionSnapshot } from "../session/session.js";
@@ -16,6 +16,9 @@ import type { Clock } from "../util/clock.js";
 import { AccountCore, type AccountCoreOptions, DEVICE_LIST_TTL_MS } from "./account-core.js";
 
 export { AccountCore, DEVICE_LIST_TTL_MS };
+/** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
+export const ACCOUNT_DRAIN_MS = 10_000;
+
 export const LOGIN_METHODS: readonly LoginMethod[] = ["phone", "email", "login"];
 
 export interface AccountSettings {
@@ -101,6 +104,8 @@ export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unkno
 
 export interface AccountOptions extends AccountCoreOptions {
   auditLogPath: string;
+  /** Rotation of the audit log (`auditMaxBytes`, `auditKeep`); the first account of a path sets them. */
+  audit?: AuditLogOptions;
   /**
    * The account's shared part (client, session, device directory) when several config nodes
    * use one account: this Account then adds only its own audit log and never closes the core
@@ -122,6 +127,8 @@ export class Account extends EventEmitter {
   readonly audit: AuditLog;
   readonly clock: Clock;
   private closed = false;
+  /** Unlocks in flight (attempt written, result not yet): close() waits for their results. */
+  private readonly inflight = new Set<Promise<unknown>>();
   private readonly ownCore: boolean;
   private readonly onState = (s: SessionSnapshot) => this.emit("state", s);
   private readonly onHalt = (e: SessionHaltedError) => this.emit("halt", e);
@@ -136,7 +143,43 @@ export class Account extends EventEmitter {
     this.clock = this.core.clock;
     this.session.on("state", this.onState);
     this.session.on("halt", this.onHalt);
-    this.audit = openAuditLog(options.auditLogPath);
+    this.audit = openAuditLog(options.auditLogPath, options.audit);
+  }
+
+  /**
+   * Work that writes audit records (an unlock, from its attempt to its result): the audit log
+   * stays open for it when the account closes (bounded by drain()). Returns `work`.
+   */
+  track<T>(work: Promise<T>): Promise<T> {
+    this.inflight.add(work);
+    const done = () => this.inflight.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /** How many tracked unlocks are in flight. */
+  get unlocksInFlight(): number {
+    return this.inflight.size;
+  }
+
+  /**
+   * Waits until every tracked unlock has settled (its result record written), at most `maxMs`.
+   * Resolves true if all settled in time. Never rejects.
+   */
+  async drain(maxMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | null = null;
+    const settled = (async () => {
+      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      return true;
+    })();
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), maxMs);
+    });
+    try {
+      return await Promise.race([settled, timeout]);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
   }
 
   start(): Promise<void> {
@@ -171,19 +214,25 @@ export class Account extends EventEmitter {
     this.session.off("halt", this.onHalt);
   }
 
-  /** Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. A shared core stays open. */
-  async close(): Promise<void> {
+  /**
+   * Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. A shared
+   * core stays open. Unlocks in flight finish first (at most `drainMs`), so their result records
+   * are written before the log closes (CONTRACT.md "Audit log").
+   */
+  async close(drainMs = ACCOUNT_DRAIN_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.detach();
+    await this.drain(drainMs);
     await Promise.allSettled([this.ownCore ? this.core.close() : Promise.resolve(), this.audit.close()]);
   }
 
   /** The account was deleted: log out and delete the stored pair (an own core only; a shared one is its owner's). */
-  async destroy(): Promise<void> {
+  async destroy(drainMs = ACCOUNT_DRAIN_MS): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.detach();
+    await this.drain(drainMs);
     await Promise.allSettled([this.ownCore ? this.core.destroy() : Promise.resolve(), this.audit.close()]);
   }
 }

@@ -7,13 +7,27 @@
  * written together by the next single write+fsync. Each caller's promise resolves only after
  * the fsync that covers its own line. Lines appear in the order of the calls.
  *
+ * The chain (CONTRACT.md "Audit log", src/audit/chain.ts): the writer gives every record `seq`
+ * and `prev` as it builds a batch, so the chain costs a hash per record and no extra I/O; it
+ * resumes from the last record on disk when it opens a log.
+ *
+ * Before each batch it checks that the configured path still names the open file (dev/ino of
+ * the handle against the path): a file renamed or deleted by something else (logrotate) gets
+ * no more records; a new file is opened at the path and the chain continues there. Its own size
+ * rotation (`maxBytes`, `keep`) renames the live file to `<name>.1` (older ones shift, the
+ * oldest beyond `keep` is deleted). A file is opened with O_NOFOLLOW and never appended to if it
+ * is not one of our logs (src/audit/paths.ts).
+ *
  * This module knows nothing of Node-RED or HTTP. It never adds secrets; it stores what the
  * caller gives (the caller guarantees no token, password or phone number is in it), capped in
  * length.
  */
 import { EventEmitter } from "node:events";
+import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
+import { type ChainPosition, START, lineHash, resumePosition } from "./chain.js";
+import { OPEN_FLAGS, foreignContent, realTarget } from "./paths.js";
 
 export interface AuditBase {
   actor: string;
@@ -23,10 +37,16 @@ export interface AuditBase {
   msgid: string | null;
 }
 
+/** The chain fields every written record carries (CONTRACT.md "Audit log"). */
+export interface ChainFields {
+  seq?: number;
+  prev?: string;
+}
+
 export type AuditRecord =
-  | ({ type: "unlock-attempt"; ts: string } & AuditBase)
-  | ({ type: "unlock-result"; ts: string; outcome: string; status: number | null } & AuditBase)
-  | ({ type: "unlock-rejected"; ts: string; outcome: string; reason: string } & AuditBase);
+  | ({ type: "unlock-attempt"; ts: string; replay?: true } & AuditBase & ChainFields)
+  | ({ type: "unlock-result"; ts: string; outcome: string; status: number | null } & AuditBase & ChainFields)
+  | ({ type: "unlock-rejected"; ts: string; outcome: string; reason: string } & AuditBase & ChainFields);
 
 export interface AuditStats {
   /** write() system calls issued (a batch may need more than one if the kernel writes partially). */
@@ -39,11 +59,26 @@ export interface AuditStats {
   batches: number;
   /** records whose batch failed. */
   failedRecords: number;
+  /** size rotations done by this writer. */
+  rotations: number;
+  /** new files opened because the path no longer named the open file (renamed or deleted by something else). */
+  reopens: number;
+  /** times the open file was found shorter than written (truncated by something else, e.g. copytruncate). */
+  truncations: number;
 }
+
+/** Default `auditMaxBytes`: 10 MiB. */
+export const DEFAULT_MAX_BYTES = 10 * 1024 * 1024;
+/** Default `auditKeep`: rotated files kept. */
+export const DEFAULT_KEEP = 10;
 
 export interface AuditLogOptions {
   /** Clock for the `ts` field (tests). */
   now?: () => Date;
+  /** Rotate before a batch that would make the live file larger than this (bytes; 0 = never). Default 10 MiB. */
+  maxBytes?: number;
+  /** Rotated files kept (`<name>.1` … `<name>.<keep>`). Default 10. */
+  keep?: number;
 }
 
 /**
@@ -62,7 +97,7 @@ export const MAX_TEXT = 200;
 const MAX_SHORT_TEXT = 200;
 
 interface Pending {
-  line: string;
+  record: AuditRecord;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -103,8 +138,14 @@ function describe(err: unknown): string {
 
 export class AuditLog {
   readonly filePath: string;
+  readonly maxBytes: number;
+  readonly keep: number;
   private readonly now: () => Date;
   private handle: fsp.FileHandle | null = null;
+  /** Size of the open file as this writer last saw or wrote it (a smaller one was truncated). */
+  private size = 0;
+  /** Where the chain stands; null = not known (read from the files at the next open). */
+  private position: ChainPosition | null = null;
   private opening: Promise<fsp.FileHandle> | null = null;
   /** The file ends without a newline (torn by a crash): the next write starts with "\n". */
   private needsLeadingNewline = false;
@@ -117,7 +158,7 @@ export class AuditLog {
   private refs = 1;
   /** Set by openAuditLog so the last close() removes the shared instance. */
   private onFinalClose: (() => void) | null = null;
-  private readonly counters: AuditStats = { writes: 0, fsyncs: 0, records: 0, batches: 0, failedRecords: 0 };
+  private readonly counters: AuditStats = { writes: 0, fsyncs: 0, records: 0, batches: 0, failedRecords: 0, rotations: 0, reopens: 0, truncations: 0 };
 
   constructor(filePath: string, options: AuditLogOptions = {}) {
     if (typeof filePath !== "string" || filePath.length === 0) {
@@ -125,11 +166,21 @@ export class AuditLog {
     }
     this.filePath = path.resolve(filePath);
     this.now = options.now ?? (() => new Date());
+    this.maxBytes = checkCount(options.maxBytes, DEFAULT_MAX_BYTES, "maxBytes");
+    this.keep = checkCount(options.keep, DEFAULT_KEEP, "keep");
   }
 
-  /** Appends an `unlock-attempt` record; resolves once it is durable on disk. */
-  attempt(r: AuditBase): Promise<void> {
-    return this.append({ type: "unlock-attempt", ts: this.timestamp(), ...base(r) });
+  /**
+   * Appends an `unlock-attempt` record; resolves once it is durable on disk. `replay: true`
+   * marks the single replay after a 401 (CONTRACT.md "Audit log").
+   */
+  attempt(r: AuditBase & { replay?: boolean }): Promise<void> {
+    return this.append({ type: "unlock-attempt", ts: this.timestamp(), ...base(r), ...(r.replay === true ? { replay: true as const } : {}) });
+  }
+
+  /** Where the chain stands after the last durable record (null before the log was opened). */
+  chainPosition(): ChainPosition | null {
+    return this.position ? { ...this.position } : null;
   }
 
   /**
@@ -210,9 +261,8 @@ export class AuditLog {
     if (this.closed) {
       return Promise.reject(new Error(`audit log ${this.filePath} is closed; record not written`));
     }
-    const line = JSON.stringify(record) + "\n";
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ line, resolve, reject });
+      this.queue.push({ record, resolve, reject });
       if (this.draining) return;
       if (urgent) {
         this.flushDeferred();
@@ -245,7 +295,26 @@ export class AuditLog {
       const batch = this.queue.splice(0);
       this.counters.batches += 1;
       try {
-        let text = batch.map((p) => p.line).join("");
+        // The path must still name the open file: never write to a file that lost its name.
+        handle = await this.ensureNamed(handle);
+      } catch (err) {
+        await this.dropHandle();
+        this.fail(batch, err, "cannot open");
+        continue;
+      }
+      // The chain: seq and prev given here, in file order; committed only once durable.
+      let pos = this.position ?? { ...START };
+      const lines: string[] = [];
+      for (const p of batch) {
+        const line = JSON.stringify({ ...p.record, seq: pos.seq + 1, prev: pos.hash });
+        pos = { seq: pos.seq + 1, hash: lineHash(line) };
+        lines.push(line);
+      }
+      try {
+        let text = lines.join("\n") + "\n";
+        if (this.maxBytes > 0 && this.size > 0 && this.size + Buffer.byteLength(text, "utf8") > this.maxBytes) {
+          handle = await this.rotate(handle);
+        }
         if (this.needsLeadingNewline) text = "\n" + text;
         const buf = Buffer.from(text, "utf8");
         let offset = 0;
@@ -253,29 +322,101 @@ export class AuditLog {
           this.counters.writes += 1;
           const { bytesWritten } = await handle.write(buf, offset, buf.length - offset);
           offset += bytesWritten;
+          this.size += bytesWritten;
         }
         this.needsLeadingNewline = false;
         await handle.sync();
         this.counters.fsyncs += 1;
       } catch (err) {
-        // A partial write may have left a torn line: drop the handle so the next attempt
-        // re-opens the file and re-checks its last byte.
-        this.handle = null;
-        await handle.close().catch(() => undefined);
+        // A partial write may have left a torn line or some of the batch: drop the handle so the
+        // next attempt re-opens the file, re-checks its last byte and resumes the chain from it.
+        await this.dropHandle();
         this.fail(batch, err, "cannot write");
         continue;
       }
+      this.position = pos;
       this.counters.records += batch.length;
       for (const p of batch) p.resolve();
       if (auditRecordEvents.listenerCount("record") > 0) {
-        for (const p of batch) {
-          try { auditRecordEvents.emit("record", this.filePath, p.line.slice(0, -1)); } catch { /* a listener's problem, not the log's */ }
+        for (const line of lines) {
+          try { auditRecordEvents.emit("record", this.filePath, line); } catch { /* a listener's problem, not the log's */ }
         }
       }
     }
     // Cleared in the same synchronous turn that saw the queue empty, so a record appended by a
     // caller resuming from this batch always starts a new drain.
     this.draining = null;
+  }
+
+  private async dropHandle(): Promise<void> {
+    const h = this.handle;
+    this.handle = null;
+    this.position = null;
+    await h?.close().catch(() => undefined);
+  }
+
+  /**
+   * The configured path still names the open file (same device and inode)? If it was renamed or
+   * deleted (logrotate), a new file is opened at the path and the chain continues in it. A file
+   * found shorter than written was truncated in place (copytruncate): writing goes on at its new
+   * end (O_APPEND); its last byte is checked again.
+   */
+  private async ensureNamed(handle: fsp.FileHandle): Promise<fsp.FileHandle> {
+    // Two stat calls made synchronously: each costs microseconds, where a round trip through
+    // libuv's thread pool would add a noticeable share to every unlock (bench: unlockP50Ratio).
+    let own: fs.BigIntStats;
+    let named: fs.BigIntStats | undefined;
+    try {
+      own = fs.fstatSync(handle.fd, { bigint: true });
+      named = fs.lstatSync(this.filePath, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      named = undefined; // cannot tell: open the path again (its checks decide)
+      own = undefined as unknown as fs.BigIntStats;
+    }
+    if (!named || !own || named.dev !== own.dev || named.ino !== own.ino) {
+      this.counters.reopens += 1;
+      const keep = this.position;
+      this.handle = null;
+      await handle.close().catch(() => undefined);
+      this.position = keep; // the chain goes on in the new file
+      return this.open();
+    }
+    const size = Number(own.size);
+    if (size < this.size) {
+      this.counters.truncations += 1;
+      this.needsLeadingNewline = size > 0 && !(await lastByteIsNewline(handle, size));
+    }
+    this.size = size;
+    return handle;
+  }
+
+  /**
+   * Size rotation: the live file becomes `<name>.1`, older ones shift up, those beyond `keep`
+   * are deleted; a new live file is opened at the path, continuing the chain.
+   */
+  private async rotate(handle: fsp.FileHandle): Promise<fsp.FileHandle> {
+    const keepPosition = this.position;
+    this.handle = null;
+    await handle.close();
+    const dir = path.dirname(this.filePath);
+    const name = path.basename(this.filePath);
+    const numbered = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\.([1-9][0-9]{0,5})$`);
+    const indices = (await fsp.readdir(dir))
+      .map((n) => numbered.exec(n))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => Number(m[1]))
+      .sort((a, b) => b - a);
+    for (const i of indices) {
+      const from = `${this.filePath}.${i}`;
+      if (i >= this.keep) await fsp.rm(from, { force: true });
+      else await fsp.rename(from, `${this.filePath}.${i + 1}`);
+    }
+    if (this.keep > 0) await fsp.rename(this.filePath, `${this.filePath}.1`);
+    else await fsp.rm(this.filePath, { force: true });
+    await syncDir(dir);
+    this.counters.rotations += 1;
+    this.position = keepPosition;
+    return this.open();
   }
 
   private fail(batch: Pending[], err: unknown, what: string): void {
@@ -306,26 +447,34 @@ export class AuditLog {
 
   private async doOpen(): Promise<fsp.FileHandle> {
     await fsp.mkdir(path.dirname(this.filePath), { recursive: true, mode: 0o700 });
-    // "a" = O_WRONLY | O_CREAT | O_APPEND; mode applies when the file is created.
-    const handle = await fsp.open(this.filePath, "a", 0o600);
+    // O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW: a symbolic link as the final component fails
+    // (ELOOP); mode applies when the file is created.
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(this.filePath, OPEN_FLAGS, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ELOOP") throw new Error("it is a symbolic link (the audit log is never written through a link)", { cause: err });
+      throw err;
+    }
     try {
       const st = await handle.stat();
       if (!st.isFile()) throw new Error("not a regular file");
+      if (st.size > 0) {
+        const head = Buffer.alloc(Math.min(st.size, 64 * 1024));
+        const { bytesRead } = await handle.read(head, 0, head.length, 0);
+        const why = foreignContent(head.subarray(0, bytesRead), st.size);
+        if (why) throw new Error(why);
+      }
       if ((st.mode & 0o077) !== 0) {
         // An existing file readable by others: tighten it (best effort, e.g. not the owner).
         await handle.chmod(0o600).catch(() => undefined);
       }
-      this.needsLeadingNewline = false;
-      if (st.size > 0) {
-        // The handle is write-only (O_APPEND); read the last byte through a separate handle.
-        const reader = await fsp.open(this.filePath, "r");
-        try {
-          const last = Buffer.alloc(1);
-          const { bytesRead } = await reader.read(last, 0, 1, st.size - 1);
-          this.needsLeadingNewline = bytesRead === 1 && last[0] !== 0x0a;
-        } finally {
-          await reader.close();
-        }
+      this.needsLeadingNewline = st.size > 0 && !(await lastByteIsNewline(handle, st.size));
+      this.size = st.size;
+      if (this.position === null) {
+        // First open (or after a failed write): resume from the last record on disk, the live
+        // file's, else the newest rotated file's.
+        this.position = await resumePosition([this.filePath, `${this.filePath}.1`]);
       }
       return handle;
     } catch (err) {
@@ -335,26 +484,54 @@ export class AuditLog {
   }
 }
 
+async function lastByteIsNewline(handle: fsp.FileHandle, size: number): Promise<boolean> {
+  const last = Buffer.alloc(1);
+  const { bytesRead } = await handle.read(last, 0, 1, size - 1);
+  return bytesRead === 1 && last[0] === 0x0a;
+}
+
+/** Makes renames in a folder durable (best effort: not every platform can fsync a folder). */
+async function syncDir(dir: string): Promise<void> {
+  const h = await fsp.open(dir, fs.constants.O_RDONLY).catch(() => null);
+  if (!h) return;
+  await h.sync().catch(() => undefined);
+  await h.close().catch(() => undefined);
+}
+
+function checkCount(v: number | undefined, dflt: number, what: string): number {
+  if (v === undefined) return dflt;
+  if (!Number.isSafeInteger(v) || v < 0) throw new TypeError(`audit log ${what} must be a whole number >= 0`);
+  return v;
+}
+
 const shared = new Map<string, AuditLog>();
 
 /**
- * The one shared AuditLog for a path (resolved to an absolute path), so that every node of an
- * account appends through the same queue and the same file descriptor. Reference-counted:
- * every call must be paired with exactly one close().
+ * The one writer for a path in this runtime (CONTRACT.md "Audit log": accounts whose audit files
+ * are the same path write through one writer and one chain), so that every node appends through
+ * the same queue, file descriptor and chain. Keyed by the resolved path with its folder's
+ * symbolic links resolved. Reference-counted: every call must be paired with exactly one
+ * close(). The rotation options are the first opener's; `sameOptions` tells a later one whether
+ * its own differ.
  */
-export function openAuditLog(filePath: string): AuditLog {
-  const key = path.resolve(filePath);
+export function openAuditLog(filePath: string, options: AuditLogOptions = {}): AuditLog {
+  const key = realTarget(path.resolve(filePath));
   const existing = shared.get(key);
   if (existing) {
     existing.retain();
     return existing;
   }
-  const log = new AuditLog(key);
+  const log = new AuditLog(key, options);
   log.setFinalClose(() => {
     if (shared.get(key) === log) shared.delete(key);
   });
   shared.set(key, log);
   return log;
+}
+
+/** Whether a writer runs with these rotation options (defaults filled in). */
+export function sameOptions(log: AuditLog, options: AuditLogOptions): boolean {
+  return log.maxBytes === (options.maxBytes ?? DEFAULT_MAX_BYTES) && log.keep === (options.keep ?? DEFAULT_KEEP);
 }
 
 const RECORD_TYPES = new Set(["unlock-attempt", "unlock-result", "unlock-rejected"]);

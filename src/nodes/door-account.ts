@@ -6,7 +6,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
 import { parseBaseUrl } from "../client/base-url.js";
-import { Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
+import { ACCOUNT_DRAIN_MS, Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
+import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../audit/audit-log.js";
+import { checkAuditPath } from "../audit/paths.js";
 import type { Credentials } from "../client/client.js";
 import { locksOf } from "../doors/select.js";
 import type { SessionHaltedError } from "../session/errors.js";
@@ -14,7 +16,7 @@ import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session
 import { accountKey, tokenFileFor } from "../session/token-store.js";
 import type { Device } from "../spec/schemas.js";
 import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
-import { type AccountUser, type NodeStatus, type DoorAccountNode, ADMIN_PREFIX, CLOSE_WAIT_MS, stateStatus } from "./shared.js";
+import { type AccountUser, type NodeStatus, type DoorAccountNode, ACCOUNT_CLOSE_GUARD_MS, ADMIN_PREFIX, stateStatus } from "./shared.js";
 
 /** A forced list fetch from the editor happens at most once per this interval per account. */
 const EDITOR_REFRESH_MS = 10_000;
@@ -30,6 +32,10 @@ interface AccountDef extends NodeDef {
   baseUrl: string;
   loginMethod: string;
   auditLog: string;
+  /** Rotate the audit file above this size (bytes; 0 = never; default 10 MiB). */
+  auditMaxBytes?: string | number;
+  /** Rotated audit files kept (default 10). */
+  auditKeep?: string | number;
   /** "file" (default) or "redis": where the session's pair lives. */
   sessionStore?: string;
   redisUrl?: string;
@@ -165,7 +171,10 @@ export = function register(RED: NodeAPI): void {
     };
 
     const storeChecked = checkStoreSettings({ sessionStore: config.sessionStore, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, redisPassword: creds.redisPassword });
-    const auditLog = config.auditLog?.trim() ? path.resolve(userDir(), config.auditLog.trim()) : path.join(userDir(), "door-access-audit.jsonl");
+    const settings = RED.settings as unknown as { settingsFile?: string; flowFile?: string };
+    const auditChecked = checkAuditPath(config.auditLog, { userDir: userDir(), settingsFile: settings.settingsFile ?? null, flowFile: settings.flowFile ?? null });
+    const auditLog = auditChecked.path;
+    const auditOptions = auditSettings(config);
     const label = config.name || node.id;
 
     /** Follows the account's shared core: a new one after a conflict is resolved, none during a conflict. */
@@ -179,16 +188,25 @@ export = function register(RED: NodeAPI): void {
         node.account = null;
         void old.close().catch(() => undefined);
       }
-      if (core && !node.account && checked.ok) {
-        node.account = new Account({ baseUrl: checked.baseUrl, credentials: checked.credentials, tokenFile: core.options.tokenFile, auditLogPath: auditLog, core });
+      if (core && !node.account && checked.ok && !("problems" in auditOptions)) {
+        node.account = new Account({ baseUrl: checked.baseUrl, credentials: checked.credentials, tokenFile: core.options.tokenFile, auditLogPath: auditLog, audit: auditOptions, core });
+        if (!sameOptions(node.account.audit, auditOptions)) {
+          node.warn(`door-account "${label}": another account writes the same audit log ${auditLog} with other rotation settings; its settings apply (one writer per file)`);
+        }
         node.account.on("state", fanOut);
         node.account.on("halt", onHalt);
       }
       fanOut();
     };
 
-    if (!checked.ok || !storeChecked.ok) {
-      configProblem = [...(checked.ok ? [] : checked.problems), ...(storeChecked.ok ? [] : storeChecked.problems)].join("; ");
+    if (!checked.ok || !storeChecked.ok || !auditChecked.ok || "problems" in auditOptions) {
+      // A refused audit path is a configuration error: no login, no unlock, nothing sent.
+      configProblem = [
+        ...(checked.ok ? [] : checked.problems),
+        ...(storeChecked.ok ? [] : storeChecked.problems),
+        ...(auditChecked.ok ? [] : [auditChecked.problem]),
+        ...("problems" in auditOptions ? auditOptions.problems : []),
+      ].join("; ");
       node.problem = configProblem;
       node.error(`door-account "${label}": ${configProblem}`);
     } else {
@@ -209,23 +227,44 @@ export = function register(RED: NodeAPI): void {
       users.clear();
       const m = member;
       member = null;
-      // The node's audit log stays open for the unlocks still in flight (bounded), then closes.
-      const pending = Promise.allSettled([...inflight]);
-      const bounded = new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, CLOSE_WAIT_MS);
-        void pending.then(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-      void bounded.then(() => account?.close()).catch(() => undefined);
-      const left = m ? m.leave(removed) : Promise.resolve();
-      const guard = setTimeout(done, 2_000);
-      void left.finally(() => {
+      // Never short a record (CONTRACT.md "Audit log"): unlocks in flight finish (bounded) and
+      // write their results before the session is stopped or logged out and before the log
+      // closes; done() only then, so a shutdown does not exit in between.
+      const deadline = Date.now() + ACCOUNT_DRAIN_MS;
+      const work = (async () => {
+        let t: NodeJS.Timeout | null = null;
+        await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => (t = setTimeout(r, ACCOUNT_DRAIN_MS)))]);
+        if (t) clearTimeout(t);
+        if (account) await account.drain(Math.max(0, deadline - Date.now()));
+        await Promise.allSettled([m ? m.leave(removed) : Promise.resolve(), account?.close(0)]);
+      })();
+      let finished = false;
+      const finish = () => {
+        if (finished) return;
+        finished = true;
         clearTimeout(guard);
         done();
-      });
+      };
+      const guard = setTimeout(finish, ACCOUNT_CLOSE_GUARD_MS);
+      void work.catch(() => undefined).finally(finish);
     });
+  }
+
+  /** auditMaxBytes and auditKeep from the node's configuration: whole numbers >= 0, empty = default. */
+  function auditSettings(config: AccountDef): { maxBytes: number; keep: number } | { problems: string[] } {
+    const problems: string[] = [];
+    const num = (v: unknown, dflt: number, what: string): number => {
+      if (v === undefined || v === null || (typeof v === "string" && v.trim() === "")) return dflt;
+      const n = typeof v === "number" ? v : /^\s*\d{1,15}\s*$/.test(String(v)) ? Number(v) : NaN;
+      if (!Number.isSafeInteger(n) || n < 0) {
+        problems.push(`${what} must be a whole number of 0 or more`);
+        return dflt;
+      }
+      return n;
+    };
+    const maxBytes = num(config.auditMaxBytes, DEFAULT_MAX_BYTES, "the audit log's maximum size (auditMaxBytes)");
+    const keep = num(config.auditKeep, DEFAULT_KEEP, "the number of rotated audit files kept (auditKeep)");
+    return problems.length ? { problems } : { maxBytes, keep };
   }
 
   RED.nodes.registerType("door-account", DoorAccount as never, {

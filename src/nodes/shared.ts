@@ -12,6 +12,12 @@ import type { SessionSnapshot } from "../session/session.js";
 export const ADMIN_PREFIX = "/door-access/accounts";
 /** How long a closing node waits for its requests in flight (Node-RED allows 15 s). */
 export const CLOSE_WAIT_MS = 10_000;
+/**
+ * Longest a closing door-account node takes: unlocks in flight get ACCOUNT_DRAIN_MS (10 s) to
+ * finish and write their result records, the session and the audit log the rest; within
+ * Node-RED's 15 s close time-out.
+ */
+export const ACCOUNT_CLOSE_GUARD_MS = 12_000;
 
 export interface NodeStatus {
   fill?: "red" | "green" | "yellow" | "blue" | "grey";

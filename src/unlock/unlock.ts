@@ -58,7 +58,17 @@ function checkActor(value: unknown): string | null {
  * go on without waiting for that second fsync; the returned promise resolves once the record
  * is on disk. The attempt record is always on disk before the request leaves.
  */
-export async function performUnlock(
+export function performUnlock(
+  account: Account,
+  input: UnlockInput,
+  node: UnlockNodeSettings,
+  onResult?: (result: UnlockResult) => void,
+): Promise<UnlockResult> {
+  // Tracked by the account: closing it waits for this unlock's result record (CONTRACT.md "Audit log").
+  return account.track(unlockOnce(account, input, node, onResult));
+}
+
+async function unlockOnce(
   account: Account,
   input: UnlockInput,
   node: UnlockNodeSettings,
@@ -108,10 +118,11 @@ export async function performUnlock(
   let sends = 0;
   try {
     await account.session.call(async (token) => {
-      // Every PUT, the 401 replay included, has its attempt record on disk before it leaves.
-      // If the record cannot be written, nothing is sent: an unaudited unlock is worse than none.
+      // Every PUT, the 401 replay included, has its attempt record on disk before it leaves; the
+      // replay's is marked `replay: true` (CONTRACT.md "Audit log"). If the record cannot be
+      // written, nothing is sent: an unaudited unlock is worse than none.
       try {
-        await account.audit.attempt(record);
+        await account.audit.attempt(sends > 0 ? { ...record, replay: true } : record);
       } catch (e) {
         throw new AuditWriteError((e as Error).message);
       }

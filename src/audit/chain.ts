@@ -1,0 +1,229 @@
+/**
+ * The audit log's tamper-evident chain (CONTRACT.md "Audit log"): every record carries `seq`
+ * (1 for the first record of the log, +1 for each record, continuing across rotated files) and
+ * `prev` (lowercase hex SHA-256 of the previous record's line: its exact UTF-8 bytes without
+ * the newline; 64 zeros for seq 1).
+ *
+ * Here: the hash, the position a writer resumes from (the last record of the newest file),
+ * and `verify(files)`, the one chain check (the bin's `verify`, the editor's sidebar).
+ * Knows nothing of Node-RED.
+ */
+import { createHash } from "node:crypto";
+import { promises as fsp } from "node:fs";
+import { linesBackwards, linesForward, parseRecord } from "./reader.js";
+
+/** `prev` of seq 1. */
+export const GENESIS = "0".repeat(64);
+
+/** SHA-256 (lowercase hex) of a line's exact UTF-8 bytes, without its newline. */
+export function lineHash(line: string): string {
+  return createHash("sha256").update(line, "utf8").digest("hex");
+}
+
+/** Where a chain stands: the last record's `seq` (0 = nothing yet) and the hash of its line. */
+export interface ChainPosition {
+  seq: number;
+  hash: string;
+}
+
+export const START: ChainPosition = Object.freeze({ seq: 0, hash: GENESIS });
+
+/**
+ * The chain position at the end of one file: its last complete record line (a torn last line,
+ * without its newline, is not a record; blank and foreign lines are skipped). null when the file
+ * is missing or holds no record. A last record without `seq` (written before the chain existed)
+ * gives START: the chain begins at seq 1 after it.
+ */
+export async function positionOfFile(file: string): Promise<ChainPosition | null> {
+  let first = true;
+  for await (const line of linesBackwards(file)) {
+    const wasFirst = first;
+    first = false;
+    const r = parseRecord(line);
+    if (!r) continue;
+    if (wasFirst && !(await endsWithNewline(file))) continue; // torn: a write caught by a crash
+    if (typeof r.seq !== "number" || !Number.isSafeInteger(r.seq) || r.seq < 1) return { ...START };
+    return { seq: r.seq, hash: lineHash(line) };
+  }
+  return null;
+}
+
+async function endsWithNewline(file: string): Promise<boolean> {
+  const h = await fsp.open(file, "r").catch(() => null);
+  if (!h) return false;
+  try {
+    const size = (await h.stat()).size;
+    if (size === 0) return false;
+    const b = Buffer.alloc(1);
+    await h.read(b, 0, 1, size - 1);
+    return b[0] === 0x0a;
+  } finally {
+    await h.close();
+  }
+}
+
+/**
+ * The position a writer resumes from: the last record of the first file in `newestFirst` that
+ * holds one (the live file, else the newest rotated file: after a rotation or a logrotate
+ * `copytruncate` the live file may be empty or absent). START when no file holds a record.
+ */
+export async function resumePosition(newestFirst: string[]): Promise<ChainPosition> {
+  for (const f of newestFirst) {
+    const p = await positionOfFile(f);
+    if (p) return p;
+  }
+  return { ...START };
+}
+
+export interface VerifyBreak {
+  file: string;
+  /** 1-based line number in `file`. */
+  line: number;
+  reason: string;
+  /** Records missing at this point (a gap in seq: deleted lines, a truncated file, a file removed from the middle). */
+  missing?: { fromSeq: number; toSeq: number };
+}
+
+export interface VerifyReport {
+  /** true: every link holds; false: broken (see `broken`); null: no chained record at all. */
+  ok: boolean | null;
+  files: string[];
+  /** Records read (chained or not) up to the break, or all. */
+  records: number;
+  /** seq of the first chained record (above 1 when older files were rotated away or truncated). */
+  firstSeq: number | null;
+  /** seq of the last record that was checked in chain. */
+  lastSeq: number | null;
+  /** SHA-256 of that record's line. */
+  lastHash: string | null;
+  /** The oldest file starts after seq 1: older records were rotated away (or truncated off); accepted from there. */
+  startsAfterGenesis: boolean;
+  broken?: VerifyBreak;
+  /** Things that are not a break: lines skipped, records written before the chain. */
+  notes: string[];
+  /** One sentence. */
+  message: string;
+}
+
+/**
+ * Checks one log: `files` oldest first (rotated `<name>.N` … `<name>.1`, then the live file).
+ * Stops at the first broken link and names its file and line. Accepts a log whose oldest record
+ * starts after seq 1, and says so. A last line without its newline (a write in progress or torn
+ * by a crash) is not a break; a torn write inside a file (the writer starts the next record on
+ * a new line after a crash) is not a break either when the chain holds across it, and is noted.
+ * Records without seq/prev before the first chained record (a log older than the chain) are
+ * noted; after it they break the chain.
+ */
+export async function verify(files: string[]): Promise<VerifyReport> {
+  const notes: string[] = [];
+  let records = 0;
+  let firstSeq: number | null = null;
+  let lastSeq: number | null = null;
+  let lastHash: string | null = null;
+  let last: { file: string; line: number } | null = null;
+  let unchained = 0;
+  const report = (broken?: VerifyBreak): VerifyReport => {
+    const startsAfterGenesis = firstSeq !== null && firstSeq > 1;
+    let message: string;
+    if (broken) {
+      message = `broken at ${broken.file} line ${broken.line}: ${broken.reason}`;
+    } else if (lastSeq === null) {
+      message = records > 0 ? `no chained records (${records} written before the hash chain)` : "empty log";
+    } else {
+      message = `chain intact through seq ${lastSeq}` + (startsAfterGenesis ? ` (older records rotated away: starts at seq ${firstSeq})` : "");
+    }
+    return {
+      ok: broken ? false : lastSeq === null ? null : true,
+      files: [...files],
+      records,
+      firstSeq,
+      lastSeq,
+      lastHash,
+      startsAfterGenesis,
+      ...(broken ? { broken } : {}),
+      notes,
+      message,
+    };
+  };
+
+  for (const file of files) {
+    let exists = true;
+    try {
+      const st = await fsp.stat(file);
+      if (!st.isFile()) return report({ file, line: 0, reason: "not a regular file" });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      exists = false;
+    }
+    if (!exists) {
+      notes.push(`${file}: missing`);
+      continue;
+    }
+    let tornInside: { n: number } | null = null;
+    let recordsInFile = 0;
+    for await (const { line, n, torn } of linesForward(file)) {
+      if (line.trim().length === 0) continue;
+      const r = parseRecord(line);
+      if (!r) {
+        if (torn) {
+          notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
+          continue;
+        }
+        let json = true;
+        try {
+          JSON.parse(line);
+        } catch {
+          json = false;
+        }
+        // Valid JSON that is not our record, or anything not starting like one of ours, is foreign.
+        if (json || !line.startsWith('{"type":"unlock-')) return report({ file, line: n, reason: "not an audit record" });
+        tornInside = { n }; // a torn write: the next record must continue the chain across it
+        continue;
+      }
+      records++;
+      const hash = lineHash(line);
+      const seq = r.seq;
+      const prev = r.prev;
+      if (seq === undefined && prev === undefined) {
+        if (lastSeq !== null) return report({ file, line: n, reason: `record without seq/prev inside the chain (after seq ${lastSeq})` });
+        unchained++;
+        continue;
+      }
+      if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1 || typeof prev !== "string" || !/^[0-9a-f]{64}$/.test(prev)) {
+        return report({ file, line: n, reason: "seq or prev malformed" });
+      }
+      if (lastSeq === null) {
+        firstSeq = seq;
+        if (unchained > 0) notes.push(`${unchained} record(s) before seq ${seq} were written before the hash chain`);
+        if (seq === 1 && prev !== GENESIS) return report({ file, line: n, reason: "seq 1 must have prev = 64 zeros" });
+      } else {
+        const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
+        if (seq !== lastSeq + 1) {
+          if (seq > lastSeq + 1) {
+            const missing = { fromSeq: lastSeq + 1, toSeq: seq - 1 };
+            const count = missing.toSeq - missing.fromSeq + 1;
+            const range = count === 1 ? `seq ${missing.fromSeq}` : `seq ${missing.fromSeq} to ${missing.toSeq}`;
+            const why = recordsInFile === 0
+              ? "the file starts after a gap: the end of the file before it was cut off (a copytruncate that lost records, a truncation) or a file is missing"
+              : "lines deleted";
+            return report({ file, line: n, reason: `seq ${seq} follows seq ${lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`, missing });
+          }
+          return report({ file, line: n, reason: `seq ${seq} follows seq ${lastSeq} (${where}): records reordered, repeated or inserted` });
+        }
+        if (prev !== lastHash) {
+          return report({ file, line: n, reason: `prev does not match the hash of seq ${lastSeq} (${where}): that line or this one was changed` });
+        }
+      }
+      if (tornInside) {
+        notes.push(`${file} line ${tornInside.n}: a torn write (not a record); the chain holds across it`);
+        tornInside = null;
+      }
+      lastSeq = seq;
+      lastHash = hash;
+      last = { file, line: n };
+      recordsInFile++;
+    }
+    if (tornInside) notes.push(`${file} line ${tornInside.n}: a torn write (not a record) at the end of the file`);
+  }
+  return report();
+}

@@ -1,0 +1,151 @@
+/**
+ * Which file an account's audit log may be (CONTRACT.md "Audit log": the package never appends
+ * to an existing file that is not one of its audit logs, nor through a symbolic link).
+ *
+ * `checkAuditPath` runs when the config node starts, before any request: a relative path
+ * resolves in Node-RED's user directory, an absolute one is taken as it is; refused are a
+ * symbolic link as the final component, an existing non-empty file whose first line is not one
+ * of our records, and Node-RED's own files (settings, flows, credentials, the user directory's
+ * `.config.*.json`, anything under a `node_modules` folder). The writer repeats the file checks
+ * each time it opens the file (src/audit/audit-log.ts), opening with O_NOFOLLOW.
+ * Knows nothing of Node-RED beyond the names of its files.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { parseRecord } from "./reader.js";
+
+export const DEFAULT_AUDIT_FILE = "door-access-audit.jsonl";
+
+/** Open flags of the writer: append, create, and never through a symbolic link (0 where the platform has no O_NOFOLLOW). */
+export const OPEN_FLAGS = fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_APPEND | (fs.constants.O_NOFOLLOW ?? 0);
+
+export interface NodeRedFiles {
+  userDir: string;
+  /** settings.js in use (Node-RED's `settings.settingsFile`); default `<userDir>/settings.js`. */
+  settingsFile?: string | null;
+  /** Node-RED's `settings.flowFile`; default `flows.json`, relative to the user directory. */
+  flowFile?: string | null;
+}
+
+export type AuditPathCheck = { ok: true; path: string } | { ok: false; path: string; problem: string };
+
+/** How much of a file's start is read to find its first line. */
+const FIRST_LINE_MAX = 64 * 1024;
+
+/** The files of Node-RED itself that an audit path must never name. */
+export function nodeRedOwnFiles(files: NodeRedFiles): string[] {
+  const userDir = path.resolve(files.userDir);
+  // The configured flows file, and the defaults Node-RED falls back to (flows.json, and the
+  // flows_<hostname>.json of older installations), each with its _cred file and backups.
+  const flowFiles = [files.flowFile || "flows.json", "flows.json", `flows_${os.hostname()}.json`].map((f) => path.resolve(userDir, f));
+  const withCreds = flowFiles.flatMap((flowFile) => {
+    const ext = path.extname(flowFile);
+    return [flowFile, flowFile.slice(0, flowFile.length - ext.length) + "_cred" + (ext || ".json")];
+  });
+  const backups = withCreds.map((f) => path.join(path.dirname(f), "." + path.basename(f) + ".backup"));
+  return [
+    path.resolve(userDir, files.settingsFile || "settings.js"),
+    path.join(userDir, "settings.js"),
+    ...withCreds,
+    ...backups,
+    path.join(userDir, ".sessions.json"),
+    path.join(userDir, "package.json"),
+    path.join(userDir, "package-lock.json"),
+  ];
+}
+
+function sameFile(a: string, b: string): boolean {
+  return process.platform === "win32" || process.platform === "darwin" ? a.toLowerCase() === b.toLowerCase() : a === b;
+}
+
+/** The path with its directory's symbolic links resolved (as far as it exists): what the file really is. */
+export function realTarget(p: string): string {
+  let dir = path.dirname(p);
+  const tail: string[] = [path.basename(p)];
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(dir), ...tail);
+    } catch {
+      const up = path.dirname(dir);
+      if (up === dir) return p;
+      tail.unshift(path.basename(dir));
+      dir = up;
+    }
+  }
+}
+
+/**
+ * Why an existing file's content is not one of our audit logs, or null if it is (empty, or a
+ * first line that is one of our records; a first line torn by a crash in the first write,
+ * without a newline and starting like a record, counts as ours).
+ */
+export function foreignContent(head: Buffer, size: number): string | null {
+  if (size === 0) return null;
+  const nl = head.indexOf(0x0a);
+  const first = (nl >= 0 ? head.subarray(0, nl) : head).toString("utf8");
+  if (parseRecord(first)) return null;
+  if (nl < 0 && size <= head.length && first.startsWith('{"type":"unlock-')) return null;
+  return "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
+}
+
+/** Reads the start of an open file. */
+export function readHeadSync(fd: number): Buffer {
+  const buf = Buffer.alloc(FIRST_LINE_MAX);
+  const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, 0);
+  return buf.subarray(0, n);
+}
+
+/**
+ * Resolves and checks an account's audit path. `configured` empty means the default file in the
+ * user directory. Reads only: creates nothing, changes no mode.
+ */
+export function checkAuditPath(configured: unknown, files: NodeRedFiles): AuditPathCheck {
+  const userDir = path.resolve(files.userDir);
+  const raw = typeof configured === "string" ? configured.trim() : "";
+  const resolved = path.resolve(userDir, raw || DEFAULT_AUDIT_FILE);
+  const refuse = (problem: string): AuditPathCheck => ({ ok: false, path: resolved, problem: `audit log ${resolved}: ${problem}` });
+
+  const real = realTarget(resolved);
+  for (const p of new Set([resolved, real])) {
+    if (p.split(path.sep).includes("node_modules")) return refuse("it is inside a node_modules folder (installed code, not a place for a log)");
+  }
+  const own = nodeRedOwnFiles(files).flatMap((f) => [f, realTarget(f)]);
+  let realUserDir = userDir;
+  try {
+    realUserDir = fs.realpathSync(userDir);
+  } catch {
+    /* not there yet */
+  }
+  for (const p of new Set([resolved, real])) {
+    if (own.some((f) => sameFile(f, p))) return refuse("it is one of Node-RED's own files (settings, flows, credentials)");
+    const dir = path.dirname(p);
+    if ((sameFile(dir, userDir) || sameFile(dir, realUserDir)) && /^\.config\..*\.json$/i.test(path.basename(p))) {
+      return refuse("it is one of Node-RED's own files (.config.*.json in the user directory)");
+    }
+  }
+
+  let st: fs.Stats;
+  try {
+    st = fs.lstatSync(resolved);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return { ok: true, path: resolved };
+    return { ok: true, path: resolved }; // unreadable here: the writer reports it when it opens the file
+  }
+  if (st.isSymbolicLink()) return refuse("it is a symbolic link (the audit log is never written through a link)");
+  if (!st.isFile()) return { ok: true, path: resolved }; // a directory etc.: the writer fails and nothing is sent
+  if (st.size === 0) return { ok: true, path: resolved };
+  let fd: number;
+  try {
+    fd = fs.openSync(resolved, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0));
+  } catch {
+    return { ok: true, path: resolved }; // unreadable: the writer reports it
+  }
+  try {
+    const why = foreignContent(readHeadSync(fd), fs.fstatSync(fd).size);
+    return why ? refuse(why) : { ok: true, path: resolved };
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,0 +1,385 @@
+/**
+ * The audit log you can trust, in a real Node-RED runtime against the simulator (issue 13):
+ * rotation under a stream of 2,000 unlocks, logrotate's rename/compress/delete and copytruncate
+ * in the middle of a stream, an account deleted (and a runtime stopped) during a slow unlock,
+ * the refused audit paths, two accounts on one path, and the replay mark.
+ *
+ * PUTs are counted in the simulator's request log, never in our code. Races are forced, not
+ * timed: the writer's "record" event fires synchronously after a batch is durable and before
+ * the next one starts, so a listener that renames or truncates acts between two batches.
+ */
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as zlib from "node:zlib";
+import { Account } from "../src/account/account.js";
+import { auditRecordEvents } from "../src/audit/audit-log.js";
+import { verify } from "../src/audit/chain.js";
+import { listLogFiles } from "../src/audit/reader.js";
+import { type RunningSimulator, startSimulator } from "../src/simulator/index.js";
+import { performUnlock } from "../src/unlock/unlock.js";
+import { DEMO_PHONE } from "./helpers/session.js";
+import {
+  CREDS, accountNode, accountOf, assertAccepted, assertFailed, freshUserDir, helper, helperNodes, lastStatus, loadFlow, readAudit, startSim,
+  tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, logins,
+} from "./helpers/flow.js";
+
+function records(file: string): any[] {
+  if (!fs.existsSync(file)) return [];
+  return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+}
+
+/** Sends `n` unlocks to u1, `width` in flight at a time; returns their msgids. */
+async function stream(n: number, width: number, prefix: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i += width) {
+    const chunk = Array.from({ length: Math.min(width, n - i) }, (_, k) => `${prefix}-${i + k}`);
+    ids.push(...chunk);
+    const outs = await Promise.all(chunk.map((id) => unlock({ deviceId: 101, _msgid: id })));
+    outs.forEach(assertAccepted);
+  }
+  return ids;
+}
+
+/** Waits until every message has its closing record somewhere in the log's files. */
+async function settled(live: string, ids: string[]): Promise<void> {
+  await until("every result record", () => {
+    const done = new Set<string>();
+    for (const f of [...fs.readdirSync(path.dirname(live))].map((n) => path.join(path.dirname(live), n)).filter((f) => f.startsWith(live) && !f.endsWith(".gz"))) {
+      for (const r of records(f)) if (r.type === "unlock-result") done.add(r.msgid);
+    }
+    return ids.every((id) => done.has(id));
+  }, 15000, 20);
+}
+
+describe("audit log chain and rotation (Node-RED runtime + simulator)", function () {
+  this.timeout(120000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    sim = await startSim({ rateLimit: false });
+  });
+  afterEach(async () => {
+    await teardown();
+    sim.control.clearFaults();
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  // CONTRACT.md "Audit log", Rotation (auditMaxBytes, auditKeep) and Tamper-evident chain.
+  it("2,000 unlocks with a small auditMaxBytes: every PUT has its attempt record in some file, verify passes over all files, seq has no gap", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "32768", auditKeep: "1000" }));
+    await waitReady();
+    sim.control.resetRequests();
+    const live = path.join(userDir, "rot", "audit.jsonl");
+    const ids = await stream(2000, 25, "rot");
+    await settled(live, ids);
+    const files = await listLogFiles(live);
+    assert.ok(files.length >= 10, `rotated into several files, got ${files.length}`);
+    for (const f of files) assert.ok(fs.statSync(f).size <= 32768, `${f}: ${fs.statSync(f).size} bytes`);
+    const all = files.flatMap(records);
+    all.forEach((r, k) => assert.equal(r.seq, k + 1, "seq 1, 2, ... across the files, no gap"));
+    const attempts = all.filter((r) => r.type === "unlock-attempt");
+    const puts = sim.control.requests({ operation: "unlockDevice" });
+    assert.equal(puts.length, 2000, "one PUT per message at the service");
+    assert.equal(attempts.length, puts.length, "as many attempt records as PUTs");
+    assert.deepEqual(new Set(attempts.map((r) => r.msgid)), new Set(ids), "each message's attempt is in some file");
+    const v = await verify(files);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.firstSeq, 1);
+    assert.equal(v.lastSeq, all.length);
+    assert.equal(accountOf().account.audit.stats().failedRecords, 0);
+  });
+
+  it("logrotate mid-stream (rename, compress, delete): no record goes to the renamed file after its rename; the chain continues in the new file", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "lr.jsonl" }));
+    await waitReady();
+    sim.control.resetRequests();
+    const live = path.join(userDir, "lr.jsonl");
+    const filePath = accountOf().account.audit.filePath;
+    let renamedAt = 0;
+    const listener = (file: string, line: string) => {
+      const seq = JSON.parse(line).seq as number;
+      if (file !== filePath || renamedAt || seq < 150) return;
+      renamedAt = seq;
+      fs.renameSync(live, `${live}.1`); // logrotate: rename between two batches
+    };
+    auditRecordEvents.on("record", listener);
+    let ids: string[];
+    try {
+      ids = await stream(200, 10, "lr");
+      await settled(live, ids);
+    } finally {
+      auditRecordEvents.off("record", listener);
+    }
+    const renamed = records(`${live}.1`);
+    assert.ok(renamedAt > 0);
+    // The renamed file ends where it was renamed: a record of the same batch may follow the
+    // listener's one, none of a later batch.
+    const lastInRenamed = renamed[renamed.length - 1].seq;
+    assert.ok(lastInRenamed >= renamedAt);
+    const fresh = records(live);
+    assert.equal(fresh[0].seq, lastInRenamed + 1, "the new file continues the chain");
+    // ... compress and delete.
+    fs.writeFileSync(`${live}.1.gz`, zlib.gzipSync(fs.readFileSync(`${live}.1`)));
+    fs.rmSync(`${live}.1`);
+    const restored = path.join(userDir, "restored.1");
+    fs.writeFileSync(restored, zlib.gunzipSync(fs.readFileSync(`${live}.1.gz`)));
+    const v = await verify([restored, live]);
+    assert.equal(v.ok, true, v.message);
+    const attempts = [...records(restored), ...fresh].filter((r) => r.type === "unlock-attempt");
+    assert.equal(attempts.length, unlockRequests(sim), "every PUT has its attempt in the compressed or the live file");
+    assert.deepEqual(new Set(attempts.map((r) => r.msgid)), new Set(ids!));
+    assert.equal(accountOf().account.audit.stats().reopens, 1);
+  });
+
+  it("copytruncate mid-stream: the copy + live verify; a copy that missed records → verify names the missing seqs", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "ct.jsonl" }));
+    await waitReady();
+    const live = path.join(userDir, "ct.jsonl");
+    const filePath = accountOf().account.audit.filePath;
+    let copiedAt = 0;
+    let truncated = false;
+    // Copy after one batch, truncate after a later batch: the records in between are lost (the
+    // copytruncate race logrotate documents); verify must say which.
+    const listener = (file: string, line: string) => {
+      const seq = JSON.parse(line).seq as number;
+      if (file !== filePath) return;
+      if (!copiedAt && seq >= 40) {
+        copiedAt = seq;
+        fs.copyFileSync(live, `${live}.1`);
+      } else if (copiedAt && !truncated && seq >= copiedAt + 10) {
+        truncated = true;
+        fs.truncateSync(live, 0);
+      }
+    };
+    auditRecordEvents.on("record", listener);
+    try {
+      const ids = await stream(60, 5, "ct");
+      await settled(live, ids.filter((_, k) => k >= 40)); // the later ones are in the live file
+    } finally {
+      auditRecordEvents.off("record", listener);
+    }
+    assert.ok(truncated);
+    const copy = records(`${live}.1`);
+    const after = records(live);
+    const lastCopied = copy[copy.length - 1].seq;
+    const v = await verify([`${live}.1`, live]);
+    assert.equal(v.ok, false);
+    assert.equal(v.broken!.file, live);
+    assert.equal(v.broken!.line, 1);
+    assert.deepEqual(v.broken!.missing, { fromSeq: lastCopied + 1, toSeq: after[0].seq - 1 });
+    assert.ok(after[0].seq - 1 > lastCopied, "records were lost between copy and truncate");
+    assert.ok(accountOf().account.audit.stats().truncations >= 1);
+    assert.equal(after.every((r, k) => k === 0 || r.seq === after[k - 1].seq + 1), true, "the live file's own chain holds after the truncation");
+  });
+
+  it("the 401 replay's attempt record carries replay: true; the first attempt does not", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.expireAccessToken("demo");
+    assertAccepted(await unlock({ deviceId: 101, _msgid: "replayed" }));
+    assert.equal(unlockRequests(sim), 2);
+    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "replayed" && r.type === "unlock-result"));
+    const mine = readAudit(userDir).filter((r) => r.msgid === "replayed");
+    assert.deepEqual(mine.map((r) => [r.type, r.replay]), [["unlock-attempt", undefined], ["unlock-attempt", true], ["unlock-result", undefined]]);
+  });
+
+  // CONTRACT.md "Audit log": accounts of one runtime whose audit files are the same path write through one writer and one chain.
+  it("two accounts with the same audit path: one writer, one chain", async () => {
+    const flow = [
+      tab(),
+      accountNode(sim.url, { auditLog: "shared.jsonl" }),
+      { ...accountNode(sim.url, { auditLog: "shared.jsonl", name: "copy" }), id: "acc2" },
+      unlockNode(),
+      unlockNode({ account: "acc2" }, "u2"),
+      ...helperNodes("u1-ok", "u1-fail", "u2-ok", "u2-fail"),
+    ];
+    const { userDir } = await loadFlow(flow, { creds: { ...CREDS, acc2: CREDS.acc1 } });
+    await waitReady();
+    await waitReady("acc2");
+    assert.equal(accountOf("acc1").account.audit, accountOf("acc2").account.audit, "one writer");
+    const outs = await Promise.all(Array.from({ length: 40 }, (_, i) => unlock({ deviceId: 101, _msgid: `sh-${i}` }, i % 2 ? "u2" : "u1")));
+    outs.forEach(assertAccepted);
+    const live = path.join(userDir, "shared.jsonl");
+    await settled(live, Array.from({ length: 40 }, (_, i) => `sh-${i}`));
+    const all = records(live);
+    assert.equal(all.length, 80);
+    all.forEach((r, k) => assert.equal(r.seq, k + 1));
+    assert.equal((await verify([live])).ok, true);
+  });
+});
+
+describe("never short a record: account deleted or runtime stopped during a slow unlock (Node-RED runtime + simulator)", function () {
+  this.timeout(60000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    sim.control.clearFaults();
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  /**
+   * A flow whose unlock is held 1.5 s at the service, with the PUT already there. The account
+   * node of the delete case has its own id: node-red-node-test-helper keeps a deployed-away
+   * node's credentials out of later loads of the same id (seen on the base commit too).
+   */
+  async function slowUnlockInFlight(msgid: string, accountId = "acc1"): Promise<string> {
+    const flow = [tab(), { ...accountNode(sim.url), id: accountId }, unlockNode({ account: accountId }), ...helperNodes("u1-ok", "u1-fail")];
+    const { userDir } = await loadFlow(flow, { creds: { [accountId]: CREDS.acc1 } });
+    await waitReady(accountId);
+    sim.control.resetRequests();
+    sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1500 });
+    void unlock({ deviceId: 101, _msgid: msgid }).catch(() => undefined);
+    // The PUT has left (its attempt record is on disk and the service holds the request).
+    await until("the PUT at the service", () => sim.control.requests({ operation: "unlockDevice" }).length === 1, 5000, 2);
+    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === msgid).map((r) => r.type), ["unlock-attempt"]);
+    return userDir;
+  }
+
+  it("the account node deleted (deploy without it) while the PUT is held: the result record is written before the deploy completes", async () => {
+    const userDir = await slowUnlockInFlight("deleted-mid", "acc-deleted");
+    await helper.setFlows([tab()], "full", {});
+    const mine = readAudit(userDir).filter((r) => r.msgid === "deleted-mid");
+    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"], "the result is on disk when the deploy returns");
+    assert.equal(mine[1].outcome, "accepted");
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("the runtime stopped (shutdown) while the PUT is held: the result record is on disk when the stop returns", async () => {
+    const userDir = await slowUnlockInFlight("stopped-mid");
+    await helper.unload();
+    const mine = readAudit(userDir).filter((r) => r.msgid === "stopped-mid");
+    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.equal(mine[1].outcome, "accepted");
+  });
+});
+
+describe("never short a record: Account.close()/destroy() drain the unlocks in flight (no Node-RED; the flow node's own close wait is not there to help)", function () {
+  this.timeout(30000);
+  for (const how of ["close", "destroy"] as const) {
+    it(`${how}() while a PUT is held at the service: the result record is written before the log closes`, async () => {
+      const sim = await startSimulator({ rateLimit: false });
+      const dir = freshUserDir();
+      const audit = path.join(dir, "a.jsonl");
+      const account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: audit, client: { random: () => 0 } });
+      try {
+        await account.start();
+        await account.devices();
+        sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1000 });
+        const unlocking = performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "held" }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
+        await until("the PUT at the service", () => sim.control.requests({ operation: "unlockDevice" }).length === 1, 5000, 2);
+        assert.equal(account.unlocksInFlight, 1);
+        await account[how]();
+        assert.deepEqual(records(audit).map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]], "the result is on disk when close returns");
+        assert.equal((await unlocking).outcome, "accepted");
+      } finally {
+        await account.close().catch(() => undefined);
+        await sim.close();
+      }
+    });
+  }
+});
+
+describe("refused audit paths: a configuration error before any unlock, nothing sent (Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  const cases: { name: string; auditLog: string; prepare(userDir: string): string | null; why: RegExp }[] = [
+    {
+      name: "a symbolic link as the final component",
+      auditLog: "link.jsonl",
+      prepare: (u) => {
+        fs.writeFileSync(path.join(u, "target.jsonl"), "");
+        fs.symlinkSync(path.join(u, "target.jsonl"), path.join(u, "link.jsonl"));
+        return path.join(u, "target.jsonl");
+      },
+      why: /symbolic link/,
+    },
+    {
+      name: "a foreign file (a .bashrc copy, ../.bashrc)",
+      auditLog: "../.bashrc",
+      prepare: (u) => {
+        const f = path.join(u, "..", ".bashrc");
+        fs.writeFileSync(f, "# ~/.bashrc: executed by bash(1) for non-login shells.\nexport PATH=\"$HOME/bin:$PATH\"\n", { mode: 0o644 });
+        fs.chmodSync(f, 0o644);
+        return f;
+      },
+      why: /first line is not a door-access audit record/,
+    },
+    { name: "the flows file", auditLog: "flows.json", prepare: (u) => (fs.writeFileSync(path.join(u, "flows.json"), "[]"), path.join(u, "flows.json")), why: /Node-RED's own files/ },
+    { name: "the credentials file", auditLog: "flows_cred.json", prepare: () => null, why: /Node-RED's own files/ },
+    { name: "the settings file", auditLog: "settings.js", prepare: (u) => (fs.writeFileSync(path.join(u, "settings.js"), "module.exports = {}\n"), path.join(u, "settings.js")), why: /Node-RED's own files/ },
+    { name: "a .config.*.json of the user directory", auditLog: ".config.nodes.json", prepare: () => null, why: /Node-RED's own files/ },
+    { name: "a path under node_modules", auditLog: "node_modules/door/audit.jsonl", prepare: () => null, why: /node_modules/ },
+  ];
+
+  for (const c of cases) {
+    it(`refuses ${c.name}: red status and an error naming the audit log, no login, zero PUTs, the file unchanged`, async () => {
+      const parent = freshUserDir();
+      const userDir = path.join(parent, ".node-red");
+      fs.mkdirSync(userDir);
+      const existing = c.prepare(userDir);
+      const before = existing ? { text: fs.readFileSync(existing, "utf8"), mode: fs.statSync(existing).mode } : null;
+      sim.control.resetRequests();
+      await loadFlow(unlockFlow(sim.url, {}, { auditLog: c.auditLog }), { userDir });
+      const acc = accountOf();
+      assert.equal(acc.account, null);
+      assert.match(acc.problem, c.why);
+      assert.match(acc.problem, /audit log/);
+      assert.ok(acc.error.called, "node.error was called");
+      assert.match(String(acc.error.firstCall.args[0]), c.why);
+      const status = lastStatus(helper.getNode("u1"));
+      assert.equal(status?.fill, "red");
+      assert.match(status?.text ?? "", /audit log/);
+      const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+      assert.match(p.message, c.why);
+      assert.equal(p.mayHaveOpened, false);
+      assert.equal(unlockRequests(sim), 0, "no PUT");
+      assert.equal(logins(sim), 0, "no login either");
+      if (existing && before) {
+        assert.equal(fs.readFileSync(existing, "utf8"), before.text, "content unchanged");
+        assert.equal(fs.statSync(existing).mode, before.mode, "mode unchanged");
+      }
+      assert.ok(!fs.existsSync(path.join(userDir, "node_modules")), "nothing created");
+    });
+  }
+
+  it("auditMaxBytes / auditKeep that are not whole numbers >= 0 are a configuration error", async () => {
+    await loadFlow(unlockFlow(sim.url, {}, { auditMaxBytes: "-5", auditKeep: "many" }));
+    const acc = accountOf();
+    assert.equal(acc.account, null);
+    assert.match(acc.problem, /auditMaxBytes/);
+    assert.match(acc.problem, /auditKeep/);
+  });
+
+  it("an empty path field still means the default file, and an existing audit log of ours is taken up (chain continued)", async () => {
+    const userDir = freshUserDir();
+    await loadFlow(unlockFlow(sim.url), { userDir });
+    await waitReady();
+    assertAccepted(await unlock({ deviceId: 101, _msgid: "one" }));
+    await until("result", () => readAudit(userDir).length === 2);
+    await teardown();
+    await loadFlow(unlockFlow(sim.url), { userDir });
+    await waitReady();
+    assertAccepted(await unlock({ deviceId: 101, _msgid: "two" }));
+    await until("result", () => readAudit(userDir).length === 4);
+    assert.deepEqual(readAudit(userDir).map((r) => r.seq), [1, 2, 3, 4]);
+  });
+});
