@@ -136,3 +136,60 @@ describe("break-11: list fetches within a back-off window, forced or after a 404
     assert.ok(tries <= 1, `${count(sim, "listUserDevices")} list requests (${tries} tries of 4 attempts) for four 404s within one 30 s back-off window: ${JSON.stringify(ops(sim))}`);
   });
 });
+
+describe("break-11: close and delete while a renewal is in flight (simulator)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let clock: FakeClock | null = null;
+  let b: Built;
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim?.close();
+    clock?.uninstall();
+    clock = null;
+  });
+
+  it("issue 11 'no timer left running' after close: a refresh in flight at close() that is answered 429 leaves no renewal timer behind", async () => {
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000 } });
+    await b.session.start();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 300, latencyMs: 300, count: 1 });
+    const pending = b.session.call((t) => b.client.getDevice(t, 101)).catch((e: unknown) => e);
+    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "refreshToken"), 5000, "the refresh to reach the service");
+    await b.session.close();
+    await pending;
+    assert.equal(count(sim, "refreshToken"), 1);
+    assert.equal(b.session.state, "closed");
+    assert.equal(clock.pendingTimers(), 0, `timers left after close: ${clock.pendingTimers()} (renewAt ${b.session.snapshot().renewAt})`);
+  });
+
+  it("CONTRACT 'Deleting the config node logs out and deletes the stored pair': deleted while the start-up login is in flight, the session that login opened is logged out", async () => {
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim);
+    sim.control.inject({ kind: "latency", endpoint: "loginByPhone", latencyMs: 400, count: 1 });
+    const started = b.session.start();
+    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "loginByPhone"), 5000, "the login to reach the service");
+    await b.session.destroy();
+    await started;
+    assert.equal(count(sim, "loginByPhone"), 1);
+    assert.equal(sim.control.hasSession("demo"), false, `the session opened by the login in flight is still active at the service: ${JSON.stringify(ops(sim))}`);
+    assert.equal(await b.store.load(), null, "the stored pair is deleted");
+  });
+
+  it("CONTRACT 'Deleting the config node logs out': deleted while a refresh is in flight, the logout carries the token that refresh brought", async () => {
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim);
+    await b.session.start();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "latency", endpoint: "refreshToken", latencyMs: 400, count: 1 });
+    const pending = b.session.call((t) => b.client.getDevice(t, 101)).catch((e: unknown) => e);
+    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "refreshToken"), 5000, "the refresh to reach the service");
+    await b.session.destroy();
+    await pending;
+    assert.equal(count(sim, "refreshToken"), 1);
+    assert.equal(sim.control.hasSession("demo"), false, `the session is still active at the service after the account was deleted: ${JSON.stringify(ops(sim))}`);
+  });
+});
