@@ -121,7 +121,7 @@ describe("break-11: list fetches within a back-off window, forced or after a 404
     assert.equal(count(sim, "listUserLocations"), 1, `location list fetched within its Retry-After: ${JSON.stringify(ops(sim))}`);
   });
 
-  it("CONTRACT 're-fetched on a 404 for a known id' within the spec's list back-off: four unlocks of a removed door while the list answers 429 (Retry-After: 0) make at most one list try per back-off window", async () => {
+  it("CONTRACT 're-fetched on a 404 for a known id' within the spec's list back-off: four unlocks of a removed door while the list answers 429 (Retry-After: 0) make one re-fetch and at most one more try in its back-off window", async () => {
     await account.start();
     await account.devices();
     sim.control.editDevice(101, { remove: true });
@@ -132,8 +132,9 @@ describe("break-11: list fetches within a back-off window, forced or after a 404
       assert.equal(r.outcome, "not-found", JSON.stringify(r));
       await waitUntil(() => listInflight(account) === null && sim.control.inFlight().length === 0, 5000, "the re-fetch to settle");
     }
+    // The first 404's re-fetch (it fails and opens a 30 s back-off window), then at most one message try in that window.
     const tries = count(sim, "listUserDevices") / 4;
-    assert.ok(tries <= 1, `${count(sim, "listUserDevices")} list requests (${tries} tries of 4 attempts) for four 404s within one 30 s back-off window: ${JSON.stringify(ops(sim))}`);
+    assert.ok(tries <= 2, `${count(sim, "listUserDevices")} list requests (${tries} tries of 4 attempts) for four 404s within one 30 s back-off window: ${JSON.stringify(ops(sim))}`);
   });
 });
 
