@@ -82,6 +82,20 @@ describe("break-11: Retry-After of a refresh binds every later renewal and the o
     await b.session.reconnect();
     assert.equal(logins(sim), 0, `Reconnect logged in 0 s into a 300 s Retry-After: ${JSON.stringify(ops(sim))}`);
   });
+
+  it("session.ts reconnect() 'never the service's Retry-After' and issue 11 'must not log in after close': refresh answered 429 Retry-After 300 s after a 401 (token expired at the service), Reconnect twice, then close before it passes: no login at all", async () => {
+    await setup(24 * 3600);
+    sim.control.expireAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 300, count: 1 });
+    await assert.rejects(call());
+    await b.session.reconnect();
+    await b.session.reconnect();
+    assert.equal(logins(sim), 0, JSON.stringify(ops(sim)));
+    await b.session.close();
+    await clock.tickAsync(400_000);
+    assert.equal(logins(sim), 0, JSON.stringify(ops(sim)));
+    assert.equal(clock.pendingTimers(), 0);
+  });
 });
 
 describe("break-11: list fetches within a back-off window, forced or after a 404 (Account + simulator)", function () {
