@@ -208,3 +208,37 @@ describe("break-11: close and delete while a renewal is in flight (simulator)", 
     assert.equal(sim.control.hasSession("demo"), false, `the session is still active at the service after the account was deleted: ${JSON.stringify(ops(sim))}`);
   });
 });
+
+describe("break-11: Reconnect within a refresh's Retry-After (fake clock + simulator)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let clock: FakeClock;
+  let b: Built;
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim?.close();
+    clock?.uninstall();
+  });
+
+  it("session.ts reconnect() 'never the service's Retry-After': refresh answered 429 Retry-After 300 s after a 401, Reconnect pressed: nothing is sent within it (the state says when), then one renewal (the scheduled refresh, or the deferred login), ready", async () => {
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000 } });
+    await b.session.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 300, count: 1 });
+    await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)));
+    await b.session.reconnect();
+    assert.match(b.session.snapshot().reason ?? "", /reconnect requested: login in \d+ s/);
+    await clock.tickAsync(299_000);
+    assert.equal(logins(sim), 0, JSON.stringify(ops(sim)));
+    await clock.tickAsync(2000);
+    const renewals = () => logins(sim) + sim.control.requests({ operation: "refreshToken" }).filter((r) => r.status === 200).length;
+    await waitUntil(() => renewals() === 1 && b.session.state === "ready", 5000, () => `one renewal after the Retry-After: ${JSON.stringify(ops(sim))}`);
+    await clock.tickAsync(60_000);
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    assert.equal(renewals(), 1, `the deferred Reconnect logged in over a session renewed after it was pressed: ${JSON.stringify(ops(sim))}`);
+  });
+});
