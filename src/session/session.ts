@@ -328,11 +328,12 @@ export class Session extends EventEmitter {
     const wait = notBefore - this.mono();
     if (wait > 0) {
       if (this.reconnectTimer === null) {
+        const pairAtPress = this.pair;
         this.reconnectTimer = this.clock.setTimeout(() => {
           this.reconnectTimer = null;
           if (this._state === "closed" || this.inflight) return;
           // Something renewed meanwhile (a message after the Retry-After): that session is kept.
-          if (this._state === "ready" && this.pair && this.pair.accessToken !== this.rejectedAccess && !this.isExpired()) return;
+          if (this._state === "ready" && this.pair !== pairAtPress && this.pair && this.pair.accessToken !== this.rejectedAccess && !this.isExpired()) return;
           void this.login("operator reconnect").catch(() => undefined);
         }, wait);
       }
