@@ -6,7 +6,7 @@
  * node's Account (account.ts) adds its own audit log. Knows nothing of Node-RED.
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
-import { DeviceDirectory } from "../doors/directory.js";
+import { DeviceDirectory, DeviceListUnavailableError, LIST_RETRY_BASE_MS, LIST_RETRY_CAP_MS } from "../doors/directory.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
@@ -47,6 +47,8 @@ export class AccountCore {
   readonly key: string;
   private locationCache: { at: number; list: Location[] } | null = null;
   private locationFetch: Promise<Location[]> | null = null;
+  /** The location list's back-off, as the device list's (directory.ts): monotonic; no fetch within a Retry-After, one message try per window. */
+  private locationBackoff = { failures: 0, lastError: null as unknown, retryAt: Number.NEGATIVE_INFINITY, notBefore: Number.NEGATIVE_INFINITY, tryUsed: false };
   private closed = false;
   private started: Promise<void> | null = null;
   private warmTimer: unknown = null;
@@ -166,12 +168,31 @@ export class AccountCore {
     const c = this.locationCache;
     if (!force && c && this.clock.now() - c.at < (this.options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS)) return c.list;
     if (!this.locationFetch) {
+      const bo = this.locationBackoff;
+      const m = this.clock.monotonic();
+      if (m < bo.notBefore || (m < bo.retryAt && bo.tryUsed)) {
+        if (c) return c.list;
+        throw new LocationListUnavailableError(bo.lastError, Math.max(bo.retryAt, bo.notBefore) - m);
+      }
+      if (m < bo.retryAt) bo.tryUsed = true;
       this.locationFetch = this.session
         .call((t) => this.client.listLocations(t))
-        .then((list) => {
-          this.locationCache = { at: this.clock.now(), list };
-          return list;
-        })
+        .then(
+          (list) => {
+            this.locationCache = { at: this.clock.now(), list };
+            this.locationBackoff = { failures: 0, lastError: null, retryAt: Number.NEGATIVE_INFINITY, notBefore: Number.NEGATIVE_INFINITY, tryUsed: false };
+            return list;
+          },
+          (e: unknown) => {
+            bo.failures++;
+            bo.lastError = e;
+            const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0;
+            const now = this.clock.monotonic();
+            bo.retryAt = now + Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(bo.failures - 1, 10)), retryAfterSec * 1000);
+            bo.notBefore = now + retryAfterSec * 1000;
+            throw e;
+          },
+        )
         .finally(() => {
           this.locationFetch = null;
         });
@@ -200,5 +221,14 @@ export class AccountCore {
     this.stopWarming();
     await this.session.destroy();
     await Promise.allSettled([this.client.close(), this.ownStore?.close?.()]);
+  }
+}
+
+/** The location list could not be fetched, and its back-off (or Retry-After) still runs: nothing was sent. */
+export class LocationListUnavailableError extends DeviceListUnavailableError {
+  override readonly name = "LocationListUnavailableError";
+  constructor(cause: unknown, retryInMs: number) {
+    super(cause, retryInMs);
+    this.message = `the location list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`;
   }
 }

@@ -39,7 +39,7 @@ export const LIST_RETRY_CAP_MS = 15 * 60_000;
 
 /** The device list could not be fetched, and the back-off after the last failure still runs. */
 export class DeviceListUnavailableError extends Error {
-  override readonly name = "DeviceListUnavailableError";
+  override readonly name: string = "DeviceListUnavailableError";
   constructor(override readonly cause: unknown, readonly retryInMs: number) {
     super(`the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`);
   }
@@ -278,13 +278,14 @@ export class DeviceDirectory {
     }
     if (this.inflight) return this.inflight;
     const m = this.mono();
-    if (m < this.notBefore || (!force && m < this.retryAt && this.messageTryUsed)) {
+    if (m < this.notBefore || (m < this.retryAt && this.messageTryUsed)) {
       // Within a Retry-After nothing is fetched, not even on force; within a back-off window
       // the one message try is used up. A list in hand serves; without one the message fails.
       if (snap) return Promise.resolve(snap);
       return Promise.reject(new DeviceListUnavailableError(this.lastError, Math.max(this.retryAt, this.notBefore) - m));
     }
-    if (!force && m < this.retryAt) {
+    if (m < this.retryAt) {
+      // A message's try, forced (msg.refresh, a 404's re-fetch) or not: one per back-off window.
       this.messageTryUsed = true;
       return this.fetchNow(true);
     }

@@ -272,6 +272,9 @@ export class Session extends EventEmitter {
             break;
           }
           if (this.pair && !this.isExpired()) return this.pair.accessToken;
+          // Expired (or the wall clock says so) within a refresh's Retry-After: nothing is sent
+          // before it has passed (spec error table, 429 on 4), measured on the monotonic clock.
+          if (!this.inflight && this.mono() < this.renewNotBefore && this.lastRenewalFailure?.rateLimited) throw this.renewalFailedError("nothing was sent");
           await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
           break;
         case "unreachable": {
@@ -320,12 +323,17 @@ export class Session extends EventEmitter {
     // The operator overrides the once-an-hour re-login rule, never the service's Retry-After:
     // within it, the login is made once it has passed (one, however often Reconnect is pressed).
     this.lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
-    const wait = this.loginNotBefore - this.mono();
+    // A refresh answered 429 binds the login too: its Retry-After is the service's word for the account.
+    const notBefore = Math.max(this.loginNotBefore, this.lastRenewalFailure?.rateLimited ? this.renewNotBefore : Number.NEGATIVE_INFINITY);
+    const wait = notBefore - this.mono();
     if (wait > 0) {
       if (this.reconnectTimer === null) {
+        const pairAtPress = this.pair;
         this.reconnectTimer = this.clock.setTimeout(() => {
           this.reconnectTimer = null;
-          if (this._state === "closed" || this.inflight || this._state === "ready") return;
+          if (this._state === "closed" || this.inflight) return;
+          // Something renewed meanwhile (a message after the Retry-After): that session is kept.
+          if (this._state === "ready" && this.pair !== pairAtPress && this.pair && this.pair.accessToken !== this.rejectedAccess && !this.isExpired()) return;
           void this.login("operator reconnect").catch(() => undefined);
         }, wait);
       }
@@ -382,8 +390,10 @@ export class Session extends EventEmitter {
       await this.close();
       return;
     }
-    const token = this.pair?.accessToken;
     await this.close();
+    // Read after close(): a login or refresh that was in flight has finished (or was aborted)
+    // there, and the session to end is the one it opened, not the token it replaced.
+    const token = this.pair?.accessToken;
     if (token) {
       const ac = new AbortController();
       const t = this.clock.setTimeout(() => ac.abort(new Error("logout timed out")), 5_000);
@@ -724,7 +734,8 @@ export class Session extends EventEmitter {
 
   private scheduleRenewal(inMs?: number): void {
     this.clearRenewal();
-    if (!this.pair) return;
+    // A renewal that ends after close() (it was in flight) leaves no timer behind.
+    if (!this.pair || this._state === "closed") return;
     const now = this.clock.now();
     // When it is due (on the wall clock, like `exp`), but never sooner than the spacing after
     // the last renewal, measured on the monotonic clock: no timer may fire in a loop, whatever
