@@ -59,6 +59,21 @@ describe("break-11: Retry-After of a refresh binds every later renewal and the o
     assert.equal(logins(sim), 0, JSON.stringify(ops(sim)));
   });
 
+  // Spec: the refresh token lives 30 days and a login ends the session; a good refresh token is not thrown away for a login.
+  it("a 1 h token that expired while its refreshes were answered 429: after the Retry-After the next message refreshes with the stored refresh token, no login", async () => {
+    await setup(3600);
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1200, count: 2 });
+    // Renewal due at 45 min: 429 until 65 min; then the token has expired (60 min) and the retry is 429 again.
+    await clock.tickAsync(45 * MIN + 1000);
+    await waitUntil(() => count(sim, "refreshToken") === 1, 5000, () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`);
+    await clock.tickAsync(20 * MIN + 1000);
+    await waitUntil(() => count(sim, "refreshToken") === 2 && b.session.state !== "refreshing", 5000, () => `the retried refresh: ${JSON.stringify(ops(sim))}`);
+    await clock.tickAsync(20 * MIN + 1000);
+    await call();
+    assert.equal(logins(sim), 0, `logged in although the refresh token was good: ${JSON.stringify(ops(sim))}`);
+    assert.deepEqual(ops(sim).slice(-2), ["refreshToken 200", "getDevice 200"]);
+  });
+
   it("spec error table, 429 on 4 'Honour the Retry-After header', whatever the wall clock does: a scheduled refresh answered 429 Retry-After 600 s, wall clock set 4 h forward: no refresh (nor login) before 600 s have passed", async () => {
     await setup(24 * 3600);
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 600, count: 1 });

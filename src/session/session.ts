@@ -283,7 +283,9 @@ export class Session extends EventEmitter {
           if (this.inflight) {
             await this.waitFor(this.inflight);
           } else if (now >= next) {
-            await this.waitFor(this.login("a message needs the session"));
+            // A pair still held (its refresh was rate-limited after the access token expired) is
+            // renewed with its refresh token: a login would end the session for nothing.
+            await this.waitFor(this.pair ? this.refresh("a message needs the session") : this.login("a message needs the session"));
           } else {
             throw new SessionUnavailableError(
               `service unreachable: ${this.reason ?? "login failed"}; next login attempt in ${Math.ceil((next - now) / 1000)} s`,
