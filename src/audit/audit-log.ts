@@ -516,7 +516,7 @@ const shared = new Map<string, AuditLog>();
  */
 export function openAuditLog(filePath: string, options: AuditLogOptions = {}): AuditLog {
   const key = realTarget(path.resolve(filePath));
-  const existing = shared.get(key);
+  const existing = shared.get(key) ?? sameFileWriter(key);
   if (existing) {
     existing.retain();
     return existing;
@@ -527,6 +527,21 @@ export function openAuditLog(filePath: string, options: AuditLogOptions = {}): A
   });
   shared.set(key, log);
   return log;
+}
+
+/**
+ * The writer whose live file is the existing file at `p` under another name (a hard link): the
+ * same file is the same log, whatever path names it. null when `p` names no file yet or no
+ * writer's file.
+ */
+function sameFileWriter(p: string): AuditLog | undefined {
+  const st = fs.lstatSync(p, { bigint: true, throwIfNoEntry: false });
+  if (!st || !st.isFile() || st.nlink < 2n) return undefined;
+  for (const log of shared.values()) {
+    const other = fs.lstatSync(log.filePath, { bigint: true, throwIfNoEntry: false });
+    if (other && other.dev === st.dev && other.ino === st.ino) return log;
+  }
+  return undefined;
 }
 
 /** Whether a writer runs with these rotation options (defaults filled in). */
