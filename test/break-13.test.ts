@@ -123,4 +123,40 @@ describe("break-13: audit log defects", function () {
       await sim.close();
     }
   });
+
+  // CONTRACT "Audit log", Rotation: when something else renames or deletes the file, the next
+  // record goes to a new file at the configured path; no record is written to a file that no
+  // longer has that name. The name was checked before the write only: a logrotate delete between
+  // that check and the write made the attempt "durable" in a deleted file (the PUT would leave
+  // with its record gone). Forced: the file is deleted inside the writer's first write() call.
+  it("no record is written to a file that no longer has that name: the file deleted between the name check and the write", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "b13-toctou-"));
+    const file = path.join(dir, "audit.jsonl");
+    const log = openAuditLog(file);
+    const probe = await fs.promises.open(path.join(dir, "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { write: (...a: unknown[]) => Promise<unknown> };
+    await probe.close();
+    const write = proto.write;
+    try {
+      await log.attempt(rec("1"));
+      let armed = true;
+      proto.write = function (this: unknown, ...a: unknown[]) {
+        if (armed) {
+          armed = false;
+          fs.unlinkSync(file); // logrotate's delete, after the writer checked the name
+        }
+        return write.apply(this, a);
+      };
+      await log.attempt(rec("2")).catch(() => undefined);
+      proto.write = write;
+      const live = lines(file);
+      assert.ok(live.some((r) => r.msgid === "2"), `the record that resolved is at the configured path: ${JSON.stringify(live)}`);
+      await log.attempt(rec("3"));
+      const report = await verify([file]);
+      assert.equal(report.ok, true, report.message);
+    } finally {
+      proto.write = write;
+      await log.close();
+    }
+  });
 });
