@@ -223,8 +223,8 @@ export class Account extends EventEmitter {
     if (this.closed) return;
     this.closed = true;
     this.detach();
-    await this.drain(drainMs);
-    await Promise.allSettled([this.ownCore ? this.core.close() : Promise.resolve(), this.audit.close()]);
+    const drained = await this.drain(drainMs);
+    await Promise.allSettled([this.ownCore ? this.core.close() : Promise.resolve(), this.releaseAudit(drained)]);
   }
 
   /** The account was deleted: log out and delete the stored pair (an own core only; a shared one is its owner's). */
@@ -232,7 +232,24 @@ export class Account extends EventEmitter {
     if (this.closed) return;
     this.closed = true;
     this.detach();
-    await this.drain(drainMs);
-    await Promise.allSettled([this.ownCore ? this.core.destroy() : Promise.resolve(), this.audit.close()]);
+    const drained = await this.drain(drainMs);
+    await Promise.allSettled([this.ownCore ? this.core.destroy() : Promise.resolve(), this.releaseAudit(drained)]);
+  }
+
+  /**
+   * Lets go of the audit log. When the drain bound expired with unlocks still in flight, their
+   * requests may have reached the service: the log stays open (this reference held) until each
+   * has written its result (CONTRACT.md "Audit log": every message that reached the service
+   * gets its unlock-result), bounded by the client's own answer time-outs. The close itself
+   * does not wait for that (Node-RED's close time-out); a redeployed account on the same path
+   * meanwhile shares this very writer (one writer, one chain).
+   */
+  private releaseAudit(drained: boolean): Promise<void> {
+    if (drained || this.inflight.size === 0) return this.audit.close();
+    void (async () => {
+      while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+      await this.audit.close();
+    })().catch(() => undefined);
+    return Promise.resolve();
   }
 }

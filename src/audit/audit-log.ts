@@ -283,6 +283,7 @@ export class AuditLog {
 
   /** Writes queued records, one batch per write+fsync, until the queue is empty. Never rejects. */
   private async drain(): Promise<void> {
+    let lostName = 0;
     while (this.queue.length > 0) {
       let handle: fsp.FileHandle;
       try {
@@ -334,6 +335,23 @@ export class AuditLog {
         this.fail(batch, err, "cannot write");
         continue;
       }
+      if (!this.stillNamed(handle)) {
+        // Renamed or deleted by something else between the check above and the write: the batch
+        // went to a file that lost its name (and is gone if it was deleted). Written again, as
+        // records continuing the chain, in a new file at the path; a caller is answered only once
+        // its record is durable there (bounded: a path that keeps losing its file fails).
+        this.position = pos;
+        this.handle = null;
+        await handle.close().catch(() => undefined);
+        if (++lostName <= 3) {
+          this.counters.reopens += 1;
+          this.queue.unshift(...batch);
+          continue;
+        }
+        this.fail(batch, new Error("the file kept losing its name while being written (renamed or deleted by something else)"), "cannot write");
+        continue;
+      }
+      lostName = 0;
       this.position = pos;
       this.counters.records += batch.length;
       for (const p of batch) p.resolve();
@@ -346,6 +364,17 @@ export class AuditLog {
     // Cleared in the same synchronous turn that saw the queue empty, so a record appended by a
     // caller resuming from this batch always starts a new drain.
     this.draining = null;
+  }
+
+  /** The configured path still names this open file (same device and inode). */
+  private stillNamed(handle: fsp.FileHandle): boolean {
+    try {
+      const own = fs.fstatSync(handle.fd, { bigint: true });
+      const named = fs.lstatSync(this.filePath, { bigint: true, throwIfNoEntry: false });
+      return named !== undefined && named.dev === own.dev && named.ino === own.ino;
+    } catch {
+      return false;
+    }
   }
 
   private async dropHandle(): Promise<void> {
@@ -516,7 +545,7 @@ const shared = new Map<string, AuditLog>();
  */
 export function openAuditLog(filePath: string, options: AuditLogOptions = {}): AuditLog {
   const key = realTarget(path.resolve(filePath));
-  const existing = shared.get(key);
+  const existing = shared.get(key) ?? sameFileWriter(key);
   if (existing) {
     existing.retain();
     return existing;
@@ -527,6 +556,21 @@ export function openAuditLog(filePath: string, options: AuditLogOptions = {}): A
   });
   shared.set(key, log);
   return log;
+}
+
+/**
+ * The writer whose live file is the existing file at `p` under another name (a hard link): the
+ * same file is the same log, whatever path names it. null when `p` names no file yet or no
+ * writer's file.
+ */
+function sameFileWriter(p: string): AuditLog | undefined {
+  const st = fs.lstatSync(p, { bigint: true, throwIfNoEntry: false });
+  if (!st || !st.isFile() || st.nlink < 2n) return undefined;
+  for (const log of shared.values()) {
+    const other = fs.lstatSync(log.filePath, { bigint: true, throwIfNoEntry: false });
+    if (other && other.dev === st.dev && other.ino === st.ino) return log;
+  }
+  return undefined;
 }
 
 /** Whether a writer runs with these rotation options (defaults filled in). */

@@ -3,6 +3,7 @@
  * Subcommands: `verify` (the hash chain, src/audit/chain.ts), `tail`, `export --csv`
  * (src/audit/cli-read.ts). Exit codes: 0 done, 1 the log failed a check, 2 usage or I/O error.
  */
+import { promises as fsp } from "node:fs";
 import { verify } from "./chain.js";
 import { exportCommand, tailCommand, type CliIo } from "./cli-read.js";
 import { listLogFiles } from "./reader.js";
@@ -33,6 +34,16 @@ export async function verifyCommand(args: string[], io: CliIo): Promise<number> 
     io.err(`door-access-audit verify: ${files[0]}: no such file\n`);
     return 2;
   }
+  // A file named on the command line that is not there is the operator's mistake (a typo, the
+  // wrong folder), never a log that passed: an "empty log" with exit 0 would read as one.
+  if (files.length > 1) {
+    const missing: string[] = [];
+    for (const f of files) if (!(await fileExists(f))) missing.push(f);
+    if (missing.length > 0) {
+      io.err(`door-access-audit verify: no such file: ${missing.join(", ")}\n`);
+      return 2;
+    }
+  }
   const r = await verify(list);
   const safe = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
   let out = `files: ${list.map(safe).join(", ")}\n`;
@@ -46,6 +57,16 @@ export async function verifyCommand(args: string[], io: CliIo): Promise<number> 
   out += r.ok ? `OK: ${r.message}\n` : `${r.message}\n`;
   await io.out(out);
   return 0;
+}
+
+async function fileExists(f: string): Promise<boolean> {
+  try {
+    await fsp.stat(f);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw err;
+  }
 }
 
 /** Writes to a stream, waiting when it is full (a large export piped to a slow reader). */
