@@ -239,7 +239,8 @@ describe("never short a record: account deleted or runtime stopped during a slow
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1500 });
     void unlock({ deviceId: 101, _msgid: msgid }).catch(() => undefined);
     // The PUT has left (its attempt record is on disk and the service holds the request).
-    await until("the PUT at the service", () => sim.control.requests({ operation: "unlockDevice" }).length === 1, 5000, 2);
+    // Held at the service: inFlight() lists it (requests() lists only what was answered).
+    await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
     assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === msgid).map((r) => r.type), ["unlock-attempt"]);
     return userDir;
   }
@@ -275,7 +276,8 @@ describe("never short a record: Account.close()/destroy() drain the unlocks in f
         await account.devices();
         sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1000 });
         const unlocking = performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "held" }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
-        await until("the PUT at the service", () => sim.control.requests({ operation: "unlockDevice" }).length === 1, 5000, 2);
+        // Held at the service: inFlight() lists it (requests() lists only what was answered).
+    await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
         assert.equal(account.unlocksInFlight, 1);
         await account[how]();
         assert.deepEqual(records(audit).map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]], "the result is on disk when close returns");
