@@ -257,3 +257,35 @@ describe("break-11: Reconnect within a refresh's Retry-After (fake clock + simul
     assert.equal(renewals(), 1, `the deferred Reconnect logged in over a session renewed after it was pressed: ${JSON.stringify(ops(sim))}`);
   });
 });
+
+describe("property counter-example (CI, Node 22 under load): our own Reconnect during a replay is not 'another login'", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let b: Built;
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim?.close();
+  });
+
+  // CONTRACT "Session": halted-superseded means another login took the account; a login of our own in flight is not one.
+  it("a replay answered 401 because our own Reconnect login (still in flight) superseded its token: the call fails, the account does not halt", async () => {
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim);
+    await b.session.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    // The replay is held at the service; the Reconnect login executes at once but its answer is held.
+    sim.control.inject({ kind: "latency", endpoint: "getDevice", latencyMs: 400, count: 2 });
+    sim.control.inject({ kind: "slow-headers", endpoint: "loginByPhone", latencyMs: 1500, count: 1 });
+    const call = b.session.call((t) => b.client.getDevice(t, 101));
+    await waitUntil(() => count(sim, "refreshToken") === 1 && sim.control.inFlight().some((r) => r.operation === "getDevice"), 5000, () => `the replay in flight: ${JSON.stringify(ops(sim))}`);
+    const reconnect = b.session.reconnect();
+    await assert.rejects(call);
+    assert.notEqual(b.session.state, "halted-superseded", `halted by our own login: ${JSON.stringify(ops(sim))}`);
+    await reconnect;
+    assert.equal(b.session.state, "ready", JSON.stringify(ops(sim)));
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    await waitUntil(() => logins(sim) === 1, 5000, () => `the login in the request log: ${JSON.stringify(ops(sim))} ${JSON.stringify(b.log.lines)}`);
+  });
+});

@@ -146,6 +146,8 @@ export class Session extends EventEmitter {
   private pair: LivePair | null = null;
   /** The one login or refresh in flight, if any. */
   private inflight: Promise<void> | null = null;
+  /** How many logins/refreshes have started (a replay's 401 during one of ours is not a takeover). */
+  private renewalsStarted = 0;
   private renewTimer: unknown = null;
   private renewAt: number | null = null;
   // Every wait below is measured on the monotonic clock (clock.monotonic()): setting the wall
@@ -236,10 +238,13 @@ export class Session extends EventEmitter {
         }
         throw this.renewalFailedError("the request was answered 401 and was not repeated");
       }
+      // A login or refresh of our own that starts while the replay is out (an operator's
+      // Reconnect) may itself end `second`: its 401 is then no sign of another login.
+      const renewals = this.renewalsStarted;
       try {
         return await fn(second);
       } catch (e2) {
-        if (is401(e2) && this.pair?.accessToken === second) {
+        if (is401(e2) && this.pair?.accessToken === second && this.renewalsStarted === renewals && !this.inflight) {
           this.halt("halted-superseded", "the service rejected a freshly renewed token: another login has taken over this account");
         }
         throw e2;
@@ -438,6 +443,7 @@ export class Session extends EventEmitter {
 
   private single(work: () => Promise<void>): Promise<void> {
     if (this.inflight) return this.inflight;
+    this.renewalsStarted++;
     const p = (async () => {
       try {
         await work();
