@@ -229,7 +229,7 @@ export class Session extends EventEmitter {
       // CONTRACT "A replay only follows a renewal": the replay uses a token that a refresh (or
       // login) obtained after this 401, never the rejected one again. A renewal that failed
       // (429, 5xx, network) ends the call here: no replay, and no halt.
-      await this.renewAfter401(first);
+      const renewedAfter = await this.renewAfter401(first);
       const second = this.pair?.accessToken;
       if (this._state !== "ready" || second === undefined || second === first) {
         if (HALTED_STATES.has(this._state) || this._state === "closed") await this.token(); // throws SessionHaltedError
@@ -244,7 +244,9 @@ export class Session extends EventEmitter {
       try {
         return await fn(second);
       } catch (e2) {
-        if (is401(e2) && this.pair?.accessToken === second && this.renewalsStarted === renewals && !this.inflight) {
+        // Halted only when the rejected token came from a renewal after this call's 401 (CONTRACT
+        // "A replay only follows a renewal"; a token renewed before it proves no takeover).
+        if (is401(e2) && renewedAfter && this.pair?.accessToken === second && this.renewalsStarted === renewals && !this.inflight) {
           this.halt("halted-superseded", "the service rejected a freshly renewed token: another login has taken over this account");
         }
         throw e2;
@@ -413,13 +415,22 @@ export class Session extends EventEmitter {
 
   // ---- renewal --------------------------------------------------------------------------
 
-  private async renewAfter401(usedToken: string): Promise<void> {
+  /**
+   * Renews after a 401 on `usedToken`. Resolves true when the pair now held comes from a renewal
+   * that ended after this 401 (one this call waited for), false when it was renewed already
+   * before (the 401 may then be that renewal's own doing, e.g. a Reconnect login).
+   */
+  private async renewAfter401(usedToken: string): Promise<boolean> {
     if (this.pair?.accessToken === usedToken) this.rejectedAccess = usedToken;
-    if (this.inflight) return this.waitFor(this.inflight);
-    if (this.pair && this.pair.accessToken !== usedToken) return; // someone already renewed
-    if (HALTED_STATES.has(this._state) || this._state === "closed") return;
-    if (this.mono() < this.renewNotBefore) return; // rate-limited: the call fails, no replay
+    if (this.inflight) {
+      await this.waitFor(this.inflight);
+      return true;
+    }
+    if (this.pair && this.pair.accessToken !== usedToken) return false; // someone already renewed
+    if (HALTED_STATES.has(this._state) || this._state === "closed") return false;
+    if (this.mono() < this.renewNotBefore) return false; // rate-limited: the call fails, no replay
     await this.waitFor(this.refresh(AFTER_401));
+    return true;
   }
 
   /** The error for a call whose token could not be renewed (nothing executed). */
