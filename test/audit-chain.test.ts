@@ -359,6 +359,44 @@ describe("audit log chain, rotation and file safety (writer on real files)", fun
     });
   });
 
+  it("a line made when its record was queued is not used once the chain moved: a write fails while records wait, and the chain on disk has no gap and no broken link (CONTRACT.md \"Tamper-evident chain\")", async () => {
+    const log = track(new AuditLog(live));
+    await log.attempt(rec(1));
+    // The next write fails (EIO) after two more records were queued behind it: their lines were
+    // made for a chain that the failed batch would have advanced.
+    const probe = await fsp.open(path.join(dir, "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { write: (...a: unknown[]) => Promise<unknown> };
+    await probe.close();
+    const write = proto.write;
+    let armed = true;
+    const queued: { behind: Promise<PromiseSettledResult<void>[]> | null } = { behind: null };
+    proto.write = function (this: unknown, ...a: unknown[]) {
+      if (!armed) return write.apply(this, a);
+      armed = false;
+      queued.behind = Promise.allSettled([log.result({ ...rec(2), outcome: "accepted", status: 200 }), log.attempt(rec(3))]);
+      return Promise.reject(Object.assign(new Error("injected write failure"), { code: "EIO" }));
+    };
+    try {
+      await assert.rejects(log.attempt(rec(2)), /cannot write: EIO/);
+    } finally {
+      proto.write = write;
+    }
+    assert.ok(queued.behind, "records were queued while the failing batch was written");
+    const behind = await queued.behind;
+    assert.deepEqual(behind.map((r) => r.status), ["fulfilled", "fulfilled"]);
+    await log.attempt(rec(4));
+    const written = lines(live).map((l) => JSON.parse(l) as { seq: number; msgid: string; type: string });
+    assert.deepEqual(written.map((r) => [r.seq, r.msgid, r.type]), [
+      [1, "m1", "unlock-attempt"],
+      [2, "m2", "unlock-result"],
+      [3, "m3", "unlock-attempt"],
+      [4, "m4", "unlock-attempt"],
+    ]);
+    const v = await verify([live]);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.lastSeq, 4);
+  });
+
   it("one writer per path: two opens of one file (also through a linked folder) share the instance and the chain", async () => {
     fs.mkdirSync(path.join(dir, "real"));
     fs.symlinkSync(path.join(dir, "real"), path.join(dir, "alias"));

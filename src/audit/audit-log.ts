@@ -100,6 +100,25 @@ interface Pending {
   record: AuditRecord;
   resolve: () => void;
   reject: (err: Error) => void;
+  /**
+   * The record's line, made when it was queued for the chain position it expected then (`at`).
+   * Used only if the chain stands exactly there when its batch is written; otherwise the line is
+   * made again. It keeps that work off the next unlock's path (a result record rides with the
+   * next attempt record's write).
+   */
+  line?: ChainedLine;
+}
+
+interface ChainedLine {
+  at: ChainPosition;
+  text: string;
+  after: ChainPosition;
+}
+
+/** The record as a line of the chain after position `at`: its `seq` and `prev`, and where the chain then stands. */
+function chainLine(record: AuditRecord, at: ChainPosition): ChainedLine {
+  const text = JSON.stringify({ ...record, seq: at.seq + 1, prev: at.hash });
+  return { at, text, after: { seq: at.seq + 1, hash: lineHash(text) } };
 }
 
 function cap(value: unknown, max: number): string | null {
@@ -142,10 +161,14 @@ export class AuditLog {
   readonly keep: number;
   private readonly now: () => Date;
   private handle: fsp.FileHandle | null = null;
+  /** Device and inode of each file this writer opened, taken from the open descriptor. */
+  private readonly identity = new WeakMap<fsp.FileHandle, { dev: bigint; ino: bigint }>();
   /** Size of the open file as this writer last saw or wrote it (a smaller one was truncated). */
   private size = 0;
   /** Where the chain stands; null = not known (read from the files at the next open). */
   private position: ChainPosition | null = null;
+  /** Where the chain stands after the last line made (in a batch being written, or queued). A guess: checked when used. */
+  private lastLinePos: ChainPosition | null = null;
   private opening: Promise<fsp.FileHandle> | null = null;
   /** The file ends without a newline (torn by a crash): the next write starts with "\n". */
   private needsLeadingNewline = false;
@@ -262,7 +285,13 @@ export class AuditLog {
       return Promise.reject(new Error(`audit log ${this.filePath} is closed; record not written`));
     }
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ record, resolve, reject });
+      const entry: Pending = { record, resolve, reject };
+      const at = this.queue.length > 0 ? (this.queue[this.queue.length - 1].line?.after ?? null) : (this.lastLinePos ?? this.position);
+      if (at) {
+        entry.line = chainLine(record, at);
+        this.lastLinePos = entry.line.after;
+      }
+      this.queue.push(entry);
       if (this.draining) return;
       if (urgent) {
         this.flushDeferred();
@@ -295,22 +324,27 @@ export class AuditLog {
       }
       const batch = this.queue.splice(0);
       this.counters.batches += 1;
+      let named = false;
       try {
         // The path must still name the open file: never write to a file that lost its name.
-        handle = await this.ensureNamed(handle);
+        // Synchronous when it does (the common case): no extra turn on the unlock's path.
+        const checked = this.ensureNamed(handle);
+        handle = checked instanceof Promise ? await checked : checked;
       } catch (err) {
         await this.dropHandle();
         this.fail(batch, err, "cannot open");
         continue;
       }
-      // The chain: seq and prev given here, in file order; committed only once durable.
+      // The chain: seq and prev given here, in file order; committed only once durable. A line
+      // made when its record was queued is used only if it follows exactly where the chain stands.
       let pos = this.position ?? { ...START };
       const lines: string[] = [];
       for (const p of batch) {
-        const line = JSON.stringify({ ...p.record, seq: pos.seq + 1, prev: pos.hash });
-        pos = { seq: pos.seq + 1, hash: lineHash(line) };
-        lines.push(line);
+        const made = p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos);
+        lines.push(made.text);
+        pos = made.after;
       }
+      this.lastLinePos = this.queue.length > 0 ? this.lastLinePos : pos;
       try {
         let text = lines.join("\n") + "\n";
         if (this.maxBytes > 0 && this.size > 0 && this.size + Buffer.byteLength(text, "utf8") > this.maxBytes) {
@@ -326,7 +360,11 @@ export class AuditLog {
           this.size += bytesWritten;
         }
         this.needsLeadingNewline = false;
-        await handle.sync();
+        // The name is checked while the fsync runs: the records are in the file now; whether the
+        // file still has its name decides whether they count (below), not when they reach the disk.
+        const syncing = handle.sync();
+        named = this.namedStat(handle) !== undefined;
+        await syncing;
         this.counters.fsyncs += 1;
       } catch (err) {
         // A partial write may have left a torn line or some of the batch: drop the handle so the
@@ -335,7 +373,7 @@ export class AuditLog {
         this.fail(batch, err, "cannot write");
         continue;
       }
-      if (!this.stillNamed(handle)) {
+      if (!named) {
         // Renamed or deleted by something else between the check above and the write: the batch
         // went to a file that lost its name (and is gone if it was deleted). Written again, as
         // records continuing the chain, in a new file at the path; a caller is answered only once
@@ -366,14 +404,21 @@ export class AuditLog {
     this.draining = null;
   }
 
-  /** The configured path still names this open file (same device and inode). */
-  private stillNamed(handle: fsp.FileHandle): boolean {
+  /**
+   * The configured path still names this open file: one `lstat` of the path compared with the
+   * device and inode the file had when it was opened (a file's identity never changes while it
+   * is open, so no `fstat` is needed). Synchronous: microseconds, where a round trip through
+   * libuv's thread pool would add a noticeable share to every unlock (bench: unlockP50Ratio).
+   * Returns the path's stat when it names the file, else undefined.
+   */
+  private namedStat(handle: fsp.FileHandle): fs.BigIntStats | undefined {
+    const own = this.identity.get(handle);
+    if (!own) return undefined;
     try {
-      const own = fs.fstatSync(handle.fd, { bigint: true });
       const named = fs.lstatSync(this.filePath, { bigint: true, throwIfNoEntry: false });
-      return named !== undefined && named.dev === own.dev && named.ino === own.ino;
+      return named !== undefined && named.dev === own.dev && named.ino === own.ino ? named : undefined;
     } catch {
-      return false;
+      return undefined; // cannot tell: treated as lost (the path is opened again, its checks decide)
     }
   }
 
@@ -381,6 +426,7 @@ export class AuditLog {
     const h = this.handle;
     this.handle = null;
     this.position = null;
+    this.lastLinePos = null;
     await h?.close().catch(() => undefined);
   }
 
@@ -390,31 +436,30 @@ export class AuditLog {
    * found shorter than written was truncated in place (copytruncate): writing goes on at its new
    * end (O_APPEND); its last byte is checked again.
    */
-  private async ensureNamed(handle: fsp.FileHandle): Promise<fsp.FileHandle> {
-    // Two stat calls made synchronously: each costs microseconds, where a round trip through
-    // libuv's thread pool would add a noticeable share to every unlock (bench: unlockP50Ratio).
-    let own: fs.BigIntStats;
-    let named: fs.BigIntStats | undefined;
-    try {
-      own = fs.fstatSync(handle.fd, { bigint: true });
-      named = fs.lstatSync(this.filePath, { bigint: true, throwIfNoEntry: false });
-    } catch {
-      named = undefined; // cannot tell: open the path again (its checks decide)
-      own = undefined as unknown as fs.BigIntStats;
-    }
-    if (!named || !own || named.dev !== own.dev || named.ino !== own.ino) {
-      this.counters.reopens += 1;
-      const keep = this.position;
-      this.handle = null;
-      await handle.close().catch(() => undefined);
-      this.position = keep; // the chain goes on in the new file
-      return this.open();
-    }
-    const size = Number(own.size);
-    if (size < this.size) {
-      this.counters.truncations += 1;
-      this.needsLeadingNewline = size > 0 && !(await lastByteIsNewline(handle, size));
-    }
+  private ensureNamed(handle: fsp.FileHandle): fsp.FileHandle | Promise<fsp.FileHandle> {
+    // The path's stat is the open file's stat when it names it: its size tells truncation apart.
+    const named = this.namedStat(handle);
+    if (!named) return this.reopen(handle);
+    const size = Number(named.size);
+    if (size < this.size) return this.truncated(handle, size);
+    this.size = size;
+    return handle;
+  }
+
+  /** The path no longer names the open file: a new file is opened there, the chain goes on in it. */
+  private async reopen(handle: fsp.FileHandle): Promise<fsp.FileHandle> {
+    this.counters.reopens += 1;
+    const keep = this.position;
+    this.handle = null;
+    await handle.close().catch(() => undefined);
+    this.position = keep; // the chain goes on in the new file
+    return this.open();
+  }
+
+  /** Truncated in place (copytruncate): writing goes on at its new end; its last byte is checked again. */
+  private async truncated(handle: fsp.FileHandle, size: number): Promise<fsp.FileHandle> {
+    this.counters.truncations += 1;
+    this.needsLeadingNewline = size > 0 && !(await lastByteIsNewline(handle, size));
     this.size = size;
     return handle;
   }
@@ -486,8 +531,9 @@ export class AuditLog {
       throw err;
     }
     try {
-      const st = await handle.stat();
-      if (!st.isFile()) throw new Error("not a regular file");
+      const big = await handle.stat({ bigint: true });
+      if (!big.isFile()) throw new Error("not a regular file");
+      const st = { size: Number(big.size), mode: Number(big.mode) };
       if (st.size > 0) {
         const head = Buffer.alloc(Math.min(st.size, 64 * 1024));
         const { bytesRead } = await handle.read(head, 0, head.length, 0);
@@ -505,6 +551,7 @@ export class AuditLog {
         // file's, else the newest rotated file's.
         this.position = await resumePosition([this.filePath, `${this.filePath}.1`]);
       }
+      this.identity.set(handle, { dev: big.dev, ino: big.ino });
       return handle;
     } catch (err) {
       await handle.close().catch(() => undefined);
