@@ -116,9 +116,37 @@ interface ChainedLine {
 }
 
 /** The record as a line of the chain after position `at`: its `seq` and `prev`, and where the chain then stands. */
+/** A file's device and inode, as BigInt, and as plain numbers when they are safe integers. */
+interface FileIdentity {
+  dev: bigint;
+  ino: bigint;
+  exact: { dev: number; ino: number } | null;
+}
+
 function chainLine(record: AuditRecord, at: ChainPosition): ChainedLine {
-  const text = JSON.stringify({ ...record, seq: at.seq + 1, prev: at.hash });
-  return { at, text, after: { seq: at.seq + 1, hash: lineHash(text) } };
+  // The same bytes as JSON.stringify({ ...record, seq, prev }) (a record never has seq or prev
+  // of its own, and always has a type), without copying the record into a new object.
+  const body = JSON.stringify(record);
+  const seq = at.seq + 1;
+  const text = `${body.slice(0, -1)},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
+  return { at, text, after: new LazyPosition(seq, text) };
+}
+
+/**
+ * The chain position after `line`, its hash computed when first read: by the next record's line
+ * (made when that record is queued, e.g. an unlock's result after its PUT) rather than on the
+ * path of the unlock whose attempt record this is.
+ */
+class LazyPosition implements ChainPosition {
+  private known: string | null = null;
+  constructor(
+    readonly seq: number,
+    private readonly line: string,
+  ) {}
+
+  get hash(): string {
+    return (this.known ??= lineHash(this.line));
+  }
 }
 
 function cap(value: unknown, max: number): string | null {
@@ -162,7 +190,7 @@ export class AuditLog {
   private readonly now: () => Date;
   private handle: fsp.FileHandle | null = null;
   /** Device and inode of each file this writer opened, taken from the open descriptor. */
-  private readonly identity = new WeakMap<fsp.FileHandle, { dev: bigint; ino: bigint }>();
+  private readonly identity = new WeakMap<fsp.FileHandle, FileIdentity>();
   /** Size of the open file as this writer last saw or wrote it (a smaller one was truncated). */
   private size = 0;
   /** Where the chain stands; null = not known (read from the files at the next open). */
@@ -203,7 +231,7 @@ export class AuditLog {
 
   /** Where the chain stands after the last durable record (null before the log was opened). */
   chainPosition(): ChainPosition | null {
-    return this.position ? { ...this.position } : null;
+    return this.position ? { seq: this.position.seq, hash: this.position.hash } : null;
   }
 
   /**
@@ -290,6 +318,9 @@ export class AuditLog {
       if (at) {
         entry.line = chainLine(record, at);
         this.lastLinePos = entry.line.after;
+        // A record that does not hold up a request (a result, a rejection) pays for its hash now,
+        // so that the attempt record queued after it does not.
+        if (!urgent) void entry.line.after.hash;
       }
       this.queue.push(entry);
       if (this.draining) return;
@@ -411,12 +442,18 @@ export class AuditLog {
    * libuv's thread pool would add a noticeable share to every unlock (bench: unlockP50Ratio).
    * Returns the path's stat when it names the file, else undefined.
    */
-  private namedStat(handle: fsp.FileHandle): fs.BigIntStats | undefined {
+  private namedStat(handle: fsp.FileHandle): { size: number } | undefined {
     const own = this.identity.get(handle);
     if (!own) return undefined;
     try {
+      if (own.exact) {
+        // Plain numbers (cheaper than BigInt stats): exact here, as the open file's dev and inode
+        // are safe integers; a path's inode beyond 2^53 (rounded) can never equal them.
+        const named = fs.lstatSync(this.filePath, { throwIfNoEntry: false });
+        return named !== undefined && named.dev === own.exact.dev && named.ino === own.exact.ino ? named : undefined;
+      }
       const named = fs.lstatSync(this.filePath, { bigint: true, throwIfNoEntry: false });
-      return named !== undefined && named.dev === own.dev && named.ino === own.ino ? named : undefined;
+      return named !== undefined && named.dev === own.dev && named.ino === own.ino ? { size: Number(named.size) } : undefined;
     } catch {
       return undefined; // cannot tell: treated as lost (the path is opened again, its checks decide)
     }
@@ -551,7 +588,8 @@ export class AuditLog {
         // file's, else the newest rotated file's.
         this.position = await resumePosition([this.filePath, `${this.filePath}.1`]);
       }
-      this.identity.set(handle, { dev: big.dev, ino: big.ino });
+      const exact = Number.isSafeInteger(Number(big.dev)) && Number.isSafeInteger(Number(big.ino)) ? { dev: Number(big.dev), ino: Number(big.ino) } : null;
+      this.identity.set(handle, { dev: big.dev, ino: big.ino, exact });
       return handle;
     } catch (err) {
       await handle.close().catch(() => undefined);
