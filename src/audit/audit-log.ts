@@ -208,7 +208,9 @@ export class AuditLog {
   /** References handed out by openAuditLog (1 for an instance made with `new`). */
   private refs = 1;
   /** Set by openAuditLog so the last close() removes the shared instance. */
-  private onFinalClose: (() => void) | null = null;
+  private onFinalClose: ((closing: Promise<void>) => void) | null = null;
+  /** The previous writer of this path, still finishing its close: nothing is opened before it is done. */
+  private predecessor: Promise<void> | null = null;
   private readonly counters: AuditStats = { writes: 0, fsyncs: 0, records: 0, batches: 0, failedRecords: 0, rotations: 0, reopens: 0, truncations: 0 };
 
   constructor(filePath: string, options: AuditLogOptions = {}) {
@@ -274,8 +276,6 @@ export class AuditLog {
     this.refs -= 1;
     if (this.refs > 0) return Promise.resolve();
     this.closed = true;
-    this.onFinalClose?.();
-    this.onFinalClose = null;
     this.closing = (async () => {
       this.flushDeferred();
       while (this.draining) await this.draining;
@@ -285,6 +285,8 @@ export class AuditLog {
       this.handle = null;
       if (handle) await handle.close();
     })();
+    this.onFinalClose?.(this.closing);
+    this.onFinalClose = null;
     return this.closing;
   }
 
@@ -294,8 +296,13 @@ export class AuditLog {
   }
 
   /** @internal used by openAuditLog */
-  setFinalClose(onFinalClose: () => void): void {
+  setFinalClose(onFinalClose: (closing: Promise<void>) => void): void {
     this.onFinalClose = onFinalClose;
+  }
+
+  /** @internal used by openAuditLog: the last writer of this path is still closing; open after it. */
+  startAfter(closing: Promise<void>): void {
+    this.predecessor = closing;
   }
 
   private timestamp(): string {
@@ -391,12 +398,11 @@ export class AuditLog {
           this.size += bytesWritten;
         }
         this.needsLeadingNewline = false;
-        // The name is checked while the fsync runs: the records are in the file now; whether the
-        // file still has its name decides whether they count (below), not when they reach the disk.
-        const syncing = handle.sync();
-        named = this.namedStat(handle) !== undefined;
-        await syncing;
+        await handle.sync();
         this.counters.fsyncs += 1;
+        // Checked once the records are durable, right before their callers are told so: a file
+        // deleted while the fsync ran (logrotate) must not take a record that was answered.
+        named = this.namedStat(handle) !== undefined;
       } catch (err) {
         // A partial write may have left a torn line or some of the batch: drop the handle so the
         // next attempt re-opens the file, re-checks its last byte and resumes the chain from it.
@@ -557,6 +563,12 @@ export class AuditLog {
   }
 
   private async doOpen(): Promise<fsp.FileHandle> {
+    if (this.predecessor) {
+      // A redeploy: the old writer of this path still writes its queued records. Its chain
+      // position is read from the file once it is done, so the two never give out one seq twice.
+      await this.predecessor.catch(() => undefined);
+      this.predecessor = null;
+    }
     await fsp.mkdir(path.dirname(this.filePath), { recursive: true, mode: 0o700 });
     // O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW: a symbolic link as the final component fails
     // (ELOOP); mode applies when the file is created.
@@ -619,6 +631,8 @@ function checkCount(v: number | undefined, dflt: number, what: string): number {
 }
 
 const shared = new Map<string, AuditLog>();
+/** Writers whose last reference was closed and that are still writing what was queued, by path. */
+const closingWriters = new Map<string, Promise<void>>();
 
 /**
  * The one writer for a path in this runtime (CONTRACT.md "Audit log": accounts whose audit files
@@ -636,8 +650,15 @@ export function openAuditLog(filePath: string, options: AuditLogOptions = {}): A
     return existing;
   }
   const log = new AuditLog(key, options);
-  log.setFinalClose(() => {
+  const prior = closingWriters.get(key);
+  if (prior) log.startAfter(prior);
+  log.setFinalClose((closing) => {
     if (shared.get(key) === log) shared.delete(key);
+    closingWriters.set(key, closing);
+    const done = () => {
+      if (closingWriters.get(key) === closing) closingWriters.delete(key);
+    };
+    closing.then(done, done);
   });
   shared.set(key, log);
   return log;
