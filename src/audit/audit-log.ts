@@ -383,6 +383,9 @@ export class AuditLog {
         pos = made.after;
       }
       this.lastLinePos = this.queue.length > 0 ? this.lastLinePos : pos;
+      // Bytes of this batch written so far: a batch that fails is cut off again, so that records
+      // whose callers were told "not written" are not in the log.
+      let written = 0;
       try {
         let text = lines.join("\n") + "\n";
         if (this.maxBytes > 0 && this.size > 0 && this.size + Buffer.byteLength(text, "utf8") > this.maxBytes) {
@@ -395,6 +398,7 @@ export class AuditLog {
           this.counters.writes += 1;
           const { bytesWritten } = await handle.write(buf, offset, buf.length - offset);
           offset += bytesWritten;
+          written = offset;
           this.size += bytesWritten;
         }
         this.needsLeadingNewline = false;
@@ -404,8 +408,11 @@ export class AuditLog {
         // deleted while the fsync ran (logrotate) must not take a record that was answered.
         named = this.namedStat(handle) !== undefined;
       } catch (err) {
-        // A partial write may have left a torn line or some of the batch: drop the handle so the
-        // next attempt re-opens the file, re-checks its last byte and resumes the chain from it.
+        // A partial write may have left a torn line or some of the batch: it is cut off (best
+        // effort: if that fails too, the torn line stays and the next record starts on a new line),
+        // and the handle dropped so the next attempt re-opens the file, re-checks its last byte and
+        // resumes the chain from it.
+        await this.cutBack(handle, written).catch(() => undefined);
         await this.dropHandle();
         this.fail(batch, err, "cannot write");
         continue;
@@ -497,6 +504,17 @@ export class AuditLog {
     await handle.close().catch(() => undefined);
     this.position = keep; // the chain goes on in the new file
     return this.open();
+  }
+
+  /**
+   * Cuts a failed batch's `written` bytes off the end of the file again. They are its last bytes
+   * (O_APPEND) wherever the file's end was: measured now, not taken from `this.size`, so that a
+   * file truncated meanwhile by something else (copytruncate) is not extended with zero bytes.
+   */
+  private async cutBack(handle: fsp.FileHandle, written: number): Promise<void> {
+    if (written <= 0) return;
+    const { size } = await handle.stat();
+    if (size >= written) await handle.truncate(size - written);
   }
 
   /** Truncated in place (copytruncate): writing goes on at its new end; its last byte is checked again. */

@@ -26,40 +26,26 @@ export interface ChainPosition {
   hash: string;
 }
 
+/** How every record line starts (the writer puts `type` first): a torn write starts the same way. */
+const RECORD_START = '{"type":"unlock-';
+
 export const START: ChainPosition = Object.freeze({ seq: 0, hash: GENESIS });
 
 /**
- * The chain position at the end of one file: its last complete record line (a torn last line,
- * without its newline, is not a record; blank and foreign lines are skipped). null when the file
- * is missing or holds no record. A last record without `seq` (written before the chain existed)
- * gives START: the chain begins at seq 1 after it.
+ * The chain position at the end of one file: its last record line (blank and foreign lines, and
+ * a torn fragment, are skipped). A last record that is whole but lacks its newline (a crash took
+ * only the newline) counts, as it does for verify: the writer ends it with the newline and the
+ * next record follows it. null when the file is missing or holds no record. A last record
+ * without `seq` (written before the chain existed) gives START: the chain begins at seq 1 after it.
  */
 export async function positionOfFile(file: string): Promise<ChainPosition | null> {
-  let first = true;
   for await (const line of linesBackwards(file)) {
-    const wasFirst = first;
-    first = false;
     const r = parseRecord(line);
     if (!r) continue;
-    if (wasFirst && !(await endsWithNewline(file))) continue; // torn: a write caught by a crash
     if (typeof r.seq !== "number" || !Number.isSafeInteger(r.seq) || r.seq < 1) return { ...START };
     return { seq: r.seq, hash: lineHash(line) };
   }
   return null;
-}
-
-async function endsWithNewline(file: string): Promise<boolean> {
-  const h = await fsp.open(file, "r").catch(() => null);
-  if (!h) return false;
-  try {
-    const size = (await h.stat()).size;
-    if (size === 0) return false;
-    const b = Buffer.alloc(1);
-    await h.read(b, 0, 1, size - 1);
-    return b[0] === 0x0a;
-  } finally {
-    await h.close();
-  }
 }
 
 /**
@@ -176,7 +162,8 @@ export async function verify(files: string[]): Promise<VerifyReport> {
           json = false;
         }
         // Valid JSON that is not our record, or anything not starting like one of ours, is foreign.
-        if (json || !line.startsWith('{"type":"unlock-')) return report({ file, line: n, reason: "not an audit record" });
+        // A torn write starts like one of ours, or is the first bytes of that start.
+        if (json || !(line.startsWith(RECORD_START) || RECORD_START.startsWith(line))) return report({ file, line: n, reason: "not an audit record" });
         tornInside = { n }; // a torn write: the next record must continue the chain across it
         continue;
       }
