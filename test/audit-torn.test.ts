@@ -27,6 +27,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { AuditLog, type AuditBase } from "../src/audit/audit-log.js";
 import { verify } from "../src/audit/chain.js";
+import { checkAuditPath } from "../src/audit/paths.js";
 
 function rec(i: number | string): AuditBase {
   return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
@@ -202,6 +203,34 @@ describe("audit log: torn writes (a failed batch, a crash mid-write)", function 
       assertSeqRun(live);
     });
   }
+
+  // CONTRACT.md "Audit log": the package never appends to an existing file that is not one of its
+  // audit logs. A torn first line counts as ours; a file that merely starts with "{" does not.
+  for (const [label, body] of [
+    ["a pretty-printed JSON file", '{\n  "type": "unlock-attempt"\n}\n'],
+    ["a file of one \"{\" line and text after it", "{\nhello\n"],
+  ] as const) {
+    it(`still refused: ${label} is not taken for a log with a torn first line (writer and the path check)`, async () => {
+      fs.writeFileSync(live, body);
+      const log = track(new AuditLog(live));
+      await assert.rejects(log.attempt(rec(1)), /first line is not a door-access audit record/);
+      assert.equal(text(live), body, "the file is untouched");
+      const check = checkAuditPath(live, { userDir: dir });
+      assert.equal(check.ok, false);
+    });
+  }
+
+  it("a live file whose first line is a torn start followed by records (a crash tore a new live file's first write): the path check and the writer accept it", async () => {
+    const a = new AuditLog(live);
+    await a.attempt(rec(1));
+    await a.close();
+    const whole = text(live);
+    fs.writeFileSync(live, '{"type":"u\n' + whole);
+    assert.equal(checkAuditPath(live, { userDir: dir }).ok, true);
+    const b = track(new AuditLog(live));
+    await b.attempt(rec(2));
+    assert.deepEqual(records(live).map((r) => r.seq), [1, 2]);
+  });
 
   it("still refused: a line that does not start like a record is not taken for a torn write (verify names it)", async () => {
     const a = new AuditLog(live);

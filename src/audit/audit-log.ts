@@ -412,8 +412,11 @@ export class AuditLog {
         // effort: if that fails too, the torn line stays and the next record starts on a new line),
         // and the handle dropped so the next attempt re-opens the file, re-checks its last byte and
         // resumes the chain from it.
-        await this.cutBack(handle, written).catch(() => undefined);
-        await this.dropHandle();
+        const clean = written === 0 || (await this.cutBack(handle, written).catch(() => false));
+        // The file is as it was before the batch: the chain stands where this writer knows it
+        // does (also when the file was renamed meanwhile to a name it does not read back, such as
+        // logrotate's dateext). Otherwise it resumes from what is on disk.
+        await this.dropHandle(clean);
         this.fail(batch, err, "cannot write");
         continue;
       }
@@ -472,10 +475,10 @@ export class AuditLog {
     }
   }
 
-  private async dropHandle(): Promise<void> {
+  private async dropHandle(keepPosition = false): Promise<void> {
     const h = this.handle;
     this.handle = null;
-    this.position = null;
+    if (!keepPosition) this.position = null;
     this.lastLinePos = null;
     await h?.close().catch(() => undefined);
   }
@@ -507,14 +510,16 @@ export class AuditLog {
   }
 
   /**
-   * Cuts a failed batch's `written` bytes off the end of the file again. They are its last bytes
-   * (O_APPEND) wherever the file's end was: measured now, not taken from `this.size`, so that a
-   * file truncated meanwhile by something else (copytruncate) is not extended with zero bytes.
+   * Cuts a failed batch's `written` bytes off the end of the file again; true once done. They are
+   * its last bytes (O_APPEND) wherever the file's end was: measured now, not taken from
+   * `this.size`, so that a file truncated meanwhile by something else (copytruncate) is not
+   * extended with zero bytes. A file now shorter than that was truncated between two writes of
+   * the batch: all it holds came after, from this batch, and it is emptied.
    */
-  private async cutBack(handle: fsp.FileHandle, written: number): Promise<void> {
-    if (written <= 0) return;
+  private async cutBack(handle: fsp.FileHandle, written: number): Promise<boolean> {
     const { size } = await handle.stat();
-    if (size >= written) await handle.truncate(size - written);
+    await handle.truncate(Math.max(0, size - written));
+    return true;
   }
 
   /** Truncated in place (copytruncate): writing goes on at its new end; its last byte is checked again. */

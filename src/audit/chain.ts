@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
-import { linesBackwards, linesForward, parseRecord } from "./reader.js";
+import { RECORD_START, linesBackwards, linesForward, parseRecord } from "./reader.js";
 
 /** `prev` of seq 1. */
 export const GENESIS = "0".repeat(64);
@@ -26,8 +26,6 @@ export interface ChainPosition {
   hash: string;
 }
 
-/** How every record line starts (the writer puts `type` first): a torn write starts the same way. */
-const RECORD_START = '{"type":"unlock-';
 
 export const START: ChainPosition = Object.freeze({ seq: 0, hash: GENESIS });
 

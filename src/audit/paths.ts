@@ -13,7 +13,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { parseRecord } from "./reader.js";
+import { RECORD_START, parseRecord } from "./reader.js";
 
 export const DEFAULT_AUDIT_FILE = "door-access-audit.jsonl";
 
@@ -85,7 +85,17 @@ export function foreignContent(head: Buffer, size: number): string | null {
   const nl = head.indexOf(0x0a);
   const first = (nl >= 0 ? head.subarray(0, nl) : head).toString("utf8");
   if (parseRecord(first)) return null;
-  if (nl < 0 && size <= head.length && first.startsWith('{"type":"unlock-')) return null;
+  // A first line torn by a crash (or by a failed write the writer could not cut off again): it
+  // starts like a record; or it is the start of that start, and then it is the whole file or a
+  // record follows it (a pretty-printed JSON file starting with "{" is not taken for ours).
+  if (first.startsWith(RECORD_START)) return null;
+  if (first.length > 0 && RECORD_START.startsWith(first)) {
+    if (nl < 0 && size <= head.length) return null;
+    if (nl >= 0) {
+      const nl2 = head.indexOf(0x0a, nl + 1);
+      if (parseRecord(head.subarray(nl + 1, nl2 >= 0 ? nl2 : head.length).toString("utf8"))) return null;
+    }
+  }
   return "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
 }
 

@@ -45,6 +45,9 @@ export interface AuditFilter {
 const TYPES = new Set<string>(["unlock-attempt", "unlock-result", "unlock-rejected"]);
 const CHUNK = 64 * 1024;
 
+/** How every record line starts (the writer puts `type` first): a torn write starts the same way. */
+export const RECORD_START = '{"type":"unlock-';
+
 /** Parses one line; null for anything that is not one of our records. */
 export function parseRecord(line: string): AuditEntry | null {
   if (line.trim().length === 0) return null;
