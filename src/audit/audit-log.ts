@@ -513,13 +513,14 @@ export class AuditLog {
    * Cuts a failed batch's `written` bytes off the end of the file again; true once done. They are
    * its last bytes (O_APPEND) wherever the file's end was: measured now, not taken from
    * `this.size`, so that a file truncated meanwhile by something else (copytruncate) is not
-   * extended with zero bytes. A file now shorter than that was truncated between two writes of
-   * the batch: all it holds came after, from this batch, and it is emptied.
+   * extended with zero bytes. A file now shorter than that was truncated during the batch: all it
+   * holds came after, from this batch, and it is emptied; but the copy taken then may hold some of
+   * the batch, so that cut is not clean (false): the chain is read back from the files.
    */
   private async cutBack(handle: fsp.FileHandle, written: number): Promise<boolean> {
     const { size } = await handle.stat();
     await handle.truncate(Math.max(0, size - written));
-    return true;
+    return size >= written;
   }
 
   /** Truncated in place (copytruncate): writing goes on at its new end; its last byte is checked again. */

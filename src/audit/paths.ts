@@ -76,27 +76,39 @@ export function realTarget(p: string): string {
 }
 
 /**
- * Why an existing file's content is not one of our audit logs, or null if it is (empty, or a
- * first line that is one of our records; a first line torn by a crash in the first write,
- * without a newline and starting like a record, counts as ours).
+ * Why an existing file's content is not one of our audit logs, or null if it is: empty, or its
+ * first line is one of our records, or it starts with lines torn by a crash (read as verify reads
+ * them) that end the file or are followed by a record or by a torn line starting like a record.
  */
 export function foreignContent(head: Buffer, size: number): string | null {
   if (size === 0) return null;
-  const nl = head.indexOf(0x0a);
-  const first = (nl >= 0 ? head.subarray(0, nl) : head).toString("utf8");
-  if (parseRecord(first)) return null;
-  // A first line torn by a crash (or by a failed write the writer could not cut off again): it
-  // starts like a record; or it is the start of that start, and then it is the whole file or a
-  // record follows it (a pretty-printed JSON file starting with "{" is not taken for ours).
-  if (first.startsWith(RECORD_START)) return null;
-  if (first.length > 0 && RECORD_START.startsWith(first)) {
-    if (nl < 0 && size <= head.length) return null;
-    if (nl >= 0) {
-      const nl2 = head.indexOf(0x0a, nl + 1);
-      if (parseRecord(head.subarray(nl + 1, nl2 >= 0 ? nl2 : head.length).toString("utf8"))) return null;
-    }
+  const pieces = head.toString("utf8").split("\n");
+  // The last piece is cut by the head's end when the file is longer: it cannot be judged.
+  const whole = size <= head.length ? pieces.length : pieces.length - 1;
+  for (let i = 0; i < whole; i++) {
+    const line = pieces[i];
+    if (i === pieces.length - 1 && line.length === 0) break; // after the file's last newline
+    if (parseRecord(line)) return null;
+    // A line torn by a crash (or by a failed write the writer could not cut off again), as
+    // verify reads it: not JSON (a valid JSON line that is not our record is another program's),
+    // and starting like a record (ours, then), or only the start of that start (ours if the
+    // file goes on with such lines and then a record, or ends).
+    if (!tornStart(line)) return NOT_OURS;
+    if (line.startsWith(RECORD_START)) return null;
   }
-  return "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
+  return whole === pieces.length ? null : NOT_OURS;
+}
+
+const NOT_OURS = "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
+
+function tornStart(line: string): boolean {
+  if (line.length === 0 || !(line.startsWith(RECORD_START) || RECORD_START.startsWith(line))) return false;
+  try {
+    JSON.parse(line);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 /** Reads the start of an open file. */
