@@ -376,22 +376,29 @@ export class AuditLog {
       // The chain: seq and prev given here, in file order; committed only once durable. A line
       // made when its record was queued is used only if it follows exactly where the chain stands.
       let pos = this.position ?? { ...START };
+      const startPos = pos;
       const lines: string[] = [];
+      const afters: ChainPosition[] = [];
       for (const p of batch) {
         const made = p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos);
         lines.push(made.text);
+        afters.push(made.after);
         pos = made.after;
       }
       this.lastLinePos = this.queue.length > 0 ? this.lastLinePos : pos;
       // Bytes of this batch written so far: a batch that fails is cut off again, so that records
       // whose callers were told "not written" are not in the log.
       let written = 0;
+      let lead = 0;
       try {
         let text = lines.join("\n") + "\n";
         if (this.maxBytes > 0 && this.size > 0 && this.size + Buffer.byteLength(text, "utf8") > this.maxBytes) {
           handle = await this.rotate(handle);
         }
-        if (this.needsLeadingNewline) text = "\n" + text;
+        if (this.needsLeadingNewline) {
+          text = "\n" + text;
+          lead = 1;
+        }
         const buf = Buffer.from(text, "utf8");
         let offset = 0;
         while (offset < buf.length) {
@@ -412,11 +419,17 @@ export class AuditLog {
         // effort: if that fails too, the torn line stays and the next record starts on a new line),
         // and the handle dropped so the next attempt re-opens the file, re-checks its last byte and
         // resumes the chain from it.
-        const clean = written === 0 || (await this.cutBack(handle, written).catch(() => false));
-        // The file is as it was before the batch: the chain stands where this writer knows it
-        // does (also when the file was renamed meanwhile to a name it does not read back, such as
-        // logrotate's dateext). Otherwise it resumes from what is on disk.
-        await this.dropHandle(clean);
+        const kept = written === 0 ? 0 : await this.cutBack(handle, written).catch(() => null);
+        if (kept === null) {
+          // The cut failed: the file may hold some of the batch; the chain is read back from disk.
+          await this.dropHandle();
+        } else {
+          // The chain stands where this writer knows it does, whatever the files are named now
+          // (logrotate's dateext, compress): before the batch, or after the batch's whole lines
+          // among the bytes a copytruncate took during the batch.
+          this.position = positionAfterBytes(startPos, lines, afters, lead, kept);
+          await this.dropHandle(true);
+        }
         this.fail(batch, err, "cannot write");
         continue;
       }
@@ -514,13 +527,13 @@ export class AuditLog {
    * its last bytes (O_APPEND) wherever the file's end was: measured now, not taken from
    * `this.size`, so that a file truncated meanwhile by something else (copytruncate) is not
    * extended with zero bytes. A file now shorter than that was truncated during the batch: all it
-   * holds came after, from this batch, and it is emptied; but the copy taken then may hold some of
-   * the batch, so that cut is not clean (false): the chain is read back from the files.
+   * holds came after, from this batch, and it is emptied. Returns how many of the batch's first
+   * bytes stayed out of reach (in the copy a copytruncate took; 0 when the cut took them all).
    */
-  private async cutBack(handle: fsp.FileHandle, written: number): Promise<boolean> {
+  private async cutBack(handle: fsp.FileHandle, written: number): Promise<number> {
     const { size } = await handle.stat();
     await handle.truncate(Math.max(0, size - written));
-    return size >= written;
+    return Math.max(0, written - size);
   }
 
   /** Truncated in place (copytruncate): writing goes on at its new end; its last byte is checked again. */
@@ -632,6 +645,23 @@ export class AuditLog {
       throw err;
     }
   }
+}
+
+/**
+ * Where the chain stands when only the first `bytes` of a batch stayed in a file: after its lines
+ * whose bytes are all there (a whole line lacking only its newline counts, as verify counts it).
+ * `lead` is the newline written before the batch's first line, if any.
+ */
+function positionAfterBytes(start: ChainPosition, lines: string[], afters: ChainPosition[], lead: number, bytes: number): ChainPosition {
+  let at = start;
+  let end = lead;
+  for (let i = 0; i < lines.length; i++) {
+    end += Buffer.byteLength(lines[i], "utf8");
+    if (end > bytes) break;
+    at = afters[i];
+    end += 1;
+  }
+  return at;
 }
 
 async function lastByteIsNewline(handle: fsp.FileHandle, size: number): Promise<boolean> {

@@ -77,8 +77,8 @@ export function realTarget(p: string): string {
 
 /**
  * Why an existing file's content is not one of our audit logs, or null if it is: empty, or its
- * first line is one of our records, or it starts with lines torn by a crash (read as verify reads
- * them) that end the file or are followed by a record or by a torn line starting like a record.
+ * first record comes before any other line but blank ones and lines torn by a crash (read as
+ * verify reads them), or it holds nothing but such lines.
  */
 export function foreignContent(head: Buffer, size: number): string | null {
   if (size === 0) return null;
@@ -87,14 +87,14 @@ export function foreignContent(head: Buffer, size: number): string | null {
   const whole = size <= head.length ? pieces.length : pieces.length - 1;
   for (let i = 0; i < whole; i++) {
     const line = pieces[i];
-    if (i === pieces.length - 1 && line.length === 0) break; // after the file's last newline
     if (parseRecord(line)) return null;
-    // A line torn by a crash (or by a failed write the writer could not cut off again), as
-    // verify reads it: not JSON (a valid JSON line that is not our record is another program's),
-    // and starting like a record (ours, then), or only the start of that start (ours if the
-    // file goes on with such lines and then a record, or ends).
-    if (!tornStart(line)) return NOT_OURS;
-    if (line.startsWith(RECORD_START)) return null;
+    // Read as verify reads it: a blank line is skipped; so is a line torn by a crash (or by a
+    // failed write the writer could not cut off again): not JSON (a valid JSON line that is not
+    // our record is another program's) and starting like a record, or the start of that start.
+    // Such lines are ours only when the file goes on with a record, or ends; anything else in
+    // between makes the file another program's.
+    if (line.trim().length === 0 || tornStart(line)) continue;
+    return NOT_OURS;
   }
   return whole === pieces.length ? null : NOT_OURS;
 }
