@@ -341,6 +341,32 @@ export async function startNodeRed(o: { userDir: string; settings: string; port:
   return { child, url, exited: exitP, output: () => out, stop };
 }
 
+/**
+ * Starts Node-RED on a port `pick` chooses. A port that was free when it was picked can be taken
+ * by another process before Node-RED listens on it (Node-RED then exits with "port in use"): with
+ * `retry`, another port is picked, at most 5 times in all.
+ */
+export async function startNodeRedOnFreePort(o: {
+  userDir: string;
+  pick: () => Promise<number>;
+  retry: boolean;
+  writeSettings: (port: number) => string;
+  onLog?: (line: string) => void;
+  timeoutMs?: number;
+}): Promise<NodeRedProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await o.pick();
+    const settings = o.writeSettings(port);
+    try {
+      return await startNodeRed({ userDir: o.userDir, settings, port, onLog: o.onLog, timeoutMs: o.timeoutMs });
+    } catch (e) {
+      const taken = /Error: port in use|EADDRINUSE/.test(e instanceof Error ? e.message : String(e));
+      if (!o.retry || !taken || attempt >= 5) throw e;
+      o.onLog?.(`port ${port} was taken before Node-RED could listen on it: trying another`);
+    }
+  }
+}
+
 export interface Broker {
   port: number;
   close(): Promise<void>;
@@ -467,9 +493,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     fs.mkdirSync(userDir, { recursive: true });
     installPackageLink(userDir);
 
-    const uiPort = options.editorPort === 0 ? await freePort(0) : await freePort(options.editorPort ?? 1880, options.editorPort === undefined ? 20 : 1);
     const settingsPath = path.join(userDir, "settings.js");
-    fs.writeFileSync(settingsPath, settingsFile({ uiPort }));
     const examples = options.deployExamples === false ? [] : loadExamples();
     const flows = buildDemoFlows({ simUrl: sim.url, mqttPort: broker?.port ?? null, examples });
     const panelPath = dashboardPath(flows);
@@ -486,10 +510,15 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       JSON.stringify(encryptCredentials(DEMO_CREDENTIAL_SECRET, { [EXAMPLE_ACCOUNT_ID]: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } }), null, 4) + "\n",
     );
 
-    const nr = await startNodeRed({
+    const nr = await startNodeRedOnFreePort({
       userDir,
-      settings: settingsPath,
-      port: uiPort,
+      pick: () => (options.editorPort === 0 ? freePort(0) : freePort(options.editorPort ?? 1880, options.editorPort === undefined ? 20 : 1)),
+      // A port the user named is used or fails; one the demo picked may be picked again.
+      retry: !options.editorPort,
+      writeSettings: (uiPort) => {
+        fs.writeFileSync(settingsPath, settingsFile({ uiPort }));
+        return settingsPath;
+      },
       onLog: options.onLog ?? ((line) => process.stdout.write(`[node-red] ${line}\n`)),
       timeoutMs: options.startTimeoutMs,
     });

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import {
   DEMO_CREDENTIAL_SECRET, EXAMPLE_ACCOUNT_ID, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, loadExamples, settingsFile, startBroker, startDemo, startNodeRed, waitForAccountState,
+  isConfigNode, loadExamples, settingsFile, startBroker, startDemo, startNodeRedOnFreePort, waitForAccountState,
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess, type RunningDemo,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
@@ -247,11 +247,18 @@ describe("break-14: examples and editor endpoints on a real Node-RED 4", functio
     broker = await startBroker(0);
     userDir = fs.mkdtempSync(path.join(tmpdir(), "door-b14-"));
     installPackageLink(userDir, REPO_ROOT);
-    const port = await freePort(0);
     const settings = path.join(userDir, "settings.js");
-    fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
     fs.writeFileSync(path.join(userDir, "flows.json"), "[]\n");
-    nr = await startNodeRed({ userDir, settings, port });
+    // A port free when picked may be taken before Node-RED listens: another is picked then.
+    nr = await startNodeRedOnFreePort({
+      userDir,
+      pick: () => freePort(0),
+      retry: true,
+      writeSettings: (port) => {
+        fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
+        return settings;
+      },
+    });
   });
 
   after(async () => {

@@ -8,7 +8,8 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { EXAMPLE_ACCOUNT_ID, PACKAGE_NAME, REPO_ROOT, loadExamples, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import * as net from "node:net";
+import { EXAMPLE_ACCOUNT_ID, PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
 
 const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -115,6 +116,73 @@ describe("demo (npm start): startDemo", function () {
     await checkRunning(demo);
     await checkStopped(demo);
     await demo.stop(); // idempotent
+  });
+});
+
+// A CI run failed here: the editor port was free when the demo picked it and taken by another
+// process before Node-RED listened on it ("Error: port in use"). The race is forced: the first
+// port picked is held by a server of the test.
+describe("demo (npm start): a picked port taken before Node-RED listens on it", function () {
+  this.timeout(90_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-port-"));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  async function holdPort(): Promise<{ port: number; close: () => Promise<void> }> {
+    const srv = net.createServer((s) => s.destroy());
+    await new Promise<void>((resolve, reject) => {
+      srv.once("error", reject);
+      srv.listen(0, "127.0.0.1", () => resolve());
+    });
+    const port = (srv.address() as net.AddressInfo).port;
+    return { port, close: () => new Promise<void>((r) => srv.close(() => r())) };
+  }
+  const writeSettings = (port: number): string => {
+    const file = path.join(dir, "settings.js");
+    fs.writeFileSync(file, settingsFile({ uiPort: port }));
+    return file;
+  };
+
+  it("a port the demo picked: it picks another and the editor comes up there", async () => {
+    const held = await holdPort();
+    const picks: number[] = [];
+    const logs: string[] = [];
+    try {
+      const nr = await startNodeRedOnFreePort({
+        userDir: dir,
+        pick: async () => {
+          const p = picks.length === 0 ? held.port : await freePort(0);
+          picks.push(p);
+          return p;
+        },
+        retry: true,
+        writeSettings,
+        onLog: (l) => logs.push(l),
+      });
+      try {
+        assert.equal(picks.length, 2, `picked ${JSON.stringify(picks)}`);
+        assert.equal(nr.url, `http://127.0.0.1:${picks[1]}`);
+        assert.ok(await answers(`${nr.url}/settings`), "the editor answers on the second port");
+        assert.ok(logs.some((l) => l.includes(`port ${held.port} was taken`)), logs.slice(-5).join("\n"));
+      } finally {
+        await nr.stop();
+      }
+    } finally {
+      await held.close();
+    }
+  });
+
+  it("a port the user named (--editor-port N): no other port is tried, the start fails naming it", async () => {
+    const held = await holdPort();
+    let picks = 0;
+    try {
+      await assert.rejects(
+        startNodeRedOnFreePort({ userDir: dir, pick: async () => (picks++, held.port), retry: false, writeSettings }),
+        /port in use/,
+      );
+      assert.equal(picks, 1);
+    } finally {
+      await held.close();
+    }
   });
 });
 

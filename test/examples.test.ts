@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import {
   DEMO_CREDENTIAL_SECRET, EXAMPLE_ACCOUNT_ID, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, loadExamples, settingsFile, startBroker, startNodeRed, waitForAccountState,
+  isConfigNode, loadExamples, settingsFile, startBroker, startNodeRedOnFreePort, waitForAccountState,
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
@@ -132,11 +132,18 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     broker = await startBroker(0);
     userDir = fs.mkdtempSync(path.join(tmpdir(), "door-examples-"));
     installPackageLink(userDir, REPO_ROOT);
-    const port = await freePort(0);
     const settings = path.join(userDir, "settings.js");
-    fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
     fs.writeFileSync(path.join(userDir, "flows.json"), "[]\n");
-    nr = await startNodeRed({ userDir, settings, port });
+    // A port free when picked may be taken before Node-RED listens: another is picked then.
+    nr = await startNodeRedOnFreePort({
+      userDir,
+      pick: () => freePort(0),
+      retry: true,
+      writeSettings: (port) => {
+        fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
+        return settings;
+      },
+    });
     mqtt = await import("mqtt");
     const res = await fetch(`${nr.url}/nodes`, { headers: { Accept: "application/json" } });
     const list = (await res.json()) as Array<{ module: string; types: string[]; err?: string }>;

@@ -14,7 +14,7 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRed, type NodeRedProcess } from "../scripts/demo.js";
+import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../scripts/demo.js";
 
 const run = promisify(execFile);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
@@ -131,11 +131,18 @@ describe("npm pack: the tarball installs into a fresh Node-RED user directory an
   });
 
   it("Node-RED 4 loads the four node types and the examples, without a load error", async () => {
-    const port = await freePort(0);
     const settings = path.join(userDir, "settings.js");
-    fs.writeFileSync(settings, settingsFile({ uiPort: port }));
     fs.writeFileSync(path.join(userDir, "flows.json"), "[]\n");
-    nr = await startNodeRed({ userDir, settings, port });
+    // A port free when picked may be taken before Node-RED listens: another is picked then.
+    nr = await startNodeRedOnFreePort({
+      userDir,
+      pick: () => freePort(0),
+      retry: true,
+      writeSettings: (port) => {
+        fs.writeFileSync(settings, settingsFile({ uiPort: port }));
+        return settings;
+      },
+    });
     const nodes = (await (await fetch(`${nr.url}/nodes`, { headers: { Accept: "application/json" } })).json()) as Array<{ module: string; types: string[]; err?: string; enabled: boolean; version?: string }>;
     const ours = nodes.filter((n) => n.module === PACKAGE_NAME);
     assert.deepEqual(ours.flatMap((n) => n.types).sort(), OUR_TYPES);

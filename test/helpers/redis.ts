@@ -15,15 +15,30 @@ export function redisServerPath(): string {
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+function probe(port: number): Promise<number | null> {
+  return new Promise((resolve) => {
     const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
+    srv.once("error", () => resolve(null));
+    srv.listen(port, "127.0.0.1", () => {
+      const got = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(got));
     });
   });
+}
+
+/**
+ * A free port below Linux's ephemeral range (32768-60999): a Redis server the tests stop and
+ * start again on the same port must find it free, and an ephemeral port can be taken meanwhile
+ * by any outgoing connection. Falls back to an ephemeral port.
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const got = await probe(20_000 + Math.floor(Math.random() * 12_000));
+    if (got !== null) return got;
+  }
+  const got = await probe(0);
+  if (got === null) throw new Error("no free TCP port on 127.0.0.1");
+  return got;
 }
 
 function canConnect(port: number): Promise<boolean> {
