@@ -133,19 +133,27 @@ describe("client: retry policy per operation (spec Limits)", function () {
   });
 
   const count = () => sim.control.requests().length;
+  // The simulator logs a request before the client has read its answer: only once the client
+  // waits out its back-off (the only timer it sets on the fake clock) may the test move the
+  // clock. Ticking earlier moved time past a timer not yet set, and the retry never came (a CI
+  // run under load timed out in "a dropped connection on a GET is retried").
+  const backingOff = () => waitUntil(() => clock.pendingTimers() > 0, 10_000, "the client's back-off timer");
 
   it("idempotent GET on 503: at most 4 attempts, 500 ms doubling (500, 1000, 2000)", async () => {
     sim.control.inject({ kind: "503", endpoint: "getDevice", count: 10 });
     const p = client.getDevice(token, 101).then(() => null, (e: unknown) => e);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(499);
     assert.equal(count(), 1, "no retry before 500 ms");
     await clock.tickAsync(1);
     await waitUntil(() => count() === 2);
+    await backingOff();
     await clock.tickAsync(999);
     assert.equal(count(), 2, "second delay is 1000 ms");
     await clock.tickAsync(1);
     await waitUntil(() => count() === 3);
+    await backingOff();
     await clock.tickAsync(2000);
     await waitUntil(() => count() === 4);
     await clock.tickAsync(60_000);
@@ -159,6 +167,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
       sim.control.inject({ kind: status, endpoint: "listUserDevices", count: 1, retryAfter: status === "429" ? 1 : undefined });
       const p = client.listDevices(token);
       await waitUntil(() => count() === 1);
+      await backingOff();
       await clock.tickAsync(1000);
       assert.ok((await p).length > 0);
       assert.deepEqual(ops(sim), [`listUserDevices ${status}`, "listUserDevices 200"]);
@@ -169,6 +178,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 3 });
     const p = client.getDevice(token, 101);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(2999);
     assert.equal(count(), 1);
     await clock.tickAsync(1);
@@ -180,6 +190,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: new Date(clock.now() + 4000).toUTCString() });
     const p = client.getDevice(token, 101);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(3000);
     assert.equal(count(), 1);
     await clock.tickAsync(1000);
@@ -197,6 +208,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 20, count: 4 });
     const p = client.getDevice(token, 101).then(() => null, (e: unknown) => e);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(20_000);
     await waitUntil(() => count() === 2);
     const e = await p;
@@ -208,6 +220,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "drop", endpoint: "getDevice" });
     const p = client.getDevice(token, 101);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(500);
     assert.equal((await p).id, 101);
     assert.deepEqual(ops(sim), ["getDevice 0", "getDevice 200"]);
@@ -231,6 +244,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "500", endpoint: "loginByPhone", count: 5 });
     const p = client.login(DEMO_PHONE).then(() => null, (e: unknown) => e);
     await waitUntil(() => count() === 2);
+    await backingOff();
     await clock.tickAsync(500);
     await waitUntil(() => count() === 3);
     await clock.tickAsync(60_000);
@@ -250,6 +264,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "502", endpoint: "refreshToken", count: 5 });
     const p = client.refresh("rt_" + "A".repeat(43)).then(() => null, (e: unknown) => e);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(500);
     await waitUntil(() => count() === 2);
     await clock.tickAsync(60_000);
@@ -266,6 +281,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     sim.control.inject({ kind: "503", endpoint: "logout" });
     const p = client.logout(token);
     await waitUntil(() => count() === 1);
+    await backingOff();
     await clock.tickAsync(500);
     await p;
     assert.deepEqual(ops(sim), ["logout 503", "logout 200"]);
