@@ -65,7 +65,8 @@ describe("break-11: Retry-After of a refresh binds every later renewal and the o
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1200, count: 2 });
     // Renewal due at 45 min: 429 until 65 min; then the token has expired (60 min) and the retry is 429 again.
     await clock.tickAsync(45 * MIN + 1000);
-    await waitUntil(() => count(sim, "refreshToken") === 1, 5000, () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`);
+    // The session must have read the 429 (and set its retry after the Retry-After) before the clock moves.
+    await waitUntil(() => count(sim, "refreshToken") === 1 && b.session.state !== "refreshing", 5000, () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`);
     await clock.tickAsync(20 * MIN + 1000);
     await waitUntil(() => count(sim, "refreshToken") === 2 && b.session.state !== "refreshing", 5000, () => `the retried refresh: ${JSON.stringify(ops(sim))}`);
     await clock.tickAsync(20 * MIN + 1000);

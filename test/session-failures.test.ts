@@ -9,7 +9,7 @@ import { DoorApiError } from "../src/client/errors.js";
 import { SessionHaltedError, SessionUnavailableError } from "../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+import { buildSession, ops, tickUntil, waitUntil, type Built } from "./helpers/session.js";
 
 describe("session: client behaviour on failures (spec Authentication 7)", function () {
   this.timeout(20_000);
@@ -141,7 +141,8 @@ describe("session: client behaviour on failures (spec Authentication 7)", functi
     b = buildSession(sim, { clock });
     const started = b.session.start();
     await waitUntil(() => sim.control.requests().length === 1, 5000, "first login");
-    await clock.tickAsync(500); // back-off before the single retry (jitter is 0 in tests)
+    // The back-off before the single retry (500 ms, jitter 0): moved only once it is set.
+    await tickUntil(clock, () => sim.control.requests().length === 2, 10_000, "the single retry");
     await started;
     assert.deepEqual(ops(sim), ["loginByPhone 503", "loginByPhone 503"]);
     assert.equal(b.session.state, "unreachable");

@@ -8,7 +8,7 @@ import { strict as assert } from "node:assert";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
 import { Session } from "../src/session/session.js";
-import { DEMO_PHONE, buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+import { DEMO_PHONE, buildSession, ops, tickUntil, waitUntil, type Built } from "./helpers/session.js";
 
 const H = 3600_000;
 
@@ -68,7 +68,8 @@ describe("session: proactive renewal (36 h / 3 h before exp)", function () {
     sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2 });
     await clock.tickAsync(36 * H);
     await waitUntil(() => sim.control.requests().length === 1, 5000, "first refresh");
-    await clock.tickAsync(1000); // back-off before the client's single retry
+    // The back-off before the client's single retry: moved only once it is set.
+    await tickUntil(clock, () => sim.control.requests().length === 2, 10_000, "the client's retry");
     await waitUntil(() => sim.control.requests().length === 2 && b.session.state === "ready", 5000, "retry");
     assert.deepEqual(ops(sim), ["refreshToken 503", "refreshToken 503"]);
     const d = await b.session.call((t) => b.client.getDevice(t, 101));

@@ -56,3 +56,19 @@ export async function waitUntil(cond: () => boolean, ms = 5000, what: string | (
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * Moves a fake clock in small steps until `cond` holds, letting real I/O run between steps. For a
+ * timer that is set only once an answer has been read (a back-off before a retry): the simulator
+ * logs a request before the client has read its answer, so one tick right after the request is
+ * logged can pass a timer not yet set, and the retry never comes. Bounded by `maxMs` of fake time.
+ */
+export async function tickUntil(clock: { tickAsync(ms: number): Promise<void> }, cond: () => boolean, maxMs: number, what: string | (() => string) = "condition", stepMs = 50): Promise<void> {
+  let moved = 0;
+  while (!cond()) {
+    if (moved >= maxMs) throw new Error(`still waiting for ${typeof what === "function" ? what() : what} after ${moved} ms of fake time`);
+    await clock.tickAsync(stepMs);
+    moved += stepMs;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
