@@ -513,7 +513,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     const nr = await startNodeRedOnFreePort({
       userDir,
       pick: () => (options.editorPort === 0 ? freePort(0) : freePort(options.editorPort ?? 1880, options.editorPort === undefined ? 20 : 1)),
-      // A port the user named is used or fails; one the demo picked may be picked again.
+      // A port the user named (--editor-port N) is probed once (freePort falls back to a free one
+      // if N is busy then) and not replaced after Node-RED was started on it; a port the demo
+      // picked may be picked again when it was taken in between.
       retry: !options.editorPort,
       writeSettings: (uiPort) => {
         fs.writeFileSync(settingsPath, settingsFile({ uiPort }));

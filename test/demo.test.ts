@@ -171,7 +171,7 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it", 
     }
   });
 
-  it("a port the user named (--editor-port N): no other port is tried, the start fails naming it", async () => {
+  it("without retry (a port the user named with --editor-port N): a port taken before Node-RED listens is not replaced, the start fails with 'port in use'", async () => {
     const held = await holdPort();
     let picks = 0;
     try {
