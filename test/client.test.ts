@@ -145,11 +145,15 @@ describe("client: retry policy per operation (spec Limits)", function () {
     await waitUntil(() => count() === 1);
     await backingOff();
     await clock.tickAsync(499);
+    // The retry reaches the simulator only after real I/O: that the back-off timer is still
+    // pending is what shows nothing was due before 500 ms.
+    assert.equal(clock.pendingTimers(), 1, "the back-off timer has not fired at 499 ms");
     assert.equal(count(), 1, "no retry before 500 ms");
     await clock.tickAsync(1);
     await waitUntil(() => count() === 2);
     await backingOff();
     await clock.tickAsync(999);
+    assert.equal(clock.pendingTimers(), 1, "the second back-off timer has not fired at 999 ms");
     assert.equal(count(), 2, "second delay is 1000 ms");
     await clock.tickAsync(1);
     await waitUntil(() => count() === 3);
@@ -180,6 +184,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     await waitUntil(() => count() === 1);
     await backingOff();
     await clock.tickAsync(2999);
+    assert.equal(clock.pendingTimers(), 1, "the Retry-After timer has not fired at 2999 ms");
     assert.equal(count(), 1);
     await clock.tickAsync(1);
     assert.equal((await p).id, 101);
@@ -192,6 +197,7 @@ describe("client: retry policy per operation (spec Limits)", function () {
     await waitUntil(() => count() === 1);
     await backingOff();
     await clock.tickAsync(3000);
+    assert.equal(clock.pendingTimers(), 1, "the Retry-After timer has not fired at 3000 ms of 4000");
     assert.equal(count(), 1);
     await clock.tickAsync(1000);
     assert.equal((await p).id, 101);
