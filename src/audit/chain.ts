@@ -10,7 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
-import { RECORD_START, linesBackwards, linesForward, parseRecord } from "./reader.js";
+import { isTornWrite, linesBackwards, linesForward, parseRecord } from "./reader.js";
 
 /** `prev` of seq 1. */
 export const GENESIS = "0".repeat(64);
@@ -153,15 +153,9 @@ export async function verify(files: string[]): Promise<VerifyReport> {
           notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
           continue;
         }
-        let json = true;
-        try {
-          JSON.parse(line);
-        } catch {
-          json = false;
-        }
-        // Valid JSON that is not our record, or anything not starting like one of ours, is foreign.
-        // A torn write starts like one of ours, or is the first bytes of that start.
-        if (json || !(line.startsWith(RECORD_START) || RECORD_START.startsWith(line))) return report({ file, line: n, reason: "not an audit record" });
+        // A torn write starts like one of ours, or is the first bytes of that start (isTornWrite);
+        // anything else, valid JSON that is not our record included, is foreign.
+        if (!isTornWrite(line)) return report({ file, line: n, reason: "not an audit record" });
         tornInside = { n }; // a torn write: the next record must continue the chain across it
         continue;
       }

@@ -13,7 +13,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { RECORD_START, parseRecord } from "./reader.js";
+import { isTornWrite, parseRecord } from "./reader.js";
 
 export const DEFAULT_AUDIT_FILE = "door-access-audit.jsonl";
 
@@ -93,23 +93,13 @@ export function foreignContent(head: Buffer, size: number): string | null {
     // our record is another program's) and starting like a record, or the start of that start.
     // Such lines are ours only when the file goes on with a record, or ends; anything else in
     // between makes the file another program's.
-    if (line.trim().length === 0 || tornStart(line)) continue;
+    if (line.trim().length === 0 || isTornWrite(line)) continue;
     return NOT_OURS;
   }
   return whole === pieces.length ? null : NOT_OURS;
 }
 
 const NOT_OURS = "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
-
-function tornStart(line: string): boolean {
-  if (line.length === 0 || !(line.startsWith(RECORD_START) || RECORD_START.startsWith(line))) return false;
-  try {
-    JSON.parse(line);
-    return false;
-  } catch {
-    return true;
-  }
-}
 
 /** Reads the start of an open file. */
 export function readHeadSync(fd: number): Buffer {
@@ -165,7 +155,9 @@ export function checkAuditPath(configured: unknown, files: NodeRedFiles): AuditP
     return { ok: true, path: resolved }; // unreadable: the writer reports it
   }
   try {
-    const why = foreignContent(readHeadSync(fd), fs.fstatSync(fd).size);
+    // A head shorter than asked for reached the file's end (it may have shrunk since the stat).
+    const head = readHeadSync(fd);
+    const why = foreignContent(head, head.length < FIRST_LINE_MAX ? head.length : fs.fstatSync(fd).size);
     return why ? refuse(why) : { ok: true, path: resolved };
   } finally {
     fs.closeSync(fd);

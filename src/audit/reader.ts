@@ -48,6 +48,24 @@ const CHUNK = 64 * 1024;
 /** How every record line starts (the writer puts `type` first): a torn write starts the same way. */
 export const RECORD_START = '{"type":"unlock-';
 
+/**
+ * A line a torn write left (a crash, or a failed write the writer could not cut off again): not
+ * JSON (a valid JSON line that is not our record is another program's), and starting like a
+ * record or being the start of that start. NUL bytes where a crash left data that never reached
+ * the disk (the file's size grew, its blocks were not written) may follow it or stand alone.
+ */
+export function isTornWrite(line: string): boolean {
+  const core = line.replace(/\0+$/, "");
+  if (core.length === 0) return line.length > 0;
+  if (!(core.startsWith(RECORD_START) || RECORD_START.startsWith(core))) return false;
+  try {
+    JSON.parse(line);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 /** Parses one line; null for anything that is not one of our records. */
 export function parseRecord(line: string): AuditEntry | null {
   if (line.trim().length === 0) return null;
