@@ -1,11 +1,14 @@
 /**
  * Fourth break review of the torn-write work (focus 5f59d11) by a helper that did not write it.
- * Faults forced by patching FileHandle.prototype (no timing). On 5f59d11 F1..F6 failed. Fixed on
- * this branch: F2 (a short head read judged as the file now is), F6 (NUL bytes a crash left are a
- * torn write, for verify and the open check alike), and F1 in part (the NUL-filled file no longer
- * blocks the writer). Still failing here, work for the next stop: F1 (the seq the copy holds is
- * repeated), F3, F4 (copytruncate races around a failed or short write), F5 (>64 KiB of blank
- * lines before the first record).
+ * Faults forced by patching FileHandle.prototype (no timing). On 5f59d11 F1..F6 failed; F1, F3, F4
+ * and F5 still failed on the branch's first fix (64810c1). Fixed: F2 (a short head read judged as
+ * the file now is), F6 (NUL bytes a crash left are a torn write, for verify and the open check
+ * alike), F1 and F4 (verify: a file that goes on from one of the last records of the file before
+ * it, same seq and same prev, is a fork a copytruncate left, noted, not a break), F3 (the writer
+ * empties a file truncated between two of a batch's write calls and writes the batch again whole),
+ * F5 (the open check skips any number of blank lines, as verify does). The last two tests check
+ * that the fork rule accepts nothing else (CONTRACT.md "Tamper-evident chain": a deleted,
+ * inserted, reordered or edited record breaks the chain).
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -129,5 +132,54 @@ describe("break-13 torn, fourth review", function () {
     await a.attempt(rec(3));
     const v = await verify([live]);
     assert.equal(v.ok, true, `before: ${before.ok} ${before.message}; after: ${v.message}`);
+  });
+
+  it("the fork rule accepts nothing else: a file whose first record repeats a seq of the file before it with another prev is a break", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
+    await a.close();
+    const lines = fs.readFileSync(live, "utf8").trimEnd().split("\n");
+    fs.writeFileSync(`${live}.1`, lines.join("\n") + "\n");
+    // The next file starts with seq 3 whose prev names seq 1's line (seq 2 skipped): not a fork.
+    const forged = JSON.parse(lines[2]) as Record<string, unknown>;
+    forged.prev = (JSON.parse(lines[1]) as { prev: string }).prev;
+    forged.msgid = "forged";
+    fs.writeFileSync(live, JSON.stringify(forged) + "\n");
+    const v = await verify([`${live}.1`, live]);
+    assert.equal(v.ok, false, v.message);
+    assert.equal(v.broken?.file, live);
+    assert.equal(v.broken?.line, 1);
+  });
+
+  it("the fork rule holds only at a file boundary: a record inside a file that goes back to an earlier seq with the same prev is a break", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
+    await a.close();
+    const lines = fs.readFileSync(live, "utf8").trimEnd().split("\n");
+    const again = JSON.parse(lines[2]) as Record<string, unknown>;
+    again.msgid = "again"; // seq 3, same prev as line 3: a fork, but inside one file
+    fs.writeFileSync(live, [...lines, JSON.stringify(again)].join("\n") + "\n");
+    const v = await verify([live]);
+    assert.equal(v.ok, false, v.message);
+    assert.equal(v.broken?.line, 4);
+    assert.match(v.broken?.reason ?? "", /reordered, repeated or inserted/);
+  });
+
+  it("F1/F4's fork is named in verify's notes (which seqs of which file were not continued)", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    const copy = `${live}-20261124`;
+    proto.sync = function () {
+      fs.copyFileSync(live, copy);
+      return Promise.reject(Object.assign(new Error("injected fsync"), { code: "EIO" }));
+    };
+    await assert.rejects(a.attempt(rec("a")), /EIO/);
+    Object.assign(proto, orig);
+    fs.truncateSync(live, 0);
+    await a.attempt(rec("z"));
+    const v = await verify([copy, live]);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.lastSeq, 3);
+    assert.ok(v.notes.some((n) => n.startsWith(`${copy} lines 3-3 (seq 3): not continued`)), v.notes.join("\n"));
   });
 });

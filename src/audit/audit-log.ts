@@ -27,7 +27,7 @@ import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { type ChainPosition, START, lineHash, resumePosition } from "./chain.js";
-import { OPEN_FLAGS, foreignContent, realTarget } from "./paths.js";
+import { OPEN_FLAGS, judgeOpenFileSync, realTarget } from "./paths.js";
 
 export interface AuditBase {
   actor: string;
@@ -363,6 +363,7 @@ export class AuditLog {
       const batch = this.queue.splice(0);
       this.counters.batches += 1;
       let named = false;
+      let split = false;
       try {
         // The path must still name the open file: never write to a file that lost its name.
         // Synchronous when it does (the common case): no extra turn on the unlock's path.
@@ -413,7 +414,14 @@ export class AuditLog {
         this.counters.fsyncs += 1;
         // Checked once the records are durable, right before their callers are told so: a file
         // deleted while the fsync ran (logrotate) must not take a record that was answered.
-        named = this.namedStat(handle) !== undefined;
+        const now = this.namedStat(handle);
+        named = now !== undefined;
+        // Truncated in place between two of the batch's write calls (a short write, then
+        // logrotate's copytruncate): the copy ends with the batch's first bytes, a torn line, and
+        // the file starts with the rest, the middle of a record. Everything it holds is this
+        // batch's (one writer per path): it is emptied and the batch written again, whole,
+        // continuing the chain from where it stood before the batch.
+        split = now !== undefined && now.size > 0 && now.size < written && now.size < this.size;
       } catch (err) {
         // A partial write may have left a torn line or some of the batch: it is cut off (best
         // effort: if that fails too, the torn line stays and the next record starts on a new line),
@@ -431,6 +439,20 @@ export class AuditLog {
           await this.dropHandle(true);
         }
         this.fail(batch, err, "cannot write");
+        continue;
+      }
+      if (split) {
+        const emptied = await handle.truncate(0).then(() => true, () => false);
+        if (emptied && ++lostName <= 3) {
+          this.counters.truncations += 1;
+          this.position = startPos;
+          this.size = 0;
+          this.needsLeadingNewline = false;
+          this.queue.unshift(...batch);
+          continue;
+        }
+        await this.dropHandle();
+        this.fail(batch, new Error("the file was truncated while the batch was written, and could not be written again whole"), "cannot write");
         continue;
       }
       if (!named) {
@@ -621,11 +643,9 @@ export class AuditLog {
       if (!big.isFile()) throw new Error("not a regular file");
       const st = { size: Number(big.size), mode: Number(big.mode) };
       if (st.size > 0) {
-        const head = Buffer.alloc(Math.min(st.size, 64 * 1024));
-        const { bytesRead } = await handle.read(head, 0, head.length, 0);
-        // Fewer bytes than asked for: the file's end was reached (a copytruncate may have
-        // emptied it since the stat): judged as it is now.
-        const why = foreignContent(head.subarray(0, bytesRead), bytesRead < head.length ? bytesRead : st.size);
+        // Judged as it is now (a copytruncate may have emptied it since the stat): synchronous,
+        // once per open (start, rotation, after logrotate), a head window after any blank lines.
+        const why = judgeOpenFileSync(handle.fd);
         if (why) throw new Error(why);
       }
       if ((st.mode & 0o077) !== 0) {

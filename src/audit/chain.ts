@@ -89,6 +89,16 @@ export interface VerifyReport {
   message: string;
 }
 
+/** A record of a file's tail, kept to recognise a fork at the next file's start. */
+interface TailRecord {
+  prev: string;
+  hash: string;
+  line: number;
+}
+
+/** How far back into the file before it a file's first record may fork (records). */
+const FORK_LOOKBACK = 4096;
+
 /**
  * Checks one log: `files` oldest first (rotated `<name>.N` … `<name>.1`, then the live file).
  * Stops at the first broken link and names its file and line. Accepts a log whose oldest record
@@ -96,7 +106,9 @@ export interface VerifyReport {
  * by a crash) is not a break; a torn write inside a file (the writer starts the next record on
  * a new line after a crash) is not a break either when the chain holds across it, and is noted.
  * Records without seq/prev before the first chained record (a log older than the chain) are
- * noted; after it they break the chain.
+ * noted; after it they break the chain. A file whose first record goes on from one of the last
+ * records of the file before it (same seq, same prev: a fork at the boundary, as a copytruncate
+ * taken while the writer cut off or rewrote a batch leaves it) is noted, not a break.
  */
 export async function verify(files: string[]): Promise<VerifyReport> {
   const notes: string[] = [];
@@ -106,6 +118,8 @@ export async function verify(files: string[]): Promise<VerifyReport> {
   let lastHash: string | null = null;
   let last: { file: string; line: number } | null = null;
   let unchained = 0;
+  // The last records of the file before the current one, by seq (a fork at a file boundary).
+  let prevTail: { file: string; records: Map<number, TailRecord> } | null = null;
   const report = (broken?: VerifyBreak): VerifyReport => {
     const startsAfterGenesis = firstSeq !== null && firstSeq > 1;
     let message: string;
@@ -145,6 +159,7 @@ export async function verify(files: string[]): Promise<VerifyReport> {
     }
     let tornInside: { n: number } | null = null;
     let recordsInFile = 0;
+    const fileTail = new Map<number, TailRecord>();
     for await (const { line, n, torn } of linesForward(file)) {
       if (line.trim().length === 0) continue;
       const r = parseRecord(line);
@@ -177,6 +192,20 @@ export async function verify(files: string[]): Promise<VerifyReport> {
         if (seq === 1 && prev !== GENESIS) return report({ file, line: n, reason: "seq 1 must have prev = 64 zeros" });
       } else {
         const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
+        const forkedFrom = recordsInFile === 0 && seq <= lastSeq ? prevTail?.records.get(seq) : undefined;
+        if (forkedFrom && prevTail && forkedFrom.prev === prev) {
+          // A file boundary where the new file goes on from a record the file before it holds
+          // (same seq, same prev): the records after that point in the older file are a batch the
+          // writer cut off after a failed write, or wrote again at the path, while logrotate copied
+          // the file (copytruncate). The chain up to the fork is whole; so is its continuation.
+          const range = seq === lastSeq ? `seq ${seq}` : `seq ${seq} to ${lastSeq}`;
+          notes.push(
+            `${prevTail.file} lines ${forkedFrom.line}-${last?.line ?? forkedFrom.line} (${range}): not continued; ${file} goes on from seq ${seq - 1} instead ` +
+              "(same seq, same prev): a batch the writer cut off after a failed write, or wrote again, while logrotate copied the file (copytruncate)",
+          );
+          lastSeq = seq - 1;
+          lastHash = prev;
+        }
         if (seq !== lastSeq + 1) {
           if (seq > lastSeq + 1) {
             const missing = { fromSeq: lastSeq + 1, toSeq: seq - 1 };
@@ -201,7 +230,10 @@ export async function verify(files: string[]): Promise<VerifyReport> {
       lastHash = hash;
       last = { file, line: n };
       recordsInFile++;
+      fileTail.set(seq, { prev, hash, line: n });
+      if (fileTail.size > FORK_LOOKBACK) fileTail.delete(fileTail.keys().next().value as number);
     }
+    if (recordsInFile > 0) prevTail = { file, records: fileTail };
     if (tornInside) notes.push(`${file} line ${tornInside.n}: a torn write (not a record) at the end of the file`);
   }
   return report();

@@ -101,11 +101,32 @@ export function foreignContent(head: Buffer, size: number): string | null {
 
 const NOT_OURS = "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
 
-/** Reads the start of an open file. */
-export function readHeadSync(fd: number): Buffer {
+/** Bytes of a blank line (verify skips a line that is only these). */
+const BLANK = new Set([0x0a, 0x0d, 0x20, 0x09, 0x0b, 0x0c]);
+
+/**
+ * Why an open file is not ours to append to, or null: its first line that is not blank is judged
+ * (foreignContent), however many blank lines come before it, as verify skips them all. Reads in
+ * chunks from the start; only the blank prefix and one head window are read.
+ */
+export function judgeOpenFileSync(fd: number): string | null {
   const buf = Buffer.alloc(FIRST_LINE_MAX);
-  const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, 0);
-  return buf.subarray(0, n);
+  let pos = 0;
+  let lineStart = 0; // the start of the line holding the first byte that is not blank
+  for (;;) {
+    const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, pos);
+    if (n === 0) return null; // empty, or nothing but blank lines: verify reads no record, none foreign
+    let i = 0;
+    while (i < n && BLANK.has(buf[i])) {
+      if (buf[i] === 0x0a) lineStart = pos + i + 1;
+      i++;
+    }
+    if (i < n) break;
+    pos += n;
+  }
+  const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, lineStart);
+  // A head shorter than asked for reached the file's end (it may have shrunk since a stat).
+  return foreignContent(buf.subarray(0, n), n < FIRST_LINE_MAX ? n : fs.fstatSync(fd).size - lineStart);
 }
 
 /**
@@ -155,9 +176,7 @@ export function checkAuditPath(configured: unknown, files: NodeRedFiles): AuditP
     return { ok: true, path: resolved }; // unreadable: the writer reports it
   }
   try {
-    // A head shorter than asked for reached the file's end (it may have shrunk since the stat).
-    const head = readHeadSync(fd);
-    const why = foreignContent(head, head.length < FIRST_LINE_MAX ? head.length : fs.fstatSync(fd).size);
+    const why = judgeOpenFileSync(fd);
     return why ? refuse(why) : { ok: true, path: resolved };
   } finally {
     fs.closeSync(fd);
