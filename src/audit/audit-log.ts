@@ -91,6 +91,15 @@ export const auditRecordEvents = new EventEmitter();
 /** How long a closing record (result, rejected) waits for an attempt record's fsync to share. */
 export const DEFER_MS = 20;
 
+/**
+ * Most records in one write+fsync. Bounds how far back a fork at a file boundary can reach (verify
+ * looks back FORK_LOOKBACK records, more than this), and the size of one write.
+ */
+export const MAX_BATCH = 1024;
+
+/** Thrown inside drain's write loop: the batch is written again whole (never leaves drain). */
+const RESTART = new Error("restart the batch");
+
 /** Longest `actor`, `door` and `reason` kept (characters); longer strings are cut. */
 export const MAX_TEXT = 200;
 /** Longest `msgid` and `outcome` kept. */
@@ -123,12 +132,12 @@ interface FileIdentity {
   exact: { dev: number; ino: number } | null;
 }
 
-function chainLine(record: AuditRecord, at: ChainPosition): ChainedLine {
-  // The same bytes as JSON.stringify({ ...record, seq, prev }) (a record never has seq or prev
-  // of its own, and always has a type), without copying the record into a new object.
+function chainLine(record: AuditRecord, at: ChainPosition, rewound = false): ChainedLine {
+  // The same bytes as JSON.stringify({ ...record, rewound, seq, prev }) (a record never has
+  // rewound, seq or prev of its own, and always has a type), without copying the record.
   const body = JSON.stringify(record);
   const seq = at.seq + 1;
-  const text = `${body.slice(0, -1)},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
+  const text = `${body.slice(0, -1)}${rewound ? ',"rewound":true' : ""},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
   return { at, text, after: new LazyPosition(seq, text) };
 }
 
@@ -200,6 +209,13 @@ export class AuditLog {
   private opening: Promise<fsp.FileHandle> | null = null;
   /** The file ends without a newline (torn by a crash): the next write starts with "\n". */
   private needsLeadingNewline = false;
+  /**
+   * The chain went back: bytes of a batch were written and then cut off (a failed write), or the
+   * batch is being written again (a split by a copytruncate, a file that lost its name). The next
+   * durable batch's first record carries `rewound: true`: the one place verify accepts a file
+   * that goes on from a record the file before it holds (a copy logrotate took meanwhile).
+   */
+  private rewound = false;
   private queue: Pending[] = [];
   private deferTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
@@ -360,10 +376,11 @@ export class AuditLog {
         this.fail(this.queue.splice(0), err, "cannot open");
         continue;
       }
-      const batch = this.queue.splice(0);
+      const batch = this.queue.splice(0, MAX_BATCH);
       this.counters.batches += 1;
       let named = false;
       let split = false;
+      let restart = false;
       try {
         // The path must still name the open file: never write to a file that lost its name.
         // Synchronous when it does (the common case): no extra turn on the unlock's path.
@@ -381,7 +398,8 @@ export class AuditLog {
       const lines: string[] = [];
       const afters: ChainPosition[] = [];
       for (const p of batch) {
-        const made = p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos);
+        const mark = this.rewound && lines.length === 0;
+        const made = !mark && p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos, mark);
         lines.push(made.text);
         afters.push(made.after);
         pos = made.after;
@@ -408,7 +426,18 @@ export class AuditLog {
           offset += bytesWritten;
           written = offset;
           this.size += bytesWritten;
+          if (offset < buf.length) {
+            // A short write: if the file was truncated in place since (logrotate's copytruncate),
+            // the copy took this batch's first bytes; the rest would start the file mid-record.
+            // The batch is written again, whole, in the emptied file instead.
+            const now = this.namedStat(handle);
+            if (now !== undefined && now.size === 0) {
+              restart = true;
+              break;
+            }
+          }
         }
+        if (restart) throw RESTART;
         this.needsLeadingNewline = false;
         await handle.sync();
         this.counters.fsyncs += 1;
@@ -423,6 +452,17 @@ export class AuditLog {
         // continuing the chain from where it stood before the batch.
         split = now !== undefined && now.size > 0 && now.size < written && now.size < this.size;
       } catch (err) {
+        if (err === RESTART && ++lostName <= 3) {
+          this.counters.truncations += 1;
+          this.rewound = true;
+          this.position = startPos;
+          this.size = 0;
+          this.needsLeadingNewline = false;
+          this.queue.unshift(...batch);
+          continue;
+        }
+        if (err === RESTART) err = new Error("the file was truncated while the batch was written, and could not be written again whole");
+        if (written > 0) this.rewound = true;
         // A partial write may have left a torn line or some of the batch: it is cut off (best
         // effort: if that fails too, the torn line stays and the next record starts on a new line),
         // and the handle dropped so the next attempt re-opens the file, re-checks its last byte and
@@ -443,6 +483,7 @@ export class AuditLog {
       }
       if (split) {
         const emptied = await handle.truncate(0).then(() => true, () => false);
+        this.rewound = true;
         if (emptied && ++lostName <= 3) {
           this.counters.truncations += 1;
           this.position = startPos;
@@ -451,7 +492,9 @@ export class AuditLog {
           this.queue.unshift(...batch);
           continue;
         }
-        await this.dropHandle();
+        // The chain stands where it stood before the batch, whatever the files hold now.
+        this.position = startPos;
+        await this.dropHandle(true);
         this.fail(batch, new Error("the file was truncated while the batch was written, and could not be written again whole"), "cannot write");
         continue;
       }
@@ -472,6 +515,7 @@ export class AuditLog {
         continue;
       }
       lostName = 0;
+      this.rewound = false;
       this.position = pos;
       this.counters.records += batch.length;
       for (const p of batch) p.resolve();

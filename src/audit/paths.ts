@@ -102,26 +102,35 @@ export function foreignContent(head: Buffer, size: number): string | null {
 const NOT_OURS = "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
 
 /** Bytes of a blank line (verify skips a line that is only these). */
-const BLANK = new Set([0x0a, 0x0d, 0x20, 0x09, 0x0b, 0x0c]);
+const BLANK = new Set([0x0d, 0x20, 0x09, 0x0b, 0x0c]);
 
 /**
- * Why an open file is not ours to append to, or null: its first line that is not blank is judged
- * (foreignContent), however many blank lines come before it, as verify skips them all. Reads in
- * chunks from the start; only the blank prefix and one head window are read.
+ * Why an open file is not ours to append to, or null: its first line that verify does not skip
+ * is judged (foreignContent), however many skipped lines come before it: blank lines, and lines
+ * of NUL bytes alone (a torn write a crash left). Reads in chunks from the start; only those
+ * lines and one head window are read.
  */
 export function judgeOpenFileSync(fd: number): string | null {
   const buf = Buffer.alloc(FIRST_LINE_MAX);
   let pos = 0;
-  let lineStart = 0; // the start of the line holding the first byte that is not blank
-  for (;;) {
+  let lineStart = 0; // the start of the line being scanned
+  let kind: "empty" | "blank" | "nul" = "empty";
+  scan: for (;;) {
     const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, pos);
-    if (n === 0) return null; // empty, or nothing but blank lines: verify reads no record, none foreign
-    let i = 0;
-    while (i < n && BLANK.has(buf[i])) {
-      if (buf[i] === 0x0a) lineStart = pos + i + 1;
-      i++;
+    if (n === 0) return null; // empty, or nothing verify reads as a line of ours or another's
+    for (let i = 0; i < n; i++) {
+      const b = buf[i];
+      if (b === 0x0a) {
+        lineStart = pos + i + 1;
+        kind = "empty";
+      } else if (BLANK.has(b) && kind !== "nul") {
+        kind = "blank";
+      } else if (b === 0 && kind !== "blank") {
+        kind = "nul";
+      } else {
+        break scan; // the line from lineStart is judged
+      }
     }
-    if (i < n) break;
     pos += n;
   }
   const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, lineStart);

@@ -25,6 +25,8 @@ export interface AuditEntry {
   status?: number | null;
   reason?: string;
   replay?: boolean;
+  /** The writer went back before this record (a batch cut off after a failed write, or written again). */
+  rewound?: boolean;
   seq?: number;
   prev?: string;
 }
