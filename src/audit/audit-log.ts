@@ -211,9 +211,9 @@ export class AuditLog {
   private needsLeadingNewline = false;
   /**
    * The chain went back: bytes of a batch were written and then cut off (a failed write), or the
-   * batch is being written again (a split by a copytruncate, a file that lost its name). The next
-   * durable batch's first record carries `rewound: true`: the one place verify accepts a file
-   * that goes on from a record the file before it holds (a copy logrotate took meanwhile).
+   * batch is being written again (split by a copytruncate). The next durable batch's first record
+   * carries `rewound: true`: the one place verify accepts a file that goes on, with another
+   * record, from a record the file before it holds (a copy logrotate took meanwhile).
    */
   private rewound = false;
   private queue: Pending[] = [];
@@ -387,7 +387,9 @@ export class AuditLog {
         const checked = this.ensureNamed(handle);
         handle = checked instanceof Promise ? await checked : checked;
       } catch (err) {
-        await this.dropHandle();
+        // The chain stands where this writer knows it does (a failed reopen after logrotate
+        // renamed the file must not restart it from files that no longer hold it).
+        await this.dropHandle(true);
         this.fail(batch, err, "cannot open");
         continue;
       }
@@ -469,8 +471,11 @@ export class AuditLog {
         // resumes the chain from it.
         const kept = written === 0 ? 0 : await this.cutBack(handle, written).catch(() => null);
         if (kept === null) {
-          // The cut failed: the file may hold some of the batch; the chain is read back from disk.
-          await this.dropHandle();
+          // The cut failed: the file holds what was written of the batch; the chain goes on after
+          // its whole lines, as verify reads them (never read back from the files, whose names
+          // logrotate may have changed meanwhile).
+          this.position = positionAfterBytes(startPos, lines, afters, lead, written);
+          await this.dropHandle(true);
         } else {
           // The chain stands where this writer knows it does, whatever the files are named now
           // (logrotate's dateext, compress): before the batch, or after the batch's whole lines

@@ -106,10 +106,10 @@ const FORK_LOOKBACK = 4096;
  * by a crash) is not a break; a torn write inside a file (the writer starts the next record on
  * a new line after a crash) is not a break either when the chain holds across it, and is noted.
  * Records without seq/prev before the first chained record (a log older than the chain) are
- * noted; after it they break the chain. A file whose first record is marked `rewound` and goes on
- * from one of the last records of the file before it (same seq, same prev: a fork at the
- * boundary, as a copytruncate taken while the writer cut off or rewrote a batch leaves it) is
- * noted, not a break; any other repeated seq is.
+ * noted; after it they break the chain. A file whose first record goes on from one of the last
+ * records of the file before it (same seq, same prev) with another record marked `rewound` (a
+ * fork at the boundary, as a copytruncate taken while the writer cut off or rewrote a batch
+ * leaves it) is noted, not a break; any other repeated seq is.
  */
 export async function verify(files: string[]): Promise<VerifyReport> {
   const notes: string[] = [];
@@ -195,12 +195,13 @@ export async function verify(files: string[]): Promise<VerifyReport> {
         const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
         // Only at a record the writer marked: the first one it wrote after going back.
         const forkedFrom = recordsInFile === 0 && seq <= lastSeq && r.rewound === true ? prevTail?.records.get(seq) : undefined;
-        if (forkedFrom && prevTail && forkedFrom.prev === prev) {
-          // A file boundary where the new file goes on, at a record marked `rewound`, from a
-          // record the file before it holds (same seq, same prev): the records after that point
-          // in the older file are a batch the writer cut off after a failed write, or wrote again,
-          // while logrotate copied the file (copytruncate). The mark is pinned by the next
-          // record's prev. The chain up to the fork is whole; so is its continuation.
+        if (forkedFrom && prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
+          // A file boundary where the new file goes on from a record the file before it holds
+          // (same seq, same prev) with another record marked `rewound`: the records from that
+          // point on in the older file are a batch the writer cut off after a failed write, or
+          // wrote again, while logrotate copied the file (copytruncate). The mark is pinned by the
+          // next record's prev; a copy of a line already there (the same line again) is no fork.
+          // The chain up to the fork is whole; so is its continuation.
           const range = seq === lastSeq ? `seq ${seq}` : `seq ${seq} to ${lastSeq}`;
           notes.push(
             `${prevTail.file} lines ${forkedFrom.line}-${last?.line ?? forkedFrom.line} (${range}): not continued; ${file} goes on from seq ${seq - 1} instead ` +

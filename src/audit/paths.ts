@@ -101,6 +101,9 @@ export function foreignContent(head: Buffer, size: number): string | null {
 
 const NOT_OURS = "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
 
+/** The most bytes of blank and NUL-only lines read before a file's first other line. */
+const SKIP_MAX = 4 * 1024 * 1024;
+
 /** Bytes of a blank line (verify skips a line that is only these). */
 const BLANK = new Set([0x0d, 0x20, 0x09, 0x0b, 0x0c]);
 
@@ -116,6 +119,8 @@ export function judgeOpenFileSync(fd: number): string | null {
   let lineStart = 0; // the start of the line being scanned
   let kind: "empty" | "blank" | "nul" = "empty";
   scan: for (;;) {
+    // A crash leaves at most one batch's worth of NUL bytes: far more than that is not judged.
+    if (pos >= SKIP_MAX) return `it begins with more than ${SKIP_MAX / (1024 * 1024)} MiB of blank lines or NUL bytes (not judged as a door-access audit log; the package never appends to a file that is not its own)`;
     const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, pos);
     if (n === 0) return null; // empty, or nothing verify reads as a line of ours or another's
     for (let i = 0; i < n; i++) {
