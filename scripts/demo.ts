@@ -225,6 +225,10 @@ export interface SettingsOptions {
   credentialSecret?: string;
 }
 
+/** The header the settings file's admin middleware sets to the value of INSTANCE_ENV. */
+export const INSTANCE_HEADER = "x-door-access-demo-instance";
+const INSTANCE_ENV = "DOOR_ACCESS_DEMO_INSTANCE";
+
 export function settingsFile(o: SettingsOptions): string {
   return `// Written by scripts/demo.ts at every start: edits here are lost.
 // No adminAuth: the editor is open to anyone who can reach 127.0.0.1:${o.uiPort}. Demo only.
@@ -240,6 +244,12 @@ module.exports = {
     externalModules: { autoInstall: false, palette: { allowInstall: false } },
     editorTheme: { tours: false, projects: { enabled: false } },
     exportGlobalContextKeys: false,
+    // Names this Node-RED process in every admin answer, so that the start-up check knows the
+    // editor answering on the port is the one it started, not another program holding the port.
+    httpAdminMiddleware: function (req, res, next) {
+        res.setHeader(${JSON.stringify(INSTANCE_HEADER)}, process.env.${INSTANCE_ENV} || "");
+        next();
+    },
 };
 `;
 }
@@ -293,12 +303,19 @@ export interface NodeRedProcess {
   stop(): Promise<void>;
 }
 
-/** Starts Node-RED 4 (`node node_modules/node-red/red.js`) and waits until the editor answers. */
+/**
+ * Starts Node-RED 4 (`node node_modules/node-red/red.js`) with a settings file from
+ * `settingsFile`, and waits until the editor answers, as this process: its `/settings` answer
+ * carries the instance token given to this child only (a random value in its environment). Any
+ * other program holding the port answers without it, and is never taken for the editor: Node-RED
+ * then exits with "port in use", which the caller sees (and startNodeRedOnFreePort retries).
+ */
 export async function startNodeRed(o: { userDir: string; settings: string; port: number; onLog?: (line: string) => void; timeoutMs?: number }): Promise<NodeRedProcess> {
+  const instance = randomBytes(16).toString("hex");
   const child = spawn(process.execPath, [nodeRedScript(), "-u", o.userDir, "-s", o.settings], {
     cwd: o.userDir,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NODE_RED_ENABLE_PROJECTS: "false", NODE_OPTIONS: "" },
+    env: { ...process.env, NODE_RED_ENABLE_PROJECTS: "false", NODE_OPTIONS: "", [INSTANCE_ENV]: instance },
   });
   let out = "";
   let partial = "";
@@ -332,7 +349,8 @@ export async function startNodeRed(o: { userDir: string; settings: string; port:
     }
     try {
       const res = await fetch(`${url}/settings`, { signal: AbortSignal.timeout(2000) });
-      if (res.ok) break;
+      await res.arrayBuffer().catch(() => undefined);
+      if (res.ok && res.headers.get(INSTANCE_HEADER) === instance) break;
     } catch {
       /* not listening yet */
     }

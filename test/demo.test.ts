@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import * as http from "node:http";
 import * as net from "node:net";
 import { EXAMPLE_ACCOUNT_ID, PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
 
@@ -168,6 +169,41 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it", 
       }
     } finally {
       await held.close();
+    }
+  });
+
+  it("a port another HTTP server holds that answers /settings with 200: not taken for the editor; the demo picks another port and its own Node-RED answers there", async () => {
+    // helper-17's review of 499f01d: the start-up check took any 200 on /settings for Node-RED.
+    const srv = http.createServer((req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"httpNodeRoot":"/","version":"4.1.15"}');
+    });
+    await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", () => resolve()));
+    const held = (srv.address() as net.AddressInfo).port;
+    const picks: number[] = [];
+    try {
+      const nr = await startNodeRedOnFreePort({
+        userDir: dir,
+        pick: async () => {
+          const p = picks.length === 0 ? held : await freePort(0);
+          picks.push(p);
+          return p;
+        },
+        retry: true,
+        writeSettings,
+      });
+      try {
+        assert.equal(picks.length, 2, `picked ${JSON.stringify(picks)}: the foreign server was taken for Node-RED`);
+        assert.equal(nr.url, `http://127.0.0.1:${picks[1]}`);
+        assert.equal(nr.child.exitCode, null, "the Node-RED it returns is running");
+        const res = await fetch(`${nr.url}/settings`);
+        assert.equal(res.status, 200);
+        assert.match(res.headers.get("x-door-access-demo-instance") ?? "", /^[0-9a-f]{32}$/, "the editor answering is the one started");
+      } finally {
+        await nr.stop();
+      }
+    } finally {
+      await new Promise<void>((r) => srv.close(() => r()));
     }
   });
 

@@ -5,6 +5,7 @@
  * the owner is gone), and bounded failure when Redis is away.
  */
 import { strict as assert } from "node:assert";
+import * as net from "node:net";
 import { createClient } from "@redis/client";
 import { checkStoreSettings } from "../src/account/account.js";
 import { StoreUnreachableError } from "../src/session/errors.js";
@@ -219,6 +220,25 @@ describe("Redis session store", function () {
     await waitUntil(() => down.length === 2, 8_000, "back");
     assert.equal(down[1], null);
     assert.equal(await a.load(), null, "no persistence: the restarted server lost the pair");
+  });
+
+  it("the test Redis server: a program that took its port while it was stopped is not taken for it (resume fails clearly; helper-17's review)", async () => {
+    await redis.stop();
+    // Answers like a Redis server would to a ping, then hangs up (clients of earlier tests may
+    // still be reconnecting to this port: none is kept open, so the server closes at once).
+    const foreign = net.createServer((sock) => sock.end("+PONG\r\n", () => sock.destroy()));
+    await new Promise<void>((resolve, reject) => {
+      foreign.once("error", reject);
+      foreign.listen(redis.port, "127.0.0.1", () => resolve());
+    });
+    try {
+      await assert.rejects(redis.resume(), /redis-server exited at start/);
+      assert.equal(redis.running, false);
+    } finally {
+      await new Promise<void>((r) => foreign.close(() => r()));
+    }
+    await redis.resume();
+    assert.equal(redis.running, true);
   });
 
   it("rejects a URL that is not redis:// or rediss://", () => {

@@ -41,14 +41,33 @@ export async function freePort(): Promise<number> {
   return got;
 }
 
-function canConnect(port: number): Promise<boolean> {
+/** A RESP command (arrays of bulk strings). */
+function resp(...args: string[]): string {
+  return `*${args.length}\r\n` + args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("");
+}
+
+/**
+ * Whether the Redis server on `port` is the process `pid`: AUTH if needed, then INFO server,
+ * whose `process_id` names it. false when nothing listens, or another program answers (within 1 s).
+ */
+function servedBy(port: number, pid: number, password: string | null): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ port, host: "127.0.0.1" });
-    s.once("connect", () => {
+    let got = "";
+    const done = (v: boolean) => {
+      clearTimeout(timer);
       s.destroy();
-      resolve(true);
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(false), 1000);
+    s.once("connect", () => s.write((password ? resp("AUTH", password) : "") + resp("INFO", "server")));
+    s.on("data", (d: Buffer) => {
+      got += d.toString("latin1");
+      const m = /process_id:(\d+)/.exec(got);
+      if (m) done(Number(m[1]) === pid);
     });
-    s.once("error", () => resolve(false));
+    s.once("error", () => done(false));
+    s.once("close", () => done(false));
   });
 }
 
@@ -87,7 +106,9 @@ export class RedisServer {
     const end = Date.now() + 10_000;
     for (;;) {
       if (this.proc !== proc) throw new Error(`redis-server exited at start: ${out}`);
-      if (await canConnect(this.port)) return;
+      // The server answering is this process (INFO's process_id), not another program that took
+      // the port while the server was stopped: that one is never taken for it.
+      if (proc.pid !== undefined && (await servedBy(this.port, proc.pid, this.password))) return;
       if (Date.now() > end) throw new Error(`redis-server did not start on port ${this.port}: ${out}`);
       await new Promise((r) => setTimeout(r, 20));
     }
