@@ -56,7 +56,12 @@ export = function register(RED: NodeAPI): void {
             actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
           });
         } else {
-          binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
+          // "sending" is shown once the unlock is under way (its audit record being written),
+          // not before: the status round trip (Status nodes, the editor's comms) then overlaps the
+          // fsync instead of delaying the door. An outcome already known is never overwritten.
+          setImmediate(() => {
+            if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
+          });
           emit(
             await performUnlock(
               got.account,
