@@ -97,6 +97,14 @@ export const DEFER_MS = 20;
  */
 export const MAX_BATCH = 1024;
 
+/**
+ * Most characters in one batch (UTF-8: at most 3 bytes each, so about 3 MiB): what a crash can
+ * leave as NUL bytes stays well under the 4 MiB the open check reads (paths.ts).
+ */
+export const MAX_BATCH_CHARS = 1024 * 1024;
+/** The longest line a record can make: its text fields at their caps, each character escaped (6). */
+const MAX_RECORD_CHARS = 8 * 1024;
+
 /** Thrown inside drain's write loop: the batch is written again whole (never leaves drain). */
 const RESTART = new Error("restart the batch");
 
@@ -132,12 +140,12 @@ interface FileIdentity {
   exact: { dev: number; ino: number } | null;
 }
 
-function chainLine(record: AuditRecord, at: ChainPosition, rewound = false): ChainedLine {
+function chainLine(record: AuditRecord, at: ChainPosition, rewound = 0): ChainedLine {
   // The same bytes as JSON.stringify({ ...record, rewound, seq, prev }) (a record never has
   // rewound, seq or prev of its own, and always has a type), without copying the record.
   const body = JSON.stringify(record);
   const seq = at.seq + 1;
-  const text = `${body.slice(0, -1)}${rewound ? ',"rewound":true' : ""},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
+  const text = `${body.slice(0, -1)}${rewound > 0 ? `,"rewound":${rewound}` : ""},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
   return { at, text, after: new LazyPosition(seq, text) };
 }
 
@@ -212,10 +220,12 @@ export class AuditLog {
   /**
    * The chain went back: bytes of a batch were written and then cut off (a failed write), or the
    * batch is being written again (split by a copytruncate). The next durable batch's first record
-   * carries `rewound: true`: the one place verify accepts a file that goes on, with another
-   * record, from a record the file before it holds (a copy logrotate took meanwhile).
+   * carries `rewound`: the one place verify accepts a file that goes on, with another line, from
+   * a record the file before it holds (a copy logrotate took meanwhile). Its value counts this
+   * writer's goings back, so a batch written again never repeats a line a copy may hold.
    */
   private rewound = false;
+  private rewinds = 0;
   private queue: Pending[] = [];
   private deferTimer: NodeJS.Timeout | null = null;
   private draining: Promise<void> | null = null;
@@ -376,7 +386,17 @@ export class AuditLog {
         this.fail(this.queue.splice(0), err, "cannot open");
         continue;
       }
-      const batch = this.queue.splice(0, MAX_BATCH);
+      // At most MAX_BATCH records and about MAX_BATCH_CHARS characters (a line made at queueing
+      // tells its length; one not made yet counts as a record at its fields' caps).
+      let take = 0;
+      let chars = 0;
+      while (take < this.queue.length && take < MAX_BATCH) {
+        const c = this.queue[take].line?.text.length ?? MAX_RECORD_CHARS;
+        if (take > 0 && chars + c > MAX_BATCH_CHARS) break;
+        chars += c;
+        take += 1;
+      }
+      const batch = this.queue.splice(0, take);
       this.counters.batches += 1;
       let named = false;
       let split = false;
@@ -400,8 +420,8 @@ export class AuditLog {
       const lines: string[] = [];
       const afters: ChainPosition[] = [];
       for (const p of batch) {
-        const mark = this.rewound && lines.length === 0;
-        const made = !mark && p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos, mark);
+        const mark = this.rewound && lines.length === 0 ? this.rewinds : 0;
+        const made = mark === 0 && p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos, mark);
         lines.push(made.text);
         afters.push(made.after);
         pos = made.after;
@@ -457,6 +477,7 @@ export class AuditLog {
         if (err === RESTART && ++lostName <= 3) {
           this.counters.truncations += 1;
           this.rewound = true;
+          this.rewinds += 1;
           this.position = startPos;
           this.size = 0;
           this.needsLeadingNewline = false;
@@ -464,7 +485,10 @@ export class AuditLog {
           continue;
         }
         if (err === RESTART) err = new Error("the file was truncated while the batch was written, and could not be written again whole");
-        if (written > 0) this.rewound = true;
+        if (written > 0) {
+          this.rewound = true;
+          this.rewinds += 1;
+        }
         // A partial write may have left a torn line or some of the batch: it is cut off (best
         // effort: if that fails too, the torn line stays and the next record starts on a new line),
         // and the handle dropped so the next attempt re-opens the file, re-checks its last byte and
@@ -489,6 +513,7 @@ export class AuditLog {
       if (split) {
         const emptied = await handle.truncate(0).then(() => true, () => false);
         this.rewound = true;
+        this.rewinds += 1;
         if (emptied && ++lostName <= 3) {
           this.counters.truncations += 1;
           this.position = startPos;

@@ -89,6 +89,11 @@ export interface VerifyReport {
   message: string;
 }
 
+/** `rewound` as the writer writes it: a count of its goings back, from 1. */
+function isRewound(v: unknown): boolean {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 1;
+}
+
 /** A record of a file's tail, kept to recognise a fork at the next file's start. */
 interface TailRecord {
   prev: string;
@@ -107,7 +112,7 @@ const FORK_LOOKBACK = 4096;
  * a new line after a crash) is not a break either when the chain holds across it, and is noted.
  * Records without seq/prev before the first chained record (a log older than the chain) are
  * noted; after it they break the chain. A file whose first record goes on from one of the last
- * records of the file before it (same seq, same prev) with another record marked `rewound` (a
+ * records of the file before it (same seq, same prev) with another line marked `rewound` (a
  * fork at the boundary, as a copytruncate taken while the writer cut off or rewrote a batch
  * leaves it) is noted, not a break; any other repeated seq is.
  */
@@ -194,10 +199,10 @@ export async function verify(files: string[]): Promise<VerifyReport> {
       } else {
         const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
         // Only at a record the writer marked: the first one it wrote after going back.
-        const forkedFrom = recordsInFile === 0 && seq <= lastSeq && r.rewound === true ? prevTail?.records.get(seq) : undefined;
+        const forkedFrom = recordsInFile === 0 && seq <= lastSeq && isRewound(r.rewound) ? prevTail?.records.get(seq) : undefined;
         if (forkedFrom && prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
           // A file boundary where the new file goes on from a record the file before it holds
-          // (same seq, same prev) with another record marked `rewound`: the records from that
+          // (same seq, same prev) with another line marked `rewound`: the records from that
           // point on in the older file are a batch the writer cut off after a failed write, or
           // wrote again, while logrotate copied the file (copytruncate). The mark is pinned by the
           // next record's prev; a copy of a line already there (the same line again) is no fork.

@@ -26,7 +26,7 @@ export interface AuditEntry {
   reason?: string;
   replay?: boolean;
   /** The writer went back before this record (a batch cut off after a failed write, or written again). */
-  rewound?: boolean;
+  rewound?: number;
   seq?: number;
   prev?: string;
 }
