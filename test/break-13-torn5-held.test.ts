@@ -9,28 +9,18 @@ import fsReal = require("node:fs");
 import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { AuditLog, type AuditBase } from "../src/audit/audit-log.js";
+import { AuditLog } from "../src/audit/audit-log.js";
 import { verify } from "../src/audit/chain.js";
 import { checkAuditPath, judgeOpenFileSync } from "../src/audit/paths.js";
+import { fileHandlePrototype, lines, type P, rec, text } from "./helpers/audit-faults.js";
 
-const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-const text = (f: string): string => (fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>");
-const lines = (f: string): string[] => fs.readFileSync(f, "utf8").split("\n").filter((l) => l.length > 0);
-type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
 
 describe("break-13 torn, fifth review: what held", function () {
   let dir: string, live: string, proto: P, orig: P;
   const origReadSync = fsReal.readSync;
   const logs: AuditLog[] = [];
   const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r5hp-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5h-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => {
     Object.assign(proto, orig);

@@ -27,36 +27,18 @@ import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { AuditLog, type AuditBase } from "../src/audit/audit-log.js";
+import { AuditLog } from "../src/audit/audit-log.js";
 import { verify } from "../src/audit/chain.js";
-import { verifyCommand } from "../src/audit/cli.js";
 import { checkAuditPath } from "../src/audit/paths.js";
 import { readAll } from "../src/audit/reader.js";
+import { cliVerify, fileHandlePrototype, lines, type P, rec, text } from "./helpers/audit-faults.js";
 
-const rec = (i: number | string, actor = "alice"): AuditBase => ({ actor, deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-const text = (f: string): string => (fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>");
-const lines = (f: string): string[] => fs.readFileSync(f, "utf8").split("\n").filter((l) => l.length > 0);
-type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-
-/** `door-access-audit verify <args>`: exit code and output. */
-async function cliVerify(args: string[]): Promise<{ code: number; out: string }> {
-  let out = "";
-  const code = await verifyCommand(args, { out: (t) => { out += t; }, err: (t) => { out += t; } });
-  return { code, out };
-}
 
 describe("break-13 torn, fifth review", function () {
   let dir: string, live: string, proto: P, orig: P;
   const logs: AuditLog[] = [];
   const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r5p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 

@@ -8,32 +8,17 @@ import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { AuditLog, MAX_BATCH, auditRecordEvents, type AuditBase } from "../src/audit/audit-log.js";
+import { AuditLog, MAX_BATCH, auditRecordEvents } from "../src/audit/audit-log.js";
 import { verify } from "../src/audit/chain.js";
 import { checkAuditPath } from "../src/audit/paths.js";
+import { eio, enospc, fileHandlePrototype, lines, type P, parsed, put, rec, text } from "./helpers/audit-faults.js";
 
-const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-const text = (f: string): string => (fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>");
-const lines = (f: string): string[] => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter((l) => l.length > 0) : []);
-const put = (f: string, ls: string[]): void => fs.writeFileSync(f, ls.join("\n") + "\n");
-const parsed = (f: string): { seq: number; msgid: string; rewound?: number }[] =>
-  lines(f).flatMap((l) => { try { const r = JSON.parse(l) as { seq: number; msgid: string; rewound?: number }; return typeof r.seq === "number" ? [r] : []; } catch { return []; } });
-type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-const enospc = () => Object.assign(new Error("injected ENOSPC"), { code: "ENOSPC" });
-const eio = (what: string) => Object.assign(new Error(`injected ${what}`), { code: "EIO" });
 
 describe("break-13 torn, sixth review: what held", function () {
   let dir: string, live: string, proto: P, orig: P;
   const logs: AuditLog[] = [];
   const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r6hp-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => {
     Object.assign(proto, orig);

@@ -31,25 +31,12 @@ import fsReal = require("node:fs");
 import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { AuditLog, type AuditBase } from "../src/audit/audit-log.js";
+import { AuditLog } from "../src/audit/audit-log.js";
 import { verify } from "../src/audit/chain.js";
-import { verifyCommand } from "../src/audit/cli.js";
 import { checkAuditPath } from "../src/audit/paths.js";
 import { readAll } from "../src/audit/reader.js";
+import { cliVerify, eio, enospc, fileHandlePrototype, lines, type P, put, rec, text } from "./helpers/audit-faults.js";
 
-const rec = (i: number | string, actor = "alice"): AuditBase => ({ actor, deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-const text = (f: string): string => (fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>");
-const lines = (f: string): string[] => fs.readFileSync(f, "utf8").split("\n").filter((l) => l.length > 0);
-const put = (f: string, ls: string[]): void => fs.writeFileSync(f, ls.join("\n") + "\n");
-type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-const enospc = () => Object.assign(new Error("injected ENOSPC"), { code: "ENOSPC" });
-const eio = (what: string) => Object.assign(new Error(`injected ${what}`), { code: "EIO" });
-
-async function cliVerify(args: string[]): Promise<{ code: number; out: string }> {
-  let out = "";
-  const code = await verifyCommand(args, { out: (t) => { out += t; }, err: (t) => { out += t; } });
-  return { code, out };
-}
 
 describe("break-13 torn, sixth review", function () {
   let dir: string, live: string, proto: P, orig: P;
@@ -57,14 +44,7 @@ describe("break-13 torn, sixth review", function () {
   const origReadSync = fsReal.readSync;
   const logs: AuditLog[] = [];
   const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r6p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => {
     Object.assign(proto, orig);

@@ -10,23 +10,15 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as vm from "node:vm";
-import { AuditLog, type AuditBase } from "../src/audit/audit-log.js";
+import { AuditLog } from "../src/audit/audit-log.js";
 import { lineHash, verify } from "../src/audit/chain.js";
 import { checkAuditPath } from "../src/audit/paths.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import { INSTANCE_HEADER, settingsFile } from "../scripts/demo.js";
 import { RedisServer } from "./helpers/redis.js";
 import { helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady } from "./helpers/flow.js";
+import { eio, enospc, lines, type P, parsed, put, rec, text } from "./helpers/audit-faults.js";
 
-const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-const text = (f: string): string => (fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>");
-const lines = (f: string): string[] => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter((l) => l.length > 0) : []);
-const put = (f: string, ls: string[]): void => fs.writeFileSync(f, ls.join("\n") + "\n");
-const parsed = (f: string): { seq: number; msgid: string; rewound?: number; prev: string }[] =>
-  lines(f).flatMap((l) => { try { const r = JSON.parse(l) as { seq: number; msgid: string; rewound?: number; prev: string }; return typeof r.seq === "number" ? [r] : []; } catch { return []; } });
-type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-const enospc = () => Object.assign(new Error("injected ENOSPC"), { code: "ENOSPC" });
-const eio = (what: string) => Object.assign(new Error(`injected ${what}`), { code: "EIO" });
 
 interface Status { fill?: string; shape?: string; text?: string }
 
