@@ -107,6 +107,7 @@ const MAX_RECORD_CHARS = 8 * 1024;
 
 /** Thrown inside drain's write loop: the batch is written again whole (never leaves drain). */
 const RESTART = new Error("restart the batch");
+const NOT_WRITTEN_WHOLE = "the file was truncated while the batch was written, and could not be written again whole";
 
 /** Longest `actor`, `door` and `reason` kept (characters); longer strings are cut. */
 export const MAX_TEXT = 200;
@@ -223,8 +224,9 @@ export class AuditLog {
    * carries `rewound`: the one place verify accepts a file that goes on, with another line, from
    * a record the file before it holds (a copy logrotate took meanwhile). Its value counts this
    * writer's goings back, so a batch written again never repeats a line a copy may hold.
+   * 0 when the next batch is no such one.
    */
-  private rewound = false;
+  private rewound = 0;
   private rewinds = 0;
   private queue: Pending[] = [];
   private deferTimer: NodeJS.Timeout | null = null;
@@ -420,7 +422,7 @@ export class AuditLog {
       const lines: string[] = [];
       const afters: ChainPosition[] = [];
       for (const p of batch) {
-        const mark = this.rewound && lines.length === 0 ? this.rewinds : 0;
+        const mark = lines.length === 0 ? this.rewound : 0;
         const made = mark === 0 && p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos, mark);
         lines.push(made.text);
         afters.push(made.after);
@@ -475,57 +477,36 @@ export class AuditLog {
         split = now !== undefined && now.size > 0 && now.size < written && now.size < this.size;
       } catch (err) {
         if (err === RESTART && ++lostName <= 3) {
-          this.counters.truncations += 1;
-          this.rewound = true;
-          this.rewinds += 1;
-          this.position = startPos;
-          this.size = 0;
-          this.needsLeadingNewline = false;
-          this.queue.unshift(...batch);
+          this.writeAgainWhole(batch, startPos);
           continue;
         }
-        if (err === RESTART) err = new Error("the file was truncated while the batch was written, and could not be written again whole");
-        if (written > 0) {
-          this.rewound = true;
-          this.rewinds += 1;
-        }
+        if (err === RESTART) err = new Error(NOT_WRITTEN_WHOLE);
+        if (written > 0) this.goBack();
         // A partial write may have left a torn line or some of the batch: it is cut off (best
         // effort: if that fails too, the torn line stays and the next record starts on a new line),
         // and the handle dropped so the next attempt re-opens the file, re-checks its last byte and
         // resumes the chain from it.
         const kept = written === 0 ? 0 : await this.cutBack(handle, written).catch(() => null);
-        if (kept === null) {
-          // The cut failed: the file holds what was written of the batch; the chain goes on after
-          // its whole lines, as verify reads them (never read back from the files, whose names
-          // logrotate may have changed meanwhile).
-          this.position = positionAfterBytes(startPos, lines, afters, lead, written);
-          await this.dropHandle(true);
-        } else {
-          // The chain stands where this writer knows it does, whatever the files are named now
-          // (logrotate's dateext, compress): before the batch, or after the batch's whole lines
-          // among the bytes a copytruncate took during the batch.
-          this.position = positionAfterBytes(startPos, lines, afters, lead, kept);
-          await this.dropHandle(true);
-        }
+        // The chain stands where this writer knows it does, whatever the files are named now
+        // (logrotate's dateext, compress; never read back from them): before the batch, or after
+        // the batch's whole lines among the bytes a copytruncate took during the batch, or, when
+        // the cut failed, among all the bytes written (as verify reads them).
+        this.position = positionAfterBytes(startPos, lines, afters, lead, kept ?? written);
+        await this.dropHandle(true);
         this.fail(batch, err, "cannot write");
         continue;
       }
       if (split) {
         const emptied = await handle.truncate(0).then(() => true, () => false);
-        this.rewound = true;
-        this.rewinds += 1;
         if (emptied && ++lostName <= 3) {
-          this.counters.truncations += 1;
-          this.position = startPos;
-          this.size = 0;
-          this.needsLeadingNewline = false;
-          this.queue.unshift(...batch);
+          this.writeAgainWhole(batch, startPos);
           continue;
         }
+        this.goBack();
         // The chain stands where it stood before the batch, whatever the files hold now.
         this.position = startPos;
         await this.dropHandle(true);
-        this.fail(batch, new Error("the file was truncated while the batch was written, and could not be written again whole"), "cannot write");
+        this.fail(batch, new Error(NOT_WRITTEN_WHOLE), "cannot write");
         continue;
       }
       if (!named) {
@@ -545,7 +526,7 @@ export class AuditLog {
         continue;
       }
       lostName = 0;
-      this.rewound = false;
+      this.rewound = 0;
       this.position = pos;
       this.counters.records += batch.length;
       for (const p of batch) p.resolve();
@@ -582,6 +563,25 @@ export class AuditLog {
     } catch {
       return undefined; // cannot tell: treated as lost (the path is opened again, its checks decide)
     }
+  }
+
+  /** The chain goes back: the next durable batch's first record is marked with a new count. */
+  private goBack(): void {
+    this.rewinds += 1;
+    this.rewound = this.rewinds;
+  }
+
+  /**
+   * The file was emptied (by a copytruncate, or by this writer) while `batch` was written: it
+   * goes first in the queue again, to be written whole from where the chain stood before it.
+   */
+  private writeAgainWhole(batch: Pending[], startPos: ChainPosition): void {
+    this.goBack();
+    this.counters.truncations += 1;
+    this.position = startPos;
+    this.size = 0;
+    this.needsLeadingNewline = false;
+    this.queue.unshift(...batch);
   }
 
   private async dropHandle(keepPosition = false): Promise<void> {

@@ -56,9 +56,10 @@ export = function register(RED: NodeAPI): void {
             actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
           });
         } else {
-          // "sending" is shown once the unlock is under way (its audit record being written),
-          // not before: the status round trip (Status nodes, the editor's comms) then overlaps the
-          // fsync instead of delaying the door. An outcome already known is never overwritten.
+          // "sending" is shown once the unlock is under way (its audit record being written), not
+          // before, and never over an outcome already known (a message that sends nothing never
+          // shows it). Meant to take the status round trip off the door's path; the bench could
+          // not tell the difference (README, Performance).
           setImmediate(() => {
             if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
           });
