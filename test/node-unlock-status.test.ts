@@ -5,18 +5,20 @@
  */
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../src/simulator/index.js";
-import { assertAccepted, assertFailed, helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady } from "./helpers/flow.js";
+import { fileHandlePrototype, eio } from "./helpers/audit-faults.js";
+import { assertAccepted, assertFailed, helper, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady } from "./helpers/flow.js";
 
 interface Status { fill?: string; shape?: string; text?: string }
 
 describe("door-unlock node status (Node-RED runtime + simulator)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
+  let userDir: string;
   const seen: Status[] = [];
 
   before(async () => {
     sim = await startSim();
-    await loadFlow(unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }));
+    ({ userDir } = await loadFlow(unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" })));
     await waitReady();
     helper.getNode("u1").on("call:status", (call: { args: [Status] }) => seen.push(call.args[0]));
   });
@@ -62,5 +64,43 @@ describe("door-unlock node status (Node-RED runtime + simulator)", function () {
       const want = out.port === 0 ? "green" : "red";
       assert.equal(last().fill, want, `unlock ${i}: ${JSON.stringify(seen)}`);
     }
+  });
+
+  it("the attempt record cannot be written: outcome error, no PUT, and \"sending\" is never shown (it follows the command, never precedes it)", async () => {
+    const { proto, orig } = await fileHandlePrototype();
+    let injected = 0;
+    proto.write = function () {
+      proto.write = orig.write;
+      injected++;
+      return Promise.reject(eio("write"));
+    };
+    let out;
+    try {
+      out = await unlock({ deviceId: 101 });
+    } finally {
+      proto.write = orig.write;
+    }
+    assert.equal(injected, 1, "the injected write failure was reached");
+    assertFailed(out, "error", null);
+    assert.match(String(out.msg.payload.message), /not sent: the audit log could not be written/);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.ok(!seen.some((st) => st.fill === "blue"), `no "sending" for a command that was never sent: ${JSON.stringify(seen)}`);
+    assert.equal(last().fill, "red", JSON.stringify(seen));
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it("a message whose field cannot be read (a getter that throws): invalid-input on the error output, no PUT, one unlock-rejected record (Rules: bad input gets a clear error and sends nothing)", async () => {
+    const msg: Record<string, unknown> = { _msgid: "getter-throws" };
+    Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
+    const out = await unlock(msg);
+    assertFailed(out, "invalid-input", null);
+    assert.match(String(out.msg.payload.message), /msg.deviceId could not be read: no deviceId today/);
+    await until("the rejected record", () => readAudit(userDir).some((r) => r.msgid === "getter-throws"), 5000, 2);
+    const mine = readAudit(userDir).filter((r) => r.msgid === "getter-throws");
+    assert.deepEqual(mine.map((r) => [r.type, r.outcome]), [["unlock-rejected", "invalid-input"]]);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(last().fill, "red", JSON.stringify(seen));
+    assert.ok(!seen.some((st) => st.fill === "blue"), JSON.stringify(seen));
+    assert.equal(unlockRequests(sim), 0);
   });
 });

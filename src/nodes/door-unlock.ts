@@ -4,7 +4,7 @@
  * The procedure itself is src/unlock/unlock.ts; this file is Node-RED glue.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { performUnlock, type UnlockResult } from "../unlock/unlock.js";
+import { performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
 import { FlowNodeBinding, clockTime, configuredDoor } from "./shared.js";
 
 interface UnlockDef extends NodeDef {
@@ -50,25 +50,37 @@ export = function register(RED: NodeAPI): void {
           m.payload = result;
           send(result.outcome === "accepted" ? [m, null] : [null, m]);
         };
+        // The message's fields, read once. One that cannot be read (a getter that throws, as a
+        // function node can set) is bad input: performUnlock answers invalid-input, sends nothing.
+        let unreadable: string | undefined;
+        const read = (key: string): unknown => {
+          try {
+            return m[key];
+          } catch (e) {
+            unreadable ??= `msg.${key} could not be read: ${(e instanceof Error ? e.message : String(e)).slice(0, 200)}`;
+            return undefined;
+          }
+        };
+        const msgid = read("_msgid");
+        const input: UnlockInput = {
+          msgDeviceId: read("deviceId"), msgDoor: read("door"), msgLockId: read("lockId"), msgActor: read("actor"), msgRetain: read("retain"),
+          msgid: typeof msgid === "string" ? msgid : null,
+        };
+        if (unreadable !== undefined) input.unreadable = unreadable;
         if ("problem" in got) {
           emit({
             outcome: "session-halted", status: null, deviceId: null, lockId: null, door: null,
             actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
           });
         } else {
-          // "sending" is shown once the unlock is under way (its audit record being written), not
-          // before, and never over an outcome already known (a message that sends nothing never
-          // shows it). Meant to take the status round trip off the door's path; the bench could
-          // not tell the difference (README, Performance).
-          setImmediate(() => {
-            if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
-          });
           emit(
-            await performUnlock(
-              got.account,
-              { msgDeviceId: m.deviceId, msgDoor: m.door, msgLockId: m.lockId, msgActor: m.actor, msgRetain: m.retain, msgid: typeof m._msgid === "string" ? m._msgid : null },
-              settings,
-              emit,
+            await performUnlock(got.account, input, settings, emit, () =>
+              // "sending" once the command is on its way (its attempt record on disk), in a later
+              // turn (off the door's path), and never over an outcome already known: a message that
+              // sends nothing never shows it.
+              setImmediate(() => {
+                if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
+              }),
             ),
           );
         }

@@ -15,6 +15,8 @@ export interface UnlockInput {
   msgActor: unknown;
   msgRetain: unknown;
   msgid: string | null;
+  /** Set when the message's fields could not be read (a getter that throws): why. Nothing is sent. */
+  unreadable?: string;
 }
 
 export interface UnlockNodeSettings {
@@ -56,16 +58,19 @@ function checkActor(value: unknown): string | null {
  * Performs one unlock. `onResult` (optional) is called with the outcome as soon as it is known,
  * before its closing audit record (unlock-result / unlock-rejected) is flushed, so a flow can
  * go on without waiting for that second fsync; the returned promise resolves once the record
- * is on disk. The attempt record is always on disk before the request leaves.
+ * is on disk. The attempt record is always on disk before the request leaves. `onSending`
+ * (optional) is called once, when the command has been handed to the HTTP client (its attempt
+ * record on disk): never for a message that sends nothing.
  */
 export function performUnlock(
   account: Account,
   input: UnlockInput,
   node: UnlockNodeSettings,
   onResult?: (result: UnlockResult) => void,
+  onSending?: () => void,
 ): Promise<UnlockResult> {
   // Tracked by the account: closing it waits for this unlock's result record (CONTRACT.md "Audit log").
-  return account.track(unlockOnce(account, input, node, onResult));
+  return account.track(unlockOnce(account, input, node, onResult, onSending));
 }
 
 async function unlockOnce(
@@ -73,6 +78,7 @@ async function unlockOnce(
   input: UnlockInput,
   node: UnlockNodeSettings,
   onResult?: (result: UnlockResult) => void,
+  onSending?: () => void,
 ): Promise<UnlockResult> {
   const at = () => new Date(account.clock.now()).toISOString();
   const defaultActor = node.actor.trim() || `node-red:${node.nodeId}`;
@@ -90,6 +96,7 @@ async function unlockOnce(
     return r;
   };
 
+  if (input.unreadable !== undefined) return reject("invalid-input", input.unreadable);
   if (actorProblem) return reject("invalid-input", actorProblem);
   if (input.msgRetain === true && node.rejectRetained) {
     return reject("retained-rejected", "retained message rejected: a retained MQTT message is replayed on every reconnect and must not open a door (turn off rejectRetained to allow it)");
@@ -127,7 +134,15 @@ async function unlockOnce(
         throw new AuditWriteError((e as Error).message);
       }
       sends++;
-      await account.client.unlock(token, selection.deviceId, lock.lockId);
+      const put = account.client.unlock(token, selection.deviceId, lock.lockId);
+      if (sends === 1) {
+        try {
+          onSending?.();
+        } catch {
+          /* a status display is not the command's business */
+        }
+      }
+      await put;
     });
   } catch (e) {
     let c: Classified;
