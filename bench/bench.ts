@@ -358,6 +358,9 @@ async function inFlight(k: number, n: number, op: () => Promise<boolean>): Promi
 
 // ---------------------------------------------------------------- raw undici (the floors)
 
+/** A prev as long as the chain's (64 hex digits); the yardstick writes bytes, it does not hash. */
+const SAME_PREV = "0".repeat(64);
+
 class Raw {
   /** Same options as the client's Pool (src/client/client.ts): 32 keep-alive sockets. */
   readonly pool: Pool;
@@ -381,6 +384,8 @@ class Raw {
   async auditedPut(result = false): Promise<boolean> {
     const msgid = `raw-${++this.seq}`;
     const line = JSON.stringify({ type: "unlock-attempt", ts: new Date().toISOString(), actor: "bench", deviceId: DOOR, lockId: null, door: "Front Door", msgid }) + "\n";
+    this.bytes += line.length;
+    this.floorCount++;
     await this.fh!.write(line);
     await this.fh!.sync();
     const ok = await this.put();
@@ -390,6 +395,31 @@ class Raw {
     }
     return ok;
   }
+  /**
+   * Not a floor, a yardstick: the bytes the node writes per unlock in a stream (the previous
+   * unlock's result line and this attempt's line, each with seq and prev) in one write+fsync,
+   * then the PUT. No hash is computed and no name is checked: what separates the node from this
+   * is its own work, not the size of what the contract has it write.
+   */
+  async sameBytesPut(): Promise<boolean> {
+    const msgid = `same-${++this.seq}`;
+    const chain = () => `,"seq":${this.seq * 2},"prev":"${SAME_PREV}"}`;
+    const ts = new Date().toISOString();
+    const fields = { actor: "node-red:u1", deviceId: DOOR, lockId: null, door: "Front Door" };
+    const result = JSON.stringify({ type: "unlock-result", ts, ...fields, msgid: `same-${this.seq - 1}`, outcome: "accepted", status: 200 }).slice(0, -1) + chain();
+    const attempt = JSON.stringify({ type: "unlock-attempt", ts, ...fields, msgid }).slice(0, -1) + chain();
+    const text = `${result}\n${attempt}\n`;
+    this.sameBytes += text.length;
+    this.sameCount++;
+    await this.fh!.write(text);
+    await this.fh!.sync();
+    return this.put();
+  }
+  /** Characters written by auditedPut (attempt lines only) and by sameBytesPut. */
+  bytes = 0;
+  floorCount = 0;
+  sameBytes = 0;
+  sameCount = 0;
   async get(): Promise<boolean> {
     const res = await this.pool.request({ path: `/api/device/${DOOR}`, method: "GET", headers: { accept: "application/json", authorization: `Bearer ${this.token()}` } });
     const body = (await res.body.json()) as { id?: number };
@@ -590,21 +620,33 @@ async function main(args: Args): Promise<void> {
     }
 
     // ---- unlock latency, one message at a time: node vs floor (audit+fsync+PUT) vs raw PUT
-    type V = "node" | "floor" | "put" | "both";
-    const lat: Record<V, { p50: number[]; p99: number[] }> = { node: { p50: [], p99: [] }, floor: { p50: [], p99: [] }, put: { p50: [], p99: [] }, both: { p50: [], p99: [] } };
+    type V = "node" | "floor" | "put" | "both" | "same";
+    const lat: Record<V, { p50: number[]; p99: number[] }> = { node: { p50: [], p99: [] }, floor: { p50: [], p99: [] }, put: { p50: [], p99: [] }, both: { p50: [], p99: [] }, same: { p50: [], p99: [] } };
     const r50both: number[] = [];
+    const r50same: number[] = [];
+    const nodeAuditFile = path.join(userDir, "door-access-audit.jsonl");
+    let nodeBytes = 0;
+    let nodeUnlocks = 0;
     const r50: number[] = [];
     const r99: number[] = [];
     const r50put: number[] = [];
     const r99put: number[] = [];
-    const variants = { node: nodeUnlock, floor: () => raw!.auditedPut(), put: () => raw!.put(), both: () => raw!.auditedPut(true) } as const;
+    const variants = { node: nodeUnlock, floor: () => raw!.auditedPut(), put: () => raw!.put(), both: () => raw!.auditedPut(true), same: () => raw!.sameBytesPut() } as const;
     for (let rep = 0; rep < (want("latency") ? R : 0); rep++) {
       await refreshToken();
-      const order = (["node", "floor", "put", "both"] as const).map((_, i, a) => a[(i + rep) % a.length]);
+      const order = (["node", "floor", "put", "both", "same"] as const).map((_, i, a) => a[(i + rep) % a.length]);
       const p: Record<string, { p50: number; p99: number }> = {};
       for (const v of order) {
         await sequential(C.seqWarm, variants[v]);
+        const size0 = v === "node" ? (await fsp.stat(nodeAuditFile).catch(() => null))?.size ?? null : null;
         const s = await sequential(C.seq, variants[v]);
+        if (size0 !== null) {
+          const size1 = (await fsp.stat(nodeAuditFile).catch(() => null))?.size ?? null;
+          if (size1 !== null && size1 > size0) {
+            nodeBytes += size1 - size0;
+            nodeUnlocks += C.seq;
+          }
+        }
         if (s.ok !== C.seq) throw new Error(`latency ${v}: ${C.seq - s.ok} failed`);
         p[v] = { p50: pct(s.samples, 50), p99: pct(s.samples, 99) };
         lat[v].p50.push(p[v].p50);
@@ -615,7 +657,8 @@ async function main(args: Args): Promise<void> {
       r50put.push(p.node.p50 / p.put.p50);
       r99put.push(p.node.p99 / p.put.p99);
       r50both.push(p.node.p50 / p.both.p50);
-      log(`latency rep ${rep + 1}: node p50 ${p.node.p50.toFixed(3)} p99 ${p.node.p99.toFixed(3)} | floor ${p.floor.p50.toFixed(3)} / ${p.floor.p99.toFixed(3)} | raw PUT ${p.put.p50.toFixed(3)} / ${p.put.p99.toFixed(3)} | both records ${p.both.p50.toFixed(3)} / ${p.both.p99.toFixed(3)} ms`);
+      r50same.push(p.node.p50 / p.same.p50);
+      log(`latency rep ${rep + 1}: node p50 ${p.node.p50.toFixed(3)} p99 ${p.node.p99.toFixed(3)} | floor ${p.floor.p50.toFixed(3)} / ${p.floor.p99.toFixed(3)} | raw PUT ${p.put.p50.toFixed(3)} / ${p.put.p99.toFixed(3)} | both records ${p.both.p50.toFixed(3)} / ${p.both.p99.toFixed(3)} | same bytes ${p.same.p50.toFixed(3)} / ${p.same.p99.toFixed(3)} ms`);
     }
     if (want("latency")) Object.assign(results, {
       unlockP50Ms: round(median(lat.node.p50)), unlockP99Ms: round(median(lat.node.p99)),
@@ -624,6 +667,10 @@ async function main(args: Args): Promise<void> {
       unlockP50Ratio: round(median(r50)), unlockP99Ratio: round(median(r99)),
       unlockP50RatioNoAudit: round(median(r50put)), unlockP99RatioNoAudit: round(median(r99put)),
       bothRecordsP50Ms: round(median(lat.both.p50)), bothRecordsP99Ms: round(median(lat.both.p99)), unlockP50RatioBothRecords: round(median(r50both)),
+      sameBytesP50Ms: round(median(lat.same.p50)), unlockP50RatioSameBytes: round(median(r50same)),
+      nodeAuditBytesPerUnlock: nodeUnlocks > 0 ? round(nodeBytes / nodeUnlocks, 0) : null,
+      sameBytesPerUnlock: raw.sameBytes > 0 ? round(raw.sameBytes / (raw.sameCount || 1), 0) : null,
+      floorBytesPerUnlock: raw.bytes > 0 ? round(raw.bytes / (raw.floorCount || 1), 0) : null,
     });
 
     // ---- unlock throughput, 50 in flight; API calls per unlock in steady state; group commit
@@ -808,6 +855,8 @@ function table(r: Record<string, number | string>): string {
     ["unlockP50Ratio (node p50 / floor p50)", `${n("unlockP50Ratio")}×`, "≤ 1.15×"],
     ["unlockP99Ratio (node p99 / floor p99)", `${n("unlockP99Ratio")}×`, ""],
     ["Same durable work by hand (attempt + fsync, PUT, result + fsync) p50; node / it", `${n("bothRecordsP50Ms", 3)} ms; ${n("unlockP50RatioBothRecords")}×`, ""],
+    ["Yardstick: the node's bytes per unlock (result + attempt lines, seq/prev) in one write+fsync, then the PUT, p50; node / it", `${n("sameBytesP50Ms", 3)} ms; ${n("unlockP50RatioSameBytes")}×`, ""],
+    ["Audit bytes per unlock: node / yardstick / floor", `${n("nodeAuditBytesPerUnlock", 0)} / ${n("sameBytesPerUnlock", 0)} / ${n("floorBytesPerUnlock", 0)}`, ""],
     ["Ratio vs raw PUT without audit, p50 / p99", `${n("unlockP50RatioNoAudit")}× / ${n("unlockP99RatioNoAudit")}×`, ""],
     ["Unlock throughput, 50 in flight: node / floor / raw PUT", `${n("unlockThroughput50", 0)} / ${n("floorThroughput50", 0)} / ${n("rawPutThroughput50", 0)} /s`, ""],
     ["CPU per unlock in our process, 50 in flight: node / floor / raw PUT", `${n("unlockCpuUs", 0)} / ${n("floorCpuUs", 0)} / ${n("rawPutCpuUs", 0)} µs`, ""],

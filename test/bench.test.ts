@@ -21,6 +21,7 @@ const NUMBER_KEYS = [
   "fsyncsPerRecord", "statusThroughput200", "rawStatusThroughput200", "handBuiltP50Ms", "handBuiltP99Ms",
   "handBuiltThroughput50", "heapGrowthMiB", "deviceValidate10kMs", "statusCpuUs", "rawStatusCpuUs", "unlockCpuUs",
   "loadMs", "loadRssMiB", "loadModules",
+  "sameBytesP50Ms", "unlockP50RatioSameBytes", "nodeAuditBytesPerUnlock", "sameBytesPerUnlock", "floorBytesPerUnlock",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
 /** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */
