@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime, failMessage } from "./shared.js";
+import { FlowNodeBinding, clockTime, failMessage, endMessage } from "./shared.js";
 
 interface DevicesDef extends NodeDef {
   account: string;
@@ -19,7 +19,8 @@ export = function register(RED: NodeAPI): void {
     const binding = new FlowNodeBinding(RED, node, config.account);
     const kind = config.list === "locations" ? "locations" : "devices";
 
-    node.on("input", (msg: NodeMessageInFlow, send, done) => {
+    node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
+      const done = (err?: Error) => endMessage(node, nodeRedDone, err);
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
       const work = (async () => {
         const got = binding.account();

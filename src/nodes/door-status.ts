@@ -6,7 +6,7 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { selectDoor } from "../doors/select.js";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime, configuredDoor, failMessage } from "./shared.js";
+import { FlowNodeBinding, clockTime, configuredDoor, failMessage, endMessage } from "./shared.js";
 
 interface StatusDef extends NodeDef {
   account: string;
@@ -22,7 +22,8 @@ export = function register(RED: NodeAPI): void {
     const binding = new FlowNodeBinding(RED, node, config.account);
     const door = configuredDoor(config);
 
-    node.on("input", (msg: NodeMessageInFlow, send, done) => {
+    node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
+      const done = (err?: Error) => endMessage(node, nodeRedDone, err);
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
       const fail = (outcome: string, message: string, status: number | null) => failMessage(RED, "door-status", binding, m, done, { outcome, status, message });
       const work = (async () => {

@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
-import { FlowNodeBinding, clockTime, configuredDoor } from "./shared.js";
+import { FlowNodeBinding, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -30,11 +30,13 @@ export = function register(RED: NodeAPI): void {
       rejectRetained: config.rejectRetained !== false,
     };
 
-    node.on("input", (msg: NodeMessageInFlow, send, done) => {
+    node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
+      const done = (err?: Error) => endMessage(node, nodeRedDone, err);
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
       const work = (async () => {
         const got = binding.account();
         let sent = false;
+        let undelivered: Error | undefined;
         // Output as soon as the outcome is known; done() once its audit record is on disk.
         const emit = (result: UnlockResult) => {
           if (sent) return;
@@ -47,8 +49,17 @@ export = function register(RED: NodeAPI): void {
           } else {
             binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
           }
-          m.payload = result;
-          send(result.outcome === "accepted" ? [m, null] : [null, m]);
+          try {
+            m.payload = result;
+            send(result.outcome === "accepted" ? [m, null] : [null, m]);
+          } catch (e) {
+            // The message cannot carry the outcome (a read-only msg.payload, a frozen message, a
+            // field Node-RED cannot copy for a second wire): said on done() once the audit record
+            // is written; the outcome stands and the status shows it.
+            undelivered = new Error(
+              `door-unlock: the outcome ${result.outcome}${result.outcome === "accepted" ? " (the door was unlocked)" : ""} could not be sent on the message: ${describeThrown(e)}`,
+            );
+          }
         };
         // The message's fields, read once. One that cannot be read (a getter that throws, as a
         // function node can set) is bad input: performUnlock answers invalid-input, sends nothing.
@@ -57,7 +68,7 @@ export = function register(RED: NodeAPI): void {
           try {
             return m[key];
           } catch (e) {
-            unreadable ??= `msg.${key} could not be read: ${(e instanceof Error ? e.message : String(e)).slice(0, 200)}`;
+            unreadable ??= `msg.${key} could not be read: ${describeThrown(e)}`;
             return undefined;
           }
         };
@@ -84,7 +95,7 @@ export = function register(RED: NodeAPI): void {
             ),
           );
         }
-        done();
+        done(undelivered);
       })();
       binding.track(work).catch((e: Error) => done(e));
     });

@@ -72,6 +72,33 @@ export function clockTime(ms: number): string {
   return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
+/** What a thrown value says, as bounded text; never throws itself (a value may refuse to become text). */
+export function describeThrown(e: unknown): string {
+  try {
+    return String(e instanceof Error ? e.message : e).slice(0, 200);
+  } catch {
+    return "a value that cannot be shown as text";
+  }
+}
+
+/**
+ * done() that never throws. Node-RED hands the message to Catch and Complete nodes by copying
+ * it, and a message that cannot be copied (a getter that throws) makes done() throw; thrown from
+ * a promise's handler that would be an unhandled rejection. The error is then logged on the node,
+ * without the message.
+ */
+export function endMessage(node: Node, done: (err?: Error) => void, err?: Error): void {
+  try {
+    done(err);
+  } catch (e) {
+    try {
+      node.error(`${err ? `${err.message}; ` : ""}the message could not be handed on to Catch or Complete nodes: ${describeThrown(e)}`);
+    } catch {
+      /* nothing left to tell it with */
+    }
+  }
+}
+
 /**
  * Ends a failed door-devices / door-status message the way the contract says: msg.outcome and
  * msg.statusCode set, a red status, and done() with a real Error a Catch node sees.

@@ -86,14 +86,30 @@ async function unlockOnce(
   const actor = input.msgActor === undefined || actorProblem ? defaultActor : (input.msgActor as string);
   const base = { deviceId: null as number | null, lockId: null as number | null, door: null as string | null, actor };
 
+  // onResult is the caller's (a node sending a message); whatever it throws, the closing record is
+  // written first (CONTRACT "Audit log": every message that reached the service gets its
+  // unlock-result), then the error is passed on.
+  let told: { error: unknown } | null = null;
+  const tell = (r: UnlockResult): void => {
+    try {
+      onResult?.(r);
+    } catch (error) {
+      told = { error };
+    }
+  };
+  const passOn = (r: UnlockResult): UnlockResult => {
+    if (told) throw told.error;
+    return r;
+  };
+
   const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
     const r: UnlockResult = { ...base, ...extra, outcome, status: null, at: at(), message, mayHaveOpened: false };
-    onResult?.(r);
+    tell(r);
     // The rejection is audited too; a failure to write it does not change the outcome.
     await account.audit
       .rejected({ actor: r.actor, deviceId: r.deviceId, lockId: r.lockId, door: r.door, msgid: input.msgid, outcome, reason: message })
       .catch(() => undefined);
-    return r;
+    return passOn(r);
   };
 
   if (input.unreadable !== undefined) return reject("invalid-input", input.unreadable);
@@ -169,14 +185,14 @@ async function unlockOnce(
     }
     const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
     if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
-    onResult?.(result);
+    tell(result);
     await account.audit.result({ ...record, outcome: c.outcome, status: c.status }).catch(() => undefined);
-    return result;
+    return passOn(result);
   }
   const accepted: UnlockResult = { ...base, outcome: "accepted", status: 200, at: at() };
-  onResult?.(accepted);
+  tell(accepted);
   await account.audit.result({ ...record, outcome: "accepted", status: 200 }).catch(() => undefined);
-  return accepted;
+  return passOn(accepted);
 }
 
 class AuditWriteError extends Error {}
