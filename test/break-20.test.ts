@@ -184,7 +184,7 @@ describe("break-20: bd8e582 door-unlock 'sending' and unreadable message fields"
         assert.equal(unlockRequests(sim), 1);
         assert.deepEqual(mine(c.id).map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
         assert.equal(errors.length, 1, JSON.stringify(errors));
-        assert.match(errors[0], /the outcome accepted \(the door was unlocked\) could not be sent on the message/);
+        assert.match(errors[0], /the outcome accepted \(the door was unlocked\) could not be set on the message/);
         assert.equal(last().fill, "green", JSON.stringify(seen));
         assert.equal(ok.length + fail.length, 0);
       });
@@ -286,7 +286,7 @@ describe("break-20: bd8e582 door-unlock 'sending' and unreadable message fields"
       await settle();
       assert.equal(unlockRequests(sim), 0);
       assert.deepEqual(mine("two-wires").map((r) => r.type), ["unlock-rejected"], `node.error: ${JSON.stringify(errors)}; fail outputs: ${fail.length}`);
-      assert.match(String(errors[0]), /the outcome invalid-input could not be sent on the message/);
+      assert.match(String(errors[0]), /the outcome invalid-input could not be sent to every node wired to the output/);
     });
   });
 

@@ -21,7 +21,11 @@ export function describeValue(v: unknown): string {
   if (typeof v === "string") return v.length > 40 ? `a ${v.length}-character string` : JSON.stringify(v);
   if (typeof v === "number") return String(v);
   if (v === null) return "null";
-  if (Array.isArray(v)) return "an array";
+  try {
+    if (Array.isArray(v)) return "an array";
+  } catch {
+    return "a revoked proxy"; // Array.isArray throws for one; never for anything else
+  }
   return `a value of type ${typeof v}`;
 }
 

@@ -6,7 +6,7 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { selectDoor } from "../doors/select.js";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime, configuredDoor, failMessage, endMessage } from "./shared.js";
+import { FlowNodeBinding, clockTime, configuredDoor, describeThrown, failMessage, endMessage } from "./shared.js";
 
 interface StatusDef extends NodeDef {
   account: string;
@@ -40,20 +40,31 @@ export = function register(RED: NodeAPI): void {
           return fail(c.outcome, `door-status: the door could not be resolved: ${c.message}`, c.status);
         }
         binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-status.status.reading") });
+        let device: Awaited<ReturnType<typeof account.getDevice>>;
         try {
-          const device = await account.getDevice(deviceId);
-          m.payload = device;
-          m.deviceId = device.id;
-          const state = device.online === true ? RED._("door-status.status.online") : device.online === false ? RED._("door-status.status.offline") : RED._("door-status.status.unknown");
-          binding.setResult({ fill: device.online === false ? "yellow" : "green", shape: "dot", text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }) });
-          send(m);
-          done();
+          device = await account.getDevice(deviceId);
         } catch (e) {
           const c = classifyFailure(e, false);
           if (c.outcome === "not-found") void account.directory.refreshAfterNotFound({ id: deviceId, name: null, location: null }).catch(() => undefined);
-          m.deviceId = deviceId;
-          fail(c.outcome, `door-status: ${c.message}`, c.status);
+          try {
+            m.deviceId = deviceId;
+          } catch {
+            /* a message that cannot take it still gets its outcome and error (failMessage) */
+          }
+          return fail(c.outcome, `door-status: ${c.message}`, c.status);
         }
+        const state = device.online === true ? RED._("door-status.status.online") : device.online === false ? RED._("door-status.status.offline") : RED._("door-status.status.unknown");
+        binding.setResult({ fill: device.online === false ? "yellow" : "green", shape: "dot", text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }) });
+        try {
+          m.payload = device;
+          m.deviceId = device.id;
+          send(m);
+        } catch (e) {
+          // The door was read; the message cannot carry it (frozen, a setter that throws, a field
+          // Node-RED cannot copy for a second wire).
+          return done(new Error(`door-status: door #${device.id} was read (${state}) but the message could not carry it or be sent to every wire: ${describeThrown(e)}`));
+        }
+        done();
       })();
       binding.track(work).catch((e: Error) => done(e));
     });

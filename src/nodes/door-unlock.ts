@@ -49,15 +49,17 @@ export = function register(RED: NodeAPI): void {
           } else {
             binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
           }
+          let step = "set on the message";
           try {
             m.payload = result;
+            step = "sent to every node wired to the output";
             send(result.outcome === "accepted" ? [m, null] : [null, m]);
           } catch (e) {
-            // The message cannot carry the outcome (a read-only msg.payload, a frozen message, a
-            // field Node-RED cannot copy for a second wire): said on done() once the audit record
-            // is written; the outcome stands and the status shows it.
+            // The message cannot carry the outcome (a read-only msg.payload, a frozen message), or
+            // Node-RED could not copy it for a second wire (the first may have it): said on done()
+            // once the audit record is written; the outcome stands and the status shows it.
             undelivered = new Error(
-              `door-unlock: the outcome ${result.outcome}${result.outcome === "accepted" ? " (the door was unlocked)" : ""} could not be sent on the message: ${describeThrown(e)}`,
+              `door-unlock: the outcome ${result.outcome}${result.outcome === "accepted" ? " (the door was unlocked)" : ""} could not be ${step}: ${describeThrown(e)}`,
             );
           }
         };

@@ -111,8 +111,14 @@ export function failMessage(
   done: (err?: Error) => void,
   failure: { outcome: string; status: number | null; message: string },
 ): void {
-  msg.outcome = failure.outcome;
-  if (failure.status !== null) msg.statusCode = failure.status;
+  let message = failure.message;
+  try {
+    msg.outcome = failure.outcome;
+    if (failure.status !== null) msg.statusCode = failure.status;
+  } catch (e) {
+    // A frozen message, a setter that throws: the error still ends the message and the status shows it.
+    message += ` (msg.outcome could not be set on the message: ${describeThrown(e)})`;
+  }
   const time = clockTime(Date.now());
   binding.setResult({
     fill: "red", shape: "ring",
@@ -120,7 +126,7 @@ export function failMessage(
       ? RED._(`${type}.status.failed-status`, { outcome: failure.outcome, status: failure.status, time })
       : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
   });
-  done(new Error(failure.message));
+  done(new Error(message));
 }
 
 /**
