@@ -236,7 +236,6 @@ describe("break-21: review of 1f34024, messages that cannot carry their outcome"
       assert.equal(unlockRequests(sim), 1);
       assert.deepEqual(mine("cmp-1").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
       assert.match(errors.join("\n"), /accepted \(the door was unlocked\)/);
-      console.log(`      [observed] output-1 first wire got ${ok.length} message(s); errors: ${JSON.stringify(errors)}`);
       assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
       assert.equal(last().fill, "green");
     });

@@ -111,9 +111,19 @@ function quote(s: string): string {
 
 /** `"a", "b", "c"` with at most MAX_LISTED entries, then "and N more". */
 export function listCandidates(items: string[]): string {
-  const shown = items.slice(0, MAX_LISTED).map(quote).join(", ");
+  const shown = items.slice(0, MAX_LISTED).map((label) => quote(clipLabel(label))).join(", ");
   const more = items.length - MAX_LISTED;
   return more > 0 ? `${shown} and ${more} more` : shown;
+}
+
+/** A label as a message spells it: at most LISTED_LABEL characters (a door name is the service's, of any length). */
+const LISTED_LABEL = 100;
+function clipLabel(label: string): string {
+  if (label.length <= LISTED_LABEL) return label;
+  let cut = LISTED_LABEL - 1;
+  const last = label.charCodeAt(cut - 1);
+  if (last >= 0xd800 && last <= 0xdbff) cut -= 1; // never half of a surrogate pair
+  return `${label.slice(0, cut)}…`;
 }
 
 function levenshtein(a: string, b: string, limit: number): number {

@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime, failMessage, endMessage } from "./shared.js";
+import { FlowNodeBinding, MessageFields, clockTime, failMessage, endMessage } from "./shared.js";
 
 interface DevicesDef extends NodeDef {
   account: string;
@@ -28,8 +28,13 @@ export = function register(RED: NodeAPI): void {
           failMessage(RED, "door-devices", binding, m, done, { outcome: "session-halted", status: null, message: `door-devices: ${got.problem}` });
           return;
         }
+        const fields = new MessageFields(m);
+        const force = fields.read("refresh") === true;
+        if (fields.unreadable !== undefined) {
+          failMessage(RED, "door-devices", binding, m, done, { outcome: "invalid-input", status: null, message: `door-devices: ${fields.unreadable}` });
+          return;
+        }
         try {
-          const force = m.refresh === true;
           const list = kind === "locations" ? await got.account.locations(force) : await got.account.devices(force);
           // Each message gets its own copy (CONTRACT "Door selection"): a flow that sorts or
           // edits msg.payload changes nothing else — not the account's cache, not the picker,

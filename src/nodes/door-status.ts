@@ -6,7 +6,7 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { selectDoor } from "../doors/select.js";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, clockTime, configuredDoor, describeThrown, failMessage, endMessage } from "./shared.js";
+import { FlowNodeBinding, MessageFields, clockTime, configuredDoor, describeThrown, failMessage, endMessage } from "./shared.js";
 
 interface StatusDef extends NodeDef {
   account: string;
@@ -30,9 +30,13 @@ export = function register(RED: NodeAPI): void {
         const got = binding.account();
         if ("problem" in got) return fail("session-halted", got.problem, null);
         const account = got.account;
+        const fields = new MessageFields(m);
+        const msgDeviceId = fields.read("deviceId");
+        const msgDoor = fields.read("door");
+        if (fields.unreadable !== undefined) return fail("invalid-input", `door-status: ${fields.unreadable}`, null);
         let deviceId: number;
         try {
-          const sel = await selectDoor(account.directory, { msgDeviceId: m.deviceId, msgDoor: m.door, configured: door });
+          const sel = await selectDoor(account.directory, { msgDeviceId, msgDoor, configured: door });
           if (!sel.ok) return fail("invalid-input", sel.message, null);
           deviceId = sel.deviceId;
         } catch (e) {

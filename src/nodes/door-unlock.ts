@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
-import { FlowNodeBinding, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
+import { FlowNodeBinding, MessageFields, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -63,23 +63,15 @@ export = function register(RED: NodeAPI): void {
             );
           }
         };
-        // The message's fields, read once. One that cannot be read (a getter that throws, as a
-        // function node can set) is bad input: performUnlock answers invalid-input, sends nothing.
-        let unreadable: string | undefined;
-        const read = (key: string): unknown => {
-          try {
-            return m[key];
-          } catch (e) {
-            unreadable ??= `msg.${key} could not be read: ${describeThrown(e)}`;
-            return undefined;
-          }
-        };
-        const msgid = read("_msgid");
+        // The message's fields, read once (shared.ts MessageFields): one that cannot be read is
+        // bad input, answered invalid-input by performUnlock, and nothing is sent.
+        const fields = new MessageFields(m);
+        const msgid = fields.read("_msgid");
         const input: UnlockInput = {
-          msgDeviceId: read("deviceId"), msgDoor: read("door"), msgLockId: read("lockId"), msgActor: read("actor"), msgRetain: read("retain"),
+          msgDeviceId: fields.read("deviceId"), msgDoor: fields.read("door"), msgLockId: fields.read("lockId"), msgActor: fields.read("actor"), msgRetain: fields.read("retain"),
           msgid: typeof msgid === "string" ? msgid : null,
         };
-        if (unreadable !== undefined) input.unreadable = unreadable;
+        if (fields.unreadable !== undefined) input.unreadable = fields.unreadable;
         if ("problem" in got) {
           emit({
             outcome: "session-halted", status: null, deviceId: null, lockId: null, door: null,

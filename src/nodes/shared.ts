@@ -82,6 +82,24 @@ export function describeThrown(e: unknown): string {
 }
 
 /**
+ * A message's fields, each read once. One that cannot be read (a getter that throws, as a
+ * function node can set; a Proxy) is bad input: `unreadable` says which, and its value is
+ * undefined. The nodes answer invalid-input for it and send nothing.
+ */
+export class MessageFields {
+  unreadable: string | undefined;
+  constructor(private readonly msg: Record<string, unknown>) {}
+  read(key: string): unknown {
+    try {
+      return this.msg[key];
+    } catch (e) {
+      this.unreadable ??= `msg.${key} could not be read: ${describeThrown(e)}`;
+      return undefined;
+    }
+  }
+}
+
+/**
  * done() that never throws. Node-RED hands the message to Catch and Complete nodes by copying
  * it, and a message that cannot be copied (a getter that throws) makes done() throw; thrown from
  * a promise's handler that would be an unhandled rejection. The error is then logged on the node,
