@@ -22,6 +22,7 @@
  * caller gives (the caller guarantees no token, password or phone number is in it), capped in
  * length.
  */
+import { clip } from "../util/text.js";
 import { EventEmitter } from "node:events";
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
@@ -169,14 +170,8 @@ class LazyPosition implements ChainPosition {
 
 function cap(value: unknown, max: number): string | null {
   if (value === null || value === undefined) return null;
-  let s = typeof value === "string" ? value : String(value);
-  if (s.length > max) {
-    s = s.slice(0, max);
-    // Do not leave half of a surrogate pair at the end.
-    const last = s.charCodeAt(s.length - 1);
-    if (last >= 0xd800 && last <= 0xdbff) s = s.slice(0, -1);
-  }
-  return s;
+  // Never half of a surrogate pair at the end (util/text.ts).
+  return clip(typeof value === "string" ? value : String(value), max);
 }
 
 function intOrNull(value: unknown): number | null {

@@ -6,6 +6,7 @@
  * Knows nothing of Node-RED or HTTP: the list comes from the `fetchDevices` function given to
  * the constructor, which is expected to validate the raw list already.
  */
+import { clip } from "../util/text.js";
 import type { Device } from "../spec/schemas.js";
 
 export interface DoorIdentity {
@@ -118,12 +119,8 @@ export function listCandidates(items: string[]): string {
 
 /** A label as a message spells it: at most LISTED_LABEL characters (a door name is the service's, of any length). */
 const LISTED_LABEL = 100;
-function clipLabel(label: string): string {
-  if (label.length <= LISTED_LABEL) return label;
-  let cut = LISTED_LABEL - 1;
-  const last = label.charCodeAt(cut - 1);
-  if (last >= 0xd800 && last <= 0xdbff) cut -= 1; // never half of a surrogate pair
-  return `${label.slice(0, cut)}…`;
+export function clipLabel(label: string): string {
+  return clip(label, LISTED_LABEL, "…");
 }
 
 function levenshtein(a: string, b: string, limit: number): number {

@@ -5,6 +5,7 @@
  */
 import type { Device } from "../spec/schemas.js";
 import type { DeviceDirectory, DoorIdentity } from "./directory.js";
+import { clipLabel } from "./directory.js";
 
 export type Selection =
   | { ok: true; deviceId: number; device: Device | null; label: string; identity: DoorIdentity }
@@ -50,7 +51,7 @@ export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice)
       const r = await directory.resolveName(choice.msgDoor);
       if (!r.ok) return { ok: false, message: `msg.deviceId is ${id}, but msg.door does not name one door: ${r.message}`, candidates: r.candidates };
       if (r.device.id !== id) {
-        return { ok: false, message: `msg.deviceId ${id} and msg.door ${describeValue(choice.msgDoor)} (${directory.label(r.device)}, #${r.device.id}) name different doors; send one of them` };
+        return { ok: false, message: `msg.deviceId ${id} and msg.door ${describeValue(choice.msgDoor)} (${clipLabel(directory.label(r.device))}, #${r.device.id}) name different doors; send one of them` };
       }
       return { ok: true, deviceId: id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, id) };
     }
@@ -104,7 +105,7 @@ export function checkLock(device: Device | null, label: string, lockId: number |
   if (lockId === null) return null;
   const locks = locksOf(device);
   if (locks === null) return null;
-  if (locks.length <= 1) return `door ${label} has a single lock: send no lockId for it`;
-  if (!locks.some((l) => l.id === lockId)) return `door ${label} has no lock ${lockId} (its locks: ${locks.map((l) => l.id).join(", ")})`;
+  if (locks.length <= 1) return `door ${clipLabel(label)} has a single lock: send no lockId for it`;
+  if (!locks.some((l) => l.id === lockId)) return `door ${clipLabel(label)} has no lock ${lockId} (its locks: ${locks.map((l) => l.id).join(", ")})`;
   return null;
 }

@@ -93,7 +93,9 @@ export async function loadFlow(flow: Record<string, unknown>[], opts: { userDir?
   helper.settings({ userDir });
   const needsCatch = flow.some((n) => n.type === "catch");
   const nodes = [...(opts.nodes ?? ALL_NODES), ...(needsCatch ? [catchModule] : [])];
-  await helper.load(nodes, flow, opts.creds ?? CREDS);
+  // A copy: the runtime keeps the object it is given as its credential store, and a later deploy
+  // (helper.setFlows) rewrites it; the shared CREDS must stay as they are for the next test file.
+  await helper.load(nodes, flow, structuredClone(opts.creds ?? CREDS));
   return { userDir };
 }
 
