@@ -7,29 +7,9 @@ import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   TAB, accountNode, catchNode, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
 } from "./helpers/flow.js";
+import { type Status, withoutOnSendHooks, settle } from "./helpers/odd-messages.js";
 import { unhandledSeen } from "./hooks/no-unhandled.js";
-import { nodeRedDir } from "./helpers/runtime.js";
 import { performUnlock } from "../src/unlock/unlock.js";
-
-/**
- * The leak-scan hook adds an onSend hook, and Node-RED's hook runner catches what the router throws
- * after it (a failed clone) and reports it instead of throwing it back into node.send. A runtime
- * without onSend hooks (the default) throws it into the sender: take the hook out for one test
- * (the leak-scan hook puts it back before the next test).
- */
-function withoutOnSendHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
-  util.hooks.remove("onSend.leakScan");
-  assert.equal(util.hooks.has("onSend"), false);
-}
-
-interface Status { fill?: string; shape?: string; text?: string }
-
-const settle = async (): Promise<void> => {
-  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setTimeout(r, 50));
-};
 
 describe("break-20: bd8e582 door-unlock 'sending' and unreadable message fields", function () {
   this.timeout(20000);

@@ -7,33 +7,14 @@ import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   ALL_NODES, TAB, accountNode, catchModule, catchNode, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, DEMO_ACCOUNT,
 } from "./helpers/flow.js";
+import { type Status, withoutOnSendHooks, settle, revoked } from "./helpers/odd-messages.js";
 import { unhandledSeen } from "./hooks/no-unhandled.js";
-import { nodeRedDir, resolveFromNodeRed } from "./helpers/runtime.js";
+import { resolveFromNodeRed } from "./helpers/runtime.js";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const completeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/24-complete.js"));
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const statusModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-status.js"));
-
-function withoutOnSendHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
-  util.hooks.remove("onSend.leakScan");
-  assert.equal(util.hooks.has("onSend"), false);
-}
-
-interface Status { fill?: string; shape?: string; text?: string }
-
-const settle = async (): Promise<void> => {
-  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setTimeout(r, 50));
-};
-
-const revoked = (): object => {
-  const { proxy, revoke } = Proxy.revocable({}, {});
-  revoke();
-  return proxy;
-};
 
 describe("break-21: review of 1f34024, messages that cannot carry their outcome", function () {
   this.timeout(20000);

@@ -7,30 +7,12 @@ import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   ALL_NODES, CREDS, TAB, accountNode, catchModule, catchNode, count, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, DEMO_ACCOUNT,
 } from "./helpers/flow.js";
+import { type Status, withoutOnSendHooks, settle, revoked } from "./helpers/odd-messages.js";
 import { unhandledSeen } from "./hooks/no-unhandled.js";
-import { nodeRedDir, resolveFromNodeRed } from "./helpers/runtime.js";
+import { resolveFromNodeRed } from "./helpers/runtime.js";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const completeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/24-complete.js"));
-
-function withoutOnSendHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
-  util.hooks.remove("onSend.leakScan");
-}
-
-interface Status { fill?: string; shape?: string; text?: string }
-
-const settle = async (): Promise<void> => {
-  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setTimeout(r, 50));
-};
-
-const revoked = (): object => {
-  const { proxy, revoke } = Proxy.revocable({}, {});
-  revoke();
-  return proxy;
-};
 
 const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]!);
 

@@ -10,21 +10,9 @@ import {
   TAB, accountNode, catchNode, count, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockRequests, until, waitReady, DEMO_ACCOUNT,
 } from "./helpers/flow.js";
 import { cliVerify } from "./helpers/audit-faults.js";
+import { type Status, withoutOnSendHooks, settle } from "./helpers/odd-messages.js";
 import { unhandledSeen } from "./hooks/no-unhandled.js";
-import { nodeRedDir } from "./helpers/runtime.js";
 
-function withoutOnSendHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void } };
-  util.hooks.remove("onSend.leakScan");
-}
-
-interface Status { fill?: string; shape?: string; text?: string }
-
-const settle = async (): Promise<void> => {
-  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
-  await new Promise((r) => setTimeout(r, 50));
-};
 const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]!);
 const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const noSecrets = (text: string): void => {
