@@ -57,11 +57,15 @@ const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 /** Case-insensitive, whitespace-tolerant key: trims, folds runs of spaces, " / " around slashes. */
 export function normalizeDoorKey(s: string): string {
+  // Linear in the length: runs of whitespace are folded first, so the slash rule meets at most one
+  // space on each side (a /\s*\/\s*/ over a long run of spaces backtracks: 8 s for 100,000 spaces,
+  // a door name from the service or a msg.door from a flow, stalling the runtime).
   return s
     .normalize("NFC")
-    .trim()
-    .replace(/\s*\/\s*/g, " / ")
     .replace(/\s+/g, " ")
+    .trim()
+    .replace(/ ?\/ ?/g, " / ")
+    .replace(/ {2,}/g, " ")
     .toLowerCase();
 }
 
