@@ -168,6 +168,73 @@ describe("audit log (JSON Lines, write-ahead)", function () {
     assert.equal(s.records, 52);
   });
 
+  // Issue 13: "The chain costs the unlock path no extra fsync". door-unlock queues an unlock's
+  // result record once the next node has the outcome; in a stream of unlocks that is while the
+  // next unlock's attempt record is being written. The result waits for the attempt after that
+  // (or DEFER_MS), as every closing record does, instead of an fsync of its own.
+  it("a closing record queued while an attempt's batch is written waits for the next attempt record's write, not an fsync of its own", async function () {
+    const file = path.join(dir, "held.jsonl");
+    // A long deferral: the only way out for the held result is the next attempt's write.
+    const log = track(new AuditLog(file, { deferMs: 60_000 }));
+    await log.attempt(rec({ msgid: "a1" }));
+    const proto = Object.getPrototypeOf((await fsp.open(file, "r").then(async (h) => { await h.close(); return h; })));
+    const origWrite = proto.write;
+    let result1: Promise<void> | null = null;
+    proto.write = function (this: unknown, ...a: unknown[]) {
+      proto.write = origWrite;
+      // a2's batch is being written: a1's result is queued now (forced, not timed).
+      result1 = log.result({ ...rec({ msgid: "a1" }), outcome: "accepted", status: 200 });
+      return origWrite.apply(this, a);
+    };
+    try {
+      await log.attempt(rec({ msgid: "a2" }));
+    } finally {
+      proto.write = origWrite;
+    }
+    assert.ok(result1, "the result was queued during a2's write");
+    const afterA2 = log.stats().fsyncs;
+    // The next unlock's attempt comes after a request's round trip, not in the same turn.
+    await new Promise((r) => setTimeout(r, 5));
+    assert.equal(log.stats().fsyncs, afterA2, "no fsync for the result on its own");
+    await log.attempt(rec({ msgid: "a3" }));
+    await result1;
+    const s = log.stats();
+    assert.equal(s.fsyncs - afterA2, 1, `a1's result rode with a3's fsync: ${s.fsyncs - afterA2} fsync(s) after a2's`);
+    assert.equal(s.records, 4);
+    const { records } = await readAuditFile(file);
+    assert.deepEqual(records.map((r) => [r.type, r.msgid]), [
+      ["unlock-attempt", "a1"],
+      ["unlock-attempt", "a2"],
+      ["unlock-result", "a1"],
+      ["unlock-attempt", "a3"],
+    ]);
+  });
+
+  it("a closing record held that way is written within DEFER_MS when no attempt follows, and by close()", async function () {
+    for (const how of ["timer", "close"] as const) {
+      const file = path.join(dir, `held-${how}.jsonl`);
+      const log = how === "timer" ? track(new AuditLog(file)) : new AuditLog(file);
+      await log.attempt(rec({ msgid: "a1" }));
+      const proto = Object.getPrototypeOf((await fsp.open(file, "r").then(async (h) => { await h.close(); return h; })));
+      const origWrite = proto.write;
+      let result1: Promise<void> | null = null;
+      proto.write = function (this: unknown, ...a: unknown[]) {
+        proto.write = origWrite;
+        result1 = log.result({ ...rec({ msgid: "a1" }), outcome: "accepted", status: 200 });
+        return origWrite.apply(this, a);
+      };
+      try {
+        await log.attempt(rec({ msgid: "a2" }));
+      } finally {
+        proto.write = origWrite;
+      }
+      if (how === "close") await log.close();
+      await result1;
+      const { records } = await readAuditFile(file);
+      assert.deepEqual(records.map((r) => [r.type, r.msgid]), [["unlock-attempt", "a1"], ["unlock-attempt", "a2"], ["unlock-result", "a1"]], how);
+    }
+  });
+
   it("creates missing parent directories and the file with mode 0600", async function () {
     const file = path.join(dir, "a", "b", "c", "audit.jsonl");
     const log = track(new AuditLog(file));

@@ -323,6 +323,55 @@ describe("door directory (device cache and door resolution)", function () {
       assert.equal(amb.ok, false, "moved to another location under a new id: not opened");
     });
 
+    // The directory keeps the door found for an identity object per list (a door node resolves
+    // the same stored identity message after message). CONTRACT "Door selection": the stored
+    // identity decides against the current list; a kept answer must never outlive either.
+    it("one identity object, resolved again and again: the answer follows a new list and the identity's own fields, never a kept door", async function () {
+      const seed: Device[] = [
+        { id: 101, name: "Front Door", locationName: "Main Street 1" },
+        { id: 102, name: "Back Door", locationName: "Main Street 1" },
+        { id: 103, name: "Back Door", locationName: "Harbour Warehouse" },
+      ];
+      const f = fakeFetch(seed);
+      const dir = new DeviceDirectory(f.fetch);
+      const picked = { id: 102, name: "Back Door", location: "Main Street 1" };
+      assert.equal(ok(await dir.resolveIdentity(picked)).id, 102);
+      assert.equal(ok(await dir.resolveIdentity(picked)).id, 102, "same list, same identity");
+      // Renumbered in a new list: rule 2 finds the new id.
+      f.state.source = [seed[0]!, { ...seed[1]!, id: 202 }, seed[2]!];
+      assert.equal(ok(await dir.resolveIdentity(picked, true)).id, 202, "new list: resolved again");
+      assert.equal(ok(await dir.resolveIdentity(picked)).id, 202);
+      // The same object changed in place (a flow or the editor editing what it holds).
+      picked.location = "Harbour Warehouse";
+      picked.id = 103;
+      assert.equal(ok(await dir.resolveIdentity(picked)).id, 103, "changed location: the other door, not the one kept");
+      picked.name = "Cellar";
+      picked.id = 999;
+      assert.equal(notOk(await dir.resolveIdentity(picked)).reason, "unknown", "changed name: not in the list");
+      picked.name = null as unknown as string;
+      picked.id = 1.5;
+      assert.equal(notOk(await dir.resolveIdentity(picked)).reason, "invalid", "an invalid identity is checked again");
+      // Removed from a new list: not found any more.
+      picked.id = 202;
+      picked.name = "Back Door";
+      picked.location = "Main Street 1";
+      assert.equal(ok(await dir.resolveIdentity(picked)).id, 202);
+      f.state.source = [seed[0]!, seed[2]!];
+      const gone = notOk(await dir.resolveIdentity(picked, true));
+      assert.equal(gone.reason, "unknown");
+    });
+
+    it("a door's label follows the list it is shown with (\"Location / Name\" once its name repeats)", async function () {
+      const f = fakeFetch([{ id: 1, name: "Gate", locationName: "Yard" }]);
+      const dir = new DeviceDirectory(f.fetch);
+      const gate = ok(await dir.resolveName("Gate"));
+      assert.equal(dir.label(gate), "Gate");
+      assert.equal(dir.label(gate), "Gate");
+      f.state.source = [{ id: 1, name: "Gate", locationName: "Yard" }, { id: 2, name: "Gate", locationName: "Garden" }];
+      await dir.devices(true);
+      assert.equal(dir.label(gate), "Yard / Gate", "the same device object, labelled against the new list");
+    });
+
     it("falls back to the id when the door was renamed, and to unknown when neither is found", async function () {
       const dir = new DeviceDirectory(fakeFetch(V1).fetch);
       assert.equal(ok(await dir.resolveIdentity({ id: 4, name: "Yard Gate", location: null })).id, 4);

@@ -60,12 +60,15 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
       assert.ok(textMatches(s?.text, "door-account.state.ready", /^ready$/), `${id}: ${JSON.stringify(s)}`);
     }
     assertAccepted(await unlock({ deviceId: 101 }));
+    // The status follows the message (door-unlock sets it once the next node has the outcome).
+    await until("the green status", () => lastStatus(helper.getNode("u1"))?.fill === "green");
     const s = lastStatus(helper.getNode("u1"));
     assert.equal(s?.fill, "green");
     // RED._ under node-red-node-test-helper returns the catalogue key; a full runtime gives
     // "accepted hh:mm:ss".
     assert.ok(textMatches(s?.text, "door-unlock.status.accepted", /^accepted \d\d:\d\d:\d\d$/), JSON.stringify(s));
     assertFailed(await unlock({ deviceId: 106 }), "forbidden", 403);
+    await until("the red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
     const f = lastStatus(helper.getNode("u1"));
     assert.equal(f?.fill, "red");
     assert.ok(textMatches(f?.text, "door-unlock.status.failed", /^forbidden \(403\)/), JSON.stringify(f));

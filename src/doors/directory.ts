@@ -232,10 +232,28 @@ export class DeviceDirectory {
    * 4. otherwise the door fails (unknown, or ambiguous with the candidates) and nothing is sent.
    */
   async resolveIdentity(identity: DoorIdentity, force = false): Promise<Resolution> {
-    const invalid = validateIdentity(identity);
-    if (invalid) return invalid;
-    return this.resolveIdentityIn(await this.load(force, "serve-stale"), identity);
+    const known = this.found.get(identity);
+    const same = known !== undefined && known.id === identity.id && known.name === identity.name && known.location === identity.location;
+    if (!same) {
+      const invalid = validateIdentity(identity);
+      if (invalid) return invalid;
+    }
+    const snap = await this.load(force, "serve-stale");
+    // A door node resolves the same identity against the same list message after message: the
+    // answer is kept per list (a new list, or other fields in the identity, resolve again).
+    if (same && known.snap === snap) return known.resolution;
+    const resolution = this.resolveIdentityIn(snap, identity);
+    if (resolution.ok) this.found.set(identity, { snap, id: identity.id, name: identity.name, location: identity.location, resolution });
+    else this.found.delete(identity);
+    return resolution;
   }
+
+  /**
+   * The last door found for an identity object, with the list and the identity's fields it was
+   * found for. Only a door found is kept: a failure's candidates go out on a message, where a
+   * flow may change them.
+   */
+  private readonly found = new WeakMap<DoorIdentity, { snap: Snapshot; id: number | null; name: string | null; location: string | null; resolution: Resolution }>();
 
   /**
    * After a 404 for a known id (identity.id = the id the request was sent to): re-fetch the
@@ -266,12 +284,20 @@ export class DeviceDirectory {
 
   /** "Location / Name" when the name repeats in the list, else "Name", else "#id". */
   label(device: Device): string {
+    const snap = this.snapshot;
+    const known = this.labels.get(device);
+    if (known !== undefined && known.snap === snap && known.name === device.name && known.location === device.locationName) return known.label;
     const name = text(device.name);
     if (name === null) return `#${device.id}`;
     const loc = text(device.locationName);
-    const count = this.snapshot?.byName.get(normalizeDoorKey(name))?.length ?? 0;
-    return count > 1 && loc !== null ? `${loc} / ${name}` : name;
+    const count = snap?.byName.get(normalizeDoorKey(name))?.length ?? 0;
+    const label = count > 1 && loc !== null ? `${loc} / ${name}` : name;
+    this.labels.set(device, { snap, name: device.name, location: device.locationName, label });
+    return label;
   }
+
+  /** Each device's label, for the list it was made with (the label depends on the names in it). */
+  private readonly labels = new WeakMap<Device, { snap: Snapshot | null; name: unknown; location: unknown; label: string }>();
 
   /**
    * `serve-stale` (the unlock and status paths): an expired list is served at once and a new

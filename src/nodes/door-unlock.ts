@@ -30,6 +30,17 @@ export = function register(RED: NodeAPI): void {
       rejectRetained: config.rejectRetained !== false,
     };
 
+    /** A status shown in a later turn, off the door's path; one that cannot be shown is dropped (never thrown from a timer). */
+    const later = (show: () => void): void => {
+      setImmediate(() => {
+        try {
+          show();
+        } catch {
+          /* a status display is not the command's business */
+        }
+      });
+    };
+
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
@@ -41,14 +52,6 @@ export = function register(RED: NodeAPI): void {
         const emit = (result: UnlockResult) => {
           if (sent) return;
           sent = true;
-          const time = clockTime(Date.parse(result.at));
-          if (result.outcome === "accepted") {
-            binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
-          } else if (result.status !== null) {
-            binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome: result.outcome, status: result.status, time }) });
-          } else {
-            binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
-          }
           let step = "set on the message";
           try {
             m.payload = result;
@@ -62,6 +65,18 @@ export = function register(RED: NodeAPI): void {
               `door-unlock: the outcome ${result.outcome}${result.outcome === "accepted" ? " (the door was unlocked)" : ""} could not be ${step}: ${describeThrown(e)}`,
             );
           }
+          // The status once the next node has the message (Node-RED delivers it in a setImmediate
+          // queued by send()).
+          later(() => {
+            const time = clockTime(Date.parse(result.at));
+            if (result.outcome === "accepted") {
+              binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
+            } else if (result.status !== null) {
+              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome: result.outcome, status: result.status, time }) });
+            } else {
+              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
+            }
+          });
         };
         // The message's fields, read once (shared.ts MessageFields): one that cannot be read is
         // bad input, answered invalid-input by performUnlock, and nothing is sent.
@@ -83,7 +98,7 @@ export = function register(RED: NodeAPI): void {
               // "sending" once the command is on its way (its attempt record on disk), in a later
               // turn (off the door's path), and never over an outcome already known: a message that
               // sends nothing never shows it.
-              setImmediate(() => {
+              later(() => {
                 if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
               }),
             ),

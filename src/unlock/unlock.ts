@@ -56,9 +56,10 @@ function checkActor(value: unknown): string | null {
 
 /**
  * Performs one unlock. `onResult` (optional) is called with the outcome as soon as it is known,
- * before its closing audit record (unlock-result / unlock-rejected) is flushed, so a flow can
- * go on without waiting for that second fsync; the returned promise resolves once the record
- * is on disk. The attempt record is always on disk before the request leaves. `onSending`
+ * before its closing audit record (unlock-result / unlock-rejected) is made (in the next turn,
+ * see afterDelivery) and flushed, so a flow can go on without waiting for that record; the
+ * returned promise resolves once the record is on disk. The attempt record is always on disk
+ * before the request leaves. `onSending`
  * (optional) is called once, when the command has been handed to the HTTP client (its attempt
  * record on disk): never for a message that sends nothing.
  */
@@ -105,6 +106,7 @@ async function unlockOnce(
   const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
     const r: UnlockResult = { ...base, ...extra, outcome, status: null, at: at(), message, mayHaveOpened: false };
     tell(r);
+    await afterDelivery();
     // The rejection is audited too; a failure to write it does not change the outcome.
     await account.audit
       .rejected({ actor: r.actor, deviceId: r.deviceId, lockId: r.lockId, door: r.door, msgid: input.msgid, outcome, reason: message })
@@ -186,13 +188,25 @@ async function unlockOnce(
     const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
     if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
     tell(result);
+    await afterDelivery();
     await account.audit.result({ ...record, outcome: c.outcome, status: c.status }).catch(() => undefined);
     return passOn(result);
   }
-  const accepted: UnlockResult = { ...base, outcome: "accepted", status: 200, at: at() };
+  // Fields written out rather than spread: this is on the door's path (bench: unlockP50Ratio).
+  const accepted: UnlockResult = { deviceId: base.deviceId, lockId: base.lockId, door: base.door, actor: base.actor, outcome: "accepted", status: 200, at: at() };
   tell(accepted);
+  await afterDelivery();
   await account.audit.result({ ...record, outcome: "accepted", status: 200 }).catch(() => undefined);
   return passOn(accepted);
 }
 
 class AuditWriteError extends Error {}
+
+/**
+ * The next turn of the event loop: a closing record is made (its line and hashes) after what
+ * onResult started in this one. Node-RED delivers a sent message in a setImmediate queued by
+ * send(), so the next node has the outcome before this record's work is done.
+ */
+function afterDelivery(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
