@@ -22,6 +22,7 @@ const NUMBER_KEYS = [
   "handBuiltThroughput50", "heapGrowthMiB", "deviceValidate10kMs", "statusCpuUs", "rawStatusCpuUs", "unlockCpuUs",
   "loadMs", "loadRssMiB", "loadModules",
   "sameBytesP50Ms", "unlockP50RatioSameBytes", "nodeAuditBytesPerUnlock", "sameBytesPerUnlock", "floorBytesPerUnlock",
+  "unlockP50RatioBlock", "unlockP99RatioBlock", "unlockP50MsInterleaved", "floorP50MsInterleaved", "nodeRedFloorP50Ms", "nodeRedFloorRatio",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
 /** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */
