@@ -386,7 +386,7 @@ export class AuditLog {
       clearTimeout(this.deferTimer);
       this.deferTimer = null;
     }
-    if (all) this.flushAll = true;
+    if (all && (this.draining !== null || this.queue.length > 0)) this.flushAll = true;
     if (!this.draining && this.queue.length > 0) this.draining = this.drain();
   }
 

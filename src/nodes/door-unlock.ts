@@ -4,7 +4,7 @@
  * The procedure itself is src/unlock/unlock.ts; this file is Node-RED glue.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
+import { AuditRecordLost, performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
 import { FlowNodeBinding, MessageFields, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
 
 interface UnlockDef extends NodeDef {
@@ -48,10 +48,13 @@ export = function register(RED: NodeAPI): void {
         const got = binding.account();
         let sent = false;
         let undelivered: Error | undefined;
+        let recordLost: Error | undefined;
         // Output as soon as the outcome is known; done() once its audit record is on disk.
         const emit = (result: UnlockResult) => {
           if (sent) return;
           sent = true;
+          // Read before the message goes: the next node may change msg.payload (this object).
+          const { outcome, status, at } = result;
           let step = "set on the message";
           try {
             m.payload = result;
@@ -68,13 +71,13 @@ export = function register(RED: NodeAPI): void {
           // The status once the next node has the message (Node-RED delivers it in a setImmediate
           // queued by send()).
           later(() => {
-            const time = clockTime(Date.parse(result.at));
-            if (result.outcome === "accepted") {
+            const time = clockTime(Date.parse(at));
+            if (outcome === "accepted") {
               binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
-            } else if (result.status !== null) {
-              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome: result.outcome, status: result.status, time }) });
+            } else if (status !== null) {
+              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome, status, time }) });
             } else {
-              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome: result.outcome, time }) });
+              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome, time }) });
             }
           });
         };
@@ -93,18 +96,24 @@ export = function register(RED: NodeAPI): void {
             actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
           });
         } else {
-          emit(
-            await performUnlock(got.account, input, settings, emit, () =>
-              // "sending" once the command is on its way (its attempt record on disk), in a later
-              // turn (off the door's path), and never over an outcome already known: a message that
-              // sends nothing never shows it.
-              later(() => {
-                if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
-              }),
-            ),
-          );
+          try {
+            emit(
+              await performUnlock(got.account, input, settings, emit, () =>
+                // "sending" once the command is on its way (its attempt record on disk), in a later
+                // turn (off the door's path), and never over an outcome already known: a message that
+                // sends nothing never shows it.
+                later(() => {
+                  if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
+                }),
+              ),
+            );
+          } catch (e) {
+            if (!(e instanceof AuditRecordLost)) throw e;
+            // The outcome went out; its audit record did not make it to disk: said on done().
+            recordLost = new Error(`door-unlock: ${e.message}`);
+          }
         }
-        done(undelivered);
+        done(undelivered ?? recordLost);
       })();
       binding.track(work).catch((e: Error) => done(e));
     });

@@ -98,19 +98,42 @@ async function unlockOnce(
       told = { error };
     }
   };
+  // The closing record could not be written (after the writer's own tries): said once the
+  // outcome is out, which it does not change (AuditRecordLost).
+  let lost: AuditRecordLost | null = null;
   const passOn = (r: UnlockResult): UnlockResult => {
     if (told) throw told.error;
+    if (lost) throw lost;
     return r;
+  };
+  /**
+   * Writes the closing record in the turn after onResult (afterDelivery). The record is made from
+   * this function's own values, taken before onResult: the result object goes out as the
+   * message's payload, and the nodes after this one may change it in that turn. A record whose
+   * batch failed (a write that fails once, or the next message's attempt write it rode with) is
+   * appended again, in CLOSING_TRIES batches at most: the request was sent, its record is owed.
+   */
+  const closeWith = async (type: "unlock-result" | "unlock-rejected", outcome: Outcome, write: () => Promise<void>): Promise<void> => {
+    await afterDelivery();
+    for (let tries = 1; ; tries++) {
+      try {
+        await write();
+        return;
+      } catch (e) {
+        if (tries >= CLOSING_TRIES) {
+          lost = new AuditRecordLost(type, outcome, e);
+          return;
+        }
+      }
+    }
   };
 
   const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
+    const rejected = { actor: base.actor, deviceId: base.deviceId, lockId: base.lockId, door: base.door, msgid: input.msgid, outcome, reason: message };
     const r: UnlockResult = { ...base, ...extra, outcome, status: null, at: at(), message, mayHaveOpened: false };
     tell(r);
-    await afterDelivery();
-    // The rejection is audited too; a failure to write it does not change the outcome.
-    await account.audit
-      .rejected({ actor: r.actor, deviceId: r.deviceId, lockId: r.lockId, door: r.door, msgid: input.msgid, outcome, reason: message })
-      .catch(() => undefined);
+    // The rejection is audited too.
+    await closeWith("unlock-rejected", outcome, () => account.audit.rejected(rejected));
     return passOn(r);
   };
 
@@ -187,20 +210,47 @@ async function unlockOnce(
     }
     const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
     if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
+    const closing = { ...record, outcome: c.outcome, status: c.status };
     tell(result);
-    await afterDelivery();
-    await account.audit.result({ ...record, outcome: c.outcome, status: c.status }).catch(() => undefined);
+    await closeWith("unlock-result", c.outcome, () => account.audit.result(closing));
     return passOn(result);
   }
   // Fields written out rather than spread: this is on the door's path (bench: unlockP50Ratio).
   const accepted: UnlockResult = { deviceId: base.deviceId, lockId: base.lockId, door: base.door, actor: base.actor, outcome: "accepted", status: 200, at: at() };
   tell(accepted);
-  await afterDelivery();
-  await account.audit.result({ ...record, outcome: "accepted", status: 200 }).catch(() => undefined);
+  await closeWith("unlock-result", "accepted", () => account.audit.result({ ...record, outcome: "accepted", status: 200 }));
   return passOn(accepted);
 }
 
 class AuditWriteError extends Error {}
+
+/**
+ * Batches an unlock's closing record is tried in before it is given up (AuditRecordLost). Each
+ * try is a new append: it goes with the next attempt record's write or within the audit log's
+ * DEFER_MS, so a log that keeps failing gives it up within about CLOSING_TRIES x DEFER_MS.
+ */
+export const CLOSING_TRIES = 3;
+
+/**
+ * An unlock's closing record (unlock-result or unlock-rejected) that the audit log could not
+ * write in CLOSING_TRIES tries. The outcome went out before;
+ * this is passed on after it so that the node can say so (door-unlock: on done()).
+ */
+export class AuditRecordLost extends Error {
+  constructor(type: "unlock-result" | "unlock-rejected", outcome: Outcome, cause: unknown) {
+    const what = outcome === "accepted" ? "the door was unlocked (accepted)" : type === "unlock-result" ? `the unlock's outcome was ${outcome}` : `nothing was sent (${outcome})`;
+    super(`${what}, but its ${type} record could not be written to the audit log: ${describeCause(cause)}`, { cause });
+    this.name = "AuditRecordLost";
+  }
+}
+
+function describeCause(e: unknown): string {
+  try {
+    return e instanceof Error ? e.message : String(e);
+  } catch {
+    return "an error without a text form";
+  }
+}
 
 /**
  * The next turn of the event loop: a closing record is made (its line and hashes) after what
