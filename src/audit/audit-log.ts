@@ -200,6 +200,18 @@ function describe(err: unknown): string {
   return String(err);
 }
 
+/**
+ * A record's batch could not be written (or made durable). `inLog`: its line is in the log all the
+ * same (the batch could not be cut off again, or a logrotate copy took it meanwhile) and the chain
+ * goes on after it: not durable for sure, but a second copy would be a second record.
+ */
+export class AuditWriteFailed extends Error {
+  constructor(message: string, readonly inLog: boolean, cause: unknown) {
+    super(message, { cause });
+    this.name = "AuditWriteFailed";
+  }
+}
+
 export class AuditLog {
   readonly filePath: string;
   readonly maxBytes: number;
@@ -514,7 +526,9 @@ export class AuditLog {
         // the cut failed, among all the bytes written (as verify reads them).
         this.position = positionAfterBytes(startPos, lines, afters, lead, kept ?? written);
         await this.dropHandle(true);
-        this.fail(batch, err, "cannot write");
+        // Those whole lines stay in the log (the chain goes on after them): their callers are told
+        // so (AuditWriteFailed.inLog), so that a closing record is not written a second time.
+        this.fail(batch, err, "cannot write", linesWithin(lines, lead, kept ?? written));
         continue;
       }
       if (split) {
@@ -704,12 +718,12 @@ export class AuditLog {
     return this.open();
   }
 
-  private fail(batch: Pending[], err: unknown, what: string): void {
+  /** Tells a failed batch's callers; the first `inLog` records' lines stayed in the log (a cut that failed, a copy taken meanwhile). */
+  private fail(batch: Pending[], err: unknown, what: string, inLog = 0): void {
     this.counters.failedRecords += batch.length;
-    for (const p of batch) {
-      const e = new Error(`audit log ${this.filePath}: ${what}: ${describe(err)}`, { cause: err });
-      p.reject(e);
-    }
+    batch.forEach((p, i) => {
+      p.reject(new AuditWriteFailed(`audit log ${this.filePath}: ${what}: ${describe(err)}`, i < inLog, err));
+    });
   }
 
   private open(): Promise<fsp.FileHandle> {
@@ -784,15 +798,21 @@ export class AuditLog {
  * `lead` is the newline written before the batch's first line, if any.
  */
 function positionAfterBytes(start: ChainPosition, lines: string[], afters: ChainPosition[], lead: number, bytes: number): ChainPosition {
-  let at = start;
+  const n = linesWithin(lines, lead, bytes);
+  return n === 0 ? start : afters[n - 1];
+}
+
+/** How many of a batch's lines (after `lead` bytes) are whole within its first `bytes` bytes (a last newline may be missing). */
+function linesWithin(lines: string[], lead: number, bytes: number): number {
   let end = lead;
-  for (let i = 0; i < lines.length; i++) {
-    end += Buffer.byteLength(lines[i], "utf8");
+  let n = 0;
+  for (const line of lines) {
+    end += Buffer.byteLength(line, "utf8");
     if (end > bytes) break;
-    at = afters[i];
+    n += 1;
     end += 1;
   }
-  return at;
+  return n;
 }
 
 async function lastByteIsNewline(handle: fsp.FileHandle, size: number): Promise<boolean> {

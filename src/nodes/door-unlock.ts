@@ -113,7 +113,8 @@ export = function register(RED: NodeAPI): void {
             recordLost = new Error(`door-unlock: ${e.message}`);
           }
         }
-        done(undelivered ?? recordLost);
+        // Both can happen to one message (a frozen message whose record is lost too): both are said.
+        done(undelivered && recordLost ? new Error(`${undelivered.message}; and ${recordLost.message.replace(/^door-unlock: /, "")}`) : (undelivered ?? recordLost));
       })();
       binding.track(work).catch((e: Error) => done(e));
     });

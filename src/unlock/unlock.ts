@@ -4,6 +4,7 @@
  * Knows nothing of Node-RED: door-unlock hands it plain values and sends what it returns.
  */
 import type { Account } from "../account/account.js";
+import { AuditWriteFailed } from "../audit/audit-log.js";
 import type { DoorIdentity } from "../doors/directory.js";
 import { checkLock, describeValue, parseLockId, selectDoor } from "../doors/select.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
@@ -120,6 +121,9 @@ async function unlockOnce(
         await write();
         return;
       } catch (e) {
+        // Its line stayed in the log (the failed batch could not be cut off again): writing it
+        // again would give the message a second closing record.
+        if (e instanceof AuditWriteFailed && e.inLog) return;
         if (tries >= CLOSING_TRIES) {
           lost = new AuditRecordLost(type, outcome, e);
           return;
