@@ -4,6 +4,7 @@ import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { AuditLog, openAuditLog, readAuditFile, type AuditBase } from "../src/audit/audit-log.js";
+import { fileHandlePrototype } from "./helpers/audit-faults.js";
 
 function rec(over: Partial<AuditBase> = {}): AuditBase {
   return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
@@ -172,26 +173,34 @@ describe("audit log (JSON Lines, write-ahead)", function () {
   // result record once the next node has the outcome; in a stream of unlocks that is while the
   // next unlock's attempt record is being written. The result waits for the attempt after that
   // (or DEFER_MS), as every closing record does, instead of an fsync of its own.
-  it("a closing record queued while an attempt's batch is written waits for the next attempt record's write, not an fsync of its own", async function () {
-    const file = path.join(dir, "held.jsonl");
-    // A long deferral: the only way out for the held result is the next attempt's write.
-    const log = track(new AuditLog(file, { deferMs: 60_000 }));
+  /**
+   * Writes attempt a1, then attempt a2, and while a2's batch is being written (its write call)
+   * queues a1's result: forced, not timed. Returns the result's promise (in an object: an async
+   * function returning it would wait for it).
+   */
+  async function resultQueuedDuringNextAttempt(log: AuditLog): Promise<{ result1: Promise<void> }> {
     await log.attempt(rec({ msgid: "a1" }));
-    const proto = Object.getPrototypeOf((await fsp.open(file, "r").then(async (h) => { await h.close(); return h; })));
-    const origWrite = proto.write;
+    const { proto, orig } = await fileHandlePrototype();
     let result1: Promise<void> | null = null;
     proto.write = function (this: unknown, ...a: unknown[]) {
-      proto.write = origWrite;
-      // a2's batch is being written: a1's result is queued now (forced, not timed).
+      proto.write = orig.write;
       result1 = log.result({ ...rec({ msgid: "a1" }), outcome: "accepted", status: 200 });
-      return origWrite.apply(this, a);
+      return orig.write.apply(this, a as never);
     };
     try {
       await log.attempt(rec({ msgid: "a2" }));
     } finally {
-      proto.write = origWrite;
+      proto.write = orig.write;
     }
     assert.ok(result1, "the result was queued during a2's write");
+    return { result1 };
+  }
+
+  it("a closing record queued while an attempt's batch is written waits for the next attempt record's write, not an fsync of its own", async function () {
+    const file = path.join(dir, "held.jsonl");
+    // A long deferral: the only way out for the held result is the next attempt's write.
+    const log = track(new AuditLog(file, { deferMs: 60_000 }));
+    const { result1 } = await resultQueuedDuringNextAttempt(log);
     const afterA2 = log.stats().fsyncs;
     // The next unlock's attempt comes after a request's round trip, not in the same turn.
     await new Promise((r) => setTimeout(r, 5));
@@ -214,20 +223,7 @@ describe("audit log (JSON Lines, write-ahead)", function () {
     for (const how of ["timer", "close"] as const) {
       const file = path.join(dir, `held-${how}.jsonl`);
       const log = how === "timer" ? track(new AuditLog(file)) : new AuditLog(file);
-      await log.attempt(rec({ msgid: "a1" }));
-      const proto = Object.getPrototypeOf((await fsp.open(file, "r").then(async (h) => { await h.close(); return h; })));
-      const origWrite = proto.write;
-      let result1: Promise<void> | null = null;
-      proto.write = function (this: unknown, ...a: unknown[]) {
-        proto.write = origWrite;
-        result1 = log.result({ ...rec({ msgid: "a1" }), outcome: "accepted", status: 200 });
-        return origWrite.apply(this, a);
-      };
-      try {
-        await log.attempt(rec({ msgid: "a2" }));
-      } finally {
-        proto.write = origWrite;
-      }
+      const { result1 } = await resultQueuedDuringNextAttempt(log);
       if (how === "close") await log.close();
       await result1;
       const { records } = await readAuditFile(file);

@@ -48,7 +48,7 @@ export = function register(RED: NodeAPI): void {
         const got = binding.account();
         let sent = false;
         let undelivered: Error | undefined;
-        let recordLost: Error | undefined;
+        let recordLost: string | undefined;
         // Output as soon as the outcome is known; done() once its audit record is on disk.
         const emit = (result: UnlockResult) => {
           if (sent) return;
@@ -110,11 +110,12 @@ export = function register(RED: NodeAPI): void {
           } catch (e) {
             if (!(e instanceof AuditRecordLost)) throw e;
             // The outcome went out; its audit record did not make it to disk: said on done().
-            recordLost = new Error(`door-unlock: ${e.message}`);
+            recordLost = e.message;
           }
         }
         // Both can happen to one message (a frozen message whose record is lost too): both are said.
-        done(undelivered && recordLost ? new Error(`${undelivered.message}; and ${recordLost.message.replace(/^door-unlock: /, "")}`) : (undelivered ?? recordLost));
+        if (recordLost === undefined) done(undelivered);
+        else done(new Error(undelivered ? `${undelivered.message}; and ${recordLost}` : `door-unlock: ${recordLost}`));
       })();
       binding.track(work).catch((e: Error) => done(e));
     });

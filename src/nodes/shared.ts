@@ -3,7 +3,7 @@
  * (then their own last result), raising a halt to a Catch node, and waiting for requests in
  * flight on close.
  */
-import { clip } from "../util/text.js";
+import { describeThrown } from "../util/text.js";
 import type { Node, NodeAPI } from "node-red";
 import type { Account } from "../account/account.js";
 import type { DoorIdentity } from "../doors/directory.js";
@@ -73,14 +73,7 @@ export function clockTime(ms: number): string {
   return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
-/** What a thrown value says, as bounded text; never throws itself (a value may refuse to become text). */
-export function describeThrown(e: unknown): string {
-  try {
-    return clip(String(e instanceof Error ? e.message : e), 200);
-  } catch {
-    return "a value that cannot be shown as text";
-  }
-}
+export { describeThrown };
 
 /**
  * A message's fields, each read once. One that cannot be read (a getter that throws, as a

@@ -7,6 +7,7 @@ import type { Account } from "../account/account.js";
 import { AuditWriteFailed } from "../audit/audit-log.js";
 import type { DoorIdentity } from "../doors/directory.js";
 import { checkLock, describeValue, parseLockId, selectDoor } from "../doors/select.js";
+import { describeThrown } from "../util/text.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
 
 export interface UnlockInput {
@@ -60,9 +61,8 @@ function checkActor(value: unknown): string | null {
  * before its closing audit record (unlock-result / unlock-rejected) is made (in the next turn,
  * see afterDelivery) and flushed, so a flow can go on without waiting for that record; the
  * returned promise resolves once the record is on disk. The attempt record is always on disk
- * before the request leaves. `onSending`
- * (optional) is called once, when the command has been handed to the HTTP client (its attempt
- * record on disk): never for a message that sends nothing.
+ * before the request leaves. `onSending` (optional) is called once, when the command has been
+ * handed to the HTTP client (its attempt record on disk): never for a message that sends nothing.
  */
 export function performUnlock(
   account: Account,
@@ -99,8 +99,8 @@ async function unlockOnce(
       told = { error };
     }
   };
-  // The closing record could not be written (after the writer's own tries): said once the
-  // outcome is out, which it does not change (AuditRecordLost).
+  // The closing record could not be written in CLOSING_TRIES tries: said once the outcome is
+  // out, which it does not change (AuditRecordLost).
   let lost: AuditRecordLost | null = null;
   const passOn = (r: UnlockResult): UnlockResult => {
     if (told) throw told.error;
@@ -237,22 +237,14 @@ export const CLOSING_TRIES = 3;
 
 /**
  * An unlock's closing record (unlock-result or unlock-rejected) that the audit log could not
- * write in CLOSING_TRIES tries. The outcome went out before;
- * this is passed on after it so that the node can say so (door-unlock: on done()).
+ * write in CLOSING_TRIES tries. The outcome went out before; this is passed on after it so that
+ * the node can say so (door-unlock: on done()).
  */
 export class AuditRecordLost extends Error {
   constructor(type: "unlock-result" | "unlock-rejected", outcome: Outcome, cause: unknown) {
     const what = outcome === "accepted" ? "the door was unlocked (accepted)" : type === "unlock-result" ? `the unlock's outcome was ${outcome}` : `nothing was sent (${outcome})`;
-    super(`${what}, but its ${type} record could not be written to the audit log: ${describeCause(cause)}`, { cause });
+    super(`${what}, but its ${type} record could not be written to the audit log: ${describeThrown(cause)}`, { cause });
     this.name = "AuditRecordLost";
-  }
-}
-
-function describeCause(e: unknown): string {
-  try {
-    return e instanceof Error ? e.message : String(e);
-  } catch {
-    return "an error without a text form";
   }
 }
 
