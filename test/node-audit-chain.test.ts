@@ -92,6 +92,28 @@ describe("audit log chain and rotation (Node-RED runtime + simulator)", function
     assert.equal(accountOf().account.audit.stats().failedRecords, 0);
   });
 
+  // docs/security.md#files-the-audit-log-may-never-be
+  it("another program's file at <name>.1: unlocks go on, each audited in the live file; the file stays as it is; the runtime log warns once that the log is not rotated", async () => {
+    const userDir = freshUserDir();
+    fs.mkdirSync(path.join(userDir, "rot"));
+    const live = path.join(userDir, "rot", "audit.jsonl");
+    const foreign = "someone else's data\n";
+    fs.writeFileSync(`${live}.1`, foreign);
+    await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "2000", auditKeep: "3" }), { userDir });
+    await waitReady();
+    await stream(30, 1, "blocked");
+    await until("30 result records", () => records(live).filter((r) => r.type === "unlock-result").length === 30);
+    assert.equal(fs.readFileSync(`${live}.1`, "utf8"), foreign);
+    assert.ok(!fs.existsSync(`${live}.2`), "nothing shifted");
+    const all = records(live);
+    all.forEach((r, k) => assert.equal(r.seq, k + 1));
+    assert.equal(all.filter((r) => r.type === "unlock-attempt").length, 30);
+    assert.equal((await verify([live])).ok, true);
+    const warned = helper.log().getCalls().map((c: any) => c.args[0]).filter((m: any) => typeof m?.msg === "string" && /not rotated/.test(m.msg));
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.ok(warned[0].msg.includes(`${live}.1`), warned[0].msg);
+  });
+
   it("logrotate mid-stream (rename, compress, delete): no record goes to the renamed file after its rename; the chain continues in the new file", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "lr.jsonl" }));
     await waitReady();

@@ -144,6 +144,29 @@ export function judgeOpenFileSync(fd: number): string | null {
 }
 
 /**
+ * Whether the file at `p` is one the writer may take as its own audit log: a regular file (not a
+ * symbolic link, not a folder or a device) that is empty or whose first line is one of our
+ * records (judgeOpenFileSync). Size rotation renames and deletes only such files. False when it
+ * cannot be read.
+ */
+export function isOurAuditFileSync(p: string): boolean {
+  let fd: number;
+  try {
+    if (!fs.lstatSync(p).isFile()) return false;
+    fd = fs.openSync(p, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0));
+  } catch {
+    return false;
+  }
+  try {
+    return fs.fstatSync(fd).isFile() && judgeOpenFileSync(fd) === null;
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * Resolves and checks an account's audit path. `configured` empty means the default file in the
  * user directory. Reads only: creates nothing, changes no mode.
  */
