@@ -151,7 +151,7 @@ describe("audit log chain, rotation and file safety (writer on real files)", fun
     assert.equal(log.stats().rotations, 0);
   });
 
-  // CONTRACT.md "Audit log", Rotation; docs/security.md#files-the-audit-log-may-never-be
+  // docs/security.md#files-the-audit-log-may-never-be
   it("size rotation renames and deletes only our audit logs: another program's <name>.1 and <name>.7 (beyond keep) and a link <name>.2 stay as they are; while <name>.1 is not ours the live file is not rotated, no record is lost, one warning", async () => {
     const foreign1 = "another program's file\nline 2\n";
     const foreign7 = '{"not":"ours"}\n';
