@@ -151,6 +151,61 @@ describe("audit log chain, rotation and file safety (writer on real files)", fun
     assert.equal(log.stats().rotations, 0);
   });
 
+  // docs/security.md#files-the-audit-log-may-never-be
+  it("size rotation renames and deletes only our audit logs: another program's <name>.1 and <name>.7 (beyond keep) and a link <name>.2 stay as they are; while <name>.1 is not ours the live file is not rotated, no record is lost, one warning", async () => {
+    const foreign1 = "another program's file\nline 2\n";
+    const foreign7 = '{"not":"ours"}\n';
+    fs.writeFileSync(`${live}.1`, foreign1);
+    fs.writeFileSync(`${live}.7`, foreign7);
+    fs.writeFileSync(path.join(dir, "target"), "");
+    fs.symlinkSync(path.join(dir, "target"), `${live}.2`);
+    const ino = (f: string) => fs.lstatSync(f).ino;
+    const before = { one: ino(`${live}.1`), seven: ino(`${live}.7`), two: ino(`${live}.2`) };
+    const warnings: string[] = [];
+    const log = track(new AuditLog(live, { maxBytes: 1000, keep: 3, warn: (m) => warnings.push(m) }));
+    await writeOneByOne(log, 1, 40);
+    assert.equal(fs.readFileSync(`${live}.1`, "utf8"), foreign1, "<name>.1 unchanged");
+    assert.equal(fs.readFileSync(`${live}.7`, "utf8"), foreign7, "<name>.7 unchanged (not deleted)");
+    assert.ok(fs.lstatSync(`${live}.2`).isSymbolicLink(), "the link <name>.2 is still a link");
+    assert.deepEqual({ one: ino(`${live}.1`), seven: ino(`${live}.7`), two: ino(`${live}.2`) }, before, "the same files at the same names");
+    assert.ok(!fs.existsSync(`${live}.3`), "nothing shifted to <name>.3");
+    assert.equal(fs.readFileSync(path.join(dir, "target"), "utf8"), "", "nothing written through the link");
+    assert.deepEqual(seqs(live), Array.from({ length: 40 }, (_, k) => k + 1), "every record in the live file, in order");
+    const v = await verify([live]);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(log.stats().rotations, 0);
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(warnings[0]!, /not rotated/);
+    assert.ok(warnings[0]!.includes(`${live}.1`), warnings[0]);
+  });
+
+  it("size rotation shifts our files up to another program's <name>.7 and no further: that file stays, rotation waits with no record lost, and goes on once the file is moved away", async () => {
+    const foreign = "not an audit log\n";
+    fs.writeFileSync(`${live}.7`, foreign);
+    const warnings: string[] = [];
+    const log = track(new AuditLog(live, { maxBytes: 1000, keep: 10, warn: (m) => warnings.push(m) }));
+    await writeOneByOne(log, 1, 60);
+    assert.equal(fs.readFileSync(`${live}.7`, "utf8"), foreign, "<name>.7 unchanged");
+    assert.ok(!fs.existsSync(`${live}.8`), "nothing shifted past it");
+    const ours = [6, 5, 4, 3, 2, 1].map((i) => `${live}.${i}`);
+    for (const f of ours) assert.ok(fs.existsSync(f), `${f} exists`);
+    assert.deepEqual([...ours, live].flatMap(seqs), Array.from({ length: 60 }, (_, k) => k + 1), "seq 1..60 across our files, in order");
+    let v = await verify([...ours, live]);
+    assert.equal(v.ok, true, v.message);
+    assert.ok(fs.statSync(live).size > 1000, "the live file grew while rotation waited");
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.ok(warnings[0]!.includes(`${live}.7`), warnings[0]);
+    const rotations = log.stats().rotations;
+    fs.renameSync(`${live}.7`, path.join(dir, "moved-away"));
+    await writeOneByOne(log, 61, 1);
+    assert.equal(log.stats().rotations, rotations + 1, "rotated again once the way is free");
+    assert.deepEqual(seqs(live), [61]);
+    v = await verify(await listLogFiles(live));
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.lastSeq, 61);
+    assert.equal(fs.readFileSync(path.join(dir, "moved-away"), "utf8"), foreign);
+  });
+
   it("logrotate rename + compress + delete between two batches: later records go to a new file at the path, none to the renamed one; the chain continues", async () => {
     const log = track(new AuditLog(live));
     const off = onDurable(log, (seq) => {

@@ -64,8 +64,11 @@ function writeRotated(live: string, lines: string[], sizes: number[]): void {
   assert.equal(at, lines.length);
 }
 
-/** A minimal RFC 4180 parser (quoted fields, doubled quotes, CRLF records) for the round trip. */
-function parseCsv(text: string): string[][] {
+/**
+ * A minimal RFC 4180 parser (quoted fields, doubled quotes, CRLF records) for the round trip;
+ * `sep` is the separator a spreadsheet is set to (`,` by default, `;` or tab in many locales).
+ */
+function parseCsv(text: string, sep = ","): string[][] {
   const rows: string[][] = [];
   let row: string[] = [];
   let cell = "";
@@ -79,7 +82,7 @@ function parseCsv(text: string): string[][] {
       cell += c; i++; continue;
     }
     if (c === '"') { quoted = true; i++; continue; }
-    if (c === ",") { row.push(cell); cell = ""; i++; continue; }
+    if (c === sep) { row.push(cell); cell = ""; i++; continue; }
     if (c === "\r" && text[i + 1] === "\n") { row.push(cell); rows.push(row); row = []; cell = ""; i += 2; continue; }
     assert.notEqual(c, "\n", "a bare LF outside quotes: not RFC 4180");
     cell += c; i++;
@@ -186,7 +189,7 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     assert.deepEqual(newest.records.map((r) => r.actor), recs.map((r) => r.actor).reverse());
   });
 
-  it("CSV cells: RFC 4180 quoting, and = + - @ tab CR at the start are neutralised with a leading apostrophe", () => {
+  it("CSV cells: RFC 4180 quoting (also for ; and tab), and = + - @ tab CR at the start are neutralised with a leading apostrophe", () => {
     assert.equal(csvCell("plain"), "plain");
     assert.equal(csvCell(null), "");
     assert.equal(csvCell(101), "101");
@@ -197,8 +200,10 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     assert.equal(csvCell("+1+2"), "'+1+2");
     assert.equal(csvCell("-2+3"), "'-2+3");
     assert.equal(csvCell("@SUM(A1)"), "'@SUM(A1)");
-    assert.equal(csvCell("\t=1"), "'\t=1");
-    assert.equal(csvCell("\r=1"), "\"'\r=1\"");
+    assert.equal(csvCell("\t=1"), "\"'\t'=1\"");
+    assert.equal(csvCell("\r=1"), "\"'\r'=1\"");
+    assert.equal(csvCell("a;b"), '"a;b"');
+    assert.equal(csvCell("a\tb"), '"a\tb"');
     assert.equal(csvCell("a=b"), "a=b", "only the first character matters");
   });
 
@@ -228,6 +233,36 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     for (const r of rows.slice(1)) for (const cell of r) assert.ok(!/^[=+\-@]/.test(cell), `no cell starts a formula: ${cell}`);
     const ranged = parseCsv((await collect(exportCsv(live, { from: new Date(T0 + 2 * 60_000), to: new Date(T0 + 3 * 60_000) }))).join(""));
     assert.deepEqual(ranged.slice(1).map((r) => r[0]), ["2", "3"]);
+  });
+
+  // docs/security.md#csv-export
+  it("CSV: a cell holding a separator a spreadsheet may use (, ; tab CR LF quote) is quoted, and a formula after any separator is neutralised too: read with , ; or tab as separator, or split ignoring quotes, no cell starts a formula", async () => {
+    const doors = [
+      "Lobby;=cmd|' /C calc'!A0",
+      "Hall\t=1+1",
+      "Gate,@SUM(A1)",
+      "Yard;-2+3",
+      "Dock; +1",
+      "Roof\r\n=1",
+      "Plain; door",
+    ];
+    const lines = chain(doors.map((door, k) => record(2 * k + 1, { door })));
+    writeRotated(live, lines, [lines.length]);
+    const text = (await collect(exportCsv(live))).join("");
+    for (const sep of [",", ";", "\t"]) {
+      const rows = parseCsv(text, sep);
+      assert.equal(rows.length, doors.length + 1);
+      for (const r of rows.slice(1)) {
+        assert.equal(r.length, rows[0]!.length, `read with ${JSON.stringify(sep)}: a door name split a cell: ${JSON.stringify(r)}`);
+        for (const cell of r) assert.ok(!/^\s*[=+\-@]/.test(cell), `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)}`);
+      }
+    }
+    // An import that splits at every separator and ignores the quotes.
+    for (const row of text.split("\r\n").slice(1)) {
+      for (const part of row.split(/[,;\t\r\n]/)) assert.ok(!/^[\s"]*[=+\-@]/.test(part), `split ignoring quotes, a part starts a formula: ${JSON.stringify(part)} in ${JSON.stringify(row)}`);
+    }
+    const byComma = parseCsv(text).slice(1).map((r) => r[4]);
+    assert.deepEqual(byComma, ["Lobby;'=cmd|' /C calc'!A0", "Hall\t'=1+1", "Gate,'@SUM(A1)", "Yard;'-2+3", "Dock;' +1", "Roof\r\n'=1", "Plain; door"]);
   });
 
   it("door-access-audit tail: the newest N, oldest first, readable; --json gives the records; control characters are escaped", async () => {

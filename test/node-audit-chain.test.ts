@@ -15,9 +15,12 @@ import * as zlib from "node:zlib";
 import { Account } from "../src/account/account.js";
 import { auditRecordEvents } from "../src/audit/audit-log.js";
 import { verify } from "../src/audit/chain.js";
+import { checkAuditPath } from "../src/audit/paths.js";
 import { listLogFiles } from "../src/audit/reader.js";
 import { type RunningSimulator, startSimulator } from "../src/simulator/index.js";
 import { performUnlock } from "../src/unlock/unlock.js";
+import { REPO_ROOT } from "../scripts/demo.js";
+import { filesNodeRedWrites, namesInNodeRedSource } from "./helpers/node-red-files.js";
 import { DEMO_PHONE } from "./helpers/session.js";
 import {
   CREDS, accountNode, accountOf, assertAccepted, assertFailed, freshUserDir, helper, helperNodes, lastStatus, loadFlow, readAudit, startSim,
@@ -90,6 +93,28 @@ describe("audit log chain and rotation (Node-RED runtime + simulator)", function
     assert.equal(v.firstSeq, 1);
     assert.equal(v.lastSeq, all.length);
     assert.equal(accountOf().account.audit.stats().failedRecords, 0);
+  });
+
+  // docs/security.md#files-the-audit-log-may-never-be
+  it("another program's file at <name>.1: unlocks go on, each audited in the live file; the file stays as it is; the runtime log warns once that the log is not rotated", async () => {
+    const userDir = freshUserDir();
+    fs.mkdirSync(path.join(userDir, "rot"));
+    const live = path.join(userDir, "rot", "audit.jsonl");
+    const foreign = "someone else's data\n";
+    fs.writeFileSync(`${live}.1`, foreign);
+    await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "2000", auditKeep: "3" }), { userDir });
+    await waitReady();
+    await stream(30, 1, "blocked");
+    await until("30 result records", () => records(live).filter((r) => r.type === "unlock-result").length === 30);
+    assert.equal(fs.readFileSync(`${live}.1`, "utf8"), foreign);
+    assert.ok(!fs.existsSync(`${live}.2`), "nothing shifted");
+    const all = records(live);
+    all.forEach((r, k) => assert.equal(r.seq, k + 1));
+    assert.equal(all.filter((r) => r.type === "unlock-attempt").length, 30);
+    assert.equal((await verify([live])).ok, true);
+    const warned = helper.log().getCalls().map((c: any) => c.args[0]).filter((m: any) => typeof m?.msg === "string" && /not rotated/.test(m.msg));
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.ok(warned[0].msg.includes(`${live}.1`), warned[0].msg);
   });
 
   it("logrotate mid-stream (rename, compress, delete): no record goes to the renamed file after its rename; the chain continues in the new file", async () => {
@@ -329,6 +354,12 @@ describe("refused audit paths: a configuration error before any unlock, nothing 
     { name: "the credentials file", auditLog: "flows_cred.json", prepare: () => null, why: /Node-RED's own files/ },
     { name: "the settings file", auditLog: "settings.js", prepare: (u) => (fs.writeFileSync(path.join(u, "settings.js"), "module.exports = {}\n"), path.join(u, "settings.js")), why: /Node-RED's own files/ },
     { name: "a .config.*.json of the user directory", auditLog: ".config.nodes.json", prepare: () => null, why: /Node-RED's own files/ },
+    // docs/security.md#files-the-audit-log-may-never-be: Node-RED takes a .config.json for its
+    // old settings file at the next start and rewrites every .config.*.json from it.
+    { name: "the old settings file .config.json (not there yet)", auditLog: ".config.json", prepare: () => null, why: /Node-RED's own files/ },
+    { name: "a settings backup .config.runtime.json.backup", auditLog: ".config.runtime.json.backup", prepare: () => null, why: /Node-RED's own files/ },
+    { name: "the flows backup .flows.json.backup", auditLog: ".flows.json.backup", prepare: () => null, why: /Node-RED's own files/ },
+    { name: "a file in Node-RED's library folder lib/", auditLog: "lib/flows/audit.json", prepare: () => null, why: /Node-RED's own files/ },
     { name: "a path under node_modules", auditLog: "node_modules/door/audit.jsonl", prepare: () => null, why: /node_modules/ },
   ];
 
@@ -360,6 +391,41 @@ describe("refused audit paths: a configuration error before any unlock, nothing 
         assert.equal(fs.statSync(existing).mode, before.mode, "mode unchanged");
       }
       assert.ok(!fs.existsSync(path.join(userDir, "node_modules")), "nothing created");
+    });
+  }
+
+  // docs/security.md#files-the-audit-log-may-never-be
+  for (const pkg of ["node-red", "node-red-5"]) {
+    it(`every file and folder ${pkg} writes in the user directory (its storage code run twice in a fresh one, flowFile unset and flows.json) and every name its source puts there is refused; our default file and a folder of ours are not`, () => {
+      const nodeRedDir = path.dirname(require.resolve(`${pkg}/package.json`, { paths: [REPO_ROOT] }));
+      for (const flowFile of [undefined, "flows.json"]) {
+        const w = filesNodeRedWrites(nodeRedDir, flowFile);
+        try {
+          for (const expected of ["package.json", ".sessions.json", ".config.runtime.json", ".config.runtime.json.backup", "lib", "node_modules", "context"]) {
+            assert.ok(w.paths.includes(expected), `${pkg} wrote no ${expected}: ${w.paths.join(" ")}`);
+          }
+          assert.ok(w.paths.some((p) => /^\.flows.*\.json\.backup$/.test(p)), `a flows backup: ${w.paths.join(" ")}`);
+          for (const rel of w.paths) {
+            const r = checkAuditPath(rel, { userDir: w.userDir, flowFile: flowFile ?? null });
+            assert.equal(r.ok, false, `${pkg} wrote ${rel}, and it is accepted as an audit path`);
+            if (!r.ok) assert.match(r.problem, /Node-RED's own files|node_modules/);
+          }
+          for (const ours of ["", "door-access-audit.jsonl", "audit/door.jsonl", "flows-audit.jsonl", ".config-audit.jsonl"]) {
+            const r = checkAuditPath(ours, { userDir: w.userDir, flowFile: flowFile ?? null });
+            assert.equal(r.ok, true, `${JSON.stringify(ours)}: ${r.ok ? "" : r.problem}`);
+          }
+        } finally {
+          fs.rmSync(w.userDir, { recursive: true, force: true });
+        }
+      }
+      const names = namesInNodeRedSource(nodeRedDir);
+      assert.ok(names.files.includes(".config.json") && names.files.includes(".config.runtime.json") && names.folders.includes("projects"), JSON.stringify(names));
+      const userDir = freshUserDir();
+      const relPaths = [...names.files, ...names.folders, ...names.folders.map((d) => `${d}/audit.jsonl`)];
+      for (const rel of relPaths) {
+        const r = checkAuditPath(rel, { userDir });
+        assert.equal(r.ok, false, `${pkg}'s source puts ${rel} in the user directory, and it is accepted as an audit path`);
+      }
     });
   }
 

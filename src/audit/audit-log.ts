@@ -15,7 +15,7 @@
  * the handle against the path): a file renamed or deleted by something else (logrotate) gets
  * no more records; a new file is opened at the path and the chain continues there. Its own size
  * rotation (`maxBytes`, `keep`) renames the live file to `<name>.1` (older ones shift, the
- * oldest beyond `keep` is deleted). A file is opened with O_NOFOLLOW and never appended to if it
+ * oldest beyond `keep` is deleted), and renames or deletes no file that is not ours. A file is opened with O_NOFOLLOW and never appended to if it
  * is not one of our logs (src/audit/paths.ts).
  *
  * This module knows nothing of Node-RED or HTTP. It never adds secrets; it stores what the
@@ -28,7 +28,7 @@ import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { type ChainPosition, START, lineHash, resumePosition } from "./chain.js";
-import { OPEN_FLAGS, judgeOpenFileSync, realTarget } from "./paths.js";
+import { OPEN_FLAGS, isOurAuditFileSync, judgeOpenFileSync, realTarget } from "./paths.js";
 
 export interface AuditBase {
   actor: string;
@@ -66,6 +66,8 @@ export interface AuditStats {
   reopens: number;
   /** times the open file was found shorter than written (truncated by something else, e.g. copytruncate). */
   truncations: number;
+  /** size rotations not done because a file that is not ours stood in the way (the live file grew on). */
+  rotationsBlocked: number;
 }
 
 /** Default `auditMaxBytes`: 10 MiB. */
@@ -82,6 +84,8 @@ export interface AuditLogOptions {
   keep?: number;
   /** How long a closing record waits for an attempt record's write to share (ms). Default DEFER_MS (tests). */
   deferMs?: number;
+  /** Told (once per cause) when a size rotation cannot be done without touching a file that is not ours. */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -218,6 +222,9 @@ export class AuditLog {
   readonly keep: number;
   private readonly now: () => Date;
   private readonly deferMs: number;
+  private readonly warn: ((message: string) => void) | undefined;
+  /** The file that is not ours and stopped the last size rotation (warned once), or null. */
+  private blockedBy: string | null = null;
   private handle: fsp.FileHandle | null = null;
   /** Device and inode of each file this writer opened, taken from the open descriptor. */
   private readonly identity = new WeakMap<fsp.FileHandle, FileIdentity>();
@@ -253,7 +260,7 @@ export class AuditLog {
   private onFinalClose: ((closing: Promise<void>) => void) | null = null;
   /** The previous writer of this path, still finishing its close: nothing is opened before it is done. */
   private predecessor: Promise<void> | null = null;
-  private readonly counters: AuditStats = { writes: 0, fsyncs: 0, records: 0, batches: 0, failedRecords: 0, rotations: 0, reopens: 0, truncations: 0 };
+  private readonly counters: AuditStats = { writes: 0, fsyncs: 0, records: 0, batches: 0, failedRecords: 0, rotations: 0, reopens: 0, truncations: 0, rotationsBlocked: 0 };
 
   constructor(filePath: string, options: AuditLogOptions = {}) {
     if (typeof filePath !== "string" || filePath.length === 0) {
@@ -264,6 +271,7 @@ export class AuditLog {
     this.deferMs = options.deferMs ?? DEFER_MS;
     this.maxBytes = checkCount(options.maxBytes, DEFAULT_MAX_BYTES, "maxBytes");
     this.keep = checkCount(options.keep, DEFAULT_KEEP, "keep");
+    this.warn = options.warn;
   }
 
   /**
@@ -690,27 +698,57 @@ export class AuditLog {
   }
 
   /**
-   * Size rotation: the live file becomes `<name>.1`, older ones shift up, those beyond `keep`
-   * are deleted; a new live file is opened at the path, continuing the chain.
+   * Size rotation: the live file becomes `<name>.1`, the numbered files in its way shift up by
+   * one (`<name>.1`, `<name>.2`, … up to the first free number), the one reaching `keep` and any
+   * above it are deleted; a new live file is opened at the path, continuing the chain.
+   *
+   * Only files that are ours are renamed or deleted (isOurAuditFileSync: a regular file, not a
+   * link, that the writer would append to). When a file that is not ours stands in the way (at
+   * `<name>.1`, or where the shift would put one of ours), nothing is renamed: writing goes on in
+   * the live file, past `maxBytes`, and the rotation is tried again at the next batch that
+   * crosses it; `warn` is told once for that file. A file that is not ours above `keep` stays.
    */
   private async rotate(handle: fsp.FileHandle): Promise<fsp.FileHandle> {
-    const keepPosition = this.position;
-    this.handle = null;
-    await handle.close();
     const dir = path.dirname(this.filePath);
     const name = path.basename(this.filePath);
     const numbered = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\.([1-9][0-9]{0,5})$`);
-    const indices = (await fsp.readdir(dir))
-      .map((n) => numbered.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => b - a);
-    for (const i of indices) {
-      const from = `${this.filePath}.${i}`;
-      if (i >= this.keep) await fsp.rm(from, { force: true });
-      else await fsp.rename(from, `${this.filePath}.${i + 1}`);
+    const present = new Set(
+      (await fsp.readdir(dir))
+        .map((n) => numbered.exec(n))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map((m) => Number(m[1])),
+    );
+    const nth = (i: number) => `${this.filePath}.${i}`;
+    // The files in the live file's way: <name>.1, .2, … up to the first free number (or `keep`,
+    // which is deleted rather than shifted). One that is not ours stops the rotation.
+    const run: number[] = [];
+    if (this.keep > 0) {
+      for (let i = 1; present.has(i); i++) {
+        if (!isOurAuditFileSync(nth(i))) {
+          this.counters.rotationsBlocked += 1;
+          if (this.blockedBy !== nth(i)) {
+            this.blockedBy = nth(i);
+            this.warn?.(`audit log ${this.filePath}: not rotated: ${nth(i)} is not one of its audit logs (rotation never renames or deletes another program's file); the live file grows past its size limit until that file is moved away`);
+          }
+          return handle;
+        }
+        run.push(i);
+        if (i >= this.keep) break;
+      }
     }
-    if (this.keep > 0) await fsp.rename(this.filePath, `${this.filePath}.1`);
+    this.blockedBy = null;
+    const keepPosition = this.position;
+    this.handle = null;
+    await handle.close();
+    // Ours beyond `keep` outside that run (left by a larger `keep` before) go too; others stay.
+    for (const i of [...present].filter((i) => i >= this.keep && !run.includes(i)).sort((a, b) => b - a)) {
+      if (isOurAuditFileSync(nth(i))) await fsp.rm(nth(i), { force: true });
+    }
+    for (const i of run.reverse()) {
+      if (i >= this.keep) await fsp.rm(nth(i), { force: true });
+      else await fsp.rename(nth(i), nth(i + 1));
+    }
+    if (this.keep > 0) await fsp.rename(this.filePath, nth(1));
     else await fsp.rm(this.filePath, { force: true });
     await syncDir(dir);
     this.counters.rotations += 1;

@@ -5,13 +5,12 @@
  * `checkAuditPath` runs when the config node starts, before any request: a relative path
  * resolves in Node-RED's user directory, an absolute one is taken as it is; refused are a
  * symbolic link as the final component, an existing non-empty file whose first line is not one
- * of our records, and Node-RED's own files (settings, flows, credentials, the user directory's
- * `.config.*.json`, anything under a `node_modules` folder). The writer repeats the file checks
- * each time it opens the file (src/audit/audit-log.ts), opening with O_NOFOLLOW.
+ * of our records, and Node-RED's own files and folders (one rule: `nodeRedOwnFile`). The writer
+ * repeats the file checks each time it opens the file (src/audit/audit-log.ts), opening with
+ * O_NOFOLLOW; size rotation renames and deletes only files `isOurAuditFileSync` accepts.
  * Knows nothing of Node-RED beyond the names of its files.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { isTornWrite, parseRecord } from "./reader.js";
 
@@ -33,26 +32,95 @@ export type AuditPathCheck = { ok: true; path: string } | { ok: false; path: str
 /** How much of a file's start is read to find its first line. */
 const FIRST_LINE_MAX = 64 * 1024;
 
-/** The files of Node-RED itself that an audit path must never name. */
-export function nodeRedOwnFiles(files: NodeRedFiles): string[] {
+/**
+ * Folders of the user directory that are Node-RED's (installed nodes, the library and icons,
+ * local nodes and their tarballs, projects and their SSH keys, the file context store, old
+ * external modules): nothing under them may be an audit log.
+ */
+export const NODE_RED_FOLDERS = ["node_modules", "lib", "nodes", "projects", "context", "externalModules"] as const;
+
+/**
+ * Files directly in the user directory that are Node-RED's (any case): its settings, the npm
+ * project of installed nodes, the editor sessions, the old settings file `.config.json` and the
+ * `.config.<section>.json` that replaced it, and every flows file (`flows.json`,
+ * `flows_<hostname>.json`, their `_cred` files).
+ */
+const NODE_RED_NAMES = /^(settings\.js|package\.json|package-lock\.json|\.sessions\.json|\.config(\..+)?\.json|flows.*\.json)$/i;
+
+/**
+ * The names a file may also have while Node-RED writes it: its backup (`X.backup`, and `.X.backup`
+ * for flows files) and the temporary file it writes before a rename (`X.$$$`). Returns `name`
+ * and the names it may stand for.
+ */
+function standsFor(name: string): string[] {
+  const out = [name];
+  if (name.endsWith(".$$$")) out.push(name.slice(0, -4));
+  for (const n of [...out]) {
+    if (!/\.backup$/i.test(n)) continue;
+    const b = n.slice(0, -".backup".length);
+    out.push(b);
+    if (b.startsWith(".")) out.push(b.slice(1));
+  }
+  return out;
+}
+
+/**
+ * The one rule for which files of Node-RED an audit log may never be
+ * (docs/security.md#files-the-audit-log-may-never-be). Why `p` (an absolute path) is one, or
+ * null. Judged for the path as given and as it really is (its folders' symbolic links resolved),
+ * against the user directory as given and as it really is:
+ * - anything inside a `node_modules` folder, wherever it is;
+ * - in the user directory: its folders NODE_RED_FOLDERS and all below them, and the files
+ *   NODE_RED_NAMES, each also as a backup or temporary file (standsFor);
+ * - wherever they are: the settings file in use, the flows file in use (resolved as Node-RED
+ *   resolves it: in the current directory or the user directory) and its `_cred` file, each
+ *   also as a backup or temporary file.
+ */
+export function nodeRedOwnFile(p: string, files: NodeRedFiles): string | null {
   const userDir = path.resolve(files.userDir);
-  // The configured flows file, and the defaults Node-RED falls back to (flows.json, and the
-  // flows_<hostname>.json of older installations), each with its _cred file and backups.
-  const flowFiles = [files.flowFile || "flows.json", "flows.json", `flows_${os.hostname()}.json`].map((f) => path.resolve(userDir, f));
-  const withCreds = flowFiles.flatMap((flowFile) => {
-    const ext = path.extname(flowFile);
-    return [flowFile, flowFile.slice(0, flowFile.length - ext.length) + "_cred" + (ext || ".json")];
-  });
-  const backups = withCreds.map((f) => path.join(path.dirname(f), "." + path.basename(f) + ".backup"));
-  return [
-    path.resolve(userDir, files.settingsFile || "settings.js"),
-    path.join(userDir, "settings.js"),
-    ...withCreds,
-    ...backups,
-    path.join(userDir, ".sessions.json"),
-    path.join(userDir, "package.json"),
-    path.join(userDir, "package-lock.json"),
-  ];
+  const userDirs = new Set([userDir, realPath(userDir)]);
+  const paths = new Set([path.resolve(p), realTarget(path.resolve(p))]);
+  for (const q of paths) {
+    if (q.split(path.sep).includes("node_modules")) return "it is inside a node_modules folder (installed code, not a place for a log)";
+  }
+  // The settings and flows files in use, wherever they are.
+  const named: string[] = [path.resolve(userDir, files.settingsFile || "settings.js")];
+  if (files.flowFile) {
+    const flowFiles = path.isAbsolute(files.flowFile) ? [files.flowFile] : [path.resolve(process.cwd(), files.flowFile), path.resolve(userDir, files.flowFile)];
+    for (const f of flowFiles) {
+      const ext = path.extname(f);
+      const cred = path.basename(f, ext) + "_cred" + ext;
+      named.push(f, path.join(path.dirname(f), cred), path.join(userDir, cred));
+    }
+  }
+  const own = new Set(named.flatMap((f) => [f, realTarget(f)]));
+  for (const q of paths) {
+    const dir = path.dirname(q);
+    for (const name of standsFor(path.basename(q))) {
+      const candidate = path.join(dir, name);
+      if ([...own].some((f) => sameFile(f, candidate))) return "it is one of Node-RED's own files (its settings or flows file, or their credentials, backup or temporary file)";
+    }
+    for (const u of userDirs) {
+      const rel = path.relative(u, q);
+      if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) continue;
+      const parts = rel.split(path.sep);
+      const folder = NODE_RED_FOLDERS.find((f) => f.toLowerCase() === parts[0]!.toLowerCase());
+      if (folder) return `it is one of Node-RED's own files (inside ${folder}/ of the user directory)`;
+      if (parts.length === 1 && standsFor(parts[0]!).some((n) => NODE_RED_NAMES.test(n))) {
+        return "it is one of Node-RED's own files in the user directory (settings, flows, credentials, .config.json, .config.*.json, sessions, package files, or a backup or temporary file of one)";
+      }
+    }
+  }
+  return null;
+}
+
+/** The path with every symbolic link resolved (as far as it exists). */
+function realPath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return realTarget(p);
+  }
 }
 
 function sameFile(a: string, b: string): boolean {
@@ -144,6 +212,29 @@ export function judgeOpenFileSync(fd: number): string | null {
 }
 
 /**
+ * Whether the file at `p` is one the writer may take as its own audit log: a regular file (not a
+ * symbolic link, not a folder or a device) that is empty or whose first line is one of our
+ * records (judgeOpenFileSync). Size rotation renames and deletes only such files. False when it
+ * cannot be read.
+ */
+export function isOurAuditFileSync(p: string): boolean {
+  let fd: number;
+  try {
+    if (!fs.lstatSync(p).isFile()) return false;
+    fd = fs.openSync(p, fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0));
+  } catch {
+    return false;
+  }
+  try {
+    return fs.fstatSync(fd).isFile() && judgeOpenFileSync(fd) === null;
+  } catch {
+    return false;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * Resolves and checks an account's audit path. `configured` empty means the default file in the
  * user directory. Reads only: creates nothing, changes no mode.
  */
@@ -153,24 +244,8 @@ export function checkAuditPath(configured: unknown, files: NodeRedFiles): AuditP
   const resolved = path.resolve(userDir, raw || DEFAULT_AUDIT_FILE);
   const refuse = (problem: string): AuditPathCheck => ({ ok: false, path: resolved, problem: `audit log ${resolved}: ${problem}` });
 
-  const real = realTarget(resolved);
-  for (const p of new Set([resolved, real])) {
-    if (p.split(path.sep).includes("node_modules")) return refuse("it is inside a node_modules folder (installed code, not a place for a log)");
-  }
-  const own = nodeRedOwnFiles(files).flatMap((f) => [f, realTarget(f)]);
-  let realUserDir = userDir;
-  try {
-    realUserDir = fs.realpathSync(userDir);
-  } catch {
-    /* not there yet */
-  }
-  for (const p of new Set([resolved, real])) {
-    if (own.some((f) => sameFile(f, p))) return refuse("it is one of Node-RED's own files (settings, flows, credentials)");
-    const dir = path.dirname(p);
-    if ((sameFile(dir, userDir) || sameFile(dir, realUserDir)) && /^\.config\..*\.json$/i.test(path.basename(p))) {
-      return refuse("it is one of Node-RED's own files (.config.*.json in the user directory)");
-    }
-  }
+  const owned = nodeRedOwnFile(resolved, files);
+  if (owned) return refuse(owned);
 
   let st: fs.Stats;
   try {

@@ -280,17 +280,23 @@ export async function tail(livePath: string, n: number, filter: AuditFilter = {}
 export const CSV_COLUMNS = ["seq", "ts", "type", "actor", "door", "deviceId", "lockId", "outcome", "status", "replay", "reason", "msgid"] as const;
 
 /**
- * One CSV cell (RFC 4180): quoted when it holds a comma, a quote, CR or LF, quotes doubled. A
- * cell that a spreadsheet would run as a formula (starting with = + - @, or a tab or CR that
- * some of them skip first) gets a leading apostrophe, so an actor named `=HYPERLINK(...)` stays
- * text (OWASP "CSV injection").
+ * One CSV cell (RFC 4180; docs/security.md#csv-export). Quoted (quotes doubled) when it holds
+ * any character a spreadsheet may take for a separator or a line end: `,` `;` tab CR LF, or a
+ * quote. A spreadsheet may run a cell as a formula, and an import that splits at another
+ * separator than ours makes a part of a cell a cell of its own: so at the cell's start and after
+ * each of those separators, a part starting with `=` `+` `-` `@`, tab or CR (some skip those
+ * first), or with spaces and then `=` `+` `-` `@`, gets an apostrophe in front and stays text
+ * (OWASP "CSV injection"). `Lobby;=cmd` becomes `"Lobby;'=cmd"`.
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
   let s = typeof value === "string" ? value : String(value);
-  if (/^[=+\-@\t\r]/.test(s)) s = "'" + s;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  s = s.replace(FORMULA_PART, "'");
+  return /[",;\t\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
+
+/** The start of the cell or of a part after a separator, where a formula would start. */
+const FORMULA_PART = /(?<=^|[,;\t\r\n])(?=[=+\-@\t\r]| +[=+\-@])/g;
 
 export function csvHeader(): string {
   return CSV_COLUMNS.join(",") + "\r\n";

@@ -251,7 +251,7 @@ export = function register(RED: NodeAPI): void {
   }
 
   /** auditMaxBytes and auditKeep from the node's configuration: whole numbers >= 0, empty = default. */
-  function auditSettings(config: AccountDef): { maxBytes: number; keep: number } | { problems: string[] } {
+  function auditSettings(config: AccountDef): { maxBytes: number; keep: number; warn: (m: string) => void } | { problems: string[] } {
     const problems: string[] = [];
     const num = (v: unknown, dflt: number, what: string): number => {
       if (v === undefined || v === null || (typeof v === "string" && v.trim() === "")) return dflt;
@@ -264,7 +264,8 @@ export = function register(RED: NodeAPI): void {
     };
     const maxBytes = num(config.auditMaxBytes, DEFAULT_MAX_BYTES, "the audit log's maximum size (auditMaxBytes)");
     const keep = num(config.auditKeep, DEFAULT_KEEP, "the number of rotated audit files kept (auditKeep)");
-    return problems.length ? { problems } : { maxBytes, keep };
+    // The writer outlives the node that opened it (one writer per file): its warnings go to the runtime's log.
+    return problems.length ? { problems } : { maxBytes, keep, warn: (m: string) => RED.log.warn(`door-access: ${m}`) };
   }
 
   RED.nodes.registerType("door-account", DoorAccount as never, {
