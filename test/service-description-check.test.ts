@@ -147,14 +147,34 @@ describe("service description check: what the package relies on (docs/service-de
     const n = description();
     n.components.schemas.Device.properties.id = { type: "integer", nullable: true };
     n.components.schemas.TokenPair.properties.AccessToken = { type: "string", nullable: true };
+    n.paths["/api/user/location"].get.responses["200"].content["application/json"].schema.nullable = true;
     assert.deepEqual(compareDescription(n), [
       'POST /api/auth/login: response field "AccessToken" may now be null',
       'POST /api/auth/login-by-phone: response field "AccessToken" may now be null',
       'POST /api/auth/login-by-email: response field "AccessToken" may now be null',
       'POST /api/auth/refresh: response field "AccessToken" may now be null',
       'GET /api/device/{deviceId}: response field "id" may now be null',
+      "GET /api/user/location: the success response may now be null",
       'GET /api/user/device: response field "id" of each list item may now be null',
     ]);
+  });
+
+  it("a schema it cannot read (a reference that leads nowhere, oneOf) is not judged; malformed parts are no crash", () => {
+    const d = description();
+    d.paths["/api/auth/refresh"].post.requestBody.content["application/json"].schema = { oneOf: [{ type: "object" }] };
+    d.components.schemas.Device = { $ref: "#/components/schemas/Missing" };
+    d.components.schemas.TokenPair = { allOf: [{ $ref: "#/components/schemas/TokenPair" }] };
+    d.components.schemas.LoginRequest.required = "phoneNumber";
+    assert.deepEqual(compareDescription(d), []);
+    const broken = description();
+    broken.paths["/api/user/device"] = { get: { responses: null } };
+    broken.paths["/api/user/location"] = { get: [] };
+    assert.deepEqual(compareDescription(broken), [
+      "GET /api/user/location: gone (the description has no such operation)",
+      "GET /api/user/device: no success (2xx) response is listed any more",
+      "GET /api/user/device: statuses 401, 429 are no longer listed",
+    ]);
+    for (const notOne of [null, [], "openapi", { openapi: "3.0.3" }, { swagger: "2.0", paths: {} }, { openapi: 3, paths: {} }]) assert.equal(isDescription(notOne), false);
   });
 
   it("the token pair's fields are read case-insensitively: a renamed case is no difference", () => {

@@ -300,6 +300,7 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
           if (top.type.types.length > 0 && !sameTypes(top.type, r.response.type)) {
             diff(`the success response changed type from ${showType(r.response.type)} to ${clean(showType(top.type), 60)}`);
           } else {
+            if (top.type.nullable && !r.response.type.nullable) diff("the success response may now be null");
             const shape = r.response.list ? flatten(live, top.items) : top;
             if (!shape.opaque) {
               const where = r.response.list ? " of each list item" : "";
