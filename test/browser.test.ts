@@ -330,6 +330,12 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     await page.waitForFunction(() => /signed in/i.test(document.querySelector("#door-account-session-state")?.textContent ?? ""), null, { timeout: STEP_MS });
     recordForLeakScan("account dialog after sign-in", await page.locator("#door-account-session-state").innerText());
     assert.equal(okLogins() - loginsBefore, 1, "one login from the dialog");
+    // The service description check (docs/service-description.md): on by default, the docs URL empty (the base URL).
+    assert.equal(await page.locator("#node-config-input-specCheck").isChecked(), true);
+    assert.equal(await page.locator("#node-config-input-docsUrl").inputValue(), "");
+    assert.equal(await page.locator("#node-config-input-docsUrl").getAttribute("placeholder"), "empty: the base URL");
+    await page.locator("#node-config-input-docsUrl").scrollIntoViewIfNeeded();
+    await screenshot("browser-account-dialog.png");
     await page.locator("#node-config-dialog-ok").click(); // "Add"
     await page.locator("#node-config-input-baseUrl").waitFor({ state: "detached" });
 

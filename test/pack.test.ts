@@ -31,6 +31,7 @@ function walk(dir: string): string[] {
 function expectedFiles(): Set<string> {
   const files = new Set<string>(["package.json", "README.md", "LICENSE"]);
   for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))) files.add(`dist/${ts.slice(0, -3)}.js`);
+  for (const json of walk("src").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
   for (const js of Object.values(pkg["node-red"].nodes)) {
     files.add(js);
     files.add(js.replace(/\.js$/, ".html"));

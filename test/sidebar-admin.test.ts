@@ -87,7 +87,10 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
     assert.equal(a.state, "ready");
     assert.equal(a.status.fill, "green");
     assert.equal(a.auditLog, path.join(userDir, "door-access-audit.jsonl"));
-    assert.deepEqual(Object.keys(a).sort(), ["auditLog", "id", "name", "reason", "state", "status"]);
+    assert.deepEqual(Object.keys(a).sort(), ["auditLog", "id", "name", "reason", "serviceDescription", "state", "status"]);
+    // The service description check's findings (docs/service-description.md#what-you-see): its URL, never a credential.
+    assert.deepEqual(Object.keys(a.serviceDescription).sort(), ["checkedAt", "differences", "url"]);
+    assert.equal(a.serviceDescription.url, `${sim.url}/openapi.json`);
     assertNoSecret("GET /accounts", res.text);
   });
 

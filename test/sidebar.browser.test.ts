@@ -261,4 +261,46 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     assert.deepEqual(pageErrors, [], "no page error");
     assert.doesNotMatch(log.join("\n"), /\[error\]/, "no error in Node-RED's log");
   });
+
+  it("a drifted service description: the account view lists each difference, as text (docs/service-description.md#what-you-see)", async () => {
+    // The service drifts (an operation removed, one moved to a path with markup in it, a required
+    // request field added); the account's next start-up reads it: a full redeploy restarts it.
+    const drifted = JSON.parse(await (await fetch(new URL("openapi.json", demo!.simUrl + "/"), { signal: AbortSignal.timeout(5000) })).text());
+    drifted.paths["/api/<img src=x onerror=\"window.__doorXss=1\">/{lockId}"] = drifted.paths["/api/device/{deviceId}/unlock/{lockId}"];
+    delete drifted.paths["/api/device/{deviceId}/unlock/{lockId}"];
+    delete drifted.paths["/api/device/{deviceId}/unlock"];
+    drifted.components.schemas.LoginRequest.required.push("deviceName");
+    demo!.sim.control.serveDescription({ description: drifted });
+    try {
+      const current = (await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) })).json()) as { flows: object[] };
+      const res = await fetch(new URL("flows", demo!.editorUrl), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+        body: JSON.stringify({ flows: current.flows }),
+        signal: AbortSignal.timeout(10_000),
+      });
+      assert.equal(res.status, 200);
+      await page.locator("#door-access-refresh").click();
+      await page.waitForFunction(() => document.querySelectorAll("#door-access-spec li").length === 4, null, { timeout: 20_000 })
+        .catch(async () => assert.fail(`the differences in the tab: ${await page.locator("#door-access-spec").innerText().catch(() => "none")}`));
+      const items = await page.locator("#door-access-spec li").allInnerTexts();
+      assert.deepEqual(items, [
+        'POST /api/auth/login: request field "deviceName" is now required',
+        'POST /api/auth/login-by-phone: request field "deviceName" is now required',
+        "PUT /api/device/{deviceId}/unlock: gone (the description has no such operation)",
+        'PUT /api/device/{deviceId}/unlock/{lockId}: moved to PUT /api/<img src=x onerror="window.__doorXss=1">/{lockId}',
+      ]);
+      assert.equal(await page.locator("#door-access-spec img").count(), 0, "the service's text is not markup");
+      assert.equal(await page.evaluate(() => (window as unknown as { __doorXss?: number }).__doorXss), undefined);
+      assert.match(await page.locator("#door-access-spec .da-spec-title").innerText(), /differs from the one this package was built against \(4\)/);
+      assert.equal(log.filter((l) => /\[warn\].*service description/.test(l)).length, 1, "one warning in Node-RED's log");
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      const side = await page.locator("#red-ui-sidebar").boundingBox();
+      const x = Math.max(0, Math.floor((side?.x ?? 700) - 10));
+      await page.screenshot({ path: path.join(ARTIFACTS, "service-description-sidebar.png"), clip: { x, y: 0, width: 1280 - x, height: 400 } });
+      assert.deepEqual(pageErrors, [], "no page error");
+    } finally {
+      demo!.sim.control.serveDescription(null);
+    }
+  });
 });

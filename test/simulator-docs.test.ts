@@ -129,6 +129,73 @@ describe("simulator: docs paths", () => {
     assert.ok(docs.length >= 3);
     assert.ok(docs.every((e) => e.accountId === null));
   });
+
+  it("the request log keeps header names and If-None-Match, never another header's value", async () => {
+    sim.control.resetRequests();
+    await call(sim, "GET", "/openapi.json", { token: "not-a-real-token-value", headers: { "if-none-match": '"abc"', cookie: "session=secret-cookie-value" } });
+    const [entry] = sim.control.requests({ operation: "docs" });
+    assert.ok(entry);
+    assert.equal(entry.ifNoneMatch, '"abc"');
+    for (const h of ["authorization", "cookie", "if-none-match", "host"]) assert.ok(entry.headers.includes(h), h);
+    const text = JSON.stringify(sim.control.requests());
+    assert.ok(!text.includes("not-a-real-token-value") && !text.includes("secret-cookie-value"), text);
+    assert.equal((await call(sim, "GET", "/_sim/requests")).json[0].ifNoneMatch, '"abc"');
+  });
+});
+
+describe("simulator: a changed live description (POST /_sim/docs)", () => {
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await withSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  afterEach(async () => {
+    assert.equal((await call(sim, "DELETE", "/_sim/docs")).status, 204);
+  });
+
+  it("serves another description at /openapi.json and /openapi.yaml with a new ETag; the pinned copy stays; DELETE restores", async () => {
+    const own = await call(sim, "GET", "/openapi.json");
+    const pinned = await call(sim, "GET", "/openapi.pinned.json");
+    const changed = JSON.parse(own.text);
+    delete changed.paths["/api/device/{deviceId}/unlock"];
+    assert.equal((await call(sim, "POST", "/_sim/docs", { json: { description: changed } })).status, 204);
+    const live = await call(sim, "GET", "/openapi.json", { headers: { "if-none-match": String(own.headers.etag) } });
+    assert.equal(live.status, 200, "the old ETag no longer matches");
+    assert.equal(live.headers["x-spec-source"], "live");
+    assert.notEqual(live.headers.etag, own.headers.etag);
+    assert.deepEqual(live.json, changed);
+    assert.deepEqual(yaml.load((await call(sim, "GET", "/openapi.yaml")).text), changed);
+    assert.equal((await call(sim, "GET", "/openapi.json", { headers: { "if-none-match": String(live.headers.etag) } })).status, 304);
+    assert.equal((await call(sim, "GET", "/openapi.pinned.json")).text, pinned.text);
+    await call(sim, "DELETE", "/_sim/docs");
+    const back = await call(sim, "GET", "/openapi.json");
+    assert.equal(back.headers.etag, own.headers.etag);
+    assert.equal(back.text, own.text);
+  });
+
+  it("answers an error status, a body that is not a description, or closes the connection without an answer", async () => {
+    await call(sim, "POST", "/_sim/docs", { json: { status: 404 } });
+    assertError(await call(sim, "GET", "/openapi.json"), 404);
+    await call(sim, "POST", "/_sim/docs", { json: { body: "<html>down</html>", contentType: "text/html" } });
+    const html = await call(sim, "GET", "/openapi.json");
+    assert.equal(html.status, 200);
+    assert.equal(html.text, "<html>down</html>");
+    assert.match(String(html.headers["content-type"]), /^text\/html/);
+    sim.control.resetRequests();
+    await call(sim, "POST", "/_sim/docs", { json: { drop: true } });
+    await assert.rejects(call(sim, "GET", "/openapi.json"));
+    assert.equal(sim.control.requests({ operation: "docs" })[0]?.status, 0);
+    assert.equal((await call(sim, "GET", "/openapi.pinned.json")).status, 200, "the pinned copy is still served");
+  });
+
+  it("refuses a body it does not know", async () => {
+    for (const body of [{}, { status: 200 }, { drop: false }, { description: "x" }, { body: 1 }, { status: 404, drop: true }]) {
+      assertError(await call(sim, "POST", "/_sim/docs", { json: body }), 400);
+    }
+    assertError(await call(sim, "GET", "/_sim/docs"), 405);
+  });
 });
 
 describe("simulator: YAML emitter", () => {

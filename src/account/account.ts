@@ -14,6 +14,7 @@ import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import type { Clock } from "../util/clock.js";
 import { AccountCore, type AccountCoreOptions, DEVICE_LIST_TTL_MS } from "./account-core.js";
+import { type DescriptionCheckLog, ServiceDescriptionCheck } from "./description-check.js";
 
 export { AccountCore, DEVICE_LIST_TTL_MS };
 /** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
@@ -112,6 +113,12 @@ export interface AccountOptions extends AccountCoreOptions {
    * (its owner, src/nodes/account-registry.ts, does). Without it the Account builds its own.
    */
   core?: AccountCore;
+  /**
+   * The service description check (docs/service-description.md): where the description is
+   * (src/account/description-check.ts descriptionUrl) and where its findings go. Absent or
+   * null: off (`specCheck` unticked).
+   */
+  descriptionCheck?: { url: URL; log: DescriptionCheckLog } | null;
 }
 
 /**
@@ -126,6 +133,8 @@ export class Account extends EventEmitter {
   readonly directory: DeviceDirectory;
   readonly audit: AuditLog;
   readonly clock: Clock;
+  /** The service description check, when on; it runs beside the session and never touches it. */
+  readonly descriptionCheck: ServiceDescriptionCheck | null;
   private closed = false;
   /** Unlocks in flight (attempt written, result not yet): close() waits for their results. */
   private readonly inflight = new Set<Promise<unknown>>();
@@ -144,6 +153,9 @@ export class Account extends EventEmitter {
     this.session.on("state", this.onState);
     this.session.on("halt", this.onHalt);
     this.audit = openAuditLog(options.auditLogPath, options.audit);
+    const check = options.descriptionCheck;
+    this.descriptionCheck = check ? new ServiceDescriptionCheck({ url: check.url, clock: this.clock, log: check.log }) : null;
+    this.descriptionCheck?.startAfter(this.session);
   }
 
   /**
@@ -210,6 +222,7 @@ export class Account extends EventEmitter {
   }
 
   private detach(): void {
+    this.descriptionCheck?.close();
     this.session.off("state", this.onState);
     this.session.off("halt", this.onHalt);
   }

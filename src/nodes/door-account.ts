@@ -9,6 +9,7 @@ import { parseBaseUrl } from "../client/base-url.js";
 import { ACCOUNT_DRAIN_MS, Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
 import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../audit/audit-log.js";
 import { checkAuditPath } from "../audit/paths.js";
+import { descriptionUrl } from "../account/description-check.js";
 import type { Credentials } from "../client/client.js";
 import { locksOf } from "../doors/select.js";
 import type { SessionHaltedError } from "../session/errors.js";
@@ -40,6 +41,10 @@ interface AccountDef extends NodeDef {
   sessionStore?: string;
   redisUrl?: string;
   redisKeyPrefix?: string;
+  /** Where the service description is served (empty = the base URL); docs/service-description.md. */
+  docsUrl?: string;
+  /** The service description check, on unless false (flows from before it have no value: on). */
+  specCheck?: boolean | string;
 }
 interface AccountCreds {
   phoneNumber?: string;
@@ -176,6 +181,17 @@ export = function register(RED: NodeAPI): void {
     const auditLog = auditChecked.path;
     const auditOptions = auditSettings(config);
     const label = config.name || node.id;
+    // The service description check (docs/service-description.md#when): informs, never stops a
+    // door. A docs URL it cannot use turns the check off with a warning, not the account.
+    let docs: URL | null = null;
+    if (config.specCheck !== false && config.specCheck !== "false" && checked.ok) {
+      try {
+        docs = descriptionUrl(config.docsUrl, checked.baseUrl);
+      } catch (e) {
+        node.warn(`door-account "${label}": ${(e as Error).message}; the service description check is off`);
+      }
+    }
+    const descriptionLog = { debug: (m: string) => node.debug(m), info: (m: string) => node.log(m), warn: (m: string) => node.warn(m) };
 
     /** Follows the account's shared core: a new one after a conflict is resolved, none during a conflict. */
     const attach = () => {
@@ -189,7 +205,10 @@ export = function register(RED: NodeAPI): void {
         void old.close().catch(() => undefined);
       }
       if (core && !node.account && checked.ok && !("problems" in auditOptions)) {
-        node.account = new Account({ baseUrl: checked.baseUrl, credentials: checked.credentials, tokenFile: core.options.tokenFile, auditLogPath: auditLog, audit: auditOptions, core });
+        node.account = new Account({
+          baseUrl: checked.baseUrl, credentials: checked.credentials, tokenFile: core.options.tokenFile, auditLogPath: auditLog, audit: auditOptions, core,
+          descriptionCheck: docs ? { url: docs, log: descriptionLog } : null,
+        });
         if (!sameOptions(node.account.audit, auditOptions)) {
           node.warn(`door-account "${label}": another account writes the same audit log ${auditLog} with other rotation settings; its settings apply (one writer per file)`);
         }

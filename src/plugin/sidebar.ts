@@ -70,6 +70,8 @@ function describeAccount(n: DoorAccountNode & { name?: string }) {
     reason: n.problem ?? snap?.reason ?? null,
     status: n.statusFor(),
     auditLog: n.account?.audit.filePath ?? null,
+    // The service description check's findings (docs/service-description.md#what-you-see); null when off.
+    serviceDescription: n.account?.descriptionCheck?.report() ?? null,
   };
 }
 

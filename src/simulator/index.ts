@@ -61,6 +61,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     secret,
     baseUrl: () => url,
     isClosed: () => closed,
+    descriptionOverride: null,
     sleep: (ms) =>
       new Promise<void>((resolve, reject) => {
         if (closed) {
@@ -103,6 +104,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     counts: () => ({ ...state.counters }),
     hasSession: (accountId) => state.hasSession(accountId),
     setRateLimit: (limit) => state.setRateLimit(limit),
+    serveDescription: (change) => {
+      runtime.descriptionOverride = change === null ? null : structuredClone(change);
+    },
   };
 
   const handler = createHandler(runtime, control);

@@ -317,7 +317,7 @@ export function llmsTxt(): string {
     "",
     "## Simulator control (loopback only)",
     "",
-    "- /_sim/faults, /_sim/devices/{id}, /_sim/accounts/{id}/..., /_sim/requests, /_sim/counts",
+    "- /_sim/faults, /_sim/devices/{id}, /_sim/accounts/{id}/..., /_sim/requests, /_sim/counts, /_sim/docs",
     "",
   ].join("\n");
 }

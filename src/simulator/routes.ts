@@ -21,8 +21,17 @@
  *   DELETE /_sim/requests                        clear the request log       -> 204
  *   GET    /_sim/counts                          {logins, refreshes, unlocks} -> 200
  *   POST   /_sim/rate-limit                      body: {capacity, refillPerSec} or false -> 204
+ *   POST   /_sim/docs                            what /openapi.json and /openapi.yaml serve instead of the
+ *                                                simulator's own description, one of: {"description": {...}}
+ *                                                (another description), {"body": "...", "contentType"?: "..."}
+ *                                                (a body that is not one), {"status": 404} (an error status),
+ *                                                {"drop": true} (the connection closes without an answer)
+ *                                                                            -> 204 | 400
+ *   DELETE /_sim/docs                            serve the simulator's own description again -> 204
  *
  * Docs (no /api prefix, GET/HEAD): /openapi.json, /openapi.yaml, /openapi.pinned.json, /llms.txt.
+ * The request log keeps the names of every request's headers and the value of If-None-Match,
+ * never another header's value (an Authorization header shows as its name only).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { jwtVerify, SignJWT } from "jose";
@@ -37,7 +46,7 @@ import {
 import { FaultStore, TOKEN_OPERATIONS } from "./faults.js";
 import { buildOpenApi, etagMatches, llmsTxt, strongEtag, toYaml } from "./openapi.js";
 import { SimState, type AuthFailure, type AuthSuccess } from "./state.js";
-import type { FaultSpec, RequestLogEntry, SimulatorControl } from "./types.js";
+import type { DescriptionOverride, FaultSpec, RequestLogEntry, SimulatorControl } from "./types.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 
@@ -137,6 +146,16 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 
 export class Closed extends Error {}
 
+/** The names of a request's headers, lower case, each once; never a value. */
+function headerNames(req: IncomingMessage): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    if (!names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
 export interface Runtime {
   state: SimState;
   faults: FaultStore;
@@ -145,6 +164,8 @@ export interface Runtime {
   sleep(ms: number): Promise<void>;
   baseUrl(): string;
   isClosed(): boolean;
+  /** What the live docs paths serve instead of the simulator's own description (null: its own). */
+  descriptionOverride: DescriptionOverride | null;
 }
 
 interface Call {
@@ -168,11 +189,18 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
   const liveCache = new Map<string, { body: string; etag: string }>();
   const pinnedJson = JSON.stringify(buildOpenApi(), null, 2);
   const pinned = { body: pinnedJson, etag: strongEtag(pinnedJson) };
+  /** The override the cache was built for (a new one empties it). */
+  let cachedFor: DescriptionOverride | null = null;
 
   function doc(kind: "json" | "yaml"): { body: string; etag: string } {
+    const override = rt.descriptionOverride;
+    if (override !== cachedFor) {
+      liveCache.clear();
+      cachedFor = override;
+    }
     let cached = liveCache.get(kind);
     if (!cached) {
-      const description = buildOpenApi(rt.baseUrl());
+      const description = override && "description" in override ? override.description : buildOpenApi(rt.baseUrl());
       const body = kind === "json" ? JSON.stringify(description, null, 2) : toYaml(description);
       cached = { body, etag: strongEtag(body) };
       liveCache.set(kind, cached);
@@ -547,6 +575,23 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
       send(res, errorResult(405, `${req.method} is not allowed on ${path}`, { Allow: "GET, HEAD" }));
       return;
     }
+    const override = rt.descriptionOverride;
+    if (override && (path === "/openapi.json" || path === "/openapi.yaml")) {
+      if ("drop" in override) {
+        req.socket.destroy();
+        return;
+      }
+      if ("status" in override) {
+        send(res, errorResult(override.status, `injected: ${path} answers ${override.status}`));
+        return;
+      }
+      if ("body" in override) {
+        const raw = Buffer.from(override.body);
+        res.writeHead(200, { "Content-Type": override.contentType ?? "application/json; charset=utf-8", "Content-Length": raw.length, "X-Spec-Source": "live" });
+        res.end(req.method === "HEAD" ? undefined : raw);
+        return;
+      }
+    }
     let content: { body: string; etag: string };
     let type: string;
     let source: string | null = "live";
@@ -659,6 +704,27 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         }
       } else if (path === "/_sim/counts") {
         if (method === "GET") return ok(control.counts());
+      } else if (path === "/_sim/docs") {
+        if (method === "POST") {
+          body = await readJson();
+          const parsed = z
+            .union([
+              z.strictObject({ description: z.record(z.string(), z.unknown()) }),
+              z.strictObject({ body: z.string(), contentType: z.string().min(1).optional() }),
+              z.strictObject({ status: z.int().min(400).max(599) }),
+              z.strictObject({ drop: z.literal(true) }),
+            ])
+            .safeParse(body);
+          if (!parsed.success) {
+            return send(res, errorResult(400, 'body must be {"description": {...}}, {"body": "...", "contentType"?: "..."}, {"status": 400-599} or {"drop": true}'));
+          }
+          control.serveDescription(parsed.data as DescriptionOverride);
+          return none();
+        }
+        if (method === "DELETE") {
+          control.serveDescription(null);
+          return none();
+        }
       } else if (path === "/_sim/rate-limit") {
         if (method === "POST") {
           body = await readJson();
@@ -695,6 +761,8 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
       const entry: RequestLogEntry = {
         seq: state.nextSeq(), method, path, operation: "unknown", status: 0, accountId: null,
         deviceId: null, lockId: null, fault: null, startedAt: state.now(), endedAt: 0, tokenId: null, issuedTokenId: null,
+        headers: headerNames(req),
+        ifNoneMatch: typeof req.headers["if-none-match"] === "string" ? req.headers["if-none-match"].slice(0, 200) : null,
       };
       let logged = false;
       state.open.add(entry);

@@ -99,7 +99,22 @@ export interface RequestLogEntry {
   tokenId: string | null;
   /** For a login or refresh answered 200: the id (`jti`) of the access token it issued. */
   issuedTokenId: string | null;
+  /** Names (lower case) of the request headers received; never their values. */
+  headers: string[];
+  /** The `If-None-Match` header's value, when sent (an ETag, not a secret). */
+  ifNoneMatch: string | null;
 }
+
+/**
+ * What the simulator serves at /openapi.json and /openapi.yaml instead of its own description
+ * (the pinned copy at /openapi.pinned.json never changes): another description, a body that is
+ * not one, an error status, or no answer at all (the connection is closed).
+ */
+export type DescriptionOverride =
+  | { description: Record<string, unknown> }
+  | { body: string; contentType?: string }
+  | { status: number }
+  | { drop: true };
 
 export interface UnlockRecord { at: number; accountId: string; lockId: number | null }
 
@@ -152,6 +167,8 @@ export interface SimulatorControl {
   /** Whether the account currently has an active session. */
   hasSession(accountId: string): boolean;
   setRateLimit(limit: { capacity: number; refillPerSec: number } | false): void;
+  /** Serves a changed (or failing) live description; null = its own description again. */
+  serveDescription(change: DescriptionOverride | null): void;
 }
 
 export interface RunningSimulator {

@@ -1,0 +1,274 @@
+/**
+ * The service description check of an account (docs/service-description.md): once after the
+ * account's start-up and then every 24 hours, GET `<docsUrl or baseUrl>/openapi.json` with
+ * `If-None-Match` (the last ETag) and no credential of any kind, and compare what the package
+ * relies on with it (src/spec/description.ts). Differences give one warning naming each; a
+ * 304 or a description with nothing relevant changed says nothing; a failed fetch is one
+ * debug line and waits for the next 24-hour mark.
+ *
+ * It has its own connection (never the session's pool), starts only once the session's
+ * start-up has settled, and nothing of it is awaited by the session or a message: it informs
+ * an operator, it never stops a door. Every timer goes through the account's clock (unref'd)
+ * and is cleared by close(); no promise of it can reject unhandled.
+ */
+import { createHash } from "node:crypto";
+import type { Dispatcher } from "undici";
+import { BaseUrlError, parseBaseUrl } from "../client/base-url.js";
+import { undiciPool } from "../client/pool.js";
+import { compareDescription, isDescription } from "../spec/description.js";
+import { type Clock, systemClock } from "../util/clock.js";
+
+/** The period of the check (and of the retry after a failed fetch). */
+export const DESCRIPTION_CHECK_INTERVAL_MS = 24 * 3600_000;
+/** The first check follows the end of the session's start-up by this much (after the device list warm-up has started). */
+export const DESCRIPTION_FIRST_CHECK_DELAY_MS = 1_000;
+/** ... or comes this long after the account started, should the start-up not settle before. */
+export const DESCRIPTION_FIRST_CHECK_LATEST_MS = 60_000;
+/** A description larger than this is not read (the service's is about 25 kB). */
+export const DESCRIPTION_MAX_BYTES = 4 * 1024 * 1024;
+const CONNECT_TIMEOUT_MS = 10_000;
+const ANSWER_TIMEOUT_MS = 20_000;
+
+export interface DescriptionCheckLog {
+  debug(message: string): void;
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/** What the editor's sidebar shows of the check (no secret: the URL has no user or password). */
+export interface DescriptionReport {
+  url: string;
+  /** When a check last got an answer that was, or kept, a description (ISO time); null before. */
+  checkedAt: string | null;
+  /** The differences in what the package relies on, as last found; empty when there are none. */
+  differences: string[];
+}
+
+/**
+ * Where the account's description is: `docsUrl` (empty = the base URL) with `/openapi.json`
+ * appended, unless it already names a `.json` file. The same rules as the base URL (https, or
+ * http for a loopback host; no user, password, query or fragment). Throws a BaseUrlError.
+ */
+export function descriptionUrl(docsUrl: unknown, baseUrl: string): URL {
+  const raw = typeof docsUrl === "string" && docsUrl.trim() !== "" ? docsUrl.trim() : baseUrl;
+  let url: URL;
+  try {
+    url = parseBaseUrl(raw);
+  } catch (e) {
+    throw new BaseUrlError(e instanceof BaseUrlError ? e.message.replace(/^base URL/, "the docs URL") : "the docs URL is invalid");
+  }
+  if (!/\.json$/i.test(url.pathname)) url.pathname = `${url.pathname.replace(/\/+$/, "")}/openapi.json`;
+  return url;
+}
+
+/** The session as far as the check looks at it: has its start-up settled? */
+export interface StartUpSource {
+  readonly state: string;
+  on(event: "state", listener: (snap: { state: string }) => void): unknown;
+  off(event: "state", listener: (snap: { state: string }) => void): unknown;
+}
+
+/** States in which the session's start-up is still under way. */
+const STARTING = new Set(["idle", "logging-in", "refreshing"]);
+
+class FetchFailed extends Error {}
+
+export class ServiceDescriptionCheck {
+  readonly url: URL;
+  private readonly clock: Clock;
+  private readonly log: DescriptionCheckLog;
+  private timer: unknown = null;
+  private latestTimer: unknown = null;
+  private source: StartUpSource | null = null;
+  private readonly onState = (snap: { state: string }) => {
+    if (!STARTING.has(snap.state)) this.startUpSettled();
+  };
+  private inflight: Promise<void> | null = null;
+  private abort: AbortController | null = null;
+  private closed = false;
+  private first = true;
+  private etag: string | null = null;
+  private bodyHash: string | null = null;
+  private checkedAt: number | null = null;
+  private differences: string[] = [];
+  /** The differences the last warning named ("" = none warned, or matching again since). */
+  private warned = "";
+
+  constructor(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }) {
+    this.url = new URL(options.url.href);
+    this.clock = options.clock ?? systemClock;
+    this.log = options.log;
+  }
+
+  /**
+   * Schedules the first check DESCRIPTION_FIRST_CHECK_DELAY_MS after the session's start-up
+   * has settled (ready, halted, unreachable: whichever), at the latest
+   * DESCRIPTION_FIRST_CHECK_LATEST_MS from now; then one every 24 hours.
+   */
+  startAfter(session: StartUpSource): void {
+    if (this.closed || !this.first || this.source || this.timer !== null) return;
+    if (!STARTING.has(session.state)) {
+      this.schedule(DESCRIPTION_FIRST_CHECK_DELAY_MS);
+      return;
+    }
+    this.source = session;
+    session.on("state", this.onState);
+    this.latestTimer = this.clock.setTimeout(() => {
+      this.latestTimer = null;
+      this.startUpSettled();
+    }, DESCRIPTION_FIRST_CHECK_LATEST_MS);
+  }
+
+  private startUpSettled(): void {
+    this.detach();
+    if (!this.closed && this.first && this.timer === null) this.schedule(DESCRIPTION_FIRST_CHECK_DELAY_MS);
+  }
+
+  private detach(): void {
+    if (this.source) this.source.off("state", this.onState);
+    this.source = null;
+    if (this.latestTimer !== null) this.clock.clearTimeout(this.latestTimer);
+    this.latestTimer = null;
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = null;
+      this.first = false;
+      // The next mark is counted from this one, whatever this check takes or finds.
+      this.schedule(DESCRIPTION_CHECK_INTERVAL_MS);
+      void this.checkNow();
+    }, ms);
+  }
+
+  /** One check now (one GET at most; joins one in flight). Never rejects. */
+  checkNow(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.inflight) {
+      this.inflight = this.fetchAndCompare()
+        .catch((e: unknown) => {
+          if (this.closed) return;
+          const why = e instanceof FetchFailed ? e.message : describeFailure(e);
+          this.log.debug(`service description check: ${this.url.href} could not be read (${why}); next try in 24 h`);
+        })
+        .finally(() => {
+          this.inflight = null;
+        });
+    }
+    return this.inflight;
+  }
+
+  report(): DescriptionReport {
+    return {
+      url: this.url.href,
+      checkedAt: this.checkedAt === null ? null : new Date(this.checkedAt).toISOString(),
+      differences: [...this.differences],
+    };
+  }
+
+  /** Stops the timers and any fetch in flight. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.detach();
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
+    this.timer = null;
+    this.abort?.abort(new Error("the account closed"));
+  }
+
+  private async fetchAndCompare(): Promise<void> {
+    const abort = new AbortController();
+    this.abort = abort;
+    const Pool = undiciPool();
+    const pool = new Pool(this.url.origin, {
+      connections: 1,
+      connect: { timeout: CONNECT_TIMEOUT_MS },
+      headersTimeout: ANSWER_TIMEOUT_MS,
+      bodyTimeout: ANSWER_TIMEOUT_MS,
+      keepAliveTimeout: 1_000,
+    });
+    let body: Buffer | null = null;
+    let etag: string | null = null;
+    try {
+      // No Authorization, no cookie: the description is public, and this request is not the session's.
+      const headers: Record<string, string> = { accept: "application/json" };
+      if (this.etag !== null) headers["if-none-match"] = this.etag;
+      const res = await pool.request({ path: this.url.pathname + this.url.search, method: "GET", headers, signal: abort.signal });
+      const tag = res.headers.etag;
+      etag = typeof tag === "string" && tag.length > 0 && tag.length <= 200 ? tag : null;
+      if (res.statusCode === 304 && this.etag !== null) {
+        await res.body.dump().catch(() => undefined);
+        this.checkedAt = this.clock.now();
+        return; // unchanged: silent
+      }
+      if (res.statusCode !== 200) {
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        throw new FetchFailed(`answered ${res.statusCode}`);
+      }
+      body = await readLimited(res);
+    } finally {
+      this.abort = null;
+      await pool.destroy().catch(() => undefined);
+    }
+    if (this.closed) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body.toString("utf8"));
+    } catch {
+      throw new FetchFailed("the answer is not JSON");
+    }
+    if (!isDescription(parsed)) throw new FetchFailed("the answer is not an OpenAPI 3 description");
+    const hash = createHash("sha256").update(body).digest("hex");
+    this.checkedAt = this.clock.now();
+    this.etag = etag;
+    if (hash === this.bodyHash) return; // the same description: silent
+    this.bodyHash = hash;
+    this.differences = compareDescription(parsed);
+    const key = this.differences.join("\n");
+    if (this.differences.length > 0 && key !== this.warned) {
+      this.warned = key;
+      const n = this.differences.length;
+      this.log.warn(
+        `the service description at ${this.url.href} differs from the one this package was built against, ` +
+          `in ${n} thing${n === 1 ? "" : "s"} the package relies on (doors keep working as before; a package update may be needed):\n` +
+          this.differences.map((d) => `  - ${d}`).join("\n"),
+      );
+    } else if (this.differences.length === 0 && this.warned !== "") {
+      this.warned = "";
+      this.log.info(`the service description at ${this.url.href} matches what this package relies on again`);
+    }
+  }
+}
+
+async function readLimited(res: Dispatcher.ResponseData): Promise<Buffer> {
+  const declared = Number(res.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > DESCRIPTION_MAX_BYTES) {
+    res.body.destroy();
+    throw new FetchFailed(`the answer is larger than ${DESCRIPTION_MAX_BYTES} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += (chunk as Buffer).length;
+    if (size > DESCRIPTION_MAX_BYTES) {
+      res.body.destroy();
+      throw new FetchFailed(`the answer is larger than ${DESCRIPTION_MAX_BYTES} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function describeFailure(e: unknown): string {
+  let cur: unknown = e;
+  for (let i = 0; i < 4 && cur && typeof cur === "object"; i++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string") return code === "ECONNREFUSED" ? "connection refused" : code === "ENOTFOUND" ? "host not found" : code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  const message = e instanceof Error ? e.message : String(e);
+  // eslint-disable-next-line no-control-regex
+  return message.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 120);
+}

@@ -1,0 +1,468 @@
+/**
+ * The service description check (docs/service-description.md): the account reads the
+ * service's /openapi.json once after its start-up and every 24 hours, without a token, with
+ * If-None-Match once it knows an ETag, and warns once, naming each difference, when the
+ * description differs in what the package relies on; a 304, an unchanged description or a
+ * change nothing relies on says nothing; a failed fetch is one debug line and the next try is
+ * at the next 24-hour mark. None of it ever touches the session: the unlock is accepted in
+ * every case. Requests are counted and their headers read in the simulator's request log.
+ */
+import { strict as assert } from "node:assert";
+import { createServer, type Server, type Socket } from "node:net";
+import * as path from "node:path";
+import { Account } from "../src/account/account.js";
+import {
+  DESCRIPTION_CHECK_INTERVAL_MS, DESCRIPTION_FIRST_CHECK_DELAY_MS, ServiceDescriptionCheck, descriptionUrl,
+} from "../src/account/description-check.js";
+import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from "../src/spec/description.js";
+import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../src/simulator/index.js";
+import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
+import {
+  accountModule, accountOf, assertAccepted, helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule, until,
+  waitReady,
+} from "./helpers/flow.js";
+import { DEMO_PHONE, tempDir, waitUntil } from "./helpers/session.js";
+
+const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
+
+type Doc = any;
+
+/** The simulator's own description, as a fresh object to change. */
+function description(): Doc {
+  return buildOpenApi() as Doc;
+}
+
+/** The drift of the brief: an operation removed, a required request field added. */
+function drifted(): Doc {
+  const d = description();
+  delete d.paths["/api/device/{deviceId}/unlock"];
+  d.components.schemas.LoginRequest.required.push("deviceName");
+  d.components.schemas.LoginRequest.properties.deviceName = { type: "string" };
+  return d;
+}
+
+const DRIFT_DIFFERENCES = [
+  'POST /api/auth/login: request field "deviceName" is now required',
+  'POST /api/auth/login-by-phone: request field "deviceName" is now required',
+  "PUT /api/device/{deviceId}/unlock: gone (the description has no such operation)",
+];
+
+/** Changes nothing the package relies on: a new optional field, a new operation, new texts. */
+function irrelevantlyChanged(): Doc {
+  const d = description();
+  d.info.description = "A new text about the service.";
+  d.info.version = "v1.1";
+  d.paths["/api/device/{deviceId}/unlock"].put.summary = "Unlock (reworded)";
+  d.paths["/api/device/{deviceId}/unlock"].put.responses["409"] = { description: "A new status the package does not branch on" };
+  d.paths["/api/user/key"] = { get: { operationId: "listKeys", responses: { "200": { description: "keys" } } } };
+  d.components.schemas.Device.properties.batteryLevel = { type: "integer", nullable: true };
+  d.components.schemas.TokenPair.properties.ExpiresIn = { type: "integer" };
+  d.components.schemas.LoginRequest.properties.deviceName = { type: "string" };
+  d.components.schemas.LoginRequest.additionalProperties = true;
+  return d;
+}
+
+function docsRequests(sim: RunningSimulator): RequestLogEntry[] {
+  return sim.control.requests({ operation: "docs" }).filter((e) => e.path === "/openapi.json");
+}
+
+function assertNoCredential(entry: RequestLogEntry): void {
+  assert.ok(!entry.headers.includes("authorization"), `no Authorization header: ${entry.headers.join(", ")}`);
+  assert.ok(!entry.headers.includes("cookie"), `no Cookie header: ${entry.headers.join(", ")}`);
+  assert.equal(entry.tokenId, null);
+  assert.equal(entry.accountId, null);
+}
+
+/** Calls of a node's log method (Node.prototype's methods are sinon spies under the test helper). */
+function logged(node: any, level: "warn" | "debug" | "log" | "error"): string[] {
+  const spy = node[level];
+  return spy.getCalls().filter((c: any) => c.thisValue === node).map((c: any) => String(c.args[0]));
+}
+
+const descriptionWarnings = (node: any) => logged(node, "warn").filter((m) => m.includes("service description"));
+
+describe("service description check: what the package relies on (docs/service-description.md#what-is-checked)", () => {
+  it("the pinned copy the package ships is the description the simulator serves (without its server)", () => {
+    assert.deepEqual(PINNED_DESCRIPTION, JSON.parse(JSON.stringify(buildOpenApi())));
+    assert.ok(isDescription(PINNED_DESCRIPTION));
+  });
+
+  it("relies on each of the ten operations the client calls, its request fields, required response fields and branched statuses", () => {
+    const relied = reliedOn();
+    assert.equal(relied.length, 10);
+    const unlockOp = relied.find((r) => r.id === "unlockDevice")!;
+    assert.deepEqual([unlockOp.method, unlockOp.path, unlockOp.sends, unlockOp.response], ["PUT", "/api/device/{deviceId}/unlock", null, null]);
+    assert.deepEqual(unlockOp.statuses, [401, 403, 404, 429, 502, 503, 504]);
+    const login = relied.find((r) => r.id === "loginByPhone")!;
+    assert.deepEqual(Object.keys(login.sends!), ["phoneNumber", "password"]);
+    assert.deepEqual(Object.keys(login.response!.required), ["AccessToken", "RefreshToken"]);
+    const list = relied.find((r) => r.id === "listUserDevices")!;
+    assert.equal(list.response!.list, true);
+    assert.deepEqual(list.response!.required, { id: { types: ["integer"], nullable: false } });
+  });
+
+  it("the simulator's live description (with its server) has no difference", () => {
+    assert.deepEqual(compareDescription(buildOpenApi("http://127.0.0.1:1")), []);
+  });
+
+  it("a new optional field, a new operation, a new status, new texts and a renamed path parameter are not reported", () => {
+    const d = irrelevantlyChanged();
+    const item = d.paths["/api/device/{deviceId}"];
+    delete d.paths["/api/device/{deviceId}"];
+    d.paths["/api/device/{id}"] = item;
+    item.get.parameters[0].name = "id";
+    assert.deepEqual(compareDescription(d), []);
+  });
+
+  it("an operation removed and a required request field added are each named", () => {
+    assert.deepEqual(compareDescription(drifted()), DRIFT_DIFFERENCES);
+  });
+
+  it("moved operations, removed or retyped fields, fields made optional or nullable, statuses no longer listed, a new required parameter", () => {
+    const d = description();
+    d.paths["/api/v2/device/{deviceId}/unlock/{lockId}"] = d.paths["/api/device/{deviceId}/unlock/{lockId}"];
+    delete d.paths["/api/device/{deviceId}/unlock/{lockId}"];
+    delete d.components.schemas.RefreshSessionRequest.properties.refreshToken;
+    d.components.schemas.RefreshSessionRequest.properties.token = { type: "string" };
+    d.components.schemas.LoginByEmailRequest.properties.password = { type: "object" };
+    d.components.schemas.TokenPair.required = ["AccessToken"];
+    d.components.schemas.Device.properties.id = { type: "string" };
+    delete d.paths["/api/device/{deviceId}/unlock"].put.responses["503"];
+    delete d.paths["/api/device/{deviceId}/unlock"].put.responses["504"];
+    d.paths["/api/user/location"].get.parameters = [{ name: "page", in: "query", required: true, schema: { type: "integer" } }];
+    d.paths["/api/auth/logout"].post.responses = { "204": { description: "no body" }, "401": d.paths["/api/auth/logout"].post.responses["401"] };
+    assert.deepEqual(compareDescription(d), [
+      'POST /api/auth/login: response field "RefreshToken" is no longer required',
+      'POST /api/auth/login-by-phone: response field "RefreshToken" is no longer required',
+      'POST /api/auth/login-by-email: request field "password" changed type from string to object',
+      'POST /api/auth/login-by-email: response field "RefreshToken" is no longer required',
+      'POST /api/auth/refresh: request field "refreshToken" was removed',
+      'POST /api/auth/refresh: response field "RefreshToken" is no longer required',
+      'GET /api/device/{deviceId}: response field "id" changed type from integer to string',
+      "PUT /api/device/{deviceId}/unlock: statuses 503, 504 are no longer listed",
+      "PUT /api/device/{deviceId}/unlock/{lockId}: moved to PUT /api/v2/device/{deviceId}/unlock/{lockId}",
+      'GET /api/user/location: query parameter "page" is now required',
+      'GET /api/user/device: response field "id" of each list item changed type from integer to string',
+    ]);
+    const n = description();
+    n.components.schemas.Device.properties.id = { type: "integer", nullable: true };
+    n.components.schemas.TokenPair.properties.AccessToken = { type: "string", nullable: true };
+    n.paths["/api/user/location"].get.responses["200"].content["application/json"].schema.nullable = true;
+    assert.deepEqual(compareDescription(n), [
+      'POST /api/auth/login: response field "AccessToken" may now be null',
+      'POST /api/auth/login-by-phone: response field "AccessToken" may now be null',
+      'POST /api/auth/login-by-email: response field "AccessToken" may now be null',
+      'POST /api/auth/refresh: response field "AccessToken" may now be null',
+      'GET /api/device/{deviceId}: response field "id" may now be null',
+      "GET /api/user/location: the success response may now be null",
+      'GET /api/user/device: response field "id" of each list item may now be null',
+    ]);
+  });
+
+  it("a schema it cannot read (a reference that leads nowhere, oneOf) is not judged; malformed parts are no crash", () => {
+    const d = description();
+    d.paths["/api/auth/refresh"].post.requestBody.content["application/json"].schema = { oneOf: [{ type: "object" }] };
+    d.components.schemas.Device = { $ref: "#/components/schemas/Missing" };
+    d.components.schemas.TokenPair = { allOf: [{ $ref: "#/components/schemas/TokenPair" }] };
+    d.components.schemas.LoginRequest.required = "phoneNumber";
+    assert.deepEqual(compareDescription(d), []);
+    const broken = description();
+    broken.paths["/api/user/device"] = { get: { responses: null } };
+    broken.paths["/api/user/location"] = { get: [] };
+    assert.deepEqual(compareDescription(broken), [
+      "GET /api/user/location: gone (the description has no such operation)",
+      "GET /api/user/device: no success (2xx) response is listed any more",
+      "GET /api/user/device: statuses 401, 429 are no longer listed",
+    ]);
+    for (const notOne of [null, [], "openapi", { openapi: "3.0.3" }, { swagger: "2.0", paths: {} }, { openapi: 3, paths: {} }]) assert.equal(isDescription(notOne), false);
+  });
+
+  it("the token pair's fields are read case-insensitively: a renamed case is no difference", () => {
+    const d = description();
+    d.components.schemas.TokenPair = {
+      type: "object", required: ["accessToken", "refreshToken"],
+      properties: { accessToken: { type: "string" }, refreshToken: { type: "string" } },
+    };
+    assert.deepEqual(compareDescription(d), []);
+  });
+
+  it("text from the description is cut short and loses control characters", () => {
+    const d = description();
+    d.paths[`/api/x\n${"y".repeat(300)}`] = d.paths["/api/user/device"];
+    delete d.paths["/api/user/device"];
+    const [line] = compareDescription(d);
+    assert.match(line!, /^GET \/api\/user\/device: moved to GET \/api\/x y+…$/);
+    assert.ok(line!.length < 200);
+  });
+
+  it("the docs URL: empty is the base URL; /openapi.json is appended unless a .json file is named; the base URL's rules apply", () => {
+    assert.equal(descriptionUrl("", "https://svc.example").href, "https://svc.example/openapi.json");
+    assert.equal(descriptionUrl(undefined, "https://svc.example/door/").href, "https://svc.example/door/openapi.json");
+    assert.equal(descriptionUrl(" https://docs.example/v1 ", "https://svc.example").href, "https://docs.example/v1/openapi.json");
+    assert.equal(descriptionUrl("https://docs.example/spec/openapi.pinned.json", "https://svc.example").href, "https://docs.example/spec/openapi.pinned.json");
+    assert.throws(() => descriptionUrl("http://docs.example", "https://svc.example"), /^BaseUrlError: the docs URL must use https/);
+    assert.throws(() => descriptionUrl("https://user:pw@docs.example", "https://svc.example"), /the docs URL must not contain a user name or password/);
+  });
+});
+
+describe("service description check: in a Node-RED runtime against the simulator (docs/service-description.md#what-you-see)", function () {
+  this.timeout(20_000);
+  let sim: RunningSimulator;
+  const SIDEBAR = "/door-access/sidebar/accounts";
+
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  async function deploy(accountExtra: Record<string, unknown> = {}): Promise<any> {
+    await loadFlow(unlockFlow(sim.url, { deviceId: "101" }, accountExtra), { nodes: [accountModule, unlockModule, pluginModule] });
+    await waitReady();
+    return accountOf();
+  }
+
+  /** Waits for the first check to have been answered (or failed) and handled. */
+  async function firstCheckDone(node: any): Promise<RequestLogEntry> {
+    await until("the description request", () => docsRequests(sim).length === 1, 8000);
+    const check = node.account.descriptionCheck;
+    await until("the check to finish", () => check.inflight === null, 8000);
+    return docsRequests(sim)[0]!;
+  }
+
+  async function sidebarView(): Promise<any> {
+    const res = await helper.request().get(SIDEBAR).expect(200);
+    return res.body.accounts.find((a: any) => a.id === "acc1");
+  }
+
+  it("unchanged: one request after the start-up, no token, nothing said, the unlock accepted", async () => {
+    const node = await deploy();
+    const entry = await firstCheckDone(node);
+    assertNoCredential(entry);
+    assert.equal(entry.ifNoneMatch, null, "no ETag known yet");
+    assert.equal(entry.status, 200);
+    const login = sim.control.requests({ operation: "loginByPhone" });
+    assert.equal(login.length, 1);
+    assert.ok(entry.seq > login[0]!.seq, "the description is read after the login, never before it");
+    assertAccepted(await unlock({}));
+    assert.deepEqual(descriptionWarnings(node), []);
+    assert.deepEqual(logged(node, "debug"), []);
+    const view = await sidebarView();
+    assert.deepEqual(view.serviceDescription.differences, []);
+    assert.equal(view.serviceDescription.url, `${sim.url}/openapi.json`);
+    assert.ok(view.serviceDescription.checkedAt);
+  });
+
+  it("changed in nothing the package relies on: nothing said", async () => {
+    sim.control.serveDescription({ description: irrelevantlyChanged() });
+    const node = await deploy();
+    assert.equal((await firstCheckDone(node)).status, 200);
+    assertAccepted(await unlock({}));
+    assert.deepEqual(descriptionWarnings(node), []);
+    assert.deepEqual((await sidebarView()).serviceDescription.differences, []);
+  });
+
+  it("drifted (an operation removed, a required request field added): one warning naming each difference, the same list in the sidebar, the unlock accepted", async () => {
+    sim.control.serveDescription({ description: drifted() });
+    const node = await deploy();
+    assertNoCredential(await firstCheckDone(node));
+    const warnings = descriptionWarnings(node);
+    assert.equal(warnings.length, 1, warnings.join("\n---\n"));
+    for (const d of DRIFT_DIFFERENCES) assert.ok(warnings[0]!.includes(d), `the warning names ${d}`);
+    assert.ok(warnings[0]!.includes(`${sim.url}/openapi.json`));
+    assertAccepted(await unlock({}));
+    assert.equal(node.account.session.state, "ready");
+    assert.deepEqual((await sidebarView()).serviceDescription.differences, DRIFT_DIFFERENCES);
+  });
+
+  for (const [what, change] of [
+    ["unreachable (the connection closes without an answer)", { drop: true }],
+    ["answered 404", { status: 404 }],
+    ["a body that is not a description", { body: "<html>maintenance</html>", contentType: "text/html" }],
+  ] as const) {
+    it(`${what}: one debug line, no warning, the session untouched, the unlock accepted`, async () => {
+      sim.control.serveDescription(change as never);
+      const node = await deploy();
+      assertNoCredential(await firstCheckDone(node));
+      const debug = logged(node, "debug");
+      assert.equal(debug.length, 1, debug.join("\n"));
+      assert.match(debug[0]!, /service description check: .*\/openapi\.json could not be read \(.+\); next try in 24 h/);
+      assert.deepEqual(descriptionWarnings(node), []);
+      assertAccepted(await unlock({}));
+      assert.equal(docsRequests(sim).length, 1, "no retry before the next 24-hour mark");
+      const view = await sidebarView();
+      assert.deepEqual(view.serviceDescription.differences, []);
+      assert.equal(view.serviceDescription.checkedAt, null);
+    });
+  }
+
+  it("a description request that hangs delays no message: the unlock is accepted while it is still open", async () => {
+    const sockets = new Set<Socket>();
+    const server: Server = createServer((sock) => sockets.add(sock)); // accepts, never answers
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const node = await deploy({ docsUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}` });
+      await until("the description request to hang", () => sockets.size === 1, 8000);
+      assertAccepted(await unlock({}));
+      assert.ok([...sockets].every((sock) => !sock.destroyed), "the description request is still open");
+      assert.ok(node.account.descriptionCheck.inflight !== null);
+      assert.deepEqual(logged(node, "debug"), []);
+    } finally {
+      await teardown();
+      for (const sock of sockets) sock.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it("specCheck off: no request for the description", async () => {
+    const node = await deploy({ specCheck: false });
+    assert.equal(node.account.descriptionCheck, null);
+    assertAccepted(await unlock({}));
+    assert.equal(sim.control.requests({ operation: "docs" }).length, 0);
+    assert.equal((await sidebarView()).serviceDescription, null);
+  });
+
+  it("docsUrl: the description is read there, not at the base URL; a docs URL that is not usable turns the check off with a warning, never the account", async () => {
+    const docsSim = await startSim();
+    try {
+      docsSim.control.serveDescription({ description: drifted() });
+      const node = await deploy({ docsUrl: docsSim.url });
+      assert.equal((await until("the description request at the docs URL", () => docsRequests(docsSim).length === 1, 8000), docsRequests(docsSim)[0]!.status), 200);
+      await until("the warning", () => descriptionWarnings(node).length === 1, 8000);
+      assert.equal(docsRequests(sim).length, 0);
+      assertAccepted(await unlock({}));
+    } finally {
+      await docsSim.close();
+    }
+    await teardown();
+    const node = await deploy({ docsUrl: "http://docs.example" });
+    assert.equal(node.account.descriptionCheck, null);
+    assert.ok(logged(node, "warn").some((m) => /the docs URL must use https.*the service description check is off/.test(m)));
+    assertAccepted(await unlock({}));
+  });
+});
+
+describe("service description check: every 24 hours, on the account's clock (docs/service-description.md#when)", function () {
+  this.timeout(30_000);
+  let clock: FakeClock;
+  let sim: RunningSimulator;
+  let account: Account;
+  const lines: string[] = [];
+
+  beforeEach(async () => {
+    lines.length = 0;
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false, now: () => clock.now() });
+    const dir = tempDir();
+    account = new Account({
+      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "session.json"), auditLogPath: path.join(dir, "audit.jsonl"), clock,
+      descriptionCheck: {
+        url: descriptionUrl("", sim.url),
+        log: { debug: (m) => lines.push(`debug ${m}`), info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`) },
+      },
+    });
+  });
+  afterEach(async () => {
+    await account.close(0);
+    await sim.close();
+    clock.uninstall();
+  });
+
+  /** Advances the fake clock, then waits (real time) until `count` description requests were answered and handled. */
+  async function tickTo(ms: number, count: number): Promise<RequestLogEntry> {
+    await clock.tickAsync(ms);
+    await waitUntil(() => docsRequests(sim).length === count && (account.descriptionCheck as any).inflight === null, 5000, `${count} description requests`);
+    return docsRequests(sim)[count - 1]!;
+  }
+
+  it("once after the start-up, then at each 24-hour mark with If-None-Match; 304 silent; a drift warned once; a failure retried only at the next mark", async () => {
+    const etag = (await fetch(`${sim.url}/openapi.json`)).headers.get("etag");
+    assert.ok(etag);
+    sim.control.resetRequests();
+    await clock.tickAsync(10 * DESCRIPTION_FIRST_CHECK_DELAY_MS);
+    assert.equal(docsRequests(sim).length, 0, "nothing before the start-up");
+    await account.start();
+    await clock.tickAsync(DESCRIPTION_FIRST_CHECK_DELAY_MS - 1);
+    assert.equal(docsRequests(sim).length, 0, "not on the start-up's path");
+    const first = await tickTo(1, 1);
+    assertNoCredential(first);
+    assert.equal(first.ifNoneMatch, null);
+
+    // 24 h later: conditional, answered 304, silent.
+    await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 1);
+    assert.equal(docsRequests(sim).length, 1, `not before the 24-hour mark: ${JSON.stringify(docsRequests(sim).map((e) => [e.startedAt - first.startedAt, e.status]))}`);
+    const second = await tickTo(1, 2);
+    assert.equal(second.ifNoneMatch, etag);
+    assert.equal(second.status, 304);
+    assertNoCredential(second);
+    assert.equal(lines.length, 0, lines.join("\n"));
+
+    // The service drifts: one warning at the next mark, naming each difference; the same drift again is silent.
+    sim.control.serveDescription({ description: drifted() });
+    const third = await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 3);
+    assert.equal(third.ifNoneMatch, etag);
+    assert.equal(third.status, 200);
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0]!, /^warn the service description at .*\/openapi\.json differs .* in 3 things the package relies on/);
+    for (const d of DRIFT_DIFFERENCES) assert.ok(lines[0]!.includes(`  - ${d}`), d);
+    assert.deepEqual(account.descriptionCheck!.report().differences, DRIFT_DIFFERENCES);
+    const fourth = await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 4);
+    assert.equal(fourth.status, 304);
+    assert.notEqual(fourth.ifNoneMatch, etag, "the drifted description's ETag");
+    assert.equal(lines.length, 1);
+
+    // Unreachable: one debug line, then nothing until the next mark.
+    sim.control.serveDescription({ drop: true });
+    await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 5);
+    assert.equal(lines.length, 2);
+    assert.match(lines[1]!, /^debug service description check: .* could not be read .*; next try in 24 h$/);
+    await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 1);
+    assert.equal(docsRequests(sim).length, 5, "no retry before the next mark");
+    sim.control.serveDescription(null);
+    await tickTo(1, 6);
+    assert.equal(lines.length, 3);
+    assert.match(lines[2]!, /^info the service description at .* matches what this package relies on again$/);
+    assert.deepEqual(account.descriptionCheck!.report().differences, []);
+
+    // The session was never touched by any of it (it renewed on its own 36 h schedule meanwhile).
+    await waitUntil(() => account.session.state === "ready", 5000, "the session ready");
+    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 1);
+  });
+
+  it("close() clears the check's timers", async () => {
+    await account.start();
+    assert.ok(clock.pendingTimers() > 0);
+    await account.close(0);
+    assert.equal(clock.pendingTimers(), 0, "no timer of the account is left");
+    await clock.tickAsync(2 * DESCRIPTION_CHECK_INTERVAL_MS);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(docsRequests(sim).length, 0, "no request after close");
+  });
+});
+
+describe("service description check: a fetch that never answers", () => {
+  it("is cut off by close(): nothing rejects unhandled, nothing is logged", async () => {
+    const sockets = new Set<Socket>();
+    const server: Server = createServer((s) => sockets.add(s)); // accepts, never answers
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    const lines: string[] = [];
+    const check = new ServiceDescriptionCheck({
+      url: descriptionUrl("", `http://127.0.0.1:${port}`),
+      log: { debug: (m) => lines.push(m), info: (m) => lines.push(m), warn: (m) => lines.push(m) },
+    });
+    try {
+      const done = check.checkNow();
+      await waitUntil(() => sockets.size === 1, 5000, "the connection");
+      check.close();
+      await done;
+      assert.deepEqual(lines, []);
+      assert.deepEqual(check.report().differences, []);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
