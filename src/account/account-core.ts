@@ -90,7 +90,7 @@ export class AccountCore {
             onProblem: (m) => log?.warn(m),
           });
     const store = options.store ?? this.ownStore!;
-    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings });
+    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings, random: options.client?.random });
     this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
       ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
       now: () => this.clock.now(),
