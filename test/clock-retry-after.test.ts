@@ -162,7 +162,7 @@ describe("the device list within a Retry-After (spec error table: 429 'Honour th
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
     for (let i = 0; i < 6; i++) {
       const r = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` }, settings);
-      // docs/outcomes.md#door-unlock-outcomes: a limited list fetch is rate-limited like any other
+      // docs/session.md#rate-limits: a limited list fetch is rate-limited like any other
       // rate limit, with the seconds until the list is fetched again, named in its text.
       assert.equal(r.outcome, "rate-limited", JSON.stringify(r));
       assert.equal(r.status, 429);

@@ -185,7 +185,7 @@ describe("door-devices and door-status (Node-RED runtime + simulator)", function
   });
 });
 
-// docs/outcomes.md#door-devices-and-door-status-failures: a rate-limited failure sets
+// docs/session.md#rate-limits: a rate-limited failure sets
 // msg.outcome "rate-limited", msg.statusCode 429 and msg.retryAfter (whole seconds until the
 // package sends again), and the error's text names the same number.
 describe("door-devices and door-status: a rate-limited failure carries msg.retryAfter, named in its error (Node-RED runtime + simulator)", function () {

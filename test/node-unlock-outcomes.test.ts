@@ -346,7 +346,7 @@ describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simul
   });
 });
 
-// docs/outcomes.md#door-unlock-outcomes: every rate-limited outcome carries retryAfter, the whole
+// docs/session.md#rate-limits: every rate-limited outcome carries retryAfter, the whole
 // seconds until the package sends again, and its message names that same number; whether the
 // PUT, the renewal (refresh or login) or the device-list fetch was limited.
 describe("door-unlock: every rate-limited payload carries retryAfter, named in its text (Node-RED runtime + simulator)", function () {

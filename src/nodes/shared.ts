@@ -115,7 +115,7 @@ export function endMessage(node: Node, done: (err?: Error) => void, err?: Error)
  * Ends a failed door-devices / door-status message the way the contract says: msg.outcome and
  * msg.statusCode set, a red status, and done() with a real Error a Catch node sees. A
  * rate-limited failure also sets msg.retryAfter, the seconds its error text names
- * (docs/outcomes.md#door-devices-and-door-status-failures).
+ * (docs/session.md#rate-limits).
  */
 export function failMessage(
   RED: NodeAPI,

@@ -22,7 +22,7 @@
  * door-devices and door-status use the same words for their `msg.outcome`.
  *
  * Every rate-limited outcome carries `retryAfter`, the whole seconds until the package sends
- * again, and its message names that number once, as "retry after N s" (docs/outcomes.md):
+ * again, and its message names that number once, as "retry after N s" (docs/session.md#rate-limits):
  * - a request answered 429 (a PUT, a device read): the service's Retry-After; without one, the
  *   spec's next back-off step (500 ms doubling per attempt made), in whole seconds;
  * - a login or refresh answered 429: what is left of the session's wait (RenewalFailedError);

@@ -230,7 +230,7 @@ class AuditWriteError extends Error {}
 /**
  * A rate-limited message that sent nothing (its renewal or its device list was limited): status
  * 429 as the outcome table pairs them, and retryAfter, which its text names
- * (docs/outcomes.md#door-unlock-outcomes).
+ * (docs/session.md#rate-limits).
  */
 function rateLimited(c: Classified): Partial<UnlockResult> {
   return c.retryAfter !== null ? { status: 429, retryAfter: c.retryAfter } : { status: 429 };

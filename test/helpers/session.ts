@@ -75,7 +75,7 @@ export async function tickUntil(clock: { tickAsync(ms: number): Promise<void> },
 
 /**
  * Every wait a text names ("12 s"). A rate-limited outcome names one wait, the one its
- * `retryAfter` gives (docs/outcomes.md#door-unlock-outcomes).
+ * `retryAfter` gives (docs/session.md#rate-limits).
  */
 export function secondsNamed(text: string): number[] {
   return [...text.matchAll(/(\d+) s\b/g)].map((m) => Number(m[1]));
