@@ -14,7 +14,7 @@ import { SessionUnavailableError } from "../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { performUnlock } from "../src/unlock/unlock.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { DEMO_PHONE, buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
 
 const MIN = 60_000;
 const H = 60 * MIN;
@@ -153,20 +153,23 @@ describe("the device list within a Retry-After (spec error table: 429 'Honour th
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("no list yet, listDevices 429 Retry-After 120 s: six messages by name within it send no list fetch and no PUT", async () => {
+  it("no list yet, listDevices 429 Retry-After 120 s: six messages by name within it are rate-limited with retryAfter, and send no list fetch and no PUT", async () => {
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 120, count: 10 });
     account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
     await account.start();
     await account.warmDevices();
     await waitUntil(() => account.directory.nextRetryAt() !== null, 10000, "the start-up list fetch to fail");
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
-    const outcomes: string[] = [];
     for (let i = 0; i < 6; i++) {
       const r = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` }, settings);
-      outcomes.push(r.outcome);
+      // docs/session.md#rate-limits: a limited list fetch is rate-limited like any other
+      // rate limit, with the seconds until the list is fetched again, named in its text.
+      assert.equal(r.outcome, "rate-limited", JSON.stringify(r));
+      assert.equal(r.status, 429);
+      assert.equal(r.mayHaveOpened, false);
+      const left = assertRetryAfterInText(r, `message ${i}: `);
+      assert.ok(left >= 115 && left <= 120, `retryAfter ${left}`);
     }
-    // Outcome table, last row ("error | other | anything else"): the list could not be read; nothing was sent.
-    assert.ok(outcomes.every((o) => o === "error"), JSON.stringify(outcomes));
     assert.equal(count(sim, "listUserDevices"), 1, `list fetched within its Retry-After: ${JSON.stringify(ops(sim))}`);
     assert.equal(sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length, 0);
   });

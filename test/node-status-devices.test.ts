@@ -5,7 +5,8 @@
  */
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../src/simulator/index.js";
-import { accountNode, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, waitReady, TAB, lastStatus } from "./helpers/flow.js";
+import { accountNode, accountOf, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, until, waitReady, TAB, lastStatus } from "./helpers/flow.js";
+import { assertRetryAfterInText } from "./helpers/session.js";
 
 const VISIBLE = [101, 102, 103, 104, 105, 106, 107, 201];
 
@@ -181,5 +182,72 @@ describe("door-devices and door-status (Node-RED runtime + simulator)", function
       assert.equal(msg.statusCode, 404);
       assert.equal(count(sim, "getDevice", 999), 1);
     });
+  });
+});
+
+// docs/session.md#rate-limits: a rate-limited failure sets
+// msg.outcome "rate-limited", msg.statusCode 429 and msg.retryAfter (whole seconds until the
+// package sends again), and the error's text names the same number.
+describe("door-devices and door-status: a rate-limited failure carries msg.retryAfter, named in its error (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    sim = await startSim();
+    // Retry-After above a minute: the client does not wait it out, the request fails at once.
+    sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 90 });
+    const flow = [
+      tab(), accountNode(sim.url),
+      { id: "dev", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dev-out"]] },
+      { id: "loc", type: "door-devices", z: TAB, name: "", account: "acc1", list: "locations", wires: [["loc-out"]] },
+      { id: "stmsg", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["stmsg-out"]] },
+      ...helperNodes("dev-out", "loc-out", "stmsg-out"),
+      ...catchNode(),
+    ];
+    await loadFlow(flow);
+    await until("the start-up list fetch to fail", () => accountOf().account?.directory.nextRetryAt() != null);
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.resetRequests();
+  });
+
+  async function caught(nodeId: string, msg: Record<string, unknown>): Promise<any> {
+    const got = next("caught");
+    send(nodeId, msg);
+    const m = await got;
+    assert.equal(m.outcome, "rate-limited", JSON.stringify({ outcome: m.outcome, error: m.error?.message }));
+    assert.equal(m.statusCode, 429);
+    assert.equal(assertRetryAfterInText({ retryAfter: m.retryAfter, message: m.error.message }), m.retryAfter);
+    return m;
+  }
+
+  it("door-devices: the device list within its Retry-After", async () => {
+    const m = await caught("dev", {});
+    assert.ok(m.retryAfter >= 88 && m.retryAfter <= 90, `retryAfter ${m.retryAfter}`);
+    assert.equal(count(sim, "listUserDevices"), 0, "nothing fetched within the Retry-After");
+  });
+
+  it("door-devices: the location list answered 429", async () => {
+    sim.control.inject({ kind: "429", endpoint: "listUserLocations", retryAfter: 90 });
+    const m = await caught("loc", {});
+    assert.ok(m.retryAfter >= 89 && m.retryAfter <= 90, `retryAfter ${m.retryAfter}`);
+    assert.equal(count(sim, "listUserLocations"), 1);
+  });
+
+  it("door-status: msg.door while the device list is within its Retry-After", async () => {
+    const m = await caught("stmsg", { door: "Front Door" });
+    assert.ok(m.retryAfter >= 85 && m.retryAfter <= 90, `retryAfter ${m.retryAfter}`);
+    assert.equal(sim.control.requests().length, 0, "nothing sent");
+  });
+
+  it("door-status: the device read answered 429", async () => {
+    sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 90 });
+    const m = await caught("stmsg", { deviceId: 101 });
+    assert.equal(m.retryAfter, 90);
+    assert.equal(count(sim, "getDevice"), 1);
   });
 });

@@ -8,6 +8,7 @@ import {
   assertAccepted, assertFailed, count, loadFlow, logins, readAudit, startSim, teardown, unlock,
   unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
 } from "./helpers/flow.js";
+import { assertRetryAfterInText } from "./helpers/session.js";
 
 describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
   this.timeout(20000);
@@ -342,5 +343,71 @@ describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simul
     const p = assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
     assert.equal(p.mayHaveOpened, false);
     assert.equal(unlockRequests(sim), 0);
+  });
+});
+
+// docs/session.md#rate-limits: every rate-limited outcome carries retryAfter, the whole
+// seconds until the package sends again, and its message names that same number; whether the
+// PUT, the renewal (refresh or login) or the device-list fetch was limited.
+describe("door-unlock: every rate-limited payload carries retryAfter, named in its text (Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("the PUT answered 429 (Retry-After 7): retryAfter 7, and the text says 7 s", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 7 });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.equal(assertRetryAfterInText(p), 7);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
+  it("the refresh after the PUT's 401 answered 429 (Retry-After 5): this message and the next both say when the package sends again", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 5 });
+    const first = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.equal(assertRetryAfterInText(first), 5, "the service's 5 s, not a wait of our own");
+    assert.equal(first.mayHaveOpened, false);
+    const second = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    const left = assertRetryAfterInText(second);
+    assert.ok(left >= 4 && left <= 5, `retryAfter ${left}`);
+    assert.equal(second.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 1, "only the first message's PUT (answered 401) was sent");
+    assert.equal(count(sim, "refreshToken"), 1);
+  });
+
+  it("the login answered 429 (Retry-After 5): a message is rate-limited (not service-unreachable), with retryAfter, and nothing is sent", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 5 });
+    await loadFlow(unlockFlow(sim.url));
+    await waitState("unreachable");
+    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    const left = assertRetryAfterInText(p);
+    assert.ok(left >= 4 && left <= 5, `retryAfter ${left}`);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 0);
+    assert.equal(logins(sim), 1);
+  });
+
+  it("msg.door with no list yet, the list fetch answered 429 (Retry-After 90): rate-limited (not error), with retryAfter, and no PUT", async () => {
+    // More than a minute: the client does not wait it out, the fetch fails at once.
+    sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 90 });
+    await loadFlow(unlockFlow(sim.url));
+    await until("the start-up list fetch to fail", () => accountOf().account?.directory.nextRetryAt() != null);
+    const p = assertFailed(await unlock({ door: "Front Door" }), "rate-limited", 429);
+    const left = assertRetryAfterInText(p);
+    assert.ok(left >= 88 && left <= 90, `retryAfter ${left}`);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 0);
+    assert.equal(count(sim, "listUserDevices"), 1, "nothing fetched within the Retry-After");
   });
 });

@@ -3,13 +3,16 @@
  * each row is driven at the simulator and its consequences counted in its request log.
  */
 import { strict as assert } from "node:assert";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import * as path from "node:path";
 import { request } from "undici";
+import { Account } from "../src/account/account.js";
 import { DoorApiError } from "../src/client/errors.js";
 import { SessionHaltedError, SessionUnavailableError } from "../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+import { performUnlock, type UnlockResult } from "../src/unlock/unlock.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { buildSession, ops, tickUntil, waitUntil, type Built } from "./helpers/session.js";
+import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "./helpers/session.js";
 
 describe("session: client behaviour on failures (spec Authentication 7)", function () {
   this.timeout(20_000);
@@ -198,5 +201,136 @@ describe("session: client behaviour on failures (spec Authentication 7)", functi
     for (const secret of [stored.accessToken, stored.refreshToken, "demo-password", "+15550000001", "15550000001"]) {
       assert.ok(!text.includes(secret), "a secret reached the log");
     }
+  });
+});
+
+// docs/session.md#rate-limits: a 429 on login or refresh is waited out for the service's
+// Retry-After and nothing longer; only consecutive 429s grow the wait (doubling with jitter,
+// at most 15 min). The session, the simulator and the waits share one fake clock; every
+// request is counted, and timed, in the simulator's request log.
+describe("session: a rate limit is the service's, not ours (docs/session.md#rate-limits)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let clock: FakeClock;
+  let dir: string;
+  let account: Account;
+  let n = 0;
+
+  beforeEach(async () => {
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false, now: () => clock.now() });
+    dir = tempDir("door-rate-limit-");
+    // The default timings: the renewal spacing (30 s) must not stretch a 1 s Retry-After.
+    account = new Account({
+      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
+      clock, client: { random: () => 0 },
+    });
+  });
+  afterEach(async () => {
+    await account.close();
+    await sim.close();
+    clock.uninstall();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
+  const unlock = (): Promise<UnlockResult> =>
+    performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+  const refreshes = () => sim.control.requests({ operation: "refreshToken" });
+
+  it("a refresh answered 429 with Retry-After: 1 is tried again by the first message after that second, and the unlock is accepted", async () => {
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1, count: 1 });
+    const first = await unlock();
+    assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+    assert.equal(assertRetryAfterInText(first), 1);
+    assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429"]);
+    // Within the second: nothing is sent, and the wait left is still named.
+    await clock.tickAsync(999);
+    const early = await unlock();
+    assert.equal(early.outcome, "rate-limited", JSON.stringify(early));
+    assert.equal(assertRetryAfterInText(early), 1);
+    assert.equal(sim.control.requests().length, 2, `sent within the Retry-After: ${JSON.stringify(ops(sim))}`);
+    // The second has passed: the next message renews and opens the door.
+    await clock.tickAsync(1);
+    const later = await unlock();
+    assert.equal(later.outcome, "accepted", JSON.stringify(later));
+    assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429", "refreshToken 200", "unlockDevice 200"]);
+    const [limited, renewed] = refreshes();
+    const gap = renewed!.startedAt - limited!.endedAt;
+    assert.ok(gap >= 1000 && gap <= 2000, `the refresh was tried again ${gap} ms after the 429, not 1-2 s`);
+    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0);
+  });
+
+  it("a refresh answered 429 without a Retry-After is tried again after the spec's first back-off step (500 ms plus jitter)", async () => {
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    // A Retry-After that is neither seconds nor a date counts as none.
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: "soon", count: 1 });
+    const first = await unlock();
+    assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+    assert.equal(assertRetryAfterInText(first), 1, "500 ms, named as the whole second it ends in");
+    await clock.tickAsync(499);
+    assert.equal((await unlock()).outcome, "rate-limited");
+    assert.equal(refreshes().length, 1, `refreshed within the back-off: ${JSON.stringify(ops(sim))}`);
+    await clock.tickAsync(1);
+    assert.equal((await unlock()).outcome, "accepted");
+    const [limited, renewed] = refreshes();
+    assert.equal(renewed!.startedAt - limited!.endedAt, 500, "jitter 0 (random() = 0): exactly 500 ms");
+  });
+
+  it("a login answered 429 with Retry-After: 1 is tried again by the first message after that second (no minute floor); the message within it is rate-limited", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 1 });
+    await account.start();
+    assert.deepEqual(ops(sim), ["loginByPhone 429"]);
+    const early = await unlock();
+    assert.equal(early.outcome, "rate-limited", JSON.stringify(early));
+    assert.equal(early.mayHaveOpened, false);
+    assert.equal(assertRetryAfterInText(early), 1);
+    assert.equal(sim.control.requests().length, 1, "nothing sent within the Retry-After");
+    await clock.tickAsync(1000);
+    const later = await unlock();
+    assert.equal(later.outcome, "accepted", JSON.stringify(later));
+    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 200", "unlockDevice 200"]);
+    const [limited, loggedIn] = sim.control.requests({ operation: "loginByPhone" });
+    assert.equal(loggedIn!.startedAt - limited!.endedAt, 1000);
+  });
+
+  it("consecutive 429s on the refresh double the wait (Retry-After 1 s, then 2, 4 ... s), never send within it, and stay at 15 min at most", async () => {
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1, count: 14 });
+    const named: number[] = [];
+    for (let i = 1; i <= 14; i++) {
+      const r = await unlock();
+      assert.equal(r.outcome, "rate-limited", `message ${i}: ${JSON.stringify(r)}`);
+      const wait = assertRetryAfterInText(r, `message ${i}: `);
+      named.push(wait);
+      assert.equal(refreshes().length, i, `message ${i}: ${JSON.stringify(ops(sim))}`);
+      // A message just before the wait ends sends nothing.
+      await clock.tickAsync(wait * 1000 - 1);
+      const early = await unlock();
+      assert.equal(early.outcome, "rate-limited", `within wait ${i}: ${JSON.stringify(early)}`);
+      assert.equal(assertRetryAfterInText(early), 1);
+      assert.equal(refreshes().length, i, `refreshed within wait ${i} (${wait} s): ${JSON.stringify(ops(sim))}`);
+      await clock.tickAsync(1);
+    }
+    const at = refreshes().map((r) => r.startedAt);
+    const gaps = at.slice(1).map((t, i) => (t - at[i]!) / 1000);
+    assert.deepEqual(gaps, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900], `waits between the refreshes (s): ${JSON.stringify(gaps)}`);
+    assert.deepEqual(named, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900, 900]);
+    // The service relents: the next message renews, and a new 429 starts again at its Retry-After.
+    const ok = await unlock();
+    assert.equal(ok.outcome, "accepted", JSON.stringify(ok));
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1, count: 1 });
+    const again = await unlock();
+    assert.equal(again.outcome, "rate-limited");
+    assert.equal(assertRetryAfterInText(again), 1, "a success ends the run of 429s");
+    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0);
   });
 });

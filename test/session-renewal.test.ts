@@ -107,6 +107,25 @@ describe("session: proactive renewal (36 h / 3 h before exp)", function () {
     assert.deepEqual(ops(sim), ["refreshToken 200", "refreshToken 200"]);
   });
 
+  // docs/session.md#rate-limits: the spacing stays for the renewals the session starts on its
+  // own, and consecutive 429s grow the wait beyond it, up to 15 min; no timer fires in a loop.
+  it("scheduled renewals answered 429 (Retry-After: 0) again and again: never closer than the spacing, then doubling, at most 15 min apart", async () => {
+    await setup(48 * 3600);
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 0, count: 14 });
+    await clock.tickAsync(36 * H);
+    for (let i = 1; i <= 14; i++) {
+      const why = () => `renewal ${i} (state ${b.session.state}, requests ${JSON.stringify(ops(sim))})`;
+      await waitUntil(() => sim.control.requests().length === i && b.session.state === "ready" && b.session.snapshot().renewAt !== null, 5000, why);
+      // Only the session's own timer renews here: moved to exactly when it is due.
+      if (i < 14) await clock.tickAsync(b.session.snapshot().renewAt! - clock.now());
+    }
+    const at = sim.control.requests().map((r) => r.startedAt);
+    const gaps = at.slice(1).map((t, i) => (t - at[i]!) / 1000);
+    assert.deepEqual(gaps, [30, 30, 30, 30, 30, 30, 32, 64, 128, 256, 512, 900, 900], `seconds between the scheduled refreshes: ${JSON.stringify(gaps)}`);
+    assert.ok(b.session.snapshot().renewAt! - clock.now() <= 15 * 60_000, "the next one is at most 15 min away");
+    assert.deepEqual(new Set(ops(sim)), new Set(["refreshToken 429"]), "no login: the token is still good");
+  });
+
   it("close() clears the renewal timer: no request after close however long", async () => {
     await setup(48 * 3600);
     assert.ok(b.session.snapshot().renewAt !== null);

@@ -6,7 +6,7 @@
  * node's Account (account.ts) adds its own audit log. Knows nothing of Node-RED.
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
-import { DeviceDirectory, DeviceListUnavailableError, LIST_RETRY_BASE_MS, LIST_RETRY_CAP_MS } from "../doors/directory.js";
+import { DeviceDirectory, DeviceListUnavailableError, LIST_RETRY_BASE_MS, LIST_RETRY_CAP_MS, isRateLimit } from "../doors/directory.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
@@ -90,7 +90,7 @@ export class AccountCore {
             onProblem: (m) => log?.warn(m),
           });
     const store = options.store ?? this.ownStore!;
-    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings });
+    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings, random: options.client?.random });
     this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
       ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
       now: () => this.clock.now(),
@@ -172,7 +172,7 @@ export class AccountCore {
       const m = this.clock.monotonic();
       if (m < bo.notBefore || (m < bo.retryAt && bo.tryUsed)) {
         if (c) return c.list;
-        throw new LocationListUnavailableError(bo.lastError, Math.max(bo.retryAt, bo.notBefore) - m);
+        throw new LocationListUnavailableError(bo.lastError, this.locationsNextTryInMs());
       }
       if (m < bo.retryAt) bo.tryUsed = true;
       this.locationFetch = this.session
@@ -190,7 +190,8 @@ export class AccountCore {
             const now = this.clock.monotonic();
             bo.retryAt = now + Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(bo.failures - 1, 10)), retryAfterSec * 1000);
             bo.notBefore = now + retryAfterSec * 1000;
-            throw e;
+            // Rate-limited: the message learns when the list will be fetched again (as the device list's).
+            throw isRateLimit(e) ? new LocationListUnavailableError(e, this.locationsNextTryInMs()) : e;
           },
         )
         .finally(() => {
@@ -198,6 +199,13 @@ export class AccountCore {
         });
     }
     return this.locationFetch;
+  }
+
+  /** How long until a message may make the location list be fetched again (ms, ≥ 0). */
+  private locationsNextTryInMs(): number {
+    const bo = this.locationBackoff;
+    const at = bo.tryUsed ? Math.max(bo.notBefore, bo.retryAt) : bo.notBefore;
+    return Math.max(0, at - this.clock.monotonic());
   }
 
   /** GET /api/device/{id} with the idempotent retry policy and the 401 rule. */
@@ -224,9 +232,10 @@ export class AccountCore {
   }
 }
 
-/** The location list could not be fetched, and its back-off (or Retry-After) still runs: nothing was sent. */
+/** The location list could not be fetched: its back-off (or Retry-After) still runs, or this message's fetch was rate-limited. */
 export class LocationListUnavailableError extends DeviceListUnavailableError {
   override readonly name = "LocationListUnavailableError";
+  override readonly list: string = "location list";
   constructor(cause: unknown, retryInMs: number) {
     super(cause, retryInMs);
     this.message = `the location list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`;

@@ -38,12 +38,24 @@ export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
 export const LIST_RETRY_BASE_MS = 30_000;
 export const LIST_RETRY_CAP_MS = 15 * 60_000;
 
-/** The device list could not be fetched, and the back-off after the last failure still runs. */
+/**
+ * The device list could not be had for a message: the back-off after the last failure still
+ * runs, or the fetch for this message was rate-limited. `retryInMs`: until a message may make
+ * the list be fetched again.
+ */
 export class DeviceListUnavailableError extends Error {
   override readonly name: string = "DeviceListUnavailableError";
+  /** Which list, in words ("device list", "location list"). */
+  readonly list: string = "device list";
   constructor(override readonly cause: unknown, readonly retryInMs: number) {
     super(`the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`);
   }
+}
+
+/** A failure that is the service's rate limit: a 429 answer, or a renewal it limited (duck-typed: no HTTP here). */
+export function isRateLimit(e: unknown): boolean {
+  const x = e as { status?: unknown; rateLimited?: unknown } | null;
+  return typeof x === "object" && x !== null && (x.status === 429 || x.rateLimited === true);
 }
 /** Longest door name or "Location / Name" accepted from a message. */
 export const MAX_DOOR_QUERY = 200;
@@ -199,6 +211,16 @@ export class DeviceDirectory {
     return this.failures > 0 ? Math.max(0, this.retryAt - this.mono()) : null;
   }
 
+  /**
+   * How long until a message may make the list be fetched again (ms, ≥ 0): after the last
+   * failure's Retry-After, and, once this back-off window's message try is used, after the
+   * window. 0 when nothing holds a fetch back.
+   */
+  nextTryInMs(): number {
+    const at = this.messageTryUsed ? Math.max(this.notBefore, this.retryAt) : this.notBefore;
+    return Math.max(0, at - this.mono());
+  }
+
   /** The last good list (null before the first successful fetch) and when it was fetched. */
   cached(): { devices: Device[]; fetchedAt: number } | null {
     return this.snapshot ? { devices: this.snapshot.devices, fetchedAt: this.snapshot.fetchedAt } : null;
@@ -313,20 +335,31 @@ export class DeviceDirectory {
       if (!this.inflight && this.mono() >= this.retryAt) this.fetchNow().catch(() => undefined); // background; errors go to the back-off
       return Promise.resolve(snap);
     }
-    if (this.inflight) return this.inflight;
+    if (this.inflight) return this.forMessage(this.inflight);
     const m = this.mono();
     if (m < this.notBefore || (m < this.retryAt && this.messageTryUsed)) {
       // Within a Retry-After nothing is fetched, not even on force; within a back-off window
       // the one message try is used up. A list in hand serves; without one the message fails.
       if (snap) return Promise.resolve(snap);
-      return Promise.reject(new DeviceListUnavailableError(this.lastError, Math.max(this.retryAt, this.notBefore) - m));
+      return Promise.reject(new DeviceListUnavailableError(this.lastError, this.nextTryInMs()));
     }
     if (m < this.retryAt) {
       // A message's try, forced (msg.refresh, a 404's re-fetch) or not: one per back-off window.
       this.messageTryUsed = true;
-      return this.fetchNow(true);
+      return this.forMessage(this.fetchNow(true));
     }
-    return this.fetchNow();
+    return this.forMessage(this.fetchNow());
+  }
+
+  /**
+   * A fetch a message waits on. When the service rate-limited it, the message learns when the
+   * list will be fetched again (which the back-off decides, not the 429 alone):
+   * DeviceListUnavailableError with nextTryInMs(). Any other failure is passed on as it is.
+   */
+  private forMessage(fetch: Promise<Snapshot>): Promise<Snapshot> {
+    return fetch.catch((e: unknown) => {
+      throw isRateLimit(e) ? new DeviceListUnavailableError(e, this.nextTryInMs()) : e;
+    });
   }
 
   /** Starts the one list fetch (or joins the one in flight). */

@@ -25,7 +25,8 @@ export = function register(RED: NodeAPI): void {
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
-      const fail = (outcome: string, message: string, status: number | null) => failMessage(RED, "door-status", binding, m, done, { outcome, status, message });
+      const fail = (outcome: string, message: string, status: number | null, retryAfter: number | null = null) =>
+        failMessage(RED, "door-status", binding, m, done, { outcome, status, message, retryAfter });
       const work = (async () => {
         const got = binding.account();
         if ("problem" in got) return fail("session-halted", got.problem, null);
@@ -41,7 +42,7 @@ export = function register(RED: NodeAPI): void {
           deviceId = sel.deviceId;
         } catch (e) {
           const c = classifyFailure(e, false);
-          return fail(c.outcome, `door-status: the door could not be resolved: ${c.message}`, c.status);
+          return fail(c.outcome, `door-status: the door could not be resolved: ${c.message}`, c.status, c.retryAfter);
         }
         binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-status.status.reading") });
         let device: Awaited<ReturnType<typeof account.getDevice>>;
@@ -55,7 +56,7 @@ export = function register(RED: NodeAPI): void {
           } catch {
             /* a message that cannot take it still gets its outcome and error (failMessage) */
           }
-          return fail(c.outcome, `door-status: ${c.message}`, c.status);
+          return fail(c.outcome, `door-status: ${c.message}`, c.status, c.retryAfter);
         }
         const state = device.online === true ? RED._("door-status.status.online") : device.online === false ? RED._("door-status.status.offline") : RED._("door-status.status.unknown");
         binding.setResult({ fill: device.online === false ? "yellow" : "green", shape: "dot", text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }) });

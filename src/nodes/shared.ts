@@ -113,7 +113,9 @@ export function endMessage(node: Node, done: (err?: Error) => void, err?: Error)
 
 /**
  * Ends a failed door-devices / door-status message the way the contract says: msg.outcome and
- * msg.statusCode set, a red status, and done() with a real Error a Catch node sees.
+ * msg.statusCode set, a red status, and done() with a real Error a Catch node sees. A
+ * rate-limited failure also sets msg.retryAfter, the seconds its error text names
+ * (docs/session.md#rate-limits).
  */
 export function failMessage(
   RED: NodeAPI,
@@ -121,12 +123,13 @@ export function failMessage(
   binding: FlowNodeBinding,
   msg: Record<string, unknown>,
   done: (err?: Error) => void,
-  failure: { outcome: string; status: number | null; message: string },
+  failure: { outcome: string; status: number | null; message: string; retryAfter?: number | null },
 ): void {
   let message = failure.message;
   try {
     msg.outcome = failure.outcome;
     if (failure.status !== null) msg.statusCode = failure.status;
+    if (failure.outcome === "rate-limited" && typeof failure.retryAfter === "number") msg.retryAfter = failure.retryAfter;
   } catch (e) {
     // A frozen message, a setter that throws: the error still ends the message and the status shows it.
     message += ` (msg.outcome could not be set on the message: ${describeThrown(e)})`;

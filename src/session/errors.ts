@@ -39,7 +39,14 @@ export class StoreUnreachableError extends SessionUnavailableError {
  */
 export class RenewalFailedError extends SessionUnavailableError {
   override readonly name: string = "RenewalFailedError";
-  constructor(message: string, readonly rateLimited: boolean, retryAfter: number | null) {
+  /**
+   * For a rate limit: what was limited, in words without the wait ("the session could not be
+   * renewed: the refresh was rate-limited by the service (429)"), so a text that names another
+   * wait (a device list's) can say it without naming two.
+   */
+  readonly limited: string | null;
+  constructor(message: string, readonly rateLimited: boolean, retryAfter: number | null, limited: string | null = null) {
     super(message, retryAfter);
+    this.limited = limited;
   }
 }

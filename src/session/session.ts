@@ -17,7 +17,11 @@
  * - refresh 5xx/network: the client retries once; then, if the access token is still good
  *   for a while, keep it and try again later; otherwise log in;
  * - login 400/401: halted-login-failed; login 5xx/network (after the client's single
- *   retry): unreachable, not a halt.
+ *   retry): unreachable, not a halt;
+ * - login or refresh 429: nothing is sent for the service's Retry-After (absent: the spec's
+ *   back-off, 500 ms plus jitter), and no longer: the next message after it tries again. Only
+ *   consecutive 429s grow the wait (doubling, with jitter, at most 15 min). The renewal spacing
+ *   binds the session's own timers, never a message after a Retry-After (docs/session.md#rate-limits).
  *
  * A shared store (Redis, several instances on one account): logins too run under the
  * store's renewal lock after re-reading the store, so an instance adopts the pair another
@@ -28,6 +32,7 @@ import { EventEmitter } from "node:events";
 import { decodeJwt } from "jose/jwt/decode";
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import { DoorApiError } from "../client/errors.js";
+import { BACKOFF } from "../client/retry-policy.js";
 import { type Clock, systemClock } from "../util/clock.js";
 import { RenewalFailedError, SessionHaltedError, SessionUnavailableError, StoreUnreachableError } from "./errors.js";
 import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
@@ -79,10 +84,13 @@ export interface SessionTimings {
   /** After a transient refresh failure with a still-valid token, try again after this. */
   refreshRetryMs: number;
   /**
-   * Renewals (scheduled or on demand) are never closer together than this, whatever the
-   * token's lifetime and whatever the local clock says (CONTRACT "Renewal is bounded").
+   * The renewals the session starts on its own (its timers) are never closer together than
+   * this, whatever the token's lifetime and whatever the local clock says ("Renewal is bounded",
+   * docs/session.md#renewal). Not added to a Retry-After: a message after one may renew.
    */
   minRenewalIntervalMs: number;
+  /** Longest wait after consecutive 429s on login or refresh (15 min); a longer Retry-After is still honoured. */
+  rateLimitCapMs: number;
   /** How long close() lets a login or refresh in flight finish (and persist its pair). */
   closeWaitMs: number;
 }
@@ -96,6 +104,7 @@ export const DEFAULT_TIMINGS: SessionTimings = {
   waitMs: 30_000,
   refreshRetryMs: 15 * 60_000,
   minRenewalIntervalMs: 30_000,
+  rateLimitCapMs: 15 * 60_000,
   closeWaitMs: 8_000,
 };
 
@@ -106,6 +115,8 @@ export interface SessionOptions {
   clock?: Clock;
   log?: SessionLog;
   timings?: Partial<SessionTimings>;
+  /** Jitter source for the back-off after consecutive 429s (default Math.random). */
+  random?: () => number;
 }
 
 interface LivePair extends StoredPair {
@@ -120,8 +131,12 @@ interface LivePair extends StoredPair {
   lifetimeMs: number | null;
 }
 
-/** Why the last renewal (refresh or login) did not give a new token. */
-type RenewalFailure = { rateLimited: true; retryAfterSec: number; message: string } | { rateLimited: false; message: string };
+/**
+ * Why the last renewal (refresh or login) did not give a new token. A rate limit keeps which
+ * operation was limited; its wait is `renewNotBefore`, and every text about it is made from
+ * what is left of that wait when it is said.
+ */
+type RenewalFailure = { rateLimited: true; operation: "refresh" | "login" } | { rateLimited: false; message: string };
 
 const silent: SessionLog = { info() {}, warn() {}, error() {} };
 
@@ -138,6 +153,7 @@ export class Session extends EventEmitter {
   private readonly store: TokenStore;
   private readonly clock: Clock;
   private readonly log: SessionLog;
+  private readonly random: () => number;
   readonly timings: SessionTimings;
 
   private _state: SessionState = "idle";
@@ -175,6 +191,8 @@ export class Session extends EventEmitter {
   private renewNotBefore = Number.NEGATIVE_INFINITY;
   /** Why the last renewal failed without a halt (cleared by a new pair). */
   private lastRenewalFailure: RenewalFailure | null = null;
+  /** 429s in a row on login or refresh (a new pair, or any other answer, ends the run). */
+  private rateLimitRun = 0;
   private readonly unwatch: (() => void) | null;
 
   constructor(options: SessionOptions) {
@@ -184,6 +202,7 @@ export class Session extends EventEmitter {
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
     this.log = options.log ?? silent;
+    this.random = options.random ?? Math.random;
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
     this.since = this.clock.now();
     this.unwatch = this.store.watch?.((event) => void this.onStoreEvent(event)) ?? null;
@@ -286,13 +305,18 @@ export class Session extends EventEmitter {
           break;
         case "unreachable": {
           const now = this.mono();
-          const next = Math.max(this.lastLoginAttemptAt + this.timings.loginRetryMs, this.loginNotBefore);
+          // After a 429 the service's wait is the only one (docs/session.md#rate-limits); the
+          // once-a-minute spacing is for logins that failed on 5xx or the network.
+          const limited = this.lastRenewalFailure?.rateLimited === true;
+          const next = limited ? this.loginNotBefore : Math.max(this.lastLoginAttemptAt + this.timings.loginRetryMs, this.loginNotBefore);
           if (this.inflight) {
             await this.waitFor(this.inflight);
           } else if (now >= next) {
             // A pair still held (its refresh was rate-limited after the access token expired) is
             // renewed with its refresh token: a login would end the session for nothing.
             await this.waitFor(this.pair ? this.refresh("a message needs the session") : this.login("a message needs the session"));
+          } else if (limited) {
+            throw this.renewalFailedError("nothing was sent");
           } else {
             throw new SessionUnavailableError(
               `service unreachable: ${this.reason ?? "login failed"}; next login attempt in ${Math.ceil((next - now) / 1000)} s`,
@@ -433,12 +457,30 @@ export class Session extends EventEmitter {
     return true;
   }
 
+  /**
+   * How long nothing is sent after a login or refresh answered 429 (docs/session.md#rate-limits).
+   * The first 429 of a run: exactly the service's Retry-After, or without one the spec's first
+   * back-off step (500 ms plus jitter under 250 ms). Each further 429 in a row doubles the wait
+   * (from the Retry-After, or from 500 ms), plus jitter, up to `rateLimitCapMs` (15 min); never
+   * shorter than the Retry-After of that answer, however long it is.
+   */
+  private rateLimitWait(retryAfterSec: number | null): number {
+    const run = ++this.rateLimitRun;
+    const asked = retryAfterSec === null ? 0 : retryAfterSec * 1000;
+    if (run === 1 && retryAfterSec !== null) return asked;
+    const unit = Math.max(asked, BACKOFF.baseMs);
+    const grown = unit * 2 ** Math.min(run - 1, 30) + Math.floor(this.random() * BACKOFF.jitterMs);
+    return Math.max(asked, Math.min(this.timings.rateLimitCapMs, grown));
+  }
+
   /** The error for a call whose token could not be renewed (nothing executed). */
   private renewalFailedError(what: string): RenewalFailedError {
     const f = this.lastRenewalFailure;
     if (f?.rateLimited) {
-      const left = Math.max(1, Math.ceil((this.renewNotBefore - this.mono()) / 1000));
-      return new RenewalFailedError(`the session could not be renewed: ${f.message}; ${what}`, true, Number.isFinite(left) ? left : f.retryAfterSec);
+      // The whole seconds until the session sends again, and the same number in the text.
+      const left = Math.max(0, Math.ceil((this.renewNotBefore - this.mono()) / 1000));
+      const limited = `the session could not be renewed: the ${f.operation} was rate-limited by the service (429)`;
+      return new RenewalFailedError(`${limited}; retry after ${left} s; ${what}`, true, left, limited);
     }
     return new RenewalFailedError(`the session could not be renewed (${f?.message ?? this.reason ?? this._state}); ${what}`, false, null);
   }
@@ -496,6 +538,7 @@ export class Session extends EventEmitter {
         if (!(e instanceof DoorApiError)) throw e;
         if (e.kind === "aborted") return;
         if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
+          this.rateLimitRun = 0;
           // Never reuse that refresh token. Log in, but at most once an hour.
           this.deadRefresh = current.refreshToken;
           this.pair = null;
@@ -510,18 +553,21 @@ export class Session extends EventEmitter {
           return;
         }
         if (e.kind === "http" && e.status === 429) {
-          const wait = Math.max((e.retryAfter ?? 60) * 1000, this.timings.minRenewalIntervalMs);
+          // The service's wait, and nothing of ours on top (docs/session.md#rate-limits): a
+          // message after it renews. The timer (if the token is still good) keeps the spacing.
+          const wait = this.rateLimitWait(e.retryAfter);
           this.renewNotBefore = this.mono() + wait;
-          this.lastRenewalFailure = { rateLimited: true, retryAfterSec: Math.ceil(wait / 1000), message: `refresh rate-limited by the service (retry after ${Math.ceil(wait / 1000)} s)` };
-          this.log.warn(`session: refresh rate-limited; next try in ${Math.ceil(wait / 1000)} s`);
+          this.lastRenewalFailure = { rateLimited: true, operation: "refresh" };
+          this.log.warn(`session: refresh rate-limited (429); next try in ${Math.ceil(wait / 1000)} s`);
           if (!this.isExpired()) {
             this.becomeReady(wait);
           } else {
-            this.loginNotBefore = this.mono() + wait;
-            this.setState("unreachable", `rate limited by the service (retry after ${Math.ceil(wait / 1000)} s)`);
+            this.loginNotBefore = this.renewNotBefore;
+            this.setState("unreachable", `refresh rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`);
           }
           return;
         }
+        this.rateLimitRun = 0;
         // 5xx, network, timeout, bad body — the client already retried once. A proactive
         // renewal may keep a token that is still good; after a 401 the token is known bad.
         this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.kind}` };
@@ -578,14 +624,16 @@ export class Session extends EventEmitter {
         return;
       }
       if (e.kind === "http" && e.status === 429) {
-        const wait = Math.max(this.timings.loginRetryMs, (e.retryAfter ?? 0) * 1000);
+        // The service's wait, and no minute of ours on top (docs/session.md#rate-limits).
+        const wait = this.rateLimitWait(e.retryAfter);
         this.loginNotBefore = this.mono() + wait;
         this.renewNotBefore = this.loginNotBefore;
-        this.lastRenewalFailure = { rateLimited: true, retryAfterSec: Math.ceil(wait / 1000), message: `login rate-limited by the service (retry after ${Math.ceil(wait / 1000)} s)` };
+        this.lastRenewalFailure = { rateLimited: true, operation: "login" };
         this.setState("unreachable", `login rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`);
         this.log.warn(`session: login rate-limited (429); next try in ${Math.ceil(wait / 1000)} s`);
         return;
       }
+      this.rateLimitRun = 0;
       this.lastRenewalFailure = { rateLimited: false, message: e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}` };
       this.setState("unreachable", e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}`);
       this.log.warn(`session: ${e.message}; will try again when a message needs the session (at most once a minute)`);
@@ -602,6 +650,7 @@ export class Session extends EventEmitter {
     this.adopt(pair);
     this.lastRenewalFailure = null;
     this.renewNotBefore = Number.NEGATIVE_INFINITY;
+    this.rateLimitRun = 0;
     this.unsaved = false;
     try {
       await this.store.save(pair);

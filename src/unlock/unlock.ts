@@ -134,7 +134,7 @@ async function unlockOnce(
 
   const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
     const rejected = { actor: base.actor, deviceId: base.deviceId, lockId: base.lockId, door: base.door, msgid: input.msgid, outcome, reason: message };
-    const r: UnlockResult = { ...base, ...extra, outcome, status: null, at: at(), message, mayHaveOpened: false };
+    const r: UnlockResult = { ...base, ...extra, outcome, status: extra.status ?? null, at: at(), message, mayHaveOpened: false };
     tell(r);
     // The rejection is audited too.
     await closeWith("unlock-rejected", outcome, () => account.audit.rejected(rejected));
@@ -154,11 +154,10 @@ async function unlockOnce(
   try {
     selection = await selectDoor(account.directory, { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door });
   } catch (e) {
-    // The device list could not be read (session halted, service down): nothing was sent.
+    // The device list could not be read (session halted, service down, rate-limited): nothing was sent.
     const c = classifyFailure(e, false);
-    return reject(c.outcome === "session-halted" || c.outcome === "service-unreachable" ? c.outcome : "error", `the door could not be resolved: ${c.message}`, {
-      status: c.status,
-    } as Partial<UnlockResult>);
+    if (c.outcome === "rate-limited") return reject("rate-limited", `the door could not be resolved: ${c.message}`, rateLimited(c));
+    return reject(c.outcome === "session-halted" || c.outcome === "service-unreachable" ? c.outcome : "error", `the door could not be resolved: ${c.message}`);
   }
   if (!selection.ok) return reject("invalid-input", selection.message, selection.candidates ? { candidates: selection.candidates } : {});
   base.deviceId = selection.deviceId;
@@ -206,7 +205,7 @@ async function unlockOnce(
       c = { ...c, sent: true, mayHaveOpened: false };
     }
     if (sends === 0 && !c.sent) {
-      return reject(c.outcome, c.message);
+      return reject(c.outcome, c.message, c.outcome === "rate-limited" ? rateLimited(c) : {});
     }
     if (c.outcome === "not-found") {
       // Re-fetch the list so the door-name mapping follows the door; the command is not repeated.
@@ -227,6 +226,15 @@ async function unlockOnce(
 }
 
 class AuditWriteError extends Error {}
+
+/**
+ * A rate-limited message that sent nothing (its renewal or its device list was limited): status
+ * 429 as the outcome table pairs them, and retryAfter, which its text names
+ * (docs/session.md#rate-limits).
+ */
+function rateLimited(c: Classified): Partial<UnlockResult> {
+  return c.retryAfter !== null ? { status: 429, retryAfter: c.retryAfter } : { status: 429 };
+}
 
 /**
  * Batches an unlock's closing record is tried in before it is given up (AuditRecordLost). Each

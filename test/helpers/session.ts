@@ -40,7 +40,7 @@ export function buildSession(
   const client = new DoorApiClient({ baseUrl: sim.url, clock: opts.clock, random: opts.random ?? (() => 0), ...opts.client });
   const identity = credentials.method === "email" ? credentials.email : credentials.phoneNumber;
   const store = new FileTokenStore({ filePath: tokenFile, accountKey: accountKey(sim.url, credentials.method, identity), secret: opts.secret ?? null, onProblem: (m) => log.warn(m) });
-  const session = new Session({ client, credentials, store, clock: opts.clock, log, timings: opts.timings });
+  const session = new Session({ client, credentials, store, clock: opts.clock, log, timings: opts.timings, random: opts.random ?? (() => 0) });
   return { client, session, store, log, tokenFile };
 }
 
@@ -71,4 +71,25 @@ export async function tickUntil(clock: { tickAsync(ms: number): Promise<void> },
     moved += stepMs;
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * Every wait a text names ("12 s"). A rate-limited outcome names one wait, the one its
+ * `retryAfter` gives (docs/session.md#rate-limits).
+ */
+export function secondsNamed(text: string): number[] {
+  return [...text.matchAll(/(\d+) s\b/g)].map((m) => Number(m[1]));
+}
+
+/** Asserts a rate-limited payload's text names exactly its retryAfter, and returns that. */
+export function assertRetryAfterInText(payload: { retryAfter?: unknown; message?: unknown }, where = ""): number {
+  const retryAfter = payload.retryAfter;
+  if (typeof retryAfter !== "number" || !Number.isInteger(retryAfter) || retryAfter < 0) {
+    throw new Error(`${where}retryAfter is ${JSON.stringify(retryAfter)}, not whole seconds: ${JSON.stringify(payload)}`);
+  }
+  const named = secondsNamed(String(payload.message ?? ""));
+  if (named.length === 0 || named.some((n) => n !== retryAfter)) {
+    throw new Error(`${where}the text names ${JSON.stringify(named)} s, retryAfter is ${retryAfter}: ${JSON.stringify(payload.message)}`);
+  }
+  return retryAfter;
 }
