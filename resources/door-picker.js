@@ -1,8 +1,15 @@
 /*
- * Editor code shared by the dialogs: the door picker and the door-id helpers (door-status,
- * door-unlock) and the error text of a failed admin request (those two and door-account).
- * Node-RED serves this file from the package's resources/ folder; each node's HTML loads it
- * with <script src="resources/@door-access/node-red/door-picker.js">.
+ * Editor code shared by the dialogs and the sidebar: the door picker and the door-id helpers
+ * (door-status, door-unlock), the error text of a failed admin request and the notification
+ * made from text (door-account and the "Door access" sidebar too).
+ * Node-RED serves this file from the package's resources/ folder; each node's HTML and the
+ * sidebar's load it with <script src="resources/@door-access/node-red/door-picker.js">.
+ *
+ * Text that came from a flow, the runtime or the service (names, base URLs, error texts, and
+ * RED._() strings with such a __value__ in them: Node-RED's i18n does not escape) goes into the
+ * page with .text(), .val() or .attr(), never .html() or a string given to $() or .append();
+ * a notification is made with notifyText() below. A node's validate() returns fixed text only:
+ * the editor shows that text as HTML in its tooltips (docs/security.md#text-in-the-editor-and-the-dashboard).
  */
 (function () {
     "use strict";
@@ -17,6 +24,11 @@
             try { body = JSON.parse(xhr.responseText); } catch (e) { body = null; }
         }
         return body && typeof body.error === "string" ? body.error : null;
+    }
+
+    // RED.notify() takes a string as HTML: the text goes in as a <p> element's text instead.
+    function notifyText(text, type) {
+        return RED.notify($("<p>").text(text === null || text === undefined ? "" : String(text)), type);
     }
 
     // What the editor knows of a door-account config node: its settings and the credentials
@@ -329,6 +341,7 @@
 
     window.DoorAccessEditor = {
         adminError: adminError,
+        notifyText: notifyText,
         editedAccount: editedAccount,
         doorPicker: doorPicker,
         savePickedDoor: savePickedDoor,

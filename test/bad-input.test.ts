@@ -3,6 +3,7 @@
  * configuration, and a token without `exp`. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
+import { BaseUrlError, parseBaseUrl } from "../src/client/base-url.js";
 import { SessionHaltedError } from "../src/session/errors.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import { startSimulator } from "../src/simulator/index.js";
@@ -70,6 +71,36 @@ describe("bad input: clear errors, nothing sent", function () {
       assert.equal(apiRequests(sim), 0);
     });
   }
+});
+
+// docs/security.md#text-in-the-editor-and-the-dashboard: the error reaches the editor.
+describe("bad input: a bad base URL is quoted in its error as a clipped JSON string, never echoed raw", () => {
+  const messageOf = (value: string): string => {
+    try {
+      parseBaseUrl(value);
+    } catch (e) {
+      assert.ok(e instanceof BaseUrlError);
+      return e.message;
+    }
+    return assert.fail(`${value} was accepted`);
+  };
+
+  it("markup is quoted whole when short: its quotes escaped, the text otherwise as typed", () => {
+    const markup = '<img src=x onerror="window.__xss=1">';
+    assert.equal(messageOf(markup), `base URL ${JSON.stringify(markup)} is not a URL`);
+  });
+
+  it("a long value is cut to 80 characters with an ellipsis; line breaks show as \\n", () => {
+    const long = "x".repeat(10_000);
+    const m = messageOf(`a\nb ${long}`);
+    assert.ok(m.length < 120, `short (${m.length})`);
+    assert.ok(m.includes('"a\\nb x') && m.includes('x…"'), m);
+  });
+
+  it("an http:// host and a foreign scheme are quoted too", () => {
+    assert.match(messageOf("http://door.example.com"), /got host "door\.example\.com"$/);
+    assert.match(messageOf(`ftp${"p".repeat(300)}://x`), /got "ftpp{16}…"$/);
+  });
 });
 
 describe("bad answers: a token without exp", function () {

@@ -443,3 +443,233 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, "no error in Node-RED's log or in the page");
   });
 });
+
+/**
+ * docs/security.md#text-in-the-editor-and-the-dashboard: text that came from a flow, the runtime
+ * or the service is set as text in the editor, never parsed as HTML. An imported (undeployed)
+ * flow brings a door-account whose base URL and name are markup; the simulator answers with an
+ * error whose title is markup. Sign in, Reconnect and CSV export are pressed in the account
+ * dialog and in the sidebar, and a door list is refreshed; each payload would set `window.__xss`
+ * to the name of the path it came through if the browser ran it. Every notification must show
+ * the markup as literal text and hold no element made from it.
+ */
+describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text from a flow, the runtime or the service is shown as text, never as HTML`, function () {
+  this.timeout(180_000);
+  const TAB = "7e7e000000000001";
+  const HOSTILE_ID = "7e7e000000000002"; // its base URL and its name are markup
+  const SERVICE_ID = "7e7e000000000003"; // a good base URL; the service fails its login
+  const PICKER_ID = "7e7e000000000013"; // a door-status on the demo's (ready) account
+  // No double quote in the payloads: a JSON-quoted copy of them (as the runtime quotes a base URL) runs as well.
+  const payload = (path: string) => `<img src=x onerror=window.__xss='${path}'>`;
+  const MARKUP = "<img src=x onerror=";
+  const HOSTILE_URL = payload("base-url");
+  const HOSTILE_NAME = `<svg onload=window.__xss='account-name'></svg>`;
+  const HOSTILE_TITLE = payload("service-title");
+  let dir = "";
+  let profile = "";
+  let demo: RunningDemo | null = null;
+  let context: BrowserContext | null = null;
+  let page: Page;
+  const log: string[] = [];
+
+  before(async function () {
+    this.timeout(120_000);
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
+    dir = fs.mkdtempSync(path.join(tmpdir(), "door-text-demo-"));
+    profile = fs.mkdtempSync(path.join(tmpdir(), "door-text-profile-"));
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    const { chromium } = await import("playwright-core");
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 760 },
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      timeout: 60_000,
+    });
+    context.setDefaultTimeout(STEP_MS);
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  let broken = "";
+  beforeEach(function () {
+    if (broken) throw new Error(`an earlier step failed: ${broken}`);
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state !== "failed" || broken) return;
+    broken = this.currentTest.title;
+    if (context) {
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, "text-as-text-failure.png") }).catch(() => undefined);
+      fs.writeFileSync(path.join(ARTIFACTS, "text-as-text-failure.log"), log.join("\n") + "\n");
+    }
+  });
+
+  /** Runs fn(RED) in the page (for what a user does through a menu or a tab's button). */
+  const red = (fn: (RED: any) => unknown) => page.evaluate(`(${fn.toString()})(window.RED)`);
+
+  /** Closes the notifications shown so far and marks them, so that the next check looks at new ones only. */
+  async function markNotices(): Promise<void> {
+    await page.evaluate(() => document.querySelectorAll(".red-ui-notification").forEach((n) => {
+      n.setAttribute("data-seen", "1");
+      (n as unknown as { close?: () => void }).close?.();
+    }));
+  }
+
+  /**
+   * Nothing ran: every image of the page has finished loading or failing (so an onerror handler
+   * would have run by now) and `window.__xss` is still unset.
+   */
+  async function assertNothingRan(where: string): Promise<void> {
+    await page.waitForFunction(() => Array.from(document.images).every((i) => i.complete), null, { timeout: STEP_MS });
+    const ran = await page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss);
+    assert.equal(ran, undefined, `${where}: a script from the ${String(ran)} ran in the editor`);
+  }
+
+  /** The first new notification: nothing ran, and it shows the markup as text, with no element made from it. */
+  async function newNotice(where: string): Promise<string> {
+    const notice = page.locator(".red-ui-notification:not([data-seen])").first();
+    await notice.waitFor({ state: "attached" });
+    await assertNothingRan(where);
+    const shown = await notice.evaluate((n) => ({ text: n.textContent ?? "", markup: n.querySelectorAll("img, svg, script, iframe, a, [onerror], [onload]").length }));
+    assert.ok(shown.text.includes(MARKUP), `${where}: the notification shows ${JSON.stringify(MARKUP)} as text; it shows ${JSON.stringify(shown.text)}`);
+    assert.equal(shown.markup, 0, `${where}: no element made from the text in the notification`);
+    return shown.text;
+  }
+
+  async function textShows(selector: string, where: string): Promise<void> {
+    await page.waitForFunction(([sel, m]) => (document.querySelector(sel!)?.textContent ?? "").includes(m!), [selector, MARKUP], { timeout: STEP_MS })
+      .catch(async () => assert.fail(`${where}: ${selector} shows ${JSON.stringify(await page.locator(selector).textContent())}`));
+    await assertNothingRan(where);
+  }
+
+  async function openConfigDialog(label: string): Promise<void> {
+    await red((RED) => RED.sidebar.show("config"));
+    await page.locator(".red-ui-palette-node-config", { hasText: label }).first().dblclick();
+    await page.locator("#node-config-input-baseUrl").waitFor({ state: "visible" });
+  }
+
+  async function closeConfigDialog(button: "ok" | "cancel"): Promise<void> {
+    await page.locator(`#node-config-dialog-${button}`).click();
+    await page.locator("#node-config-input-baseUrl").waitFor({ state: "detached" });
+  }
+
+  async function screenshot(name: string, clip?: { x: number; y: number; width: number; height: number }): Promise<string> {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const file = path.join(ARTIFACTS, name);
+    await page.screenshot({ path: file, ...(clip ? { clip } : {}) });
+    return file;
+  }
+
+  it("imports, without deploying, a flow whose door-account has markup as its base URL and name; nothing runs", async () => {
+    assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 30_000)).state, "ready");
+    await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    const status = (id: string, account: string, y: number) => ({ id, type: "door-status", z: TAB, name: "", account, deviceId: "", doorName: "", doorLocation: "", x: 200, y, wires: [[]] });
+    const flow = [
+      { id: TAB, type: "tab", label: "Imported", disabled: false, info: "" },
+      { id: HOSTILE_ID, type: "door-account", name: HOSTILE_NAME, baseUrl: HOSTILE_URL, loginMethod: "phone", auditLog: "", sessionStore: "file" },
+      { id: SERVICE_ID, type: "door-account", name: "Service text", baseUrl: demo!.simUrl, loginMethod: "phone", auditLog: "", sessionStore: "file" },
+      status("7e7e000000000011", HOSTILE_ID, 80),
+      status("7e7e000000000012", SERVICE_ID, 160),
+      status(PICKER_ID, demo!.accountId, 240),
+    ];
+    await red((RED) => RED.actions.invoke("core:show-import-dialog"));
+    const text = page.locator("#red-ui-clipboard-dialog-import-text");
+    await text.fill(JSON.stringify(flow));
+    await text.press("End"); // the dialog checks the text on keyup
+    await page.locator("#red-ui-clipboard-dialog-ok").click();
+    await text.waitFor({ state: "hidden" });
+    await page.waitForFunction((id) => !!(window as any).RED.nodes.node(id), HOSTILE_ID);
+    await page.locator(".red-ui-tab", { hasText: "Imported" }).first().click();
+    await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${PICKER_ID}"]`).waitFor({ state: "visible" });
+    await assertNothingRan("the import");
+  });
+
+  it("account dialog, Sign in: the runtime's error quoting the base URL is shown as text (notification and state line)", async () => {
+    await openConfigDialog(HOSTILE_NAME);
+    await page.locator("#door-account-sign-in").waitFor({ state: "visible" });
+    await markNotices();
+    await page.locator("#door-account-sign-in").click();
+    assert.match(await newNotice("dialog Sign in"), /base URL/);
+    await textShows("#door-account-session-state", "the dialog's state line");
+    await page.mouse.move(640, 700);
+    await page.waitForFunction(() => !(window as any).$(".red-ui-notification").is(":animated"), null, { timeout: STEP_MS });
+    const box = await page.locator(".red-ui-notification:not([data-seen])").first().boundingBox();
+    const shot = await screenshot("text-as-text-notification.png", box ? { x: Math.max(0, box.x - 20), y: 0, width: Math.min(1280, box.width + 40), height: box.y + box.height + 20 } : undefined);
+    assert.ok(fs.statSync(shot).size > 2_000, "a screenshot of the notification");
+    await closeConfigDialog("cancel");
+  });
+
+  it("door picker: the service's error title (a failed door list) is shown as text", async () => {
+    demo!.sim.control.inject({ kind: "503", endpoint: "listUserDevices", accountId: "demo", title: HOSTILE_TITLE, count: 20 });
+    await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${PICKER_ID}"] rect.red-ui-flow-node`).dblclick();
+    await page.locator("#door-status-door-refresh").waitFor({ state: "visible" });
+    await page.waitForFunction(() => document.querySelector("#door-status-door-refresh")?.hasAttribute("disabled") === false, null, { timeout: STEP_MS });
+    await page.locator("#door-status-door-refresh").click();
+    await textShows("#door-status-door-note", "the door picker's note");
+    await page.locator("#node-dialog-cancel").click();
+    await page.locator("#door-status-door-refresh").waitFor({ state: "detached" });
+    demo!.sim.control.clearFaults();
+  });
+
+  let reconnectError = "";
+
+  it("deployed: the sidebar's Reconnect and CSV export get the configuration error; both notifications show it as text", async () => {
+    // The second account logs in at the deploy and the service refuses it with a 503 (and
+    // markup as the title): the account stays unreachable, so its dialog offers Reconnect.
+    demo!.sim.control.inject({ kind: "503", endpoint: "loginByPhone", accountId: "other", title: HOSTILE_TITLE, count: 1000 });
+    await openConfigDialog("Service text");
+    await page.locator("#node-config-input-phoneNumber").fill("+15550000002");
+    await page.locator("#node-config-input-password").fill("other-password");
+    await closeConfigDialog("ok");
+
+    await page.locator("#red-ui-header-button-deploy").click();
+    await page.locator("#red-ui-deploy-dialog-confirm-deploy-deploy").click(); // the account with the bad base URL is invalid
+    await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
+    await red((RED) => RED.sidebar.show("door-access"));
+    await page.locator("#door-access-sidebar").waitFor({ state: "visible" });
+    await page.waitForFunction((id) => !!document.querySelector(`#door-access-account option[value="${id}"]`), HOSTILE_ID, { timeout: STEP_MS });
+    await page.locator("#door-access-account").selectOption(HOSTILE_ID);
+    await textShows("#door-access-state", "the sidebar's state line");
+    await textShows("#door-access-empty", "the sidebar's record list");
+
+    await markNotices();
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.url().endsWith(`/door-access/accounts/${HOSTILE_ID}/reconnect`)),
+      page.locator("#door-access-reconnect").click(),
+    ]);
+    assert.equal(answer.status(), 409);
+    reconnectError = ((await answer.json()) as { error: string }).error;
+    await newNotice("sidebar Reconnect");
+
+    await markNotices();
+    await page.locator("#door-access-csv").click();
+    await newNotice("sidebar CSV export");
+  });
+
+  it("account dialog, Reconnect of a deployed account: the runtime's error is shown as text", async () => {
+    // The dialog offers Reconnect while the account cannot reach the service. The runtime answers
+    // a configuration error only when the node was redeployed broken in between; that answer (the
+    // very text the sidebar's Reconnect got) is given to this press.
+    assert.ok(reconnectError.includes(MARKUP), `the runtime's reconnect error: ${reconnectError}`);
+    const route = `**/door-access/accounts/${SERVICE_ID}/reconnect`;
+    await page.route(route, (r) => r.fulfill({ status: 409, contentType: "application/json", body: JSON.stringify({ error: reconnectError }) }));
+    await openConfigDialog("Service text");
+    await page.waitForFunction(() => document.querySelector("#door-account-reconnect")?.hasAttribute("disabled") === false, null, { timeout: STEP_MS });
+    await markNotices();
+    await page.locator("#door-account-reconnect").click();
+    await newNotice("dialog Reconnect");
+    await closeConfigDialog("cancel");
+    await page.unroute(route);
+    await assertNothingRan("the whole run");
+    assert.doesNotMatch(log.join("\n"), /\[pageerror\]/, "no error in the page");
+  });
+});

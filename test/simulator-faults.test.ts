@@ -48,6 +48,18 @@ describe("simulator: faults", () => {
       assert.equal(r.headers["retry-after"], "30");
     });
 
+    it("a status fault with a title answers that title (any text, markup too) in its ErrorResponse", async () => {
+      const title = '<img src=x onerror="alert(1)"> {{ 7*7 }}';
+      sim.control.inject({ kind: "503", endpoint: "unlockDevice", title });
+      sim.control.inject({ kind: "429", endpoint: "unlockDevice", title: "slow down, please" });
+      const r = await unlock();
+      assertError(r, 503);
+      assert.equal(r.json.title, title);
+      assert.equal((await unlock()).json.title, "slow down, please");
+      sim.control.inject({ kind: "503", endpoint: "unlockDevice" });
+      assert.equal((await unlock()).json.title, "Service Unavailable", "without it, the status's usual title");
+    });
+
     it("504 with executed:true executes the unlock and still answers 504", async () => {
       sim.control.inject({ kind: "504", endpoint: "unlockDevice", executed: true });
       assertError(await unlock(), 504);

@@ -2,6 +2,8 @@
  * The account's base URL rule (CONTRACT, door-account.baseUrl): `https://` required, except
  * a loopback host (127.0.0.0/8, ::1, localhost), which may use `http://`.
  */
+import { quoted } from "../util/text.js";
+
 export function isLoopbackHost(hostname: string): boolean {
   const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
   if (h === "localhost" || h === "::1") return true;
@@ -12,21 +14,24 @@ export class BaseUrlError extends Error {
   override readonly name = "BaseUrlError";
 }
 
-/** Returns the parsed URL, or throws a BaseUrlError that says what is wrong. */
+/**
+ * Returns the parsed URL, or throws a BaseUrlError that says what is wrong. The message quotes
+ * what it cites as a clipped JSON string: a base URL comes from a flow (maybe an imported one).
+ */
 export function parseBaseUrl(value: unknown): URL {
   if (typeof value !== "string" || value.trim() === "") throw new BaseUrlError("base URL is missing");
   let url: URL;
   try {
     url = new URL(value.trim());
   } catch {
-    throw new BaseUrlError(`base URL "${value.slice(0, 200)}" is not a URL`);
+    throw new BaseUrlError(`base URL ${quoted(value.trim())} is not a URL`);
   }
   if (url.username || url.password) throw new BaseUrlError("base URL must not contain a user name or password");
   if (url.search || url.hash) throw new BaseUrlError("base URL must not contain a query or fragment");
   if (url.protocol === "https:") return url;
   if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return url;
   if (url.protocol === "http:") {
-    throw new BaseUrlError(`base URL must use https:// (http:// is allowed only for a loopback host such as 127.0.0.1), got host ${url.hostname}`);
+    throw new BaseUrlError(`base URL must use https:// (http:// is allowed only for a loopback host such as 127.0.0.1), got host ${quoted(url.hostname)}`);
   }
-  throw new BaseUrlError(`base URL must use https://, got ${url.protocol}`);
+  throw new BaseUrlError(`base URL must use https://, got ${quoted(url.protocol, 20)}`);
 }

@@ -29,6 +29,7 @@
 import { createHash } from "node:crypto";
 import type { AccountCore } from "../account/account-core.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
+import { quoted } from "../util/text.js";
 
 /** How long a core with no member waits for the node a redeploy starts next. */
 export const PARK_MS = 15_000;
@@ -144,7 +145,7 @@ function reconcile(entry: Entry): void {
   const differing = members.filter((m) => !same(m.settings, first.settings));
   if (differing.length > 0) {
     const what = members.some((m) => m.settings.password !== first.settings.password) ? "a different password" : "a different session store";
-    const names = [...new Set(members.map((m) => `"${m.hooks.label}"`))].join(", ");
+    const names = [...new Set(members.map((m) => quoted(m.hooks.label, 60)))].join(", ");
     const text = `configuration conflict: door-account nodes ${names} use the same login on the same base URL with ${what}; one account has one session, so none of them logs in until their settings agree`;
     if (entry.conflict !== text) {
       entry.conflict = text;

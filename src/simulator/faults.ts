@@ -9,7 +9,8 @@
  *   does not execute, except 504 with `executed: true` (executed, then 504).
  * - "drop": reads the whole request, then destroys the socket; with `executed: true` the
  *   call executes first.
- *   With `latencyMs`, a status or "drop" fault answers (or drops) only after that long.
+ *   With `latencyMs`, a status or "drop" fault answers (or drops) only after that long; with
+ *   `title`, a status fault's ErrorResponse carries that title (a service's own wording, or markup).
  * - "latency": waits `latencyMs` (default 1000), then handles the call normally.
  * - "non-json", "truncated", "huge", "empty-token-pair": a 200 with a broken body; the call
  *   does not execute.
@@ -44,6 +45,7 @@ export const FaultSpecSchema = z.strictObject({
   latencyMs: z.number().int().min(0).max(600_000).optional(),
   sizeBytes: z.number().int().min(2).max(256 * 1024 * 1024).optional(),
   executed: z.boolean().optional(),
+  title: z.string().max(1000).optional(),
 });
 
 export const TOKEN_OPERATIONS: readonly OperationId[] = ["login", "loginByPhone", "loginByEmail", "refreshToken"];

@@ -63,8 +63,8 @@ export interface Result {
   headers?: Record<string, string>;
 }
 
-function errorResult(status: number, detail: string, headers?: Record<string, string>): Result {
-  return { status, json: { status, title: STATUS_TITLES[status] ?? "Error", detail }, headers };
+function errorResult(status: number, detail: string, headers?: Record<string, string>, title?: string): Result {
+  return { status, json: { status, title: title ?? STATUS_TITLES[status] ?? "Error", detail }, headers };
 }
 
 interface Route {
@@ -416,7 +416,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
     if (fault.latencyMs !== undefined && ["429", "500", "502", "503", "504", "drop"].includes(fault.kind)) await rt.sleep(fault.latencyMs);
     switch (fault.kind) {
       case "429":
-        send(res, errorResult(429, "injected fault: too many requests", { "Retry-After": String(fault.retryAfter ?? 1) }));
+        send(res, errorResult(429, "injected fault: too many requests", { "Retry-After": String(fault.retryAfter ?? 1) }, fault.title));
         return true;
       case "500":
       case "502":
@@ -425,7 +425,7 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         const status = Number(fault.kind);
         if (status === 504 && fault.executed) await execute(call, { withExp: true });
         const headers = fault.retryAfter !== undefined ? { "Retry-After": String(fault.retryAfter) } : undefined;
-        send(res, errorResult(status, `injected fault: ${STATUS_TITLES[status]}`, headers));
+        send(res, errorResult(status, `injected fault: ${STATUS_TITLES[status]}`, headers, fault.title));
         return true;
       }
       case "drop":

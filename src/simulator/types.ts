@@ -75,6 +75,8 @@ export interface FaultSpec {
   sizeBytes?: number;
   /** For 504 and drop on unlock: whether the command is executed anyway (default false). */
   executed?: boolean;
+  /** For a status fault (429, 5xx): the ErrorResponse's `title` instead of the status's usual one (any text, e.g. markup). */
+  title?: string;
 }
 
 export interface RequestLogEntry {

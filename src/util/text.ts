@@ -1,7 +1,3 @@
-/**
- * `text` cut to at most `max` UTF-16 code units, never leaving half of a surrogate pair (an emoji
- * at the cut goes whole). `mark` (e.g. "…") ends a text that was cut and counts towards `max`.
- */
 /** What a thrown value says, as bounded text; never throws itself (a value may refuse to become text). */
 export function describeThrown(e: unknown): string {
   try {
@@ -11,10 +7,23 @@ export function describeThrown(e: unknown): string {
   }
 }
 
+/**
+ * `text` cut to at most `max` UTF-16 code units, never leaving half of a surrogate pair (an emoji
+ * at the cut goes whole). `mark` (e.g. "…") ends a text that was cut and counts towards `max`.
+ */
 export function clip(text: string, max: number, mark = ""): string {
   if (text.length <= max) return text;
   let cut = Math.max(0, max - mark.length);
   const last = text.charCodeAt(cut - 1);
   if (last >= 0xd800 && last <= 0xdbff) cut -= 1;
   return text.slice(0, cut) + mark;
+}
+
+/**
+ * A value someone typed or imported, for an error text: clipped to `max` characters and quoted as
+ * a JSON string, so that its end, its quotes and any control character are plain to see
+ * (docs/security.md#text-in-the-editor-and-the-dashboard).
+ */
+export function quoted(value: string, max = 80): string {
+  return JSON.stringify(clip(value, max, "…"));
 }
