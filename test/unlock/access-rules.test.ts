@@ -21,6 +21,7 @@ import {
   globMatch,
   parseAccessRules,
 } from "../../src/unlock/access-rules.js";
+import { measureAccessRules } from "../../bench/access-rules.js";
 
 const S = 1000;
 const MIN = 60 * S;
@@ -808,5 +809,14 @@ describe("access rules: properties (docs/access-rules.md#order-of-the-rules)", (
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe("access rules: the micro-benchmark runs (bench/access-rules.ts)", () => {
+  it("measures every path it reports, each check allowed or refused as the bench expects", () => {
+    const r = measureAccessRules({ n: 300, reps: 1 });
+    for (const k of ["allowedColdNs", "allowedWarmNs", "deniedActorNs", "deniedCooldownNs", "noRulesNs"] as const) {
+      assert.ok(Number.isFinite(r[k]) && r[k] > 0, `${k}: ${r[k]}`);
+    }
   });
 });
