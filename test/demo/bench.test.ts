@@ -1,5 +1,6 @@
 /**
- * The benchmark (npm run bench) in its quick mode, only to prove it works: it runs to the end
+ * The benchmark (npm run bench, docs/performance.md#unlock-latency and
+ * docs/performance.md#footprint) in its quick mode, only to prove it works: it runs to the end
  * by itself in a child process, writes every documented key, and the figures that are counts
  * (read from the simulator's request log) are exact. No absolute time is asserted: the
  * machine is shared and timings are noisy.
@@ -10,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 
-const REPO_ROOT = path.resolve(__dirname, "..", "..");
+const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 const BENCH = path.join(REPO_ROOT, "dist", "bench", "bench.js");
 
 const NUMBER_KEYS = [
@@ -44,7 +45,7 @@ function run(args: string[], timeoutMs: number): Promise<{ code: number | null; 
   });
 }
 
-describe("benchmark (quick mode)", function () {
+describe("the benchmark runs by itself, reports every figure, and its counts are exact (docs/performance.md#unlock-latency)", function () {
   this.timeout(240_000);
   let dir: string;
   let results: Record<string, unknown>;
