@@ -107,10 +107,13 @@ export class Driver {
   }
 }
 
-/** A door-unlock node built by flows.unlockNode(id): its driver, output 1 = accepted. */
-export function unlockDriver(id: string, prefix: string): { driver: Driver; op: Op } {
+/**
+ * A door-unlock node built by flows.unlockNode(id): its driver, and the op that sends it a
+ * message made by `msg` (an empty one by default) and succeeds when it leaves by output 1 (accepted).
+ */
+export function unlockDriver(id: string, prefix: string, msg: () => Record<string, unknown> = () => ({})): { driver: Driver; op: Op } {
   const driver = new Driver(id, [`${id}-ok`, `${id}-fail`], prefix);
-  return { driver, op: async () => (await driver.send({})).port === 0 };
+  return { driver, op: async () => (await driver.send(msg())).port === 0 };
 }
 
 /** Everything a measurement in the runtime needs. */
