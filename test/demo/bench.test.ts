@@ -1,16 +1,17 @@
 /**
- * The benchmark (npm run bench) in its quick mode, only to prove it works: it runs to the end
+ * The benchmark (npm run bench, docs/performance.md#unlock-latency and
+ * docs/performance.md#footprint) in its quick mode, only to prove it works: it runs to the end
  * by itself in a child process, writes every documented key, and the figures that are counts
  * (read from the simulator's request log) are exact. No absolute time is asserted: the
  * machine is shared and timings are noisy.
  */
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 
-const REPO_ROOT = path.resolve(__dirname, "..", "..");
+const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 const BENCH = path.join(REPO_ROOT, "dist", "bench", "bench.js");
 
 const NUMBER_KEYS = [
@@ -44,7 +45,7 @@ function run(args: string[], timeoutMs: number): Promise<{ code: number | null; 
   });
 }
 
-describe("benchmark (quick mode)", function () {
+describe("the benchmark runs by itself, reports every figure, and its counts are exact (docs/performance.md#unlock-latency)", function () {
   this.timeout(240_000);
   let dir: string;
   let results: Record<string, unknown>;
@@ -108,5 +109,22 @@ describe("benchmark (quick mode)", function () {
     assert.equal(results.loginsUnderExpiry, 0, "an expired token is refreshed, not logged in again");
     assert.equal(results.auditRecordsPerUnlock, 2, "an attempt and a result record per unlock");
     assert.ok((results.fsyncsPerRecord as number) > 0 && (results.fsyncsPerRecord as number) <= 1);
+  });
+});
+
+describe("the benchmark's --only takes the names of its measurements (docs/performance.md#unlock-latency)", function () {
+  it("refuses an unknown name before it measures anything, and lists the names it knows", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "door-bench-test-"));
+    try {
+      const out = path.join(dir, "results.json");
+      const r = await run(["--quick", "--only", "latency,stauts", "--out", out], 60_000);
+      assert.notEqual(r.code, 0, `the bench ran with a misspelt phase:\n${r.out.slice(-2000)}`);
+      assert.match(r.out, /unknown phase stauts/);
+      assert.match(r.out, /load,scale,logins,latency,tput,status,handbuilt,refresh,memory/);
+      assert.doesNotMatch(r.out, /bench: simulator/, "nothing was started");
+      assert.ok(!existsSync(out), "no results file");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,201 @@
+/**
+ * The Node-RED runtime the bench measures in: our nodes run in a real Node-RED 4 runtime through
+ * node-red-node-test-helper, as in the test suite (test/helpers/flow.ts); the helper's sinon spies
+ * on Node.prototype are removed after the flow is loaded so they neither add per-message cost nor
+ * retain every call.
+ *
+ * `startRig` deploys ourFlow and the hand-built flow into one runtime and hands every
+ * measurement the same set of operations (`Rig.ops`): the node's unlock, the floors beside it,
+ * the status read, the hand-built flow.
+ */
+import * as path from "node:path";
+import { OTHER_ACCOUNT } from "../src/simulator/seed.js";
+import { type Counts, REPO_ROOT } from "./args.js";
+import { flowCredentials, handBuiltFlow, ourFlow } from "./flows.js";
+import { Raw } from "./floors.js";
+import { resetLog } from "./sim-process.js";
+import type { Op } from "./stats.js";
+
+// node-red-node-test-helper has no type declarations.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const helper: any = require("node-red-node-test-helper");
+helper.init(require.resolve("node-red", { paths: [REPO_ROOT] }));
+const nrNodes = path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [path.dirname(require.resolve("node-red", { paths: [REPO_ROOT] }))] }));
+const load = (p: string): unknown => require(p);
+const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"].map((n) => load(path.join(REPO_ROOT, "nodes", `${n}.js`)));
+
+/**
+ * The Node-RED floor: a node that does the floor's work (Raw.auditedPut: one audit line, fsync,
+ * the PUT) in its input handler and sends the message on. What Node-RED's own delivery adds.
+ */
+let floorForNode: Raw | null = null;
+function benchFloorNode(RED: any): void {
+  RED.nodes.registerType("bench-floor", function (this: any, config: Record<string, unknown>) {
+    RED.nodes.createNode(this, config);
+    this.on("input", (msg: unknown, send: (m: unknown) => void, done: (e?: Error) => void) => {
+      if (!floorForNode) return done(new Error("bench: no floor"));
+      floorForNode.auditedPut().then(() => { send(msg); done(); }, (e: Error) => done(e));
+    });
+  });
+}
+const CORE_NODES = [benchFloorNode, load(path.join(nrNodes, "core", "network", "21-httprequest.js")), load(path.join(nrNodes, "core", "function", "15-change.js"))];
+
+export async function loadRuntime(flow: Record<string, unknown>[], userDir: string): Promise<void> {
+  helper.settings({ userDir, logging: { console: { level: "off" } } });
+  await helper.load([...OUR_NODES, ...CORE_NODES], flow, flowCredentials());
+  // The helper spies on Node.prototype.{send,status,log,...} (recording every call, with an
+  // Error for its call stack, and emitting an event per call on the next tick): test
+  // instrumentation, not Node-RED. Remove it. Node-RED also copied the spied `send` onto every
+  // wired node at creation (Node.updateWires: this.send = Node.prototype.send), so put the
+  // real one back there too; otherwise each message leaks a call record (~1.4 KB).
+  helper._sandbox.restore();
+  const proto = helper._NodePrototype;
+  for (const n of flow) {
+    const node = helper.getNode(n.id as string);
+    if (node && Object.prototype.hasOwnProperty.call(node, "send") && typeof node.send?.getCalls === "function") node.send = proto.send;
+  }
+  if (typeof proto.send.getCalls === "function" || typeof proto.status.getCalls === "function") throw new Error("the test helper's spies are still in place");
+}
+
+export async function unloadRuntime(): Promise<void> {
+  await helper.unload();
+  const registry = load(path.join(REPO_ROOT, "dist", "src", "nodes", "account-registry.js")) as { closeAllParked(): Promise<void> };
+  await registry.closeAllParked();
+}
+
+/** The door-account node's account (session, directory, audit log). */
+export function accountOf(): any {
+  return helper.getNode("acc1")?.account;
+}
+
+export async function waitReady(timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const a = accountOf();
+    if (a?.session.state === "ready" && a.directory.cached() !== null) return;
+    if (Date.now() > end) throw new Error(`the account did not become ready (state ${a?.session.state})`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * Sends messages into a node and resolves when the same message (by _msgid) reaches one of the
+ * sink helper nodes. One permanent input handler per sink (Node-RED keeps input handlers in its
+ * own list).
+ */
+export class Driver {
+  private readonly pending = new Map<string, (port: number, msg: any) => void>();
+  private seq = 0;
+  constructor(private readonly entry: string, sinks: string[], private readonly prefix: string) {
+    sinks.forEach((id, port) => {
+      helper.getNode(id).on("input", (m: any) => {
+        const r = this.pending.get(m._msgid);
+        if (r) {
+          this.pending.delete(m._msgid);
+          r(port, m);
+        }
+      });
+    });
+  }
+  send(msg: Record<string, unknown> = {}): Promise<{ port: number; msg: any }> {
+    const id = `${this.prefix}${++this.seq}`;
+    msg._msgid = id;
+    return new Promise((resolve) => {
+      this.pending.set(id, (port, m) => resolve({ port, msg: m }));
+      helper.getNode(this.entry).receive(msg);
+    });
+  }
+}
+
+/**
+ * A door-unlock node built by flows.unlockNode(id): its driver, and the op that sends it a
+ * message made by `msg` (an empty one by default) and succeeds when it leaves by output 1 (accepted).
+ */
+export function unlockDriver(id: string, prefix: string, msg: () => Record<string, unknown> = () => ({})): { driver: Driver; op: Op } {
+  const driver = new Driver(id, [`${id}-ok`, `${id}-fail`], prefix);
+  return { driver, op: async () => (await driver.send(msg())).port === 0 };
+}
+
+/** Everything a measurement in the runtime needs. */
+export interface Rig {
+  simUrl: string;
+  C: Counts;
+  reps: number;
+  userDir: string;
+  /** The account behind acc1 (session, directory, audit). */
+  account: any;
+  /** door-unlock u1 (no rule): to send messages that are not plain unlocks. */
+  unlock: Driver;
+  ops: {
+    /** door-unlock u1 (no rule), message in → accepted out. */
+    node: Op;
+    /** The floors (bench/floors.ts). */
+    floor: Op;
+    put: Op;
+    both: Op;
+    same: Op;
+    /** The floor's work done by a trivial node: what Node-RED's delivery adds. */
+    nodeRedFloor: Op;
+    /** door-status, and its floor (GET + JSON parse). */
+    status: Op;
+    rawGet: Op;
+    /** The hand-built flow of core nodes (logs in per message, the other account). */
+    handBuilt: Op;
+  };
+  raw: Raw;
+  /** Takes the session's current access token for the raw floors (call before each repetition). */
+  refreshToken(): Promise<void>;
+  /** Closes the floors' pool and file, and unloads the runtime. */
+  close(): Promise<void>;
+  /** After a failure: closes the floors' pool and file if close() did not run. */
+  abort(): Promise<void>;
+}
+
+/** Deploys our nodes and the hand-built flow into one Node-RED 4 runtime, ready to measure. */
+export async function startRig(simUrl: string, userDir: string, C: Counts, reps: number): Promise<Rig> {
+  await resetLog(simUrl);
+  await loadRuntime([...ourFlow(simUrl), ...handBuiltFlow(simUrl)], userDir);
+  await waitReady();
+  const account = accountOf();
+  const u1 = unlockDriver("u1", "u");
+  const status = new Driver("st", ["st-out", "st-err"], "s");
+  const hand = new Driver("hb-login", ["hb-out"], "h");
+  let token = "";
+  const refreshToken = async () => {
+    token = await account.session.token();
+  };
+  await refreshToken();
+  const raw = new Raw(simUrl, path.join(userDir, "raw-floor-audit.jsonl"), () => token);
+  await raw.open();
+  floorForNode = raw;
+  const nodeRedFloor = new Driver("nrf", ["nrf-out"], "f");
+  let closed = false;
+  return {
+    simUrl, C, reps, userDir, account, raw, refreshToken,
+    unlock: u1.driver,
+    ops: {
+      node: u1.op,
+      floor: () => raw.auditedPut(),
+      put: () => raw.put(),
+      both: () => raw.auditedPut(true),
+      same: () => raw.sameBytesPut(),
+      nodeRedFloor: async () => (await nodeRedFloor.send({})).port === 0,
+      status: async () => (await status.send({})).port === 0,
+      rawGet: () => raw.get(),
+      // The hand-built flow's input: the login body, as an inject or change node would set it.
+      handBuilt: async () => (await hand.send({ payload: { phoneNumber: OTHER_ACCOUNT.phoneNumber, password: OTHER_ACCOUNT.password } })).msg.statusCode === 200,
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      floorForNode = null;
+      await raw.close();
+      await unloadRuntime();
+    },
+    abort: async () => {
+      if (closed) return;
+      closed = true;
+      await raw.close().catch(() => undefined);
+    },
+  };
+}
