@@ -415,9 +415,9 @@ export = function register(RED: NodeAPI): void {
 
   /**
    * A forced fetch (door-account.write): at most once per EDITOR_REFRESH_MS per account, and
-   * only with the token the session holds: never a login or a renewal (CONTRACT "Door
-   * selection": the editor never logs in on its own). Within the interval the held list is
-   * served with its age.
+   * only with the token the session holds: never a login or a renewal (the editor never logs
+   * in on its own, docs/security.md#who-can-do-what-the-admin-routes). Within the interval the
+   * held list is served with its age.
    */
   function sendRefreshed(core: AccountCore, res: Answer): void {
     if (core.session.heldToken() === null) {
