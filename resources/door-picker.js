@@ -45,7 +45,7 @@
             baseUrl: n.baseUrl || "",
             loginMethod: n.loginMethod || "phone",
             phoneNumber: secret("phoneNumber"),
-            email: typeof c.email === "string" ? c.email : "",
+            email: secret("email"),
             password: secret("password"),
             sessionStore: n.sessionStore || "file",
             redisUrl: n.redisUrl || "",
@@ -210,10 +210,12 @@
             var body = editedAccount(account);
             delete body.password; // a list needs no password: only the running session's login
             delete body.redisPassword;
-            body.refresh = !!refresh;
+            // The list the runtime holds (door-account.read), or Refresh: fetched again from the
+            // service (door-account.write). A POST is taken only as JSON with this header.
             $.ajax({
-                url: "door-access/accounts/" + encodeURIComponent(account) + "/devices",
+                url: "door-access/accounts/" + encodeURIComponent(account) + "/devices" + (refresh ? "/refresh" : ""),
                 method: "POST",
+                headers: { "X-Requested-With": "XMLHttpRequest" },
                 contentType: "application/json",
                 data: JSON.stringify(body),
                 dataType: "json",
@@ -242,6 +244,8 @@
                 var answer = xhr.responseJSON || null;
                 if (xhr.status === 503 && answer && answer.signIn === true) {
                     setNote(t("picker.sign-in-first"), "warn");
+                } else if (xhr.status === 503 && answer && (answer.refresh === true || answer.state)) {
+                    setNote(t("picker.error", { error: errorText(xhr) }), "warn");
                 } else if (xhr.status === 404 || xhr.status === 503) {
                     setNote(t("picker.not-deployed"), "warn");
                 } else {

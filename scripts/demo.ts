@@ -8,8 +8,9 @@
  * dependency and `.demo/userdir/node_modules/@door-access/node-red` is a symlink to the
  * repository (what `npm install <folder>` would create), so Node-RED loads it as an installed
  * module, with its examples under Import > Examples. The flow file holds a `door-account`
- * preconfigured for the simulator and every example flow, one tab each; the account's
- * credentials are written to `flows_cred.json` encrypted exactly as Node-RED does
+ * preconfigured for the simulator (a new random id every start: the examples bring no account,
+ * docs/security.md#cross-site-requests) and every example flow, one tab each, its door nodes
+ * on that account; the account's credentials are written to `flows_cred.json` encrypted exactly as Node-RED does
  * (aes-256-ctr, key sha256(credentialSecret), hex IV prefix).
  *
  * The door panel of example 08 runs on FlowFuse Dashboard 2 (`@flowfuse/node-red-dashboard`, a
@@ -32,8 +33,13 @@ import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simu
 export const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const EXAMPLES_DIR = path.join(REPO_ROOT, "examples");
 export const PACKAGE_NAME = "@door-access/node-red";
-/** The id of the `door-account` config node in every example (and in the demo flows). */
-export const EXAMPLE_ACCOUNT_ID = "d00ac0c0a0c00001";
+/** The flow node types of ours that name a `door-account` (property `account`). */
+export const ACCOUNT_USERS = ["door-devices", "door-status", "door-unlock"];
+
+/** A new node id as Node-RED makes them (16 hex digits, random): never one a page elsewhere could know. */
+export function newNodeId(): string {
+  return randomBytes(8).toString("hex");
+}
 /** The id of the `mqtt-broker` config node in the MQTT examples. */
 export const EXAMPLE_BROKER_ID = "d00ac0c0b40c0001";
 /** Not a secret: it only protects the demo's throw-away credentials file. */
@@ -105,10 +111,10 @@ export function isConfigNode(n: FlowNode): boolean {
 
 /**
  * The example on its own tab, as the demo deploys it: flow nodes get fresh ids (derived from
- * the tab, so importing the same example into the demo's editor does not clash) and `z`;
- * config nodes keep their ids (importing an example then reuses the demo's account).
+ * the tab, so importing the same example into the demo's editor does not clash) and `z`; the
+ * door nodes use the account `accountId` (an example names none); config nodes keep their ids.
  */
-export function exampleOnTab(example: ExampleFlow, tabId: string): FlowNode[] {
+export function exampleOnTab(example: ExampleFlow, tabId: string, accountId: string): FlowNode[] {
   const fresh = new Map<string, string>();
   for (const n of example.nodes) {
     if (!isConfigNode(n)) fresh.set(n.id, createHash("sha256").update(`${tabId}:${n.id}`).digest("hex").slice(0, 16));
@@ -118,6 +124,7 @@ export function exampleOnTab(example: ExampleFlow, tabId: string): FlowNode[] {
   for (const n of example.nodes) {
     if (isConfigNode(n)) continue;
     const copy: FlowNode = { ...n, id: fresh.get(n.id)!, z: tabId };
+    if (ACCOUNT_USERS.includes(n.type)) copy.account = accountId;
     if (Array.isArray(n.wires)) copy.wires = (n.wires as unknown[][]).map((port) => port.map(remap));
     if (Array.isArray(n.scope)) copy.scope = (n.scope as unknown[]).map(remap);
     if (Array.isArray(n.links)) copy.links = (n.links as unknown[]).map(remap);
@@ -128,6 +135,8 @@ export function exampleOnTab(example: ExampleFlow, tabId: string): FlowNode[] {
 
 export interface DemoFlowsOptions {
   simUrl: string;
+  /** The id of the demo's one door-account (random: newNodeId()). */
+  accountId: string;
   mqttPort: number | null;
   examples: ExampleFlow[];
 }
@@ -166,12 +175,10 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
     const tabId = `d00ac0de${String(i + 1).padStart(8, "0")}`;
     const comment = ex.nodes.find((n) => n.type === "comment");
     flows.push({ id: tabId, type: "tab", label: ex.title, disabled: false, info: typeof comment?.info === "string" ? comment.info : "" });
-    flows.push(...exampleOnTab(ex, tabId));
+    flows.push(...exampleOnTab(ex, tabId, o.accountId));
     for (const n of ex.nodes) if (isConfigNode(n) && !configs.has(n.id)) configs.set(n.id, { ...n });
   });
-  if (!configs.has(EXAMPLE_ACCOUNT_ID)) {
-    configs.set(EXAMPLE_ACCOUNT_ID, { id: EXAMPLE_ACCOUNT_ID, type: "door-account", name: "Demo account (simulator)", loginMethod: "phone", auditLog: "" });
-  }
+  configs.set(o.accountId, { id: o.accountId, type: "door-account", name: "Demo account (simulator)", loginMethod: "phone", auditLog: "" });
   for (const c of configs.values()) {
     if (c.type === "door-account") {
       c.baseUrl = o.simUrl;
@@ -513,7 +520,8 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
 
     const settingsPath = path.join(userDir, "settings.js");
     const examples = options.deployExamples === false ? [] : loadExamples();
-    const flows = buildDemoFlows({ simUrl: sim.url, mqttPort: broker?.port ?? null, examples });
+    const accountId = newNodeId();
+    const flows = buildDemoFlows({ simUrl: sim.url, accountId, mqttPort: broker?.port ?? null, examples });
     const panelPath = dashboardPath(flows);
     if (panelPath !== null) {
       try {
@@ -525,7 +533,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     fs.writeFileSync(path.join(userDir, "flows.json"), JSON.stringify(flows, null, 4) + "\n");
     fs.writeFileSync(
       path.join(userDir, "flows_cred.json"),
-      JSON.stringify(encryptCredentials(DEMO_CREDENTIAL_SECRET, { [EXAMPLE_ACCOUNT_ID]: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } }), null, 4) + "\n",
+      JSON.stringify(encryptCredentials(DEMO_CREDENTIAL_SECRET, { [accountId]: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } }), null, 4) + "\n",
     );
 
     const nr = await startNodeRedOnFreePort({
@@ -552,7 +560,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       sim,
       mqttUrl: broker ? `mqtt://127.0.0.1:${broker.port}` : null,
       userDir,
-      accountId: EXAMPLE_ACCOUNT_ID,
+      accountId,
       dashboardUrl: panelPath === null ? null : `${nr.url}${panelPath}`,
       pid: nr.child.pid ?? -1,
       exited: nr.exited,

@@ -6,7 +6,7 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
-  DEMO_ACCOUNT, assertAccepted, freshUserDir, helper, loadFlow, logins, startSim, tab, teardown, unlock, until, waitReady, waitState,
+  DEMO_ACCOUNT, assertAccepted, editorPost, freshUserDir, helper, loadFlow, logins, startSim, tab, teardown, unlock, until, waitReady, waitState,
 } from "./helpers/flow.js";
 
 const ADMIN = "/door-access/accounts";
@@ -83,7 +83,7 @@ describe("break-12 (held): tried against issue 12 (Node-RED runtime + simulator)
   it("reconnect pressed twice quickly on one of two shared nodes: one login, the other node keeps working (no 401)", async () => {
     await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds("accA", "accB"));
     await waitReady("accA");
-    await Promise.all([helper.request().post(`${ADMIN}/accA/reconnect`).expect(202), helper.request().post(`${ADMIN}/accA/reconnect`).expect(202)]);
+    await Promise.all([editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202), editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202)]);
     await waitState("ready", "accA");
     await sleep(100);
     assertAccepted(await unlock({}, "uB"));
@@ -109,7 +109,7 @@ describe("break-12 (held): tried against issue 12 (Node-RED runtime + simulator)
   it("sign-in from the editor, then deploy of two copies with other ids: 1 login in total", async () => {
     const userDir = freshUserDir();
     await loadFlow([tab()], { creds: {}, userDir });
-    await helper.request().post(`${ADMIN}/x/sign-in`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" }).expect(200);
+    await editorPost(`${ADMIN}/x/sign-in`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" }).expect(200);
     await helper.setFlows([{ id: TAB_A, type: "tab", label: "A" }, { id: TAB_B, type: "tab", label: "B" }, account("accA", sim.url), account("accB", sim.url), ...unlockOn("uA", TAB_A, "accA"), ...unlockOn("uB", TAB_B, "accB")], "full", demoCreds("accA", "accB"));
     await waitReady("accB");
     assertAccepted(await unlock({}, "uA"));

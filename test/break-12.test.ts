@@ -9,7 +9,7 @@ import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import { registrySnapshot } from "../src/nodes/account-registry.js";
 import {
-  DEMO_ACCOUNT, accountModule, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim,
+  DEMO_ACCOUNT, accountModule, assertAccepted, count, devicesModule, editorPost, freshUserDir, helper, helperNodes, loadFlow, logins, startSim,
   statusModule, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
@@ -134,7 +134,7 @@ describe("break-12: the editor's picker and sign-in (Node-RED runtime + simulato
     const before = count(sim, "listUserDevices");
     // The operator presses the picker's refresh five times within 10 s.
     for (let i = 0; i < 5; i++) {
-      await helper.request().post(`${ADMIN}/acc1/devices`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, refresh: true });
+      await editorPost(`${ADMIN}/acc1/devices/refresh`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE });
     }
     const fetched = count(sim, "listUserDevices") - before;
     assert.ok(fetched <= 1, `at most one forced fetch within 10 s; the service got ${fetched} list requests (each answered 429 with Retry-After: 3600)`);
@@ -145,7 +145,7 @@ describe("break-12: the editor's picker and sign-in (Node-RED runtime + simulato
     await loadFlow([tab()], { creds: {} });
     const body = { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" };
     sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 2 });
-    const first = await helper.request().post(`${ADMIN}/new-acc/sign-in`).send(body);
+    const first = await editorPost(`${ADMIN}/new-acc/sign-in`).send(body);
     assert.equal(first.status, 502, JSON.stringify(first.body));
     const attempts = logins(sim);
     // The service is back; more than a minute passes (the CONTRACT's at-most-once-a-minute login).
@@ -155,7 +155,7 @@ describe("break-12: the editor's picker and sign-in (Node-RED runtime + simulato
     const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ["Date", "performance"] });
     try {
       clock.tick(Math.ceil(mono) + 61_000);
-      const second = await helper.request().post(`${ADMIN}/new-acc/sign-in`).send(body);
+      const second = await editorPost(`${ADMIN}/new-acc/sign-in`).send(body);
       assert.equal(logins(sim) - attempts, 1, `the second sign-in tried one login (answer ${second.status} ${JSON.stringify(second.body)})`);
       assert.equal(second.status, 200, JSON.stringify(second.body));
     } finally {
@@ -207,7 +207,7 @@ describe("break-12: sign-in permission and stored credentials (real needsPermiss
   it("issue 12 'credentials reach the runtime only through door-account.write ... and never come back': the deployed node's stored password is not sent to a base URL it was not deployed with ('__PWRD__' sign-in to another host)", async () => {
     // A user who may press the account's buttons but may not deploy asks the runtime to sign
     // the deployed account in at another host, with the credentials it was never shown.
-    await helper.request().post(`${ADMIN}/acc1/sign-in`).set("Authorization", `Bearer ${operatorToken}`)
+    await editorPost(`${ADMIN}/acc1/sign-in`).set("Authorization", `Bearer ${operatorToken}`)
       .send({ baseUrl: elsewhere.url, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__", sessionStore: "file" });
     assert.equal(demoLogins(elsewhere), 0, "the demo account's phone number and password reached a host the deployed node does not name");
   });

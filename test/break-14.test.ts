@@ -9,8 +9,8 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import {
-  DEMO_CREDENTIAL_SECRET, EXAMPLE_ACCOUNT_ID, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, loadExamples, settingsFile, startBroker, startDemo, startNodeRedOnFreePort, waitForAccountState,
+  ACCOUNT_USERS, DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink,
+  isConfigNode, newNodeId, loadExamples, settingsFile, startBroker, startDemo, startNodeRedOnFreePort, waitForAccountState,
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess, type RunningDemo,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
@@ -268,12 +268,18 @@ describe("break-14: examples and editor endpoints on a real Node-RED 4", functio
     if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
   });
 
-  /** The example on a tab, the account pointed at the simulator; every debug node also logs to the console. */
+  /** The account a user adds after the import (an example brings none). */
+  const accountId = newNodeId();
+
+  /** The example on a tab, its door nodes on an account pointed at the simulator; every debug node also logs to the console. */
   function deployable(ex: ExampleFlow): FlowNode[] {
     const tab = "d00a7e57b1400001";
-    const out: FlowNode[] = [{ id: tab, type: "tab", label: ex.title, disabled: false, info: "" }];
+    const out: FlowNode[] = [
+      { id: tab, type: "tab", label: ex.title, disabled: false, info: "" },
+      { id: accountId, type: "door-account", name: "Demo account (simulator)", baseUrl: sim.url, loginMethod: "phone", auditLog: "", credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } },
+    ];
     for (const n of ex.nodes) {
-      if (n.type === "door-account") out.push({ ...n, baseUrl: sim.url, credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+      if (ACCOUNT_USERS.includes(n.type)) out.push({ ...n, z: tab, account: accountId });
       else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
       else if (isConfigNode(n)) out.push({ ...n });
       else if (n.type === "debug") out.push({ ...n, z: tab, console: true });
@@ -295,7 +301,7 @@ describe("break-14: examples and editor endpoints on a real Node-RED 4", functio
       assert.ok(Date.now() < deadline, `flows did not start:\n${nr.output().slice(mark)}`);
       await sleep(100);
     }
-    const state = await waitForAccountState(`${nr.url}/`, EXAMPLE_ACCOUNT_ID, "ready", 20_000);
+    const state = await waitForAccountState(`${nr.url}/`, accountId, "ready", 20_000);
     assert.equal(state.state, "ready", JSON.stringify(state));
     return mark;
   }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as http from "node:http";
 import * as net from "node:net";
-import { EXAMPLE_ACCOUNT_ID, PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import { PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
 
 const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -76,7 +76,7 @@ describe("demo (npm start): startDemo", function () {
     const first = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}/${encodeURIComponent(titles[0]!)}`, demo.editorUrl).href)) as unknown[];
     assert.ok(Array.isArray(first) && first.length > 0, "an example can be fetched like Import > Examples does");
 
-    const state = await waitForAccountState(demo.editorUrl, EXAMPLE_ACCOUNT_ID, "ready", 20_000);
+    const state = await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
     assert.equal(state.state, "ready", `account state: ${JSON.stringify(state)}`);
 
     const flows = (await getJson(new URL("flows", demo.editorUrl).href)) as Array<{ type: string; label?: string; id: string }>;

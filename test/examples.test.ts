@@ -1,7 +1,7 @@
 /**
  * The example flows (examples/*.json, shown under Import > Examples): each parses, uses only
- * core nodes plus ours, explains itself in a comment node, carries a credential-free account
- * for the local simulator and names its doors; and each is deployed into a real Node-RED 4
+ * core nodes plus ours, explains itself in a comment node, brings no account (its door nodes
+ * name none: the user adds or picks one) and names its doors; and each is deployed into a real Node-RED 4
  * process (our package installed in a temporary user directory) against the simulator and an
  * in-process MQTT broker, starts without an error, and does what its comment says.
  */
@@ -10,8 +10,8 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import {
-  DEMO_CREDENTIAL_SECRET, EXAMPLE_ACCOUNT_ID, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, loadExamples, settingsFile, startBroker, startNodeRedOnFreePort, waitForAccountState,
+  ACCOUNT_USERS, DEMO_CREDENTIAL_SECRET, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
+  isConfigNode, newNodeId, loadExamples, settingsFile, startBroker, startNodeRedOnFreePort, waitForAccountState,
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
@@ -50,7 +50,7 @@ describe("example flows: files", () => {
 
   it("every flow node type of ours appears in at least one example", () => {
     const used = new Set(examples.flatMap((e) => e.nodes.map((n) => n.type)));
-    for (const t of OUR_TYPES) assert.ok(used.has(t), `${t} is used by an example`);
+    for (const t of ACCOUNT_USERS) assert.ok(used.has(t), `${t} is used by an example`);
   });
 
   for (const ex of examples) {
@@ -85,17 +85,16 @@ describe("example flows: files", () => {
         assert.ok(typeof c.info === "string" && c.info.length > 100, "and an explanation");
       });
 
-      it("includes the simulator's door-account without credentials, and every door node uses it", () => {
-        const accounts = ex.nodes.filter((n) => n.type === "door-account");
-        assert.equal(accounts.length, 1);
-        const acc = accounts[0]!;
-        assert.equal(acc.id, EXAMPLE_ACCOUNT_ID, "one id in every example, so importing several reuses one account");
-        assert.equal(acc.baseUrl, "http://127.0.0.1:8787");
-        assert.equal(acc.loginMethod, "phone");
-        assert.equal(acc.credentials, undefined);
+      // Import > Examples keeps the ids of the file: an account in it would have the same id in
+      // every Node-RED that imported it, a target a page on another site could name
+      // (docs/security.md#cross-site-requests). The user adds or picks an account instead.
+      it("brings no door-account (no account id that every import shares) and no credential; its door nodes name no account", () => {
+        assert.deepEqual(ex.nodes.filter((n) => n.type === "door-account").map((n) => n.id), []);
         const text = fs.readFileSync(ex.file, "utf8");
         assert.doesNotMatch(text, /password"\s*:|phoneNumber"\s*:|demo-password|\+1555/);
-        for (const n of ex.nodes.filter((x) => OUR_TYPES.includes(x.type) && x.type !== "door-account")) assert.equal(n.account, EXAMPLE_ACCOUNT_ID);
+        const users = ex.nodes.filter((x) => ACCOUNT_USERS.includes(x.type));
+        assert.ok(users.length > 0);
+        for (const n of users) assert.equal(n.account, "", `${n.type} ${n.id}`);
         const broker = ex.nodes.find((n) => n.type === "mqtt-broker");
         if (broker) {
           assert.equal(broker.id, EXAMPLE_BROKER_ID);
@@ -159,12 +158,18 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
   });
 
-  /** The example on a tab, the account pointed at the simulator with the demo credentials. */
+  /** The account a user adds after the import: the simulator, the demo credentials, a new id. */
+  const accountId = newNodeId();
+
+  /** The example on a tab, its door nodes on an account pointed at the simulator with the demo credentials. */
   function deployable(ex: ExampleFlow): FlowNode[] {
     const tab = "d00a7e57ab000001";
-    const out: FlowNode[] = [{ id: tab, type: "tab", label: ex.title, disabled: false, info: "" }];
+    const out: FlowNode[] = [
+      { id: tab, type: "tab", label: ex.title, disabled: false, info: "" },
+      { id: accountId, type: "door-account", name: "Demo account (simulator)", baseUrl: sim.url, loginMethod: "phone", auditLog: "", credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } },
+    ];
     for (const n of ex.nodes) {
-      if (n.type === "door-account") out.push({ ...n, baseUrl: sim.url, credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+      if (ACCOUNT_USERS.includes(n.type)) out.push({ ...n, z: tab, account: accountId });
       else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
       else if (isConfigNode(n)) out.push({ ...n });
       else out.push({ ...n, z: tab });
@@ -191,7 +196,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
       assert.ok(Date.now() < deadline, `flows did not start:\n${nr.output().slice(mark)}`);
       await sleep(100);
     }
-    const state = await waitForAccountState(`${nr.url}/`, EXAMPLE_ACCOUNT_ID, "ready", 20_000);
+    const state = await waitForAccountState(`${nr.url}/`, accountId, "ready", 20_000);
     assert.equal(state.state, "ready", JSON.stringify(state));
     // Read back what runs: every node of the example is in the deployed configuration.
     const back = (await (await fetch(`${nr.url}/flows`, { headers: { "Node-RED-API-Version": "v2" } })).json()) as { flows: FlowNode[] };

@@ -10,7 +10,7 @@ import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
-  DEMO_ACCOUNT, accountModule, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
+  DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
   tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
@@ -68,7 +68,7 @@ describe("door picker before the first deploy: sign in from the editor (real nee
 
   const typed = () => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" });
   const post = (route: string, token: string | null, body: unknown) => {
-    const r = helper.request().post(`${ADMIN}/new-acc/${route}`);
+    const r = helper.request().post(`${ADMIN}/new-acc/${route}`).set(EDITOR_HEADERS);
     return (token ? r.set("Authorization", `Bearer ${token}`) : r).send(body);
   };
 
@@ -80,9 +80,9 @@ describe("door picker before the first deploy: sign in from the editor (real nee
     assert.equal(sim.control.requests().length, 0);
   });
 
-  it("sign-in needs door-account.write: without a token 401, with a read-only user 401; no login either way", async () => {
+  it("sign-in needs door-account.write: without a token 401, with a read-only user 403; no login either way", async () => {
     await post("sign-in", null, typed()).expect(401);
-    await post("sign-in", readerToken, typed()).expect(401);
+    await post("sign-in", readerToken, typed()).expect(403);
     await post("devices", null, typed()).expect(401);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(logins(sim), 0);
@@ -131,7 +131,7 @@ describe("door picker before the first deploy: sign in from the editor (real nee
   });
 
   it("a sign-in with another password for the login a deployed node uses: 409 configuration conflict, no login", async () => {
-    const res = await helper.request().post(`${ADMIN}/other-id/sign-in`).set("Authorization", `Bearer ${adminToken}`)
+    const res = await helper.request().post(`${ADMIN}/other-id/sign-in`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${adminToken}`)
       .send({ ...typed(), password: "wrong-password" }).expect(409);
     assert.match(res.body.error, /configuration conflict/);
     assertNoSecret(res.text);

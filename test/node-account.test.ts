@@ -8,7 +8,7 @@ import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, TAB, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule,
-  freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
+  editorPost, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
   unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
@@ -119,7 +119,7 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     }
     // Operator presses re-connect (admin endpoint): one login, ready again, green again.
     const before = logins(sim);
-    await helper.request().post(`${ADMIN}/acc1/reconnect`).expect(202);
+    await editorPost(`${ADMIN}/acc1/reconnect`).send({}).expect(202);
     await waitState("ready");
     assert.equal(logins(sim) - before, 1);
     await until("green status", () => lastStatus(helper.getNode("st"))?.fill === "green");
@@ -213,6 +213,9 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
     await helper.request().get(`${ADMIN}/u1/state`).expect(404); // a flow node is not an account
   });
 
+  /** The deployed account as the editor's picker sends it (the stored phone number as "__PWRD__"). */
+  const edited = () => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__" });
+
   it("GET /devices: the account's doors with their locks from the deployed session's cache; no login, no token", async () => {
     sim.control.resetRequests();
     const loginsBefore = logins(sim);
@@ -225,25 +228,27 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
     assert.equal(count(sim, "listUserDevices"), 0, "served from the cache");
     assert.equal(logins(sim), loginsBefore, "the editor never logs in");
     assertNoSecret(res.text, liveTokens());
-    await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(200);
-    assert.equal(count(sim, "listUserDevices"), 1, "?refresh=1 fetches once");
+    // docs/security.md#who-can-do-what-the-admin-routes: a read route never fetches; Refresh is a write.
+    const refused = await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(400);
+    assert.match(refused.body.error, /devices\/refresh/);
+    assert.equal(count(sim, "listUserDevices"), 0, "?refresh=1 on the read route fetches nothing");
+    await editorPost(`${ADMIN}/acc1/devices/refresh`).send(edited()).expect(200);
+    assert.equal(count(sim, "listUserDevices"), 1, "POST /devices/refresh fetches once");
     assert.equal(logins(sim), loginsBefore);
   });
 
   it("a forced refresh from the editor at most once per 10 s per account: the next ones get the cached list and its age", async () => {
     // Follows issue 12 ("the picker's refresh cannot flood the service"). Forced right before
     // (previous test, or now): five more within the 10 s reach the service zero times.
-    await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(200);
+    await editorPost(`${ADMIN}/acc1/devices/refresh`).send(edited()).expect(200);
     sim.control.resetRequests();
     for (let i = 0; i < 5; i++) {
-      const res = await helper.request().get(`${ADMIN}/acc1/devices?refresh=1`).expect(200);
+      const res = await editorPost(`${ADMIN}/acc1/devices/refresh`).send(edited()).expect(200);
       assert.equal(res.body.throttled, true, res.text);
       assert.equal(typeof res.body.ageSeconds, "number");
       assert.ok(res.body.retryInSeconds >= 1 && res.body.retryInSeconds <= 10, res.text);
       assert.equal(res.body.devices.length, 8);
     }
-    const post = await helper.request().post(`${ADMIN}/acc1/devices`).send({ baseUrl: sim.url, loginMethod: "phone", refresh: true }).expect(200);
-    assert.equal(post.body.throttled, true, "the POST form (picker before deploy) shares the account's throttle");
     assert.equal(count(sim, "listUserDevices"), 0);
   });
 
@@ -257,21 +262,23 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
 
   it("POST /reconnect → 202 and one login; the response carries no token", async () => {
     const before = logins(sim);
-    const res = await helper.request().post(`${ADMIN}/acc1/reconnect`).expect(202);
+    const res = await editorPost(`${ADMIN}/acc1/reconnect`).send({}).expect(202);
     assert.deepEqual(res.body, { requested: true });
     await until("the login", () => logins(sim) === before + 1);
     await waitState("ready");
     assertNoSecret(res.text, liveTokens());
   });
 
-  it("the routes are registered behind a permission middleware (RED.auth.needsPermission)", () => {
+  it("the routes are registered behind a permission middleware (RED.auth.needsPermission), each POST also behind the editor-only check", () => {
     // The test helper stubs RED.auth.needsPermission with a pass-through (its mock runtime has
     // no admin API), so here we check that every route has a middleware before its handler;
     // the suite below runs the same routes behind Node-RED's real auth with adminAuth set.
     const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
     const routes = stack.filter((l: any) => l.route && String(l.route.path).startsWith(ADMIN)).map((l: any) => l.route);
     const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
-    assert.deepEqual(got, [`GET ${ADMIN}/:id/devices 2`, `GET ${ADMIN}/:id/state 2`, `POST ${ADMIN}/:id/devices 2`, `POST ${ADMIN}/:id/reconnect 2`, `POST ${ADMIN}/:id/sign-in 2`]);
+    assert.deepEqual(got, [
+      `GET ${ADMIN}/:id/devices 2`, `GET ${ADMIN}/:id/state 2`, `POST ${ADMIN}/:id/devices 3`, `POST ${ADMIN}/:id/devices/refresh 3`, `POST ${ADMIN}/:id/reconnect 3`, `POST ${ADMIN}/:id/sign-in 3`,
+    ]);
   });
 });
 
@@ -288,9 +295,9 @@ describe("door-account admin endpoints: the service failing (Node-RED runtime + 
     await sim.close();
   });
 
-  it("GET /devices when the service fails → 502 with a message, no token", async () => {
+  it("a refresh when the service fails → 502 with a message, no token", async () => {
     sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 4 });
-    const res = await helper.request().get(`${ADMIN}/acc1/devices?refresh=true`).expect(502);
+    const res = await editorPost(`${ADMIN}/acc1/devices/refresh`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__" }).expect(502);
     assert.equal(typeof res.body.error, "string");
     assertNoSecret(res.text, liveTokens());
   });
@@ -359,13 +366,13 @@ describe("door-account admin endpoints with adminAuth (Node-RED's real needsPerm
     assertNoSecret(s.text + d.text, liveTokens());
   });
 
-  it("a read-only user may read the state but not press reconnect (door-account.write) → 401, no login", async () => {
+  it("a read-only user may read the state but not press reconnect (door-account.write) → 403, no login", async () => {
     await helper.request().get(`${ADMIN}/acc1/state`).set("Authorization", `Bearer ${readerToken}`).expect(200);
     const before = logins(sim);
-    await helper.request().post(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${readerToken}`).expect(401);
+    await editorPost(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${readerToken}`).send({}).expect(403);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(logins(sim), before);
-    await helper.request().post(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${adminToken}`).expect(202);
+    await editorPost(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${adminToken}`).send({}).expect(202);
     await until("the login", () => logins(sim) === before + 1);
   });
 });

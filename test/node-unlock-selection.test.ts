@@ -6,7 +6,7 @@
 import { strict as assert } from "node:assert";
 import { demoSeed, type RunningSimulator } from "../src/simulator/index.js";
 import {
-  accountNode, assertAccepted, assertFailed, count, helper, helperNodes, loadFlow, logins, startSim, tab, teardown,
+  accountNode, assertAccepted, assertFailed, count, editorPost, helper, helperNodes, loadFlow, logins, startSim, tab, teardown,
   unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, next,
 } from "./helpers/flow.js";
 
@@ -217,7 +217,7 @@ describe("door-unlock: a 404 for a known id re-fetches the device list once (Nod
     seed.keys = seed.keys.filter((k) => k.deviceId !== 103);
     simB = await startSim({ port, seed });
     // The new service knows no session: the operator re-connects through the admin endpoint.
-    await helper.request().post("/door-access/accounts/acc1/reconnect").expect(202);
+    await editorPost("/door-access/accounts/acc1/reconnect").send({}).expect(202);
     await until("the login at the new service", () => simB!.control.counts().logins === 1);
     await until("the account to be ready", () => helper.getNode("acc1").account.session.state === "ready");
     simB.control.resetRequests();

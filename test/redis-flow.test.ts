@@ -164,7 +164,7 @@ describe("Redis session store: two Node-RED runtimes on one account", function (
     for (const r of results) assert.equal(r.outcome, "accepted", JSON.stringify(r));
 
     // One runtime logs in again (an operator's Reconnect): the other learns the new pair from Redis.
-    const r = await fetch(`${a!.base}/door-access/accounts/acctA/reconnect`, { method: "POST" });
+    const r = await fetch(`${a!.base}/door-access/accounts/acctA/reconnect`, { method: "POST", headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" }, body: "{}" });
     assert.equal(r.status, 202);
     await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).length === 2, 10_000, "the second login");
     await new Promise((res) => setTimeout(res, 1_500)); // the notice travels through Redis

@@ -163,6 +163,16 @@ export class AccountCore {
     return this.directory.devices(force);
   }
 
+  /**
+   * A forced device list fetch that never logs in or renews (the editor's refresh): made only
+   * with the access token the session holds now, else nothing is sent (SessionUnavailableError).
+   */
+  refreshDevicesWithHeldToken(): Promise<Device[]> {
+    // Checked first: without a token to use, the directory is not touched (no back-off, no try used).
+    if (this.session.heldToken() === null) return Promise.reject(this.session.noSessionError());
+    return this.directory.refreshWith(() => this.session.callWithHeldToken((t) => this.client.listDevices(t)));
+  }
+
   /** The location list, cached like the device list (single flight). */
   async locations(force = false): Promise<Location[]> {
     const c = this.locationCache;

@@ -198,6 +198,20 @@ export class DeviceDirectory {
   }
 
   /**
+   * A forced fetch made with `fetchDevices` instead of the directory's own (the editor's, which
+   * must not log in), under the same rules: one fetch in flight (a fetch already under way is
+   * joined), no fetch within a Retry-After, one try per back-off window.
+   */
+  async refreshWith(fetchDevices: () => Promise<Device[]>): Promise<Device[]> {
+    return (await this.load(true, "wait", fetchDevices)).devices;
+  }
+
+  /** The list of the fetch under way, if one is (nothing new is fetched for the caller). */
+  inFlight(): Promise<Device[]> | null {
+    return this.inflight ? this.inflight.then((s) => s.devices) : null;
+  }
+
+  /**
    * When the next fetch after a failure is allowed (ms since epoch), or null when the last
    * fetch succeeded (or none failed yet). The account retries the start-up fetch at this time.
    */
@@ -328,7 +342,7 @@ export class DeviceDirectory {
    * Without any list, both fetch, within the back-off after a failure (one try per back-off
    * window when a message needs the list; otherwise the last error).
    */
-  private load(force: boolean, mode: "serve-stale" | "wait"): Promise<Snapshot> {
+  private load(force: boolean, mode: "serve-stale" | "wait", fetchDevices?: () => Promise<Device[]>): Promise<Snapshot> {
     const snap = this.snapshot;
     if (!force && snap && this.now() - snap.fetchedAt < this.ttlMs) return Promise.resolve(snap);
     if (!force && snap && mode === "serve-stale") {
@@ -346,9 +360,9 @@ export class DeviceDirectory {
     if (m < this.retryAt) {
       // A message's try, forced (msg.refresh, a 404's re-fetch) or not: one per back-off window.
       this.messageTryUsed = true;
-      return this.forMessage(this.fetchNow(true));
+      return this.forMessage(this.fetchNow(true, fetchDevices));
     }
-    return this.forMessage(this.fetchNow());
+    return this.forMessage(this.fetchNow(false, fetchDevices));
   }
 
   /**
@@ -363,7 +377,7 @@ export class DeviceDirectory {
   }
 
   /** Starts the one list fetch (or joins the one in flight). */
-  fetchNow(messageTry = false): Promise<Snapshot> {
+  fetchNow(messageTry = false, fetchDevices: () => Promise<Device[]> = this.fetchDevices): Promise<Snapshot> {
     if (this.inflight) return this.inflight;
     const m = this.mono();
     if (m < this.notBefore) return Promise.reject(new DeviceListUnavailableError(this.lastError, this.notBefore - m));
@@ -371,7 +385,7 @@ export class DeviceDirectory {
       const startedAt = this.now();
       let list: Device[];
       try {
-        list = await this.fetchDevices();
+        list = await fetchDevices();
         if (!Array.isArray(list)) throw new TypeError("device list fetch did not return an array");
       } catch (e) {
         this.failures++;

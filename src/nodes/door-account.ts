@@ -17,11 +17,16 @@ import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session
 import { accountKey, tokenFileFor } from "../session/token-store.js";
 import type { Device } from "../spec/schemas.js";
 import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
+import { fromEditor, permission } from "./admin-access.js";
 import { type AccountUser, type NodeStatus, type DoorAccountNode, ACCOUNT_CLOSE_GUARD_MS, ADMIN_PREFIX, stateStatus } from "./shared.js";
 
-/** A forced list fetch from the editor happens at most once per this interval per account. */
+/**
+ * A forced list fetch from the editor happens at most once per this interval per account,
+ * however many users, routes and requests ask (docs/security.md#who-can-do-what-the-admin-routes).
+ */
 const EDITOR_REFRESH_MS = 10_000;
-const editorRefreshAt = new WeakMap<AccountCore, number>();
+/** Per account key (not per core: a redeploy or a new sign-in makes a new core of the same account), monotonic ms. */
+const editorRefreshAt = new Map<string, number>();
 
 /** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
 const deployHooked = new WeakSet<object>();
@@ -290,19 +295,26 @@ export = function register(RED: NodeAPI): void {
   RED.nodes.registerType("door-account", DoorAccount as never, {
     credentials: {
       phoneNumber: { type: "password" },
-      email: { type: "text" },
+      // A login, like the phone number: the editor (and any user who may read the flows) is
+      // told only that one is stored (docs/security.md#secrets).
+      email: { type: "password" },
       password: { type: "password" },
       redisPassword: { type: "password" },
     },
   } as never);
 
   // ---- admin endpoints used by the editor (relative URLs, permission-checked) ------------
+  // Who may do what: docs/security.md#who-can-do-what-the-admin-routes. Every POST is taken only
+  // from the editor (JSON with its X-Requested-With header): docs/security.md#cross-site-requests.
+  const read = permission(RED, "door-account.read");
+  const write = permission(RED, "door-account.write");
+  const editorOnly = fromEditor();
   const accountNode = (id: string): DoorAccountNode | null => {
     const n = (RED.nodes.getNode(id) as unknown as DoorAccountNode | null) ?? null;
     return n && n.type === "door-account" ? n : null;
   };
 
-  RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/state`, RED.auth.needsPermission("door-account.read"), (req, res) => {
+  RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/state`, read, (req, res) => {
     const n = accountNode(String(req.params.id));
     if (!n) {
       res.status(404).json({ error: RED._("door-account.errors.not-deployed") });
@@ -319,7 +331,7 @@ export = function register(RED: NodeAPI): void {
     });
   });
 
-  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/reconnect`, RED.auth.needsPermission("door-account.write"), (req, res) => {
+  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/reconnect`, write, editorOnly, (req, res) => {
     const n = accountNode(String(req.params.id));
     if (!n) {
       res.status(404).json({ error: RED._("door-account.errors.not-deployed") });
@@ -363,10 +375,10 @@ export = function register(RED: NodeAPI): void {
       baseUrl: body.baseUrl,
       loginMethod: body.loginMethod,
       phoneNumber: typed(body.phoneNumber) ?? stored.phoneNumber,
-      email: typeof body.email === "string" && body.email.trim() ? body.email : stored.email,
+      email: typeof body.email === "string" && body.email.trim() && body.email !== "__PWRD__" ? body.email : stored.email,
       password: needPassword ? typed(body.password) ?? stored.password : "not needed to find a session",
     });
-    if (!checked.ok && !sameService && n && (body.password === "__PWRD__" || body.phoneNumber === "__PWRD__")) {
+    if (!checked.ok && !sameService && n && (body.password === "__PWRD__" || body.phoneNumber === "__PWRD__" || body.email === "__PWRD__")) {
       checked.problems.push("the stored credentials are used only with the deployed base URL: type them again to sign in at another one");
     }
     const store = checkStoreSettings({
@@ -393,47 +405,69 @@ export = function register(RED: NodeAPI): void {
     });
   }
 
+  /** The editor's answer: the list (no credential in it) and its age. */
+  function listAnswer(core: AccountCore, devices: Device[], extra: Record<string, unknown> = {}) {
+    const cached = core.directory.cached();
+    const ageSeconds = cached ? Math.max(0, Math.round((core.clock.now() - cached.fetchedAt) / 1000)) : 0;
+    return { devices: deviceList(devices), ageSeconds, ...extra };
+  }
+
+  type Answer = { status(c: number): { json(b: unknown): void }; json(b: unknown): void };
+  const failedList = (res: Answer) => (e: Error) => res.status(502).json({ error: e.message });
+
   /**
-   * The device list of a running core for the editor. A forced fetch at most once per
-   * EDITOR_REFRESH_MS per account; within it the cached list is served with its age.
+   * The list the running core holds (door-account.read): nothing is fetched for it, whoever
+   * asks; a fetch already under way (the start-up fetch after a sign-in) is waited for.
    */
-  function sendDevices(core: AccountCore, refresh: boolean, res: { status(c: number): { json(b: unknown): void }; json(b: unknown): void }): void {
-    const now = Date.now();
-    let force = refresh;
-    let throttled = false;
-    if (refresh) {
-      const last = editorRefreshAt.get(core);
-      if (last !== undefined && now - last < EDITOR_REFRESH_MS) {
-        force = false;
-        throttled = true;
-      } else {
-        editorRefreshAt.set(core, now);
-      }
-    }
-    if (throttled && !core.directory.cached()) {
-      // No list to serve and the last forced fetch was less than EDITOR_REFRESH_MS ago (it
-      // failed): nothing is fetched for this press either.
-      const retryInSeconds = Math.ceil((EDITOR_REFRESH_MS - (now - editorRefreshAt.get(core)!)) / 1000);
-      res.status(429).json({ error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`, throttled: true, retryInSeconds });
+  function sendHeld(core: AccountCore, res: Answer): void {
+    const cached = core.directory.cached();
+    if (cached) {
+      res.json(listAnswer(core, cached.devices));
       return;
     }
-    core.devices(force).then(
-      (devices) => {
-        const cached = core.directory.cached();
-        const ageSeconds = cached ? Math.max(0, Math.round((core.clock.now() - cached.fetchedAt) / 1000)) : 0;
-        res.json({
-          devices: deviceList(devices),
-          ageSeconds,
-          ...(throttled ? { throttled: true, retryInSeconds: Math.ceil((EDITOR_REFRESH_MS - (now - editorRefreshAt.get(core)!)) / 1000) } : {}),
-        });
-      },
-      (e: Error) => res.status(502).json({ error: e.message }),
-    );
+    const pending = core.directory.inFlight();
+    if (!pending) {
+      res.status(503).json({ error: "the account has no device list yet: Refresh fetches it (door-account.write)", refresh: true });
+      return;
+    }
+    pending.then((devices) => res.json(listAnswer(core, devices)), failedList(res));
+  }
+
+  /**
+   * A forced fetch (door-account.write): at most once per EDITOR_REFRESH_MS per account, and
+   * only with the token the session holds: never a login or a renewal (the editor never logs
+   * in on its own, docs/security.md#who-can-do-what-the-admin-routes). Within the interval the
+   * held list is served with its age.
+   */
+  function sendRefreshed(core: AccountCore, res: Answer): void {
+    if (core.session.heldToken() === null) {
+      res.status(503).json({ error: `${core.session.noSessionError().message}; the editor never logs in: Reconnect (or Sign in) first`, state: core.session.state });
+      return;
+    }
+    const now = core.clock.monotonic();
+    const last = editorRefreshAt.get(core.key);
+    if (last !== undefined && now - last < EDITOR_REFRESH_MS) {
+      const retryInSeconds = Math.max(1, Math.ceil((EDITOR_REFRESH_MS - (now - last)) / 1000));
+      const cached = core.directory.cached();
+      if (!cached) {
+        res.status(429).json({ error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`, throttled: true, retryInSeconds });
+        return;
+      }
+      res.json(listAnswer(core, cached.devices, { throttled: true, retryInSeconds }));
+      return;
+    }
+    editorRefreshAt.set(core.key, now);
+    core.refreshDevicesWithHeldToken().then((devices) => res.json(listAnswer(core, devices)), failedList(res));
   }
 
   const refreshWanted = (v: unknown) => v === "1" || v === "true" || v === true;
+  const REFRESH_IS_A_WRITE = "this route serves the list the runtime holds; a refresh from the service is POST .../devices/refresh (door-account.write)";
 
-  RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/devices`, RED.auth.needsPermission("door-account.read"), (req, res) => {
+  RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/devices`, read, (req, res) => {
+    if (refreshWanted(req.query.refresh)) {
+      res.status(400).json({ error: REFRESH_IS_A_WRITE });
+      return;
+    }
     const n = accountNode(String(req.params.id));
     if (!n) {
       res.status(503).json({ error: RED._("door-account.errors.not-deployed") });
@@ -443,31 +477,47 @@ export = function register(RED: NodeAPI): void {
       res.status(409).json({ error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}` });
       return;
     }
-    sendDevices(n.account.core, refreshWanted(req.query.refresh), res);
+    sendHeld(n.account.core, res);
   });
 
-  // The picker of an account being edited, deployed or not: the running session of the same
-  // base URL and login, if this runtime has one. The login (typed in the editor) comes in the
-  // POST body; nothing of it goes back.
-  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/devices`, RED.auth.needsPermission("door-account.read"), (req, res) => {
-    const body = (req.body ?? {}) as EditedAccount & { refresh?: unknown };
-    const { checked } = editedSettings(String(req.params.id), body, false);
+  /** The running core of the account as edited (deployed or not), or null with the answer sent. */
+  function editedCore(id: string, body: EditedAccount, res: Answer): AccountCore | null {
+    const { checked } = editedSettings(id, body, false);
     if (!checked.ok) {
       res.status(400).json({ error: `configuration: ${checked.problems.join("; ")}` });
-      return;
+      return null;
     }
     const c = checked.credentials;
     const core = runningCore(accountKey(checked.baseUrl, c.method, c.method === "email" ? c.email : c.phoneNumber));
     if (!core) {
       res.status(503).json({ error: RED._("door-account.errors.no-session"), signIn: true });
+      return null;
+    }
+    return core;
+  }
+
+  // The picker of an account being edited, deployed or not: the running session of the same
+  // base URL and login, if this runtime has one. The login (typed in the editor) comes in the
+  // POST body; nothing of it goes back.
+  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/devices`, read, editorOnly, (req, res) => {
+    const body = (req.body ?? {}) as EditedAccount & { refresh?: unknown };
+    if (refreshWanted(body.refresh)) {
+      res.status(400).json({ error: REFRESH_IS_A_WRITE });
       return;
     }
-    sendDevices(core, refreshWanted(body.refresh), res);
+    const core = editedCore(String(req.params.id), body, res);
+    if (core) sendHeld(core, res);
+  });
+
+  // The picker's Refresh: the same account as edited, the list fetched again from the service.
+  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/devices/refresh`, write, editorOnly, (req, res) => {
+    const core = editedCore(String(req.params.id), (req.body ?? {}) as EditedAccount, res);
+    if (core) sendRefreshed(core, res);
   });
 
   // Sign in from the editor before the first deploy (door-account.write). The pair is stored
   // under the account key, so the deploy that follows resumes it: no second login.
-  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/sign-in`, RED.auth.needsPermission("door-account.write"), (req, res) => {
+  RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/sign-in`, write, editorOnly, (req, res) => {
     const body = (req.body ?? {}) as EditedAccount;
     const { checked, store } = editedSettings(String(req.params.id), body, true);
     if (!checked.ok || !store.ok) {

@@ -13,6 +13,7 @@ import type { NodeAPI } from "node-red";
 import type { Request, Response } from "express";
 import { type AuditFilter, exportCsv, parseInstant, readPage } from "../audit/reader.js";
 import { onAnyAuditRecord, verifyAuditLog } from "../audit/source.js";
+import { permission } from "../nodes/admin-access.js";
 import type { DoorAccountNode } from "../nodes/shared.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
@@ -98,7 +99,9 @@ export = function register(RED: NodeAPI): void {
   }
   if (!unsubscribe) unsubscribe = onAnyAuditRecord(onRecord);
 
-  const read = RED.auth.needsPermission("door-account.read");
+  // docs/security.md#who-can-do-what-the-admin-routes: reading needs door-account.read; a
+  // signed-in user without it gets 403.
+  const read = permission(RED, "door-account.read");
   const accountFor = (req: Request, res: Response): DoorAccountNode | null => {
     const n = RED.nodes.getNode(String(req.params.id)) as unknown as DoorAccountNode | null;
     if (!n || n.type !== "door-account") {

@@ -345,7 +345,31 @@ export class Session extends EventEmitter {
     throw new SessionUnavailableError(`the session did not become ready (${this._state})`);
   }
 
-  /** Operator action after a halt (or to hurry a retry while unreachable): one fresh login. */
+  /**
+   * Runs `fn` with the access token held now, for a caller that must never cause a login or a
+   * renewal (the editor's list refresh, docs/security.md#who-can-do-what-the-admin-routes):
+   * nothing is sent unless the session is ready with a token that has not expired and was not
+   * answered 401; a 401 is not answered by a refresh or a replay (the next call that may renew
+   * the session does that).
+   */
+  async callWithHeldToken<T>(fn: (accessToken: string) => Promise<T>): Promise<T> {
+    const token = this.heldToken();
+    if (token === null) throw this.noSessionError();
+    return fn(token);
+  }
+
+  /** What callWithHeldToken throws when there is no token to use. */
+  noSessionError(): SessionUnavailableError {
+    return new SessionUnavailableError(`the account has no session now (${this._state}${this.reason ? `: ${this.reason}` : ""}); nothing was sent`);
+  }
+
+  /** The access token a call could use without a login or renewal, or null. */
+  heldToken(): string | null {
+    if (this._state !== "ready" && this._state !== "store-unreachable") return null;
+    if (!this.pair || this.isExpired() || this.pair.accessToken === this.rejectedAccess) return null;
+    return this.pair.accessToken;
+  }
+
   /**
    * Operator action after a halt (or to hurry a retry while unreachable): one fresh login.
    * Never rejects (an operator's click must not be able to crash the runtime): while a login or

@@ -57,6 +57,17 @@ export function accountNode(baseUrl: string, extra: Record<string, unknown> = {}
   return { id: "acc1", type: "door-account", name: "demo", baseUrl, loginMethod: "phone", auditLog: "", ...extra };
 }
 
+/**
+ * The headers the editor's $.ajax sends with a POST to our admin routes; a POST without them is
+ * refused (docs/security.md#cross-site-requests).
+ */
+export const EDITOR_HEADERS = { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" };
+
+/** A POST to an admin route as the editor sends it (send a JSON string or an object). */
+export function editorPost(url: string): any {
+  return helper.request().post(url).set(EDITOR_HEADERS);
+}
+
 export function tab(): Record<string, unknown> {
   return { id: TAB, type: "tab", label: "doors" };
 }

@@ -1,0 +1,51 @@
+/**
+ * The checks in front of every admin route the package registers (door-account's under
+ * /door-access/accounts, the sidebar's under /door-access/sidebar):
+ *
+ * - permission(): Node-RED's RED.auth.needsPermission; a signed-in user who lacks the
+ *   permission gets 403 (Node-RED itself answers 401, which says "sign in"); no token or a bad
+ *   one stays 401 (docs/security.md#who-can-do-what-the-admin-routes).
+ * - fromEditor(): a request that may change something (every POST) is taken only as JSON with
+ *   the X-Requested-With header the editor's $.ajax sends. A page on another site can send
+ *   neither without a CORS preflight, which Node-RED's admin API does not grant unless
+ *   httpAdminCors says so (docs/security.md#cross-site-requests).
+ */
+import type { NextFunction, Request, Response } from "express";
+import type { NodeAPI } from "node-red";
+
+export const EDITOR_HEADER = "X-Requested-With";
+export const EDITOR_HEADER_VALUE = "XMLHttpRequest";
+
+export type Middleware = (req: Request, res: Response, next: NextFunction) => void;
+
+export function permission(RED: NodeAPI, name: "door-account.read" | "door-account.write"): Middleware {
+  const check = RED.auth.needsPermission(name) as unknown as Middleware;
+  return (req, res, next) => {
+    // Node-RED refuses a signed-in user with res.status(401); passport answers a missing or bad
+    // token without res.status (statusCode and end): only the first becomes a 403.
+    const status = res.status;
+    res.status = function (this: Response, code: number) {
+      res.status = status;
+      const user = (req as Request & { user?: { anonymous?: boolean } }).user;
+      return status.call(this, code === 401 && user && !user.anonymous ? 403 : code);
+    } as Response["status"];
+    check(req, res, (err?: unknown) => {
+      res.status = status;
+      next(err as Error | undefined);
+    });
+  };
+}
+
+export function fromEditor(): Middleware {
+  return (req, res, next) => {
+    const type = String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+    const marked = String(req.headers[EDITOR_HEADER.toLowerCase()] ?? "").toLowerCase() === EDITOR_HEADER_VALUE.toLowerCase();
+    if (type === "application/json" && marked) {
+      next();
+      return;
+    }
+    res.status(403).json({
+      error: `refused: this request may change something and is taken only from the Node-RED editor (Content-Type: application/json and ${EDITOR_HEADER}: ${EDITOR_HEADER_VALUE})`,
+    });
+  };
+}

@@ -1,0 +1,357 @@
+/**
+ * Who may do what through the admin routes this package registers, behind Node-RED's real
+ * RED.auth.needsPermission with adminAuth: a user with "*" and a user with "read"
+ * (docs/security.md#who-can-do-what-the-admin-routes); what a request from another site may do
+ * without adminAuth (docs/security.md#cross-site-requests); what a read-only user learns of an
+ * account's login through Node-RED's own credentials route (docs/security.md#secrets).
+ *
+ * ROUTES is the table of every route: a test compares it with the routes Node-RED's admin app
+ * holds, so a route added without a row fails here. Everything a route causes is counted at the
+ * simulator's request log, with the account in the state where causing a login is easiest: no
+ * session (the service was unreachable) and the login spacing open, so any path that may log
+ * in, would.
+ */
+import { strict as assert } from "node:assert";
+import * as path from "node:path";
+import type { RunningSimulator } from "../src/simulator/index.js";
+import {
+  DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountNode, accountOf, assertAccepted, count, devicesModule, helper, helperNodes, loadFlow,
+  logins, startSim, statusModule, stopFlows, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,
+} from "./helpers/flow.js";
+import { resolveFromNodeRed } from "./helpers/runtime.js";
+import { recordForLeakScan } from "./hooks/leak-scan.js";
+
+const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
+const ACC = "/door-access/accounts";
+const SIDEBAR = "/door-access/sidebar/accounts";
+const READ = "door-account.read";
+const WRITE = "door-account.write";
+
+type Cause = "nothing" | "list-fetch" | "login";
+interface Call {
+  url: string;
+  /** POST body (sent as JSON with the editor's headers); built from the simulator's URL. */
+  body?: (simUrl: string) => Record<string, unknown>;
+  /** What a read-only user gets: the route's answer on a read route, 403 on a write route. */
+  reader: number;
+}
+interface Row {
+  method: "GET" | "POST";
+  route: string;
+  permission: typeof READ | typeof WRITE;
+  /** The most the route may cause at the service, whoever asks. */
+  mayCause: Cause;
+  calls: Call[];
+}
+
+/** The deployed account as the editor sends it: its base URL and login, the stored secrets as "__PWRD__". */
+const edited = (simUrl: string) => ({ baseUrl: simUrl, loginMethod: "phone", phoneNumber: "__PWRD__", sessionStore: "file" });
+
+const ROUTES: Row[] = [
+  { method: "GET", route: `${ACC}/:id/state`, permission: READ, mayCause: "nothing", calls: [{ url: `${ACC}/acc1/state`, reader: 200 }] },
+  {
+    method: "GET", route: `${ACC}/:id/devices`, permission: READ, mayCause: "nothing",
+    calls: [{ url: `${ACC}/acc1/devices`, reader: 200 }, { url: `${ACC}/acc1/devices?refresh=1`, reader: 400 }],
+  },
+  {
+    method: "POST", route: `${ACC}/:id/devices`, permission: READ, mayCause: "nothing",
+    calls: [{ url: `${ACC}/acc1/devices`, body: edited, reader: 200 }, { url: `${ACC}/acc1/devices`, body: (u) => ({ ...edited(u), refresh: true }), reader: 400 }],
+  },
+  { method: "POST", route: `${ACC}/:id/devices/refresh`, permission: WRITE, mayCause: "list-fetch", calls: [{ url: `${ACC}/acc1/devices/refresh`, body: edited, reader: 403 }] },
+  { method: "POST", route: `${ACC}/:id/reconnect`, permission: WRITE, mayCause: "login", calls: [{ url: `${ACC}/acc1/reconnect`, body: () => ({}), reader: 403 }] },
+  {
+    method: "POST", route: `${ACC}/:id/sign-in`, permission: WRITE, mayCause: "login",
+    calls: [{ url: `${ACC}/acc1/sign-in`, body: (u) => ({ ...edited(u), password: "__PWRD__" }), reader: 403 }],
+  },
+  { method: "GET", route: SIDEBAR, permission: READ, mayCause: "nothing", calls: [{ url: SIDEBAR, reader: 200 }] },
+  { method: "GET", route: `${SIDEBAR}/:id/records`, permission: READ, mayCause: "nothing", calls: [{ url: `${SIDEBAR}/acc1/records`, reader: 200 }] },
+  { method: "GET", route: `${SIDEBAR}/:id/verify`, permission: READ, mayCause: "nothing", calls: [{ url: `${SIDEBAR}/acc1/verify`, reader: 200 }] },
+  { method: "GET", route: `${SIDEBAR}/:id/export.csv`, permission: READ, mayCause: "nothing", calls: [{ url: `${SIDEBAR}/acc1/export.csv`, reader: 200 }] },
+];
+
+/** Node-RED's real adminAuth: users with "*", with "read", and with flows.read only; a token for each. */
+async function adminAuth(): Promise<{ auth: any; admin: string; reader: string; flowsOnly: string }> {
+  const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
+  const auth = require(path.join(editorApi, "lib", "auth"));
+  const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+  const hash = "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus";
+  auth.init(
+    {
+      adminAuth: {
+        type: "credentials",
+        users: [
+          { username: "admin", password: hash, permissions: "*" },
+          { username: "reader", password: hash, permissions: "read" },
+          { username: "flows-only", password: hash, permissions: ["flows.read"] },
+        ],
+      },
+    },
+    { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
+  );
+  return {
+    auth,
+    admin: (await tokens.create("admin", "node-red-editor", "*")).accessToken,
+    reader: (await tokens.create("reader", "node-red-editor", "read")).accessToken,
+    flowsOnly: (await tokens.create("flows-only", "node-red-editor", ["flows.read"])).accessToken,
+  };
+}
+
+/** The package's modules with Node-RED's real RED.auth, as a runtime with adminAuth gives them. */
+function withRealAuth(auth: any): unknown[] {
+  const wrap = (mod: (red: any) => void) => (red: any) => {
+    red.auth = { needsPermission: auth.needsPermission };
+    return mod(red);
+  };
+  return [wrap(accountModule), devicesModule, statusModule, unlockModule, wrap(pluginModule)];
+}
+
+/** One request of a row, as the editor sends it (JSON and its headers on a POST), with a bearer token or none. */
+function send(row: Row, call: Call, simUrl: string, token: string | null): any {
+  let r = row.method === "GET" ? helper.request().get(call.url) : helper.request().post(call.url).set(EDITOR_HEADERS);
+  if (token) r = r.set("Authorization", `Bearer ${token}`);
+  return row.method === "POST" ? r.send(JSON.stringify(call.body!(simUrl))) : r;
+}
+
+/**
+ * The account with no session and the login spacing open: the service failed the last login
+ * (503 twice: the client's single retry), and the once-a-minute spacing is set to 0, so a path
+ * that may log in would log in now. The request log is then emptied.
+ */
+async function unreachableAndFreeToLogIn(sim: RunningSimulator, adminToken: string | null): Promise<void> {
+  sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 2 });
+  let r = helper.request().post(`${ACC}/acc1/reconnect`).set(EDITOR_HEADERS);
+  if (adminToken) r = r.set("Authorization", `Bearer ${adminToken}`);
+  await r.send("{}").expect(202);
+  await waitState("unreachable");
+  await until("the failed login to settle", () => !accountOf().account.session.busy && sim.control.inFlight().length === 0);
+  accountOf().account.session.timings.loginRetryMs = 0;
+  sim.control.clearFaults();
+  sim.control.resetRequests();
+}
+
+/** Nothing was sent to the service and nothing is under way: no login, no renewal, no list fetch. */
+function assertNothingCaused(sim: RunningSimulator, what: string): void {
+  const session = accountOf().account.session;
+  assert.deepEqual(sim.control.requests().map((r) => r.operation), [], `${what}: requests at the service`);
+  assert.equal(session.busy, false, `${what}: a login or renewal under way`);
+  assert.equal(session.state, "unreachable", `${what}: the session state`);
+}
+
+describe("admin routes: who may do what (adminAuth with a '*' user and a 'read' user; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let tokens: Awaited<ReturnType<typeof adminAuth>>;
+  let userDir = "";
+  const flow = () => [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+
+  before(async () => {
+    sim = await startSim();
+    tokens = await adminAuth();
+    ({ userDir } = await loadFlow(flow(), { nodes: withRealAuth(tokens.auth) }));
+    await waitReady();
+    assertAccepted(await unlock({ deviceId: 101, actor: "alice" })); // a record for the sidebar's routes to read
+    await unreachableAndFreeToLogIn(sim, tokens.admin);
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("the table lists every admin route the package registers", () => {
+    const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
+    const registered = stack
+      .filter((l: any) => l.route && String(l.route.path).startsWith("/door-access"))
+      .flatMap((l: any) => Object.keys(l.route.methods).map((m) => `${m.toUpperCase()} ${l.route.path}`))
+      .sort();
+    assert.deepEqual(registered, ROUTES.map((r) => `${r.method} ${r.route}`).sort());
+  });
+
+  it("without a token or with a bogus one: 401 on every route; a user without door-account.read: 403; nothing sent", async () => {
+    for (const row of ROUTES) {
+      for (const call of row.calls) {
+        const none = await send(row, call, sim.url, null);
+        assert.equal(none.status, 401, `${row.method} ${call.url} without a token`);
+        const bogus = await send(row, call, sim.url, "not-a-token");
+        assert.equal(bogus.status, 401, `${row.method} ${call.url} with a bogus token`);
+        const other = await send(row, call, sim.url, tokens.flowsOnly);
+        assert.equal(other.status, 403, `${row.method} ${call.url} as a user with flows.read only`);
+        assert.ok(!/alice|Front Door/.test(none.text + bogus.text + other.text), `${row.method} ${call.url}: nothing of the account in a refusal`);
+      }
+    }
+    assertNothingCaused(sim, "refused requests");
+  });
+
+  for (const row of ROUTES) {
+    const statuses = row.calls.map((c) => c.reader).join(", ");
+    it(`${row.method} ${row.route} (${row.permission}; may cause: ${row.mayCause}) as a read-only user: ${statuses}, no login, no request to the service`, async () => {
+      for (const call of row.calls) {
+        const res = await send(row, call, sim.url, tokens.reader);
+        recordForLeakScan(`${row.method} ${call.url} as reader`, res.text);
+        assertNothingCaused(sim, `${row.method} ${call.url} as a read-only user`);
+        assert.equal(res.status, call.reader, `${row.method} ${call.url}: ${res.status} ${res.text}`);
+      }
+    });
+  }
+
+  it("as an admin, every route that may cause nothing causes nothing, also while the account may log in", async () => {
+    for (const row of ROUTES.filter((r) => r.mayCause === "nothing")) {
+      for (const call of row.calls) {
+        const res = await send(row, call, sim.url, tokens.admin);
+        assert.equal(res.status, call.reader, `${row.method} ${call.url} as admin: ${res.status} ${res.text}`);
+      }
+    }
+    assertNothingCaused(sim, "the admin's reads");
+  });
+
+  it("as an admin, a forced list refresh never logs in: without a session it answers 503 and sends nothing", async () => {
+    const row = ROUTES.find((r) => r.mayCause === "list-fetch")!;
+    const res = await send(row, row.calls[0]!, sim.url, tokens.admin);
+    assert.equal(res.status, 503, res.text);
+    assert.match(res.body.error, /no session|Reconnect/i);
+    assertNothingCaused(sim, "a refresh without a session");
+  });
+
+  it("as an admin, Reconnect logs in once; then forced refreshes fetch the list at most once per 10 s per account, and Sign-in of the running login logs in no more", async () => {
+    await helper.request().post(`${ACC}/acc1/reconnect`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`).send("{}").expect(202);
+    await waitReady();
+    await until("no login under way", () => !accountOf().account.session.busy && sim.control.inFlight().length === 0);
+    assert.equal(logins(sim), 1, "one login for one Reconnect");
+    const refresh = ROUTES.find((r) => r.mayCause === "list-fetch")!;
+    const before = count(sim, "listUserDevices");
+    const first = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.body.devices.length, 8);
+    for (let i = 0; i < 4; i++) {
+      const again = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.body.throttled, true, again.text);
+    }
+    assert.equal(count(sim, "listUserDevices") - before, 1, "one list fetch for five presses within 10 s");
+    const signIn = ROUTES.find((r) => r.route.endsWith("/sign-in"))!;
+    const res = await send(signIn, signIn.calls[0]!, sim.url, tokens.admin);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.already, true);
+    assert.equal(logins(sim), 1, "no second login");
+    assert.deepEqual(sim.control.requests().filter((r) => !/^(loginByPhone|listUserDevices)$/.test(r.operation)).map((r) => r.operation), []);
+  });
+
+  it("the refresh interval is the account's: a redeploy that gives the same login a new session core does not open it again", async () => {
+    const refresh = ROUTES.find((r) => r.mayCause === "list-fetch")!;
+    const first = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+    assert.equal(first.status, 200, first.text);
+    const core = accountOf().account.core;
+    // Another password: a new core for the same login, which resumes the stored pair (no login).
+    await stopFlows();
+    await loadFlow(flow(), { userDir, nodes: withRealAuth(tokens.auth), creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } } });
+    await waitReady();
+    assert.notEqual(accountOf().account.core, core, "a new session core");
+    sim.control.resetRequests();
+    const again = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.throttled, true, again.text);
+    assert.equal(count(sim, "listUserDevices"), 0);
+  });
+});
+
+describe("admin routes: a request from another site (no adminAuth; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    sim = await startSim();
+    await loadFlow([tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] });
+    await waitReady();
+    await unreachableAndFreeToLogIn(sim, null);
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  // What a page on another origin can send without a CORS preflight: a form (urlencoded or
+  // multipart), or fetch/sendBeacon with text/plain; none can add a custom header.
+  // The form carries the fields the route reads, as a hostile page would write them.
+  const form = (b: Record<string, unknown>) => new URLSearchParams(Object.entries(b).map(([k, v]) => [k, String(v)])).toString();
+  const crossSite: { what: string; type: string | null; body: (b: Record<string, unknown>) => string; header: boolean }[] = [
+    { what: "a form post (application/x-www-form-urlencoded)", type: "application/x-www-form-urlencoded", body: form, header: false },
+    { what: "a text/plain post", type: "text/plain", body: (b) => JSON.stringify(b), header: false },
+    { what: "a post without a body", type: null, body: () => "", header: false },
+    { what: "JSON without the editor's X-Requested-With", type: "application/json", body: (b) => JSON.stringify(b), header: false },
+    { what: "the editor's header with a form body", type: "application/x-www-form-urlencoded", body: form, header: true },
+  ];
+
+  for (const row of ROUTES.filter((r) => r.method === "POST")) {
+    it(`POST ${row.route} (may cause: ${row.mayCause}) is refused with 403 unless it is JSON with the editor's header: no login, nothing sent`, async () => {
+      for (const call of row.calls) {
+        for (const c of crossSite) {
+          let r = helper.request().post(call.url);
+          if (c.type) r = r.set("Content-Type", c.type);
+          if (c.header) r = r.set("X-Requested-With", "XMLHttpRequest");
+          const body = c.body(call.body!(sim.url));
+          const res = await (body ? r.send(body) : r);
+          assert.equal(res.status, 403, `${c.what} to ${call.url}: ${res.status} ${res.text}`);
+          assert.match(res.body.error, /application\/json.*X-Requested-With/, res.text);
+        }
+      }
+      assertNothingCaused(sim, `cross-site posts to ${row.route}`);
+    });
+  }
+
+  it("the editor's request (JSON with X-Requested-With) is accepted: Reconnect logs in once", async () => {
+    await helper.request().post(`${ACC}/acc1/reconnect`).set(EDITOR_HEADERS).send("{}").expect(202);
+    await waitReady();
+    assert.equal(logins(sim), 1);
+  });
+});
+
+describe("admin routes: an account's login is a secret (adminAuth; Node-RED's own credentials route)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let tokens: Awaited<ReturnType<typeof adminAuth>>;
+  const emailCreds = { acc1: { email: DEMO_ACCOUNT.email, password: DEMO_ACCOUNT.password } };
+
+  before(async () => {
+    sim = await startSim();
+    tokens = await adminAuth();
+    // An email account deployed as before (its credentials file unchanged): it still logs in.
+    await loadFlow([tab(), accountNode(sim.url, { loginMethod: "email" })], { nodes: withRealAuth(tokens.auth), creds: emailCreds });
+    await waitReady();
+    // Node-RED's GET /credentials/:type/:id (what the editor reads when a dialog opens), mounted
+    // on the test runtime's admin app as Node-RED's editor API mounts it.
+    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
+    const runtimeDir = path.dirname(resolveFromNodeRed("@node-red/runtime/package.json"));
+    const flowsApi = require(path.join(runtimeDir, "lib", "api", "flows"));
+    const credentialsRoute = require(path.join(editorApi, "lib", "editor", "credentials"));
+    flowsApi.init({ log: { audit: () => undefined }, nodes: helper._redNodes });
+    credentialsRoute.init({ flows: flowsApi });
+    helper._httpAdmin.get("/credentials/:type/:id", tokens.auth.needsPermission("credentials.read"), credentialsRoute.get);
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("a read-only user reading the account's credentials learns that an email and a password are stored, not the email", async () => {
+    assert.equal(count(sim, "loginByEmail"), 1, "the email account of an existing flow logged in");
+    const res = await helper.request().get("/credentials/door-account/acc1").set("Authorization", `Bearer ${tokens.reader}`).expect(200);
+    recordForLeakScan("GET /credentials/door-account/acc1 as reader", res.text);
+    assert.ok(!res.text.includes(DEMO_ACCOUNT.email), `the email in ${res.text}`);
+    assert.equal(res.body.email, undefined);
+    assert.equal(res.body.has_email, true);
+    assert.equal(res.body.has_password, true);
+    assert.equal(res.body.has_phoneNumber, false);
+  });
+
+  it("the editor sends a stored email it was never shown as '__PWRD__': the picker finds the running session, Sign-in logs in no more", async () => {
+    sim.control.resetRequests();
+    const list = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.reader}`)
+      .send(JSON.stringify({ baseUrl: sim.url, loginMethod: "email", email: "__PWRD__", sessionStore: "file" }));
+    assert.equal(list.status, 200, list.text);
+    assert.equal(list.body.devices.length, 8);
+    const signIn = await helper.request().post(`${ACC}/acc1/sign-in`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`)
+      .send(JSON.stringify({ baseUrl: sim.url, loginMethod: "email", email: "__PWRD__", password: "__PWRD__", sessionStore: "file" }));
+    assert.equal(signIn.status, 200, signIn.text);
+    assert.equal(signIn.body.already, true);
+    assert.deepEqual(sim.control.requests().map((r) => r.operation), [], "nothing sent");
+  });
+});
