@@ -22,11 +22,12 @@
  *   core one fresh start (one login); a healthy core is taken back as it is (no login).
  * - The editor may sign in before the first deploy (`signIn`): the entry then has no member
  *   and waits SIGN_IN_PARK_MS for the deploy; its pair is stored under the account key, so
- *   even after that the deploy resumes it without a login.
+ *   even after that the deploy resumes it without a login. A sign-in checks the password typed
+ *   with a login, never by resuming a stored pair, and never logs in over a session that runs.
  *
  * Knows nothing of Node-RED: members are described by the hooks they pass.
  */
-import { createHash } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccountCore } from "../account/account-core.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 
@@ -48,7 +49,14 @@ export function settingsOf(password: string, store: unknown): Settings {
   return { password: h(["door-access password", password]), store: h(store) };
 }
 
-const same = (a: Settings, b: Settings) => a.password === b.password && a.store === b.store;
+/** Whether two settings name the same password: their hashes compared in constant time. */
+export function samePassword(a: Settings, b: Settings): boolean {
+  const x = Buffer.from(a.password, "hex");
+  const y = Buffer.from(b.password, "hex");
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+const same = (a: Settings, b: Settings) => samePassword(a, b) && a.store === b.store;
 
 export interface MemberHooks {
   /** The node's name (or id), for the conflict text. */
@@ -143,7 +151,7 @@ function reconcile(entry: Entry): void {
   const first = members[0]!;
   const differing = members.filter((m) => !same(m.settings, first.settings));
   if (differing.length > 0) {
-    const what = members.some((m) => m.settings.password !== first.settings.password) ? "a different password" : "a different session store";
+    const what = members.some((m) => !samePassword(m.settings, first.settings)) ? "a different password" : "a different session store";
     const names = [...new Set(members.map((m) => `"${m.hooks.label}"`))].join(", ");
     const text = `configuration conflict: door-account nodes ${names} use the same login on the same base URL with ${what}; one account has one session, so none of them logs in until their settings agree`;
     if (entry.conflict !== text) {
@@ -244,28 +252,57 @@ export function runningCore(key: string): AccountCore | null {
 }
 
 export type SignInResult =
+  /** A core of this account runs here with the password typed: no login; its state answers. */
   | { kind: "running"; core: AccountCore }
+  /** No session of this account ran here: a new core, started with a login that checks the password. */
   | { kind: "started"; core: AccountCore }
-  | { kind: "conflict"; message: string };
+  | { kind: "conflict"; message: string }
+  /**
+   * A core of this account runs here with another password. `live`: it holds a session, which a
+   * login to check the password typed would end (a successful one supersedes it): nothing is sent.
+   */
+  | { kind: "password-differs"; holder: string; live: boolean };
+
+/** Who holds an entry's session, for a sign-in's answer: its nodes' names, never a secret. */
+function holderOf(entry: Entry): string {
+  const names = [...new Set([...entry.members].map((m) => `"${m.hooks.label}"`))];
+  if (names.length === 0) return "an earlier sign-in from the editor";
+  return names.length === 1 ? `door-account ${names[0]}` : `door-account nodes ${names.join(", ")}`;
+}
 
 /**
- * The editor signs in before the first deploy: the account's running core if there is one
- * (no login), else a new core with no member, started now (one login, or the stored pair),
- * waiting SIGN_IN_PARK_MS for the deploy.
+ * The editor signs in (docs/session.md#signing-in-from-the-editor). A sign-in never reports
+ * success for a password that is not the account's, and never logs in while a session of the
+ * account runs here (a login would end it):
+ * - a core of the account runs (deployed, or parked, or signed in earlier) and holds a session:
+ *   with the same password (compared as hashes in constant time) it is used as it is, and its
+ *   state answers; with another password nothing is sent (`password-differs`);
+ * - a deployed core without a session (halted, unreachable) with the same password is used as
+ *   it is (its own rules say when it may log in again); with another, `password-differs`;
+ * - a parked core without a session, not halted, with the same settings: used as it is (it keeps
+ *   its spacing of logins and the service's Retry-After);
+ * - otherwise a new core starts with a login (`make(log, true)`), even when a pair is stored: a
+ *   resumed pair checks no password. It waits SIGN_IN_PARK_MS for the deploy.
  */
-export function signIn(key: string, settings: Settings, make: (log: SessionLog) => AccountCore, log: SessionLog): SignInResult {
+export function signIn(key: string, settings: Settings, make: (log: SessionLog, checkCredentials: boolean) => AccountCore, log: SessionLog): SignInResult {
   let entry = entries.get(key);
+  const open = entry?.core && !entry.core.isClosed ? entry.core : null;
   if (entry && entry.members.size > 0) {
     if (entry.conflict) return { kind: "conflict", message: entry.conflict };
-    if (!same(entry.settings, settings)) {
-      return { kind: "conflict", message: "configuration conflict: a deployed door-account uses this login with other settings (password or session store)" };
+    if (entry.settings.store !== settings.store) {
+      return { kind: "conflict", message: `configuration conflict: ${holderOf(entry)} uses this login with another session store; nothing was sent` };
     }
-    if (entry.core && !entry.core.isClosed) return { kind: "running", core: entry.core };
+    if (!samePassword(entry.settings, settings)) return { kind: "password-differs", holder: holderOf(entry), live: open?.session.live ?? false };
+    if (open) return { kind: "running", core: open };
+    return { kind: "conflict", message: `${holderOf(entry)} of this login is not running (a deploy is under way): nothing was sent; try again in a moment` };
   }
-  if (entry && entry.members.size === 0 && entry.core && !entry.core.isClosed && same(entry.settings, settings) && !HALTED_STATES.has(entry.core.session.state)) {
-    entry.leftByDeploy = false;
-    park(entry, SIGN_IN_PARK_MS);
-    return { kind: "running", core: entry.core };
+  if (entry && entry.members.size === 0 && open && !HALTED_STATES.has(open.session.state)) {
+    if (open.session.live && !samePassword(entry.settings, settings)) return { kind: "password-differs", holder: holderOf(entry), live: true };
+    if (same(entry.settings, settings)) {
+      entry.leftByDeploy = false;
+      park(entry, SIGN_IN_PARK_MS);
+      return { kind: "running", core: open };
+    }
   }
   if (entry && entry.members.size === 0) {
     clearPark(entry);
@@ -274,7 +311,7 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog) 
   }
   entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
   entries.set(key, entry);
-  const core = make(log);
+  const core = make(log, true);
   entry.core = core;
   void core.startAndWarm();
   park(entry, SIGN_IN_PARK_MS);

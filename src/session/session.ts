@@ -106,6 +106,18 @@ export interface SessionOptions {
   clock?: Clock;
   log?: SessionLog;
   timings?: Partial<SessionTimings>;
+  /**
+   * Log in at start even when the store holds a pair (the editor's sign-in, which must check the
+   * password typed: resuming a pair checks nothing). Not for a shared store: its pair is the
+   * live session of other instances, and one that opens under `storeProvesCredentials` is proof.
+   */
+  loginFirst?: boolean;
+  /**
+   * The store seals the pair under a key derived from the password (the Redis store): a pair it
+   * hands back was sealed by a holder of this very password, and every such holder either
+   * logged in with it or opened the pair before, so adopting it proves the password.
+   */
+  storeProvesCredentials?: boolean;
 }
 
 interface LivePair extends StoredPair {
@@ -176,6 +188,9 @@ export class Session extends EventEmitter {
   /** Why the last renewal failed without a halt (cleared by a new pair). */
   private lastRenewalFailure: RenewalFailure | null = null;
   private readonly unwatch: (() => void) | null;
+  private readonly loginFirst: boolean;
+  private readonly storeProvesCredentials: boolean;
+  private proven = false;
 
   constructor(options: SessionOptions) {
     super();
@@ -186,6 +201,8 @@ export class Session extends EventEmitter {
     this.log = options.log ?? silent;
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
     this.since = this.clock.now();
+    this.loginFirst = options.loginFirst === true && !this.store.shared;
+    this.storeProvesCredentials = options.storeProvesCredentials === true;
     this.unwatch = this.store.watch?.((event) => void this.onStoreEvent(event)) ?? null;
   }
 
@@ -197,13 +214,31 @@ export class Session extends EventEmitter {
     return { state: this._state, reason: this.reason, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
   }
 
+  /**
+   * Whether the service is known to accept this session's credentials: a login with them
+   * succeeded (and none was refused since), or the pair came from a store that proves them
+   * (`storeProvesCredentials`). A pair resumed from a file proves nothing about the password.
+   */
+  get credentialsProven(): boolean {
+    return this.proven;
+  }
+
+  /**
+   * Whether this session holds (or is obtaining) a session at the service: a login now would
+   * end it. False when halted, closed, or without a pair and nothing in flight.
+   */
+  get live(): boolean {
+    if (this._state === "closed" || HALTED_STATES.has(this._state)) return false;
+    return this.pair !== null || this.inflight !== null;
+  }
+
   /** Resume the stored pair, or log in. Idempotent; resolves when the first attempt settles. */
   start(): Promise<void> {
     if (!this.startPromise) {
       this.startPromise = this.single(async () => {
-        const stored = await this.store.load().catch(() => null);
+        const stored = this.loginFirst ? null : await this.store.load().catch(() => null);
         if (stored) {
-          this.adopt(stored);
+          this.adoptStored(stored);
           this.log.info("resumed the stored session");
           // Already inside the single flight: call the work directly, not refresh()/login().
           if (this.needsRenewal()) await this.doRefresh("the stored access token is expiring");
@@ -480,7 +515,7 @@ export class Session extends EventEmitter {
       // Another process on the same store may have renewed while we waited for the lock.
       const stored = await this.reread();
       if (stored && this.pair && stored.refreshToken !== this.pair.refreshToken && stored.refreshToken !== this.deadRefresh) {
-        this.adopt(stored);
+        this.adoptStored(stored);
         if (!this.isExpired()) {
           this.log.info("session: adopted the pair renewed by another process");
           this.becomeReady();
@@ -549,7 +584,7 @@ export class Session extends EventEmitter {
     await this.underLock(async () => {
       const stored = await this.reread();
       if (stored && stored.refreshToken !== this.pair?.refreshToken && stored.refreshToken !== this.deadRefresh) {
-        this.adopt(stored);
+        this.adoptStored(stored);
         if (!this.isExpired()) {
           this.log.info("session: adopted the pair another instance obtained (no login)");
           this.becomeReady();
@@ -574,6 +609,7 @@ export class Session extends EventEmitter {
       if (e.kind === "aborted") return;
       this.pair = null;
       if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
+        this.proven = false;
         this.halt("halted-login-failed", `the service refused the login (${e.status}); check the account's credentials`);
         return;
       }
@@ -592,6 +628,7 @@ export class Session extends EventEmitter {
       return;
     }
     this.log.info(`session: logged in (${why})`);
+    this.proven = true;
     await this.accept(fresh);
   }
 
@@ -677,7 +714,7 @@ export class Session extends EventEmitter {
       const stored = await this.store.load();
       if (!idleStates.includes(this._state) || this.inflight) return;
       if (stored && stored.refreshToken !== this.pair?.refreshToken && stored.refreshToken !== this.deadRefresh) {
-        this.adopt(stored);
+        this.adoptStored(stored);
         this.log.info("session: adopted the pair renewed by another instance");
         if (!this.isExpired()) {
           this.becomeReady();
@@ -692,6 +729,12 @@ export class Session extends EventEmitter {
       else if (this.isExpired() || this.pair.accessToken === this.rejectedAccess) void this.refresh("the session store is reachable again");
       else this.becomeReady();
     }
+  }
+
+  /** A pair read from the store (ours from an earlier run, or another instance's). */
+  private adoptStored(pair: StoredPair): void {
+    this.adopt(pair);
+    if (this.storeProvesCredentials) this.proven = true;
   }
 
   private adopt(pair: StoredPair): void {
