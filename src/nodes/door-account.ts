@@ -499,7 +499,7 @@ export = function register(RED: NodeAPI): void {
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(409).json({ error: RED._("door-account.errors.sign-in-superseded"), state: snap.state });
       } else {
-        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${note ? ` (${note})` : snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
+        res.status(502).json({ error: note ?? `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
       }
     };
     const timer = setTimeout(answer, 30_000);

@@ -61,8 +61,9 @@ export function stateStatus(snap: SessionSnapshot, label: (state: string) => str
     case "closed":
       return { fill: "grey", shape: "ring", text };
     default:
-      // The state's label says why ("login refused: check credentials", "session superseded").
-      return { fill: "red", shape: "ring", text };
+      // The state's label says why ("login refused: check credentials", "session superseded");
+      // a service that cannot be reached adds what failed ("service unreachable: connection refused").
+      return { fill: "red", shape: "ring", text: snap.detail ? `${text}: ${snap.detail}` : text };
   }
 }
 

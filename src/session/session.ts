@@ -49,6 +49,8 @@ export interface SessionSnapshot {
   state: SessionState;
   /** Why the session is in this state (plain words, never a secret). */
   reason: string | null;
+  /** A few words of that reason for a node status ("connection refused"), when there are. */
+  detail?: string | null;
   /** ms since epoch of the last state change. */
   since: number;
   /** ms since epoch when the access token expires, when known. */
@@ -154,6 +156,7 @@ export class Session extends EventEmitter {
 
   private _state: SessionState = "idle";
   private reason: string | null = null;
+  private detail: string | null = null;
   private since: number;
   private pair: LivePair | null = null;
   /** The one login or refresh in flight, if any. */
@@ -211,7 +214,7 @@ export class Session extends EventEmitter {
   }
 
   snapshot(): SessionSnapshot {
-    return { state: this._state, reason: this.reason, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
+    return { state: this._state, reason: this.reason, detail: this.detail, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
   }
 
   /**
@@ -298,7 +301,7 @@ export class Session extends EventEmitter {
           throw new SessionHaltedError("closed", "the account is closed (redeploy in progress or node removed)");
         case "halted-login-failed":
         case "halted-superseded":
-          throw new SessionHaltedError(this._state, `account halted: ${this.reason ?? this._state}; an operator must redeploy or press reconnect`);
+          throw new SessionHaltedError(this._state, `account halted: ${this.haltText(this.reason ?? this._state)}; an operator must redeploy or press reconnect`);
         case "ready":
           if (this.pair && this.pair.accessToken === this.rejectedAccess) {
             // The service answered 401 to this token and its renewal failed: never send it
@@ -559,7 +562,7 @@ export class Session extends EventEmitter {
         }
         // 5xx, network, timeout, bad body — the client already retried once. A proactive
         // renewal may keep a token that is still good; after a 401 the token is known bad.
-        this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.kind}` };
+        this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.problem}` };
         if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && this.localExpiry() - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
           this.renewNotBefore = this.mono() + this.timings.minRenewalIntervalMs;
@@ -610,7 +613,9 @@ export class Session extends EventEmitter {
       this.pair = null;
       if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
         this.proven = false;
-        this.halt("halted-login-failed", `the service refused the login (${e.status}); check the account's credentials`);
+        // The reason says what happened; what to fix is added once, where the halt is told
+        // (haltText): the editor shows the reason beside the state's label, which says it already.
+        this.halt("halted-login-failed", `the service refused the login (${e.status})`);
         return;
       }
       if (e.kind === "http" && e.status === 429) {
@@ -622,9 +627,12 @@ export class Session extends EventEmitter {
         this.log.warn(`session: login rate-limited (429); next try in ${Math.ceil(wait / 1000)} s`);
         return;
       }
-      this.lastRenewalFailure = { rateLimited: false, message: e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}` };
-      this.setState("unreachable", e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}`);
-      this.log.warn(`session: ${e.message}; will try again when a message needs the session (at most once a minute)`);
+      // Without an HTTP answer the reason says what failed, where, and what to fix
+      // ("cannot connect to <base URL> (connection refused): check the base URL").
+      const failed = e.status !== null ? `login failed with ${e.status}` : e.problem;
+      this.lastRenewalFailure = { rateLimited: false, message: failed };
+      this.setState("unreachable", failed, e.status !== null ? `login answered ${e.status}` : e.brief);
+      this.log.warn(`session: ${e.message}${e.code ? ` [${e.code}]` : ""}; will try again when a message needs the session (at most once a minute)`);
       return;
     }
     this.log.info(`session: logged in (${why})`);
@@ -831,21 +839,32 @@ export class Session extends EventEmitter {
     this.renewAt = null;
   }
 
+  /** A halt's reason as told in the log and in errors: a refused login says what to check. */
+  private haltText(reason: string): string {
+    return this._state === "halted-login-failed" ? `${reason}: check the account's phone number (or email) and password` : reason;
+  }
+
   private halt(state: "halted-login-failed" | "halted-superseded", reason: string): void {
     if (this._state === state) return;
     if (state === "halted-superseded" && this.pair) this.deadRefresh = this.pair.refreshToken;
     this.clearRenewal();
     this.setState(state, reason);
     // Written once per halt; the config node turns this event into an error a Catch node sees.
-    this.log.error(`session halted: ${reason}`);
-    this.emit("halt", new SessionHaltedError(state, reason));
+    this.log.error(`session halted: ${this.haltText(reason)}`);
+    this.emit("halt", new SessionHaltedError(state, this.haltText(reason)));
   }
 
-  private setState(state: SessionState, reason: string | null): void {
+  /**
+   * `detail`: a few words on why, for a node status; left as it is when not given and the state
+   * stays the same, cleared on a change of state.
+   */
+  private setState(state: SessionState, reason: string | null, detail?: string | null): void {
     if (this._state === "closed" && state !== "closed") return;
-    const changed = this._state !== state || this.reason !== reason;
+    const nextDetail = detail !== undefined ? detail : this._state === state ? this.detail : null;
+    const changed = this._state !== state || this.reason !== reason || this.detail !== nextDetail;
     this._state = state;
     this.reason = reason;
+    this.detail = nextDetail;
     if (changed) {
       this.since = this.clock.now();
       this.emit("state", this.snapshot());
