@@ -133,9 +133,79 @@ function park(entry: Entry, ms: number): void {
   entry.parkTimer.unref();
 }
 
+// ---- two logins, one service account ----------------------------------------------------
+//
+// Two door-account nodes with different logins (a phone number and an email) may name the same
+// service account: their account keys differ, so they get two cores, and each login ends the
+// other's session until one halts as superseded. When the service's access tokens name the
+// account (a `sub` claim; the spec does not promise one), a core that becomes ready compares its
+// subject with every other core on the same base URL and warns, naming both nodes; a halt as
+// superseded names the other nodes of this runtime that hold, or may hold, the same account.
+// The subject is compared only: it is never shown (it may be an email address).
+
+const METHOD_TEXT: Readonly<Record<string, string>> = { phone: "phone number login", email: "email login", login: "phone number login, generic endpoint" };
+
+/** Pairs of cores already warned about (once per pair; a redeploy's new cores are told again). */
+const toldSameAccount = new WeakMap<AccountCore, WeakSet<AccountCore>>();
+
+function describeHolder(entry: Entry, core: AccountCore): string {
+  return `${holderOf(entry)} (${METHOD_TEXT[core.options.credentials.method] ?? core.options.credentials.method})`;
+}
+
+function sameServiceCores(entry: Entry, core: AccountCore): { entry: Entry; core: AccountCore }[] {
+  const out: { entry: Entry; core: AccountCore }[] = [];
+  for (const e of entries.values()) {
+    if (e === entry || !e.core || e.core === core || e.core.isClosed || e.conflict) continue;
+    if (e.core.options.baseUrl === core.options.baseUrl) out.push({ entry: e, core: e.core });
+  }
+  return out;
+}
+
+function recogniseSameAccount(entry: Entry, core: AccountCore): void {
+  const subject = core.session.subject;
+  if (subject === null || core.isClosed || entry.core !== core) return;
+  for (const other of sameServiceCores(entry, core)) {
+    if (other.core.session.subject !== subject) continue;
+    const told = toldSameAccount.get(core)?.has(other.core) || toldSameAccount.get(other.core)?.has(core);
+    if (told) continue;
+    if (!toldSameAccount.has(core)) toldSameAccount.set(core, new WeakSet());
+    toldSameAccount.get(core)!.add(other.core);
+    const text =
+      `${describeHolder(entry, core)} and ${describeHolder(other.entry, other.core)} log in to the same service account at ${core.options.baseUrl} ` +
+      "(the service's tokens name the same account): the service keeps one session per account, so each login ends the other's " +
+      "session until one of them halts as superseded. Use one door-account node for this account: every node that names it shares its session";
+    entryLog(entry).warn(text);
+    entryLog(other.entry).warn(text);
+  }
+}
+
+/** For a halt as superseded: the other nodes of this runtime that hold (or may hold) the account. */
+function otherHolders(entry: Entry, core: AccountCore): string | null {
+  const others = sameServiceCores(entry, core);
+  if (others.length === 0) return null;
+  const subject = core.session.subject;
+  const names = (list: { entry: Entry; core: AccountCore }[]) => list.map((o) => describeHolder(o.entry, o.core)).join(", ");
+  const same = subject === null ? [] : others.filter((o) => o.core.session.subject === subject);
+  if (same.length > 0) {
+    return `${names(same)} of this Node-RED logs in to the same service account with another login (the service's tokens name the same account): use one door-account node for it`;
+  }
+  const maybe = others.filter((o) => subject === null || o.core.session.subject === null);
+  if (maybe.length > 0) return `another door-account node of this Node-RED on the same base URL may hold this account with another login: ${names(maybe)}`;
+  return null;
+}
+
+/** Lets a new core recognise another login to its service account, and name it in a halt. */
+function watchCore(entry: Entry, core: AccountCore): void {
+  core.session.otherHolders = () => otherHolders(entry, core);
+  core.session.on("state", (snap: { state: string }) => {
+    if (snap.state === "ready") recogniseSameAccount(entry, core);
+  });
+}
+
 function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
   const core = make(entryLog(entry));
   entry.core = core;
+  watchCore(entry, core);
   // After the current deploy step has created its nodes (all of one flow are created without
   // yielding to timers): a conflicting copy created in the same deploy then stops it before
   // anything was sent.
@@ -313,6 +383,7 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog, 
   entries.set(key, entry);
   const core = make(log, true);
   entry.core = core;
+  watchCore(entry, core);
   void core.startAndWarm();
   park(entry, SIGN_IN_PARK_MS);
   return { kind: "started", core };

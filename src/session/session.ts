@@ -192,6 +192,13 @@ export class Session extends EventEmitter {
   private lastRenewalFailure: RenewalFailure | null = null;
   private readonly unwatch: (() => void) | null;
   private readonly loginFirst: boolean;
+  /** The `sub` claim of the last access token that had one (compared, never shown). */
+  private subjectSeen: string | null = null;
+  /**
+   * Set by the owner of this session (src/nodes/account-registry.ts): who else in this runtime
+   * may hold the same service account, added to a halt as superseded; null for none known.
+   */
+  otherHolders: (() => string | null) | null = null;
   private readonly storeProvesCredentials: boolean;
   private proven = false;
 
@@ -224,6 +231,15 @@ export class Session extends EventEmitter {
    */
   get credentialsProven(): boolean {
     return this.proven;
+  }
+
+  /**
+   * The account the service's access tokens name (their `sub` claim), when they carry one (the
+   * spec does not promise it). Two logins with the same subject are one service account. Never
+   * shown: it may be an email address or a phone number.
+   */
+  get subject(): string | null {
+    return this.subjectSeen;
   }
 
   /**
@@ -752,6 +768,7 @@ export class Session extends EventEmitter {
       const claims = decodeJwt(pair.accessToken);
       if (typeof claims.exp === "number" && Number.isFinite(claims.exp)) exp = claims.exp * 1000;
       if (typeof claims.iat === "number" && Number.isFinite(claims.iat)) iat = claims.iat * 1000;
+      if (typeof claims.sub === "string" && claims.sub !== "") this.subjectSeen = claims.sub;
     } catch {
       /* not a JWT: handled below */
     }
@@ -847,6 +864,15 @@ export class Session extends EventEmitter {
   private halt(state: "halted-login-failed" | "halted-superseded", reason: string): void {
     if (this._state === state) return;
     if (state === "halted-superseded" && this.pair) this.deadRefresh = this.pair.refreshToken;
+    if (state === "halted-superseded") {
+      let others: string | null = null;
+      try {
+        others = this.otherHolders?.() ?? null;
+      } catch {
+        /* a hint is not worth a failed halt */
+      }
+      if (others) reason = `${reason}; ${others}`;
+    }
     this.clearRenewal();
     this.setState(state, reason);
     // Written once per halt; the config node turns this event into an error a Catch node sees.
