@@ -15,6 +15,7 @@ import {
   tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
+import { RedisServer } from "./helpers/redis.js";
 import { ops } from "./helpers/session.js";
 
 const ADMIN = "/door-access/accounts";
@@ -214,5 +215,36 @@ describe("a sign-in never reports success for a password that is not the account
     assert.match(other.body.error, /door-account "front desk" runs a session of this login with another password: the password typed cannot be checked/);
     assertNoSecret(same.text + other.text);
     assert.equal(sim.control.requests().length, 0, "nothing sent");
+  });
+});
+
+describe("a sign-in with the Redis store: a pair that opens under the password typed is its proof; nothing logs in over it (docs/session.md#signing-in-from-the-editor; Node-RED runtime + simulator + redis-server)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let redis: RedisServer;
+  const body = (password: string) => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password, sessionStore: "redis", redisUrl: redis.url, redisKeyPrefix: "sign-in:" });
+  const signIn = (password: string) => helper.request().post(`${ADMIN}/new-acc/sign-in`).send(body(password));
+
+  before(async () => {
+    redis = await RedisServer.start();
+    sim = await startSim();
+    await loadFlow([tab()], { nodes: ALL_NODES, creds: {} });
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+    await redis.stop();
+  });
+
+  it("the shared pair (another instance's session) and a wrong password: it does not open, one login checks it, refused; the right password opens it: signed in, no login", async () => {
+    await signIn(PASSWORD).expect(200);
+    await closeAllParked(); // the pair stays in Redis, as another instance's would
+    sim.control.resetRequests();
+    const refused = await signIn("wrong-password").expect(422);
+    assertNoSecret(refused.text);
+    assert.deepEqual(ops(sim), ["loginByPhone 401"]);
+    const ok = await signIn(PASSWORD).expect(200);
+    assert.equal(ok.body.signedIn, true, "the pair is sealed under the password: opening it proves it");
+    assert.equal(logins(sim), 1, "no login over the shared session");
   });
 });
