@@ -880,17 +880,13 @@ export class Session extends EventEmitter {
     this.emit("halt", new SessionHaltedError(state, this.haltText(reason)));
   }
 
-  /**
-   * `detail`: a few words on why, for a node status; left as it is when not given and the state
-   * stays the same, cleared on a change of state.
-   */
-  private setState(state: SessionState, reason: string | null, detail?: string | null): void {
+  /** `detail`: a few words of the reason for a node status ("connection refused"), when there are. */
+  private setState(state: SessionState, reason: string | null, detail: string | null = null): void {
     if (this._state === "closed" && state !== "closed") return;
-    const nextDetail = detail !== undefined ? detail : this._state === state ? this.detail : null;
-    const changed = this._state !== state || this.reason !== reason || this.detail !== nextDetail;
+    const changed = this._state !== state || this.reason !== reason || this.detail !== detail;
     this._state = state;
     this.reason = reason;
-    this.detail = nextDetail;
+    this.detail = detail;
     if (changed) {
       this.since = this.clock.now();
       this.emit("state", this.snapshot());
