@@ -110,6 +110,16 @@ describe("client: responses and typed errors", function () {
     await assert.rejects(c.unlock(token, 101, null), isApiError((e) => e.kind === "network" && e.mayHaveReached === false));
     await c.close();
   });
+
+  it("a failed TLS handshake (https:// to a plain HTTP port) never left either: mayHaveReached false, and the service saw nothing (docs/session.md#connection-errors)", async () => {
+    const c = new DoorApiClient({ baseUrl: sim.url.replace(/^http:/, "https:") });
+    await assert.rejects(
+      c.unlock(token, 101, null),
+      isApiError((e) => e.kind === "network" && e.mayHaveReached === false && /\(TLS handshake failed, [A-Z_]+: the port does not answer TLS\): check the base URL's scheme and port$/.test(e.message)),
+    );
+    await c.close();
+    assert.equal(sim.control.requests().length, 0);
+  });
 });
 
 describe("client: retry policy per operation (spec Limits)", function () {

@@ -9,11 +9,14 @@
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
+import { closeAllParked } from "../src/nodes/account-registry.js";
 import {
-  DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
+  ALL_NODES, DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountOf, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
   tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
+import { RedisServer } from "./helpers/redis.js";
+import { ops } from "./helpers/session.js";
 
 const ADMIN = "/door-access/accounts";
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
@@ -130,11 +133,118 @@ describe("door picker before the first deploy: sign in from the editor (real nee
     assert.equal(logins(sim), 1);
   });
 
-  it("a sign-in with another password for the login a deployed node uses: 409 configuration conflict, no login", async () => {
+  it("a sign-in with another password for the login a deployed node uses: 409, the password cannot be checked without ending that session; no login", async () => {
     const res = await helper.request().post(`${ADMIN}/other-id/sign-in`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${adminToken}`)
       .send({ ...typed(), password: "wrong-password" }).expect(409);
-    assert.match(res.body.error, /configuration conflict/);
+    assert.match(res.body.error, /door-account "new" runs a session of this login with another password: the password typed cannot be checked without ending that session/);
     assertNoSecret(res.text);
     assert.equal(logins(sim), 1);
+  });
+});
+
+describe("a sign-in never reports success for a password that is not the account's, and never logs in over a session that runs (docs/session.md#signing-in-from-the-editor; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  const userDir = freshUserDir();
+  const right = () => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" });
+  const wrong = () => ({ ...right(), password: "wrong-password" });
+  const signIn = (id: string, body: unknown) => helper.request().post(`${ADMIN}/${id}/sign-in`).set(EDITOR_HEADERS).send(body);
+  const accountFlow = (password: string) => ({
+    flow: [tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")],
+    creds: { acc1: { phoneNumber: PHONE, password } },
+  });
+
+  before(async () => {
+    sim = await startSim();
+    await loadFlow([tab()], { userDir, nodes: ALL_NODES, creds: {} });
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("a token pair is stored and no session runs here: a wrong password is checked by one login and refused (422); the right one: one login, signed in", async () => {
+    await signIn("new-acc", right()).expect(200);
+    await closeAllParked(); // the sign-in's session is no longer running here; its pair stays stored
+    sim.control.resetRequests();
+    const refused = await signIn("new-acc", wrong()).expect(422);
+    assert.match(refused.body.error, /refused/);
+    assert.notEqual(refused.body.signedIn, true);
+    assertNoSecret(refused.text);
+    assert.deepEqual(ops(sim), ["loginByPhone 401"], "the password typed was checked by a login, not taken on the stored pair's word");
+    const ok = await signIn("new-acc", right()).expect(200);
+    assert.equal(ok.body.signedIn, true);
+    assert.equal(ok.body.already, false);
+    assert.deepEqual(ops(sim), ["loginByPhone 401", "loginByPhone 200"]);
+  });
+
+  it("a session signed in from the editor runs: another password sends nothing, is no success, and the answer says it cannot be checked without ending that session; the session goes on", async () => {
+    sim.control.resetRequests();
+    const res = await signIn("new-acc", wrong()).expect(409);
+    assert.equal(res.body.signedIn, undefined);
+    assert.match(res.body.error, /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session, so nothing was sent/);
+    assertNoSecret(res.text);
+    const list = await helper.request().post(`${ADMIN}/new-acc/devices`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(200);
+    assert.equal(list.body.devices.length, 8, "the running session still serves the picker");
+    assert.equal(logins(sim), 0, "no login");
+  });
+
+  it("a deployed account runs on its resumed pair (no login since the start): a sign-in with its very password is no success (not checked) and sends nothing", async () => {
+    await closeAllParked();
+    const { flow, creds } = accountFlow(PASSWORD);
+    await helper.setFlows(flow, "full", creds);
+    await waitReady("acc1");
+    sim.control.resetRequests();
+    const res = await signIn("other-id", right()).expect(200);
+    assert.equal(res.body.signedIn, false);
+    assert.equal(res.body.passwordChecked, false);
+    assert.match(res.body.message, /The password was not checked: only a login can check it, and a login would end that session/);
+    assertNoSecret(res.text);
+    assert.equal(sim.control.requests().length, 0, "nothing sent");
+  });
+
+  it("a wrong password deployed over a stored pair runs on that pair: a sign-in with the same wrong password is no success either, and the right one sends nothing", async () => {
+    const { flow, creds } = accountFlow("wrong-password");
+    await helper.setFlows(flow, "full", creds);
+    await waitReady("acc1");
+    assert.equal(accountOf("acc1").account.session.state, "ready", "the wrong password resumed the stored pair");
+    sim.control.resetRequests();
+    const same = await signIn("other-id", wrong()).expect(200);
+    assert.equal(same.body.signedIn, false, "never 'signed in' for a password no login has accepted");
+    const other = await signIn("other-id", right()).expect(409);
+    assert.match(other.body.error, /door-account "front desk" runs a session of this login with another password: the password typed cannot be checked/);
+    assertNoSecret(same.text + other.text);
+    assert.equal(sim.control.requests().length, 0, "nothing sent");
+  });
+});
+
+describe("a sign-in with the Redis store: a pair that opens under the password typed is its proof; nothing logs in over it (docs/session.md#signing-in-from-the-editor; Node-RED runtime + simulator + redis-server)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let redis: RedisServer;
+  const body = (password: string) => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password, sessionStore: "redis", redisUrl: redis.url, redisKeyPrefix: "sign-in:" });
+  const signIn = (password: string) => helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body(password));
+
+  before(async () => {
+    redis = await RedisServer.start();
+    sim = await startSim();
+    await loadFlow([tab()], { nodes: ALL_NODES, creds: {} });
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+    await redis.stop();
+  });
+
+  it("the shared pair (another instance's session) and a wrong password: it does not open, one login checks it, refused; the right password opens it: signed in, no login", async () => {
+    await signIn(PASSWORD).expect(200);
+    await closeAllParked(); // the pair stays in Redis, as another instance's would
+    sim.control.resetRequests();
+    const refused = await signIn("wrong-password").expect(422);
+    assertNoSecret(refused.text);
+    assert.deepEqual(ops(sim), ["loginByPhone 401"]);
+    const ok = await signIn(PASSWORD).expect(200);
+    assert.equal(ok.body.signedIn, true, "the pair is sealed under the password: opening it proves it");
+    assert.equal(logins(sim), 1, "no login over the shared session");
   });
 });

@@ -7,6 +7,7 @@
  */
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../src/simulator/index.js";
+import type { SimulatorOptions } from "../src/simulator/types.js";
 import { registrySnapshot } from "../src/nodes/account-registry.js";
 import {
   DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, startSim,
@@ -239,5 +240,81 @@ describe("a halted account (login refused) is given one fresh start by a redeplo
     await waitReady("accB");
     assert.equal(logins(sim), 3);
     assertAccepted(await unlock({ deviceId: 101 }, "uA"));
+  });
+});
+
+describe("two door-account nodes with different logins (phone and email) to one service account (docs/session.md#one-session-per-account; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  afterEach(async () => {
+    await teardown();
+    await sim?.close();
+  });
+
+  /** accP logs in by phone, accE by email: the same account of the simulator. */
+  function twoLogins(url: string): Flow {
+    return [
+      { id: TAB_A, type: "tab", label: "A" },
+      { id: "accP", type: "door-account", name: "front desk", baseUrl: url, loginMethod: "phone", auditLog: "" },
+      { id: "accE", type: "door-account", name: "back office", baseUrl: url, loginMethod: "email", auditLog: "" },
+      ...unlockOn("uP", TAB_A, "accP"),
+      ...unlockOn("uE", TAB_A, "accE"),
+    ];
+  }
+  const bothCreds = { accP: { phoneNumber: PHONE, password: PASSWORD }, accE: { email: DEMO_ACCOUNT.email, password: PASSWORD } };
+
+  /** Every warning and error the two account nodes wrote. */
+  const written = (): string[] =>
+    ["accP", "accE"].flatMap((id) => {
+      const node = accountOf(id);
+      // The test helper's spies are shared by every node: each node's own calls.
+      return [...node.warn.getCalls(), ...node.error.getCalls()].filter((c: any) => c.thisValue === node).map((c: any) => `${id}: ${String(c.args[0])}`);
+    });
+
+  /** Messages through both nodes in turn until one account halts (each login ends the other's session). */
+  async function fightUntilHalted(): Promise<{ halted: string; other: string; reason: string }> {
+    for (let i = 0; i < 12; i++) {
+      await unlock({ deviceId: 101 }, i % 2 === 0 ? "uP" : "uE");
+      for (const [id, other] of [["accP", "accE"], ["accE", "accP"]]) {
+        const snap = accountOf(id).account.session.snapshot();
+        if (snap.state === "halted-superseded") return { halted: id, other, reason: snap.reason };
+      }
+    }
+    return assert.fail(`no halt after 12 messages: ${JSON.stringify(["accP", "accE"].map((id) => accountOf(id).account.session.snapshot()))}`);
+  }
+
+  async function start(options: SimulatorOptions): Promise<void> {
+    sim = await startSim(options);
+    await loadFlow(twoLogins(sim.url), { creds: bothCreds });
+    await waitState("ready", "accP");
+    await waitState("ready", "accE");
+  }
+
+  it("the tokens name the account (sub): recognised at deploy, one warning on each node naming both; the halt names the other node; never the phone number, email or subject", async () => {
+    await start({});
+    await until("the warning", () => written().filter((t) => /same service account/.test(t)).length >= 2);
+    const warnings = written().filter((t) => /same service account/.test(t));
+    assert.equal(warnings.length, 2, `once on each node: ${JSON.stringify(warnings)}`);
+    for (const w of warnings) {
+      assert.match(w, /door-account "front desk" \(phone number login\)|door-account "back office" \(email login\)/);
+      assert.ok(w.includes('door-account "front desk" (phone number login)') && w.includes('door-account "back office" (email login)'), w);
+      assert.match(w, /the service keeps one session per account, so each login ends the other's session/);
+    }
+    const { other, reason } = await fightUntilHalted();
+    const otherName = other === "accP" ? 'door-account "front desk" (phone number login)' : 'door-account "back office" (email login)';
+    assert.match(reason, /another client is using this account|another login has taken over this account/);
+    assert.ok(reason.includes(`${otherName} of this Node-RED logs in to the same service account with another login`), reason);
+    for (const text of [...written(), reason]) {
+      for (const secret of [PHONE, PHONE.slice(1), DEMO_ACCOUNT.email, PASSWORD, '"demo"']) assert.ok(!text.includes(secret), `no login, password or subject in: ${text}`);
+    }
+  });
+
+  it("tokens without a sub claim: nothing can be recognised at deploy; the halt says another node of this Node-RED on the same base URL may hold the account, and names it", async () => {
+    await start({ subClaim: false });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(written().filter((t) => /same service account/.test(t)), [], "no claim of a shared account without a sign of it");
+    const { other, reason } = await fightUntilHalted();
+    const otherName = other === "accP" ? 'door-account "front desk" (phone number login)' : 'door-account "back office" (email login)';
+    assert.ok(reason.includes(`another door-account node of this Node-RED on the same base URL may hold this account with another login: ${otherName}`), reason);
   });
 });

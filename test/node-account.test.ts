@@ -4,6 +4,8 @@
  * node, redeploys that keep the session, and the permission-checked admin endpoints.
  */
 import { strict as assert } from "node:assert";
+import { readFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import {
@@ -94,6 +96,44 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
     assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
     assert.equal(unlockRequests(sim), 0);
     assert.equal(logins(sim), 1);
+  });
+
+  it("a wrong password: the dialog's state line says 'check credentials' once, and the halt error says what to check (docs/nodes.md#node-status)", async () => {
+    await loadFlow(flowWithAllNodes(sim.url), { creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "not-the-password" } } });
+    await waitState("halted-login-failed");
+    const state = (await helper.request().get(`${ADMIN}/acc1/state`).expect(200)).body;
+    // The dialog shows the state's label and, in brackets, the reason (nodes/door-account.html describe()).
+    const catalogue = JSON.parse(readFileSync("nodes/locales/en-US/door-account.json", "utf8"));
+    const line = `${catalogue["door-account"].state["halted-login-failed"]} (${state.reason})`;
+    assert.equal(line.match(/check/gi)?.length, 1, `said once: ${line}`);
+    assert.equal(state.reason, "the service refused the login (401)");
+    const nodes = ["u1", "st", "dev"].map((id) => helper.getNode(id));
+    await until("the halt error", () => nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"));
+    const halt = nodes[0].error.getCalls().find((c: any) => c.args[1]?.outcome === "session-halted");
+    assert.equal(halt.args[0].message, "the service refused the login (401): check the account's phone number (or email) and password");
+    const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(p.message, "account halted: the service refused the login (401): check the account's phone number (or email) and password; an operator must redeploy or press reconnect");
+  });
+
+  it("a base URL with a wrong port: every node shows 'service unreachable: connection refused'; a message fails saying where and what to fix; nothing is sent (docs/session.md#connection-errors)", async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const base = `http://127.0.0.1:${port}`;
+    await loadFlow(flowWithAllNodes(base));
+    await waitState("unreachable");
+    await until("the red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
+    for (const id of ["u1", "st", "dev"]) {
+      const s = lastStatus(helper.getNode(id));
+      assert.equal(s?.fill, "red", id);
+      assert.ok(textMatches(s?.text, "door-account.state.unreachable", /^service unreachable/), `${id}: ${JSON.stringify(s)}`);
+      assert.match(s?.text ?? "", /: connection refused$/, `${id}: what failed, in a few words`);
+    }
+    const p = assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
+    assert.match(p.message, new RegExp(`^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`));
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(sim.control.requests().length, 0, "the simulator was never reached");
   });
 
   it("a superseded session: red 'session superseded' on every node, one halt error per tab for the Catch node; reconnect recovers", async () => {

@@ -6,7 +6,10 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../src/simulator/index.js";
 import { fileHandlePrototype, eio } from "./helpers/audit-faults.js";
-import { assertAccepted, assertFailed, helper, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady } from "./helpers/flow.js";
+import { readFileSync } from "node:fs";
+import {
+  ALL_NODES, TAB, assertAccepted, assertFailed, helper, lastStatus, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady,
+} from "./helpers/flow.js";
 
 interface Status { fill?: string; shape?: string; text?: string }
 
@@ -102,5 +105,66 @@ describe("door-unlock node status (Node-RED runtime + simulator)", function () {
     assert.equal(last().fill, "red", JSON.stringify(seen));
     assert.ok(!seen.some((st) => st.fill === "blue"), JSON.stringify(seen));
     assert.equal(unlockRequests(sim), 0);
+  });
+});
+
+/**
+ * Node-RED's RED._ with our English catalogue (the test helper's returns the key): the status
+ * texts exactly as an editor shows them.
+ */
+function withCatalogue(modules: unknown[]): unknown[] {
+  const catalogue: Record<string, unknown> = {};
+  for (const n of ["door-account", "door-devices", "door-status", "door-unlock"]) Object.assign(catalogue, JSON.parse(readFileSync(`nodes/locales/en-US/${n}.json`, "utf8")));
+  const translate = (key: string, opts: Record<string, unknown> = {}): string => {
+    const text = key.split(".").reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), catalogue);
+    return typeof text === "string" ? text.replace(/__(\w+)__/g, (_m, k: string) => String(opts[k])) : key;
+  };
+  return modules.map((m) => (red: any) => {
+    red._ = translate;
+    return (m as (r: any) => unknown)(red);
+  });
+}
+
+describe("node status of an input refused before anything is sent: the short reason, not just the outcome (docs/nodes.md#node-status; Node-RED runtime + simulator)", function () {
+  this.timeout(20000);
+  let sim: ReturnType<typeof startSim> extends Promise<infer S> ? S : never;
+
+  before(async () => {
+    sim = await startSim();
+    const flow = [
+      ...unlockFlow(sim.url),
+      { id: "st", type: "door-status", z: TAB, account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out"]] },
+      { id: "st-out", type: "helper", z: TAB },
+    ];
+    await loadFlow(flow, { nodes: withCatalogue(ALL_NODES) });
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("door-unlock: msg.door names no door: 'invalid-input: no door named \"Frontdoor\" hh:mm:ss', nothing sent", async () => {
+    sim.control.resetRequests();
+    const p = assertFailed(await unlock({ door: "Frontdoor" }), "invalid-input", null);
+    assert.match(p.message, /^no door named "Frontdoor"/);
+    await until("the red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
+    assert.match(lastStatus(helper.getNode("u1"))?.text ?? "", /^invalid-input: no door named "Frontdoor" \d\d:\d\d:\d\d$/);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it("door-unlock: a long reason is cut to 40 characters: 'invalid-input: msg.deviceId must be a positive 32-bit… hh:mm:ss'", async () => {
+    assertFailed(await unlock({ deviceId: "101" }), "invalid-input", null);
+    await until("the status of this message", () => /msg\.deviceId/.test(lastStatus(helper.getNode("u1"))?.text ?? ""));
+    const text = lastStatus(helper.getNode("u1"))?.text ?? "";
+    assert.match(text, /^invalid-input: msg\.deviceId must be a positive 32-bit… \d\d:\d\d:\d\d$/);
+    assert.ok(text.length <= "invalid-input: ".length + 40 + " 00:00:00".length, text);
+  });
+
+  it("door-status: msg.door names no door: the same short reason in its status", async () => {
+    const st = helper.getNode("st");
+    st.receive({ door: "Frontdoor" });
+    await until("the red status", () => lastStatus(st)?.fill === "red");
+    assert.match(lastStatus(st)?.text ?? "", /^invalid-input: no door named "Frontdoor" \d\d:\d\d:\d\d$/);
   });
 });

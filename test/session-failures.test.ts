@@ -5,6 +5,9 @@
 import { strict as assert } from "node:assert";
 import { readFileSync, rmSync } from "node:fs";
 import * as path from "node:path";
+import { createServer as createHttpServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { request } from "undici";
 import { Account } from "../src/account/account.js";
 import { DoorApiError } from "../src/client/errors.js";
@@ -332,5 +335,73 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(again.outcome, "rate-limited");
     assert.equal(assertRetryAfterInText(again), 1, "a success ends the run of 429s");
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0);
+  });
+});
+
+describe("session: a login that cannot connect says what failed, where, and what to fix (docs/session.md#connection-errors)", function () {
+  this.timeout(20_000);
+  let b: Built | null = null;
+  const servers: Server[] = [];
+  const held: Socket[] = [];
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    b = null;
+    for (const socket of held.splice(0)) socket.destroy(); // a server's close() waits for its connections
+    await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+  });
+
+  const listen = async (server: Server): Promise<number> => {
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return (server.address() as AddressInfo).port;
+  };
+
+  /** Starts a session on `baseUrl`; returns its state's reason and detail and the message a caller gets. */
+  async function attempt(baseUrl: string, connectTimeoutMs?: number): Promise<{ reason: string; detail: string; message: string; log: string }> {
+    b = buildSession({ url: baseUrl } as RunningSimulator, { client: connectTimeoutMs ? { connectTimeoutMs } : {} });
+    await b.session.start();
+    const snap = b.session.snapshot();
+    assert.equal(snap.state, "unreachable", "not a halt: the account recovers by itself once the service can be reached");
+    const err = await b.session.token().then(() => assert.fail("no token without a connection"), (e: unknown) => e);
+    assert.ok(err instanceof SessionUnavailableError);
+    return { reason: snap.reason ?? "", detail: snap.detail ?? "", message: err.message, log: b.log.lines.join("\n") };
+  }
+
+  it("a wrong port (connection refused): 'cannot connect to <base URL> (connection refused): check the base URL'", async () => {
+    const port = await listen(createTcpServer());
+    await new Promise((r) => servers.pop()!.close(r)); // nothing listens there any more
+    const got = await attempt(`http://127.0.0.1:${port}`);
+    assert.equal(got.reason, `cannot connect to http://127.0.0.1:${port} (connection refused): check the base URL`);
+    assert.match(got.message, new RegExp(`^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`));
+    assert.equal(got.detail, "connection refused");
+    assert.match(got.log, /\[ECONNREFUSED\]/, "the log keeps the system's code");
+  });
+
+  it("a host name that does not resolve: 'cannot connect to <base URL> (host name ... not found)'", async () => {
+    const got = await attempt("https://door-access-test.invalid");
+    assert.match(got.reason, /^cannot connect to https:\/\/door-access-test\.invalid \(host name door-access-test\.invalid (not found|could not be resolved: the name server did not answer)\): check the base URL/);
+    assert.match(got.detail, /^host name not (found|resolved)$/);
+  });
+
+  it("https:// to a port that does not answer TLS: the handshake failed, check the base URL's scheme and port", async () => {
+    const port = await listen(createHttpServer((_q, r) => r.end("plain http")));
+    const got = await attempt(`https://127.0.0.1:${port}`);
+    assert.match(got.reason, new RegExp(`^cannot connect to https://127\\.0\\.0\\.1:${port} \\(TLS handshake failed, (ERR_SSL_WRONG_VERSION_NUMBER|EPROTO): the port does not answer TLS\\): check the base URL's scheme and port$`));
+    assert.equal(got.detail, "TLS handshake failed");
+  });
+
+  it("a certificate that is not trusted: 'TLS: the service's certificate is self-signed', check the base URL and the certificate", async () => {
+    const port = await listen(createHttpsServer({ key: readFileSync("test/fixtures/self-signed-test.key"), cert: readFileSync("test/fixtures/self-signed-test.crt") }, (_q, r) => r.end("{}")));
+    const got = await attempt(`https://127.0.0.1:${port}`);
+    assert.equal(got.reason, `cannot connect to https://127.0.0.1:${port} (TLS: the service's certificate is self-signed, DEPTH_ZERO_SELF_SIGNED_CERT): check the base URL and the service's certificate`);
+    assert.equal(got.detail, "TLS certificate refused");
+  });
+
+  it("no connection within the connect time-out (a port that accepts and never answers): says how long it waited", async () => {
+    const port = await listen(createTcpServer((socket) => held.push(socket))); // accepts, never speaks TLS
+    const got = await attempt(`https://127.0.0.1:${port}`, 300);
+    assert.equal(got.reason, `cannot connect to https://127.0.0.1:${port} (no connection within 300 ms): check the base URL and the network (a firewall may drop the connection)`);
+    assert.equal(got.detail, "connect timed out");
   });
 });

@@ -32,6 +32,11 @@ export interface AccountCoreOptions {
   timings?: Partial<SessionTimings>;
   client?: Omit<ClientOptions, "baseUrl" | "clock">;
   deviceListTtlMs?: number;
+  /**
+   * The editor's sign-in: log in at start even when a pair is stored, so the password typed is
+   * checked (docs/session.md#signing-in-from-the-editor). A shared store's pair is still used.
+   */
+  checkCredentials?: boolean;
 }
 
 export function identityOf(credentials: Credentials): string {
@@ -90,7 +95,18 @@ export class AccountCore {
             onProblem: (m) => log?.warn(m),
           });
     const store = options.store ?? this.ownStore!;
-    this.session = new Session({ client: this.client, credentials: options.credentials, store, clock: this.clock, log, timings: options.timings, random: options.client?.random });
+    this.session = new Session({
+      client: this.client,
+      credentials: options.credentials,
+      store,
+      clock: this.clock,
+      log,
+      timings: options.timings,
+      random: options.client?.random,
+      loginFirst: options.checkCredentials === true,
+      // The Redis store seals the pair under a key from the password, unless given another secret.
+      storeProvesCredentials: !options.store && choice.kind === "redis" && choice.secret === undefined,
+    });
     this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
       ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
       now: () => this.clock.now(),

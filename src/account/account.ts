@@ -51,11 +51,13 @@ export function checkAccountSettings(s: AccountSettings): { ok: true; baseUrl: s
     const email = typeof s.email === "string" ? s.email.trim() : "";
     // The very schema the login request is validated with: an address accepted here is one the
     // client will send (a looser check let "ops@example.c" through to fail at every login).
-    if (!LoginByEmailRequest.shape.email.safeParse(email).success) problems.push("the email address is missing or malformed");
+    if (email === "") problems.push("the email address is missing");
+    else if (!LoginByEmailRequest.shape.email.safeParse(email).success) problems.push("the email address is malformed");
     else credentials = { method, email, password };
   } else if (LOGIN_METHODS.includes(method)) {
     const phone = typeof s.phoneNumber === "string" ? s.phoneNumber.trim() : "";
-    if (!PHONE_PATTERN.test(phone)) problems.push("the phone number must be + followed by 9 to 13 digits");
+    if (phone === "") problems.push("the phone number is missing");
+    else if (!PHONE_PATTERN.test(phone)) problems.push("the phone number must be + followed by 9 to 13 digits");
     else credentials = { method, phoneNumber: phone, password };
   }
   if (problems.length > 0 || credentials === null) return { ok: false, problems };

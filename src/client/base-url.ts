@@ -20,6 +20,8 @@ export class BaseUrlError extends Error {
  */
 export function parseBaseUrl(value: unknown): URL {
   if (typeof value !== "string" || value.trim() === "") throw new BaseUrlError("base URL is missing");
+  const missing = withoutScheme(value.trim());
+  if (missing) throw new BaseUrlError(missing);
   let url: URL;
   try {
     url = new URL(value.trim());
@@ -34,4 +36,25 @@ export function parseBaseUrl(value: unknown): URL {
     throw new BaseUrlError(`base URL must use https:// (http:// is allowed only for a loopback host such as 127.0.0.1), got host ${quoted(url.hostname)}`);
   }
   throw new BaseUrlError(`base URL must use https://, got ${quoted(url.protocol, 20)}`);
+}
+
+/**
+ * A value typed without `scheme://` ("127.0.0.1:18787", "localhost:18787", "door.example.com"):
+ * the text that says so and suggests the fix; null when the value has a scheme or is no host at
+ * all. ("localhost:18787" would otherwise parse as the scheme "localhost:".)
+ */
+function withoutScheme(value: string): string | null {
+  // A scheme (even a malformed "http:/host") is left to the URL parser; "host:port" is not one.
+  if (/^[a-z][a-z0-9+.-]*:(?!\d)/i.test(value)) return null;
+  let url: URL;
+  try {
+    url = new URL(`https://${value}`);
+  } catch {
+    return null;
+  }
+  if (!url.hostname || /\s/.test(value)) return null;
+  const shown = value.slice(0, 200);
+  return isLoopbackHost(url.hostname)
+    ? `base URL "${shown}" has no scheme: write it as http://${shown} (a loopback host may use http://) or https://${shown}`
+    : `base URL "${shown}" has no scheme: write it as https://${shown}`;
 }

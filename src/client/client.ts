@@ -61,6 +61,66 @@ interface Req {
 
 const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
 
+/** Certificate checks that fail the TLS handshake (Node's codes, from OpenSSL's verify results). */
+const CERT_TEXT: Readonly<Record<string, string>> = {
+  CERT_HAS_EXPIRED: "the service's certificate has expired",
+  CERT_NOT_YET_VALID: "the service's certificate is not valid yet",
+  DEPTH_ZERO_SELF_SIGNED_CERT: "the service's certificate is self-signed",
+  SELF_SIGNED_CERT_IN_CHAIN: "the service's certificate chain ends in a self-signed certificate that is not trusted",
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: "the service's certificate cannot be verified (its issuer is missing)",
+  UNABLE_TO_GET_ISSUER_CERT: "the issuer of the service's certificate is unknown",
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: "the issuer of the service's certificate is not trusted here",
+  CERT_REVOKED: "the service's certificate is revoked",
+  ERR_TLS_CERT_ALTNAME_INVALID: "the service's certificate is for another host name",
+};
+
+const seconds = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`);
+
+/** A TLS failure: a certificate check, or a handshake error (ERR_TLS_*, ERR_SSL_*, EPROTO). */
+function isTlsCode(code: string): boolean {
+  return code in CERT_TEXT || /^(ERR_TLS_|ERR_SSL_|CERT_)/.test(code) || code === "EPROTO";
+}
+
+/**
+ * What a connection failure means for the user, where, and what to fix: the text of every
+ * DoorApiError without an HTTP answer (docs/session.md#connection-errors). Built from the base
+ * URL (which never holds a user name or password) and the error code alone.
+ */
+export function connectionProblem(baseUrl: URL, code: string, connectTimeoutMs: number, headersTimeoutMs: number): { problem: string; brief: string; sent: boolean } {
+  const where = baseUrl.href.replace(/\/+$/, "");
+  const host = baseUrl.hostname;
+  const cannot = (why: string, fix: string, brief: string) => ({ problem: `cannot connect to ${where} (${why}): ${fix}`, brief, sent: false });
+  switch (code) {
+    case "ECONNREFUSED":
+      return cannot("connection refused", "check the base URL", "connection refused");
+    case "ENOTFOUND":
+      return cannot(`host name ${host} not found`, "check the base URL", "host name not found");
+    case "EAI_AGAIN":
+      return cannot(`host name ${host} could not be resolved: the name server did not answer`, "check the base URL and this machine's DNS", "host name not resolved");
+    case "EHOSTUNREACH":
+      return cannot("no route to the host", "check the base URL and the network", "host unreachable");
+    case "ENETUNREACH":
+      return cannot("the network is unreachable", "check this machine's network connection", "network unreachable");
+    case "UND_ERR_CONNECT_TIMEOUT":
+      return cannot(`no connection within ${seconds(connectTimeoutMs)}`, "check the base URL and the network (a firewall may drop the connection)", "connect timed out");
+    case "UND_ERR_HEADERS_TIMEOUT":
+      return { problem: `no answer from ${where} within ${seconds(headersTimeoutMs)}`, brief: "no answer in time", sent: true };
+    case "UND_ERR_BODY_TIMEOUT":
+      return { problem: `the answer from ${where} stalled`, brief: "the answer stalled", sent: true };
+    case "UND_ERR_SOCKET":
+    case "ECONNRESET":
+      return { problem: `the connection to ${where} closed without an answer`, brief: "connection closed", sent: true };
+  }
+  if (isTlsCode(code)) {
+    if (CERT_TEXT[code]) return cannot(`TLS: ${CERT_TEXT[code]}, ${code}`, "check the base URL and the service's certificate", "TLS certificate refused");
+    if (code === "ERR_SSL_WRONG_VERSION_NUMBER" || code === "EPROTO") {
+      return cannot(`TLS handshake failed, ${code}: the port does not answer TLS`, "check the base URL's scheme and port", "TLS handshake failed");
+    }
+    return cannot(`TLS handshake failed, ${code}`, "check the base URL and the service's certificate", "TLS handshake failed");
+  }
+  return { problem: `the connection to ${where} failed${code ? ` (${code})` : ""}`, brief: "connection failed", sent: true };
+}
+
 export class DoorApiClient {
   readonly baseUrl: URL;
   private readonly pool: UndiciPool;
@@ -69,6 +129,7 @@ export class DoorApiClient {
   private readonly random: () => number;
   private readonly maxBodyBytes: number;
   private readonly onRetry: ClientOptions["onRetry"];
+  private readonly timeouts: { connectMs: number; headersMs: number };
 
   constructor(options: ClientOptions) {
     this.baseUrl = parseBaseUrl(options.baseUrl);
@@ -77,10 +138,11 @@ export class DoorApiClient {
     this.random = options.random ?? Math.random;
     this.maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024;
     this.onRetry = options.onRetry;
+    this.timeouts = { connectMs: options.connectTimeoutMs ?? 10_000, headersMs: options.headersTimeoutMs ?? 20_000 };
     this.pool = new Pool(this.baseUrl.origin, {
       connections: options.connections ?? 32,
-      connect: { timeout: options.connectTimeoutMs ?? 10_000 },
-      headersTimeout: options.headersTimeoutMs ?? 20_000,
+      connect: { timeout: this.timeouts.connectMs },
+      headersTimeout: this.timeouts.headersMs,
       bodyTimeout: options.bodyTimeoutMs ?? 20_000,
       keepAliveTimeout: 10_000,
     });
@@ -177,7 +239,7 @@ export class DoorApiClient {
     try {
       res = await this.pool.request({ path: this.prefix + req.path, method, headers, body, signal });
     } catch (e) {
-      throw transportError(req.op, e, signal);
+      throw this.transportError(req.op, e, signal);
     }
     const status = res.statusCode;
     const contentType = String(res.headers["content-type"] ?? "");
@@ -222,6 +284,10 @@ export class DoorApiClient {
     });
   }
 
+  private transportError(op: OperationId, e: unknown, signal?: AbortSignal): DoorApiError {
+    return transportError(op, e, signal, this.baseUrl, this.timeouts);
+  }
+
   private async readBody(op: OperationId, res: Dispatcher.ResponseData, signal?: AbortSignal): Promise<Buffer> {
     const declared = Number(res.headers["content-length"]);
     if (Number.isFinite(declared) && declared > this.maxBodyBytes) {
@@ -241,7 +307,7 @@ export class DoorApiClient {
       }
     } catch (e) {
       if (e instanceof DoorApiError) throw e;
-      const t = transportError(op, e, signal);
+      const t = this.transportError(op, e, signal);
       throw new DoorApiError({
         operation: op, kind: t.kind === "aborted" ? "aborted" : "invalid-response", status: res.statusCode, mayHaveReached: true,
         message: `${op}: the response body from the service was cut off (${t.kind})`, cause: e,
@@ -313,19 +379,13 @@ function errorCode(e: unknown): string {
 }
 
 /** Maps an undici/socket failure to a DoorApiError: was it sent, did it time out? */
-function transportError(op: OperationId, e: unknown, signal?: AbortSignal): DoorApiError {
+function transportError(op: OperationId, e: unknown, signal: AbortSignal | undefined, baseUrl: URL, timeouts: { connectMs: number; headersMs: number }): DoorApiError {
   if (signal?.aborted || errorCode(e) === "UND_ERR_ABORTED" || (e as Error)?.name === "AbortError") {
     return new DoorApiError({ operation: op, kind: "aborted", mayHaveReached: true, message: `${op}: cancelled`, cause: e });
   }
   const code = errorCode(e);
-  const notSent = NOT_SENT_CODES.has(code);
-  let kind: FailureKind = "network";
-  let what = "the connection failed";
-  if (code === "UND_ERR_CONNECT_TIMEOUT") { kind = "timeout"; what = "connecting timed out"; }
-  else if (code === "UND_ERR_HEADERS_TIMEOUT") { kind = "timeout"; what = "no answer in time"; }
-  else if (code === "UND_ERR_BODY_TIMEOUT") { kind = "timeout"; what = "the answer stalled"; }
-  else if (code === "ECONNREFUSED") what = "connection refused";
-  else if (code === "ENOTFOUND" || code === "EAI_AGAIN") what = "host not found";
-  else if (code === "UND_ERR_SOCKET" || code === "ECONNRESET") what = "the connection closed without an answer";
-  return new DoorApiError({ operation: op, kind, mayHaveReached: !notSent, message: `${op}: ${what}${code ? ` (${code})` : ""}`, cause: e });
+  const { problem, brief, sent } = connectionProblem(baseUrl, code, timeouts.connectMs, timeouts.headersMs);
+  const notSent = NOT_SENT_CODES.has(code) || isTlsCode(code) || !sent;
+  const kind: FailureKind = code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" ? "timeout" : "network";
+  return new DoorApiError({ operation: op, kind, mayHaveReached: !notSent, message: `${op}: ${problem}`, problem, brief, code: code || null, cause: e });
 }

@@ -34,6 +34,15 @@ export class DoorApiError extends Error {
   readonly mayHaveReached: boolean;
   /** How many attempts were made (the retry policy may make several for idempotent calls). */
   readonly attempts: number;
+  /**
+   * What failed, without the operation's name: for a connection that failed, where and what to
+   * fix ("cannot connect to http://127.0.0.1:18788 (connection refused): check the base URL").
+   */
+  readonly problem: string;
+  /** A few words for a node status ("connection refused"), when the failure has them. */
+  readonly brief: string | null;
+  /** The system or undici error code of a failed connection (ECONNREFUSED ...), for logs. */
+  readonly code: string | null;
 
   constructor(init: {
     operation: OperationId;
@@ -45,6 +54,9 @@ export class DoorApiError extends Error {
     retryAfter?: number | null;
     mayHaveReached: boolean;
     attempts?: number;
+    problem?: string;
+    brief?: string | null;
+    code?: string | null;
     cause?: unknown;
   }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -56,6 +68,9 @@ export class DoorApiError extends Error {
     this.retryAfter = init.retryAfter ?? null;
     this.mayHaveReached = init.mayHaveReached;
     this.attempts = init.attempts ?? 1;
+    this.problem = init.problem ?? (init.message.startsWith(`${init.operation}: `) ? init.message.slice(init.operation.length + 2) : init.message);
+    this.brief = init.brief ?? null;
+    this.code = init.code ?? null;
   }
 
   withAttempts(attempts: number): DoorApiError {

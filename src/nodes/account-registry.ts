@@ -22,11 +22,12 @@
  *   core one fresh start (one login); a healthy core is taken back as it is (no login).
  * - The editor may sign in before the first deploy (`signIn`): the entry then has no member
  *   and waits SIGN_IN_PARK_MS for the deploy; its pair is stored under the account key, so
- *   even after that the deploy resumes it without a login.
+ *   even after that the deploy resumes it without a login. A sign-in checks the password typed
+ *   with a login, never by resuming a stored pair, and never logs in over a session that runs.
  *
  * Knows nothing of Node-RED: members are described by the hooks they pass.
  */
-import { createHash } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccountCore } from "../account/account-core.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 import { quoted } from "../util/text.js";
@@ -49,7 +50,14 @@ export function settingsOf(password: string, store: unknown): Settings {
   return { password: h(["door-access password", password]), store: h(store) };
 }
 
-const same = (a: Settings, b: Settings) => a.password === b.password && a.store === b.store;
+/** Whether two settings name the same password: their hashes compared in constant time. */
+export function samePassword(a: Settings, b: Settings): boolean {
+  const x = Buffer.from(a.password, "hex");
+  const y = Buffer.from(b.password, "hex");
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+const same = (a: Settings, b: Settings) => samePassword(a, b) && a.store === b.store;
 
 export interface MemberHooks {
   /** The node's name (or id), for the conflict text. */
@@ -126,9 +134,79 @@ function park(entry: Entry, ms: number): void {
   entry.parkTimer.unref();
 }
 
+// ---- two logins, one service account ----------------------------------------------------
+//
+// Two door-account nodes with different logins (a phone number and an email) may name the same
+// service account: their account keys differ, so they get two cores, and each login ends the
+// other's session until one halts as superseded. When the service's access tokens name the
+// account (a `sub` claim; the spec does not promise one), a core that becomes ready compares its
+// subject with every other core on the same base URL and warns, naming both nodes; a halt as
+// superseded names the other nodes of this runtime that hold, or may hold, the same account.
+// The subject is compared only: it is never shown (it may be an email address).
+
+const METHOD_TEXT: Readonly<Record<string, string>> = { phone: "phone number login", email: "email login", login: "phone number login, generic endpoint" };
+
+/** Pairs of cores already warned about (once per pair; a redeploy's new cores are told again). */
+const toldSameAccount = new WeakMap<AccountCore, WeakSet<AccountCore>>();
+
+function describeHolder(entry: Entry, core: AccountCore): string {
+  return `${holderOf(entry)} (${METHOD_TEXT[core.options.credentials.method] ?? core.options.credentials.method})`;
+}
+
+function sameServiceCores(entry: Entry, core: AccountCore): { entry: Entry; core: AccountCore }[] {
+  const out: { entry: Entry; core: AccountCore }[] = [];
+  for (const e of entries.values()) {
+    if (e === entry || !e.core || e.core === core || e.core.isClosed || e.conflict) continue;
+    if (e.core.options.baseUrl === core.options.baseUrl) out.push({ entry: e, core: e.core });
+  }
+  return out;
+}
+
+function recogniseSameAccount(entry: Entry, core: AccountCore): void {
+  const subject = core.session.subject;
+  if (subject === null || core.isClosed || entry.core !== core) return;
+  for (const other of sameServiceCores(entry, core)) {
+    if (other.core.session.subject !== subject) continue;
+    const told = toldSameAccount.get(core)?.has(other.core) || toldSameAccount.get(other.core)?.has(core);
+    if (told) continue;
+    if (!toldSameAccount.has(core)) toldSameAccount.set(core, new WeakSet());
+    toldSameAccount.get(core)!.add(other.core);
+    const text =
+      `${describeHolder(entry, core)} and ${describeHolder(other.entry, other.core)} log in to the same service account at ${core.options.baseUrl} ` +
+      "(the service's tokens name the same account): the service keeps one session per account, so each login ends the other's " +
+      "session until one of them halts as superseded. Use one door-account node for this account: every node that names it shares its session";
+    entryLog(entry).warn(text);
+    entryLog(other.entry).warn(text);
+  }
+}
+
+/** For a halt as superseded: the other nodes of this runtime that hold (or may hold) the account. */
+function otherHolders(entry: Entry, core: AccountCore): string | null {
+  const others = sameServiceCores(entry, core);
+  if (others.length === 0) return null;
+  const subject = core.session.subject;
+  const names = (list: { entry: Entry; core: AccountCore }[]) => list.map((o) => describeHolder(o.entry, o.core)).join(", ");
+  const same = subject === null ? [] : others.filter((o) => o.core.session.subject === subject);
+  if (same.length > 0) {
+    return `${names(same)} of this Node-RED logs in to the same service account with another login (the service's tokens name the same account): use one door-account node for it`;
+  }
+  const maybe = others.filter((o) => subject === null || o.core.session.subject === null);
+  if (maybe.length > 0) return `another door-account node of this Node-RED on the same base URL may hold this account with another login: ${names(maybe)}`;
+  return null;
+}
+
+/** Lets a new core recognise another login to its service account, and name it in a halt. */
+function watchCore(entry: Entry, core: AccountCore): void {
+  core.session.otherHolders = () => otherHolders(entry, core);
+  core.session.on("state", (snap: { state: string }) => {
+    if (snap.state === "ready") recogniseSameAccount(entry, core);
+  });
+}
+
 function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
   const core = make(entryLog(entry));
   entry.core = core;
+  watchCore(entry, core);
   // After the current deploy step has created its nodes (all of one flow are created without
   // yielding to timers): a conflicting copy created in the same deploy then stops it before
   // anything was sent.
@@ -144,7 +222,7 @@ function reconcile(entry: Entry): void {
   const first = members[0]!;
   const differing = members.filter((m) => !same(m.settings, first.settings));
   if (differing.length > 0) {
-    const what = members.some((m) => m.settings.password !== first.settings.password) ? "a different password" : "a different session store";
+    const what = members.some((m) => !samePassword(m.settings, first.settings)) ? "a different password" : "a different session store";
     const names = [...new Set(members.map((m) => quoted(m.hooks.label, 60)))].join(", ");
     const text = `configuration conflict: door-account nodes ${names} use the same login on the same base URL with ${what}; one account has one session, so none of them logs in until their settings agree`;
     if (entry.conflict !== text) {
@@ -245,28 +323,57 @@ export function runningCore(key: string): AccountCore | null {
 }
 
 export type SignInResult =
+  /** A core of this account runs here with the password typed: no login; its state answers. */
   | { kind: "running"; core: AccountCore }
+  /** No session of this account ran here: a new core, started with a login that checks the password. */
   | { kind: "started"; core: AccountCore }
-  | { kind: "conflict"; message: string };
+  | { kind: "conflict"; message: string }
+  /**
+   * A core of this account runs here with another password. `live`: it holds a session, which a
+   * login to check the password typed would end (a successful one supersedes it): nothing is sent.
+   */
+  | { kind: "password-differs"; holder: string; live: boolean };
+
+/** Who holds an entry's session, for a sign-in's answer: its nodes' names, never a secret. */
+function holderOf(entry: Entry): string {
+  const names = [...new Set([...entry.members].map((m) => `"${m.hooks.label}"`))];
+  if (names.length === 0) return "an earlier sign-in from the editor";
+  return names.length === 1 ? `door-account ${names[0]}` : `door-account nodes ${names.join(", ")}`;
+}
 
 /**
- * The editor signs in before the first deploy: the account's running core if there is one
- * (no login), else a new core with no member, started now (one login, or the stored pair),
- * waiting SIGN_IN_PARK_MS for the deploy.
+ * The editor signs in (docs/session.md#signing-in-from-the-editor). A sign-in never reports
+ * success for a password that is not the account's, and never logs in while a session of the
+ * account runs here (a login would end it):
+ * - a core of the account runs (deployed, or parked, or signed in earlier) and holds a session:
+ *   with the same password (compared as hashes in constant time) it is used as it is, and its
+ *   state answers; with another password nothing is sent (`password-differs`);
+ * - a deployed core without a session (halted, unreachable) with the same password is used as
+ *   it is (its own rules say when it may log in again); with another, `password-differs`;
+ * - a parked core without a session, not halted, with the same settings: used as it is (it keeps
+ *   its spacing of logins and the service's Retry-After);
+ * - otherwise a new core starts with a login (`make(log, true)`), even when a pair is stored: a
+ *   resumed pair checks no password. It waits SIGN_IN_PARK_MS for the deploy.
  */
-export function signIn(key: string, settings: Settings, make: (log: SessionLog) => AccountCore, log: SessionLog): SignInResult {
+export function signIn(key: string, settings: Settings, make: (log: SessionLog, checkCredentials: boolean) => AccountCore, log: SessionLog): SignInResult {
   let entry = entries.get(key);
+  const open = entry?.core && !entry.core.isClosed ? entry.core : null;
   if (entry && entry.members.size > 0) {
     if (entry.conflict) return { kind: "conflict", message: entry.conflict };
-    if (!same(entry.settings, settings)) {
-      return { kind: "conflict", message: "configuration conflict: a deployed door-account uses this login with other settings (password or session store)" };
+    if (entry.settings.store !== settings.store) {
+      return { kind: "conflict", message: `configuration conflict: ${holderOf(entry)} uses this login with another session store; nothing was sent` };
     }
-    if (entry.core && !entry.core.isClosed) return { kind: "running", core: entry.core };
+    if (!samePassword(entry.settings, settings)) return { kind: "password-differs", holder: holderOf(entry), live: open?.session.live ?? false };
+    if (open) return { kind: "running", core: open };
+    return { kind: "conflict", message: `${holderOf(entry)} of this login is not running (a deploy is under way): nothing was sent; try again in a moment` };
   }
-  if (entry && entry.members.size === 0 && entry.core && !entry.core.isClosed && same(entry.settings, settings) && !HALTED_STATES.has(entry.core.session.state)) {
-    entry.leftByDeploy = false;
-    park(entry, SIGN_IN_PARK_MS);
-    return { kind: "running", core: entry.core };
+  if (entry && entry.members.size === 0 && open && !HALTED_STATES.has(open.session.state)) {
+    if (open.session.live && !samePassword(entry.settings, settings)) return { kind: "password-differs", holder: holderOf(entry), live: true };
+    if (same(entry.settings, settings)) {
+      entry.leftByDeploy = false;
+      park(entry, SIGN_IN_PARK_MS);
+      return { kind: "running", core: open };
+    }
   }
   if (entry && entry.members.size === 0) {
     clearPark(entry);
@@ -275,8 +382,9 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog) 
   }
   entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
   entries.set(key, entry);
-  const core = make(log);
+  const core = make(log, true);
   entry.core = core;
+  watchCore(entry, core);
   void core.startAndWarm();
   park(entry, SIGN_IN_PARK_MS);
   return { kind: "started", core };

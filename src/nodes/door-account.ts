@@ -28,6 +28,10 @@ const EDITOR_REFRESH_MS = 10_000;
 /** Per account key (not per core: a redeploy or a new sign-in makes a new core of the same account), monotonic ms. */
 const editorRefreshAt = new Map<string, number>();
 
+/** The sign-in's answer when a session resumed from a stored pair runs with the password typed. */
+const PASSWORD_NOT_CHECKED =
+  "a session for this login already runs (resumed from its stored token pair) with the password typed: door pickers use it. The password was not checked: only a login can check it, and a login would end that session";
+
 /** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
 const deployHooked = new WeakSet<object>();
 
@@ -101,9 +105,9 @@ export = function register(RED: NodeAPI): void {
     const key = accountKey(baseUrl, credentials.method, identity);
     const tokenFile = tokenFileFor(userDir(), key);
     const settings = settingsOf(credentials.password, store);
-    const make = (log: SessionLog) => {
+    const make = (log: SessionLog, checkCredentials = false) => {
       if (legacyNodeId && store.kind === "file") adoptLegacyTokenFile(legacyNodeId, key, tokenFile);
-      return new AccountCore({ baseUrl, credentials, tokenFile, secret: credentialSecret(), sessionStore: store, log });
+      return new AccountCore({ baseUrl, credentials, tokenFile, secret: credentialSecret(), sessionStore: store, log, checkCredentials });
     };
     return { key, settings, make, tokenFile };
   }
@@ -516,7 +520,11 @@ export = function register(RED: NodeAPI): void {
   });
 
   // Sign in from the editor before the first deploy (door-account.write). The pair is stored
-  // under the account key, so the deploy that follows resumes it: no second login.
+  // under the account key, so the deploy that follows resumes it: no second login. A sign-in
+  // never reports success for a password that is not the account's, and never logs in while a
+  // session of the account runs here (account-registry.ts signIn;
+  // docs/session.md#signing-in-from-the-editor). The password typed is compared there as a hash,
+  // in constant time, and never sent back.
   RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/sign-in`, write, editorOnly, (req, res) => {
     const body = (req.body ?? {}) as EditedAccount;
     const { checked, store } = editedSettings(String(req.params.id), body, true);
@@ -531,6 +539,15 @@ export = function register(RED: NodeAPI): void {
       res.status(409).json({ error: got.message });
       return;
     }
+    if (got.kind === "password-differs") {
+      res.status(409).json({
+        error: got.live
+          ? `${got.holder} runs a session of this login with another password: the password typed cannot be checked without ending that session, so nothing was sent. Type the password it runs with, or deploy the new one (it is checked at the account's next login)`
+          : `configuration conflict: ${got.holder} uses this login with another password: nothing was sent. Deploy the new password instead (a redeploy gives a halted account one fresh login)`,
+        passwordChecked: false,
+      });
+      return;
+    }
     const core = got.core;
     let answered = false;
     let note: string | null = null;
@@ -539,13 +556,20 @@ export = function register(RED: NodeAPI): void {
       answered = true;
       clearTimeout(timer);
       const snap = core.session.snapshot();
-      if (snap.state === "ready") {
+      if (snap.state === "ready" && core.session.credentialsProven) {
         res.json({ signedIn: true, already: got.kind === "running", state: snap.state });
-      } else if (HALTED_STATES.has(snap.state)) {
+      } else if (snap.state === "ready") {
+        // A session resumed from a stored pair runs with the password typed: the door pickers
+        // use it, but only a login could check the password, and a login would end the session.
+        res.json({ signedIn: false, already: true, passwordChecked: false, state: snap.state, message: PASSWORD_NOT_CHECKED });
+      } else if (snap.state === "halted-login-failed") {
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(422).json({ error: RED._("door-account.errors.sign-in-refused"), state: snap.state });
+      } else if (HALTED_STATES.has(snap.state)) {
+        if (got.kind === "started") dropSignIn(setup.key, core);
+        res.status(409).json({ error: RED._("door-account.errors.sign-in-superseded"), state: snap.state });
       } else {
-        res.status(502).json({ error: `${RED._(`door-account.state.${snap.state}`)}${note ? ` (${note})` : snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
+        res.status(502).json({ error: note ?? `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
       }
     };
     const timer = setTimeout(answer, 30_000);

@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { AuditRecordLost, performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
-import { FlowNodeBinding, MessageFields, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
+import { FlowNodeBinding, MessageFields, briefReason, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -55,6 +55,8 @@ export = function register(RED: NodeAPI): void {
           sent = true;
           // Read before the message goes: the next node may change msg.payload (this object).
           const { outcome, status, at } = result;
+          // An input refused before anything was sent says why in a few words ('no door named "X"').
+          const reason = outcome === "invalid-input" && typeof result.message === "string" ? briefReason(result.message) : null;
           let step = "set on the message";
           try {
             m.payload = result;
@@ -76,6 +78,8 @@ export = function register(RED: NodeAPI): void {
               binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
             } else if (status !== null) {
               binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome, status, time }) });
+            } else if (reason !== null) {
+              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-reason", { outcome, reason, time }) });
             } else {
               binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome, time }) });
             }

@@ -3,7 +3,7 @@
  * (then their own last result), raising a halt to a Catch node, and waiting for requests in
  * flight on close.
  */
-import { describeThrown } from "../util/text.js";
+import { clip, describeThrown } from "../util/text.js";
 import type { Node, NodeAPI } from "node-red";
 import type { Account } from "../account/account.js";
 import type { DoorIdentity } from "../doors/directory.js";
@@ -61,9 +61,21 @@ export function stateStatus(snap: SessionSnapshot, label: (state: string) => str
     case "closed":
       return { fill: "grey", shape: "ring", text };
     default:
-      // The state's label says why ("login refused: check credentials", "session superseded").
-      return { fill: "red", shape: "ring", text };
+      // The state's label says why ("login refused: check credentials", "session superseded");
+      // a service that cannot be reached adds what failed ("service unreachable: connection refused").
+      return { fill: "red", shape: "ring", text: snap.detail ? `${text}: ${snap.detail}` : text };
   }
+}
+
+/**
+ * The first clause of a failure's message, for a node status: 'no door named "Frontdoor" —
+ * known doors: ...' gives 'no door named "Frontdoor"'. Cut at " — ", "; ", ": " or ", got ",
+ * then clipped to `max` characters.
+ */
+export function briefReason(message: string, max = 40): string {
+  const cut = /( — |; |: |, got )/.exec(message);
+  const first = cut ? message.slice(0, cut.index) : message;
+  return first.length <= max ? first : `${clip(first, max - 1).trimEnd()}…`;
 }
 
 /** hh:mm:ss in local time, for node status (formatted by hand: it runs for every message). */
@@ -139,7 +151,9 @@ export function failMessage(
     fill: "red", shape: "ring",
     text: failure.status !== null
       ? RED._(`${type}.status.failed-status`, { outcome: failure.outcome, status: failure.status, time })
-      : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
+      : failure.outcome === "invalid-input"
+        ? RED._(`${type}.status.failed-reason`, { outcome: failure.outcome, reason: briefReason(failure.message), time })
+        : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
   });
   done(new Error(message));
 }

@@ -54,6 +54,8 @@ export interface SessionSnapshot {
   state: SessionState;
   /** Why the session is in this state (plain words, never a secret). */
   reason: string | null;
+  /** A few words of that reason for a node status ("connection refused"), when there are. */
+  detail?: string | null;
   /** ms since epoch of the last state change. */
   since: number;
   /** ms since epoch when the access token expires, when known. */
@@ -117,6 +119,18 @@ export interface SessionOptions {
   timings?: Partial<SessionTimings>;
   /** Jitter source for the back-off after consecutive 429s (default Math.random). */
   random?: () => number;
+  /**
+   * Log in at start even when the store holds a pair (the editor's sign-in, which must check the
+   * password typed: resuming a pair checks nothing). Not for a shared store: its pair is the
+   * live session of other instances, and one that opens under `storeProvesCredentials` is proof.
+   */
+  loginFirst?: boolean;
+  /**
+   * The store seals the pair under a key derived from the password (the Redis store): a pair it
+   * hands back was sealed by a holder of this very password, and every such holder either
+   * logged in with it or opened the pair before, so adopting it proves the password.
+   */
+  storeProvesCredentials?: boolean;
 }
 
 interface LivePair extends StoredPair {
@@ -158,6 +172,7 @@ export class Session extends EventEmitter {
 
   private _state: SessionState = "idle";
   private reason: string | null = null;
+  private detail: string | null = null;
   private since: number;
   private pair: LivePair | null = null;
   /** The one login or refresh in flight, if any. */
@@ -194,6 +209,16 @@ export class Session extends EventEmitter {
   /** 429s in a row on login or refresh (a new pair, or any other answer, ends the run). */
   private rateLimitRun = 0;
   private readonly unwatch: (() => void) | null;
+  private readonly loginFirst: boolean;
+  /** The `sub` claim of the last access token that had one (compared, never shown). */
+  private subjectSeen: string | null = null;
+  /**
+   * Set by the owner of this session (src/nodes/account-registry.ts): who else in this runtime
+   * may hold the same service account, added to a halt as superseded; null for none known.
+   */
+  otherHolders: (() => string | null) | null = null;
+  private readonly storeProvesCredentials: boolean;
+  private proven = false;
 
   constructor(options: SessionOptions) {
     super();
@@ -205,6 +230,8 @@ export class Session extends EventEmitter {
     this.random = options.random ?? Math.random;
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
     this.since = this.clock.now();
+    this.loginFirst = options.loginFirst === true && !this.store.shared;
+    this.storeProvesCredentials = options.storeProvesCredentials === true;
     this.unwatch = this.store.watch?.((event) => void this.onStoreEvent(event)) ?? null;
   }
 
@@ -213,16 +240,43 @@ export class Session extends EventEmitter {
   }
 
   snapshot(): SessionSnapshot {
-    return { state: this._state, reason: this.reason, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
+    return { state: this._state, reason: this.reason, detail: this.detail, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
+  }
+
+  /**
+   * Whether the service is known to accept this session's credentials: a login with them
+   * succeeded (and none was refused since), or the pair came from a store that proves them
+   * (`storeProvesCredentials`). A pair resumed from a file proves nothing about the password.
+   */
+  get credentialsProven(): boolean {
+    return this.proven;
+  }
+
+  /**
+   * The account the service's access tokens name (their `sub` claim), when they carry one (the
+   * spec does not promise it). Two logins with the same subject are one service account. Never
+   * shown: it may be an email address or a phone number.
+   */
+  get subject(): string | null {
+    return this.subjectSeen;
+  }
+
+  /**
+   * Whether this session holds (or is obtaining) a session at the service: a login now would
+   * end it. False when halted, closed, or without a pair and nothing in flight.
+   */
+  get live(): boolean {
+    if (this._state === "closed" || HALTED_STATES.has(this._state)) return false;
+    return this.pair !== null || this.inflight !== null;
   }
 
   /** Resume the stored pair, or log in. Idempotent; resolves when the first attempt settles. */
   start(): Promise<void> {
     if (!this.startPromise) {
       this.startPromise = this.single(async () => {
-        const stored = await this.store.load().catch(() => null);
+        const stored = this.loginFirst ? null : await this.store.load().catch(() => null);
         if (stored) {
-          this.adopt(stored);
+          this.adoptStored(stored);
           this.log.info("resumed the stored session");
           // Already inside the single flight: call the work directly, not refresh()/login().
           if (this.needsRenewal()) await this.doRefresh("the stored access token is expiring");
@@ -282,7 +336,7 @@ export class Session extends EventEmitter {
           throw new SessionHaltedError("closed", "the account is closed (redeploy in progress or node removed)");
         case "halted-login-failed":
         case "halted-superseded":
-          throw new SessionHaltedError(this._state, `account halted: ${this.reason ?? this._state}; an operator must redeploy or press reconnect`);
+          throw new SessionHaltedError(this._state, `account halted: ${this.haltText(this.reason ?? this._state)}; an operator must redeploy or press reconnect`);
         case "ready":
           if (this.pair && this.pair.accessToken === this.rejectedAccess) {
             // The service answered 401 to this token and its renewal failed: never send it
@@ -546,7 +600,7 @@ export class Session extends EventEmitter {
       // Another process on the same store may have renewed while we waited for the lock.
       const stored = await this.reread();
       if (stored && this.pair && stored.refreshToken !== this.pair.refreshToken && stored.refreshToken !== this.deadRefresh) {
-        this.adopt(stored);
+        this.adoptStored(stored);
         if (!this.isExpired()) {
           this.log.info("session: adopted the pair renewed by another process");
           this.becomeReady();
@@ -594,7 +648,7 @@ export class Session extends EventEmitter {
         this.rateLimitRun = 0;
         // 5xx, network, timeout, bad body — the client already retried once. A proactive
         // renewal may keep a token that is still good; after a 401 the token is known bad.
-        this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.kind}` };
+        this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.problem}` };
         if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && this.localExpiry() - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
           this.renewNotBefore = this.mono() + this.timings.minRenewalIntervalMs;
@@ -619,7 +673,7 @@ export class Session extends EventEmitter {
     await this.underLock(async () => {
       const stored = await this.reread();
       if (stored && stored.refreshToken !== this.pair?.refreshToken && stored.refreshToken !== this.deadRefresh) {
-        this.adopt(stored);
+        this.adoptStored(stored);
         if (!this.isExpired()) {
           this.log.info("session: adopted the pair another instance obtained (no login)");
           this.becomeReady();
@@ -644,7 +698,10 @@ export class Session extends EventEmitter {
       if (e.kind === "aborted") return;
       this.pair = null;
       if (e.kind === "http" && (e.status === 400 || e.status === 401)) {
-        this.halt("halted-login-failed", `the service refused the login (${e.status}); check the account's credentials`);
+        this.proven = false;
+        // The reason says what happened; what to fix is added once, where the halt is told
+        // (haltText): the editor shows the reason beside the state's label, which says it already.
+        this.halt("halted-login-failed", `the service refused the login (${e.status})`);
         return;
       }
       if (e.kind === "http" && e.status === 429) {
@@ -658,12 +715,16 @@ export class Session extends EventEmitter {
         return;
       }
       this.rateLimitRun = 0;
-      this.lastRenewalFailure = { rateLimited: false, message: e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}` };
-      this.setState("unreachable", e.status !== null ? `login failed with ${e.status}` : `login failed: ${e.kind}`);
-      this.log.warn(`session: ${e.message}; will try again when a message needs the session (at most once a minute)`);
+      // Without an HTTP answer the reason says what failed, where, and what to fix
+      // ("cannot connect to <base URL> (connection refused): check the base URL").
+      const failed = e.status !== null ? `login failed with ${e.status}` : e.problem;
+      this.lastRenewalFailure = { rateLimited: false, message: failed };
+      this.setState("unreachable", failed, e.status !== null ? `login answered ${e.status}` : e.brief);
+      this.log.warn(`session: ${e.message}${e.code ? ` [${e.code}]` : ""}; will try again when a message needs the session (at most once a minute)`);
       return;
     }
     this.log.info(`session: logged in (${why})`);
+    this.proven = true;
     await this.accept(fresh);
   }
 
@@ -750,7 +811,7 @@ export class Session extends EventEmitter {
       const stored = await this.store.load();
       if (!idleStates.includes(this._state) || this.inflight) return;
       if (stored && stored.refreshToken !== this.pair?.refreshToken && stored.refreshToken !== this.deadRefresh) {
-        this.adopt(stored);
+        this.adoptStored(stored);
         this.log.info("session: adopted the pair renewed by another instance");
         if (!this.isExpired()) {
           this.becomeReady();
@@ -767,6 +828,12 @@ export class Session extends EventEmitter {
     }
   }
 
+  /** A pair read from the store (ours from an earlier run, or another instance's). */
+  private adoptStored(pair: StoredPair): void {
+    this.adopt(pair);
+    if (this.storeProvesCredentials) this.proven = true;
+  }
+
   private adopt(pair: StoredPair): void {
     let exp: number | null = null;
     let iat: number | null = null;
@@ -774,6 +841,7 @@ export class Session extends EventEmitter {
       const claims = decodeJwt(pair.accessToken);
       if (typeof claims.exp === "number" && Number.isFinite(claims.exp)) exp = claims.exp * 1000;
       if (typeof claims.iat === "number" && Number.isFinite(claims.iat)) iat = claims.iat * 1000;
+      if (typeof claims.sub === "string" && claims.sub !== "") this.subjectSeen = claims.sub;
     } catch {
       /* not a JWT: handled below */
     }
@@ -861,21 +929,37 @@ export class Session extends EventEmitter {
     this.renewAt = null;
   }
 
+  /** A halt's reason as told in the log and in errors: a refused login says what to check. */
+  private haltText(reason: string): string {
+    return this._state === "halted-login-failed" ? `${reason}: check the account's phone number (or email) and password` : reason;
+  }
+
   private halt(state: "halted-login-failed" | "halted-superseded", reason: string): void {
     if (this._state === state) return;
     if (state === "halted-superseded" && this.pair) this.deadRefresh = this.pair.refreshToken;
+    if (state === "halted-superseded") {
+      let others: string | null = null;
+      try {
+        others = this.otherHolders?.() ?? null;
+      } catch {
+        /* a hint is not worth a failed halt */
+      }
+      if (others) reason = `${reason}; ${others}`;
+    }
     this.clearRenewal();
     this.setState(state, reason);
     // Written once per halt; the config node turns this event into an error a Catch node sees.
-    this.log.error(`session halted: ${reason}`);
-    this.emit("halt", new SessionHaltedError(state, reason));
+    this.log.error(`session halted: ${this.haltText(reason)}`);
+    this.emit("halt", new SessionHaltedError(state, this.haltText(reason)));
   }
 
-  private setState(state: SessionState, reason: string | null): void {
+  /** `detail`: a few words of the reason for a node status ("connection refused"), when there are. */
+  private setState(state: SessionState, reason: string | null, detail: string | null = null): void {
     if (this._state === "closed" && state !== "closed") return;
-    const changed = this._state !== state || this.reason !== reason;
+    const changed = this._state !== state || this.reason !== reason || this.detail !== detail;
     this._state = state;
     this.reason = reason;
+    this.detail = detail;
     if (changed) {
       this.since = this.clock.now();
       this.emit("state", this.snapshot());

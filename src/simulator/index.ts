@@ -59,6 +59,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
     state,
     faults,
     secret,
+    subClaim: options.subClaim !== false,
     baseUrl: () => url,
     isClosed: () => closed,
     descriptionOverride: null,

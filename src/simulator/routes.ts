@@ -160,6 +160,8 @@ export interface Runtime {
   state: SimState;
   faults: FaultStore;
   secret: Uint8Array;
+  /** Access tokens carry the account in `sub` (SimulatorOptions.subClaim). */
+  subClaim: boolean;
   /** Resolves after ms (real time); rejects with Closed when the simulator closes. */
   sleep(ms: number): Promise<void>;
   baseUrl(): string;
@@ -233,15 +235,18 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
     if (!header) return { claims: null, error: "Authorization header missing" };
     const m = /^Bearer ([A-Za-z0-9_.~+/=-]+)$/.exec(header.trim());
     if (!m) return { claims: null, error: "Authorization header is not 'Bearer <token>'" };
+    // Tokens issued without `sub` (subClaim: false) name their account through their record.
+    const withAccount = (claims: NonNullable<Call["claims"]>): Call["claims"] =>
+      rt.subClaim || claims.sub !== undefined || typeof claims.jti !== "string" ? claims : { ...claims, sub: state.accountOfAccessToken(claims.jti) ?? undefined };
     try {
       const { payload } = await jwtVerify(m[1]!, rt.secret, { algorithms: ["HS256"], currentDate: new Date(state.now()) });
-      return { claims: payload, error: null };
+      return { claims: withAccount(payload), error: null };
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === "ERR_JWT_EXPIRED") {
         // The signature was valid: keep the claims so the log and faults know the account.
-        const payload = JSON.parse(Buffer.from(m[1]!.split(".")[1] ?? "", "base64url").toString("utf8")) as Call["claims"];
-        return { claims: payload, error: "access token has expired" };
+        const payload = JSON.parse(Buffer.from(m[1]!.split(".")[1] ?? "", "base64url").toString("utf8")) as NonNullable<Call["claims"]>;
+        return { claims: withAccount(payload), error: "access token has expired" };
       }
       return { claims: null, error: "access token is invalid" };
     }
@@ -253,11 +258,8 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
   }
 
   async function signAccess(sub: string, sid: string, jti: string, iat: number, exp: number | null): Promise<string> {
-    const jwt = new SignJWT({ sid })
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject(sub)
-      .setJti(jti)
-      .setIssuedAt(iat);
+    const jwt = new SignJWT({ sid }).setProtectedHeader({ alg: "HS256", typ: "JWT" }).setJti(jti).setIssuedAt(iat);
+    if (rt.subClaim) jwt.setSubject(sub);
     if (exp !== null) jwt.setExpirationTime(exp);
     const token = await jwt.sign(rt.secret);
     rememberIssued(token);

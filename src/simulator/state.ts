@@ -250,6 +250,11 @@ export class SimState {
     return { ok: true, accountId: rec.accountId, sid: rec.sid, jti: rec.jti };
   }
 
+  /** The account an access token (by its jti) was issued to, or null when it is unknown. */
+  accountOfAccessToken(jti: string): string | null {
+    return this.accessTokens.get(jti)?.accountId ?? null;
+  }
+
   private current(accountId: string): Session | undefined {
     const sid = this.currentSession.get(accountId);
     return sid === undefined ? undefined : this.sessions.get(sid);

@@ -143,6 +143,11 @@ export interface SimulatorOptions {
   now?: () => number;
   /** HS256 secret for access tokens (default: random per start). */
   jwtSecret?: string;
+  /**
+   * Whether access tokens name the account in a `sub` claim (default true). The spec does not
+   * promise one: false serves tokens a client cannot tell accounts apart by.
+   */
+  subClaim?: boolean;
 }
 
 export interface SimulatorControl {
