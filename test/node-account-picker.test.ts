@@ -184,7 +184,7 @@ describe("a sign-in never reports success for a password that is not the account
     assert.equal(res.body.signedIn, undefined);
     assert.match(res.body.error, /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session, so nothing was sent/);
     assertNoSecret(res.text);
-    const list = await helper.request().post(`${ADMIN}/new-acc/devices`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(200);
+    const list = await helper.request().post(`${ADMIN}/new-acc/devices`).set(EDITOR_HEADERS).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(200);
     assert.equal(list.body.devices.length, 8, "the running session still serves the picker");
     assert.equal(logins(sim), 0, "no login");
   });
