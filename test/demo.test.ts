@@ -364,7 +364,7 @@ function killGroup(tree: StartedTree | null): void {
 // What an IDE's stop button, a process manager or `timeout` does: signal the `npm start` process
 // alone. npm passes SIGINT and SIGTERM to its own child only and dies of SIGHUP or SIGKILL without
 // passing anything on; the demo, Node-RED, the broker and the simulator must stop all the same
-// (docs/runtimes.md#the-demo-npm-start).
+// (docs/runtimes.md#stopping-the-demo).
 describe("demo (npm start): stopped from outside (a signal to npm alone, a parent that dies), it leaves no process and no port behind", function () {
   this.timeout(240_000);
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
