@@ -60,6 +60,7 @@
     function doorPicker(node, prefix, t, onDevice) {
         var sel = $("#" + prefix + "-door");
         var note = $("#" + prefix + "-door-note");
+        var detail = $("#" + prefix + "-door-detail");
         var refreshBtn = $("#" + prefix + "-door-refresh");
         var accountSel = $("#node-input-account");
         var devices = [];
@@ -81,15 +82,23 @@
         function deviceIdentity(d) {
             return identityOf(d.id, d.name || "", d.locationName || "");
         }
+        // What the select shows: the door's name and location only, so that the chosen door fits
+        // the select at the dialog's default width (docs/doors.md#picking-a-door-in-the-editor);
+        // its online state, locks and id are in the line under the select (detailText). The id
+        // is added only to tell apart doors of the same name at the same location.
         function doorText(door) {
             var name = door.doorName || t("picker.unnamed", { id: door.deviceId });
-            return door.doorLocation ? door.doorLocation + " / " + name : name;
+            return door.doorLocation ? name + " \u2014 " + door.doorLocation : name;
         }
         function optionText(d) {
-            var parts = [d.name || t("picker.unnamed", { id: d.id })];
-            if (d.locationName) {
-                parts[0] += " \u2014 " + d.locationName;
-            }
+            var text = doorText(deviceIdentity(d));
+            var twins = devices.filter(function (o) {
+                return (o.name || "") === (d.name || "") && (o.locationName || "") === (d.locationName || "");
+            });
+            return twins.length > 1 ? text + " \u00b7 " + t("picker.id", { id: d.id }) : text;
+        }
+        function detailText(d) {
+            var parts = [];
             if (d.online === true) {
                 parts.push(t("picker.online"));
             } else if (d.online === false) {
@@ -105,6 +114,27 @@
             }
             parts.push(t("picker.id", { id: d.id }));
             return parts.join(" \u00b7 ");
+        }
+        // The line under the select: the chosen door's online state, locks and id; for a kept door
+        // that the list does not show, its id and that it is not in the list.
+        function showDetail() {
+            var v = sel.val();
+            var text = "";
+            if (v && v.indexOf("dev:") === 0 && devices[Number(v.slice(4))]) {
+                text = detailText(devices[Number(v.slice(4))]);
+            } else if (v === "kept" && current) {
+                var parts = [];
+                if (current.deviceId !== "") {
+                    parts.push(t("picker.id", { id: current.deviceId }));
+                }
+                if (loaded) {
+                    parts.push(t("picker.not-in-list"));
+                }
+                text = parts.join(" \u00b7 ");
+            }
+            detail.text(text).toggle(text !== "");
+            // The whole text on hover, should a long door name still be cut.
+            sel.attr("title", sel.find("option:selected").text() || "");
         }
         // Index of the device that is the kept door, or -1. The id and the
         // identity must agree; a door stored by id only (or by name only)
@@ -142,14 +172,7 @@
             $("<option>").val("none").text(t("picker.none")).appendTo(sel);
             var match = findCurrent();
             if (current && match === -1) {
-                var text = doorText(current);
-                if (current.deviceId !== "") {
-                    text += " \u00b7 " + t("picker.id", { id: current.deviceId });
-                }
-                if (loaded) {
-                    text += " " + t("picker.not-in-list");
-                }
-                $("<option>").val("kept").text(text).appendTo(sel);
+                $("<option>").val("kept").text(doorText(current)).appendTo(sel);
             }
             devices.forEach(function (d, i) {
                 $("<option>").val("dev:" + i).text(optionText(d)).appendTo(sel);
@@ -164,6 +187,7 @@
                 sel.val("dev:" + match);
             }
             $("#" + prefix + "-door-kept").toggle(loaded && !!current && match === -1);
+            showDetail();
             onDevice(match === -1 ? null : devices[match], false);
         }
         function setNote(text, level) {
@@ -270,6 +294,7 @@
             // "kept": the door stays as it was.
             var changed = JSON.stringify(before) !== JSON.stringify(current);
             $("#" + prefix + "-door-kept").toggle(v === "kept" && loaded);
+            showDetail();
             onDevice(device, changed);
         });
         refreshBtn.on("click", function (evt) {

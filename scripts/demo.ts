@@ -19,7 +19,8 @@
  * there; `startDemo` checks that it can be resolved and gives the panel's address.
  *
  * Every start wipes and rewrites the user directory: nothing stale (flows, session token
- * files, audit log) survives from a previous run. Ctrl-C stops everything it started.
+ * files, audit log) survives from a previous run. Ctrl-C stops everything it started; so do
+ * SIGTERM and SIGHUP, and the end of the process that started it (npm): see main().
  *
  * Programmatic use (tests): `startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0 })`.
  */
@@ -302,6 +303,9 @@ export function nodeRedScript(): string {
   return require.resolve(`${nodeRedPackage()}/red.js`, { paths: [REPO_ROOT] });
 }
 
+/** Preloaded into Node-RED: it stops when its stdin (a pipe from this process) closes. */
+const STOP_WITH_PARENT = path.join(__dirname, "stop-with-parent.js");
+
 export interface NodeRedProcess {
   child: ChildProcess;
   exited: Promise<void>;
@@ -319,9 +323,12 @@ export interface NodeRedProcess {
  */
 export async function startNodeRed(o: { userDir: string; settings: string; port: number; onLog?: (line: string) => void; timeoutMs?: number }): Promise<NodeRedProcess> {
   const instance = randomBytes(16).toString("hex");
-  const child = spawn(process.execPath, [nodeRedScript(), "-u", o.userDir, "-s", o.settings], {
+  // stdin is a pipe this process holds and never writes to: when this process is gone, however
+  // it ended, the pipe closes and the preloaded stop-with-parent stops Node-RED (an orphaned
+  // Node-RED would keep the editor port).
+  const child = spawn(process.execPath, ["-r", STOP_WITH_PARENT, nodeRedScript(), "-u", o.userDir, "-s", o.settings], {
     cwd: o.userDir,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, NODE_RED_ENABLE_PROJECTS: "false", NODE_OPTIONS: "", [INSTANCE_ENV]: instance },
   });
   let out = "";
@@ -335,6 +342,7 @@ export async function startNodeRed(o: { userDir: string; settings: string; port:
   };
   child.stdout!.on("data", onData);
   child.stderr!.on("data", onData);
+  child.stdin!.on("error", () => undefined); // never written to
   let exited = child.exitCode !== null;
   const exitP = new Promise<void>((resolve) => child.once("exit", () => { exited = true; resolve(); }));
 
@@ -613,6 +621,42 @@ export function parseArgs(argv: string[]): DemoOptions {
   return o;
 }
 
+/** The current parent process id from /proc (Linux); null where there is no /proc. */
+function currentParentPid(): number | null {
+  try {
+    const stat = fs.readFileSync("/proc/self/stat", "utf8");
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    return Number.isInteger(ppid) ? ppid : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Calls `onGone` once the process that started this one has ended (polled every `intervalMs`).
+ * `process.ppid` is read once at start-up; an orphan is given a new parent (init or a subreaper),
+ * which /proc shows at once; elsewhere, the old parent no longer existing says the same (a parent
+ * that has ended but was not reaped still exists for `kill(pid, 0)`, hence /proc first).
+ * Started by init (pid 1) there is no parent to outlive: nothing is watched.
+ */
+export function watchParent(onGone: () => void, intervalMs = 500): () => void {
+  const parent = process.ppid;
+  if (parent <= 1) return () => undefined;
+  const gone = (): boolean => {
+    const now = currentParentPid();
+    if (now !== null) return now !== parent;
+    return !processAlive(parent);
+  };
+  const timer = setInterval(() => {
+    if (!gone()) return;
+    clearInterval(timer);
+    onGone();
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
 async function main(): Promise<void> {
   let demo: RunningDemo | null = null;
   let exiting = false;
@@ -622,29 +666,17 @@ async function main(): Promise<void> {
     process.stdout.write("\nStopping Node-RED, the MQTT broker and the simulator...\n");
     void (demo?.stop() ?? Promise.resolve()).finally(() => process.exit(code));
   };
-  process.on("SIGINT", () => shutdown(0));
-  process.on("SIGTERM", () => shutdown(0));
+  // Ctrl-C, `kill`, a closed terminal.
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => shutdown(0));
   // Whoever reads our output may be gone (see below): a closed pipe must not end this process
   // before it has stopped Node-RED.
   process.stdout.on("error", () => undefined);
   process.stderr.on("error", () => undefined);
-  // `npm start` runs `sh -c "npm run build && node dist/scripts/demo.js"`. A process manager, an
-  // IDE's stop button or `timeout` signals npm alone, and sh passes nothing on: this process and
-  // its Node-RED would stay behind, holding the ports. So, under npm, stop when the parent is gone
-  // (`process.ppid` is fixed at start-up, so ask whether that process still exists).
-  if (process.env.npm_lifecycle_event) {
-    const parent = process.ppid;
-    const watch = setInterval(() => {
-      try {
-        process.kill(parent, 0);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== "ESRCH") return;
-        clearInterval(watch);
-        shutdown(0);
-      }
-    }, 500);
-    watch.unref();
-  }
+  // `npm start` runs `sh -c "npm run build && exec node dist/scripts/demo.js"`: the `exec` makes
+  // this process npm's own child, so the SIGINT and SIGTERM npm passes on reach it (sh would
+  // keep a SIGINT to itself and wait for us). npm dies of SIGHUP and SIGKILL without passing
+  // anything on: so, whoever started this process, stop when it is gone.
+  watchParent(() => shutdown(0));
 
   demo = await startDemo(parseArgs(process.argv.slice(2)));
   if (exiting) return;
@@ -664,7 +696,7 @@ async function main(): Promise<void> {
       `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
       `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 08, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,
-      "Stop:              Ctrl-C stops Node-RED, the broker and the simulator.",
+      "Stop:              Ctrl-C stops Node-RED, the broker and the simulator (so does stopping npm start).",
       line,
       "",
     ].join("\n"),

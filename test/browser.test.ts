@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Locator, Page } from "playwright-core";
 import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import { checkTextFits } from "./helpers/layout-check.js";
 import { nodeRedPackage, nodeRedVersion } from "./helpers/runtime.js";
 import { recordForLeakScan } from "./hooks/leak-scan.js";
 
@@ -349,9 +350,11 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     const options = await door.locator("option").allInnerTexts();
     recordForLeakScan("door picker options", options);
     assert.ok(options.some((o) => /^Garage\b/.test(o)), `the account's doors: ${JSON.stringify(options)}`);
-    const front = await door.locator("option", { hasText: /^Front Door\b.*id 101/ }).getAttribute("value");
+    // Each door by name and location; the picked one's state and id in the line under the picker.
+    const front = await door.locator("option", { hasText: /^Front Door \u2014 Main Street 1$/ }).getAttribute("value");
     assert.ok(front, `Front Door offered: ${JSON.stringify(options)}`);
     await door.selectOption(front);
+    assert.match(await page.locator("#door-unlock-door-detail").innerText(), /\bid 101\b/);
     await page.locator("#node-input-name").click(); // moves focus off the select
     await screenshot("browser-door-picker.png");
     await page.locator("#node-dialog-ok").click(); // "Done"
@@ -441,6 +444,91 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
       fs.copyFileSync(readme, DOCS_SCREENSHOT);
     }
     assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, "no error in Node-RED's log or in the page");
+  });
+
+  // ---- texts cut off in the dialogs ----------------------------------------------------
+
+  const TOP_TRAY = "#red-ui-editor-stack > .red-ui-tray:last-child";
+
+  /** Waits until the dialog on top has stopped sliding in; its width. */
+  async function steadyTrayWidth(): Promise<number> {
+    let last = "";
+    for (let same = 0, deadline = Date.now() + STEP_MS; same < 3 && Date.now() < deadline; ) {
+      await page.waitForTimeout(150);
+      const box = await page.locator(TOP_TRAY).boundingBox();
+      const now = JSON.stringify(box);
+      same = now === last ? same + 1 : 0;
+      last = now;
+    }
+    return (JSON.parse(last) as { width: number }).width;
+  }
+
+  /**
+   * Node-RED opens an edit dialog 500 px wide, or as wide as its form needs: its own tips
+   * (.form-tips, max-width 450 px) make most dialogs a little wider (508 px on Node-RED 4, 526 px
+   * on 5). A row of ours wider than such a tip would widen the dialog further; none may be.
+   */
+  async function assertRowsNoWiderThanTips(what: string): Promise<void> {
+    const w = await page.evaluate((tray) => {
+      const maxContent = (el: HTMLElement): number => {
+        const old = el.style.width;
+        el.style.width = "max-content";
+        const width = el.getBoundingClientRect().width;
+        el.style.width = old;
+        return width;
+      };
+      const shown = (sel: string) => Array.from(document.querySelectorAll<HTMLElement>(`${tray} ${sel}`)).filter((el) => el.getClientRects().length > 0);
+      const tips = Math.max(...shown(".form-tips").map(maxContent));
+      const rows = shown(".form-row").map((el) => ({ width: maxContent(el), row: (el.innerText || el.id).trim().split("\n")[0] ?? "" }));
+      return { tips, widest: rows.sort((a, b) => b.width - a.width)[0]! };
+    }, TOP_TRAY);
+    assert.ok(w.tips > 0, `${what}: a tip is shown`);
+    assert.ok(w.widest.width <= w.tips + 0.5, `${what}: the row "${w.widest.row}" needs ${w.widest.width} px, wider than Node-RED's tips (${w.tips} px): it widens the dialog beyond its default`);
+  }
+
+  /** Every text, choice and placeholder of the dialog on top shown in full (test/helpers/layout-check.ts). */
+  async function assertDialogTextFits(what: string): Promise<void> {
+    const report = await page.evaluate(checkTextFits, `${TOP_TRAY} .red-ui-tray-body`);
+    assert.ok(report.checked > 5, `${what}: texts looked at (${report.checked})`);
+    assert.deepEqual(report.problems, [], `${what}: texts cut off`);
+  }
+
+  // The texts of our dialogs are checked at the width Node-RED opens them with (a user cannot make
+  // a dialog narrower than that), as laid out by the browser, not by reading the HTML.
+  it("at Node-RED's default dialog width, the door-unlock and door-account dialogs show every text, door, choice and placeholder in full", async () => {
+    await scrollWorkspaceHome();
+    await openEditDialog(unlockId);
+    await page.waitForFunction(() => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await steadyTrayWidth();
+    await assertRowsNoWiderThanTips("door-unlock dialog");
+    const door = page.locator("#door-unlock-door");
+    assert.match(await door.locator("option:checked").innerText(), /^Front Door\b/);
+    assert.match(await page.locator("#door-unlock-door-detail").innerText(), /\bonline\b.*\bid 101\b/, "the picked door's state and id under the picker");
+    await assertDialogTextFits("door-unlock dialog, Front Door picked");
+    await screenshot("browser-dialog-door-unlock.png");
+    // A door with two locks: the lock choice appears beside the lock id.
+    await door.selectOption(await door.locator("option", { hasText: /^Garage\b/ }).getAttribute("value"));
+    await page.locator("#door-unlock-lock").waitFor({ state: "visible" });
+    await assertDialogTextFits("door-unlock dialog, Garage (two locks) picked");
+
+    // The account, from the pencil beside it (Node-RED 4/5: -edit-; older editors: the lookup button).
+    await page.locator("#node-input-edit-account, #node-input-btn-account-edit, #node-input-lookup-account").first().click();
+    await page.locator("#node-config-input-baseUrl").waitFor({ state: "visible" });
+    await steadyTrayWidth();
+    await assertRowsNoWiderThanTips("door-account dialog");
+    await assertDialogTextFits("door-account dialog");
+    await screenshot("browser-dialog-door-account.png");
+    await page.locator("#node-config-input-loginMethod").selectOption("email");
+    await page.locator("#node-config-input-sessionStore").selectOption("redis");
+    await page.locator("#node-config-input-redisUrl").waitFor({ state: "visible" });
+    await assertDialogTextFits("door-account dialog, email login and Redis store");
+    await screenshot("browser-dialog-door-account-redis.png");
+    await page.locator("#node-config-dialog-cancel").click();
+    await page.locator("#node-config-input-baseUrl").waitFor({ state: "detached" });
+    await page.locator("#node-dialog-cancel").click();
+    await page.locator("#node-dialog-ok").waitFor({ state: "detached" });
+    const [kept] = (await editorNodes("door-unlock")).filter((n) => n.id === unlockId);
+    assert.equal(kept?.deviceId, 101, "cancelled: the door stays Front Door");
   });
 });
 

