@@ -691,7 +691,7 @@ async function main(): Promise<void> {
       `Door simulator:    ${demo.simUrl}   (demo seed: doors 101 Front Door ... 107 Garage, 201 Shared Lobby)`,
       `  control surface: ${demo.simUrl}/_sim/requests  /_sim/counts  /_sim/devices/101  (see door-access-sim --help)`,
       `MQTT broker:       ${demo.mqttUrl ?? "none"}`,
-      `Demo account:      ${DEMO_ACCOUNT.email} (phone number and password: README, "The simulator"; never printed)`,
+      `Demo account:      ${DEMO_ACCOUNT.email} (phone number and password: docs/simulator.md, "Demo accounts"; never printed)`,
       `                   preconfigured as "Demo account (simulator)": ${acc.state}${acc.reason ? ` (${acc.reason})` : ""}`,
       `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
       `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 08, Dashboard 2; open it on a phone or a narrow window)" : ""}`,

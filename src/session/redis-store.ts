@@ -62,7 +62,7 @@ interface StoredRecord extends SealedPair {
 
 /**
  * The work factor of the pair's sealing key: scrypt, memory-hard (128 MiB and about a quarter
- * of a second per guess on one core here; README "Redis: a copied value"). Computed once per
+ * of a second per guess on one core here; docs/session.md#the-redis-session-store). Computed once per
  * account per process, at the first load or save, never on the unlock path.
  */
 export const PAIR_SCRYPT = { N: 1 << 17, r: 8, p: 1, maxmem: 256 * 1024 * 1024 } as const;

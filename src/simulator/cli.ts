@@ -26,7 +26,7 @@ Control surface (same listener, loopback only; not in the request log):
   GET    /_sim/requests[?operation=&accountId=&deviceId=]   DELETE /_sim/requests
   GET    /_sim/counts                      POST /_sim/rate-limit {"capacity": n, "refillPerSec": n} | false
 
-Demo seed: account "demo" (demo@example.com; phone number and password in the README),
+Demo seed: account "demo" (demo@example.com; phone number and password in docs/simulator.md, "Demo accounts"),
 doors 101-107 and 201 (see src/simulator/seed.ts).
 `;
 
@@ -106,7 +106,7 @@ export function banner(sim: RunningSimulator, seedFile?: string): string {
   } else {
     lines.push(
       // The phone number and password are in the README and the seed, never printed.
-      `  Demo account (built-in demo seed): ${DEMO_ACCOUNT.email}; its phone number and password are in the README ("The simulator")`,
+      `  Demo account (built-in demo seed): ${DEMO_ACCOUNT.email}; its phone number and password are in docs/simulator.md ("Demo accounts")`,
       `  Demo doors: ${Object.values(DEMO_DOORS).filter((id) => id !== DEMO_DOORS.notVisible).join(", ")}`,
     );
   }
