@@ -1,6 +1,7 @@
 /** The /_sim control surface over HTTP, the control object's account actions, loopback-only start, seeds. */
 import { strict as assert } from "node:assert";
-import { demoSeed, isLoopbackHost, startSimulator, validateSeed, type RunningSimulator, type Seed } from "../src/simulator/index.js";
+import { demoSeed, startSimulator, validateSeed, type RunningSimulator, type Seed } from "../src/simulator/index.js";
+import { isLoopbackHost } from "../src/util/loopback.js";
 import { DEMO_ACCOUNT, assertError, call, login, refresh, withSim } from "./simulator-helpers.js";
 
 describe("simulator: control surface over HTTP (/_sim)", () => {
@@ -140,6 +141,12 @@ describe("simulator: start-up guards and seeds", () => {
     assert.equal(isLoopbackHost("::"), false);
     assert.equal(isLoopbackHost("10.0.0.1"), false);
     assert.equal(isLoopbackHost("localhost.example.com"), false);
+  });
+
+  it("holds the listen host to the one loopback rule: an IPv4-mapped address, an octet over 255 or a FQDN localhost is refused", async () => {
+    for (const host of ["::ffff:127.0.0.1", "[::ffff:127.0.0.1]", "127.0.0.256", "127.1", "localhost."]) {
+      await assert.rejects(startSimulator({ host, port: 0 }), /refuses to listen on non-loopback host/, host);
+    }
   });
 
   it("starts on other loopback forms (localhost, 127.0.0.2)", async () => {
