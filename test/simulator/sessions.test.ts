@@ -1,11 +1,11 @@
 /** Session state table of the spec: login, superseding, refresh rotation, logout, token expiry. */
 import { strict as assert } from "node:assert";
 import { SignJWT } from "jose";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim,
   type LoginVia,
-} from "./simulator-helpers.js";
+} from "../helpers/simulator.js";
 
 const VIAS: LoginVia[] = ["login", "loginByPhone", "loginByEmail"];
 

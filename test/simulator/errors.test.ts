@@ -1,10 +1,10 @@
 /** The spec's error table as the simulator produces it: 400, 401, 404/405/413, 429 and the request log. */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, login, refresh, withSim,
   type CallOptions,
-} from "./simulator-helpers.js";
+} from "../helpers/simulator.js";
 
 const PHONE = DEMO_ACCOUNT.phoneNumber;
 const PW = DEMO_ACCOUNT.password;

@@ -1,8 +1,8 @@
 /** The /_sim control surface over HTTP, the control object's account actions, loopback-only start, seeds. */
 import { strict as assert } from "node:assert";
-import { demoSeed, startSimulator, validateSeed, type RunningSimulator, type Seed } from "../src/simulator/index.js";
-import { isLoopbackHost } from "../src/util/loopback.js";
-import { DEMO_ACCOUNT, assertError, call, login, refresh, withSim } from "./simulator-helpers.js";
+import { demoSeed, startSimulator, validateSeed, type RunningSimulator, type Seed } from "../../src/simulator/index.js";
+import { isLoopbackHost } from "../../src/util/loopback.js";
+import { DEMO_ACCOUNT, assertError, call, login, refresh, withSim } from "../helpers/simulator.js";
 
 describe("simulator: control surface over HTTP (/_sim)", () => {
   let sim: RunningSimulator;

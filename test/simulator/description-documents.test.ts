@@ -1,8 +1,8 @@
 /** The docs paths: OpenAPI JSON/YAML with X-Spec-Source and ETag/304, the pinned copy, llms.txt, the YAML emitter. */
 import { strict as assert } from "node:assert";
-import { OPERATIONS } from "../src/spec/schemas.js";
-import { toYaml, type RunningSimulator } from "../src/simulator/index.js";
-import { assertError, call, withSim } from "./simulator-helpers.js";
+import { OPERATIONS } from "../../src/spec/schemas.js";
+import { toYaml, type RunningSimulator } from "../../src/simulator/index.js";
+import { assertError, call, withSim } from "../helpers/simulator.js";
 
 // js-yaml comes with mocha (a dev dependency); used only to check the emitter's output.
 const yaml = require("js-yaml") as { load(text: string): unknown };

@@ -5,10 +5,10 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { request } from "undici";
-import { demoSeed } from "../src/simulator/index.js";
-import { DEMO_ACCOUNT, claims } from "./simulator-helpers.js";
+import { demoSeed } from "../../src/simulator/index.js";
+import { DEMO_ACCOUNT, claims } from "../helpers/simulator.js";
 
-const BIN = resolve(__dirname, "..", "..", "bin", "door-access-sim.js");
+const BIN = resolve(__dirname, "..", "..", "..", "bin", "door-access-sim.js");
 
 interface Started { child: ChildProcess; url: string; stdout: () => string }
 

@@ -1,8 +1,8 @@
 /** Ownership, device list, locations, getDevice and the two unlock operations. */
 import { strict as assert } from "node:assert";
-import { Device, DeviceList, LocationList } from "../src/spec/schemas.js";
-import { DEMO_DOORS, type RunningSimulator } from "../src/simulator/index.js";
-import { FakeClock, OTHER_ACCOUNT, assertError, call, login, withSim } from "./simulator-helpers.js";
+import { Device, DeviceList, LocationList } from "../../src/spec/schemas.js";
+import { DEMO_DOORS, type RunningSimulator } from "../../src/simulator/index.js";
+import { FakeClock, OTHER_ACCOUNT, assertError, call, login, withSim } from "../helpers/simulator.js";
 
 describe("simulator: devices, locations and unlocks", () => {
   let sim: RunningSimulator;

@@ -1,9 +1,9 @@
 /** Injected faults: every kind, matching by endpoint/device/account, counts, and what executes. */
 import { strict as assert } from "node:assert";
 import { request } from "undici";
-import type { FaultKind, RunningSimulator } from "../src/simulator/index.js";
-import { DeviceList } from "../src/spec/schemas.js";
-import { DEMO_ACCOUNT, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim } from "./simulator-helpers.js";
+import type { FaultKind, RunningSimulator } from "../../src/simulator/index.js";
+import { DeviceList } from "../../src/spec/schemas.js";
+import { DEMO_ACCOUNT, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim } from "../helpers/simulator.js";
 
 describe("simulator: faults", () => {
   let sim: RunningSimulator;
