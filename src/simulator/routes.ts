@@ -9,7 +9,7 @@
  *   routes/docs.ts      /openapi.json, /openapi.yaml, /openapi.pinned.json, /llms.txt
  *   routes/control.ts   /_sim/* (docs/simulator.md#control-api)
  *
- * Every /api and docs request is written to the request log (docs/simulator.md#running-it); it
+ * Every /api and docs request is written to the request log (docs/simulator.md#request-log); it
  * keeps the names of the request's headers and the value of If-None-Match, never another
  * header's value (an Authorization header shows as its name only). /_sim requests are not logged.
  */

@@ -26,6 +26,8 @@
  *
  * The function refers to nothing outside its own body, so its source can be embedded in the
  * editor as it is (`isLoopbackHost.toString()`).
+ *
+ * docs/simulator.md#loopback-only; the base URL rule: docs/nodes.md#door-account
  */
 export function isLoopbackHost(host: string): boolean {
   if (typeof host !== "string") return false;

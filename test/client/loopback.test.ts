@@ -1,7 +1,7 @@
 /**
  * The loopback rule (src/util/loopback.ts): which hosts may use plain http://. Checked over one
  * table of hosts (test/helpers/loopback-hosts.ts), both as typed and as the WHATWG URL parser
- * gives them, since the parsed hostname is what the connection uses. docs/simulator.md#running-it
+ * gives them, since the parsed hostname is what the connection uses. docs/simulator.md#loopback-only
  */
 import { strict as assert } from "node:assert";
 import { isLoopbackHost } from "../../src/util/loopback.js";

@@ -1,5 +1,5 @@
 /**
- * The table of hosts the loopback rule is tested over (docs/simulator.md#running-it states the
+ * The table of hosts the loopback rule is tested over (docs/simulator.md#loopback-only states the
  * rule for the simulator; src/util/loopback.ts explains each choice). Shared so that every copy
  * of the rule (the client, the simulator, the editor) is held to the same rows.
  *

@@ -2,7 +2,7 @@
  * The pipeline every /api call goes through, whichever route group runs it: match the path
  * (paths and methods from the service's operation table), read the body (at most 64 KiB),
  * identify the caller, apply an injected fault, take a rate-limit token, run the operation,
- * answer. docs/simulator.md#running-it
+ * answer. docs/simulator.md#requests-and-errors
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { OPERATIONS, type OperationId } from "../../spec/schemas.js";

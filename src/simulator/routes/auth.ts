@@ -2,7 +2,7 @@
  * The authentication routes (operations 1-5: the three logins, refresh, logout) and how the
  * simulator tells who is calling any /api operation: the bearer access token, the account
  * behind a call, and the key of its rate-limit bucket.
- * docs/simulator.md#running-it (one session per account, tokens, rate limit)
+ * docs/simulator.md#sessions-and-tokens, docs/simulator.md#rate-limit
  */
 import type { IncomingMessage } from "node:http";
 import { jwtVerify, SignJWT } from "jose";

@@ -1,7 +1,7 @@
 /**
  * What the simulator's route groups share: the runtime they run against, the result of an
  * /api operation, the `{ status, title, detail }` error body, reading a request body (at most
- * 64 KiB) and writing an answer. docs/simulator.md#running-it
+ * 64 KiB) and writing an answer. docs/simulator.md#requests-and-errors
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { z } from "zod";

@@ -1,7 +1,7 @@
 /**
  * The device and location routes (operations 6, 9, 10): what an account sees. An account sees
  * its own company's doors and the doors it holds a key to; reading one door needs a key.
- * docs/simulator.md#running-it (doors) and docs/simulator.md#demo-accounts
+ * docs/simulator.md#doors and docs/simulator.md#demo-accounts
  */
 import type { DoorRecord } from "../state.js";
 import { errorResult, type Call, type Operation, type Result, type Runtime } from "./common.js";

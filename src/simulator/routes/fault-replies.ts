@@ -1,7 +1,7 @@
 /**
  * How an injected fault answers an /api call (the faults themselves are kept in ../faults.ts):
  * a status, a dropped connection, a broken body, or the real answer sent slowly.
- * docs/simulator.md#control-api (faults)
+ * docs/simulator.md#faults
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { TOKEN_OPERATIONS } from "../faults.js";

@@ -1,7 +1,7 @@
 /**
  * The unlock routes (operations 7 and 8). A key to the whole door opens it; a key to some locks
  * opens only those; an offline door answers 503. Each executed unlock is recorded on the door
- * (GET /_sim/devices/<id>). docs/simulator.md#running-it (doors)
+ * (GET /_sim/devices/<id>). docs/simulator.md#doors
  */
 import { errorResult, type Operation, type Runtime } from "./common.js";
 import { visibleDoor } from "./devices.js";
