@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { Socket } from "node:net";
+import { isLoopbackHost } from "../util/loopback.js";
 import { FaultStore } from "./faults.js";
 import { Closed, createHandler, type Runtime } from "./routes.js";
 import { demoSeed, validateSeed } from "./seed.js";
@@ -24,16 +25,9 @@ export const DEFAULT_ACCESS_TTL_SEC = 48 * 3600;
 export const DEFAULT_REFRESH_TTL_SEC = 30 * 24 * 3600;
 export const DEFAULT_RATE_LIMIT = { capacity: 1000, refillPerSec: 500 };
 
-/** True for 127.0.0.0/8, ::1 and localhost. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1");
-  if (h === "localhost" || h === "::1" || h === "0:0:0:0:0:0:0:1") return true;
-  if (/^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
-
 export async function startSimulator(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   const host = options.host ?? "127.0.0.1";
+  // The one loopback rule (src/util/loopback.ts), on the listen address as given.
   if (!isLoopbackHost(host) && options.allowRemoteControl !== true) {
     throw new Error(
       `door-access-sim refuses to listen on non-loopback host ${JSON.stringify(host)}: its /_sim control surface ` +

@@ -1,9 +1,9 @@
-/** The /_sim control surface over HTTP, the control object's account actions, loopback-only start, seeds. */
+/** The /_sim control API over HTTP. docs/simulator.md#control-api */
 import { strict as assert } from "node:assert";
-import { demoSeed, isLoopbackHost, startSimulator, validateSeed, type RunningSimulator, type Seed } from "../src/simulator/index.js";
-import { DEMO_ACCOUNT, assertError, call, login, refresh, withSim } from "./simulator-helpers.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { assertError, call, login, refresh, withSim } from "../helpers/simulator.js";
 
-describe("simulator: control surface over HTTP (/_sim)", () => {
+describe("simulator control API: the /_sim routes inject faults, switch doors, end sessions, read the request log and counts and set the rate limit; unknown routes 404, wrong methods 405 (docs/simulator.md#control-api)", () => {
   let sim: RunningSimulator;
   let token: string;
   beforeEach(async () => {
@@ -124,70 +124,5 @@ describe("simulator: control surface over HTTP (/_sim)", () => {
   it("unknown control routes are 404 and wrong methods 405", async () => {
     assertError(await call(sim, "GET", "/_sim/nothing"), 404);
     assertError(await call(sim, "PUT", "/_sim/counts"), 405);
-  });
-});
-
-describe("simulator: start-up guards and seeds", () => {
-  it("refuses a non-loopback host unless allowRemoteControl", async () => {
-    await assert.rejects(startSimulator({ host: "0.0.0.0", port: 0 }), /refuses to listen on non-loopback host "0.0.0.0"/);
-    await assert.rejects(startSimulator({ host: "192.168.1.10", port: 0 }), /allowRemoteControl/);
-    assert.equal(isLoopbackHost("127.0.0.1"), true);
-    assert.equal(isLoopbackHost("127.3.2.1"), true);
-    assert.equal(isLoopbackHost("::1"), true);
-    assert.equal(isLoopbackHost("[::1]"), true);
-    assert.equal(isLoopbackHost("localhost"), true);
-    assert.equal(isLoopbackHost("0.0.0.0"), false);
-    assert.equal(isLoopbackHost("::"), false);
-    assert.equal(isLoopbackHost("10.0.0.1"), false);
-    assert.equal(isLoopbackHost("localhost.example.com"), false);
-  });
-
-  it("starts on other loopback forms (localhost, 127.0.0.2)", async () => {
-    for (const host of ["localhost", "127.0.0.2"]) {
-      const sim = await startSimulator({ host, port: 0 });
-      try {
-        assert.ok(sim.url.startsWith(`http://${host}:`), sim.url);
-        const r = await call(sim, "POST", "/api/auth/login-by-phone", { json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
-        assert.equal(r.status, 200);
-      } finally {
-        await sim.close();
-      }
-    }
-  });
-
-  it("validates seeds with clear messages", () => {
-    const broken = (change: (s: Seed) => void): Seed => {
-      const s = demoSeed();
-      change(s);
-      return s;
-    };
-    assert.throws(() => validateSeed(broken((s) => { s.doors[0]!.locationId = 999; })), /doors\[0\]\.locationId|unknown location 999/);
-    assert.throws(() => validateSeed(broken((s) => { s.doors[1]!.id = 101; })), /duplicate id 101/);
-    assert.throws(() => validateSeed(broken((s) => { s.accounts[0]!.phoneNumber = "555"; })), /phoneNumber/);
-    assert.throws(() => validateSeed(broken((s) => { s.keys.push({ accountId: "demo", deviceId: 106, lockIds: [7] }); })), /door 106 has no lock 7/);
-    assert.throws(() => validateSeed(broken((s) => { s.keys.push({ accountId: "ghost", deviceId: 106 }); })), /unknown account ghost/);
-    assert.throws(() => validateSeed({ companies: [] }), /invalid seed/);
-    assert.equal(validateSeed(demoSeed()).doors.length, 9);
-  });
-
-  it("runs a custom seed", async () => {
-    const seed: Seed = {
-      companies: [{ id: 5, name: "Acme" }],
-      locations: [{ id: 50, companyId: 5, name: "Depot" }],
-      doors: [{ id: 7, locationId: 50, name: "Gate" }],
-      accounts: [{ id: "acme", companyId: 5, email: "ops@acme.test", password: "pw" }],
-      keys: [{ accountId: "acme", deviceId: 7 }],
-    };
-    const sim = await startSimulator({ seed });
-    try {
-      const r = await call(sim, "POST", "/api/auth/login-by-email", { json: { email: "ops@acme.test", password: "pw" } });
-      assert.equal(r.status, 200);
-      const d = await call(sim, "GET", "/api/user/device", { token: r.json.AccessToken });
-      assert.deepEqual(d.json.map((x: { id: number; name: string }) => [x.id, x.name]), [[7, "Gate"]]);
-      assert.equal((await call(sim, "PUT", "/api/device/7/unlock/1", { token: r.json.AccessToken })).status, 200);
-    } finally {
-      await sim.close();
-    }
-    await assert.rejects(startSimulator({ seed: { ...seed, keys: [{ accountId: "acme", deviceId: 8 }] } }), /unknown door 8/);
   });
 });

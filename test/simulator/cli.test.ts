@@ -1,14 +1,14 @@
-/** The bin: bin/door-access-sim.js started as a child process. */
+/** The command line: bin/door-access-sim.js started as a child process. docs/simulator.md#running-it */
 import { strict as assert } from "node:assert";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { request } from "undici";
-import { demoSeed } from "../src/simulator/index.js";
-import { DEMO_ACCOUNT, claims } from "./simulator-helpers.js";
+import { demoSeed } from "../../src/simulator/index.js";
+import { DEMO_ACCOUNT, claims } from "../helpers/simulator.js";
 
-const BIN = resolve(__dirname, "..", "..", "bin", "door-access-sim.js");
+const BIN = resolve(__dirname, "..", "..", "..", "bin", "door-access-sim.js");
 
 interface Started { child: ChildProcess; url: string; stdout: () => string }
 
@@ -54,7 +54,7 @@ async function loginDemo(url: string): Promise<{ status: number; json: any }> {
   return { status: res.statusCode, json: await res.body.json() };
 }
 
-describe("simulator: bin/door-access-sim.js", function () {
+describe("simulator command line: door-access-sim serves on the port it is given, prints its address and the demo email (never a phone number or password), refuses a bad seed or a non-loopback host, stops on SIGINT or SIGTERM (docs/simulator.md#running-it)", function () {
   this.timeout(20_000);
   const children: ChildProcess[] = [];
   let dir: string;

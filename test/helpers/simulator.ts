@@ -1,8 +1,8 @@
 /** Shared helpers of the simulator tests (not a test file itself). */
 import { strict as assert } from "node:assert";
 import { request } from "undici";
-import { startSimulator, DEMO_ACCOUNT, OTHER_ACCOUNT } from "../src/simulator/index.js";
-import type { RunningSimulator, SimulatorOptions } from "../src/simulator/index.js";
+import { startSimulator, DEMO_ACCOUNT, OTHER_ACCOUNT } from "../../src/simulator/index.js";
+import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
 
 export { DEMO_ACCOUNT, OTHER_ACCOUNT };
 

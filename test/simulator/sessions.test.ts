@@ -1,15 +1,15 @@
-/** Session state table of the spec: login, superseding, refresh rotation, logout, token expiry. */
+/** Sessions and tokens: login, superseding, refresh rotation, logout, token expiry. docs/simulator.md#sessions-and-tokens */
 import { strict as assert } from "node:assert";
 import { SignJWT } from "jose";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim,
   type LoginVia,
-} from "./simulator-helpers.js";
+} from "../helpers/simulator.js";
 
 const VIAS: LoginVia[] = ["login", "loginByPhone", "loginByEmail"];
 
-describe("simulator: authentication and the session state table", () => {
+describe("simulator sessions and tokens: one session per account; a login supersedes it, a refresh token works once, logout ends it, an access token ends at its exp (docs/simulator.md#sessions-and-tokens)", () => {
   let sim: RunningSimulator;
   const clock = new FakeClock();
   const ACCESS_TTL = 3600;

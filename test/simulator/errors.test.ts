@@ -1,10 +1,13 @@
-/** The spec's error table as the simulator produces it: 400, 401, 404/405/413, 429 and the request log. */
+/**
+ * Requests are checked as the service's description says: 400 for a bad body (changing nothing),
+ * 401 without a valid access token, 404, 405, 413. docs/simulator.md#requests-and-errors
+ */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, login, refresh, withSim,
+  DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, assertError, call, login, refresh, withSim,
   type CallOptions,
-} from "./simulator-helpers.js";
+} from "../helpers/simulator.js";
 
 const PHONE = DEMO_ACCOUNT.phoneNumber;
 const PW = DEMO_ACCOUNT.password;
@@ -47,7 +50,7 @@ const EMAIL_BAD: Array<[string, CallOptions]> = [
   ["phone body on the email endpoint", { json: { phoneNumber: PHONE, password: PW } }],
 ];
 
-describe("simulator: errors", () => {
+describe("simulator requests and errors: a request the description does not allow is refused with { status, title, detail } and changes nothing (docs/simulator.md#requests-and-errors)", () => {
   let sim: RunningSimulator;
   const clock = new FakeClock();
 
@@ -135,7 +138,7 @@ describe("simulator: errors", () => {
     }
   });
 
-  describe("paths, methods and sizes", () => {
+  describe("an unknown path is 404, a wrong method 405 with Allow, a body over 64 KiB 413", () => {
     it("an unknown path answers 404 ErrorResponse", async () => {
       assertError(await call(sim, "GET", "/api/nothing"), 404);
       assertError(await call(sim, "GET", "/api/user/device/"), 404);
@@ -152,112 +155,6 @@ describe("simulator: errors", () => {
       const big = JSON.stringify({ phoneNumber: PHONE, password: "x".repeat(70 * 1024) });
       assertError(await call(sim, "POST", LOGIN_PATHS.loginByPhone, { raw: big }), 413);
       assert.equal(sim.control.hasSession("demo"), false);
-    });
-  });
-
-  describe("429 rate limit (token bucket per account)", () => {
-    it("answers 429 with Retry-After in whole seconds once the bucket is empty, and refills over time", async () => {
-      sim.control.setRateLimit({ capacity: 3, refillPerSec: 0.5 });
-      const pair = await login(sim); // 1
-      assert.equal((await call(sim, "GET", "/api/user/device", { token: pair.access })).status, 200); // 2
-      assert.equal((await call(sim, "GET", "/api/user/location", { token: pair.access })).status, 200); // 3
-      const r = await call(sim, "PUT", "/api/device/101/unlock", { token: pair.access });
-      assertError(r, 429);
-      assert.match(String(r.headers["retry-after"]), /^[0-9]+$/);
-      assert.equal(r.headers["retry-after"], "2");
-      assert.equal(sim.control.counts().unlocks, 0, "a rate-limited unlock is not executed");
-      clock.advance(2000);
-      assert.equal((await call(sim, "PUT", "/api/device/101/unlock", { token: pair.access })).status, 200);
-    });
-
-    it("covers login, refresh and every bearer endpoint except logout", async () => {
-      sim.control.setRateLimit({ capacity: 2, refillPerSec: 1 });
-      const pair = await login(sim);
-      await call(sim, "GET", "/api/user/device", { token: pair.access });
-      for (const [method, path] of [["GET", "/api/user/device"], ["GET", "/api/user/location"], ["GET", "/api/device/101"], ["PUT", "/api/device/101/unlock"], ["PUT", "/api/device/104/unlock/1"]]) {
-        assertError(await call(sim, method!, path!, { token: pair.access }), 429, path);
-      }
-      assertError(await refresh(sim, pair.refresh), 429, "refresh");
-      assertError(await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: DEMO_ACCOUNT.email, password: PW } }), 429);
-      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: { phoneNumber: PHONE, password: PW } }), 429);
-      // the rate-limited refresh did not consume the token, the rate-limited login did not supersede
-      assert.equal(sim.control.counts().logins, 1);
-      const out = await call(sim, "POST", "/api/auth/logout", { token: pair.access });
-      assert.equal(out.status, 200, "logout is never rate limited");
-    });
-
-    it("is per account: another account is not limited", async () => {
-      sim.control.setRateLimit({ capacity: 1, refillPerSec: 1 });
-      await login(sim);
-      assertError(await call(sim, "POST", LOGIN_PATHS.loginByPhone, { json: { phoneNumber: PHONE, password: PW } }), 429);
-      await login(sim, "loginByPhone", OTHER_ACCOUNT);
-    });
-
-    it("keys logins for an unknown identity by that identity", async () => {
-      sim.control.setRateLimit({ capacity: 1, refillPerSec: 1 });
-      const wrong = { phoneNumber: "+15551234567", password: "x" };
-      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: wrong }), 401);
-      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: wrong }), 429);
-      assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: { ...wrong, phoneNumber: "+15557654321" } }), 401, "another identity");
-    });
-
-    it("can be switched off", async () => {
-      sim.control.setRateLimit(false);
-      const pair = await login(sim);
-      for (let i = 0; i < 1100; i++) {
-        const r = await call(sim, "GET", "/api/user/location", { token: pair.access });
-        assert.equal(r.status, 200);
-      }
-    });
-
-    it("defaults to capacity 1000 refilled at 500 per second", async () => {
-      const pair = await login(sim); // call 1
-      let limited = 0;
-      for (let i = 0; i < 999; i++) {
-        if ((await call(sim, "GET", "/api/user/location", { token: pair.access })).status === 429) limited++;
-      }
-      assert.equal(limited, 0, "1000 calls at one instant pass");
-      const r = await call(sim, "GET", "/api/user/location", { token: pair.access });
-      assertError(r, 429, "call 1001 at the same instant");
-      assert.equal(r.headers["retry-after"], "1");
-      clock.advance(2); // 500/s -> one token per 2 ms
-      assert.equal((await call(sim, "GET", "/api/user/location", { token: pair.access })).status, 200);
-    });
-  });
-
-  describe("request log", () => {
-    it("logs each /api and docs call with operation, status, account, device, lock and sim-clock times; no secret", async () => {
-      const pair = await login(sim);
-      clock.advance(10);
-      await call(sim, "PUT", "/api/device/104/unlock/2", { token: pair.access });
-      await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: DEMO_ACCOUNT.email, password: "wrong" } });
-      await refresh(sim, pair.refresh);
-      await call(sim, "GET", "/openapi.json");
-      await call(sim, "GET", "/nope");
-      await call(sim, "GET", "/_sim/counts");
-      const log = sim.control.requests();
-      assert.deepEqual(log.map((e) => [e.operation, e.status]), [
-        ["loginByPhone", 200], ["unlockDeviceLock", 200], ["loginByEmail", 401], ["refreshToken", 200], ["docs", 200], ["unknown", 404],
-      ]);
-      const unlock = log[1]!;
-      assert.equal(unlock.accountId, "demo");
-      assert.equal(unlock.deviceId, 104);
-      assert.equal(unlock.lockId, 2);
-      assert.equal(unlock.method, "PUT");
-      assert.equal(unlock.path, "/api/device/104/unlock/2");
-      assert.equal(unlock.startedAt, clock.t);
-      assert.equal(unlock.endedAt, clock.t);
-      assert.ok(log[0]!.seq < log[1]!.seq);
-      assert.equal(log[2]!.accountId, "demo", "the login identity resolves to the opaque account id");
-      const text = JSON.stringify(log);
-      for (const secret of [pair.access, pair.refresh, PW, PHONE, DEMO_ACCOUNT.email, "wrong"]) {
-        assert.ok(!text.includes(secret), `log leaks ${secret.slice(0, 12)}`);
-      }
-      assert.deepEqual(sim.control.requests({ operation: "unlockDeviceLock" }).length, 1);
-      assert.deepEqual(sim.control.requests({ deviceId: 104 }).length, 1);
-      assert.deepEqual(sim.control.requests({ accountId: "other" }).length, 0);
-      sim.control.resetRequests();
-      assert.equal(sim.control.requests().length, 0);
     });
   });
 });

@@ -1,11 +1,11 @@
-/** Injected faults: every kind, matching by endpoint/device/account, counts, and what executes. */
+/** Injected faults: every kind, matching by endpoint/device/account, counts, and what executes. docs/simulator.md#faults */
 import { strict as assert } from "node:assert";
 import { request } from "undici";
-import type { FaultKind, RunningSimulator } from "../src/simulator/index.js";
-import { DeviceList } from "../src/spec/schemas.js";
-import { DEMO_ACCOUNT, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim } from "./simulator-helpers.js";
+import type { FaultKind, RunningSimulator } from "../../src/simulator/index.js";
+import { DeviceList } from "../../src/spec/schemas.js";
+import { DEMO_ACCOUNT, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim } from "../helpers/simulator.js";
 
-describe("simulator: faults", () => {
+describe("simulator faults: a fault answers the next `count` matching requests as its kind says, and only the oldest matching fault applies (docs/simulator.md#faults)", () => {
   let sim: RunningSimulator;
   let token: string;
 

@@ -1,10 +1,10 @@
-/** Ownership, device list, locations, getDevice and the two unlock operations. */
+/** Doors: what an account sees (device list, locations, one device) and what its keys open. docs/simulator.md#doors */
 import { strict as assert } from "node:assert";
-import { Device, DeviceList, LocationList } from "../src/spec/schemas.js";
-import { DEMO_DOORS, type RunningSimulator } from "../src/simulator/index.js";
-import { FakeClock, OTHER_ACCOUNT, assertError, call, login, withSim } from "./simulator-helpers.js";
+import { Device, DeviceList, LocationList } from "../../src/spec/schemas.js";
+import { DEMO_DOORS, type RunningSimulator } from "../../src/simulator/index.js";
+import { FakeClock, OTHER_ACCOUNT, assertError, call, login, withSim } from "../helpers/simulator.js";
 
-describe("simulator: devices, locations and unlocks", () => {
+describe("simulator doors: an account sees its company's doors and the doors it holds a key to; a key opens what it covers; an offline door answers 503 (docs/simulator.md#doors)", () => {
   let sim: RunningSimulator;
   let token: string;
   const clock = new FakeClock();
