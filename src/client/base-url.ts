@@ -1,14 +1,9 @@
 /**
- * The account's base URL rule (CONTRACT, door-account.baseUrl): `https://` required, except
- * a loopback host (127.0.0.0/8, ::1, localhost), which may use `http://`.
+ * The account's base URL rule (docs/nodes.md#door-account): `https://` required, except a
+ * loopback host (src/util/loopback.ts: 127.0.0.0/8, ::1, localhost), which may use `http://`.
  */
+import { isLoopbackHost } from "../util/loopback.js";
 import { quoted } from "../util/text.js";
-
-export function isLoopbackHost(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, "");
-  if (h === "localhost" || h === "::1") return true;
-  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) && h.split(".").every((p) => Number(p) <= 255);
-}
 
 export class BaseUrlError extends Error {
   override readonly name = "BaseUrlError";

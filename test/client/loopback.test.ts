@@ -4,6 +4,9 @@
  * gives them, since the parsed hostname is what the connection uses. docs/simulator.md#loopback-only
  */
 import { strict as assert } from "node:assert";
+import { readdirSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import { loopbackScript } from "../../scripts/editor-assets.js";
 import { isLoopbackHost } from "../../src/util/loopback.js";
 import { LOOPBACK_CASES } from "../helpers/loopback-hosts.js";
 
@@ -53,6 +56,34 @@ describe("loopback rule: one self-contained function, so the editor can carry th
   it("anything that is not a string is not loopback", () => {
     for (const v of [undefined, null, 127, ["127.0.0.1"], { toString: () => "127.0.0.1" }]) {
       assert.equal(isLoopbackHost(v as unknown as string), false);
+    }
+  });
+});
+
+describe("loopback rule: the editor uses the same function, generated from src/util/loopback.ts at build", () => {
+  const root = path.resolve(__dirname, "..", "..", "..");
+
+  it("resources/loopback.js is the compiled rule, and gives the same answers over the whole table", () => {
+    const script = readFileSync(path.join(root, "resources", "loopback.js"), "utf8");
+    assert.equal(script, loopbackScript(), "resources/loopback.js is stale: run npm run build");
+    const window: { DoorAccessLoopback?: { isLoopbackHost: (h: unknown) => boolean } } = {};
+    new Function("window", script)(window);
+    const editor = window.DoorAccessLoopback!.isLoopbackHost;
+    for (const c of LOOPBACK_CASES) {
+      assert.equal(editor(c.input), c.raw, c.input);
+      if (c.hostname !== null) assert.equal(editor(c.hostname), c.parsed, c.hostname);
+    }
+  });
+
+  it("no editor file carries a loopback rule of its own: the account dialog loads the generated one", () => {
+    const html = readFileSync(path.join(root, "nodes", "door-account.html"), "utf8");
+    assert.match(html, /<script type="text\/javascript" src="resources\/@door-access\/node-red\/loopback\.js"><\/script>/);
+    assert.match(html, /window\.DoorAccessLoopback\.isLoopbackHost\(u\.hostname\)/);
+    for (const dir of ["nodes", "nodes/plugins", "resources"]) {
+      for (const f of readdirSync(path.join(root, dir)).filter((n) => /\.(html|js)$/.test(n) && n !== "loopback.js")) {
+        const text = readFileSync(path.join(root, dir, f), "utf8");
+        assert.doesNotMatch(text, /function isLoopbackHost|127\\\.|\[::1\]/, `${dir}/${f} decides loopback hosts by itself`);
+      }
     }
   });
 });
