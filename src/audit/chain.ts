@@ -1,16 +1,17 @@
 /**
- * The audit log's tamper-evident chain (CONTRACT.md "Audit log"): every record carries `seq`
+ * The audit log's tamper-evident chain (docs/audit-log.md#the-chain): every record carries `seq`
  * (1 for the first record of the log, +1 for each record, continuing across rotated files) and
  * `prev` (lowercase hex SHA-256 of the previous record's line: its exact UTF-8 bytes without
  * the newline; 64 zeros for seq 1).
  *
- * Here: the hash, the position a writer resumes from (the last record of the newest file),
- * and `verify(files)`, the one chain check (the bin's `verify`, the editor's sidebar).
- * Knows nothing of Node-RED.
+ * Here: the hash, a record's line in the chain as the writer makes it, the position a writer
+ * resumes from (the last record of the newest file), and `verify(files)`, the one chain check
+ * (the bin's `verify`, the editor's sidebar). Knows nothing of Node-RED.
  */
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
 import { isTornWrite, linesBackwards, linesForward, parseRecord } from "./reader.js";
+import type { AuditRecord } from "./record.js";
 
 /** `prev` of seq 1. */
 export const GENESIS = "0".repeat(64);
@@ -26,8 +27,45 @@ export interface ChainPosition {
   hash: string;
 }
 
-
+/** Where a chain stands before its first record. */
 export const START: ChainPosition = Object.freeze({ seq: 0, hash: GENESIS });
+
+/** A record's line as the chain after position `at` gives it, and where the chain then stands. */
+export interface ChainedLine {
+  at: ChainPosition;
+  text: string;
+  after: ChainPosition;
+}
+
+/**
+ * The record as a line of the chain after position `at`: its `seq` and `prev` (and `rewound`, when
+ * the writer went back before it), and where the chain then stands. The same bytes as
+ * JSON.stringify({ ...record, rewound, seq, prev }) (a record never has rewound, seq or prev of
+ * its own, and always has a type), without copying the record.
+ */
+export function chainLine(record: AuditRecord, at: ChainPosition, rewound = 0): ChainedLine {
+  const body = JSON.stringify(record);
+  const seq = at.seq + 1;
+  const text = `${body.slice(0, -1)}${rewound > 0 ? `,"rewound":${rewound}` : ""},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
+  return { at, text, after: new LazyPosition(seq, text) };
+}
+
+/**
+ * The chain position after `line`, its hash computed when first read: by the next record's line
+ * (made when that record is queued, e.g. an unlock's result after its PUT) rather than on the
+ * path of the unlock whose attempt record this is.
+ */
+class LazyPosition implements ChainPosition {
+  private known: string | null = null;
+  constructor(
+    readonly seq: number,
+    private readonly line: string,
+  ) {}
+
+  get hash(): string {
+    return (this.known ??= lineHash(this.line));
+  }
+}
 
 /**
  * The chain position at the end of one file: its last record line (blank and foreign lines, and

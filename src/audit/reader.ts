@@ -1,5 +1,5 @@
 /**
- * Reading an audit log (the read side; src/audit/audit-log.ts writes it): the log's files
+ * Reading an audit log (the read side; src/audit/writer.ts writes it): the log's files
  * oldest first (rotated `<name>.N` … `<name>.1`, then the live file), its records newest first
  * with filters and paging, and a CSV export.
  *
