@@ -10,8 +10,8 @@
  */
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
-import { isTornWrite, linesBackwards, linesForward, parseRecord } from "./reader.js";
-import type { AuditRecord } from "./record.js";
+import { linesBackwards, linesForward } from "./reader.js";
+import { type AuditRecord, isTornWrite, parseRecord } from "./record.js";
 
 /** `prev` of seq 1. */
 export const GENESIS = "0".repeat(64);

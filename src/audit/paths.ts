@@ -13,7 +13,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { isTornWrite, parseRecord } from "./reader.js";
+import { isTornWrite, parseRecord } from "./record.js";
 
 export const DEFAULT_AUDIT_FILE = "door-access-audit.jsonl";
 
