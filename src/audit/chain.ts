@@ -155,16 +155,141 @@ const FORK_LOOKBACK = 4096;
  * leaves it) is noted, not a break; any other repeated seq is.
  */
 export async function verify(files: string[]): Promise<VerifyReport> {
-  const notes: string[] = [];
-  let records = 0;
-  let firstSeq: number | null = null;
-  let lastSeq: number | null = null;
-  let lastHash: string | null = null;
-  let last: { file: string; line: number } | null = null;
-  let unchained = 0;
-  // The last records of the file before the current one, by seq (a fork at a file boundary).
-  let prevTail: { file: string; records: Map<number, TailRecord> } | null = null;
-  const report = (broken?: VerifyBreak): VerifyReport => {
+  const walk = new ChainWalk(files);
+  for (const file of files) {
+    let exists = true;
+    try {
+      const st = await fsp.stat(file);
+      if (!st.isFile()) return walk.report({ file, line: 0, reason: "not a regular file" });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      exists = false;
+    }
+    if (!exists) {
+      walk.notes.push(`${file}: missing`);
+      continue;
+    }
+    const broken = await walk.file(file);
+    if (broken) return walk.report(broken);
+  }
+  return walk.report();
+}
+
+/** verify's walk along the chain, file by file, line by line: where the chain stands, and what it noted. */
+class ChainWalk {
+  readonly notes: string[] = [];
+  private records = 0;
+  private firstSeq: number | null = null;
+  private lastSeq: number | null = null;
+  private lastHash: string | null = null;
+  private last: { file: string; line: number } | null = null;
+  private unchained = 0;
+  /** The last records of the file before the current one, by seq (a fork at a file boundary). */
+  private prevTail: { file: string; records: Map<number, TailRecord> } | null = null;
+
+  constructor(private readonly files: string[]) {}
+
+  /** Checks one file's lines in order; the first break, or null. */
+  async file(file: string): Promise<VerifyBreak | null> {
+    let tornInside: { n: number } | null = null;
+    let recordsInFile = 0;
+    const fileTail = new Map<number, TailRecord>();
+    for await (const { line, n, torn } of linesForward(file)) {
+      if (line.trim().length === 0) continue;
+      const r = parseRecord(line);
+      if (!r) {
+        if (torn) {
+          this.notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
+          continue;
+        }
+        // A torn write starts like one of ours, or is the first bytes of that start (isTornWrite);
+        // anything else, valid JSON that is not our record included, is foreign.
+        if (!isTornWrite(line)) return { file, line: n, reason: "not an audit record" };
+        tornInside = { n }; // a torn write: the next record must continue the chain across it
+        continue;
+      }
+      this.records++;
+      const hash = lineHash(line);
+      const seq = r.seq;
+      const prev = r.prev;
+      if (seq === undefined && prev === undefined) {
+        if (this.lastSeq !== null) return { file, line: n, reason: `record without seq/prev inside the chain (after seq ${this.lastSeq})` };
+        this.unchained++;
+        continue;
+      }
+      if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1 || typeof prev !== "string" || !/^[0-9a-f]{64}$/.test(prev)) {
+        return { file, line: n, reason: "seq or prev malformed" };
+      }
+      const broken = this.link({ file, line: n, seq, prev, hash, rewound: r.rewound, firstInFile: recordsInFile === 0 });
+      if (broken) return broken;
+      if (tornInside) {
+        this.notes.push(`${file} line ${tornInside.n}: a torn write (not a record); the chain holds across it`);
+        tornInside = null;
+      }
+      this.lastSeq = seq;
+      this.lastHash = hash;
+      this.last = { file, line: n };
+      recordsInFile++;
+      fileTail.set(seq, { prev, hash, line: n });
+      if (fileTail.size > FORK_LOOKBACK) fileTail.delete(fileTail.keys().next().value as number);
+    }
+    if (recordsInFile > 0) this.prevTail = { file, records: fileTail };
+    if (tornInside) this.notes.push(`${file} line ${tornInside.n}: a torn write (not a record) at the end of the file`);
+    return null;
+  }
+
+  /**
+   * Whether a chained record goes on from where the chain stands: seq one more, prev the hash of
+   * the record before. The one exception is a fork at a file's first record (see verify).
+   */
+  private link(at: { file: string; line: number; seq: number; prev: string; hash: string; rewound: unknown; firstInFile: boolean }): VerifyBreak | null {
+    const { file, line: n, seq, prev, hash } = at;
+    if (this.lastSeq === null) {
+      this.firstSeq = seq;
+      if (this.unchained > 0) this.notes.push(`${this.unchained} record(s) before seq ${seq} were written before the hash chain`);
+      if (seq === 1 && prev !== GENESIS) return { file, line: n, reason: "seq 1 must have prev = 64 zeros" };
+      return null;
+    }
+    const last = this.last;
+    const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
+    // Only at a record the writer marked: the first one it wrote after going back.
+    const forkedFrom = at.firstInFile && seq <= this.lastSeq && isRewound(at.rewound) ? this.prevTail?.records.get(seq) : undefined;
+    if (forkedFrom && this.prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
+      // A file boundary where the new file goes on from a record the file before it holds
+      // (same seq, same prev) with another line marked `rewound`: the records from that
+      // point on in the older file are a batch the writer cut off after a failed write, or
+      // wrote again, while logrotate copied the file (copytruncate). The mark is pinned by the
+      // next record's prev; a copy of a line already there (the same line again) is no fork.
+      // The chain up to the fork is whole; so is its continuation.
+      const range = seq === this.lastSeq ? `seq ${seq}` : `seq ${seq} to ${this.lastSeq}`;
+      this.notes.push(
+        `${this.prevTail.file} lines ${forkedFrom.line}-${last?.line ?? forkedFrom.line} (${range}): not continued; ${file} goes on from seq ${seq - 1} instead ` +
+          "(same seq, same prev): a batch the writer cut off after a failed write, or wrote again, while logrotate copied the file (copytruncate)",
+      );
+      this.lastSeq = seq - 1;
+      this.lastHash = prev;
+    }
+    if (seq !== this.lastSeq + 1) {
+      if (seq > this.lastSeq + 1) {
+        const missing = { fromSeq: this.lastSeq + 1, toSeq: seq - 1 };
+        const count = missing.toSeq - missing.fromSeq + 1;
+        const range = count === 1 ? `seq ${missing.fromSeq}` : `seq ${missing.fromSeq} to ${missing.toSeq}`;
+        const why = at.firstInFile
+          ? "the file starts after a gap: the end of the file before it was cut off (a copytruncate that lost records, a truncation) or a file is missing"
+          : "lines deleted";
+        return { file, line: n, reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`, missing };
+      }
+      return { file, line: n, reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): records reordered, repeated or inserted` };
+    }
+    if (prev !== this.lastHash) {
+      return { file, line: n, reason: `prev does not match the hash of seq ${this.lastSeq} (${where}): that line or this one was changed` };
+    }
+    return null;
+  }
+
+  /** The report: broken at `broken`, or what was checked. */
+  report(broken?: VerifyBreak): VerifyReport {
+    const { firstSeq, lastSeq, records } = this;
     const startsAfterGenesis = firstSeq !== null && firstSeq > 1;
     let message: string;
     if (broken) {
@@ -176,112 +301,15 @@ export async function verify(files: string[]): Promise<VerifyReport> {
     }
     return {
       ok: broken ? false : lastSeq === null ? null : true,
-      files: [...files],
+      files: [...this.files],
       records,
       firstSeq,
       lastSeq,
-      lastHash,
+      lastHash: this.lastHash,
       startsAfterGenesis,
       ...(broken ? { broken } : {}),
-      notes,
+      notes: this.notes,
       message,
     };
-  };
-
-  for (const file of files) {
-    let exists = true;
-    try {
-      const st = await fsp.stat(file);
-      if (!st.isFile()) return report({ file, line: 0, reason: "not a regular file" });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      exists = false;
-    }
-    if (!exists) {
-      notes.push(`${file}: missing`);
-      continue;
-    }
-    let tornInside: { n: number } | null = null;
-    let recordsInFile = 0;
-    const fileTail = new Map<number, TailRecord>();
-    for await (const { line, n, torn } of linesForward(file)) {
-      if (line.trim().length === 0) continue;
-      const r = parseRecord(line);
-      if (!r) {
-        if (torn) {
-          notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
-          continue;
-        }
-        // A torn write starts like one of ours, or is the first bytes of that start (isTornWrite);
-        // anything else, valid JSON that is not our record included, is foreign.
-        if (!isTornWrite(line)) return report({ file, line: n, reason: "not an audit record" });
-        tornInside = { n }; // a torn write: the next record must continue the chain across it
-        continue;
-      }
-      records++;
-      const hash = lineHash(line);
-      const seq = r.seq;
-      const prev = r.prev;
-      if (seq === undefined && prev === undefined) {
-        if (lastSeq !== null) return report({ file, line: n, reason: `record without seq/prev inside the chain (after seq ${lastSeq})` });
-        unchained++;
-        continue;
-      }
-      if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1 || typeof prev !== "string" || !/^[0-9a-f]{64}$/.test(prev)) {
-        return report({ file, line: n, reason: "seq or prev malformed" });
-      }
-      if (lastSeq === null) {
-        firstSeq = seq;
-        if (unchained > 0) notes.push(`${unchained} record(s) before seq ${seq} were written before the hash chain`);
-        if (seq === 1 && prev !== GENESIS) return report({ file, line: n, reason: "seq 1 must have prev = 64 zeros" });
-      } else {
-        const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
-        // Only at a record the writer marked: the first one it wrote after going back.
-        const forkedFrom = recordsInFile === 0 && seq <= lastSeq && isRewound(r.rewound) ? prevTail?.records.get(seq) : undefined;
-        if (forkedFrom && prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
-          // A file boundary where the new file goes on from a record the file before it holds
-          // (same seq, same prev) with another line marked `rewound`: the records from that
-          // point on in the older file are a batch the writer cut off after a failed write, or
-          // wrote again, while logrotate copied the file (copytruncate). The mark is pinned by the
-          // next record's prev; a copy of a line already there (the same line again) is no fork.
-          // The chain up to the fork is whole; so is its continuation.
-          const range = seq === lastSeq ? `seq ${seq}` : `seq ${seq} to ${lastSeq}`;
-          notes.push(
-            `${prevTail.file} lines ${forkedFrom.line}-${last?.line ?? forkedFrom.line} (${range}): not continued; ${file} goes on from seq ${seq - 1} instead ` +
-              "(same seq, same prev): a batch the writer cut off after a failed write, or wrote again, while logrotate copied the file (copytruncate)",
-          );
-          lastSeq = seq - 1;
-          lastHash = prev;
-        }
-        if (seq !== lastSeq + 1) {
-          if (seq > lastSeq + 1) {
-            const missing = { fromSeq: lastSeq + 1, toSeq: seq - 1 };
-            const count = missing.toSeq - missing.fromSeq + 1;
-            const range = count === 1 ? `seq ${missing.fromSeq}` : `seq ${missing.fromSeq} to ${missing.toSeq}`;
-            const why = recordsInFile === 0
-              ? "the file starts after a gap: the end of the file before it was cut off (a copytruncate that lost records, a truncation) or a file is missing"
-              : "lines deleted";
-            return report({ file, line: n, reason: `seq ${seq} follows seq ${lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`, missing });
-          }
-          return report({ file, line: n, reason: `seq ${seq} follows seq ${lastSeq} (${where}): records reordered, repeated or inserted` });
-        }
-        if (prev !== lastHash) {
-          return report({ file, line: n, reason: `prev does not match the hash of seq ${lastSeq} (${where}): that line or this one was changed` });
-        }
-      }
-      if (tornInside) {
-        notes.push(`${file} line ${tornInside.n}: a torn write (not a record); the chain holds across it`);
-        tornInside = null;
-      }
-      lastSeq = seq;
-      lastHash = hash;
-      last = { file, line: n };
-      recordsInFile++;
-      fileTail.set(seq, { prev, hash, line: n });
-      if (fileTail.size > FORK_LOOKBACK) fileTail.delete(fileTail.keys().next().value as number);
-    }
-    if (recordsInFile > 0) prevTail = { file, records: fileTail };
-    if (tornInside) notes.push(`${file} line ${tornInside.n}: a torn write (not a record) at the end of the file`);
   }
-  return report();
 }
