@@ -1,16 +1,17 @@
 /**
- * The audit log's tamper-evident chain (CONTRACT.md "Audit log"): every record carries `seq`
+ * The audit log's tamper-evident chain (docs/audit-log.md#the-chain): every record carries `seq`
  * (1 for the first record of the log, +1 for each record, continuing across rotated files) and
  * `prev` (lowercase hex SHA-256 of the previous record's line: its exact UTF-8 bytes without
  * the newline; 64 zeros for seq 1).
  *
- * Here: the hash, the position a writer resumes from (the last record of the newest file),
- * and `verify(files)`, the one chain check (the bin's `verify`, the editor's sidebar).
- * Knows nothing of Node-RED.
+ * Here: the hash, a record's line in the chain as the writer makes it, the position a writer
+ * resumes from (the last record of the newest file), and `verify(files)`, the one chain check
+ * (the bin's `verify`, the editor's sidebar). Knows nothing of Node-RED.
  */
 import { createHash } from "node:crypto";
 import { promises as fsp } from "node:fs";
-import { isTornWrite, linesBackwards, linesForward, parseRecord } from "./reader.js";
+import { linesBackwards, linesForward } from "./reader.js";
+import { type AuditRecord, isTornWrite, parseRecord } from "./record.js";
 
 /** `prev` of seq 1. */
 export const GENESIS = "0".repeat(64);
@@ -26,8 +27,45 @@ export interface ChainPosition {
   hash: string;
 }
 
-
+/** Where a chain stands before its first record. */
 export const START: ChainPosition = Object.freeze({ seq: 0, hash: GENESIS });
+
+/** A record's line as the chain after position `at` gives it, and where the chain then stands. */
+export interface ChainedLine {
+  at: ChainPosition;
+  text: string;
+  after: ChainPosition;
+}
+
+/**
+ * The record as a line of the chain after position `at`: its `seq` and `prev` (and `rewound`, when
+ * the writer went back before it), and where the chain then stands. The same bytes as
+ * JSON.stringify({ ...record, rewound, seq, prev }) (a record never has rewound, seq or prev of
+ * its own, and always has a type), without copying the record.
+ */
+export function chainLine(record: AuditRecord, at: ChainPosition, rewound = 0): ChainedLine {
+  const body = JSON.stringify(record);
+  const seq = at.seq + 1;
+  const text = `${body.slice(0, -1)}${rewound > 0 ? `,"rewound":${rewound}` : ""},"seq":${seq},"prev":${JSON.stringify(at.hash)}}`;
+  return { at, text, after: new LazyPosition(seq, text) };
+}
+
+/**
+ * The chain position after `line`, its hash computed when first read: by the next record's line
+ * (made when that record is queued, e.g. an unlock's result after its PUT) rather than on the
+ * path of the unlock whose attempt record this is.
+ */
+class LazyPosition implements ChainPosition {
+  private known: string | null = null;
+  constructor(
+    readonly seq: number,
+    private readonly line: string,
+  ) {}
+
+  get hash(): string {
+    return (this.known ??= lineHash(this.line));
+  }
+}
 
 /**
  * The chain position at the end of one file: its last record line (blank and foreign lines, and
@@ -117,16 +155,141 @@ const FORK_LOOKBACK = 4096;
  * leaves it) is noted, not a break; any other repeated seq is.
  */
 export async function verify(files: string[]): Promise<VerifyReport> {
-  const notes: string[] = [];
-  let records = 0;
-  let firstSeq: number | null = null;
-  let lastSeq: number | null = null;
-  let lastHash: string | null = null;
-  let last: { file: string; line: number } | null = null;
-  let unchained = 0;
-  // The last records of the file before the current one, by seq (a fork at a file boundary).
-  let prevTail: { file: string; records: Map<number, TailRecord> } | null = null;
-  const report = (broken?: VerifyBreak): VerifyReport => {
+  const walk = new ChainWalk(files);
+  for (const file of files) {
+    let exists = true;
+    try {
+      const st = await fsp.stat(file);
+      if (!st.isFile()) return walk.report({ file, line: 0, reason: "not a regular file" });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      exists = false;
+    }
+    if (!exists) {
+      walk.notes.push(`${file}: missing`);
+      continue;
+    }
+    const broken = await walk.file(file);
+    if (broken) return walk.report(broken);
+  }
+  return walk.report();
+}
+
+/** verify's walk along the chain, file by file, line by line: where the chain stands, and what it noted. */
+class ChainWalk {
+  readonly notes: string[] = [];
+  private records = 0;
+  private firstSeq: number | null = null;
+  private lastSeq: number | null = null;
+  private lastHash: string | null = null;
+  private last: { file: string; line: number } | null = null;
+  private unchained = 0;
+  /** The last records of the file before the current one, by seq (a fork at a file boundary). */
+  private prevTail: { file: string; records: Map<number, TailRecord> } | null = null;
+
+  constructor(private readonly files: string[]) {}
+
+  /** Checks one file's lines in order; the first break, or null. */
+  async file(file: string): Promise<VerifyBreak | null> {
+    let tornInside: { n: number } | null = null;
+    let recordsInFile = 0;
+    const fileTail = new Map<number, TailRecord>();
+    for await (const { line, n, torn } of linesForward(file)) {
+      if (line.trim().length === 0) continue;
+      const r = parseRecord(line);
+      if (!r) {
+        if (torn) {
+          this.notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
+          continue;
+        }
+        // A torn write starts like one of ours, or is the first bytes of that start (isTornWrite);
+        // anything else, valid JSON that is not our record included, is foreign.
+        if (!isTornWrite(line)) return { file, line: n, reason: "not an audit record" };
+        tornInside = { n }; // a torn write: the next record must continue the chain across it
+        continue;
+      }
+      this.records++;
+      const hash = lineHash(line);
+      const seq = r.seq;
+      const prev = r.prev;
+      if (seq === undefined && prev === undefined) {
+        if (this.lastSeq !== null) return { file, line: n, reason: `record without seq/prev inside the chain (after seq ${this.lastSeq})` };
+        this.unchained++;
+        continue;
+      }
+      if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1 || typeof prev !== "string" || !/^[0-9a-f]{64}$/.test(prev)) {
+        return { file, line: n, reason: "seq or prev malformed" };
+      }
+      const broken = this.link({ file, line: n, seq, prev, hash, rewound: r.rewound, firstInFile: recordsInFile === 0 });
+      if (broken) return broken;
+      if (tornInside) {
+        this.notes.push(`${file} line ${tornInside.n}: a torn write (not a record); the chain holds across it`);
+        tornInside = null;
+      }
+      this.lastSeq = seq;
+      this.lastHash = hash;
+      this.last = { file, line: n };
+      recordsInFile++;
+      fileTail.set(seq, { prev, hash, line: n });
+      if (fileTail.size > FORK_LOOKBACK) fileTail.delete(fileTail.keys().next().value as number);
+    }
+    if (recordsInFile > 0) this.prevTail = { file, records: fileTail };
+    if (tornInside) this.notes.push(`${file} line ${tornInside.n}: a torn write (not a record) at the end of the file`);
+    return null;
+  }
+
+  /**
+   * Whether a chained record goes on from where the chain stands: seq one more, prev the hash of
+   * the record before. The one exception is a fork at a file's first record (see verify).
+   */
+  private link(at: { file: string; line: number; seq: number; prev: string; hash: string; rewound: unknown; firstInFile: boolean }): VerifyBreak | null {
+    const { file, line: n, seq, prev, hash } = at;
+    if (this.lastSeq === null) {
+      this.firstSeq = seq;
+      if (this.unchained > 0) this.notes.push(`${this.unchained} record(s) before seq ${seq} were written before the hash chain`);
+      if (seq === 1 && prev !== GENESIS) return { file, line: n, reason: "seq 1 must have prev = 64 zeros" };
+      return null;
+    }
+    const last = this.last;
+    const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
+    // Only at a record the writer marked: the first one it wrote after going back.
+    const forkedFrom = at.firstInFile && seq <= this.lastSeq && isRewound(at.rewound) ? this.prevTail?.records.get(seq) : undefined;
+    if (forkedFrom && this.prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
+      // A file boundary where the new file goes on from a record the file before it holds
+      // (same seq, same prev) with another line marked `rewound`: the records from that
+      // point on in the older file are a batch the writer cut off after a failed write, or
+      // wrote again, while logrotate copied the file (copytruncate). The mark is pinned by the
+      // next record's prev; a copy of a line already there (the same line again) is no fork.
+      // The chain up to the fork is whole; so is its continuation.
+      const range = seq === this.lastSeq ? `seq ${seq}` : `seq ${seq} to ${this.lastSeq}`;
+      this.notes.push(
+        `${this.prevTail.file} lines ${forkedFrom.line}-${last?.line ?? forkedFrom.line} (${range}): not continued; ${file} goes on from seq ${seq - 1} instead ` +
+          "(same seq, same prev): a batch the writer cut off after a failed write, or wrote again, while logrotate copied the file (copytruncate)",
+      );
+      this.lastSeq = seq - 1;
+      this.lastHash = prev;
+    }
+    if (seq !== this.lastSeq + 1) {
+      if (seq > this.lastSeq + 1) {
+        const missing = { fromSeq: this.lastSeq + 1, toSeq: seq - 1 };
+        const count = missing.toSeq - missing.fromSeq + 1;
+        const range = count === 1 ? `seq ${missing.fromSeq}` : `seq ${missing.fromSeq} to ${missing.toSeq}`;
+        const why = at.firstInFile
+          ? "the file starts after a gap: the end of the file before it was cut off (a copytruncate that lost records, a truncation) or a file is missing"
+          : "lines deleted";
+        return { file, line: n, reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`, missing };
+      }
+      return { file, line: n, reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): records reordered, repeated or inserted` };
+    }
+    if (prev !== this.lastHash) {
+      return { file, line: n, reason: `prev does not match the hash of seq ${this.lastSeq} (${where}): that line or this one was changed` };
+    }
+    return null;
+  }
+
+  /** The report: broken at `broken`, or what was checked. */
+  report(broken?: VerifyBreak): VerifyReport {
+    const { firstSeq, lastSeq, records } = this;
     const startsAfterGenesis = firstSeq !== null && firstSeq > 1;
     let message: string;
     if (broken) {
@@ -138,112 +301,15 @@ export async function verify(files: string[]): Promise<VerifyReport> {
     }
     return {
       ok: broken ? false : lastSeq === null ? null : true,
-      files: [...files],
+      files: [...this.files],
       records,
       firstSeq,
       lastSeq,
-      lastHash,
+      lastHash: this.lastHash,
       startsAfterGenesis,
       ...(broken ? { broken } : {}),
-      notes,
+      notes: this.notes,
       message,
     };
-  };
-
-  for (const file of files) {
-    let exists = true;
-    try {
-      const st = await fsp.stat(file);
-      if (!st.isFile()) return report({ file, line: 0, reason: "not a regular file" });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-      exists = false;
-    }
-    if (!exists) {
-      notes.push(`${file}: missing`);
-      continue;
-    }
-    let tornInside: { n: number } | null = null;
-    let recordsInFile = 0;
-    const fileTail = new Map<number, TailRecord>();
-    for await (const { line, n, torn } of linesForward(file)) {
-      if (line.trim().length === 0) continue;
-      const r = parseRecord(line);
-      if (!r) {
-        if (torn) {
-          notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
-          continue;
-        }
-        // A torn write starts like one of ours, or is the first bytes of that start (isTornWrite);
-        // anything else, valid JSON that is not our record included, is foreign.
-        if (!isTornWrite(line)) return report({ file, line: n, reason: "not an audit record" });
-        tornInside = { n }; // a torn write: the next record must continue the chain across it
-        continue;
-      }
-      records++;
-      const hash = lineHash(line);
-      const seq = r.seq;
-      const prev = r.prev;
-      if (seq === undefined && prev === undefined) {
-        if (lastSeq !== null) return report({ file, line: n, reason: `record without seq/prev inside the chain (after seq ${lastSeq})` });
-        unchained++;
-        continue;
-      }
-      if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1 || typeof prev !== "string" || !/^[0-9a-f]{64}$/.test(prev)) {
-        return report({ file, line: n, reason: "seq or prev malformed" });
-      }
-      if (lastSeq === null) {
-        firstSeq = seq;
-        if (unchained > 0) notes.push(`${unchained} record(s) before seq ${seq} were written before the hash chain`);
-        if (seq === 1 && prev !== GENESIS) return report({ file, line: n, reason: "seq 1 must have prev = 64 zeros" });
-      } else {
-        const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
-        // Only at a record the writer marked: the first one it wrote after going back.
-        const forkedFrom = recordsInFile === 0 && seq <= lastSeq && isRewound(r.rewound) ? prevTail?.records.get(seq) : undefined;
-        if (forkedFrom && prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
-          // A file boundary where the new file goes on from a record the file before it holds
-          // (same seq, same prev) with another line marked `rewound`: the records from that
-          // point on in the older file are a batch the writer cut off after a failed write, or
-          // wrote again, while logrotate copied the file (copytruncate). The mark is pinned by the
-          // next record's prev; a copy of a line already there (the same line again) is no fork.
-          // The chain up to the fork is whole; so is its continuation.
-          const range = seq === lastSeq ? `seq ${seq}` : `seq ${seq} to ${lastSeq}`;
-          notes.push(
-            `${prevTail.file} lines ${forkedFrom.line}-${last?.line ?? forkedFrom.line} (${range}): not continued; ${file} goes on from seq ${seq - 1} instead ` +
-              "(same seq, same prev): a batch the writer cut off after a failed write, or wrote again, while logrotate copied the file (copytruncate)",
-          );
-          lastSeq = seq - 1;
-          lastHash = prev;
-        }
-        if (seq !== lastSeq + 1) {
-          if (seq > lastSeq + 1) {
-            const missing = { fromSeq: lastSeq + 1, toSeq: seq - 1 };
-            const count = missing.toSeq - missing.fromSeq + 1;
-            const range = count === 1 ? `seq ${missing.fromSeq}` : `seq ${missing.fromSeq} to ${missing.toSeq}`;
-            const why = recordsInFile === 0
-              ? "the file starts after a gap: the end of the file before it was cut off (a copytruncate that lost records, a truncation) or a file is missing"
-              : "lines deleted";
-            return report({ file, line: n, reason: `seq ${seq} follows seq ${lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`, missing });
-          }
-          return report({ file, line: n, reason: `seq ${seq} follows seq ${lastSeq} (${where}): records reordered, repeated or inserted` });
-        }
-        if (prev !== lastHash) {
-          return report({ file, line: n, reason: `prev does not match the hash of seq ${lastSeq} (${where}): that line or this one was changed` });
-        }
-      }
-      if (tornInside) {
-        notes.push(`${file} line ${tornInside.n}: a torn write (not a record); the chain holds across it`);
-        tornInside = null;
-      }
-      lastSeq = seq;
-      lastHash = hash;
-      last = { file, line: n };
-      recordsInFile++;
-      fileTail.set(seq, { prev, hash, line: n });
-      if (fileTail.size > FORK_LOOKBACK) fileTail.delete(fileTail.keys().next().value as number);
-    }
-    if (recordsInFile > 0) prevTail = { file, records: fileTail };
-    if (tornInside) notes.push(`${file} line ${tornInside.n}: a torn write (not a record) at the end of the file`);
   }
-  return report();
 }

@@ -1,18 +1,19 @@
 /**
- * Which file an account's audit log may be (CONTRACT.md "Audit log": the package never appends
- * to an existing file that is not one of its audit logs, nor through a symbolic link).
+ * Which file an account's audit log may be (docs/security.md#files-the-audit-log-may-never-be:
+ * the package never appends to an existing file that is not one of its audit logs, nor through a
+ * symbolic link).
  *
  * `checkAuditPath` runs when the config node starts, before any request: a relative path
  * resolves in Node-RED's user directory, an absolute one is taken as it is; refused are a
  * symbolic link as the final component, an existing non-empty file whose first line is not one
  * of our records, and Node-RED's own files and folders (one rule: `nodeRedOwnFile`). The writer
- * repeats the file checks each time it opens the file (src/audit/audit-log.ts), opening with
+ * repeats the file checks each time it opens the file (src/audit/log-file.ts), opening with
  * O_NOFOLLOW; size rotation renames and deletes only files `isOurAuditFileSync` accepts.
  * Knows nothing of Node-RED beyond the names of its files.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { isTornWrite, parseRecord } from "./reader.js";
+import { isTornWrite, parseRecord } from "./record.js";
 
 export const DEFAULT_AUDIT_FILE = "door-access-audit.jsonl";
 

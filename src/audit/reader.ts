@@ -1,5 +1,5 @@
 /**
- * Reading an audit log (the read side; src/audit/audit-log.ts writes it): the log's files
+ * Reading an audit log (the read side; src/audit/writer.ts writes it): the log's files
  * oldest first (rotated `<name>.N` … `<name>.1`, then the live file), its records newest first
  * with filters and paging, and a CSV export.
  *
@@ -9,27 +9,9 @@
  */
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
+import { type AuditEntry, type AuditRecord, parseRecord } from "./record.js";
 
-export type AuditRecordType = "unlock-attempt" | "unlock-result" | "unlock-rejected";
-
-/** A record as read back (the writer's fields; `seq`/`prev` once the hash chain is written). */
-export interface AuditEntry {
-  type: AuditRecordType;
-  ts: string;
-  actor: string;
-  deviceId: number | null;
-  lockId: number | null;
-  door: string | null;
-  msgid: string | null;
-  outcome?: string;
-  status?: number | null;
-  reason?: string;
-  replay?: boolean;
-  /** The writer went back before this record (a batch cut off after a failed write, or written again). */
-  rewound?: number;
-  seq?: number;
-  prev?: string;
-}
+export type { AuditEntry } from "./record.js";
 
 export interface AuditFilter {
   /** Case-insensitive part of the door name, or a device id (exact). */
@@ -44,44 +26,7 @@ export interface AuditFilter {
   to?: Date;
 }
 
-const TYPES = new Set<string>(["unlock-attempt", "unlock-result", "unlock-rejected"]);
 const CHUNK = 64 * 1024;
-
-/** How every record line starts (the writer puts `type` first): a torn write starts the same way. */
-export const RECORD_START = '{"type":"unlock-';
-
-/**
- * A line a torn write left (a crash, or a failed write the writer could not cut off again): not
- * JSON (a valid JSON line that is not our record is another program's), and starting like a
- * record or being the start of that start. NUL bytes where a crash left data that never reached
- * the disk (the file's size grew, its blocks were not written) may follow it or stand alone.
- */
-export function isTornWrite(line: string): boolean {
-  const core = line.replace(/\0+$/, "");
-  if (core.length === 0) return line.length > 0;
-  if (!(core.startsWith(RECORD_START) || RECORD_START.startsWith(core))) return false;
-  try {
-    JSON.parse(line);
-    return false;
-  } catch {
-    return true;
-  }
-}
-
-/** Parses one line; null for anything that is not one of our records. */
-export function parseRecord(line: string): AuditEntry | null {
-  if (line.trim().length === 0) return null;
-  let v: unknown;
-  try {
-    v = JSON.parse(line);
-  } catch {
-    return null;
-  }
-  if (typeof v !== "object" || v === null || Array.isArray(v)) return null;
-  const o = v as Record<string, unknown>;
-  if (typeof o.type !== "string" || !TYPES.has(o.type) || typeof o.ts !== "string") return null;
-  return o as unknown as AuditEntry;
-}
 
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -267,6 +212,31 @@ export async function* readAll(livePath: string, filter: AuditFilter = {}): Asyn
       if (r && matches(r, filter)) yield r;
     }
   }
+}
+
+/**
+ * Reads one audit file whole (tests, the crash check): its records in file order, whether its last
+ * line lacks its newline (`tornLastLine`: torn by a crash; still returned as a record if it is a
+ * whole one), and the 1-based numbers of other lines that are not records (`badLines`). Blank
+ * lines are skipped. A missing file reads as empty.
+ */
+export async function readAuditFile(filePath: string): Promise<{ records: AuditRecord[]; tornLastLine: boolean; badLines: number[] }> {
+  const records: AuditRecord[] = [];
+  const badLines: number[] = [];
+  let tornLastLine = false;
+  try {
+    for await (const { line, n, torn } of linesForward(filePath)) {
+      tornLastLine = torn;
+      const r = parseRecord(line);
+      if (r) records.push(r as AuditRecord);
+      else if (!torn && line.trim().length > 0) badLines.push(n);
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = err instanceof Error ? (code && !err.message.includes(code) ? `${code}: ${err.message}` : err.message) : String(err);
+    throw new Error(`audit log ${filePath}: cannot read: ${why}`, { cause: err });
+  }
+  return { records, tornLastLine, badLines };
 }
 
 /** The newest `n` records, oldest first (what `tail` prints). */

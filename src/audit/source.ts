@@ -2,7 +2,7 @@
  * The one place the read side (sidebar, tail/export) touches the write side of the audit log:
  * a live "record written" hook and the chain check (src/audit/chain.ts `verify`).
  */
-import { auditRecordEvents } from "./audit-log.js";
+import { auditRecordEvents } from "./writer.js";
 import { verify } from "./chain.js";
 import { listLogFiles } from "./reader.js";
 

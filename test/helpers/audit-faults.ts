@@ -1,7 +1,7 @@
 /**
- * Shared by the audit writer's break tests (test/break-13-torn*.test.ts, test/break-19*.test.ts):
- * records, file readers, injected errors, the bin's verify as a call, and FileHandle.prototype,
- * whose methods those tests patch to force a fault at an exact point (no timing).
+ * Shared by the audit log's tests (test/audit/*.test.ts, test/break-19*.test.ts): records, file
+ * readers, injected errors, the bin's verify as a call, and FileHandle.prototype, whose methods
+ * those tests patch to force a fault at an exact point (no timing).
  */
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";

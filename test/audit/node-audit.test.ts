@@ -1,31 +1,40 @@
 /**
- * The audit log you can trust, in a real Node-RED runtime against the simulator (issue 13):
- * rotation under a stream of 2,000 unlocks, logrotate's rename/compress/delete and copytruncate
- * in the middle of a stream, an account deleted (and a runtime stopped) during a slow unlock,
- * the refused audit paths, two accounts on one path, and the replay mark.
+ * The audit log as door-unlock writes it in a real Node-RED runtime against the simulator
+ * (docs/audit-log.md#records): an attempt record before the request and a result after it, one
+ * record for a refused input, the replay mark, no secret in the file, no unlock at all when the
+ * audit file cannot be written; rotation and logrotate under a stream of unlocks, two accounts on
+ * one path (docs/audit-log.md#rotation); and the audit paths an account refuses
+ * (docs/security.md#files-the-audit-log-may-never-be).
  *
  * PUTs are counted in the simulator's request log, never in our code. Races are forced, not
- * timed: the writer's "record" event fires synchronously after a batch is durable and before
- * the next one starts, so a listener that renames or truncates acts between two batches.
+ * timed: the writer's "record" event fires synchronously after a batch is durable and before the
+ * next one starts, so a listener that renames or truncates acts between two batches.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
-import { Account } from "../src/account/account.js";
-import { auditRecordEvents } from "../src/audit/audit-log.js";
-import { verify } from "../src/audit/chain.js";
-import { checkAuditPath } from "../src/audit/paths.js";
-import { listLogFiles } from "../src/audit/reader.js";
-import { type RunningSimulator, startSimulator } from "../src/simulator/index.js";
-import { performUnlock } from "../src/unlock/unlock.js";
-import { REPO_ROOT } from "../scripts/demo.js";
-import { filesNodeRedWrites, namesInNodeRedSource } from "./helpers/node-red-files.js";
-import { DEMO_PHONE } from "./helpers/session.js";
-import {
-  CREDS, accountNode, accountOf, assertAccepted, assertFailed, freshUserDir, helper, helperNodes, lastStatus, loadFlow, readAudit, startSim,
-  tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, logins,
-} from "./helpers/flow.js";
+import { auditRecordEvents } from "../../src/audit/audit-log.js";
+import { verify } from "../../src/audit/chain.js";
+import { checkAuditPath } from "../../src/audit/paths.js";
+import { listLogFiles } from "../../src/audit/reader.js";
+import { type RunningSimulator } from "../../src/simulator/index.js";
+import { REPO_ROOT } from "../../scripts/demo.js";
+import { fileHandlePrototype, type P } from "../helpers/audit-faults.js";
+import { DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, freshUserDir, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady, helper, lastStatus, CREDS, accountNode, helperNodes, tab, unlockNode, logins } from "../helpers/flow.js";
+import { filesNodeRedWrites, namesInNodeRedSource } from "../helpers/node-red-files.js";
+import { settle } from "../helpers/odd-messages.js";
+
+/**
+ * The records of one message once its closing record (unlock-result or unlock-rejected) is on
+ * disk: the node sends its output first and flushes that record right after.
+ */
+async function recordsOf(userDir: string, msgid: string, file?: string): Promise<any[]> {
+  const mine = () => (file ? readAudit(userDir, file) : readAudit(userDir)).filter((r) => r.msgid === msgid);
+  await until(`the closing audit record of ${msgid}`, () => mine().some((r) => r.type === "unlock-result" || r.type === "unlock-rejected"), 5000, 2);
+  return mine();
+}
 
 function records(file: string): any[] {
   if (!fs.existsSync(file)) return [];
@@ -55,7 +64,199 @@ async function settled(live: string, ids: string[]): Promise<void> {
   }, 15000, 20);
 }
 
-describe("audit log chain and rotation (Node-RED runtime + simulator)", function () {
+describe("door-unlock writes an attempt before the request and a result after it, one unlock-rejected for a refused input, no secret (docs/audit-log.md#records)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let userDir: string;
+
+  before(async () => {
+    sim = await startSim();
+    ({ userDir } = await loadFlow(unlockFlow(sim.url, { actor: "flow-actor" })));
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+
+  it("accepted: an unlock-attempt then an unlock-result for the same msgid, in the default file of the user directory (mode 0600)", async () => {
+    assertAccepted(await unlock({ deviceId: 104, lockId: 2, _msgid: "audit-ok" }));
+    const mine = await recordsOf(userDir, "audit-ok");
+    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    const [attempt, result] = mine;
+    assert.equal(attempt.actor, "flow-actor");
+    assert.equal(attempt.deviceId, 104);
+    assert.equal(attempt.lockId, 2);
+    assert.equal(attempt.door, "Loading Bay");
+    assert.ok(!Number.isNaN(Date.parse(attempt.ts)));
+    assert.equal(result.outcome, "accepted");
+    assert.equal(result.status, 200);
+    assert.ok(Date.parse(result.ts) >= Date.parse(attempt.ts));
+    assert.equal(statSync(path.join(userDir, "door-access-audit.jsonl")).mode & 0o777, 0o600);
+  });
+
+  it("the attempt record is on disk before the request reaches the service", async () => {
+    const executed = sim.control.device(101).unlocks.length;
+    // The PUT is held 500 ms at the service before it is executed.
+    sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 500 });
+    const pending = unlock({ deviceId: 101, _msgid: "audit-early" });
+    await until("the attempt record", () => readAudit(userDir).some((r) => r.msgid === "audit-early"), 5000, 2);
+    const early = readAudit(userDir).filter((r) => r.msgid === "audit-early");
+    assert.deepEqual(early.map((r) => r.type), ["unlock-attempt"], "attempt written, result not yet");
+    assert.equal(sim.control.device(101).unlocks.length, executed, "the service has not executed it yet");
+    assertAccepted(await pending);
+    assert.deepEqual((await recordsOf(userDir, "audit-early")).map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    const [put] = sim.control.requests({ operation: "unlockDevice" });
+    assert.ok(Date.parse(early[0].ts) <= put.startedAt, "the attempt's timestamp is not later than the PUT's arrival");
+    assert.equal(sim.control.device(101).unlocks.length, executed + 1);
+  });
+
+  it("a failed unlock: attempt then result with the outcome and status", async () => {
+    assertFailed(await unlock({ deviceId: 105, _msgid: "audit-offline" }), "offline", 503);
+    const mine = await recordsOf(userDir, "audit-offline");
+    assert.deepEqual(mine.map((r) => [r.type, r.outcome ?? null, r.status ?? null]), [["unlock-attempt", null, null], ["unlock-result", "offline", 503]]);
+  });
+
+  it("the 401 replay has its own attempt record: attempt, attempt, result", async () => {
+    sim.control.expireAccessToken("demo");
+    assertAccepted(await unlock({ deviceId: 101, _msgid: "audit-401" }));
+    assert.equal(unlockRequests(sim), 2);
+    assert.deepEqual((await recordsOf(userDir, "audit-401")).map((r) => r.type), ["unlock-attempt", "unlock-attempt", "unlock-result"]);
+  });
+
+  it("a rejected input gets exactly one unlock-rejected record and nothing else", async () => {
+    assertFailed(await unlock({ deviceId: "101", _msgid: "audit-bad" }), "invalid-input", null);
+    assertFailed(await unlock({ deviceId: 101, retain: true, _msgid: "audit-retained" }), "retained-rejected", null);
+    const bad = await recordsOf(userDir, "audit-bad");
+    assert.equal(bad.length, 1);
+    assert.equal(bad[0].type, "unlock-rejected");
+    assert.equal(bad[0].outcome, "invalid-input");
+    assert.match(bad[0].reason, /deviceId/);
+    const retained = await recordsOf(userDir, "audit-retained");
+    assert.deepEqual(retained.map((r) => [r.type, r.outcome]), [["unlock-rejected", "retained-rejected"]]);
+    assert.equal(unlockRequests(sim), 0);
+  });
+
+  it("no token, password or phone number anywhere in the audit file", () => {
+    const text = readFileSync(path.join(userDir, "door-access-audit.jsonl"), "utf8");
+    const pair = accountOf().account.session.pair as { accessToken: string; refreshToken: string };
+    assert.ok(text.length > 0);
+    assert.ok(!text.includes(pair.accessToken) && !text.includes(pair.refreshToken));
+    assert.ok(!/eyJ[A-Za-z0-9_-]{10,}/.test(text), "nothing JWT-like");
+    assert.ok(!text.includes(DEMO_ACCOUNT.password));
+    assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber) && !text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)));
+    for (const line of text.trim().split("\n")) assert.doesNotThrow(() => JSON.parse(line), "one JSON object per line");
+  });
+});
+
+describe("door-unlock's replay after a 401 has its own attempt record, marked replay (docs/audit-log.md#records)", function () {
+  this.timeout(60000);
+  let sim: RunningSimulator;
+  let proto: P;
+  let orig: P;
+  before(async () => {
+    sim = await startSim({ rateLimit: false });
+    ({ proto, orig } = await fileHandlePrototype());
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    Object.assign(proto, orig);
+    await teardown();
+  });
+
+  it("held: 401 then refresh and the single replay: two PUTs, attempt, attempt (replay: true), result; status green at the end", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    const out = await unlock({ deviceId: 101, _msgid: "b24-401" });
+    assert.equal(out.msg.payload.outcome, "accepted");
+    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "b24-401" && r.type === "unlock-result"), 5000);
+    assert.equal(unlockRequests(sim), 2);
+    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b24-401").map((r) => [r.type, r.replay ?? false]), [["unlock-attempt", false], ["unlock-attempt", true], ["unlock-result", false]]);
+    await settle();
+    assert.equal(lastStatus(helper.getNode("u1"))?.fill, "green");
+  });
+});
+
+describe("An audit file that cannot be written: no unlock is sent (docs/audit-log.md#records)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  it("a relative auditLog path is resolved in the Node-RED user directory", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "logs/doors.jsonl" }));
+    await waitReady();
+    assertAccepted(await unlock({ deviceId: 101, _msgid: "custom-path" }));
+    assert.deepEqual((await recordsOf(userDir, "custom-path", "logs/doors.jsonl")).map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.equal(readAudit(userDir).length, 0, "nothing in the default file");
+  });
+
+  it("an unwritable audit file (the path is a directory): outcome error, ZERO PUTs at the service", async () => {
+    const userDir = freshUserDir();
+    mkdirSync(path.join(userDir, "audit-is-a-dir"));
+    await loadFlow(unlockFlow(sim.url, {}, { auditLog: "audit-is-a-dir" }), { userDir });
+    await waitReady();
+    sim.control.resetRequests();
+    const executedBefore = sim.control.device(101).unlocks.length;
+    const p = assertFailed(await unlock({ deviceId: 101 }), "error", null);
+    assert.match(p.message, /audit/);
+    assert.equal(p.mayHaveOpened, false);
+    assertFailed(await unlock({ deviceId: 104, lockId: 1 }), "error", null);
+    assert.equal(unlockRequests(sim), 0);
+    assert.equal(sim.control.device(101).unlocks.length, executedBefore);
+  });
+});
+
+describe("An audit path that becomes a directory between unlocks: nothing is sent, the error says why (docs/audit-log.md#records)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim({ rateLimit: false });
+  });
+  afterEach(async () => {
+    await teardown();
+    sim.control.clearFaults();
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  it("the audit path becomes a directory between unlocks: nothing is sent, the error says the audit log could not be written", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "d/audit.jsonl" }));
+    await waitReady();
+    const live = path.join(userDir, "d", "audit.jsonl");
+    const ok = await unlock({ deviceId: 101, _msgid: "before" });
+    assert.equal(ok.port, 0);
+    sim.control.resetRequests();
+    fs.renameSync(live, live + ".old");
+    fs.mkdirSync(live);
+    const out = await unlock({ deviceId: 101, _msgid: "after" });
+    assert.equal(out.port, 1);
+    assert.match(out.msg.payload.message, /not sent: the audit log could not be written.*EISDIR/);
+    assert.equal(unlockRequests(sim), 0, "no PUT without its attempt record");
+  });
+});
+
+describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and one chain per path (docs/audit-log.md#rotation)", function () {
   this.timeout(120000);
   let sim: RunningSimulator;
 
@@ -70,7 +271,7 @@ describe("audit log chain and rotation (Node-RED runtime + simulator)", function
     await sim.close();
   });
 
-  // CONTRACT.md "Audit log", Rotation (auditMaxBytes, auditKeep) and Tamper-evident chain.
+  // docs/audit-log.md#rotation (auditMaxBytes, auditKeep) and docs/audit-log.md#the-chain.
   it("2,000 unlocks with a small auditMaxBytes: every PUT has its attempt record in some file, verify passes over all files, seq has no gap", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "32768", auditKeep: "1000" }));
     await waitReady();
@@ -212,7 +413,7 @@ describe("audit log chain and rotation (Node-RED runtime + simulator)", function
     assert.deepEqual(mine.map((r) => [r.type, r.replay]), [["unlock-attempt", undefined], ["unlock-attempt", true], ["unlock-result", undefined]]);
   });
 
-  // CONTRACT.md "Audit log": accounts of one runtime whose audit files are the same path write through one writer and one chain.
+  // docs/audit-log.md#one-file-one-writer: accounts of one runtime whose audit files are the same path write through one writer and one chain.
   it("two accounts with the same audit path: one writer, one chain", async () => {
     const flow = [
       tab(),
@@ -237,85 +438,7 @@ describe("audit log chain and rotation (Node-RED runtime + simulator)", function
   });
 });
 
-describe("never short a record: account deleted or runtime stopped during a slow unlock (Node-RED runtime + simulator)", function () {
-  this.timeout(60000);
-  let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim();
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
-
-  /**
-   * A flow whose unlock is held 1.5 s at the service, with the PUT already there. The account
-   * node of the delete case has its own id: node-red-node-test-helper keeps a deployed-away
-   * node's credentials out of later loads of the same id (seen on the base commit too).
-   */
-  async function slowUnlockInFlight(msgid: string, accountId = "acc1"): Promise<string> {
-    const flow = [tab(), { ...accountNode(sim.url), id: accountId }, unlockNode({ account: accountId }), ...helperNodes("u1-ok", "u1-fail")];
-    const { userDir } = await loadFlow(flow, { creds: { [accountId]: CREDS.acc1 } });
-    await waitReady(accountId);
-    sim.control.resetRequests();
-    sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1500 });
-    void unlock({ deviceId: 101, _msgid: msgid }).catch(() => undefined);
-    // The PUT has left (its attempt record is on disk and the service holds the request).
-    // Held at the service: inFlight() lists it (requests() lists only what was answered).
-    await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === msgid).map((r) => r.type), ["unlock-attempt"]);
-    return userDir;
-  }
-
-  it("the account node deleted (deploy without it) while the PUT is held: the result record is written before the deploy completes", async () => {
-    const userDir = await slowUnlockInFlight("deleted-mid", "acc-deleted");
-    await helper.setFlows([tab()], "full", {});
-    const mine = readAudit(userDir).filter((r) => r.msgid === "deleted-mid");
-    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"], "the result is on disk when the deploy returns");
-    assert.equal(mine[1].outcome, "accepted");
-    assert.equal(unlockRequests(sim), 1);
-  });
-
-  it("the runtime stopped (shutdown) while the PUT is held: the result record is on disk when the stop returns", async () => {
-    const userDir = await slowUnlockInFlight("stopped-mid");
-    await helper.unload();
-    const mine = readAudit(userDir).filter((r) => r.msgid === "stopped-mid");
-    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
-    assert.equal(mine[1].outcome, "accepted");
-  });
-});
-
-describe("never short a record: Account.close()/destroy() drain the unlocks in flight (no Node-RED; the flow node's own close wait is not there to help)", function () {
-  this.timeout(30000);
-  for (const how of ["close", "destroy"] as const) {
-    it(`${how}() while a PUT is held at the service: the result record is written before the log closes`, async () => {
-      const sim = await startSimulator({ rateLimit: false });
-      const dir = freshUserDir();
-      const audit = path.join(dir, "a.jsonl");
-      const account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: audit, client: { random: () => 0 } });
-      try {
-        await account.start();
-        await account.devices();
-        sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1000 });
-        const unlocking = performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "held" }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
-        // Held at the service: inFlight() lists it (requests() lists only what was answered).
-    await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
-        assert.equal(account.unlocksInFlight, 1);
-        await account[how]();
-        assert.deepEqual(records(audit).map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]], "the result is on disk when close returns");
-        assert.equal((await unlocking).outcome, "accepted");
-      } finally {
-        await account.close().catch(() => undefined);
-        await sim.close();
-      }
-    });
-  }
-});
-
-describe("refused audit paths: a configuration error before any unlock, nothing sent (Node-RED runtime + simulator)", function () {
+describe("Refused audit paths: a configuration error before any unlock, nothing sent (docs/security.md#files-the-audit-log-may-never-be)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
   before(async () => {

@@ -1,12 +1,9 @@
 /**
- * The audit log's read side on real files: which files make up a log and in which order,
- * records newest first with filters and paging, a torn last line, CSV (RFC 4180 quoting and the
- * formula guard), `door-access-audit tail` / `export --csv` (as functions and as the bin), the
- * chain check (src/audit/chain.ts through source.ts), and the writer's record-written hook the sidebar listens to.
- *
- * CONTRACT.md "Audit log": rotated files are `<name>.1` … `<name>.N` (oldest = highest N), the
- * live file is the configured path; records carry `seq` and `prev` (SHA-256 of the previous
- * line, 64 zeros for seq 1).
+ * The audit log's read side on real files (docs/audit-log.md#reading-and-exporting): which files
+ * make up a log and in which order, records newest first with filters and paging, a torn last
+ * line, CSV (RFC 4180 quoting and the formula guard: docs/security.md#csv-export),
+ * `door-access-audit tail` / `export --csv` (as functions and as the bin), and the sidebar's chain
+ * check and live records (src/audit/source.ts).
  */
 import { strict as assert } from "node:assert";
 import { spawnSync } from "node:child_process";
@@ -15,14 +12,13 @@ import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { AuditLog, auditRecordEvents } from "../src/audit/audit-log.js";
-import { main } from "../src/audit/cli.js";
-import {
-  type AuditEntry, csvCell, exportCsv, linesBackwards, listLogFiles, readAll, readPage, tail,
-} from "../src/audit/reader.js";
-import { onAuditRecord, verifyAuditLog } from "../src/audit/source.js";
+import { AuditLog, auditRecordEvents, type AuditBase } from "../../src/audit/audit-log.js";
+import { main } from "../../src/audit/cli.js";
+import { type AuditEntry, csvCell, exportCsv, linesBackwards, listLogFiles, readAll, readPage, tail } from "../../src/audit/reader.js";
+import { onAuditRecord, verifyAuditLog } from "../../src/audit/source.js";
 
 const ZERO = "0".repeat(64);
+
 const T0 = Date.parse("2025-03-01T10:00:00.000Z");
 
 /** A record as the writer makes it (without the chain fields). */
@@ -41,7 +37,7 @@ function record(i: number, over: Partial<AuditEntry> = {}): AuditEntry {
   } as AuditEntry;
 }
 
-/** Lines of a chained log (CONTRACT: seq from `firstSeq`, prev = sha256 of the previous line). */
+/** Lines of a chained log (docs/audit-log.md#the-chain: seq from `firstSeq`, prev = sha256 of the previous line). */
 function chain(records: AuditEntry[], firstSeq = 1, prev = ZERO): string[] {
   const lines: string[] = [];
   records.forEach((r, k) => {
@@ -104,7 +100,15 @@ function cliIo() {
   return { io: { out: (t: string) => void (out += t), err: (t: string) => void (err += t) }, out: () => out, err: () => err };
 }
 
-describe("audit log read side: files, records, CSV, tail/export, chain check (real files)", function () {
+function rec(msgid: string, over: Partial<AuditBase> = {}): AuditBase {
+  return { actor: "alice", deviceId: 101, lockId: null, door: "Front", msgid, ...over };
+}
+
+function tmp(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), "b13-held-"));
+}
+
+describe("Reading: a log's files oldest first, records newest first with filters and paging; torn and foreign lines skipped (docs/audit-log.md#reading-and-exporting)", function () {
   let dir: string;
   let live: string;
 
@@ -188,6 +192,19 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     const newest = await readPage(live, {}, { limit: 1000 });
     assert.deepEqual(newest.records.map((r) => r.actor), recs.map((r) => r.actor).reverse());
   });
+});
+
+describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays text (docs/security.md#csv-export)", function () {
+  let dir: string;
+  let live: string;
+
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-read-"));
+    live = path.join(dir, "door-access-audit.jsonl");
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
 
   it("CSV cells: RFC 4180 quoting (also for ; and tab), and = + - @ tab CR at the start are neutralised with a leading apostrophe", () => {
     assert.equal(csvCell("plain"), "plain");
@@ -264,6 +281,38 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     const byComma = parseCsv(text).slice(1).map((r) => r[4]);
     assert.deepEqual(byComma, ["Lobby;'=cmd|' /C calc'!A0", "Hall\t'=1+1", "Gate,'@SUM(A1)", "Yard;'-2+3", "Dock;' +1", "Roof\r\n'=1", "Plain; door"]);
   });
+});
+
+describe("CSV: formula-led actors and doors are neutralised (docs/security.md#csv-export)", function () {
+  this.timeout(20000);
+
+  it("CSV export: =HYPERLINK, +, -, @, tab-led actor and door are neutralised with a leading apostrophe", async () => {
+    const dir = tmp();
+    const f = path.join(dir, "c.jsonl");
+    const log = new AuditLog(f);
+    const evil = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1"];
+    for (const [i, e] of evil.entries()) await log.attempt(rec(`c${i}`, { actor: e, door: e }));
+    await log.close();
+    let csv = "";
+    for await (const chunk of exportCsv(f)) csv += chunk;
+    for (const e of evil) {
+      assert.ok(!csv.includes(`,${e}`) && !csv.includes(`,"${e}`), `${JSON.stringify(e)} left as is`);
+    }
+    assert.match(csv, /,"'=HYPERLINK\(""http:\/\/x"",""y""\)",/);
+  });
+});
+
+describe("door-access-audit tail and export, as functions and as the bin (docs/audit-log.md#reading-and-exporting)", function () {
+  let dir: string;
+  let live: string;
+
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-read-"));
+    live = path.join(dir, "door-access-audit.jsonl");
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
 
   it("door-access-audit tail: the newest N, oldest first, readable; --json gives the records; control characters are escaped", async () => {
     const recs = Array.from({ length: 12 }, (_, k) => record(k + 1));
@@ -324,8 +373,21 @@ describe("audit log read side: files, records, CSV, tail/export, chain check (re
     assert.equal(u.status, 2);
     assert.equal(u.stdout, "");
   });
+});
 
-  it("chain check (src/audit/chain.ts verify, per CONTRACT): intact → last seq; an edited, a deleted and a reordered line → broken at that file and line", async () => {
+describe("The sidebar's chain check and live records: the same verify, each durable line told once (docs/audit-log.md#verify)", function () {
+  let dir: string;
+  let live: string;
+
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-read-"));
+    live = path.join(dir, "door-access-audit.jsonl");
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("chain check (src/audit/chain.ts verify, docs/audit-log.md#verify): intact → last seq; an edited, a deleted and a reordered line → broken at that file and line", async () => {
     const lines = chain(Array.from({ length: 8 }, (_, k) => record(k + 1)));
     writeRotated(live, lines, [4, 4]);
     const ok = await verifyAuditLog(live);
