@@ -342,6 +342,33 @@ describe("admin routes: an account's login is a secret (adminAuth; Node-RED's ow
     assert.equal(res.body.has_phoneNumber, false);
   });
 
+  // docs/security.md#who-can-do-what-the-admin-routes: a read-only user never learns the login.
+  it("a read-only user cannot test a guessed login: the door list of an account as edited answers alike for the right and a wrong typed email or phone number", async () => {
+    sim.control.resetRequests();
+    const ask = async (login: Record<string, string>) => {
+      const res = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.reader}`)
+        .send(JSON.stringify({ baseUrl: sim.url, sessionStore: "file", ...login }));
+      recordForLeakScan("POST devices with a typed login as reader", res.text);
+      return { status: res.status as number, body: res.body as Record<string, unknown> };
+    };
+    const right = await ask({ loginMethod: "email", email: DEMO_ACCOUNT.email });
+    const wrong = await ask({ loginMethod: "email", email: "someone.else@example.com" });
+    assert.deepEqual(right, wrong, "the answer tells whether the typed email is the running account's login");
+    assert.equal(right.status, 403, JSON.stringify(right.body));
+    assert.equal(right.body.devices, undefined, "no door list for a typed login");
+    const rightPhone = await ask({ loginMethod: "phone", phoneNumber: DEMO_ACCOUNT.phoneNumber });
+    const wrongPhone = await ask({ loginMethod: "phone", phoneNumber: "+15550009999" });
+    assert.deepEqual(rightPhone, wrongPhone);
+    // The dialog of the deployed account (its stored login as "__PWRD__") still lists its doors.
+    const stored = await ask({ loginMethod: "email", email: "__PWRD__" });
+    assert.equal(stored.status, 200, JSON.stringify(stored.body));
+    // An admin may look a typed login up (the picker of an account not deployed yet).
+    const admin = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`)
+      .send(JSON.stringify({ baseUrl: sim.url, sessionStore: "file", loginMethod: "email", email: DEMO_ACCOUNT.email }));
+    assert.equal(admin.status, 200, admin.text);
+    assert.deepEqual(sim.control.requests().map((r) => r.operation), [], "nothing sent");
+  });
+
   it("the editor sends a stored email it was never shown as '__PWRD__': the picker finds the running session, Sign-in logs in no more", async () => {
     sim.control.resetRequests();
     const list = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.reader}`)
