@@ -243,6 +243,22 @@ describe("session: a service error text that quotes the account's login", functi
     });
   }
 
+  it("reaches no error text when a session resumed from its stored pair (no login since the start) gets an error that quotes the login", async () => {
+    const first = buildSession(sim);
+    await first.session.start();
+    await first.session.close();
+    await first.client.close();
+    b = buildSession(sim, { tokenFile: first.tokenFile });
+    sim.control.resetRequests();
+    await b.session.start();
+    assert.deepEqual(ops(sim), [], "resumed: no login");
+    sim.control.inject({ kind: "503", endpoint: "getDevice", count: 4, title: "no key for +15550000001" });
+    const err = (await b.session.call((t) => b!.client.getDevice(t, 101)).then(() => null, (e: unknown) => e)) as Error | null;
+    assert.ok(err, "the call fails");
+    assert.match(err.message, /no key for/);
+    assert.ok(!err.message.includes("15550000001"), `the login is in the error text: ${err.message.replace(/\+?15550000001/g, "<LOGIN>")}`);
+  });
+
   it("reaches no error text when it quotes the token sent: an access token in a call's error, a refresh token in a refresh's error", async () => {
     b = buildSession(sim);
     await b.session.start();
