@@ -130,7 +130,7 @@ export class DoorApiClient {
   private readonly maxBodyBytes: number;
   private readonly onRetry: ClientOptions["onRetry"];
   private readonly timeouts: { connectMs: number; headersMs: number };
-  /** The logins and passwords this client has sent: hidden in the service's error words. */
+  /** The logins and passwords of the account (hideInErrors): hidden in the service's error words. */
   private readonly sentSecrets = new Set<string>();
 
   constructor(options: ClientOptions) {
@@ -152,10 +152,18 @@ export class DoorApiClient {
 
   // ---- the ten operations -------------------------------------------------------------
 
-  async login(credentials: Credentials, signal?: AbortSignal) {
+  /**
+   * The account's login and password, hidden in the service's error words from now on (also
+   * before any login: a session resumed from its stored pair never logs in).
+   */
+  hideInErrors(credentials: Credentials): void {
     this.sentSecrets.add(credentials.password);
     if (credentials.method === "email") this.sentSecrets.add(credentials.email);
     else this.sentSecrets.add(credentials.phoneNumber).add(credentials.phoneNumber.replace(/^\+/, ""));
+  }
+
+  async login(credentials: Credentials, signal?: AbortSignal) {
+    this.hideInErrors(credentials);
     if (credentials.method === "email") {
       const body = validateBody("loginByEmail", LoginByEmailRequest, { email: credentials.email, password: credentials.password });
       return this.send({ op: "loginByEmail", path: OPERATIONS.loginByEmail.path, body }, (b) => parseJson("loginByEmail", TokenPair, b), signal);
