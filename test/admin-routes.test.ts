@@ -297,6 +297,41 @@ describe("admin routes: a request from another site (no adminAuth; Node-RED runt
     });
   }
 
+  // Node-RED 4 answers every preflight of its admin API with Access-Control-Allow-Origin: *
+  // (@node-red/editor-api applies cors({ origin: "*" }) whatever httpAdminCors says), so a page on
+  // another site may send JSON with X-Requested-With and read the answer. What tells such a
+  // request apart is what the browser adds and a page cannot change: Sec-Fetch-Site, Origin.
+  const EDITOR_HOST = "editor.example:1880";
+  const fromPage: { what: string; headers: Record<string, string> }[] = [
+    { what: "a page on another site", headers: { Origin: "http://evil.example", "Sec-Fetch-Site": "cross-site" } },
+    { what: "a page on another port of the same host (same-site)", headers: { Origin: "http://editor.example:8080", "Sec-Fetch-Site": "same-site" } },
+    { what: "a page on another site, in a browser without Sec-Fetch-Site", headers: { Origin: "http://evil.example" } },
+    { what: "a sandboxed page (Origin: null)", headers: { Origin: "null" } },
+  ];
+
+  for (const row of ROUTES) {
+    it(`${row.method} ${row.route}: a request a page on another site makes, with the editor's headers (Node-RED 4 grants its preflight), is refused with 403: nothing sent, nothing of the account in the answer`, async () => {
+      for (const call of row.calls) {
+        for (const p of fromPage) {
+          let r = row.method === "GET" ? helper.request().get(call.url) : helper.request().post(call.url).set(EDITOR_HEADERS);
+          r = r.set("Host", EDITOR_HOST).set(p.headers);
+          const res = await (row.method === "POST" ? r.send(JSON.stringify(call.body!(sim.url))) : r);
+          assert.equal(res.status, 403, `${p.what}: ${row.method} ${call.url}: ${res.status} ${res.text}`);
+          assert.ok(!/Front Door|alice|acc1|"state"/.test(res.text), `${p.what}: ${row.method} ${call.url} answered with the account: ${res.text}`);
+        }
+      }
+      assertNothingCaused(sim, `${row.route} from another site`);
+    });
+  }
+
+  it("the editor's own page (same origin) is served: Sec-Fetch-Site same-origin, or an Origin naming the editor's host", async () => {
+    for (const headers of [{ Origin: `http://${EDITOR_HOST}`, "Sec-Fetch-Site": "same-origin" }, { Origin: `http://${EDITOR_HOST}` }, { "Sec-Fetch-Site": "none" }]) {
+      const res = await helper.request().get(`${ACC}/acc1/state`).set("Host", EDITOR_HOST).set(headers);
+      assert.equal(res.status, 200, `${JSON.stringify(headers)}: ${res.text}`);
+    }
+    assertNothingCaused(sim, "same-origin reads");
+  });
+
   it("the editor's request (JSON with X-Requested-With) is accepted: Reconnect logs in once", async () => {
     await helper.request().post(`${ACC}/acc1/reconnect`).set(EDITOR_HEADERS).send("{}").expect(202);
     await waitReady();
