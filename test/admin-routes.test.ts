@@ -132,7 +132,9 @@ async function unreachableAndFreeToLogIn(sim: RunningSimulator, adminToken: stri
 /** Nothing was sent to the service and nothing is under way: no login, no renewal, no list fetch. */
 function assertNothingCaused(sim: RunningSimulator, what: string): void {
   const session = accountOf().account.session;
-  assert.deepEqual(sim.control.requests().map((r) => r.operation), [], `${what}: requests at the service`);
+  // The service description check fetches /openapi.json once after start-up, on its own
+  // schedule and without a token (docs/service-description.md): a late one is not the routes'.
+  assert.deepEqual(sim.control.requests().map((r) => r.operation).filter((op) => op !== "docs"), [], `${what}: requests at the service`);
   assert.equal(session.busy, false, `${what}: a login or renewal under way`);
   assert.equal(session.state, "unreachable", `${what}: the session state`);
 }
@@ -297,6 +299,41 @@ describe("admin routes: a request from another site (no adminAuth; Node-RED runt
     });
   }
 
+  // Node-RED 4 answers every preflight of its admin API with Access-Control-Allow-Origin: *
+  // (@node-red/editor-api applies cors({ origin: "*" }) whatever httpAdminCors says), so a page on
+  // another site may send JSON with X-Requested-With and read the answer. What tells such a
+  // request apart is what the browser adds and a page cannot change: Sec-Fetch-Site, Origin.
+  const EDITOR_HOST = "editor.example:1880";
+  const fromPage: { what: string; headers: Record<string, string> }[] = [
+    { what: "a page on another site", headers: { Origin: "http://evil.example", "Sec-Fetch-Site": "cross-site" } },
+    { what: "a page on another port of the same host (same-site)", headers: { Origin: "http://editor.example:8080", "Sec-Fetch-Site": "same-site" } },
+    { what: "a page on another site, in a browser without Sec-Fetch-Site", headers: { Origin: "http://evil.example" } },
+    { what: "a sandboxed page (Origin: null)", headers: { Origin: "null" } },
+  ];
+
+  for (const row of ROUTES) {
+    it(`${row.method} ${row.route}: a request a page on another site makes, with the editor's headers (Node-RED 4 grants its preflight), is refused with 403: nothing sent, nothing of the account in the answer`, async () => {
+      for (const call of row.calls) {
+        for (const p of fromPage) {
+          let r = row.method === "GET" ? helper.request().get(call.url) : helper.request().post(call.url).set(EDITOR_HEADERS);
+          r = r.set("Host", EDITOR_HOST).set(p.headers);
+          const res = await (row.method === "POST" ? r.send(JSON.stringify(call.body!(sim.url))) : r);
+          assert.equal(res.status, 403, `${p.what}: ${row.method} ${call.url}: ${res.status} ${res.text}`);
+          assert.ok(!/Front Door|alice|acc1|"state"/.test(res.text), `${p.what}: ${row.method} ${call.url} answered with the account: ${res.text}`);
+        }
+      }
+      assertNothingCaused(sim, `${row.route} from another site`);
+    });
+  }
+
+  it("the editor's own page (same origin) is served: Sec-Fetch-Site same-origin, or an Origin naming the editor's host", async () => {
+    for (const headers of [{ Origin: `http://${EDITOR_HOST}`, "Sec-Fetch-Site": "same-origin" }, { Origin: `http://${EDITOR_HOST}` }, { "Sec-Fetch-Site": "none" }]) {
+      const res = await helper.request().get(`${ACC}/acc1/state`).set("Host", EDITOR_HOST).set(headers);
+      assert.equal(res.status, 200, `${JSON.stringify(headers)}: ${res.text}`);
+    }
+    assertNothingCaused(sim, "same-origin reads");
+  });
+
   it("the editor's request (JSON with X-Requested-With) is accepted: Reconnect logs in once", async () => {
     await helper.request().post(`${ACC}/acc1/reconnect`).set(EDITOR_HEADERS).send("{}").expect(202);
     await waitReady();
@@ -340,6 +377,33 @@ describe("admin routes: an account's login is a secret (adminAuth; Node-RED's ow
     assert.equal(res.body.has_email, true);
     assert.equal(res.body.has_password, true);
     assert.equal(res.body.has_phoneNumber, false);
+  });
+
+  // docs/security.md#who-can-do-what-the-admin-routes: a read-only user never learns the login.
+  it("a read-only user cannot test a guessed login: the door list of an account as edited answers alike for the right and a wrong typed email or phone number", async () => {
+    sim.control.resetRequests();
+    const ask = async (login: Record<string, string>) => {
+      const res = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.reader}`)
+        .send(JSON.stringify({ baseUrl: sim.url, sessionStore: "file", ...login }));
+      recordForLeakScan("POST devices with a typed login as reader", res.text);
+      return { status: res.status as number, body: res.body as Record<string, unknown> };
+    };
+    const right = await ask({ loginMethod: "email", email: DEMO_ACCOUNT.email });
+    const wrong = await ask({ loginMethod: "email", email: "someone.else@example.com" });
+    assert.deepEqual(right, wrong, "the answer tells whether the typed email is the running account's login");
+    assert.equal(right.status, 403, JSON.stringify(right.body));
+    assert.equal(right.body.devices, undefined, "no door list for a typed login");
+    const rightPhone = await ask({ loginMethod: "phone", phoneNumber: DEMO_ACCOUNT.phoneNumber });
+    const wrongPhone = await ask({ loginMethod: "phone", phoneNumber: "+15550009999" });
+    assert.deepEqual(rightPhone, wrongPhone);
+    // The dialog of the deployed account (its stored login as "__PWRD__") still lists its doors.
+    const stored = await ask({ loginMethod: "email", email: "__PWRD__" });
+    assert.equal(stored.status, 200, JSON.stringify(stored.body));
+    // An admin may look a typed login up (the picker of an account not deployed yet).
+    const admin = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`)
+      .send(JSON.stringify({ baseUrl: sim.url, sessionStore: "file", loginMethod: "email", email: DEMO_ACCOUNT.email }));
+    assert.equal(admin.status, 200, admin.text);
+    assert.deepEqual(sim.control.requests().map((r) => r.operation), [], "nothing sent");
   });
 
   it("the editor sends a stored email it was never shown as '__PWRD__': the picker finds the running session, Sign-in logs in no more", async () => {

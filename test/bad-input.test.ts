@@ -103,6 +103,21 @@ describe("bad input: a bad base URL is quoted in its error as a clipped JSON str
     assert.ok(m.includes('"a\\nb x') && m.includes('x…"'), m);
   });
 
+  it("a value typed without a scheme is quoted and clipped too: markup, 10 000 characters", () => {
+    const markup = "door.example/<img/src=x/onerror=window.__xss=1>";
+    assert.ok(messageOf(markup).includes(JSON.stringify(markup)), messageOf(markup));
+    const m = messageOf(`door.example/${"x".repeat(10_000)}`);
+    assert.ok(m.length < 250, `short (${m.length}): ${m.slice(0, 300)}`);
+  });
+
+  // docs/security.md#secrets: a password typed into the base URL reaches no error text.
+  it("a user name and password typed into a base URL are not quoted back, whatever else is wrong with it", () => {
+    for (const value of ["ops:12345678@door.example.com", "https://ops:S3cret pw@door.example.com", "https://ops:S3cret%pw@door example.com/x"]) {
+      const m = messageOf(value);
+      assert.ok(!/12345678|S3cret/.test(m), `${JSON.stringify(value)}: ${m}`);
+    }
+  });
+
   it("an http:// host and a foreign scheme are quoted too", () => {
     assert.match(messageOf("http://door.example.com"), /got host "door\.example\.com"$/);
     assert.match(messageOf(`ftp${"p".repeat(300)}://x`), /got "ftpp{16}…"$/);

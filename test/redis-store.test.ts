@@ -259,4 +259,16 @@ describe("Redis session store", function () {
     assert.equal(checkStoreSettings({ sessionStore: "memcached" }).ok, false);
     assert.equal(checkStoreSettings({ sessionStore: "redis", redisUrl: "redis://h", redisKeyPrefix: "has space" }).ok, false);
   });
+
+  // docs/security.md#secrets: the Redis password is a credential; the Redis URL is a property,
+  // kept in the flow file that every user who may read the flows (and every export) gets.
+  it("door-account settings: a Redis URL that holds a password is refused, with where the password goes instead; an ACL user name alone is fine", () => {
+    for (const url of ["redis://:s3cret-pw@cache.example:6379", "rediss://door-user:s3cret-pw@cache.example:6380/1", "redis://door-user:s3cret%40pw@cache.example"]) {
+      const r = checkStoreSettings({ sessionStore: "redis", redisUrl: url });
+      assert.equal(r.ok, false, `${url} accepted: its password would stay in the flow file`);
+      assert.match(r.ok ? "" : r.problems.join("; "), /password/i);
+      assert.ok(!(r.ok ? "" : r.problems.join("; ")).includes("s3cret"), "the problem does not quote the password");
+    }
+    assert.equal(checkStoreSettings({ sessionStore: "redis", redisUrl: "redis://door-user@cache.example:6379", redisPassword: "pw" }).ok, true);
+  });
 });

@@ -12,6 +12,8 @@ import { request } from "undici";
 import { Account } from "../src/account/account.js";
 import { DoorApiError } from "../src/client/errors.js";
 import { SessionHaltedError, SessionUnavailableError } from "../src/session/errors.js";
+import type { Credentials } from "../src/client/client.js";
+import type { OperationId } from "../src/spec/schemas.js";
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../src/unlock/unlock.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
@@ -204,6 +206,77 @@ describe("session: client behaviour on failures (spec Authentication 7)", functi
     for (const secret of [stored.accessToken, stored.refreshToken, "demo-password", "+15550000001", "15550000001"]) {
       assert.ok(!text.includes(secret), "a secret reached the log");
     }
+  });
+});
+
+// docs/security.md#secrets: the login is a secret, also when the service's own words quote it.
+describe("session: a service error text that quotes the account's login", function () {
+  this.timeout(20_000);
+  let sim: RunningSimulator;
+  let b: Built | null = null;
+
+  beforeEach(async () => {
+    sim = await startSimulator({ rateLimit: false });
+  });
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim.close();
+  });
+
+  const logins: { credentials: Credentials; op: OperationId; login: string }[] = [
+    { credentials: DEMO_PHONE, op: "loginByPhone", login: "+15550000001" },
+    { credentials: { method: "email", email: "demo@example.com", password: "demo-password" }, op: "loginByEmail", login: "demo@example.com" },
+  ];
+  for (const { credentials, op, login } of logins) {
+    it(`reaches no log line, session state or error text (${op}): the login is blanked out of the service's words`, async () => {
+      sim.control.inject({ kind: "503", endpoint: op, count: 2, title: `no gateway for ${login} (account ${login.replace("+", "")})` });
+      b = buildSession(sim, { credentials });
+      await b.session.start();
+      assert.equal(b.session.state, "unreachable");
+      const err = (await b.session.token().then(() => null, (e: unknown) => e)) as Error | null;
+      assert.ok(err, "no session: the call fails");
+      const snap = b.session.snapshot();
+      const text = [...b.log.lines, snap.reason ?? "", snap.detail ?? "", err.message].join("\n");
+      assert.match(text, /no gateway for/, "the service's words are still told");
+      assert.ok(!text.includes(login) && !text.includes(login.replace("+", "")), `the login reached the log, the state or an error: ${text.replaceAll(login, "<LOGIN>")}`);
+    });
+  }
+
+  it("reaches no error text when a session resumed from its stored pair (no login since the start) gets an error that quotes the login", async () => {
+    const first = buildSession(sim);
+    await first.session.start();
+    await first.session.close();
+    await first.client.close();
+    b = buildSession(sim, { tokenFile: first.tokenFile });
+    sim.control.resetRequests();
+    await b.session.start();
+    assert.deepEqual(ops(sim), [], "resumed: no login");
+    sim.control.inject({ kind: "503", endpoint: "getDevice", count: 4, title: "no key for +15550000001" });
+    const err = (await b.session.call((t) => b!.client.getDevice(t, 101)).then(() => null, (e: unknown) => e)) as Error | null;
+    assert.ok(err, "the call fails");
+    assert.match(err.message, /no key for/);
+    assert.ok(!err.message.includes("15550000001"), `the login is in the error text: ${err.message.replace(/\+?15550000001/g, "<LOGIN>")}`);
+  });
+
+  it("reaches no error text when it quotes the token sent: an access token in a call's error, a refresh token in a refresh's error", async () => {
+    b = buildSession(sim);
+    await b.session.start();
+    const pair = (await b.store.load())!;
+    sim.control.inject({ kind: "503", endpoint: "getDevice", count: 4, title: `gateway down for bearer ${pair.accessToken}` });
+    const callErr = (await b.session.call((t) => b!.client.getDevice(t, 101)).then(() => null, (e: unknown) => e)) as Error | null;
+    assert.ok(callErr, "the call fails");
+    assert.match(callErr.message, /gateway down for bearer/);
+    // (the service's words are clipped to 200 characters: a token's start would be left)
+    assert.ok(!callErr.message.includes(pair.accessToken.split(".")[1]!.slice(0, 30)), "the access token is in the call's error text");
+    sim.control.clearFaults();
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2, title: `cannot renew ${pair.refreshToken}` });
+    const renewErr = (await b.client.refresh(pair.refreshToken).then(() => null, (e: unknown) => e)) as Error | null;
+    assert.ok(renewErr, "the refresh fails");
+    assert.match(renewErr.message, /cannot renew/);
+    assert.ok(!renewErr.message.includes(pair.refreshToken), "the refresh token is in the refresh's error text");
+    const text = b.log.lines.join("\n");
+    assert.ok(!text.includes(pair.accessToken) && !text.includes(pair.refreshToken), "a token reached the log");
   });
 });
 

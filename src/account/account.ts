@@ -97,6 +97,10 @@ export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unkno
   }
   if (!url || (url.protocol !== "redis:" && url.protocol !== "rediss:") || !url.hostname) {
     problems.push("the Redis URL must be redis://host[:port][/db] or rediss://host[:port][/db] (TLS)");
+  } else if (url.password) {
+    // The URL is a node property, kept in the flow file; the password is a credential
+    // (docs/security.md#secrets). The problem never quotes the URL.
+    problems.push("the Redis URL must not hold a password: put it in the Redis password field (an ACL user name may stay in the URL)");
   }
   const prefix = s.redisKeyPrefix === undefined || s.redisKeyPrefix === null || s.redisKeyPrefix === "" ? DEFAULT_KEY_PREFIX : s.redisKeyPrefix;
   if (typeof prefix !== "string" || prefix.length > 100 || /\s/.test(prefix)) problems.push("the Redis key prefix must be at most 100 characters without spaces");

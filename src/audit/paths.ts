@@ -71,8 +71,9 @@ function standsFor(name: string): string[] {
  * null. Judged for the path as given and as it really is (its folders' symbolic links resolved),
  * against the user directory as given and as it really is:
  * - anything inside a `node_modules` folder, wherever it is;
- * - in the user directory: its folders NODE_RED_FOLDERS and all below them, and the files
- *   NODE_RED_NAMES, each also as a backup or temporary file (standsFor);
+ * - in the user directory: its folders NODE_RED_FOLDERS and all below them;
+ * - in any folder (another Node-RED's user directory may be there): the files NODE_RED_NAMES,
+ *   each also as a backup or temporary file (standsFor);
  * - wherever they are: the settings file in use, the flows file in use (resolved as Node-RED
  *   resolves it: in the current directory or the user directory) and its `_cred` file, each
  *   also as a backup or temporary file.
@@ -107,9 +108,12 @@ export function nodeRedOwnFile(p: string, files: NodeRedFiles): string | null {
       const parts = rel.split(path.sep);
       const folder = NODE_RED_FOLDERS.find((f) => f.toLowerCase() === parts[0]!.toLowerCase());
       if (folder) return `it is one of Node-RED's own files (inside ${folder}/ of the user directory)`;
-      if (parts.length === 1 && standsFor(parts[0]!).some((n) => NODE_RED_NAMES.test(n))) {
-        return "it is one of Node-RED's own files in the user directory (settings, flows, credentials, .config.json, .config.*.json, sessions, package files, or a backup or temporary file of one)";
-      }
+    }
+    // The names of a user directory's files, in any folder: another Node-RED on this machine
+    // (a second instance, the default ~/.node-red of a runtime started elsewhere) has its user
+    // directory there, and its .config.json would cost it its credential secret at its next start.
+    if (standsFor(path.basename(q)).some((n) => NODE_RED_NAMES.test(n))) {
+      return "it has the name of one of Node-RED's own files in a user directory, this one's or another Node-RED's (settings, flows, credentials, .config.json, .config.*.json, sessions, package files, or a backup or temporary file of one)";
     }
   }
   return null;

@@ -255,8 +255,10 @@ export const CSV_COLUMNS = ["seq", "ts", "type", "actor", "door", "deviceId", "l
  * quote. A spreadsheet may run a cell as a formula, and an import that splits at another
  * separator than ours makes a part of a cell a cell of its own: so at the cell's start and after
  * each of those separators, a part starting with `=` `+` `-` `@`, tab or CR (some skip those
- * first), or with spaces and then `=` `+` `-` `@`, gets an apostrophe in front and stays text
- * (OWASP "CSV injection"). `Lobby;=cmd` becomes `"Lobby;'=cmd"`.
+ * first), or with spaces or quotes and then `=` `+` `-` `@`, gets an apostrophe in front and
+ * stays text (OWASP "CSV injection"): a spreadsheet that splits there takes a quote at the
+ * part's start as opening a quoted cell and reads what follows it. `Lobby;=cmd` becomes
+ * `"Lobby;'=cmd"`, `Lobby;"=cmd` becomes `"Lobby;'""=cmd"`.
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
@@ -266,7 +268,7 @@ export function csvCell(value: unknown): string {
 }
 
 /** The start of the cell or of a part after a separator, where a formula would start. */
-const FORMULA_PART = /(?<=^|[,;\t\r\n])(?=[=+\-@\t\r]| +[=+\-@])/g;
+const FORMULA_PART = /(?<=^|[,;\t\r\n])(?=[\t\r]|[ "]*[=+\-@])/g;
 
 export function csvHeader(): string {
   return CSV_COLUMNS.join(",") + "\r\n";

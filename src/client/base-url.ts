@@ -3,7 +3,7 @@
  * loopback host (src/util/loopback.ts: 127.0.0.0/8, ::1, localhost), which may use `http://`.
  */
 import { isLoopbackHost } from "../util/loopback.js";
-import { quoted } from "../util/text.js";
+import { clip, quoted } from "../util/text.js";
 
 export class BaseUrlError extends Error {
   override readonly name = "BaseUrlError";
@@ -21,7 +21,7 @@ export function parseBaseUrl(value: unknown): URL {
   try {
     url = new URL(value.trim());
   } catch {
-    throw new BaseUrlError(`base URL ${quoted(value.trim())} is not a URL`);
+    throw new BaseUrlError(`base URL ${quoted(withoutUserInfo(value.trim()))} is not a URL`);
   }
   if (url.username || url.password) throw new BaseUrlError("base URL must not contain a user name or password");
   if (url.search || url.hash) throw new BaseUrlError("base URL must not contain a query or fragment");
@@ -48,8 +48,16 @@ function withoutScheme(value: string): string | null {
     return null;
   }
   if (!url.hostname || /\s/.test(value)) return null;
-  const shown = value.slice(0, 200);
+  // Cited as a clipped JSON string, without a user name or password typed into it; the
+  // suggestion is the URL parser's (markup in a path comes out percent-encoded), clipped too.
+  const shown = quoted(withoutUserInfo(value));
+  const rest = clip(`${url.host}${url.pathname === "/" ? "" : url.pathname}`, 80, "…");
   return isLoopbackHost(url.hostname)
-    ? `base URL "${shown}" has no scheme: write it as http://${shown} (a loopback host may use http://) or https://${shown}`
-    : `base URL "${shown}" has no scheme: write it as https://${shown}`;
+    ? `base URL ${shown} has no scheme: write it as http://${rest} (a loopback host may use http://) or https://${rest}`
+    : `base URL ${shown} has no scheme: write it as https://${rest}`;
+}
+
+/** `value` with a user name and password before an `@` (`user:pass@host`) replaced by "…": never quoted back (docs/security.md#secrets). */
+function withoutUserInfo(value: string): string {
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@]*@/i, (_m, scheme: string | undefined) => `${scheme ?? ""}…@`);
 }

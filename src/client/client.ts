@@ -130,6 +130,8 @@ export class DoorApiClient {
   private readonly maxBodyBytes: number;
   private readonly onRetry: ClientOptions["onRetry"];
   private readonly timeouts: { connectMs: number; headersMs: number };
+  /** The logins and passwords of the account (hideInErrors): hidden in the service's error words. */
+  private readonly sentSecrets = new Set<string>();
 
   constructor(options: ClientOptions) {
     this.baseUrl = parseBaseUrl(options.baseUrl);
@@ -150,7 +152,18 @@ export class DoorApiClient {
 
   // ---- the ten operations -------------------------------------------------------------
 
+  /**
+   * The account's login and password, hidden in the service's error words from now on (also
+   * before any login: a session resumed from its stored pair never logs in).
+   */
+  hideInErrors(credentials: Credentials): void {
+    this.sentSecrets.add(credentials.password);
+    if (credentials.method === "email") this.sentSecrets.add(credentials.email);
+    else this.sentSecrets.add(credentials.phoneNumber).add(credentials.phoneNumber.replace(/^\+/, ""));
+  }
+
   async login(credentials: Credentials, signal?: AbortSignal) {
+    this.hideInErrors(credentials);
     if (credentials.method === "email") {
       const body = validateBody("loginByEmail", LoginByEmailRequest, { email: credentials.email, password: credentials.password });
       return this.send({ op: "loginByEmail", path: OPERATIONS.loginByEmail.path, body }, (b) => parseJson("loginByEmail", TokenPair, b), signal);
@@ -269,8 +282,11 @@ export class DoorApiClient {
       try {
         const parsed = ErrorResponse.safeParse(JSON.parse((await this.readBody(req.op, res, signal)).toString("utf8")));
         if (parsed.success) {
-          title = clip(parsed.data.title);
-          detail = clip(parsed.data.detail);
+          // The service's words may quote what was sent (a login, a token): hidden before they
+          // reach a message, a log line or the editor (docs/security.md#secrets).
+          const secrets = this.secretsOf(req);
+          title = clip(hideSecrets(parsed.data.title, secrets));
+          detail = clip(hideSecrets(parsed.data.detail, secrets));
         }
       } catch {
         /* an unreadable error body changes nothing: callers branch on the status */
@@ -282,6 +298,16 @@ export class DoorApiClient {
       operation: req.op, kind: "http", status, title, detail, retryAfter, mayHaveReached: true,
       message: `${req.op}: the service answered ${status}${title ? ` (${title})` : ""}`,
     });
+  }
+
+  /** What a request sent that is secret (its token, the string fields of its body), and every login and password sent before. */
+  private secretsOf(req: Req): string[] {
+    const out = new Set(this.sentSecrets);
+    if (req.token) out.add(req.token);
+    if (req.body && typeof req.body === "object") {
+      for (const v of Object.values(req.body as Record<string, unknown>)) if (typeof v === "string") out.add(v);
+    }
+    return [...out];
   }
 
   private transportError(op: OperationId, e: unknown, signal?: AbortSignal): DoorApiError {
@@ -318,6 +344,19 @@ export class DoorApiClient {
 }
 
 // ---- helpers ----------------------------------------------------------------------------
+
+/** Shortest secret hidden: a shorter one would blank ordinary words. */
+const HIDE_MIN = 4;
+
+/** `text` with every occurrence of each secret (in any letter case) replaced by "[hidden]", longest first. */
+export function hideSecrets(text: string | null | undefined, secrets: readonly string[]): string | null | undefined {
+  if (typeof text !== "string" || text === "") return text;
+  let out = text;
+  for (const secret of [...secrets].filter((x) => x.length >= HIDE_MIN).sort((a, b) => b.length - a.length)) {
+    out = out.replace(new RegExp(secret.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"), "gi"), "[hidden]");
+  }
+  return out;
+}
 
 function clip(s: string | null | undefined): string | null {
   if (s === null || s === undefined) return null;

@@ -17,7 +17,7 @@ import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session
 import { accountKey, tokenFileFor } from "../session/token-store.js";
 import type { Device } from "../spec/schemas.js";
 import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
-import { fromEditor, permission } from "./admin-access.js";
+import { fromEditor, hasPermission, permission } from "./admin-access.js";
 import { type AccountUser, type NodeStatus, type DoorAccountNode, ACCOUNT_CLOSE_GUARD_MS, ADMIN_PREFIX, stateStatus } from "./shared.js";
 
 /**
@@ -313,6 +313,7 @@ export = function register(RED: NodeAPI): void {
   const read = permission(RED, "door-account.read");
   const write = permission(RED, "door-account.write");
   const editorOnly = fromEditor();
+  const mayWrite = hasPermission(RED, "door-account.write");
   const accountNode = (id: string): DoorAccountNode | null => {
     const n = (RED.nodes.getNode(id) as unknown as DoorAccountNode | null) ?? null;
     return n && n.type === "door-account" ? n : null;
@@ -465,6 +466,7 @@ export = function register(RED: NodeAPI): void {
   }
 
   const refreshWanted = (v: unknown) => v === "1" || v === "true" || v === true;
+  const TYPED_LOGIN_IS_A_WRITE = "a login typed in the dialog is looked up only for a user who may change the account (door-account.write); the door list of the deployed account is shown with its stored login";
   const REFRESH_IS_A_WRITE = "this route serves the list the runtime holds; a refresh from the service is POST .../devices/refresh (door-account.write)";
 
   RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/devices`, read, (req, res) => {
@@ -503,14 +505,26 @@ export = function register(RED: NodeAPI): void {
   // The picker of an account being edited, deployed or not: the running session of the same
   // base URL and login, if this runtime has one. The login (typed in the editor) comes in the
   // POST body; nothing of it goes back.
+  // A login typed in the dialog is looked up only for a user who may change the account
+  // (door-account.write): the answer would tell a read-only user whether a guessed phone number
+  // or email is the login of a running session. A read-only user's picker sends the stored
+  // login ("__PWRD__"), which the runtime takes from the deployed node
+  // (docs/security.md#who-can-do-what-the-admin-routes).
   RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/devices`, read, editorOnly, (req, res) => {
     const body = (req.body ?? {}) as EditedAccount & { refresh?: unknown };
     if (refreshWanted(body.refresh)) {
       res.status(400).json({ error: REFRESH_IS_A_WRITE });
       return;
     }
-    const core = editedCore(String(req.params.id), body, res);
-    if (core) sendHeld(core, res);
+    const typedLogin = typed(body.phoneNumber) !== undefined || typed(body.email) !== undefined;
+    void (typedLogin ? mayWrite(req) : Promise.resolve(true)).then((allowed) => {
+      if (!allowed) {
+        res.status(403).json({ error: TYPED_LOGIN_IS_A_WRITE });
+        return;
+      }
+      const core = editedCore(String(req.params.id), body, res);
+      if (core) sendHeld(core, res);
+    }).catch(() => undefined);
   });
 
   // The picker's Refresh: the same account as edited, the list fetched again from the service.

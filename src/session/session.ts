@@ -224,6 +224,8 @@ export class Session extends EventEmitter {
     super();
     this.client = options.client;
     this.credentials = options.credentials;
+    // The service's error words never carry the login or password (docs/security.md#secrets).
+    this.client.hideInErrors?.(options.credentials);
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
     this.log = options.log ?? silent;

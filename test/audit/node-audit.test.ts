@@ -14,6 +14,7 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import * as path from "node:path";
+import * as os from "node:os";
 import * as zlib from "node:zlib";
 import { auditRecordEvents } from "../../src/audit/audit-log.js";
 import { verify } from "../../src/audit/chain.js";
@@ -484,6 +485,22 @@ describe("Refused audit paths: a configuration error before any unlock, nothing 
     { name: "the flows backup .flows.json.backup", auditLog: ".flows.json.backup", prepare: () => null, why: /Node-RED's own files/ },
     { name: "a file in Node-RED's library folder lib/", auditLog: "lib/flows/audit.json", prepare: () => null, why: /Node-RED's own files/ },
     { name: "a path under node_modules", auditLog: "node_modules/door/audit.jsonl", prepare: () => null, why: /node_modules/ },
+    // Another Node-RED on this machine (a second instance, the default ~/.node-red of a runtime
+    // started with -u elsewhere): its .config.json would wipe its credential secret at its next start.
+    ...[
+      { where: "relative", auditLog: "../.node-red-2/.config.json" },
+      { where: "absolute", auditLog: path.join(os.tmpdir(), "door-other-node-red", ".config.projects.json") },
+    ].map((o) => ({
+      name: `a Node-RED file in another Node-RED's user directory (${o.where}: ${path.basename(path.dirname(o.auditLog))}/${path.basename(o.auditLog)}, not there yet)`,
+      auditLog: o.auditLog,
+      prepare: (u: string) => {
+        const other = path.resolve(u, path.dirname(o.auditLog));
+        fs.mkdirSync(other, { recursive: true });
+        fs.writeFileSync(path.join(other, ".config.runtime.json"), JSON.stringify({ _credentialSecret: "the other runtime's" }));
+        return path.join(other, ".config.runtime.json");
+      },
+      why: /Node-RED's own files/,
+    })),
   ];
 
   for (const c of cases) {

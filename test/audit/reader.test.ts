@@ -88,6 +88,38 @@ function parseCsv(text: string, sep = ","): string[][] {
   return rows;
 }
 
+/**
+ * CSV read the way spreadsheets and Python's csv module read it with a separator `sep`: a quote
+ * opens a quoted cell only at the cell's start (elsewhere it is a plain character); inside, a
+ * doubled quote is one quote, and a quote followed by anything else ends the quoted part, what
+ * follows up to the separator being added to the cell as it is.
+ */
+function readAsSpreadsheet(text: string, sep: string): string[][] {
+  const rows: string[][] = [];
+  for (const line of text.split(/\r\n|\n|\r/)) {
+    if (line === "") continue;
+    const row: string[] = [];
+    let i = 0;
+    for (;;) {
+      let cell = "";
+      if (line[i] === '"') {
+        i++;
+        while (i < line.length) {
+          if (line[i] === '"' && line[i + 1] === '"') { cell += '"'; i += 2; continue; }
+          if (line[i] === '"') { i++; break; }
+          cell += line[i++];
+        }
+      }
+      while (i < line.length && line[i] !== sep) cell += line[i++];
+      row.push(cell);
+      if (i >= line.length) break;
+      i++;
+    }
+    rows.push(row);
+  }
+  return rows;
+}
+
 async function collect<T>(gen: AsyncGenerator<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const x of gen) out.push(x);
@@ -312,6 +344,33 @@ describe("door-access-audit tail and export, as functions and as the bin (docs/a
   });
   afterEach(async () => {
     await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  // docs/security.md#csv-export
+  it("CSV: a part after a separator that starts with quotes (and spaces) and then = + - @ is neutralised too: a spreadsheet reading with ; or tab takes a quote at a cell's start as opening a quoted cell, and reads the formula behind it", async () => {
+    const doors = [
+      "Lobby;\"=cmd|' /C calc'!A0;",
+      "Hall\t\"=1+1",
+      "Gate;\"\"@SUM(A1)",
+      "Yard;\" -2+3",
+      "Dock,\"+1",
+      "Roof\r\n\"=1",
+      "Plain; \"door\"",
+    ];
+    const lines = chain(doors.map((door, k) => record(2 * k + 1, { door })));
+    writeRotated(live, lines, [lines.length]);
+    const text = (await collect(exportCsv(live))).join("");
+    for (const sep of [",", ";", "\t"]) {
+      for (const r of readAsSpreadsheet(text, sep).slice(1)) {
+        for (const cell of r) assert.ok(!/^\s*[=+\-@]/.test(cell), `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)} in ${JSON.stringify(r)}`);
+      }
+    }
+    for (const row of text.split("\r\n").slice(1)) {
+      for (const part of row.split(/[,;\t\r\n]/)) assert.ok(!/^[\s"]*[=+\-@]/.test(part), `split ignoring quotes, a part starts a formula: ${JSON.stringify(part)} in ${JSON.stringify(row)}`);
+    }
+    // Only apostrophes are added: read as RFC 4180 with commas, each door is itself with an apostrophe in front of each such part.
+    const byComma = parseCsv(text).slice(1).map((r) => r[4]);
+    assert.deepEqual(byComma, ["Lobby;'\"=cmd|' /C calc'!A0;", "Hall\t'\"=1+1", "Gate;'\"\"@SUM(A1)", "Yard;'\" -2+3", "Dock,'\"+1", "Roof\r\n'\"=1", "Plain; \"door\""]);
   });
 
   it("door-access-audit tail: the newest N, oldest first, readable; --json gives the records; control characters are escaped", async () => {
