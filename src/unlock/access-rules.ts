@@ -492,19 +492,9 @@ export class AccessState {
     if (typeof now !== "number" || !Number.isFinite(now)) throw new TypeError("check() needs now as a finite number of ms");
     const rules = this.rules;
 
-    // 1. actor
-    if (!rules.actorAllowed(input.actor)) {
-      const who = typeof input.actor === "string" ? `"${clipText(input.actor, 100)}"` : "the actor";
-      return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
-    }
-
-    // 2. schedule
-    if (rules.windows.length > 0) {
-      const { day, minute } = this.localAt(now);
-      if (!rules.inWindows(day, minute)) {
-        return deny("schedule", `outside this node's schedule: it is ${DAY_NAMES[day]} ${pad(Math.floor(minute / 60))}:${pad(minute % 60)} in ${rules.timeZone}`);
-      }
-    }
+    // 1. actor, 2. schedule
+    const early = this.doorless(input.actor, now);
+    if (early !== null) return early;
 
     // 3. cooldown (tested here, taken only once every rule has allowed the message)
     const cooldownMs = rules.cooldown * 1000;
@@ -559,6 +549,18 @@ export class AccessState {
     return { allowed: true, slot: this.slotFor(key, entry) };
   }
 
+  /**
+   * The rules that need no door, actor then schedule, as `check()` applies them, without taking
+   * a slot or counting anything: a node asks this before it resolves a door name against the
+   * service, so that a message these rules refuse makes no request at all. `check()` applies them
+   * again afterwards (the time may have moved on). null: neither refuses.
+   */
+  precheck(input: { actor: unknown; now: number }): Denied | null {
+    const { now } = input;
+    if (typeof now !== "number" || !Number.isFinite(now)) throw new TypeError("precheck() needs now as a finite number of ms");
+    return this.doorless(input.actor, now);
+  }
+
   /** The lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"). */
   lockout(now: number): LockoutState {
     if (this.lockedUntil !== null) {
@@ -609,6 +611,22 @@ export class AccessState {
 
   toString(): string {
     return `AccessState(${this.rules.summary()})`;
+  }
+
+  /** Actor, then schedule: state-free, the first two rules of check() and all of precheck(). */
+  private doorless(actor: unknown, now: number): Denied | null {
+    const rules = this.rules;
+    if (!rules.actorAllowed(actor)) {
+      const who = typeof actor === "string" ? `"${clipText(actor, 100)}"` : "the actor";
+      return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
+    }
+    if (rules.windows.length > 0) {
+      const { day, minute } = this.localAt(now);
+      if (!rules.inWindows(day, minute)) {
+        return deny("schedule", `outside this node's schedule: it is ${DAY_NAMES[day]} ${pad(Math.floor(minute / 60))}:${pad(minute % 60)} in ${rules.timeZone}`);
+      }
+    }
+    return null;
   }
 
   private localAt(now: number): { day: number; minute: number } {
