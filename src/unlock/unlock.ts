@@ -6,7 +6,7 @@
 import type { Account } from "../account/account.js";
 import { AuditWriteFailed } from "../audit/audit-log.js";
 import type { DeviceDirectory, DoorIdentity } from "../doors/directory.js";
-import { checkLock, describeValue, isDeviceId, parseLockId, selectDoor } from "../doors/select.js";
+import { checkLock, describeValue, doorInputProblem, isDeviceId, parseLockId, selectDoor } from "../doors/select.js";
 import { describeThrown } from "../util/text.js";
 import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
@@ -174,7 +174,11 @@ async function unlockOnce(
   if (!lock.ok) return reject("invalid-input", input.msgLockId !== undefined ? `msg.${lock.message}` : lock.message);
   base.lockId = lock.lockId;
 
+  const choice = { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door };
   if (access) {
+    // Bad input is answered as such, also when a rule would refuse the message too.
+    const bad = doorInputProblem(choice);
+    if (bad !== null) return reject("invalid-input", bad.message, bad.candidates ? { candidates: bad.candidates } : {});
     // Actor and schedule need no door: asked before the door is resolved, so that a message they
     // refuse never makes the account fetch its device list. The record names the door as far as
     // it is known without the service.
@@ -187,7 +191,7 @@ async function unlockOnce(
 
   let selection;
   try {
-    selection = await selectDoor(account.directory, { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door });
+    selection = await selectDoor(account.directory, choice);
   } catch (e) {
     // The device list could not be read (session halted, service down, rate-limited): nothing was sent.
     const c = classifyFailure(e, false);
@@ -290,6 +294,9 @@ function doorKnownLocally(directory: DeviceDirectory, input: UnlockInput, config
     return { deviceId: id, door: device ? directory.label(device) : `#${id}` };
   }
   if (input.msgDoor !== undefined || configured === null) return { deviceId: null, door: null };
+  // The listed door when the stored id still has the stored name; else the door as it was stored.
+  const device = configured.id === null ? undefined : directory.cached()?.devices.find((d) => d.id === configured.id && (configured.name === null || d.name === configured.name));
+  if (device) return { deviceId: device.id, door: directory.label(device) };
   const label = configured.name ? (configured.location ? `${configured.location} / ${configured.name}` : configured.name) : configured.id !== null ? `#${configured.id}` : null;
   return { deviceId: configured.id, door: label };
 }

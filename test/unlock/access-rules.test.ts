@@ -606,6 +606,23 @@ describe("access rules: order of the rules, and a refusal counts for no other ru
     assert.deepEqual(s.snapshot(IN).slots, [], "a locked-out message takes no slot");
   });
 
+  it("precheck() answers what check() would for the actor and the schedule, and changes no state (a message it refuses needs no door)", () => {
+    const s = rules(all).newState();
+    for (const [actor, t] of [["mallory", IN], ["cleaner-anna", OUT], ["mallory", OUT], [42, IN]] as const) {
+      const early = s.precheck({ actor, now: t });
+      assert.ok(early !== null);
+      assert.deepEqual(early, check(s, t, { actor, pin: "0000" }), `${String(actor)} at ${iso(t)}`);
+    }
+    assert.equal(s.precheck({ actor: "cleaner-anna", now: IN }), null);
+    for (let i = 0; i < 10; i++) s.precheck({ actor: "mallory", now: IN });
+    const d = check(s, IN, ok);
+    assert.ok(d.allowed);
+    d.slot.sent(IN);
+    assert.equal(s.precheck({ actor: "cleaner-anna", now: IN + S }), null, "the cooldown and the PIN are left to check()");
+    assert.deepEqual(s.snapshot(IN + S), { slots: [{ key: "101/-", pending: false, at: IN }], wrongPins: [], lockedUntil: null });
+    assert.throws(() => s.precheck({ actor: "cleaner-anna", now: Number.NaN }), TypeError);
+  });
+
   it("a node with no rule allows everything and keeps no state", () => {
     const r = rules({ allowActors: [], schedule: [], timeZone: "", cooldown: 0, pin: "" });
     assert.equal(r.active, false);
