@@ -33,7 +33,7 @@
  *   unless --ha; --no-ha skips it in a full run).
  *
  * Writes bench/results.json (or --out / BENCH_RESULTS) and prints a table. Diagnostics:
- * --only <phases> (load,scale,logins,latency,tput,status,handbuilt,refresh,memory) for profiling with
+ * --only <phases> (load,scale,logins,latency,rules,tput,status,handbuilt,refresh,memory) for profiling with
  * `node --cpu-prof`; BENCH_MEM_TRACE=1 (memory per 10,000 messages); BENCH_HEAPSNAP=<dir>.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -45,6 +45,7 @@ import { DeviceList, type Device } from "../src/spec/schemas.js";
 import { DeviceDirectory } from "../src/doors/directory.js";
 import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../src/simulator/seed.js";
 import { type Footprint, HA_PACKAGE, measureFootprint } from "./footprint.js";
+import { RULES_NODE, measureRulesNode, rulesBenchCredentials, rulesBenchNodes } from "./access-rules-node.js";
 
 
 /** The audit log's counters once nothing is waiting to be written (closing records are deferred). */
@@ -100,7 +101,7 @@ function parseArgs(argv: string[]): Args {
     else if (f === "--ha") a.ha = true;
     else if (f === "--no-ha") a.ha = false;
     else if (f === "--help" || f === "-h") {
-      process.stdout.write("usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only load,scale,latency,tput,status,handbuilt,refresh,memory] [--ha|--no-ha]\n");
+      process.stdout.write("usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only load,scale,latency,rules,tput,status,handbuilt,refresh,memory] [--ha|--no-ha]\n");
       process.exit(0);
     } else throw new Error(`unknown option ${f}`);
   }
@@ -277,7 +278,7 @@ function handBuiltFlow(simUrl: string): Record<string, unknown>[] {
 
 async function loadRuntime(flow: Record<string, unknown>[], userDir: string): Promise<void> {
   helper.settings({ userDir, logging: { console: { level: "off" } } });
-  await helper.load([...OUR_NODES, ...CORE_NODES], flow, { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+  await helper.load([...OUR_NODES, ...CORE_NODES], flow, { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password }, ...rulesBenchCredentials() });
   // The helper spies on Node.prototype.{send,status,log,...} (recording every call, with an
   // Error for its call stack, and emitting an event per call on the next tick): test
   // instrumentation, not Node-RED. Remove it. Node-RED also copied the spied `send` onto every
@@ -611,7 +612,7 @@ async function main(args: Args): Promise<void> {
 
     // ---- the runtime: our nodes + the hand-built flow in one Node-RED 4 runtime
     await resetLog(sim.url);
-    await loadRuntime([...ourFlow(sim.url), ...handBuiltFlow(sim.url)], userDir);
+    await loadRuntime([...ourFlow(sim.url), ...handBuiltFlow(sim.url), ...rulesBenchNodes(TAB, { deviceId: DOOR, doorName: "Front Door", doorLocation: "Main Street 1" })], userDir);
     await waitReady();
     const account = accountOf();
     const unlock = new Driver("u1", ["u1-ok", "u1-fail"], "u");
@@ -724,6 +725,12 @@ async function main(args: Args): Promise<void> {
       sameBytesPerUnlock: raw.sameBytes > 0 ? round(raw.sameBytes / (raw.sameCount || 1), 0) : null,
       floorBytesPerUnlock: raw.bytes > 0 ? round(raw.bytes / (raw.floorCount || 1), 0) : null,
     });
+
+    // ---- a door-unlock node with all four access rules beside one without (bench/access-rules-node.ts)
+    if (want("rules")) {
+      const ruled = new Driver(RULES_NODE, [`${RULES_NODE}-ok`, `${RULES_NODE}-fail`], "r");
+      Object.assign(results, await measureRulesNode({ plain: async (m) => (await unlock.send(m)).port === 0, ruled: async (m) => (await ruled.send(m)).port === 0, n: C.seq, warm: C.seqWarm, reps: R, log }));
+    }
 
     // ---- unlock throughput, 50 in flight; API calls per unlock in steady state; group commit
     if (want("tput")) {
@@ -911,6 +918,7 @@ function table(r: Record<string, number | string>): string {
     ["Same durable work by hand (attempt + fsync, PUT, result + fsync) p50; node / it", `${n("bothRecordsP50Ms", 3)} ms; ${n("unlockP50RatioBothRecords")}×`, ""],
     ["Yardstick: the node's bytes per unlock (result + attempt lines, seq/prev) in one write+fsync, then the PUT, p50; node / it", `${n("sameBytesP50Ms", 3)} ms; ${n("unlockP50RatioSameBytes")}×`, ""],
     ["Audit bytes per unlock: node / yardstick / floor", `${n("nodeAuditBytesPerUnlock", 0)} / ${n("sameBytesPerUnlock", 0)} / ${n("floorBytesPerUnlock", 0)}`, ""],
+    ["A door-unlock node with all four access rules: extra per message, p50 / trimmed mean (interleaved with one without)", `${n("rulesExtraP50Us", 1)} / ${n("rulesExtraTrimmedUs", 1)} µs`, "< 20 µs"],
     ["Ratio vs raw PUT without audit, p50 / p99", `${n("unlockP50RatioNoAudit")}× / ${n("unlockP99RatioNoAudit")}×`, ""],
     ["Unlock throughput, 50 in flight: node / floor / raw PUT", `${n("unlockThroughput50", 0)} / ${n("floorThroughput50", 0)} / ${n("rawPutThroughput50", 0)} /s`, ""],
     ["CPU per unlock in our process, 50 in flight: node / floor / raw PUT", `${n("unlockCpuUs", 0)} / ${n("floorCpuUs", 0)} / ${n("rawPutCpuUs", 0)} µs`, ""],
