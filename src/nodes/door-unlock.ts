@@ -39,17 +39,18 @@ function readRules(config: UnlockDef, pin: unknown): NodeAccess | null {
 }
 
 /**
- * Deletes msg.pin from the message. false when it is still there (a frozen message, a property
- * that cannot be deleted or overwritten): the message must then go nowhere.
+ * Deletes msg.pin from the message; one it cannot delete (inherited, or not configurable) is
+ * hidden behind an own `undefined`. false when msg.pin can still be read (a frozen message, a
+ * property that cannot be deleted or overwritten): the message must then go nowhere.
  */
 function removePin(m: Record<string, unknown>): boolean {
   try {
-    if (!Object.prototype.hasOwnProperty.call(m, "pin")) return true;
-    if (delete m.pin) return !Object.prototype.hasOwnProperty.call(m, "pin");
+    if (Object.prototype.hasOwnProperty.call(m, "pin")) delete m.pin;
   } catch {
-    /* a Proxy that refuses: tried once more below */
+    /* not deletable: overwritten below if it can be */
   }
   try {
+    if (m.pin === undefined) return true;
     m.pin = undefined;
     return m.pin === undefined;
   } catch {
