@@ -66,11 +66,12 @@ export = function register(RED: NodeAPI): void {
     const rules: AccessState | null = access?.ok ? access.state : null;
     if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
     /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
+    const rulesWord = access === null ? "" : RED._(access.ok ? "door-unlock.status.rules" : "door-unlock.status.rules-error");
     const decorate = access === null ? undefined : (status: NodeStatus): NodeStatus => {
-      if (!access.ok) return { fill: "red", shape: "ring", text: RED._("door-unlock.status.rules-error") };
+      if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord };
       const locked = access.state.lockoutText(Date.now());
       if (locked !== null) return { fill: "red", shape: "dot", text: locked };
-      return { ...status, text: `${status.text ?? ""} · ${RED._("door-unlock.status.rules")}` };
+      return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
     };
     const binding = new FlowNodeBinding(RED, node, config.account, decorate);
     const settings = {
@@ -124,7 +125,7 @@ export = function register(RED: NodeAPI): void {
         } catch {
           /* nothing left to tell it with */
         }
-        nodeRedDone();
+        done();
         return;
       }
       const work = (async () => {
