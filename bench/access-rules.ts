@@ -9,8 +9,10 @@
  *   node dist/bench/access-rules.js [--reps N] [--n N]
  *
  * Figures (median of `reps` timed blocks of `n` checks each, after a warm-up):
- * - allowedColdNs: each check in a new second, so the zone's wall clock is read through Intl
- *   every time (one message now and then: the figure to quote);
+ * - allowedColdNs: each check in a new second, so the local time is worked out again each time
+ *   (from the zone's offset, cached over a checked hour; Intl about once an hour of message
+ *   time). In a busy runtime the node pays more than this tight loop shows: the bench's
+ *   node-level figure is bench/access-rules-node.ts;
  * - allowedWarmNs: checks within one second (a burst: the local time is cached per second);
  * - deniedActorNs, deniedCooldownNs: the cheap refusals;
  * - noRulesNs: a node without rules (the node skips the engine then; this is the floor).

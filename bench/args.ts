@@ -12,7 +12,7 @@ export const REPO_ROOT = path.resolve(__dirname, "..", "..");
  * The measurements `--only` can pick, in the order main() runs them. A new measurement adds its
  * name here (and one line in main()).
  */
-export const PHASES = ["load", "scale", "logins", "latency", "tput", "status", "handbuilt", "refresh", "memory"] as const;
+export const PHASES = ["load", "scale", "logins", "latency", "rules", "tput", "status", "handbuilt", "refresh", "memory"] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Args {

@@ -33,7 +33,7 @@
  *   unless --ha; --no-ha skips it in a full run).
  *
  * Writes bench/results.json (or --out / BENCH_RESULTS) and prints a table. Diagnostics:
- * --only <phases> (load,scale,logins,latency,tput,status,handbuilt,refresh,memory) for profiling with
+ * --only <phases> (load,scale,logins,latency,rules,tput,status,handbuilt,refresh,memory) for profiling with
  * `node --cpu-prof`; BENCH_MEM_TRACE=1 (memory per 10,000 messages); BENCH_HEAPSNAP=<dir>.
  *
  * Where each part lives: args.ts (options, counts), stats.ts (statistics, the loops),
@@ -54,7 +54,8 @@ import { measureHandBuilt } from "./handbuilt.js";
 import { measureLatency } from "./latency.js";
 import { measureMemory, memoryChild } from "./memory.js";
 import { writeReport } from "./report.js";
-import { type Rig, startRig } from "./runtime.js";
+import { RULES_NODE, measureRulesNode } from "./access-rules-node.js";
+import { Driver, type Rig, startRig } from "./runtime.js";
 import { measureScale } from "./scale.js";
 import { measureLogins, measureRefresh, warmUp } from "./sessions.js";
 import { resetLog, startSimProcess } from "./sim-process.js";
@@ -86,6 +87,16 @@ async function main(args: Args): Promise<void> {
     rig = await startRig(sim.url, userDir, C, R);
     record(want("logins") ? await measureLogins(rig) : await warmUp(rig)); // the first messages after the deploy
     if (want("latency")) record(await measureLatency(rig));
+    if (want("rules")) {
+      // A door-unlock node with all four access rules, interleaved with u1 (no rule) on the same door.
+      const ruled = new Driver(RULES_NODE, [`${RULES_NODE}-ok`, `${RULES_NODE}-fail`], "r");
+      const plain = rig.unlock;
+      record(await measureRulesNode({
+        plain: async (m) => (await plain.send(m)).port === 0,
+        ruled: async (m) => (await ruled.send(m)).port === 0,
+        n: C.seq, warm: C.seqWarm, reps: R, log,
+      }));
+    }
     if (want("tput")) record(await measureUnlockThroughput(rig));
     if (want("status")) record(await measureStatusThroughput(rig));
     if (want("handbuilt")) record(await measureHandBuilt(rig));

@@ -3,6 +3,7 @@
  * the hand-built flow of core nodes an ordinary user wires without this package.
  */
 import { DEMO_ACCOUNT } from "../src/simulator/seed.js";
+import { rulesBenchCredentials, rulesBenchNodes } from "./access-rules-node.js";
 
 export const TAB = "tab1";
 export const DOOR = 101; // Front Door, Main Street 1 (demo account)
@@ -17,7 +18,7 @@ function accountNode(baseUrl: string): FlowNode {
 
 /** The credentials of the flow: the account's login (a node's own credentials would go here too). */
 export function flowCredentials(): Record<string, Record<string, string>> {
-  return { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } };
+  return { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password }, ...rulesBenchCredentials() };
 }
 
 /**
@@ -35,7 +36,10 @@ export function unlockNode(id: string, extra: FlowNode = {}): FlowNode[] {
   ];
 }
 
-/** door-unlock (u1, no rule), door-status (st, with a catch) and the Node-RED floor (nrf). */
+/**
+ * door-unlock (u1, no rule), door-status (st, with a catch), the Node-RED floor (nrf), and a
+ * door-unlock with all four access rules on the same door (bench/access-rules-node.ts).
+ */
 export function ourFlow(simUrl: string): FlowNode[] {
   return [
     { id: TAB, type: "tab", label: "bench" },
@@ -45,6 +49,7 @@ export function ourFlow(simUrl: string): FlowNode[] {
     { id: "catch1", type: "catch", z: TAB, name: "", scope: ["st"], uncaught: false, wires: [["st-err"]] },
     { id: "nrf", type: "bench-floor", z: TAB, wires: [["nrf-out"]] },
     ...["st-out", "st-err", "nrf-out"].map((id) => ({ id, type: "helper", z: TAB })),
+    ...rulesBenchNodes(TAB, { deviceId: DOOR, doorName: "Front Door", doorLocation: "Main Street 1" }),
   ];
 }
 

@@ -50,6 +50,7 @@ function table(r: Figures): string {
     ["Same durable work by hand (attempt + fsync, PUT, result + fsync) p50; node / it", `${n("bothRecordsP50Ms", 3)} ms; ${n("unlockP50RatioBothRecords")}×`, ""],
     ["Yardstick: the node's bytes per unlock (result + attempt lines, seq/prev) in one write+fsync, then the PUT, p50; node / it", `${n("sameBytesP50Ms", 3)} ms; ${n("unlockP50RatioSameBytes")}×`, ""],
     ["Audit bytes per unlock: node / yardstick / floor", `${n("nodeAuditBytesPerUnlock", 0)} / ${n("sameBytesPerUnlock", 0)} / ${n("floorBytesPerUnlock", 0)}`, ""],
+    ["A door-unlock node with all four access rules: extra per message, p50 / trimmed mean (interleaved with one without)", `${n("rulesExtraP50Us", 1)} / ${n("rulesExtraTrimmedUs", 1)} µs`, "< 20 µs"],
     ["Ratio vs raw PUT without audit, p50 / p99", `${n("unlockP50RatioNoAudit")}× / ${n("unlockP99RatioNoAudit")}×`, ""],
     ["Unlock throughput, 50 in flight: node / floor / raw PUT", `${n("unlockThroughput50", 0)} / ${n("floorThroughput50", 0)} / ${n("rawPutThroughput50", 0)} /s`, ""],
     ["CPU per unlock in our process, 50 in flight: node / floor / raw PUT", `${n("unlockCpuUs", 0)} / ${n("floorCpuUs", 0)} / ${n("rawPutCpuUs", 0)} µs`, ""],

@@ -19,7 +19,7 @@ function runLeaky(kind: string): { status: number | null; out: string } {
 
 describe("leak scan: it fails the run when a secret leaks", function () {
   this.timeout(120_000);
-  for (const [kind, where] of [["stdout-token", /a token in stdout/], ["file-refresh", /a token in file x-.*audit\.jsonl/], ["file-password", /"dem…" in file flows_cred\.json/]] as const) {
+  for (const [kind, where] of [["stdout-token", /a token in stdout/], ["file-refresh", /a token in file x-.*audit\.jsonl/], ["file-password", /"dem…" in file flows_cred\.json/], ["stdout-pin", /"529…" in stdout/]] as const) {
     it(`catches ${kind}`, () => {
       const r = runLeaky(kind);
       assert.notEqual(r.status, 0, "the leaky run must fail");

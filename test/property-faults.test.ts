@@ -35,7 +35,7 @@ describe("property counter-examples, replayed (CONTRACT 'A replay only follows a
   this.timeout(120_000);
   for (const c of COUNTER_EXAMPLES) {
     it(c.name, async () => {
-      const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0 };
+      const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0, runsWithRules: 0, denied: 0 };
       for (let i = 0; i < 6; i++) await runSequence(c.scenario as Parameters<typeof runSequence>[0], stats);
       assert.ok(stats.invariantsChecked >= 6, "the invariants were checked");
     });
@@ -44,7 +44,7 @@ describe("property counter-examples, replayed (CONTRACT 'A replay only follows a
 
 describe("property: faults never duplicate, lose or leak an unlock", function () {
   this.timeout(Math.max(120_000, RUNS * 6_000));
-  const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0 };
+  const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0, runsWithRules: 0, denied: 0 };
 
   it(`holds for ${RUNS} generated fault sequences`, async () => {
     await fc.assert(
@@ -53,6 +53,6 @@ describe("property: faults never duplicate, lose or leak an unlock", function ()
     );
     assert.ok(stats.messages > RUNS, "messages were sent");
     assert.ok(stats.puts > 0, "some unlocks reached the simulator");
-    console.log(`    property runs: ${RUNS}, messages: ${stats.messages} (${stats.invalid} invalid), faults injected: ${stats.faults}, door edits: ${stats.doorEdits}, operator actions: ${stats.operatorActions}, clock jumps: ${stats.clockJumps}, PUTs: ${stats.puts}, invariant checks: ${stats.invariantsChecked}`);
+    console.log(`    property runs: ${RUNS}, messages: ${stats.messages} (${stats.invalid} invalid), faults injected: ${stats.faults}, door edits: ${stats.doorEdits}, operator actions: ${stats.operatorActions}, clock jumps: ${stats.clockJumps}, runs with access rules: ${stats.runsWithRules} (${stats.denied} messages denied), PUTs: ${stats.puts}, invariant checks: ${stats.invariantsChecked}`);
   });
 });

@@ -518,6 +518,12 @@ function unique(list: Device[]): Device[] {
   return [...new Set(list)];
 }
 
+/** Why a door name can never name a door (checked before any list is fetched), or null. */
+export function doorNameProblem(query: unknown): string | null {
+  const r = validateQuery(query, "door name");
+  return r !== null && !r.ok ? r.message : null;
+}
+
 function validateQuery(query: unknown, what: string): Resolution | null {
   const bad = (message: string): Resolution => ({ ok: false, reason: "invalid", message, candidates: [] });
   if (typeof query !== "string") return bad(`${what} must be a string, got ${query === null ? "null" : typeof query}`);

@@ -5,7 +5,7 @@
  */
 import type { Device } from "../spec/schemas.js";
 import type { DeviceDirectory, DoorIdentity } from "./directory.js";
-import { clipLabel } from "./directory.js";
+import { clipLabel, doorNameProblem } from "./directory.js";
 
 export type Selection =
   | { ok: true; deviceId: number; device: Device | null; label: string; identity: DoorIdentity }
@@ -37,17 +37,40 @@ export interface DoorChoice {
   configured: DoorIdentity | null;
 }
 
-export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice): Promise<Selection> {
+/**
+ * What makes a message's door choice bad input whatever the device list says (a msg.deviceId
+ * that is no id, a msg.door that is no name, no door at all), or null: the checks selectDoor
+ * makes before it looks at any list. door-unlock asks this before its access rules, so that bad
+ * input is answered as such and never as a refusal (docs/access-rules.md#the-node-at-run-time).
+ */
+export function doorInputProblem(choice: DoorChoice): { message: string; candidates?: string[] } | null {
+  // A name that can never name a door has no candidates (as selectDoor has always answered it).
+  const nameProblem = (query: string, prefix: string) => {
+    const bad = doorNameProblem(query);
+    return bad === null ? null : { message: `${prefix}${bad}`, candidates: [] };
+  };
   if (choice.msgDeviceId !== undefined) {
-    if (!isDeviceId(choice.msgDeviceId)) {
-      return { ok: false, message: `msg.deviceId must be a positive 32-bit integer, got ${describeValue(choice.msgDeviceId)}` };
-    }
-    const id = choice.msgDeviceId;
-    if (choice.msgDoor !== undefined) {
+    if (!isDeviceId(choice.msgDeviceId)) return { message: `msg.deviceId must be a positive 32-bit integer, got ${describeValue(choice.msgDeviceId)}` };
+    if (choice.msgDoor === undefined) return null;
+    if (typeof choice.msgDoor !== "string") return { message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
+    return nameProblem(choice.msgDoor, `msg.deviceId is ${choice.msgDeviceId}, but msg.door does not name one door: `);
+  }
+  if (choice.msgDoor !== undefined) {
+    if (typeof choice.msgDoor !== "string") return { message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
+    return nameProblem(choice.msgDoor, "");
+  }
+  const c = choice.configured;
+  if (c && (c.id !== null || c.name)) return null;
+  return { message: "no door selected: pick a door in the node, or set msg.deviceId or msg.door" };
+}
+
+export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice): Promise<Selection> {
+  const problem = doorInputProblem(choice);
+  if (problem !== null) return { ok: false, ...problem };
+  if (choice.msgDeviceId !== undefined) {
+    const id = choice.msgDeviceId as number;
+    if (typeof choice.msgDoor === "string") {
       // Both given: they must name the same door, else the message identified none (nothing is sent).
-      if (typeof choice.msgDoor !== "string") {
-        return { ok: false, message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
-      }
       const r = await directory.resolveName(choice.msgDoor);
       if (!r.ok) return { ok: false, message: `msg.deviceId is ${id}, but msg.door does not name one door: ${r.message}`, candidates: r.candidates };
       if (r.device.id !== id) {
@@ -58,16 +81,13 @@ export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice)
     const device = directory.cached()?.devices.find((d) => d.id === id) ?? null;
     return { ok: true, deviceId: id, device, label: device ? directory.label(device) : `#${id}`, identity: identityOf(device, id) };
   }
-  if (choice.msgDoor !== undefined) {
-    if (typeof choice.msgDoor !== "string") {
-      return { ok: false, message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
-    }
+  if (typeof choice.msgDoor === "string") {
     const r = await directory.resolveName(choice.msgDoor);
     if (!r.ok) return { ok: false, message: r.message, candidates: r.candidates };
     return { ok: true, deviceId: r.device.id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, r.device.id) };
   }
   const c = choice.configured;
-  if (c && (c.id !== null || c.name)) {
+  if (c) {
     // With a stored id and no list yet, use the id as is: the unlock path never waits for a
     // list fetch. With a list, the stored identity (name, location) decides.
     if (c.id !== null && directory.cached() === null) {

@@ -2,10 +2,17 @@
  * `door-unlock`: exactly one unlock command per accepted message, never repeated by the
  * node. Output 1: accepted. Output 2: every failure, with the contract's outcome word.
  * The procedure itself is src/unlock/unlock.ts; this file is Node-RED glue.
+ *
+ * Access rules (docs/access-rules.md#the-node-at-run-time): read once at deploy into one rule
+ * state for this node instance (a redeploy starts a new one: no cooldowns, no wrong PINs, no
+ * lockout); performUnlock applies them. msg.pin is read once and deleted from the message before
+ * anything else happens to it, whatever the node's rules, so that no output, Catch node, log or
+ * status ever carries it.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { AuditRecordLost, performUnlock, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
-import { FlowNodeBinding, MessageFields, briefReason, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
+import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../unlock/access-rules.js";
+import { AuditRecordLost, performUnlock, type NodeAccess, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
+import { FlowNodeBinding, MessageFields, type NodeStatus, briefReason, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -15,20 +22,83 @@ interface UnlockDef extends NodeDef {
   lockId: string | number;
   actor: string;
   rejectRetained: boolean;
+  allowActors?: unknown;
+  schedule?: unknown;
+  timeZone?: unknown;
+  cooldown?: unknown;
+}
+
+/** Reads the node's rules (the `pin` credential included); null when it has none. */
+function readRules(config: UnlockDef, pin: unknown): NodeAccess | null {
+  const cfg: AccessRulesConfig = { allowActors: config.allowActors, schedule: config.schedule, timeZone: config.timeZone, cooldown: config.cooldown, pin };
+  const parsed = parseAccessRules(cfg);
+  if (!parsed.ok) {
+    return { ok: false, message: `${parsed.message}. This node refuses every message until its rules are corrected and deployed` };
+  }
+  return parsed.rules.active ? { ok: true, state: parsed.rules.newState() } : null;
+}
+
+/**
+ * Deletes msg.pin from the message; one it cannot delete (inherited, or not configurable) is
+ * hidden behind an own `undefined`. false when msg.pin can still be read (a frozen message, a
+ * property that cannot be deleted or overwritten): the message must then go nowhere.
+ */
+function removePin(m: Record<string, unknown>): boolean {
+  try {
+    if (Object.prototype.hasOwnProperty.call(m, "pin")) delete m.pin;
+  } catch {
+    /* not deletable: overwritten below if it can be */
+  }
+  try {
+    if (m.pin === undefined) return true;
+    m.pin = undefined;
+    return m.pin === undefined;
+  } catch {
+    return false;
+  }
 }
 
 export = function register(RED: NodeAPI): void {
   function DoorUnlock(this: Node, config: UnlockDef) {
     RED.nodes.createNode(this, config);
     const node = this;
-    const binding = new FlowNodeBinding(RED, node, config.account);
+    const access = readRules(config, (node.credentials as { pin?: unknown } | undefined)?.pin);
+    const rules: AccessState | null = access?.ok ? access.state : null;
+    if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
+    /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
+    const rulesWord = access === null ? "" : RED._(access.ok ? "door-unlock.status.rules" : "door-unlock.status.rules-error");
+    const decorate = access === null ? undefined : (status: NodeStatus): NodeStatus => {
+      if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord };
+      const locked = access.state.lockoutText(Date.now());
+      if (locked !== null) return { fill: "red", shape: "dot", text: locked };
+      return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
+    };
+    const binding = new FlowNodeBinding(RED, node, config.account, decorate);
     const settings = {
       nodeId: node.id,
       door: configuredDoor(config),
       lockId: config.lockId ?? "",
       actor: typeof config.actor === "string" ? config.actor : "",
       rejectRetained: config.rejectRetained !== false,
+      access,
     };
+    /** The status again when a lockout ends (off by itself otherwise until the next message). */
+    let lockoutTimer: NodeJS.Timeout | null = null;
+    const watchLockout = (): void => {
+      if (rules === null || lockoutTimer !== null) return;
+      const l = rules.lockout(Date.now());
+      if (!l.locked) return;
+      lockoutTimer = setTimeout(() => {
+        lockoutTimer = null;
+        binding.refresh();
+        watchLockout();
+      }, Math.max(1000, l.until! - Date.now()));
+      lockoutTimer.unref();
+    };
+    node.on("close", () => {
+      if (lockoutTimer !== null) clearTimeout(lockoutTimer);
+      lockoutTimer = null;
+    });
 
     /** A status shown in a later turn, off the door's path; one that cannot be shown is dropped (never thrown from a timer). */
     const later = (show: () => void): void => {
@@ -44,6 +114,20 @@ export = function register(RED: NodeAPI): void {
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
+      // msg.pin: read once, then gone from the message before anything else happens to it.
+      const fields = new MessageFields(m);
+      const pin = fields.read("pin");
+      if (!removePin(m)) {
+        // It would leave the node on an output, or to a Catch node with the message: the message
+        // goes nowhere, and nothing is sent for it.
+        try {
+          node.error("door-unlock: msg.pin could not be removed from the message (a frozen message?): nothing was sent, and the message is not passed on so that the PIN goes no further");
+        } catch {
+          /* nothing left to tell it with */
+        }
+        done();
+        return;
+      }
       const work = (async () => {
         const got = binding.account();
         let sent = false;
@@ -55,8 +139,12 @@ export = function register(RED: NodeAPI): void {
           sent = true;
           // Read before the message goes: the next node may change msg.payload (this object).
           const { outcome, status, at } = result;
-          // An input refused before anything was sent says why in a few words ('no door named "X"').
-          const reason = outcome === "invalid-input" && typeof result.message === "string" ? briefReason(result.message) : null;
+          // denied: the rule word; an input refused before anything was sent: why, in a few words
+          // ('no door named "X"').
+          const reason =
+            outcome === "denied" ? (result.reason ?? null)
+            : outcome === "invalid-input" && typeof result.message === "string" ? briefReason(result.message)
+            : null;
           let step = "set on the message";
           try {
             m.payload = result;
@@ -76,6 +164,10 @@ export = function register(RED: NodeAPI): void {
             const time = clockTime(Date.parse(at));
             if (outcome === "accepted") {
               binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
+            } else if (outcome === "denied") {
+              // The rule word only: the message's own text may name an actor.
+              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.denied", { reason: String(reason), time }) });
+              watchLockout();
             } else if (status !== null) {
               binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome, status, time }) });
             } else if (reason !== null) {
@@ -87,14 +179,20 @@ export = function register(RED: NodeAPI): void {
         };
         // The message's fields, read once (shared.ts MessageFields): one that cannot be read is
         // bad input, answered invalid-input by performUnlock, and nothing is sent.
-        const fields = new MessageFields(m);
         const msgid = fields.read("_msgid");
         const input: UnlockInput = {
           msgDeviceId: fields.read("deviceId"), msgDoor: fields.read("door"), msgLockId: fields.read("lockId"), msgActor: fields.read("actor"), msgRetain: fields.read("retain"),
           msgid: typeof msgid === "string" ? msgid : null,
+          msgPin: pin,
         };
         if (fields.unreadable !== undefined) input.unreadable = fields.unreadable;
-        if ("problem" in got) {
+        if ("problem" in got && access !== null && !access.ok) {
+          // Rules that cannot be read refuse every message, also without an account (nor its audit log).
+          emit({
+            outcome: "denied", status: null, reason: "configuration", deviceId: null, lockId: null, door: null,
+            actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: access.message, mayHaveOpened: false,
+          });
+        } else if ("problem" in got) {
           emit({
             outcome: "session-halted", status: null, deviceId: null, lockId: null, door: null,
             actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
@@ -124,5 +222,7 @@ export = function register(RED: NodeAPI): void {
       binding.track(work).catch((e: Error) => done(e));
     });
   }
-  RED.nodes.registerType("door-unlock", DoorUnlock as never);
+  // The PIN is a password credential: kept in the credentials file, never in the flow or an export,
+  // and never sent back to the editor (docs/access-rules.md#pin-and-lockout).
+  RED.nodes.registerType("door-unlock", DoorUnlock as never, { credentials: { pin: { type: "password" } } } as never);
 };

@@ -169,17 +169,23 @@ export class FlowNodeBinding implements AccountUser {
   private lastResult: NodeStatus | null = null;
   private readonly inflight = new Set<Promise<unknown>>();
 
+  /**
+   * `decorate` (optional) turns every status the binding would show into the one shown: a node
+   * adds its own state with it (door-unlock: its access rules, a lockout; docs/access-rules.md).
+   */
   constructor(
     RED: NodeAPI,
     private readonly node: Node,
     accountId: string | undefined,
+    private readonly decorate?: (status: NodeStatus) => NodeStatus,
   ) {
     const n = accountId ? (RED.nodes.getNode(accountId) as unknown as DoorAccountNode | null) : null;
     this.accountNode = n && n.type === "door-account" ? n : null;
     if (this.accountNode) {
       this.accountNode.register(this);
     } else {
-      node.status({ fill: "red", shape: "ring", text: "no door-account configured" });
+      this.accountStatus = { fill: "red", shape: "ring", text: "no door-account configured" };
+      this.render();
     }
     node.on("close", (_removed: boolean, done: () => void) => {
       this.accountNode?.deregister(this);
@@ -225,9 +231,15 @@ export class FlowNodeBinding implements AccountUser {
     return p;
   }
 
+  /** Shows the status again (a node's own state changed, e.g. a lockout ended). */
+  refresh(): void {
+    this.render();
+  }
+
   private render(): void {
     const ready = this.accountStatus.fill === "green";
-    this.node.status(ready && this.lastResult ? this.lastResult : this.accountStatus);
+    const status = ready && this.lastResult ? this.lastResult : this.accountStatus;
+    this.node.status(this.decorate ? this.decorate(status) : status);
   }
 }
 

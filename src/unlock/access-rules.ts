@@ -24,11 +24,17 @@
  * `slot.release()` when nothing was sent. `release()` after `sent()` does nothing, so a node may
  * call `sent` where the request leaves and `release` in a `finally`.
  *
- * Secrets: the PIN is kept only as an HMAC under a random key made for this rule set, both held
- * in a module-private WeakMap: no property, `toJSON`, `toString` or `util.inspect` of anything
- * returned here shows the PIN or its hash, and no text made here contains a PIN.
+ * Secrets: the PIN is kept only masked with a random key made for this rule set (a one-time pad
+ * over a fixed 16-byte encoding), both held in a module-private WeakMap: no property, `toJSON`,
+ * `toString` or `util.inspect` of anything returned here shows the PIN or its masked form, and
+ * no text made here contains a PIN. A message's PIN is masked the same way and compared with
+ * timingSafeEqual (docs/access-rules.md#pin-and-lockout).
+ *
+ * Time: the schedule reads the zone's wall clock through Intl, and caches the zone's offset
+ * from UTC over an hour it has checked at both ends, so a node with many messages rarely calls
+ * Intl (docs/access-rules.md#time-zone-and-daylight-saving).
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 
 // ------------------------------------------------------------------------------- constants
 
@@ -49,6 +55,11 @@ export const PIN_MIN_DIGITS = 4;
 export const PIN_MAX_DIGITS = 12;
 /** Longest actor pattern accepted. */
 export const MAX_PATTERN_LENGTH = 200;
+/**
+ * How long an offset from UTC read at both ends is taken as the zone's offset in between: no zone
+ * changes its offset twice within an hour, so equal offsets an hour apart mean no change between.
+ */
+export const OFFSET_SPAN_MS = 60 * 60_000;
 
 // ------------------------------------------------------------------------------- types
 
@@ -143,12 +154,36 @@ interface CompiledWindow {
 }
 
 interface Secret {
+  /** Random, made for the rule set. */
   key: Buffer;
-  mac: Buffer;
+  /** The PIN's encoding masked with the key. */
+  masked: Buffer;
+  /** Where a message's PIN is encoded and masked (check() is synchronous: one at a time). */
+  scratch: Buffer;
 }
 
-/** The PIN's HMAC and its key, out of reach of any property, JSON or inspection of a rule set. */
+/** The PIN, masked, and its key, out of reach of any property, JSON or inspection of a rule set. */
 const secrets = new WeakMap<AccessRules, Secret>();
+
+/** A PIN's encoding: its length, then its digits, zeros after them. */
+const PIN_BYTES = 16;
+const DIGITS = /^[0-9]+$/;
+
+/**
+ * Encodes `text` into `out` and masks it with `key`. Text that is no PIN (not digits, too long,
+ * none) becomes an encoding no PIN has (length 0xff). The same steps for every text, whatever
+ * the stored PIN; what differs depends only on the text given.
+ */
+function maskPin(text: string | null, key: Buffer, out: Buffer): void {
+  out.fill(0);
+  if (text !== null && text.length <= PIN_MAX_DIGITS && DIGITS.test(text)) {
+    out[0] = text.length;
+    out.write(text, 1, "latin1");
+  } else {
+    out[0] = 0xff;
+  }
+  for (let i = 0; i < PIN_BYTES; i++) out[i] ^= key[i];
+}
 
 /**
  * Reads a node's rule configuration. Every problem is listed (none of them names the PIN's
@@ -341,8 +376,10 @@ export class AccessRules {
     this.formatter = new Intl.DateTimeFormat("en-US", { timeZone, weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
     this.clockFormatter = new Intl.DateTimeFormat("en-US", { timeZone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
     if (pin !== null) {
-      const key = randomBytes(32);
-      secrets.set(this, { key, mac: createHmac("sha256", key).update(pin, "utf8").digest() });
+      const key = randomBytes(PIN_BYTES);
+      const masked = Buffer.alloc(PIN_BYTES);
+      maskPin(pin, key, masked);
+      secrets.set(this, { key, masked, scratch: Buffer.alloc(PIN_BYTES) });
     }
     Object.freeze(this);
   }
@@ -477,6 +514,12 @@ export class AccessState {
   private cachedSecond = Number.NaN;
   private cachedDay = 0;
   private cachedMinute = 0;
+  /** The zone's offset from UTC in minutes, known over [offsetFrom, offsetUntil) (OFFSET_SPAN_MS). */
+  private offset = 0;
+  private offsetFrom = Number.POSITIVE_INFINITY;
+  private offsetUntil = Number.NEGATIVE_INFINITY;
+  /** When the local time was last read through Intl. */
+  private lastRead = Number.NEGATIVE_INFINITY;
 
   constructor(rules: AccessRules) {
     this.rules = rules;
@@ -492,19 +535,9 @@ export class AccessState {
     if (typeof now !== "number" || !Number.isFinite(now)) throw new TypeError("check() needs now as a finite number of ms");
     const rules = this.rules;
 
-    // 1. actor
-    if (!rules.actorAllowed(input.actor)) {
-      const who = typeof input.actor === "string" ? `"${clipText(input.actor, 100)}"` : "the actor";
-      return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
-    }
-
-    // 2. schedule
-    if (rules.windows.length > 0) {
-      const { day, minute } = this.localAt(now);
-      if (!rules.inWindows(day, minute)) {
-        return deny("schedule", `outside this node's schedule: it is ${DAY_NAMES[day]} ${pad(Math.floor(minute / 60))}:${pad(minute % 60)} in ${rules.timeZone}`);
-      }
-    }
+    // 1. actor, 2. schedule
+    const early = this.doorless(input.actor, now);
+    if (early !== null) return early;
 
     // 3. cooldown (tested here, taken only once every rule has allowed the message)
     const cooldownMs = rules.cooldown * 1000;
@@ -559,6 +592,18 @@ export class AccessState {
     return { allowed: true, slot: this.slotFor(key, entry) };
   }
 
+  /**
+   * The rules that need no door, actor then schedule, as `check()` applies them, without taking
+   * a slot or counting anything: a node asks this before it resolves a door name against the
+   * service, so that a message these rules refuse makes no request at all. `check()` applies them
+   * again afterwards (the time may have moved on). null: neither refuses.
+   */
+  precheck(input: { actor: unknown; now: number }): Denied | null {
+    const { now } = input;
+    if (typeof now !== "number" || !Number.isFinite(now)) throw new TypeError("precheck() needs now as a finite number of ms");
+    return this.doorless(input.actor, now);
+  }
+
   /** The lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"). */
   lockout(now: number): LockoutState {
     if (this.lockedUntil !== null) {
@@ -611,10 +656,45 @@ export class AccessState {
     return `AccessState(${this.rules.summary()})`;
   }
 
+  /** Actor, then schedule: state-free, the first two rules of check() and all of precheck(). */
+  private doorless(actor: unknown, now: number): Denied | null {
+    const rules = this.rules;
+    if (!rules.actorAllowed(actor)) {
+      const who = typeof actor === "string" ? `"${clipText(actor, 100)}"` : "the actor";
+      return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
+    }
+    if (rules.windows.length > 0) {
+      const { day, minute } = this.localAt(now);
+      if (!rules.inWindows(day, minute)) {
+        return deny("schedule", `outside this node's schedule: it is ${DAY_NAMES[day]} ${pad(Math.floor(minute / 60))}:${pad(minute % 60)} in ${rules.timeZone}`);
+      }
+    }
+    return null;
+  }
+
   private localAt(now: number): { day: number; minute: number } {
     const second = Math.floor(now / 1000);
     if (second !== this.cachedSecond) {
-      const t = this.rules.localTime(now);
+      let t: { day: number; minute: number };
+      if (now >= this.offsetFrom && now < this.offsetUntil) {
+        t = shifted(now, this.offset);
+      } else {
+        t = this.rules.localTime(now);
+        // A node whose messages come within the hour also reads the offset an hour ahead: the
+        // same offset at both ends means none changed between (OFFSET_SPAN_MS), and the local
+        // time of that hour is then worked out without Intl. A node with one message now and
+        // then reads Intl once per message, as without the cache.
+        if (now - this.lastRead < OFFSET_SPAN_MS && now >= this.lastRead) {
+          const offset = offsetOf(now, t);
+          const ahead = now + OFFSET_SPAN_MS;
+          if (offsetOf(ahead, this.rules.localTime(ahead)) === offset) {
+            this.offset = offset;
+            this.offsetFrom = now;
+            this.offsetUntil = ahead;
+          }
+        }
+        this.lastRead = now;
+      }
       this.cachedSecond = second;
       this.cachedDay = t.day;
       this.cachedMinute = t.minute;
@@ -638,10 +718,10 @@ export class AccessState {
       kind = "unusable";
     }
     const secret = secrets.get(this.rules)!;
-    // The HMAC is made for every message that reaches the PIN, so the time taken does not depend
-    // on the stored PIN; both digests are 32 bytes, as timingSafeEqual needs.
-    const mac = createHmac("sha256", secret.key).update(text ?? "", "utf8").digest();
-    const same = timingSafeEqual(mac, secret.mac);
+    // Masked and compared for every message that reaches the PIN, in the same 16 bytes, so the
+    // time taken does not depend on the stored PIN nor on how many digits were right.
+    maskPin(text, secret.key, secret.scratch);
+    const same = timingSafeEqual(secret.scratch, secret.masked);
     return same && text !== null ? true : kind;
   }
 
@@ -677,6 +757,22 @@ export class AccessState {
       },
     };
   }
+}
+
+const mod = (a: number, n: number): number => ((a % n) + n) % n;
+
+/** ISO weekday (1..7) and minute of the day of `now` shifted by `offset` minutes. */
+function shifted(now: number, offset: number): { day: number; minute: number } {
+  const m = Math.floor(now / 60_000) + offset;
+  // 1970-01-01, day 0, was a Thursday (ISO 4).
+  return { day: mod(Math.floor(m / 1440) + 3, 7) + 1, minute: mod(m, 1440) };
+}
+
+/** The offset from UTC, in minutes, of a zone whose wall clock reads `local` at `now`. */
+function offsetOf(now: number, local: { day: number; minute: number }): number {
+  const utc = shifted(now, 0);
+  const week = 7 * 1440;
+  return mod((local.day - utc.day) * 1440 + (local.minute - utc.minute) + week / 2, week) - week / 2;
 }
 
 function deny(reason: DenyReason, message: string, retryAfter?: number): Denied {

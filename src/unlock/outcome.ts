@@ -6,6 +6,7 @@
  * |---------------------|--------|----------------------------------------------------------|--------------|
  * | accepted            | 200    | command accepted and forwarded                           | yes          |
  * | invalid-input       | null   | bad deviceId, lockId, door name, actor                   | no           |
+ * | denied              | null   | an access rule of the node refused it (`reason`)         | no           |
  * | retained-rejected   | null   | msg.retain === true while rejectRetained is on           | no           |
  * | session-halted      | null   | the account is halted                                    | no           |
  * | service-unreachable | null   | no session: login fails on 5xx/network, none possible now| no           |
@@ -37,6 +38,7 @@ import { RenewalFailedError, SessionHaltedError, SessionUnavailableError } from 
 export type Outcome =
   | "accepted"
   | "invalid-input"
+  | "denied"
   | "retained-rejected"
   | "session-halted"
   | "service-unreachable"

@@ -5,9 +5,10 @@
  */
 import type { Account } from "../account/account.js";
 import { AuditWriteFailed } from "../audit/audit-log.js";
-import type { DoorIdentity } from "../doors/directory.js";
-import { checkLock, describeValue, parseLockId, selectDoor } from "../doors/select.js";
+import type { DeviceDirectory, DoorIdentity } from "../doors/directory.js";
+import { checkLock, describeValue, doorInputProblem, isDeviceId, parseLockId, selectDoor } from "../doors/select.js";
 import { describeThrown } from "../util/text.js";
+import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
 
 export interface UnlockInput {
@@ -17,6 +18,8 @@ export interface UnlockInput {
   msgActor: unknown;
   msgRetain: unknown;
   msgid: string | null;
+  /** msg.pin as it came (docs/access-rules.md#pin-and-lockout); only the access rules read it. */
+  msgPin?: unknown;
   /** Set when the message's fields could not be read (a getter that throws): why. Nothing is sent. */
   unreadable?: string;
 }
@@ -28,7 +31,17 @@ export interface UnlockNodeSettings {
   lockId: unknown;
   actor: string;
   rejectRetained: boolean;
+  /**
+   * The node's access rules (docs/access-rules.md): absent or null when it has none; the
+   * node's rule state; or why its rules could not be read (every message is then denied).
+   */
+  access?: NodeAccess | null;
 }
+
+export type NodeAccess = { ok: true; state: AccessState } | { ok: false; message: string };
+
+/** `reason` of a `denied` outcome: the rule that refused, or `configuration` (rules unreadable). */
+export type DeniedReason = DenyReason | "configuration";
 
 export interface UnlockResult {
   outcome: Outcome;
@@ -40,6 +53,8 @@ export interface UnlockResult {
   at: string;
   message?: string;
   retryAfter?: number;
+  /** On `denied`: the rule that refused the message (docs/access-rules.md#the-node-at-run-time). */
+  reason?: DeniedReason;
   mayHaveOpened?: boolean;
   /** Candidates for an unknown or ambiguous door name. */
   candidates?: string[];
@@ -133,13 +148,22 @@ async function unlockOnce(
   };
 
   const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
-    const rejected = { actor: base.actor, deviceId: base.deviceId, lockId: base.lockId, door: base.door, msgid: input.msgid, outcome, reason: message };
+    // A denied message's record names the rule (its word), every other rejection says why in words.
+    const rejected = { actor: base.actor, deviceId: base.deviceId, lockId: base.lockId, door: base.door, msgid: input.msgid, outcome, reason: extra.reason ?? message };
     const r: UnlockResult = { ...base, ...extra, outcome, status: extra.status ?? null, at: at(), message, mayHaveOpened: false };
     tell(r);
     // The rejection is audited too.
     await closeWith("unlock-rejected", outcome, () => account.audit.rejected(rejected));
     return passOn(r);
   };
+
+  /** An access rule refused the message: output 2, nothing sent (docs/access-rules.md#the-node-at-run-time). */
+  const deny = (d: Denied): Promise<UnlockResult> =>
+    reject("denied", d.message, d.retryAfter !== undefined ? { reason: d.reason, retryAfter: d.retryAfter } : { reason: d.reason });
+
+  // Rules that cannot be read refuse every message, before anything else is looked at.
+  if (node.access && !node.access.ok) return reject("denied", node.access.message, { reason: "configuration" });
+  const access = node.access?.ok ? node.access.state : null;
 
   if (input.unreadable !== undefined) return reject("invalid-input", input.unreadable);
   if (actorProblem) return reject("invalid-input", actorProblem);
@@ -150,9 +174,24 @@ async function unlockOnce(
   if (!lock.ok) return reject("invalid-input", input.msgLockId !== undefined ? `msg.${lock.message}` : lock.message);
   base.lockId = lock.lockId;
 
+  const choice = { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door };
+  if (access) {
+    // Bad input is answered as such, also when a rule would refuse the message too.
+    const bad = doorInputProblem(choice);
+    if (bad !== null) return reject("invalid-input", bad.message, bad.candidates ? { candidates: bad.candidates } : {});
+    // Actor and schedule need no door: asked before the door is resolved, so that a message they
+    // refuse never makes the account fetch its device list. The record names the door as far as
+    // it is known without the service.
+    const early = access.precheck({ actor, now: account.clock.now() });
+    if (early) {
+      Object.assign(base, doorKnownLocally(account.directory, input, node.door));
+      return deny(early);
+    }
+  }
+
   let selection;
   try {
-    selection = await selectDoor(account.directory, { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door });
+    selection = await selectDoor(account.directory, choice);
   } catch (e) {
     // The device list could not be read (session halted, service down, rate-limited): nothing was sent.
     const c = classifyFailure(e, false);
@@ -165,64 +204,101 @@ async function unlockOnce(
   const lockProblem = checkLock(selection.device, selection.label, lock.lockId);
   if (lockProblem) return reject("invalid-input", lockProblem);
 
-  const record = { actor, deviceId: selection.deviceId, lockId: lock.lockId, door: selection.label, msgid: input.msgid };
-  let sends = 0;
-  try {
-    await account.session.call(async (token) => {
-      // Every PUT, the 401 replay included, has its attempt record on disk before it leaves; the
-      // replay's is marked `replay: true` (CONTRACT.md "Audit log"). If the record cannot be
-      // written, nothing is sent: an unaudited unlock is worse than none.
-      try {
-        await account.audit.attempt(sends > 0 ? { ...record, replay: true } : record);
-      } catch (e) {
-        throw new AuditWriteError((e as Error).message);
-      }
-      sends++;
-      const put = account.client.unlock(token, selection.deviceId, lock.lockId);
-      if (sends === 1) {
-        try {
-          onSending?.();
-        } catch {
-          /* a status display is not the command's business */
-        }
-      }
-      await put;
-    });
-  } catch (e) {
-    let c: Classified;
-    if (e instanceof AuditWriteError) {
-      c = { outcome: "error", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: `not sent: the audit log could not be written (${e.message})` };
-    } else {
-      c = classifyFailure(e, true);
-    }
-    if (sends > 0 && c.outcome === "session-halted") {
-      // The PUT was sent and answered 401 (nothing executed), and the renewal after it halted
-      // the account (refresh rejected twice within the hour): no replay. The contract's word for
-      // a request answered 401 is unauthorized. A renewal that failed on 429/5xx/network instead
-      // stays rate-limited / service-unreachable (CONTRACT "A replay only follows a renewal").
-      c = { ...c, outcome: "unauthorized", status: 401, sent: true, message: `the service answered 401 and the session could not be renewed: ${c.message}` };
-    } else if (sends > 0 && (c.outcome === "service-unreachable" || (c.outcome === "rate-limited" && !c.sent))) {
-      c = { ...c, sent: true, mayHaveOpened: false };
-    }
-    if (sends === 0 && !c.sent) {
-      return reject(c.outcome, c.message, c.outcome === "rate-limited" ? rateLimited(c) : {});
-    }
-    if (c.outcome === "not-found") {
-      // Re-fetch the list so the door-name mapping follows the door; the command is not repeated.
-      void account.directory.refreshAfterNotFound(selection.identity).catch(() => undefined);
-    }
-    const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
-    if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
-    const closing = { ...record, outcome: c.outcome, status: c.status };
-    tell(result);
-    await closeWith("unlock-result", c.outcome, () => account.audit.result(closing));
-    return passOn(result);
+  // The cooldown is per door and lock, so the rules are decided here, once the door is known, and
+  // before anything awaits on the way to the PUT: an allowed message holds its door's cooldown
+  // slot from this synchronous check (five messages in one millisecond: one goes) until the
+  // command leaves (sent) or nothing is sent (released in the finally below).
+  let slot: CooldownSlot | null = null;
+  if (access) {
+    const d = access.check({ actor, deviceId: selection.deviceId, lockId: lock.lockId, pin: input.msgPin, now: account.clock.now() });
+    if (!d.allowed) return deny(d);
+    slot = d.slot;
   }
-  // Fields written out rather than spread: this is on the door's path (bench: unlockP50Ratio).
-  const accepted: UnlockResult = { deviceId: base.deviceId, lockId: base.lockId, door: base.door, actor: base.actor, outcome: "accepted", status: 200, at: at() };
-  tell(accepted);
-  await closeWith("unlock-result", "accepted", () => account.audit.result({ ...record, outcome: "accepted", status: 200 }));
-  return passOn(accepted);
+  try {
+    const record = { actor, deviceId: selection.deviceId, lockId: lock.lockId, door: selection.label, msgid: input.msgid };
+    let sends = 0;
+    try {
+      await account.session.call(async (token) => {
+        // Every PUT, the 401 replay included, has its attempt record on disk before it leaves; the
+        // replay's is marked `replay: true` (CONTRACT.md "Audit log"). If the record cannot be
+        // written, nothing is sent: an unaudited unlock is worse than none.
+        try {
+          await account.audit.attempt(sends > 0 ? { ...record, replay: true } : record);
+        } catch (e) {
+          throw new AuditWriteError((e as Error).message);
+        }
+        sends++;
+        const put = account.client.unlock(token, selection.deviceId, lock.lockId);
+        if (sends === 1) {
+          // The command has left: the door's cooldown runs from now.
+          slot?.sent(account.clock.now());
+          try {
+            onSending?.();
+          } catch {
+            /* a status display is not the command's business */
+          }
+        }
+        await put;
+      });
+    } catch (e) {
+      let c: Classified;
+      if (e instanceof AuditWriteError) {
+        c = { outcome: "error", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: `not sent: the audit log could not be written (${e.message})` };
+      } else {
+        c = classifyFailure(e, true);
+      }
+      if (sends > 0 && c.outcome === "session-halted") {
+        // The PUT was sent and answered 401 (nothing executed), and the renewal after it halted
+        // the account (refresh rejected twice within the hour): no replay. The contract's word for
+        // a request answered 401 is unauthorized. A renewal that failed on 429/5xx/network instead
+        // stays rate-limited / service-unreachable (CONTRACT "A replay only follows a renewal").
+        c = { ...c, outcome: "unauthorized", status: 401, sent: true, message: `the service answered 401 and the session could not be renewed: ${c.message}` };
+      } else if (sends > 0 && (c.outcome === "service-unreachable" || (c.outcome === "rate-limited" && !c.sent))) {
+        c = { ...c, sent: true, mayHaveOpened: false };
+      }
+      if (sends === 0) slot?.release(); // nothing left: the next message for the door need not wait
+      if (sends === 0 && !c.sent) {
+        return reject(c.outcome, c.message, c.outcome === "rate-limited" ? rateLimited(c) : {});
+      }
+      if (c.outcome === "not-found") {
+        // Re-fetch the list so the door-name mapping follows the door; the command is not repeated.
+        void account.directory.refreshAfterNotFound(selection.identity).catch(() => undefined);
+      }
+      const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
+      if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
+      const closing = { ...record, outcome: c.outcome, status: c.status };
+      tell(result);
+      await closeWith("unlock-result", c.outcome, () => account.audit.result(closing));
+      return passOn(result);
+    }
+    // Fields written out rather than spread: this is on the door's path (bench: unlockP50Ratio).
+    const accepted: UnlockResult = { deviceId: base.deviceId, lockId: base.lockId, door: base.door, actor: base.actor, outcome: "accepted", status: 200, at: at() };
+    tell(accepted);
+    await closeWith("unlock-result", "accepted", () => account.audit.result({ ...record, outcome: "accepted", status: 200 }));
+    return passOn(accepted);
+  } finally {
+    slot?.release();
+  }
+}
+
+/**
+ * The door of a message as far as it is known without the service (for a message refused before
+ * its door is resolved): a valid msg.deviceId (labelled from the cached list when it is there),
+ * else, without msg.door, the node's stored door; a door name is not looked up.
+ */
+function doorKnownLocally(directory: DeviceDirectory, input: UnlockInput, configured: DoorIdentity | null): { deviceId: number | null; door: string | null } {
+  if (input.msgDeviceId !== undefined) {
+    if (!isDeviceId(input.msgDeviceId)) return { deviceId: null, door: null };
+    const id = input.msgDeviceId;
+    const device = directory.cached()?.devices.find((d) => d.id === id);
+    return { deviceId: id, door: device ? directory.label(device) : `#${id}` };
+  }
+  if (input.msgDoor !== undefined || configured === null) return { deviceId: null, door: null };
+  // The listed door when the stored id still has the stored name; else the door as it was stored.
+  const device = configured.id === null ? undefined : directory.cached()?.devices.find((d) => d.id === configured.id && (configured.name === null || d.name === configured.name));
+  if (device) return { deviceId: device.id, door: directory.label(device) };
+  const label = configured.name ? (configured.location ? `${configured.location} / ${configured.name}` : configured.name) : configured.id !== null ? `#${configured.id}` : null;
+  return { deviceId: configured.id, door: label };
 }
 
 class AuditWriteError extends Error {}

@@ -24,6 +24,7 @@ const NUMBER_KEYS = [
   "loadMs", "loadRssMiB", "loadModules",
   "sameBytesP50Ms", "unlockP50RatioSameBytes", "nodeAuditBytesPerUnlock", "sameBytesPerUnlock", "floorBytesPerUnlock",
   "unlockP50RatioBlock", "unlockP99RatioBlock", "unlockP50MsInterleaved", "floorP50MsInterleaved", "nodeRedFloorP50Ms", "nodeRedFloorRatio",
+  "rulesPlainP50Ms", "rulesNodeP50Ms", "rulesExtraP50Us", "rulesExtraTrimmedUs",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
 /** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */

@@ -3,7 +3,9 @@
  * messages (valid and invalid), faults injected at the simulator, token expiries, superseding
  * logins and redeploys, run against a real simulator through the same code the nodes use
  * (Account, performUnlock, selectDoor), and the invariants checked afterwards against the
- * simulator's request log and the audit file.
+ * simulator's request log and the audit file. In some runs the node has access rules
+ * (docs/access-rules.md: actors, a schedule in a zone, a cooldown, a PIN) and messages carry
+ * actors and PINs: a denied message sends nothing, and a refusal counts for no other rule.
  */
 import { strict as assert } from "node:assert";
 import { mkdtempSync } from "node:fs";
@@ -17,7 +19,9 @@ import { demoSeed, startSimulator, type FaultKind, type RequestLogEntry } from "
 import type { OperationId } from "../../src/spec/schemas.js";
 import { performUnlock, type UnlockResult, type UnlockNodeSettings } from "../../src/unlock/unlock.js";
 import type { DoorIdentity } from "../../src/doors/directory.js";
+import { type AccessState, parseAccessRules } from "../../src/unlock/access-rules.js";
 import type { Clock } from "../../src/util/clock.js";
+import { TEST_PIN, WRONG_PINS } from "./pins.js";
 
 /** Real time, but timers fire `factor` times sooner and `now()` runs `factor` times faster. */
 export function acceleratedClock(factor: number): Clock {
@@ -68,9 +72,15 @@ const INVALID_TARGETS: UnlockTarget[] = [
   { valid: false, input: { msgDeviceId: 101, msgActor: "" } },
 ];
 
+/** Who sends a message and with what PIN (absent: no msg.actor, no msg.pin). */
+interface Who {
+  actor?: string;
+  pin?: string | number;
+}
+
 export type Action =
-  | { t: "unlock"; target: UnlockTarget }
-  | { t: "burst"; targets: UnlockTarget[] }
+  | { t: "unlock"; target: UnlockTarget; who?: Who }
+  | { t: "burst"; targets: UnlockTarget[]; whos?: Who[] }
   | { t: "status"; deviceId: unknown; valid: boolean }
   | { t: "fault"; kind: FaultKind | "hang"; endpoint: OperationId; count: number }
   | { t: "expire" }
@@ -105,14 +115,42 @@ const target = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...VALID_TARGETS) },
   { weight: 1, arbitrary: fc.constantFrom(...INVALID_TARGETS) },
 );
+/** Actors the rules below allow or not; the right PIN, a wrong one, the right one as a number. */
+const whoArb: fc.Arbitrary<Who> = fc.record(
+  { actor: fc.constantFrom("alice", "bob", "node-red:panel"), pin: fc.constantFrom<string | number>(TEST_PIN, TEST_PIN, WRONG_PINS[0], WRONG_PINS[1], Number(TEST_PIN)) },
+  { requiredKeys: [] },
+);
+
+/** A node's access rules (docs/access-rules.md), as the editor stores them; the PIN is its credential. */
+export interface RulesConfig {
+  allowActors: string[];
+  schedule: { days: number[]; from: string; to: string }[];
+  timeZone: string;
+  cooldown: number;
+  pin?: string;
+}
+/**
+ * Rules for half of the runs. The clock runs 50 times faster than real time and jumps, so the
+ * cooldowns (1 s to 10 min) end within a run and the weekday window is open or shut by the hour.
+ */
+const rulesArb: fc.Arbitrary<RulesConfig | null> = fc.option(
+  fc.record({
+    allowActors: fc.constantFrom<string[]>([], ["alice", "node-red:*"], ["alice"], ["*"]),
+    schedule: fc.constantFrom<RulesConfig["schedule"]>([], [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }], [{ days: [1, 2, 3, 4, 5], from: "07:00", to: "19:00" }, { days: [6], from: "22:00", to: "06:00" }]),
+    timeZone: fc.constantFrom("", "UTC", "Europe/Oslo", "Asia/Kathmandu"),
+    cooldown: fc.constantFrom(0, 1, 30, 600),
+    pin: fc.constantFrom(TEST_PIN, undefined),
+  }, { requiredKeys: ["allowActors", "schedule", "timeZone", "cooldown"] }),
+  { freq: 2 },
+);
 const faultKinds: (FaultKind | "hang")[] = ["429", "500", "502", "503", "504", "latency", "drop", "hang"];
 const faultEndpoints: OperationId[] = ["unlockDevice", "unlockDeviceLock", "getDevice", "listUserDevices", "refreshToken", "loginByPhone"];
 /** The client's header time-out in these runs; a "hang" fault answers later than this. */
 const HEADERS_TIMEOUT_MS = 600;
 
 export const actionArb: fc.Arbitrary<Action> = fc.oneof(
-  { weight: 6, arbitrary: target.map((t) => ({ t: "unlock" as const, target: t })) },
-  { weight: 2, arbitrary: fc.array(target, { minLength: 2, maxLength: 8 }).map((ts) => ({ t: "burst" as const, targets: ts })) },
+  { weight: 6, arbitrary: fc.tuple(target, whoArb).map(([t, who]) => ({ t: "unlock" as const, target: t, who })) },
+  { weight: 2, arbitrary: fc.array(fc.tuple(target, whoArb), { minLength: 2, maxLength: 8 }).map((ts) => ({ t: "burst" as const, targets: ts.map((x) => x[0]), whos: ts.map((x) => x[1]) })) },
   { weight: 2, arbitrary: fc.constantFrom<[unknown, boolean]>([101, true], [105, true], [999, true], ["x", false], [0, false]).map(([d, v]) => ({ t: "status" as const, deviceId: d, valid: v })) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom(...faultKinds), endpoint: fc.constantFrom(...faultEndpoints), count: fc.integer({ min: 1, max: 3 }) }).map((f) => ({ t: "fault" as const, ...f })) },
   { weight: 1, arbitrary: fc.constant({ t: "expire" as const }) },
@@ -128,13 +166,18 @@ export const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ t: "listRefresh" as const }) },
 );
 
-/** One generated run: the access token lifetime the service issues (1 min to 48 h), then the actions. */
+/**
+ * One generated run: the access token lifetime the service issues (1 min to 48 h), the node's
+ * access rules (none when absent or null), then the actions.
+ */
 export interface Scenario {
   accessTtlSec: number;
+  rules?: RulesConfig | null;
   actions: Action[];
 }
 export const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   accessTtlSec: fc.constantFrom(60, 600, 3600, 4 * 3600, 48 * 3600),
+  rules: rulesArb,
   actions: fc.array(actionArb, { minLength: 5, maxLength: 25 }),
 });
 
@@ -147,6 +190,9 @@ export interface RunStats {
   doorEdits: number;
   operatorActions: number;
   clockJumps: number;
+  /** Runs whose node had access rules, and the messages they denied. */
+  runsWithRules: number;
+  denied: number;
 }
 
 const PUT_OPS = new Set(["unlockDevice", "unlockDeviceLock"]);
@@ -176,7 +222,15 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
   };
   let account = make();
   void account.start().then(() => account.warmDevices());
-  const settings: UnlockNodeSettings = { nodeId: "prop", door: null, lockId: "", actor: "", rejectRetained: true };
+  // The node's rules: one state for the whole run (the door-unlock node is not redeployed here).
+  let rules: AccessState | null = null;
+  if (scenario.rules) {
+    const parsed = parseAccessRules(scenario.rules);
+    if (!parsed.ok) throw new Error(`the model's rules must be readable: ${parsed.message}`);
+    rules = parsed.rules.active ? parsed.rules.newState() : null;
+    if (rules) stats.runsWithRules++;
+  }
+  const settings: UnlockNodeSettings = { nodeId: "prop", door: null, lockId: "", actor: "", rejectRetained: true, access: rules ? { ok: true, state: rules } : null };
   // Every (id, name, location) a door has had in this run: what a message may legitimately mean.
   const history: { id: number; name: string; location: string }[] = demoSeed().doors.map((d) => ({ id: d.id, name: d.name, location: LOCATION_NAMES[d.locationId] ?? "" }));
   const live = new Map(demoSeed().doors.map((d) => [d.id, { id: d.id, name: d.name, locationId: d.locationId }]));
@@ -188,23 +242,44 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
   let authFaults = 0;
   const putsNow = () => sim.control.requests().filter((r) => PUT_OPS.has(r.operation)).length;
 
-  const unlock = async (t: UnlockTarget) => {
+  const unlock = async (t: UnlockTarget, who: Who = {}) => {
     const msgid = `m${++seq}`;
     stats.messages++;
     const before = putsNow();
     const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`message ${msgid} never finished`)), 20_000).unref());
     intents.set(msgid, t);
     const nodeSettings = t.valid && t.picked ? { ...settings, door: t.picked } : settings;
-    const r = await Promise.race([performUnlock(account, { msgDeviceId: undefined, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid, ...t.input }, nodeSettings), timeout]);
+    const input = { msgDeviceId: undefined, msgDoor: undefined, msgLockId: undefined, msgActor: who.actor, msgRetain: undefined, msgid, msgPin: who.pin, ...t.input };
+    const r = await Promise.race([performUnlock(account, input, nodeSettings), timeout]);
     assert.ok(!results.has(msgid), "one result per message");
     results.set(msgid, r);
+    if (r.outcome === "denied") {
+      stats.denied++;
+      assert.ok(rules !== null, `denied without rules: ${JSON.stringify(r)}`);
+      assert.ok(["actor", "schedule", "cooldown", "pin", "locked-out"].includes(r.reason as string), `a denied outcome names its rule: ${JSON.stringify(r)}`);
+      assert.equal(r.status, null);
+      assert.equal(r.mayHaveOpened, false);
+    }
     if (!t.valid) {
       stats.invalid++;
-      if (t.byName && edited) return before; // a name the edits made valid (or still not): checked by the door invariant
-      const allowed = t.byName ? ["invalid-input", "session-halted", "service-unreachable", "rate-limited", "error"] : ["invalid-input"];
+      if (t.byName && edited) return { before, r }; // a name the edits made valid (or still not): checked by the door invariant
+      // Bad input is answered as such before any rule; a name that needs the list comes after actor and schedule.
+      const allowed = t.byName ? ["invalid-input", "session-halted", "service-unreachable", "rate-limited", "error", ...(rules ? ["denied"] : [])] : ["invalid-input"];
       assert.ok(allowed.includes(r.outcome), `invalid input ${JSON.stringify(t.input)} gave ${r.outcome}`);
-      return before;
+      return { before, r };
     }
+    return { before, r };
+  };
+
+  /**
+   * One message on its own, with the rules' state looked at before and after it: a message
+   * refused by one rule counts for no other (docs/access-rules.md#order-of-the-rules).
+   */
+  const unlockAlone = async (t: UnlockTarget, who: Who = {}) => {
+    const stateBefore = rules?.snapshot(clock.now()) ?? null;
+    const { before, r } = await unlock(t, who);
+    if (rules && stateBefore) checkRuleState(stateBefore, rules.snapshot(clock.now()), r, putsNow() > before, who);
+    if (r.outcome === "denied") assert.equal(putsNow(), before, "a denied message sends nothing (counted at the simulator)");
     return before;
   };
 
@@ -212,7 +287,7 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
     for (const a of actions) {
       switch (a.t) {
         case "unlock": {
-          const before = await unlock(a.target);
+          const before = await unlockAlone(a.target, a.who);
           if (!a.target.valid && !(a.target.byName && edited)) assert.equal(putsNow(), before, "no request for invalid input");
           break;
         }
@@ -262,7 +337,7 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
           await account.devices(true).catch(() => undefined);
           break;
         case "burst":
-          await Promise.all(a.targets.map((t) => unlock(t)));
+          await Promise.all(a.targets.map((t, i) => unlock(t, a.whos?.[i])));
           break;
         case "status": {
           stats.messages++;
@@ -367,6 +442,17 @@ function checkInvariants(
   assert.equal(resultsRec.length + rejected.length, results.size, "one closing audit record per message");
   stats.invariantsChecked += 2;
 
+  // 3b. A denied message sent nothing: no attempt record (and so no PUT, see checkDoors), and its
+  //     closing record is one unlock-rejected that names the rule.
+  const deniedIds = new Set([...results].filter(([, r]) => r.outcome === "denied").map(([id]) => id));
+  for (const a of attempts) assert.ok(!deniedIds.has(a.msgid ?? ""), `a denied message (${a.msgid}) has an attempt record`);
+  for (const id of deniedIds) {
+    const closing = rejected.filter((r) => r.msgid === id);
+    assert.equal(closing.length, 1, `denied ${id}: one unlock-rejected record`);
+    assert.deepEqual([closing[0]!.outcome, closing[0]!.reason], ["denied", results.get(id)!.reason], `denied ${id}: its record names the rule`);
+  }
+  stats.invariantsChecked += 2;
+
   // 4. Logins bounded: no loop.
   const logins = log.filter((r) => r.operation === "loginByPhone").length;
   const bound = 2 * (1 + ctx.disturbances + ctx.authFaults) + 2 * ctx.elapsedMin;
@@ -387,6 +473,36 @@ function checkInvariants(
     assert.ok(refreshes[i]!.startedAt >= refreshes[i - 1]!.endedAt || refreshes[i - 1]!.status === 0, "two refreshes in flight at once");
   }
   stats.invariantsChecked += 1;
+}
+
+type RuleSnapshot = ReturnType<AccessState["snapshot"]>;
+
+/**
+ * A message changes the rules' state only as its own outcome says: a cooldown slot only for a
+ * message that sent its command (none left pending once it is done), a wrong PIN only for a
+ * message denied as `pin` that gave one, a lockout only from such a message. So a message refused
+ * for its actor, the schedule, the cooldown or the lockout, or for bad input, counts for no rule
+ * at all (docs/access-rules.md#order-of-the-rules). Time only takes entries away, and a clock set
+ * back only moves them earlier; neither counts as a change here.
+ */
+function checkRuleState(before: RuleSnapshot, after: RuleSnapshot, r: UnlockResult, sent: boolean, who: Who): void {
+  const what = `${r.outcome}${r.reason ? `/${r.reason}` : ""}`;
+  const was = new Map(before.slots.map((s) => [s.key, s]));
+  const taken = after.slots.filter((s) => {
+    const b = was.get(s.key);
+    return b === undefined || b.pending !== s.pending || s.at > b.at;
+  });
+  assert.ok(after.slots.every((s) => !s.pending), `${what}: a cooldown slot is left pending after its message ended`);
+  if (sent) assert.ok(taken.length <= 1, `${what}: one message took ${taken.length} cooldown slots`);
+  else assert.deepEqual(taken, [], `${what}: a message that sent nothing took a cooldown slot`);
+  const wrongPin = r.outcome === "denied" && r.reason === "pin" && who.pin !== undefined;
+  const newlyLocked = before.lockedUntil === null && after.lockedUntil !== null;
+  if (wrongPin) {
+    assert.ok(newlyLocked || (after.wrongPins.length >= 1 && after.wrongPins.length <= before.wrongPins.length + 1), `${what}: a wrong PIN counts once (${before.wrongPins.length} → ${after.wrongPins.length})`);
+  } else {
+    assert.ok(after.wrongPins.length <= before.wrongPins.length, `${what}: counted as a wrong PIN (${before.wrongPins.length} → ${after.wrongPins.length})`);
+    assert.equal(newlyLocked, false, `${what}: started a lockout`);
+  }
 }
 
 /**

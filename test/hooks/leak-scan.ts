@@ -10,7 +10,8 @@
  * - tests may hand over more text (admin endpoint answers) with `recordForLeakScan`.
  *
  * Searched for: every token any simulator in this process issued (access JWTs and refresh
- * tokens), and the seed accounts' passwords and phone numbers. The token store's own files
+ * tokens), the seed accounts' passwords and phone numbers, and the door-unlock PINs the tests
+ * configure and send as msg.pin (test/helpers/pins.ts). The token store's own files
  * are the one place tokens are allowed, and are recognised by their format. Any hit fails
  * the run in the root "after all" hook, naming where (never printing the secret).
  */
@@ -18,9 +19,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:f
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { issuedTokens } from "../../src/simulator/issued.js";
+import { ALL_TEST_PINS } from "../helpers/pins.js";
 import { nodeRedDir } from "../helpers/runtime.js";
 
-const FIXED_SECRETS = ["demo-password", "other-password", "+15550000001", "+15550000002", "15550000001", "15550000002"];
+// The seed accounts' passwords and phone numbers, and the PINs the tests use (test/helpers/pins.ts).
+const FIXED_SECRETS = ["demo-password", "other-password", "+15550000001", "+15550000002", "15550000001", "15550000002", ...ALL_TEST_PINS];
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const REFRESH = /rt_[A-Za-z0-9_-]{43}/g;
 

@@ -307,6 +307,50 @@ describe("access rules: zones with 30- and 45-minute offsets (docs/access-rules.
   });
 });
 
+describe("access rules: the zone's offset, cached over a checked hour, never changes an answer (docs/access-rules.md#time-zone-and-daylight-saving)", () => {
+  // A schedule that refuses almost always: every refusal names the local time the state read.
+  const ONE_MINUTE = [{ days: [1], from: "00:00", to: "00:01" }];
+  // Offset changes of an hour, of half an hour (Lord Howe), at 02:45 local (Chatham), none (Kathmandu).
+  const NIGHTS: [string, number][] = [
+    ["Europe/Oslo", Date.UTC(2025, 2, 30, 1)], ["Europe/Oslo", Date.UTC(2025, 9, 26, 1)],
+    ["America/New_York", Date.UTC(2025, 2, 9, 7)], ["America/New_York", Date.UTC(2025, 10, 2, 6)],
+    ["Australia/Lord_Howe", Date.UTC(2025, 3, 5, 15)], ["Australia/Lord_Howe", Date.UTC(2025, 9, 4, 15, 30)],
+    ["Pacific/Chatham", Date.UTC(2025, 3, 5, 14)], ["Asia/Kathmandu", Date.UTC(2025, 2, 3, 18, 15)],
+  ];
+
+  it("one state read again and again around offset changes says what a fresh state (Intl every time) says", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...NIGHTS),
+        fc.integer({ min: -3 * H, max: 0 }),
+        // Mostly forward steps from a second to 40 minutes, now and then the clock set back.
+        fc.array(fc.oneof({ weight: 9, arbitrary: fc.integer({ min: S, max: 40 * MIN }) }, { weight: 1, arbitrary: fc.integer({ min: -2 * H, max: -S }) }), { minLength: 1, maxLength: 60 }),
+        ([zone, night], start, steps) => {
+          const r = rules({ schedule: ONE_MINUTE, timeZone: zone });
+          const s = r.newState();
+          let t = night + start;
+          for (const step of steps) {
+            t += step;
+            const fresh = r.newState().precheck({ actor: "a", now: t });
+            assert.deepEqual(s.precheck({ actor: "a", now: t }), fresh, `${zone} at ${iso(t)}`);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("every minute across the night the clocks go back in Lord Howe (30 minutes) and in Oslo", () => {
+    for (const [zone, night] of [NIGHTS[1], NIGHTS[4]]) {
+      const r = rules({ schedule: ONE_MINUTE, timeZone: zone });
+      const s = r.newState();
+      for (let t = night - 2 * H; t < night + 2 * H; t += MIN) {
+        assert.deepEqual(s.precheck({ actor: "a", now: t }), r.newState().precheck({ actor: "a", now: t }), `${zone} at ${iso(t)}`);
+      }
+    }
+  });
+});
+
 describe("access rules: cooldown per door and lock (docs/access-rules.md#cooldown)", () => {
   const T = Date.UTC(2025, 2, 3, 12);
 
@@ -604,6 +648,23 @@ describe("access rules: order of the rules, and a refusal counts for no other ru
     assert.equal(reasonOf(check(s, OUT, ok)), "schedule");
     assert.equal(reasonOf(check(s, IN, ok)), "locked-out");
     assert.deepEqual(s.snapshot(IN).slots, [], "a locked-out message takes no slot");
+  });
+
+  it("precheck() answers what check() would for the actor and the schedule, and changes no state (a message it refuses needs no door)", () => {
+    const s = rules(all).newState();
+    for (const [actor, t] of [["mallory", IN], ["cleaner-anna", OUT], ["mallory", OUT], [42, IN]] as const) {
+      const early = s.precheck({ actor, now: t });
+      assert.ok(early !== null);
+      assert.deepEqual(early, check(s, t, { actor, pin: "0000" }), `${String(actor)} at ${iso(t)}`);
+    }
+    assert.equal(s.precheck({ actor: "cleaner-anna", now: IN }), null);
+    for (let i = 0; i < 10; i++) s.precheck({ actor: "mallory", now: IN });
+    const d = check(s, IN, ok);
+    assert.ok(d.allowed);
+    d.slot.sent(IN);
+    assert.equal(s.precheck({ actor: "cleaner-anna", now: IN + S }), null, "the cooldown and the PIN are left to check()");
+    assert.deepEqual(s.snapshot(IN + S), { slots: [{ key: "101/-", pending: false, at: IN }], wrongPins: [], lockedUntil: null });
+    assert.throws(() => s.precheck({ actor: "cleaner-anna", now: Number.NaN }), TypeError);
   });
 
   it("a node with no rule allows everything and keeps no state", () => {
