@@ -1,21 +1,24 @@
 /**
- * The service client against the simulator: response validation (spec Resources), typed
- * errors, and the spec's retry policy per operation (Limits: "Retry policy per operation"
- * and "Recommended backoff set"). Requests are counted at the simulator.
+ * The service client against the simulator: every answer is checked against the service
+ * description and every failure is a typed error that says whether the request may have
+ * reached the service (docs/outcomes.md#door-unlock-outcomes, docs/session.md#connection-errors);
+ * each operation has its own retry policy: a read up to 4 attempts within 30 s
+ * (docs/nodes.md#door-status), an unlock never (docs/nodes.md#door-unlock), a login or refresh
+ * once on a 5xx (docs/session.md#renewal). Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { DoorApiClient } from "../src/client/client.js";
-import { DoorApiError } from "../src/client/errors.js";
-import { parseRetryAfter } from "../src/client/retry-policy.js";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { DEMO_PHONE, ops, waitUntil } from "./helpers/session.js";
+import { DoorApiClient } from "../../src/client/client.js";
+import { DoorApiError } from "../../src/client/errors.js";
+import { parseRetryAfter } from "../../src/client/retry-policy.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
+import { DEMO_PHONE, ops, waitUntil } from "../helpers/session.js";
 
 function isApiError(pred: (e: DoorApiError) => boolean) {
   return (e: unknown) => e instanceof DoorApiError && pred(e);
 }
 
-describe("client: responses and typed errors", function () {
+describe("client: an answer that breaks the service description is a clear error, and every failure says whether it may have reached the service (docs/outcomes.md#door-unlock-outcomes)", function () {
   this.timeout(20_000);
   let sim: RunningSimulator;
   let client: DoorApiClient;
@@ -122,7 +125,7 @@ describe("client: responses and typed errors", function () {
   });
 });
 
-describe("client: retry policy per operation (spec Limits)", function () {
+describe("client: a read is retried up to 4 times within 30 s after Retry-After, an unlock never, a login or refresh once on a 5xx (docs/nodes.md#door-status, docs/nodes.md#door-unlock)", function () {
   this.timeout(20_000);
   let sim: RunningSimulator;
   let client: DoorApiClient;
