@@ -13,10 +13,10 @@ import type { Session, SessionSnapshot } from "../session/session.js";
 import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import type { Clock } from "../util/clock.js";
-import { AccountCore, type AccountCoreOptions, DEVICE_LIST_TTL_MS } from "./account-core.js";
+import { AccountCore, type AccountCoreOptions } from "./account-core.js";
 import { type DescriptionCheckLog, ServiceDescriptionCheck } from "./description-check.js";
 
-export { AccountCore, DEVICE_LIST_TTL_MS };
+export { AccountCore };
 /** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
 export const ACCOUNT_DRAIN_MS = 10_000;
 

@@ -8,6 +8,7 @@
  */
 import { clip } from "../util/text.js";
 import type { Device } from "../spec/schemas.js";
+import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, retryAfterSecOf } from "./list-policy.js";
 
 export interface DoorIdentity {
   id: number | null;
@@ -33,30 +34,6 @@ export interface DeviceDirectoryOptions {
   notFoundRefreshMinAgeMs?: number;
 }
 
-export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
-/** After a failed list fetch the next one waits 30 s, doubling up to 15 min (then every 15 min). */
-export const LIST_RETRY_BASE_MS = 30_000;
-export const LIST_RETRY_CAP_MS = 15 * 60_000;
-
-/**
- * The device list could not be had for a message: the back-off after the last failure still
- * runs, or the fetch for this message was rate-limited. `retryInMs`: until a message may make
- * the list be fetched again.
- */
-export class DeviceListUnavailableError extends Error {
-  override readonly name: string = "DeviceListUnavailableError";
-  /** Which list, in words ("device list", "location list"). */
-  readonly list: string = "device list";
-  constructor(override readonly cause: unknown, readonly retryInMs: number) {
-    super(`the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`);
-  }
-}
-
-/** A failure that is the service's rate limit: a 429 answer, or a renewal it limited (duck-typed: no HTTP here). */
-export function isRateLimit(e: unknown): boolean {
-  const x = e as { status?: unknown; rateLimited?: unknown } | null;
-  return typeof x === "object" && x !== null && (x.status === 429 || x.rateLimited === true);
-}
 /** Longest door name or "Location / Name" accepted from a message. */
 export const MAX_DOOR_QUERY = 200;
 /** At most this many candidates are spelled out in a message. */
@@ -182,7 +159,7 @@ export class DeviceDirectory {
   constructor(fetchDevices: () => Promise<Device[]>, options: DeviceDirectoryOptions = {}) {
     if (typeof fetchDevices !== "function") throw new TypeError("fetchDevices must be a function");
     this.fetchDevices = fetchDevices;
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+    this.ttlMs = options.ttlMs ?? DEVICE_LIST_TTL_MS;
     this.now = options.now ?? Date.now;
     this.mono = options.monotonic ?? (() => performance.now());
     this.notFoundMinAgeMs = options.notFoundRefreshMinAgeMs ?? 0;
@@ -390,9 +367,8 @@ export class DeviceDirectory {
       } catch (e) {
         this.failures++;
         this.lastError = e;
-        const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0; // a 429's Retry-After
-        const delay = Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(this.failures - 1, 10)), retryAfterSec * 1000);
-        this.retryAt = this.mono() + delay;
+        const retryAfterSec = retryAfterSecOf(e); // a 429's Retry-After
+        this.retryAt = this.mono() + listRetryDelayMs(this.failures, retryAfterSec);
         this.notBefore = this.mono() + retryAfterSec * 1000;
         // A scheduled try that failed opens a new window with its one message try; a failed
         // message try does not (else every message would make one).
