@@ -13,7 +13,21 @@ import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } f
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
 import type { Device, Location } from "../spec/schemas.js";
 import { type Clock, systemClock } from "../util/clock.js";
-import type { SessionStoreChoice } from "./account.js";
+
+/** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
+export type SessionStoreChoice =
+  | { kind: "file" }
+  | {
+      kind: "redis";
+      /** redis:// or rediss:// (TLS). */
+      url: string;
+      password?: string | null;
+      keyPrefix?: string;
+      /** Seals the pair in Redis; every instance needs the same one (default: the account's password). */
+      secret?: string | null;
+      lockTtlMs?: number;
+      lockWaitMs?: number;
+    };
 
 export interface AccountCoreOptions {
   baseUrl: string;

@@ -13,10 +13,10 @@ import type { Session, SessionSnapshot } from "../session/session.js";
 import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import type { Clock } from "../util/clock.js";
-import { AccountCore, type AccountCoreOptions } from "./account-core.js";
+import { AccountCore, type AccountCoreOptions, type SessionStoreChoice } from "./account-core.js";
 import { type DescriptionCheckLog, ServiceDescriptionCheck } from "./description-check.js";
 
-export { AccountCore };
+export { AccountCore, type SessionStoreChoice };
 /** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
 export const ACCOUNT_DRAIN_MS = 10_000;
 
@@ -66,21 +66,6 @@ export function checkAccountSettings(s: AccountSettings): { ok: true; baseUrl: s
 
 export type SessionStoreKind = "file" | "redis";
 export const SESSION_STORES: readonly SessionStoreKind[] = ["file", "redis"];
-
-/** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
-export type SessionStoreChoice =
-  | { kind: "file" }
-  | {
-      kind: "redis";
-      /** redis:// or rediss:// (TLS). */
-      url: string;
-      password?: string | null;
-      keyPrefix?: string;
-      /** Seals the pair in Redis; every instance needs the same one (default: the account's password). */
-      secret?: string | null;
-      lockTtlMs?: number;
-      lockWaitMs?: number;
-    };
 
 /** Checks the session store part of an account's configuration. */
 export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unknown; redisKeyPrefix?: unknown; redisPassword?: unknown }): { ok: true; store: SessionStoreChoice } | { ok: false; problems: string[] } {
