@@ -2,7 +2,7 @@
  * The part of an account that exists once per account, however many config nodes name it:
  * the HTTP client, the one session (one login, one refresh in flight, one stored pair), the
  * device directory and the location cache. Keyed by `accountKey(baseUrl, method, identity)`
- * (src/nodes/account-registry.ts shares one core between the nodes of one runtime); each
+ * (src/account/registry.ts shares one core between the nodes of one runtime); each
  * node's Account (account.ts) adds its own audit log. Knows nothing of Node-RED.
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";

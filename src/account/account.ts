@@ -97,7 +97,7 @@ export interface AccountOptions extends AccountCoreOptions {
   /**
    * The account's shared part (client, session, device directory) when several config nodes
    * use one account: this Account then adds only its own audit log and never closes the core
-   * (its owner, src/nodes/account-registry.ts, does). Without it the Account builds its own.
+   * (its owner, src/account/registry.ts, does). Without it the Account builds its own.
    */
   core?: AccountCore;
   /**

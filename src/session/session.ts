@@ -213,7 +213,7 @@ export class Session extends EventEmitter {
   /** The `sub` claim of the last access token that had one (compared, never shown). */
   private subjectSeen: string | null = null;
   /**
-   * Set by the owner of this session (src/nodes/account-registry.ts): who else in this runtime
+   * Set by the owner of this session (src/account/registry.ts): who else in this runtime
    * may hold the same service account, added to a halt as superseded; null for none known.
    */
   otherHolders: (() => string | null) | null = null;

@@ -8,7 +8,7 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import type { SimulatorOptions } from "../../src/simulator/types.js";
-import { registrySnapshot } from "../../src/nodes/account-registry.js";
+import { registrySnapshot } from "../../src/account/registry.js";
 import {
   DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, startSim,
   teardown, unlock, unlockRequests, until, waitReady, waitState,
