@@ -17,10 +17,14 @@ function files(dir: string, ext: string): string[] {
   });
 }
 
+/** A compiled file whose source is gone (a moved or deleted module) is stale output: not walked. */
+const live = (f: string): boolean =>
+  !f.endsWith(".js") || fs.existsSync(path.join(ROOT, path.relative(path.join(ROOT, "dist"), f)).replace(/\.js$/, ".ts"));
+
 /** The graph of relative imports: file → files it imports (resolved, same extension as the file). */
 function graph(dir: string, ext: ".js" | ".ts", pattern: RegExp): Map<string, string[]> {
   const g = new Map<string, string[]>();
-  for (const f of files(dir, ext)) {
+  for (const f of files(dir, ext).filter(live)) {
     const deps = [...fs.readFileSync(f, "utf8").matchAll(pattern)]
       .map((m) => path.resolve(path.dirname(f), m[1]!.replace(/\.js$/, ext)))
       .filter((d) => fs.existsSync(d));
