@@ -217,7 +217,7 @@ export class Account extends EventEmitter {
   /**
    * Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. A shared
    * core stays open. Unlocks in flight finish first (at most `drainMs`), so their result records
-   * are written before the log closes (CONTRACT.md "Audit log").
+   * are written before the log closes (docs/audit-log.md#records).
    */
   async close(drainMs = ACCOUNT_DRAIN_MS): Promise<void> {
     if (this.closed) return;
@@ -239,8 +239,8 @@ export class Account extends EventEmitter {
   /**
    * Lets go of the audit log. When the drain bound expired with unlocks still in flight, their
    * requests may have reached the service: the log stays open (this reference held) until each
-   * has written its result (CONTRACT.md "Audit log": every message that reached the service
-   * gets its unlock-result), bounded by the client's own answer time-outs. The close itself
+   * has written its result (docs/audit-log.md#records: every command that was sent gets its
+   * closing record), bounded by the client's own answer time-outs. The close itself
    * does not wait for that (Node-RED's close time-out); a redeployed account on the same path
    * meanwhile shares this very writer (one writer, one chain).
    */

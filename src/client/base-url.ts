@@ -1,5 +1,5 @@
 /**
- * The account's base URL rule (CONTRACT, door-account.baseUrl): `https://` required, except
+ * The account's base URL rule (docs/nodes.md#door-account, `baseUrl`): `https://` required, except
  * a loopback host (127.0.0.0/8, ::1, localhost), which may use `http://`.
  */
 import { quoted } from "../util/text.js";

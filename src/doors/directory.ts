@@ -235,7 +235,7 @@ export class DeviceDirectory {
 
   /**
    * Resolves a door stored by the editor (id seen when it was picked, plus name and location),
-   * by the CONTRACT's rules ("Door selection"), in order:
+   * by the rules of docs/doors.md#resolution-rules, in order:
    * 1. the stored id is in the list with the stored name → that device;
    * 2. exactly one device has the stored name AND the stored location → that device (the door
    *    got a new id); a stored location is never dropped: a door of the same name at another
@@ -314,8 +314,8 @@ export class DeviceDirectory {
 
   /**
    * `serve-stale` (the unlock and status paths): an expired list is served at once and a new
-   * one fetched in the background (CONTRACT "Door selection": they never wait for a list fetch
-   * when a list, even an expired one, is cached). `wait`: an expired list is fetched first.
+   * one fetched in the background (docs/doors.md#the-device-list: they never wait for a list
+   * fetch when a list, even an expired one, is cached). `wait`: an expired list is fetched first.
    * Without any list, both fetch, within the back-off after a failure (one try per back-off
    * window when a message needs the list; otherwise the last error).
    */
