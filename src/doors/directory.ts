@@ -1,14 +1,16 @@
 /**
  * The account's device list as the nodes see it: a cache (24 h by default, single flight), a
  * name index built once per fetched list, and the rules that turn a door name, a
- * "Location / Name" label or a stored door identity into one Device.
+ * "Location / Name" label or a stored door identity into one Device (docs/doors.md). The list's
+ * lifetime and back-off are in list-policy.ts; how names are folded, compared and listed in a
+ * message, in names.ts.
  *
  * Knows nothing of Node-RED or HTTP: the list comes from the `fetchDevices` function given to
  * the constructor, which is expected to validate the raw list already.
  */
-import { clip } from "../util/text.js";
 import type { Device } from "../spec/schemas.js";
 import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, retryAfterSecOf } from "./list-policy.js";
+import { MAX_LISTED, levenshtein, listCandidates, normalizeDoorKey, quote, text } from "./names.js";
 
 export interface DoorIdentity {
   id: number | null;
@@ -36,33 +38,11 @@ export interface DeviceDirectoryOptions {
 
 /** Longest door name or "Location / Name" accepted from a message. */
 export const MAX_DOOR_QUERY = 200;
-/** At most this many candidates are spelled out in a message. */
-const MAX_LISTED = 10;
 /** When the account has at most this many doors, an unknown name lists all of them. */
 const LIST_ALL_BELOW = 25;
 
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
-
-/** Case-insensitive, whitespace-tolerant key: trims, folds runs of spaces, " / " around slashes. */
-export function normalizeDoorKey(s: string): string {
-  // Linear in the length: runs of whitespace are folded first, so the slash rule meets at most one
-  // space on each side (a /\s*\/\s*/ over a long run of spaces backtracks: 8 s for 100,000 spaces,
-  // a door name from the service or a msg.door from a flow, stalling the runtime).
-  return s
-    .normalize("NFC")
-    .replace(/\s+/g, " ")
-    .trim()
-    .replace(/ ?\/ ?/g, " / ")
-    .replace(/ {2,}/g, " ")
-    .toLowerCase();
-}
-
-function text(s: string | null | undefined): string | null {
-  if (typeof s !== "string") return null;
-  const t = s.trim();
-  return t.length > 0 ? t : null;
-}
 
 interface Snapshot {
   devices: Device[];
@@ -99,42 +79,6 @@ function buildSnapshot(raw: Device[], fetchStartedAt: number, fetchedAt: number)
   return { devices, fetchedAt, fetchStartedAt, byId, byName, byLabel };
 }
 
-function quote(s: string): string {
-  return JSON.stringify(s);
-}
-
-/** `"a", "b", "c"` with at most MAX_LISTED entries, then "and N more". */
-export function listCandidates(items: string[]): string {
-  const shown = items.slice(0, MAX_LISTED).map((label) => quote(clipLabel(label))).join(", ");
-  const more = items.length - MAX_LISTED;
-  return more > 0 ? `${shown} and ${more} more` : shown;
-}
-
-/** A label as a message spells it: at most LISTED_LABEL characters (a door name is the service's, of any length). */
-const LISTED_LABEL = 100;
-export function clipLabel(label: string): string {
-  return clip(label, LISTED_LABEL, "…");
-}
-
-function levenshtein(a: string, b: string, limit: number): number {
-  if (a === b) return 0;
-  if (Math.abs(a.length - b.length) >= limit) return limit;
-  let prev = new Array<number>(b.length + 1);
-  let cur = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) prev[j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    cur[0] = i;
-    let rowMin = cur[0];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost);
-      if (cur[j] < rowMin) rowMin = cur[j];
-    }
-    if (rowMin >= limit) return limit;
-    [prev, cur] = [cur, prev];
-  }
-  return Math.min(prev[b.length], limit);
-}
 
 export class DeviceDirectory {
   private readonly fetchDevices: () => Promise<Device[]>;

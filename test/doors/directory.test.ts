@@ -7,7 +7,8 @@
  */
 import { strict as assert } from "node:assert";
 import type { Device } from "../../src/spec/schemas.js";
-import { DeviceDirectory, normalizeDoorKey, type Resolution } from "../../src/doors/directory.js";
+import { DeviceDirectory, type Resolution } from "../../src/doors/directory.js";
+import { normalizeDoorKey } from "../../src/doors/names.js";
 import { LIST_RETRY_CAP_MS } from "../../src/doors/list-policy.js";
 
 const HOUR = 60 * 60 * 1000;
