@@ -188,7 +188,7 @@ describe("the device list is never fetched within its Retry-After, nor once per 
       assert.equal(r.outcome, "error", JSON.stringify(r)); // outcome table, last row; nothing was sent
       assert.equal(r.mayHaveOpened, false);
     }
-    // The start-up fetch and one message's try, each with the spec's up to 4 attempts of an idempotent GET.
+    // The start-up fetch and one message's try, each with up to 4 attempts of an idempotent GET (docs/nodes.md#door-status).
     assert.ok(count(sim, "listUserDevices") <= 8, `list fetched once per message: ${JSON.stringify(ops(sim))}`);
     assert.equal(sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length, 0);
   });
