@@ -59,7 +59,7 @@ export async function loadRuntime(flow: Record<string, unknown>[], userDir: stri
 
 export async function unloadRuntime(): Promise<void> {
   await helper.unload();
-  const registry = load(path.join(REPO_ROOT, "dist", "src", "nodes", "account-registry.js")) as { closeAllParked(): Promise<void> };
+  const registry = load(path.join(REPO_ROOT, "dist", "src", "account", "registry.js")) as { closeAllParked(): Promise<void> };
   await registry.closeAllParked();
 }
 

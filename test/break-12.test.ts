@@ -7,7 +7,7 @@
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
-import { registrySnapshot } from "../src/nodes/account-registry.js";
+import { registrySnapshot } from "../src/account/registry.js";
 import {
   DEMO_ACCOUNT, accountModule, assertAccepted, count, devicesModule, editorPost, freshUserDir, helper, helperNodes, loadFlow, logins, startSim,
   statusModule, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,

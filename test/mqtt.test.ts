@@ -11,7 +11,7 @@ import * as path from "node:path";
 import { REPO_ROOT, startBroker, type Broker } from "../scripts/demo.js";
 import { nodeRedPath, resolveFromNodeRed } from "./helpers/runtime.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { closeAllParked } from "../src/nodes/account-registry.js";
+import { closeAllParked } from "../src/account/registry.js";
 
 // node-red-node-test-helper has no type declarations.
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -9,7 +9,7 @@
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import type { RunningSimulator } from "../src/simulator/index.js";
-import { closeAllParked } from "../src/nodes/account-registry.js";
+import { closeAllParked } from "../src/account/registry.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountOf, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
   tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,

@@ -2,19 +2,32 @@
  * The part of an account that exists once per account, however many config nodes name it:
  * the HTTP client, the one session (one login, one refresh in flight, one stored pair), the
  * device directory and the location cache. Keyed by `accountKey(baseUrl, method, identity)`
- * (src/nodes/account-registry.ts shares one core between the nodes of one runtime); each
+ * (src/account/registry.ts shares one core between the nodes of one runtime); each
  * node's Account (account.ts) adds its own audit log. Knows nothing of Node-RED.
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
-import { DeviceDirectory, DeviceListUnavailableError, LIST_RETRY_BASE_MS, LIST_RETRY_CAP_MS, isRateLimit } from "../doors/directory.js";
+import { DeviceDirectory } from "../doors/directory.js";
+import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, retryAfterSecOf } from "../doors/list-policy.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
 import type { Device, Location } from "../spec/schemas.js";
 import { type Clock, systemClock } from "../util/clock.js";
-import type { SessionStoreChoice } from "./account.js";
 
-export const DEVICE_LIST_TTL_MS = 24 * 3600_000;
+/** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
+export type SessionStoreChoice =
+  | { kind: "file" }
+  | {
+      kind: "redis";
+      /** redis:// or rediss:// (TLS). */
+      url: string;
+      password?: string | null;
+      keyPrefix?: string;
+      /** Seals the pair in Redis; every instance needs the same one (default: the account's password). */
+      secret?: string | null;
+      lockTtlMs?: number;
+      lockWaitMs?: number;
+    };
 
 export interface AccountCoreOptions {
   baseUrl: string;
@@ -212,9 +225,9 @@ export class AccountCore {
           (e: unknown) => {
             bo.failures++;
             bo.lastError = e;
-            const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0;
+            const retryAfterSec = retryAfterSecOf(e);
             const now = this.clock.monotonic();
-            bo.retryAt = now + Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(bo.failures - 1, 10)), retryAfterSec * 1000);
+            bo.retryAt = now + listRetryDelayMs(bo.failures, retryAfterSec);
             bo.notBefore = now + retryAfterSec * 1000;
             // Rate-limited: the message learns when the list will be fetched again (as the device list's).
             throw isRateLimit(e) ? new LocationListUnavailableError(e, this.locationsNextTryInMs()) : e;

@@ -13,10 +13,10 @@ import type { Session, SessionSnapshot } from "../session/session.js";
 import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import type { Clock } from "../util/clock.js";
-import { AccountCore, type AccountCoreOptions, DEVICE_LIST_TTL_MS } from "./account-core.js";
+import { AccountCore, type AccountCoreOptions, type SessionStoreChoice } from "./account-core.js";
 import { type DescriptionCheckLog, ServiceDescriptionCheck } from "./description-check.js";
 
-export { AccountCore, DEVICE_LIST_TTL_MS };
+export { AccountCore, type SessionStoreChoice };
 /** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
 export const ACCOUNT_DRAIN_MS = 10_000;
 
@@ -67,21 +67,6 @@ export function checkAccountSettings(s: AccountSettings): { ok: true; baseUrl: s
 export type SessionStoreKind = "file" | "redis";
 export const SESSION_STORES: readonly SessionStoreKind[] = ["file", "redis"];
 
-/** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
-export type SessionStoreChoice =
-  | { kind: "file" }
-  | {
-      kind: "redis";
-      /** redis:// or rediss:// (TLS). */
-      url: string;
-      password?: string | null;
-      keyPrefix?: string;
-      /** Seals the pair in Redis; every instance needs the same one (default: the account's password). */
-      secret?: string | null;
-      lockTtlMs?: number;
-      lockWaitMs?: number;
-    };
-
 /** Checks the session store part of an account's configuration. */
 export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unknown; redisKeyPrefix?: unknown; redisPassword?: unknown }): { ok: true; store: SessionStoreChoice } | { ok: false; problems: string[] } {
   const kind = s.sessionStore === undefined || s.sessionStore === null || s.sessionStore === "" ? "file" : s.sessionStore;
@@ -116,7 +101,7 @@ export interface AccountOptions extends AccountCoreOptions {
   /**
    * The account's shared part (client, session, device directory) when several config nodes
    * use one account: this Account then adds only its own audit log and never closes the core
-   * (its owner, src/nodes/account-registry.ts, does). Without it the Account builds its own.
+   * (its owner, src/account/registry.ts, does). Without it the Account builds its own.
    */
   core?: AccountCore;
   /**
@@ -236,7 +221,7 @@ export class Account extends EventEmitter {
   /**
    * Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. A shared
    * core stays open. Unlocks in flight finish first (at most `drainMs`), so their result records
-   * are written before the log closes (CONTRACT.md "Audit log").
+   * are written before the log closes (docs/audit-log.md#records).
    */
   async close(drainMs = ACCOUNT_DRAIN_MS): Promise<void> {
     if (this.closed) return;
@@ -258,8 +243,8 @@ export class Account extends EventEmitter {
   /**
    * Lets go of the audit log. When the drain bound expired with unlocks still in flight, their
    * requests may have reached the service: the log stays open (this reference held) until each
-   * has written its result (CONTRACT.md "Audit log": every message that reached the service
-   * gets its unlock-result), bounded by the client's own answer time-outs. The close itself
+   * has written its result (docs/audit-log.md#records: every command that was sent gets its
+   * closing record), bounded by the client's own answer time-outs. The close itself
    * does not wait for that (Node-RED's close time-out); a redeployed account on the same path
    * meanwhile shares this very writer (one writer, one chain).
    */

@@ -1,6 +1,6 @@
 /**
  * The service client: one undici Pool per account, JSON in and out, every request body and
- * every response body validated with zod, every failure a DoorApiError, and the spec's retry
+ * every response body validated with zod, every failure a DoorApiError, and the service's retry
  * policy (retry-policy.ts) applied per operation. It knows nothing about sessions: callers
  * hand it the access token. See session/session.ts for the 401 rule.
  */

@@ -77,7 +77,3 @@ export class DoorApiError extends Error {
     return new DoorApiError({ ...this, message: this.message, attempts, cause: this.cause });
   }
 }
-
-export function isDoorApiError(e: unknown): e is DoorApiError {
-  return e instanceof DoorApiError;
-}

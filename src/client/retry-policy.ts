@@ -1,5 +1,7 @@
 /**
- * The spec's "Retry policy per operation" table (Limits section), in one place.
+ * The retry policy per operation, the service's, in one place (what users see of it:
+ * docs/nodes.md#door-status for reads, docs/nodes.md#door-unlock for the unlock,
+ * docs/session.md#renewal for login and refresh).
  *
  * | Operation                          | Retry allowed           | Policy                                           |
  * |------------------------------------|-------------------------|--------------------------------------------------|
@@ -9,7 +11,7 @@
  * | PUT unlock (both)                  | no                      | never automatic                                  |
  * | POST logout                        | yes                     | harmless to repeat                               |
  *
- * Back-off set (spec): statuses 429, 500, 502, 503, 504; up to 4 attempts; the delay from
+ * Back-off set (the service's): statuses 429, 500, 502, 503, 504; up to 4 attempts; the delay from
  * `Retry-After` when present, otherwise 500 ms doubling plus random jitter under 250 ms.
  *
  * undici's RetryHandler was considered: it has no jitter and no bound on the total time, and

@@ -1,13 +1,16 @@
 /**
  * The account's device list as the nodes see it: a cache (24 h by default, single flight), a
  * name index built once per fetched list, and the rules that turn a door name, a
- * "Location / Name" label or a stored door identity into one Device.
+ * "Location / Name" label or a stored door identity into one Device (docs/doors.md). The list's
+ * lifetime and back-off are in list-policy.ts; how names are folded, compared and listed in a
+ * message, in names.ts.
  *
  * Knows nothing of Node-RED or HTTP: the list comes from the `fetchDevices` function given to
  * the constructor, which is expected to validate the raw list already.
  */
-import { clip } from "../util/text.js";
 import type { Device } from "../spec/schemas.js";
+import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, retryAfterSecOf } from "./list-policy.js";
+import { MAX_LISTED, levenshtein, listCandidates, normalizeDoorKey, quote, text } from "./names.js";
 
 export interface DoorIdentity {
   id: number | null;
@@ -33,59 +36,13 @@ export interface DeviceDirectoryOptions {
   notFoundRefreshMinAgeMs?: number;
 }
 
-export const DEFAULT_TTL_MS = 24 * 60 * 60 * 1000;
-/** After a failed list fetch the next one waits 30 s, doubling up to 15 min (then every 15 min). */
-export const LIST_RETRY_BASE_MS = 30_000;
-export const LIST_RETRY_CAP_MS = 15 * 60_000;
-
-/**
- * The device list could not be had for a message: the back-off after the last failure still
- * runs, or the fetch for this message was rate-limited. `retryInMs`: until a message may make
- * the list be fetched again.
- */
-export class DeviceListUnavailableError extends Error {
-  override readonly name: string = "DeviceListUnavailableError";
-  /** Which list, in words ("device list", "location list"). */
-  readonly list: string = "device list";
-  constructor(override readonly cause: unknown, readonly retryInMs: number) {
-    super(`the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`);
-  }
-}
-
-/** A failure that is the service's rate limit: a 429 answer, or a renewal it limited (duck-typed: no HTTP here). */
-export function isRateLimit(e: unknown): boolean {
-  const x = e as { status?: unknown; rateLimited?: unknown } | null;
-  return typeof x === "object" && x !== null && (x.status === 429 || x.rateLimited === true);
-}
 /** Longest door name or "Location / Name" accepted from a message. */
 export const MAX_DOOR_QUERY = 200;
-/** At most this many candidates are spelled out in a message. */
-const MAX_LISTED = 10;
 /** When the account has at most this many doors, an unknown name lists all of them. */
 const LIST_ALL_BELOW = 25;
 
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
-
-/** Case-insensitive, whitespace-tolerant key: trims, folds runs of spaces, " / " around slashes. */
-export function normalizeDoorKey(s: string): string {
-  // Linear in the length: runs of whitespace are folded first, so the slash rule meets at most one
-  // space on each side (a /\s*\/\s*/ over a long run of spaces backtracks: 8 s for 100,000 spaces,
-  // a door name from the service or a msg.door from a flow, stalling the runtime).
-  return s
-    .normalize("NFC")
-    .replace(/\s+/g, " ")
-    .trim()
-    .replace(/ ?\/ ?/g, " / ")
-    .replace(/ {2,}/g, " ")
-    .toLowerCase();
-}
-
-function text(s: string | null | undefined): string | null {
-  if (typeof s !== "string") return null;
-  const t = s.trim();
-  return t.length > 0 ? t : null;
-}
 
 interface Snapshot {
   devices: Device[];
@@ -122,42 +79,6 @@ function buildSnapshot(raw: Device[], fetchStartedAt: number, fetchedAt: number)
   return { devices, fetchedAt, fetchStartedAt, byId, byName, byLabel };
 }
 
-function quote(s: string): string {
-  return JSON.stringify(s);
-}
-
-/** `"a", "b", "c"` with at most MAX_LISTED entries, then "and N more". */
-export function listCandidates(items: string[]): string {
-  const shown = items.slice(0, MAX_LISTED).map((label) => quote(clipLabel(label))).join(", ");
-  const more = items.length - MAX_LISTED;
-  return more > 0 ? `${shown} and ${more} more` : shown;
-}
-
-/** A label as a message spells it: at most LISTED_LABEL characters (a door name is the service's, of any length). */
-const LISTED_LABEL = 100;
-export function clipLabel(label: string): string {
-  return clip(label, LISTED_LABEL, "…");
-}
-
-function levenshtein(a: string, b: string, limit: number): number {
-  if (a === b) return 0;
-  if (Math.abs(a.length - b.length) >= limit) return limit;
-  let prev = new Array<number>(b.length + 1);
-  let cur = new Array<number>(b.length + 1);
-  for (let j = 0; j <= b.length; j++) prev[j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    cur[0] = i;
-    let rowMin = cur[0];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a.charCodeAt(i - 1) === b.charCodeAt(j - 1) ? 0 : 1;
-      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost);
-      if (cur[j] < rowMin) rowMin = cur[j];
-    }
-    if (rowMin >= limit) return limit;
-    [prev, cur] = [cur, prev];
-  }
-  return Math.min(prev[b.length], limit);
-}
 
 export class DeviceDirectory {
   private readonly fetchDevices: () => Promise<Device[]>;
@@ -182,7 +103,7 @@ export class DeviceDirectory {
   constructor(fetchDevices: () => Promise<Device[]>, options: DeviceDirectoryOptions = {}) {
     if (typeof fetchDevices !== "function") throw new TypeError("fetchDevices must be a function");
     this.fetchDevices = fetchDevices;
-    this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+    this.ttlMs = options.ttlMs ?? DEVICE_LIST_TTL_MS;
     this.now = options.now ?? Date.now;
     this.mono = options.monotonic ?? (() => performance.now());
     this.notFoundMinAgeMs = options.notFoundRefreshMinAgeMs ?? 0;
@@ -258,7 +179,7 @@ export class DeviceDirectory {
 
   /**
    * Resolves a door stored by the editor (id seen when it was picked, plus name and location),
-   * by the CONTRACT's rules ("Door selection"), in order:
+   * by the rules of docs/doors.md#resolution-rules, in order:
    * 1. the stored id is in the list with the stored name → that device;
    * 2. exactly one device has the stored name AND the stored location → that device (the door
    *    got a new id); a stored location is never dropped: a door of the same name at another
@@ -337,8 +258,8 @@ export class DeviceDirectory {
 
   /**
    * `serve-stale` (the unlock and status paths): an expired list is served at once and a new
-   * one fetched in the background (CONTRACT "Door selection": they never wait for a list fetch
-   * when a list, even an expired one, is cached). `wait`: an expired list is fetched first.
+   * one fetched in the background (docs/doors.md#the-device-list: they never wait for a list
+   * fetch when a list, even an expired one, is cached). `wait`: an expired list is fetched first.
    * Without any list, both fetch, within the back-off after a failure (one try per back-off
    * window when a message needs the list; otherwise the last error).
    */
@@ -390,9 +311,8 @@ export class DeviceDirectory {
       } catch (e) {
         this.failures++;
         this.lastError = e;
-        const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0; // a 429's Retry-After
-        const delay = Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(this.failures - 1, 10)), retryAfterSec * 1000);
-        this.retryAt = this.mono() + delay;
+        const retryAfterSec = retryAfterSecOf(e); // a 429's Retry-After
+        this.retryAt = this.mono() + listRetryDelayMs(this.failures, retryAfterSec);
         this.notBefore = this.mono() + retryAfterSec * 1000;
         // A scheduled try that failed opens a new window with its one message try; a failed
         // message try does not (else every message would make one).

@@ -5,7 +5,8 @@
  */
 import type { Device } from "../spec/schemas.js";
 import type { DeviceDirectory, DoorIdentity } from "./directory.js";
-import { clipLabel, doorNameProblem } from "./directory.js";
+import { doorNameProblem } from "./directory.js";
+import { clipLabel } from "./names.js";
 
 export type Selection =
   | { ok: true; deviceId: number; device: Device | null; label: string; identity: DoorIdentity }

@@ -16,7 +16,7 @@ import type { SessionHaltedError } from "../session/errors.js";
 import { HALTED_STATES, type SessionLog, type SessionSnapshot } from "../session/session.js";
 import { accountKey, tokenFileFor } from "../session/token-store.js";
 import type { Device } from "../spec/schemas.js";
-import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "./account-registry.js";
+import { type Member, deployStarted, dropSignIn, join, runningCore, settingsOf, signIn } from "../account/registry.js";
 import { fromEditor, hasPermission, permission } from "./admin-access.js";
 import { type AccountUser, type NodeStatus, type DoorAccountNode, ACCOUNT_CLOSE_GUARD_MS, ADMIN_PREFIX, stateStatus } from "./shared.js";
 
@@ -536,7 +536,7 @@ export = function register(RED: NodeAPI): void {
   // Sign in from the editor before the first deploy (door-account.write). The pair is stored
   // under the account key, so the deploy that follows resumes it: no second login. A sign-in
   // never reports success for a password that is not the account's, and never logs in while a
-  // session of the account runs here (account-registry.ts signIn;
+  // session of the account runs here (src/account/registry.ts signIn;
   // docs/session.md#signing-in-from-the-editor). The password typed is compared there as a hash,
   // in constant time, and never sent back.
   RED.httpAdmin.post(`${ADMIN_PREFIX}/:id/sign-in`, write, editorOnly, (req, res) => {

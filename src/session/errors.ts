@@ -34,7 +34,7 @@ export class StoreUnreachableError extends SessionUnavailableError {
 /**
  * A call was answered 401 (or its token was known rejected) and the renewal that had to
  * follow did not give a new token (429, 5xx, network): nothing was executed, the call was not
- * replayed, and the account is not halted (CONTRACT "A replay only follows a renewal").
+ * replayed, and the account is not halted (docs/session.md#a-401-and-its-replay).
  * `rateLimited` with `retryAfter` when the service answered 429.
  */
 export class RenewalFailedError extends SessionUnavailableError {

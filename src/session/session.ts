@@ -1,6 +1,9 @@
 /**
  * The one session of one account: the state machine, the single flight, the renewal timers
- * and the spec's failure rules. Everything about logging in and refreshing is in this file.
+ * and the failure rules (docs/session.md). Everything about when to log in and when to refresh
+ * is in this file; the arithmetic it needs is beside it, as pure functions: what a token pair
+ * says about its lifetime and renewal (token-pair.ts), the wait after a 429 (rate-limit.ts), the
+ * timers (timers.ts), and the session's types and timings (types.ts).
  *
  * States: idle → logging-in → ready ⇄ refreshing; unreachable (login failed on 5xx/network,
  * retried only when a caller needs the session, at most once a minute); halted-login-failed
@@ -8,7 +11,8 @@
  * store-unreachable (a shared store's renewal lock could not be had: the pair in memory is
  * still used while it is good, and this instance never logs in on its own).
  *
- * Rules (spec "Client behaviour on failures", CONTRACT "Session rules"):
+ * Rules (docs/session.md#login-and-start-up, docs/session.md#renewal,
+ * docs/session.md#a-401-and-its-replay, docs/session.md#rate-limits):
  * - log in once at start-up (or resume the stored pair), never per call;
  * - at most one login or refresh in flight for the account; every caller waits for it;
  * - renew every 36 h or 3 h before the JWT `exp`, whichever is first;
@@ -18,8 +22,8 @@
  *   for a while, keep it and try again later; otherwise log in;
  * - login 400/401: halted-login-failed; login 5xx/network (after the client's single
  *   retry): unreachable, not a halt;
- * - login or refresh 429: nothing is sent for the service's Retry-After (absent: the spec's
- *   back-off, 500 ms plus jitter), and no longer: the next message after it tries again. Only
+ * - login or refresh 429: nothing is sent for the service's Retry-After (absent: the first
+ *   back-off step, 500 ms plus jitter), and no longer: the next message after it tries again. Only
  *   consecutive 429s grow the wait (doubling, with jitter, at most 15 min). The renewal spacing
  *   binds the session's own timers, never a message after a Retry-After (docs/session.md#rate-limits).
  *
@@ -27,130 +31,27 @@
  * store's renewal lock after re-reading the store, so an instance adopts the pair another
  * one obtained instead of logging in again (a 401 is first answered that way too); notices
  * from the store ("changed", "reconnected") update the pair in memory.
+ *
+ * Why the state machine stays one file (about 800 lines): every method left here makes a
+ * transition or decides one, and they share the same fields: the pair, the one renewal in
+ * flight, the waits (`renewNotBefore`, `loginNotBefore`, the once-an-hour re-login), the run of
+ * 429s and the dead tokens. Split by path (login, refresh, the shared store's notices), one
+ * transition would be written across files that all mutate those fields: a 401 answered by a
+ * refresh that turns into a login under the store's lock crosses all three. What divides
+ * without that (pure arithmetic, timers, types) is in the files named above.
  */
 import { EventEmitter } from "node:events";
-import { decodeJwt } from "jose/jwt/decode";
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import { DoorApiError } from "../client/errors.js";
-import { BACKOFF } from "../client/retry-policy.js";
 import { type Clock, systemClock } from "../util/clock.js";
 import { RenewalFailedError, SessionHaltedError, SessionUnavailableError, StoreUnreachableError } from "./errors.js";
+import { type RenewalFailure, rateLimitWaitMs, renewalFailedError } from "./rate-limit.js";
+import { OneShotTimer, settledWithin, within } from "./timers.js";
+import { type LivePair, isExpired, localExpiry, readPair, renewalDue } from "./token-pair.js";
 import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
+import { DEFAULT_TIMINGS, HALTED_STATES, type SessionLog, type SessionOptions, type SessionSnapshot, type SessionState, type SessionTimings } from "./types.js";
 
-export type SessionState =
-  | "idle"
-  | "logging-in"
-  | "ready"
-  | "refreshing"
-  | "unreachable"
-  | "halted-login-failed"
-  | "halted-superseded"
-  | "closed"
-  | "store-unreachable";
-
-export const HALTED_STATES: ReadonlySet<SessionState> = new Set(["halted-login-failed", "halted-superseded"]);
-
-export interface SessionSnapshot {
-  state: SessionState;
-  /** Why the session is in this state (plain words, never a secret). */
-  reason: string | null;
-  /** A few words of that reason for a node status ("connection refused"), when there are. */
-  detail?: string | null;
-  /** ms since epoch of the last state change. */
-  since: number;
-  /** ms since epoch when the access token expires, when known. */
-  accessExpiresAt: number | null;
-  /** ms since epoch of the next scheduled renewal, when one is scheduled. */
-  renewAt: number | null;
-}
-
-export interface SessionLog {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-}
-
-export interface SessionTimings {
-  /** Proactive renewal period (spec: every 36 hours). */
-  renewEveryMs: number;
-  /** Renew this long before `exp` if that comes first (3 hours). */
-  renewBeforeExpMs: number;
-  /** A token this close to `exp` is renewed before use rather than sent. */
-  expirySkewMs: number;
-  /** Refresh rejected (400/401) → login at most once in this window (1 hour). */
-  reloginWindowMs: number;
-  /** After a login failed on 5xx/network, the next is tried no sooner than this (1 minute). */
-  loginRetryMs: number;
-  /** How long a caller waits for a login or refresh in flight (30 s). */
-  waitMs: number;
-  /** After a transient refresh failure with a still-valid token, try again after this. */
-  refreshRetryMs: number;
-  /**
-   * The renewals the session starts on its own (its timers) are never closer together than
-   * this, whatever the token's lifetime and whatever the local clock says ("Renewal is bounded",
-   * docs/session.md#renewal). Not added to a Retry-After: a message after one may renew.
-   */
-  minRenewalIntervalMs: number;
-  /** Longest wait after consecutive 429s on login or refresh (15 min); a longer Retry-After is still honoured. */
-  rateLimitCapMs: number;
-  /** How long close() lets a login or refresh in flight finish (and persist its pair). */
-  closeWaitMs: number;
-}
-
-export const DEFAULT_TIMINGS: SessionTimings = {
-  renewEveryMs: 36 * 3600_000,
-  renewBeforeExpMs: 3 * 3600_000,
-  expirySkewMs: 60_000,
-  reloginWindowMs: 3600_000,
-  loginRetryMs: 60_000,
-  waitMs: 30_000,
-  refreshRetryMs: 15 * 60_000,
-  minRenewalIntervalMs: 30_000,
-  rateLimitCapMs: 15 * 60_000,
-  closeWaitMs: 8_000,
-};
-
-export interface SessionOptions {
-  client: DoorApiClient;
-  credentials: Credentials;
-  store: TokenStore;
-  clock?: Clock;
-  log?: SessionLog;
-  timings?: Partial<SessionTimings>;
-  /** Jitter source for the back-off after consecutive 429s (default Math.random). */
-  random?: () => number;
-  /**
-   * Log in at start even when the store holds a pair (the editor's sign-in, which must check the
-   * password typed: resuming a pair checks nothing). Not for a shared store: its pair is the
-   * live session of other instances, and one that opens under `storeProvesCredentials` is proof.
-   */
-  loginFirst?: boolean;
-  /**
-   * The store seals the pair under a key derived from the password (the Redis store): a pair it
-   * hands back was sealed by a holder of this very password, and every such holder either
-   * logged in with it or opened the pair before, so adopting it proves the password.
-   */
-  storeProvesCredentials?: boolean;
-}
-
-interface LivePair extends StoredPair {
-  /** ms since epoch from the JWT `exp`, or null when the token carries none. */
-  exp: number | null;
-  /**
-   * The token's lifetime in ms (`exp − iat`, or `exp` − the local time it was obtained when it
-   * carries no `iat`), or null without `exp`. Renewal and expiry are measured from `obtainedAt`
-   * on the local clock plus this lifetime, so a local clock that is off (or jumps) cannot make
-   * every fresh token look expired.
-   */
-  lifetimeMs: number | null;
-}
-
-/**
- * Why the last renewal (refresh or login) did not give a new token. A rate limit keeps which
- * operation was limited; its wait is `renewNotBefore`, and every text about it is made from
- * what is left of that wait when it is said.
- */
-type RenewalFailure = { rateLimited: true; operation: "refresh" | "login" } | { rateLimited: false; message: string };
+export { DEFAULT_TIMINGS, HALTED_STATES, type SessionLog, type SessionOptions, type SessionSnapshot, type SessionState, type SessionTimings };
 
 const silent: SessionLog = { info() {}, warn() {}, error() {} };
 
@@ -179,15 +80,14 @@ export class Session extends EventEmitter {
   private inflight: Promise<void> | null = null;
   /** How many logins/refreshes have started (a replay's 401 during one of ours is not a takeover). */
   private renewalsStarted = 0;
-  private renewTimer: unknown = null;
-  private renewAt: number | null = null;
+  private readonly renewTimer: OneShotTimer;
   // Every wait below is measured on the monotonic clock (clock.monotonic()): setting the wall
   // clock forward must not send before a Retry-After, nor setting it back stall the account.
   private lastLoginAttemptAt = Number.NEGATIVE_INFINITY;
   private loginNotBefore = Number.NEGATIVE_INFINITY;
   private lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
   /** An operator's Reconnect that must wait for the service's Retry-After: the one login it will make. */
-  private reconnectTimer: unknown = null;
+  private readonly reconnectTimer: OneShotTimer;
   private startPromise: Promise<void> | null = null;
   private readonly abort = new AbortController();
   /** True while this session runs work under the store's renewal lock. */
@@ -213,7 +113,7 @@ export class Session extends EventEmitter {
   /** The `sub` claim of the last access token that had one (compared, never shown). */
   private subjectSeen: string | null = null;
   /**
-   * Set by the owner of this session (src/nodes/account-registry.ts): who else in this runtime
+   * Set by the owner of this session (src/account/registry.ts): who else in this runtime
    * may hold the same service account, added to a halt as superseded; null for none known.
    */
   otherHolders: (() => string | null) | null = null;
@@ -232,6 +132,8 @@ export class Session extends EventEmitter {
     this.random = options.random ?? Math.random;
     this.timings = { ...DEFAULT_TIMINGS, ...options.timings };
     this.since = this.clock.now();
+    this.renewTimer = new OneShotTimer(this.clock);
+    this.reconnectTimer = new OneShotTimer(this.clock);
     this.loginFirst = options.loginFirst === true && !this.store.shared;
     this.storeProvesCredentials = options.storeProvesCredentials === true;
     this.unwatch = this.store.watch?.((event) => void this.onStoreEvent(event)) ?? null;
@@ -242,7 +144,7 @@ export class Session extends EventEmitter {
   }
 
   snapshot(): SessionSnapshot {
-    return { state: this._state, reason: this.reason, detail: this.detail, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewAt };
+    return { state: this._state, reason: this.reason, detail: this.detail, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewTimer.at };
   }
 
   /**
@@ -301,7 +203,7 @@ export class Session extends EventEmitter {
       return await fn(first);
     } catch (e) {
       if (!is401(e)) throw e;
-      // CONTRACT "A replay only follows a renewal": the replay uses a token that a refresh (or
+      // docs/session.md#a-401-and-its-replay: the replay uses a token that a refresh (or
       // login) obtained after this 401, never the rejected one again. A renewal that failed
       // (429, 5xx, network) ends the call here: no replay, and no halt.
       const renewedAfter = await this.renewAfter401(first);
@@ -319,8 +221,8 @@ export class Session extends EventEmitter {
       try {
         return await fn(second);
       } catch (e2) {
-        // Halted only when the rejected token came from a renewal after this call's 401 (CONTRACT
-        // "A replay only follows a renewal"; a token renewed before it proves no takeover).
+        // Halted only when the rejected token came from a renewal after this call's 401
+        // (docs/session.md#a-401-and-its-replay; a token renewed before it proves no takeover).
         if (is401(e2) && renewedAfter && this.pair?.accessToken === second && this.renewalsStarted === renewals && !this.inflight) {
           this.halt("halted-superseded", "the service rejected a freshly renewed token: another login has taken over this account");
         }
@@ -355,7 +257,7 @@ export class Session extends EventEmitter {
           }
           if (this.pair && !this.isExpired()) return this.pair.accessToken;
           // Expired (or the wall clock says so) within a refresh's Retry-After: nothing is sent
-          // before it has passed (spec error table, 429 on 4), measured on the monotonic clock.
+          // before it has passed (docs/session.md#rate-limits), measured on the monotonic clock.
           if (!this.inflight && this.mono() < this.renewNotBefore && this.lastRenewalFailure?.rateLimited) throw this.renewalFailedError("nothing was sent");
           await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
           break;
@@ -440,15 +342,14 @@ export class Session extends EventEmitter {
     const notBefore = Math.max(this.loginNotBefore, this.lastRenewalFailure?.rateLimited ? this.renewNotBefore : Number.NEGATIVE_INFINITY);
     const wait = notBefore - this.mono();
     if (wait > 0) {
-      if (this.reconnectTimer === null) {
+      if (!this.reconnectTimer.pending) {
         const pairAtPress = this.pair;
-        this.reconnectTimer = this.clock.setTimeout(() => {
-          this.reconnectTimer = null;
+        this.reconnectTimer.start(wait, () => {
           if (this._state === "closed" || this.inflight) return;
           // Something renewed meanwhile (a message after the Retry-After): that session is kept.
           if (this._state === "ready" && this.pair !== pairAtPress && this.pair && this.pair.accessToken !== this.rejectedAccess && !this.isExpired()) return;
           void this.login("operator reconnect").catch(() => undefined);
-        }, wait);
+        });
       }
       const sec = Math.ceil(wait / 1000);
       this.log.warn(`session: reconnect requested; the service asked to wait, logging in in ${sec} s`);
@@ -456,14 +357,9 @@ export class Session extends EventEmitter {
       this.setState(this._state, `${base}; reconnect requested: login in ${sec} s (the service's Retry-After)`);
       return;
     }
-    this.cancelReconnect();
+    this.reconnectTimer.stop();
     this.renewNotBefore = Number.NEGATIVE_INFINITY;
     await this.login("operator reconnect").catch(() => undefined);
-  }
-
-  private cancelReconnect(): void {
-    if (this.reconnectTimer !== null) this.clock.clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = null;
   }
 
   /** The monotonic clock every wait of the session is measured on. */
@@ -479,17 +375,12 @@ export class Session extends EventEmitter {
   /** Stops timers and refuses new calls; the stored pair stays for the next start. */
   async close(): Promise<void> {
     this.unwatch?.();
-    this.clearRenewal();
-    this.cancelReconnect();
+    this.renewTimer.stop();
+    this.reconnectTimer.stop();
     this.setState("closed", null);
     // A refresh in flight has (or soon will have) consumed the refresh token at the service:
     // let it finish and persist the new pair (bounded), or the next start must log in again.
-    const inflight = this.inflight;
-    if (inflight) {
-      let t: unknown = null;
-      await Promise.race([inflight.catch(() => undefined), new Promise<void>((r) => (t = this.clock.setTimeout(r, this.timings.closeWaitMs)))]);
-      if (t !== null) this.clock.clearTimeout(t);
-    }
+    if (this.inflight) await settledWithin(this.clock, this.inflight, this.timings.closeWaitMs);
     this.abort.abort(new Error("session closed"));
     await this.inflight?.catch(() => undefined);
   }
@@ -537,32 +428,14 @@ export class Session extends EventEmitter {
     return true;
   }
 
-  /**
-   * How long nothing is sent after a login or refresh answered 429 (docs/session.md#rate-limits).
-   * The first 429 of a run: exactly the service's Retry-After, or without one the spec's first
-   * back-off step (500 ms plus jitter under 250 ms). Each further 429 in a row doubles the wait
-   * (from the Retry-After, or from 500 ms), plus jitter, up to `rateLimitCapMs` (15 min); never
-   * shorter than the Retry-After of that answer, however long it is.
-   */
+  /** How long nothing is sent after this login or refresh answered 429: one more in the run (rate-limit.ts). */
   private rateLimitWait(retryAfterSec: number | null): number {
-    const run = ++this.rateLimitRun;
-    const asked = retryAfterSec === null ? 0 : retryAfterSec * 1000;
-    if (run === 1 && retryAfterSec !== null) return asked;
-    const unit = Math.max(asked, BACKOFF.baseMs);
-    const grown = unit * 2 ** Math.min(run - 1, 30) + Math.floor(this.random() * BACKOFF.jitterMs);
-    return Math.max(asked, Math.min(this.timings.rateLimitCapMs, grown));
+    return rateLimitWaitMs(++this.rateLimitRun, retryAfterSec, this.timings.rateLimitCapMs, this.random);
   }
 
   /** The error for a call whose token could not be renewed (nothing executed). */
   private renewalFailedError(what: string): RenewalFailedError {
-    const f = this.lastRenewalFailure;
-    if (f?.rateLimited) {
-      // The whole seconds until the session sends again, and the same number in the text.
-      const left = Math.max(0, Math.ceil((this.renewNotBefore - this.mono()) / 1000));
-      const limited = `the session could not be renewed: the ${f.operation} was rate-limited by the service (429)`;
-      return new RenewalFailedError(`${limited}; retry after ${left} s; ${what}`, true, left, limited);
-    }
-    return new RenewalFailedError(`the session could not be renewed (${f?.message ?? this.reason ?? this._state}); ${what}`, false, null);
+    return renewalFailedError(this.lastRenewalFailure, this.renewNotBefore - this.mono(), this.reason ?? this._state, what);
   }
 
   /** Single flight: a second caller gets the refresh (or login) already in flight. */
@@ -651,7 +524,7 @@ export class Session extends EventEmitter {
         // 5xx, network, timeout, bad body — the client already retried once. A proactive
         // renewal may keep a token that is still good; after a 401 the token is known bad.
         this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.problem}` };
-        if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && this.localExpiry() - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
+        if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && localExpiry(this.pair) - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
           this.renewNotBefore = this.mono() + this.timings.minRenewalIntervalMs;
           this.becomeReady(this.timings.refreshRetryMs);
@@ -836,57 +709,22 @@ export class Session extends EventEmitter {
     if (this.storeProvesCredentials) this.proven = true;
   }
 
+  /** A new pair in use (token-pair.ts reads its lifetime, and its `sub` when it has one). */
   private adopt(pair: StoredPair): void {
-    let exp: number | null = null;
-    let iat: number | null = null;
-    try {
-      const claims = decodeJwt(pair.accessToken);
-      if (typeof claims.exp === "number" && Number.isFinite(claims.exp)) exp = claims.exp * 1000;
-      if (typeof claims.iat === "number" && Number.isFinite(claims.iat)) iat = claims.iat * 1000;
-      if (typeof claims.sub === "string" && claims.sub !== "") this.subjectSeen = claims.sub;
-    } catch {
-      /* not a JWT: handled below */
-    }
-    if (exp === null) this.log.warn("session: the access token carries no readable exp claim; renewing on the 36 h schedule only");
-    // `exp` is authoritative for how long the token lives; when it was issued is the
-    // service's `iat` (or, without one, the local time it was obtained). A lifetime that is not
-    // positive (a broken clock at either end) counts as the shortest one the spacing allows.
-    let lifetimeMs: number | null = null;
-    if (exp !== null) {
-      const raw = iat !== null && iat < exp ? exp - iat : exp - pair.obtainedAt;
-      lifetimeMs = Math.max(raw, this.timings.minRenewalIntervalMs);
-    }
-    this.pair = { ...pair, exp, lifetimeMs };
-  }
-
-  /** When the access token expires, on the local clock (obtained + lifetime). */
-  private localExpiry(): number {
-    const p = this.pair!;
-    return p.lifetimeMs === null ? Number.POSITIVE_INFINITY : p.obtainedAt + p.lifetimeMs;
+    const { live, subject } = readPair(pair, this.timings.minRenewalIntervalMs);
+    if (subject !== null) this.subjectSeen = subject;
+    if (live.exp === null) this.log.warn("session: the access token carries no readable exp claim; renewing on the 36 h schedule only");
+    this.pair = live;
   }
 
   private isExpired(): boolean {
-    if (this.pair === null || this.pair.lifetimeMs === null) return false;
-    const skew = Math.min(this.timings.expirySkewMs, this.pair.lifetimeMs / 4);
-    return this.clock.now() >= this.localExpiry() - skew;
+    return isExpired(this.pair, this.clock.now(), this.timings.expirySkewMs);
   }
 
+  /** Due for renewal (docs/session.md#renewal): 36 h, or 3 h before `exp`, whichever is first. */
   private needsRenewal(): boolean {
     if (!this.pair) return true;
-    return this.clock.now() >= this.renewalDue();
-  }
-
-  /**
-   * Every 36 h, or 3 h before the token expires, whichever is first; for a token that lives
-   * less than 12 h, a quarter of its lifetime before it expires (so a 1 h token is renewed
-   * after 45 min, not in a loop because `exp − 3 h` lies in the past).
-   */
-  private renewalDue(): number {
-    const p = this.pair!;
-    const byPeriod = p.obtainedAt + this.timings.renewEveryMs;
-    if (p.lifetimeMs === null) return byPeriod;
-    const margin = Math.min(this.timings.renewBeforeExpMs, p.lifetimeMs / 4);
-    return Math.min(byPeriod, p.obtainedAt + p.lifetimeMs - margin);
+    return this.clock.now() >= renewalDue(this.pair, this.timings);
   }
 
   private becomeReady(retryInMs?: number): void {
@@ -902,14 +740,10 @@ export class Session extends EventEmitter {
     // When it is due (on the wall clock, like `exp`), but never sooner than the spacing after
     // the last renewal, measured on the monotonic clock: no timer may fire in a loop, whatever
     // the wall clock does.
-    const due = inMs !== undefined ? inMs : this.renewalDue() - now;
+    const due = inMs !== undefined ? inMs : renewalDue(this.pair, this.timings) - now;
     const spacing = this.lastRenewalStartedAt + this.timings.minRenewalIntervalMs - this.mono();
     const delay = Math.max(due, 0, spacing);
-    const at = now + delay;
-    this.renewAt = at;
-    this.renewTimer = this.clock.setTimeout(() => {
-      this.renewTimer = null;
-      this.renewAt = null;
+    this.renewTimer.start(delay, () => {
       const renew = () => {
         if (this._state === "ready" || this._state === "store-unreachable") void this.refresh("scheduled renewal");
       };
@@ -918,17 +752,15 @@ export class Session extends EventEmitter {
       // hand back that one and this renewal would be lost. Once it settles, renew if still due,
       // else keep the schedule of the pair it brought.
       void this.inflight.then(() => {
-        if (this.renewTimer !== null || this.inflight) return;
+        if (this.renewTimer.pending || this.inflight) return;
         if (this.needsRenewal()) renew();
         else if (this._state === "ready") this.scheduleRenewal();
       });
-    }, delay);
+    }, now);
   }
 
   private clearRenewal(): void {
-    if (this.renewTimer !== null) this.clock.clearTimeout(this.renewTimer);
-    this.renewTimer = null;
-    this.renewAt = null;
+    this.renewTimer.stop();
   }
 
   /** A halt's reason as told in the log and in errors: a refused login says what to check. */
@@ -970,20 +802,7 @@ export class Session extends EventEmitter {
 
   /** Waits for a login/refresh, at most `waitMs`; then the caller fails as unreachable. */
   private waitFor(p: Promise<void>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const t = this.clock.setTimeout(() => {
-        reject(new SessionUnavailableError(`the account is still ${this._state} after ${Math.round(this.timings.waitMs / 1000)} s`));
-      }, this.timings.waitMs);
-      p.then(
-        () => {
-          this.clock.clearTimeout(t);
-          resolve();
-        },
-        (e) => {
-          this.clock.clearTimeout(t);
-          reject(e);
-        },
-      );
-    });
+    const s = Math.round(this.timings.waitMs / 1000);
+    return within(this.clock, p, this.timings.waitMs, () => new SessionUnavailableError(`the account is still ${this._state} after ${s} s`));
   }
 }

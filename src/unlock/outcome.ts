@@ -32,7 +32,7 @@
  */
 import { DoorApiError } from "../client/errors.js";
 import { BACKOFF } from "../client/retry-policy.js";
-import { DeviceListUnavailableError, isRateLimit } from "../doors/directory.js";
+import { DeviceListUnavailableError, isRateLimit } from "../doors/list-policy.js";
 import { RenewalFailedError, SessionHaltedError, SessionUnavailableError } from "../session/errors.js";
 
 export type Outcome =

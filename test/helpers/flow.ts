@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
-import { closeAllParked } from "../../src/nodes/account-registry.js";
+import { closeAllParked } from "../../src/account/registry.js";
 import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
 
 // node-red-node-test-helper has no type declarations.

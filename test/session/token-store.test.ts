@@ -1,18 +1,18 @@
 /**
- * Spec, Authentication 6 and Endpoint note 4: the pair is stored server-side, written
- * atomically as a pair, never logged. CONTRACT: persisted outside the flow/credentials
- * files with mode 0600, so a restart resumes the session; deleting the account logs out and
- * deletes the pair; a second process on the same user directory refreshes under a lock.
+ * The stored token pair (docs/session.md#token-storage): kept server-side outside the flow and
+ * credentials files, written atomically as a pair with mode 0600, never logged, so a restart
+ * resumes the session; deleting the account logs out and deletes the pair; a second process on
+ * the same user directory refreshes under a lock.
  */
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync, readdirSync } from "node:fs";
 import * as path from "node:path";
-import { accountKey, accountStoreId } from "../src/session/token-store.js";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { buildSession, ops, tempDir, waitUntil, type Built } from "./helpers/session.js";
+import { accountKey, accountStoreId } from "../../src/session/token-store.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { buildSession, ops, tempDir, waitUntil, type Built } from "../helpers/session.js";
 
-describe("session: the stored token pair", function () {
+describe("session: the token pair is stored atomically, privately and per account, and a restart resumes it (docs/session.md#token-storage)", function () {
   this.timeout(30_000);
   let sim: RunningSimulator;
   const open: Built[] = [];

@@ -10,18 +10,18 @@
 import { strict as assert } from "node:assert";
 import { createServer, type Server, type Socket } from "node:net";
 import * as path from "node:path";
-import { Account } from "../src/account/account.js";
+import { Account } from "../../src/account/account.js";
 import {
   DESCRIPTION_CHECK_INTERVAL_MS, DESCRIPTION_FIRST_CHECK_DELAY_MS, ServiceDescriptionCheck, descriptionUrl,
-} from "../src/account/description-check.js";
-import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from "../src/spec/description.js";
-import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../src/simulator/index.js";
-import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
+} from "../../src/account/description-check.js";
+import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from "../../src/spec/description.js";
+import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../../src/simulator/index.js";
+import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
 import {
   accountModule, accountOf, assertAccepted, helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule, until,
   waitReady,
-} from "./helpers/flow.js";
-import { DEMO_PHONE, tempDir, waitUntil } from "./helpers/session.js";
+} from "../helpers/flow.js";
+import { DEMO_PHONE, tempDir, waitUntil } from "../helpers/session.js";
 
 const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
 
@@ -442,7 +442,7 @@ describe("service description check: every 24 hours, on the account's clock (doc
   });
 });
 
-describe("service description check: a fetch that never answers", () => {
+describe("service description check: a fetch that never answers is cut off by close() (docs/service-description.md#when)", () => {
   it("is cut off by close(): nothing rejects unhandled, nothing is logged", async () => {
     const sockets = new Set<Socket>();
     const server: Server = createServer((s) => sockets.add(s)); // accepts, never answers

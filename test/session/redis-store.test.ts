@@ -2,24 +2,24 @@
  * The Redis session store on a real redis-server: the pair as one value at a key derived
  * from the account (never the phone number or email), sealed like the file store, the
  * renewal lock with an owner token (release and extension only by the owner, expiry when
- * the owner is gone), and bounded failure when Redis is away.
+ * the owner is gone), and bounded failure when Redis is away (docs/session.md#the-redis-session-store).
  */
 import { strict as assert } from "node:assert";
 import * as net from "node:net";
 import { createClient } from "@redis/client";
-import { checkStoreSettings } from "../src/account/account.js";
-import { StoreUnreachableError } from "../src/session/errors.js";
-import { RedisTokenStore, type RedisTokenStoreOptions } from "../src/session/redis-store.js";
-import { type StoreEvent, accountKey } from "../src/session/token-store.js";
-import { RedisServer } from "./helpers/redis.js";
-import { waitUntil } from "./helpers/session.js";
+import { checkStoreSettings } from "../../src/account/account.js";
+import { StoreUnreachableError } from "../../src/session/errors.js";
+import { RedisTokenStore, type RedisTokenStoreOptions } from "../../src/session/redis-store.js";
+import { type StoreEvent, accountKey } from "../../src/session/token-store.js";
+import { RedisServer } from "../helpers/redis.js";
+import { waitUntil } from "../helpers/session.js";
 
 const BASE = "https://test.example";
 const PHONE = "+15550000001";
 const EMAIL = "integration@example.com";
 const PAIR = { accessToken: "aaa.bbb.ccc-access-token-value", refreshToken: "refresh-token-value-0123456789", obtainedAt: 1_700_000_000_000 };
 
-describe("Redis session store", function () {
+describe("Redis session store: one sealed value per account, a renewal lock only its owner holds, bounded failure without Redis (docs/session.md#the-redis-session-store)", function () {
   this.timeout(30_000);
   let redis: RedisServer;
   let raw: ReturnType<typeof createClient>;
@@ -222,7 +222,7 @@ describe("Redis session store", function () {
     assert.equal(await a.load(), null, "no persistence: the restarted server lost the pair");
   });
 
-  it("the test Redis server: a program that took its port while it was stopped is not taken for it (resume fails clearly; helper-17's review)", async () => {
+  it("the test Redis server: a program that took its port while it was stopped is not taken for it (resume fails clearly)", async () => {
     await redis.stop();
     // Answers like a Redis server would to a ping, then hangs up (clients of earlier tests may
     // still be reconnecting to this port: none is kept open, so the server closes at once).

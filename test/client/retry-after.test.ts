@@ -1,26 +1,28 @@
 /**
- * What an outside review of issue 11's fixes still broke: waits that were measured on the wall
- * clock (a clock set forward sends before Retry-After; set back, it stalls the account),
- * an operator's Reconnect that ignored Retry-After, and a device list fetched once per message
- * within a Retry-After. Each test failed on e4306f5; requests are counted in the simulator's
+ * Every wait the package measures itself runs on a monotonic clock (docs/session.md#renewal,
+ * docs/session.md#rate-limits): a wall clock set forward never sends before a Retry-After, set
+ * back it never stalls the account. An operator's Reconnect honours Retry-After too
+ * (docs/session.md#halts-and-reconnect), and the device list is not fetched once per message
+ * within a Retry-After (docs/doors.md#the-device-list). Requests are counted in the simulator's
  * request log. The fake clock's `jump` sets the wall clock only, as a time-sync would.
+ * Each test failed on e4306f5, before the fix.
  */
 import { strict as assert } from "node:assert";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { Account } from "../src/account/account.js";
-import { SessionUnavailableError } from "../src/session/errors.js";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { performUnlock } from "../src/unlock/unlock.js";
-import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, waitUntil, type Built } from "./helpers/session.js";
+import { Account } from "../../src/account/account.js";
+import { SessionUnavailableError } from "../../src/session/errors.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { performUnlock } from "../../src/unlock/unlock.js";
+import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
+import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, waitUntil, type Built } from "../helpers/session.js";
 
 const MIN = 60_000;
 const H = 60 * MIN;
 const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
 
-describe("waits are measured on a monotonic clock, and Retry-After binds the operator too", function () {
+describe("session waits run on a monotonic clock, and a Retry-After binds Reconnect too (docs/session.md#rate-limits)", function () {
   this.timeout(30_000);
   let sim: RunningSimulator;
   let clock: FakeClock;
@@ -54,7 +56,7 @@ describe("waits are measured on a monotonic clock, and Retry-After binds the ope
   }
   const call = () => b.session.call((t) => b.client.getDevice(t, 101));
 
-  // CONTRACT "Session": a refresh rejected twice within the hour halts as superseded (at most one re-login an hour).
+  // docs/session.md#renewal: a refresh rejected twice within the hour halts as superseded (at most one re-login an hour).
   it("refresh rejected, re-login, clock set 2 h forward, rejected again within the hour: halt, no second re-login", async () => {
     killPair();
     await call();
@@ -79,7 +81,7 @@ describe("waits are measured on a monotonic clock, and Retry-After binds the ope
     assert.equal(count(sim, "loginByPhone"), 2, JSON.stringify(ops(sim)));
   });
 
-  // Spec error table: 429 "Honour the Retry-After header"; CONTRACT "A replay only follows a renewal".
+  // docs/session.md#rate-limits: honour the Retry-After; docs/session.md#a-401-and-its-replay: a replay only follows a renewal.
   it("refresh 429 Retry-After 300 s after a 401, clock set 10 min forward: still no refresh before 300 s have passed", async () => {
     sim.control.revokeAccessToken("demo");
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 300, count: 1 });
@@ -121,7 +123,7 @@ describe("waits are measured on a monotonic clock, and Retry-After binds the ope
     assert.equal(count(sim, "loginByPhone"), 2);
   });
 
-  // Spec error table: 429 "Honour the Retry-After header" — an operator's click included.
+  // docs/session.md#halts-and-reconnect: Reconnect never overrides the service's Retry-After.
   it("Reconnect pressed twice within a login's Retry-After sends nothing then, and one login once it has passed", async () => {
     await fresh();
     sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 600, count: 1 });
@@ -138,7 +140,7 @@ describe("waits are measured on a monotonic clock, and Retry-After binds the ope
   });
 });
 
-describe("the device list within a Retry-After (spec error table: 429 'Honour the Retry-After header')", function () {
+describe("the device list is never fetched within its Retry-After, nor once per message within its back-off (docs/doors.md#the-device-list)", function () {
   this.timeout(30_000);
   let sim: RunningSimulator;
   let dir: string;
@@ -186,7 +188,7 @@ describe("the device list within a Retry-After (spec error table: 429 'Honour th
       assert.equal(r.outcome, "error", JSON.stringify(r)); // outcome table, last row; nothing was sent
       assert.equal(r.mayHaveOpened, false);
     }
-    // The start-up fetch and one message's try, each with the spec's up to 4 attempts of an idempotent GET.
+    // The start-up fetch and one message's try, each with up to 4 attempts of an idempotent GET (docs/nodes.md#door-status).
     assert.ok(count(sim, "listUserDevices") <= 8, `list fetched once per message: ${JSON.stringify(ops(sim))}`);
     assert.equal(sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length, 0);
   });

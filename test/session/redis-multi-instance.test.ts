@@ -1,18 +1,18 @@
 /**
  * Several instances (separate processes, test/fixtures/redis-session-child.js) on one
  * account, sharing its session through a real redis-server; every request counted at the
- * simulator. Spec Authentication 5: one active session per account, the pair owned by one
- * component with shared storage, concurrent refreshes serialised.
+ * simulator. One active session per account, the pair kept in shared storage, concurrent
+ * refreshes serialised (docs/session.md#the-redis-session-store).
  */
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
 import * as path from "node:path";
 import * as readline from "node:readline";
-import { RedisTokenStore } from "../src/session/redis-store.js";
-import { accountKey } from "../src/session/token-store.js";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { RedisServer } from "./helpers/redis.js";
-import { DEMO_PHONE, waitUntil } from "./helpers/session.js";
+import { RedisTokenStore } from "../../src/session/redis-store.js";
+import { accountKey } from "../../src/session/token-store.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { RedisServer } from "../helpers/redis.js";
+import { DEMO_PHONE, waitUntil } from "../helpers/session.js";
 
 const CHILD = path.resolve("test/fixtures/redis-session-child.js");
 
@@ -73,7 +73,7 @@ class Instance {
   }
 }
 
-describe("Redis session store: several instances on one account", function () {
+describe("Redis session store: several instances on one account share one session: one login, one refresh at a time, no instance logs another out (docs/session.md#the-redis-session-store)", function () {
   this.timeout(120_000);
   let redis: RedisServer;
   let sim: RunningSimulator;

@@ -3,16 +3,17 @@
  * into each user directory) with their own door-account config node for the same account,
  * sharing its session through a real redis-server. Each unlocks doors through a flow
  * (http in → change → door-unlock → http response). Counted at the simulator: one login
- * between them, exactly one PUT per message, no 401 anywhere, no failed outcome.
+ * between them, exactly one PUT per message, no 401 anywhere, no failed outcome
+ * (docs/session.md#the-redis-session-store).
  */
 import { strict as assert } from "node:assert";
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { RedisServer, freePort } from "./helpers/redis.js";
-import { nodeRedScript } from "./helpers/runtime.js";
-import { tempDir, waitUntil } from "./helpers/session.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { RedisServer, freePort } from "../helpers/redis.js";
+import { nodeRedScript } from "../helpers/runtime.js";
+import { tempDir, waitUntil } from "../helpers/session.js";
 
 const REPO = path.resolve(".");
 const RED_JS = nodeRedScript; // node-red/red.js (4.x), or node-red-5 with DOOR_ACCESS_NODE_RED (test/helpers/runtime.ts)
@@ -126,7 +127,7 @@ function flow(accountId: string, simUrl: string, redisUrl: string): unknown[] {
   ];
 }
 
-describe("Redis session store: two Node-RED runtimes on one account", function () {
+describe("Redis session store: two Node-RED runtimes on one account log in once between them and never log each other out (docs/session.md#the-redis-session-store)", function () {
   this.timeout(180_000);
   let redis: RedisServer;
   let sim: RunningSimulator;

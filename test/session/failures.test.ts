@@ -1,6 +1,11 @@
 /**
- * Spec, Authentication 7 ("Client behaviour on failures") and CONTRACT session rules:
- * each row is driven at the simulator and its consequences counted in its request log.
+ * What the session does when a call, a refresh or a login fails: one refresh and one replay
+ * after a 401 (docs/session.md#a-401-and-its-replay), at most one re-login an hour and one retry
+ * on a 5xx (docs/session.md#renewal), a halt on refused credentials
+ * (docs/session.md#halts-and-reconnect), the service's Retry-After and nothing longer
+ * (docs/session.md#rate-limits), and connection errors that say what to fix
+ * (docs/session.md#connection-errors). Each case is driven at the simulator and its
+ * consequences counted in its request log.
  */
 import { strict as assert } from "node:assert";
 import { readFileSync, rmSync } from "node:fs";
@@ -9,17 +14,17 @@ import { createServer as createHttpServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { request } from "undici";
-import { Account } from "../src/account/account.js";
-import { DoorApiError } from "../src/client/errors.js";
-import { SessionHaltedError, SessionUnavailableError } from "../src/session/errors.js";
-import type { Credentials } from "../src/client/client.js";
-import type { OperationId } from "../src/spec/schemas.js";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { performUnlock, type UnlockResult } from "../src/unlock/unlock.js";
-import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "./helpers/session.js";
+import { Account } from "../../src/account/account.js";
+import { DoorApiError } from "../../src/client/errors.js";
+import { SessionHaltedError, SessionUnavailableError } from "../../src/session/errors.js";
+import type { Credentials } from "../../src/client/client.js";
+import type { OperationId } from "../../src/spec/schemas.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
+import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
+import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
-describe("session: client behaviour on failures (spec Authentication 7)", function () {
+describe("session: a failed call, refresh or login gets one bounded answer: one refresh and replay after a 401, a halt on refused credentials, never a loop (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(20_000);
   let sim: RunningSimulator;
   let b: Built;

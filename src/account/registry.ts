@@ -1,6 +1,6 @@
 /**
- * One session per account in this runtime (CONTRACT "One session per account, whatever the
- * flows look like"): every `door-account` node whose base URL and login (method and phone
+ * One session per account in this runtime, whatever the flows look like
+ * (docs/session.md#one-session-per-account): every `door-account` node whose base URL and login (method and phone
  * number or email) give the same `accountKey` shares one AccountCore (client, session,
  * device directory): one login, one refresh in flight, one stored pair. Nodes are members of
  * the account's entry; the entry is keyed by the account key, never by a node id, so copied
@@ -18,7 +18,7 @@
  *   may be replaced by another of the same login, and the config node of a deleted subflow
  *   instance is never told it was removed. Without a deploy (the runtime stops), the parked
  *   core just closes after PARK_MS and its pair stays for the next start.
- * - Redeploy clears a halt (CONTRACT): a member joining after a member left gives a halted
+ * - Redeploy clears a halt (docs/session.md#halts-and-reconnect): a member joining after a member left gives a halted
  *   core one fresh start (one login); a healthy core is taken back as it is (no login).
  * - The editor may sign in before the first deploy (`signIn`): the entry then has no member
  *   and waits SIGN_IN_PARK_MS for the deploy; its pair is stored under the account key, so
@@ -28,7 +28,7 @@
  * Knows nothing of Node-RED: members are described by the hooks they pass.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { AccountCore } from "../account/account-core.js";
+import type { AccountCore } from "./account-core.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 import { quoted } from "../util/text.js";
 
@@ -268,7 +268,7 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
   entry.members.add(member);
   const core = entry.core;
   if (entry.freshStartDue && core && !core.isClosed && same(entry.settings, settings) && HALTED_STATES.has(core.session.state)) {
-    // CONTRACT "Redeploy clears a halt": one fresh start, one login.
+    // docs/session.md#halts-and-reconnect: a redeploy clears a halt with one fresh start, one login.
     hooks.log.info("redeployed while halted: one fresh login");
     void core.session.reconnect().catch(() => undefined);
   }
@@ -297,7 +297,8 @@ async function leave(entry: Entry, member: Member, removed: boolean): Promise<vo
 /**
  * A deploy has started every node (Node-RED's "flows:started"): an account whose last node
  * left in it and none came back is no longer used: log out and delete the stored pair
- * (CONTRACT: "Deleting the config node logs out and deletes the stored pair"). Resolves when
+ * (docs/session.md#one-session-per-account: deleting the last node of an account logs out and
+ * deletes the stored pair). Resolves when
  * the logouts are done.
  */
 export async function deployStarted(): Promise<void> {

@@ -7,19 +7,20 @@
  * - a restart resumes or logs in once (logins ≤ restarts + 1 over the whole run);
  * - the audit file has an attempt record for every unlock that reached the simulator, and
  *   is valid JSON Lines (a torn last line is tolerated and reported).
+ * See docs/session.md#token-storage and docs/audit-log.md#records.
  */
 import { strict as assert } from "node:assert";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
-import { readAuditFile } from "../src/audit/audit-log.js";
-import { FileTokenStore, accountKey } from "../src/session/token-store.js";
-import { issuedTokens, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { tempDir, waitUntil } from "./helpers/session.js";
+import { readAuditFile } from "../../src/audit/audit-log.js";
+import { FileTokenStore, accountKey } from "../../src/session/token-store.js";
+import { issuedTokens, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { tempDir, waitUntil } from "../helpers/session.js";
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 25);
 
-describe("crash and restart (SIGKILL during refresh and unlock)", function () {
+describe("a process killed during a refresh or an unlock leaves a whole token pair and an attempt record for every unlock sent (docs/session.md#token-storage, docs/audit-log.md#records)", function () {
   this.timeout(KILLS * 8_000 + 30_000);
   let sim: RunningSimulator;
   let child: ChildProcess | null = null;

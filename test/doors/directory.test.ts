@@ -1,6 +1,15 @@
+/**
+ * The account's device list and door resolution (docs/doors.md): the list is fetched once at a
+ * time, kept 24 hours, kept as it was when a fetch fails and fetched again after a 404
+ * (docs/doors.md#the-device-list); a door name resolves to one door or fails naming the
+ * candidates (docs/doors.md#message-overrides); a picked door resolves by the rules in
+ * docs/doors.md#resolution-rules.
+ */
 import { strict as assert } from "node:assert";
-import type { Device } from "../src/spec/schemas.js";
-import { DeviceDirectory, LIST_RETRY_CAP_MS, normalizeDoorKey, type Resolution } from "../src/doors/directory.js";
+import type { Device } from "../../src/spec/schemas.js";
+import { DeviceDirectory, type Resolution } from "../../src/doors/directory.js";
+import { normalizeDoorKey } from "../../src/doors/names.js";
+import { LIST_RETRY_CAP_MS } from "../../src/doors/list-policy.js";
 
 const HOUR = 60 * 60 * 1000;
 
@@ -44,8 +53,8 @@ function notOk(r: Resolution) {
   return r;
 }
 
-describe("door directory (device cache and door resolution)", function () {
-  describe("cache", function () {
+describe("door directory: the device list and how a door is found in it (docs/doors.md)", function () {
+  describe("the device list is fetched one at a time, kept 24 hours, and kept when a fetch fails (docs/doors.md#the-device-list)", function () {
     it("fetches once and serves the list until the ttl (24 h by default) runs out", async function () {
       let t = 1_000_000;
       const f = fakeFetch(V1);
@@ -157,7 +166,7 @@ describe("door directory (device cache and door resolution)", function () {
     });
   });
 
-  describe("resolveName", function () {
+  describe("a door name or Location / Name resolves to one door, or fails naming the candidates (docs/doors.md#message-overrides)", function () {
     it("matches name or Location / Name, trimmed, case-insensitive, tolerant of spaces", async function () {
       const dir = new DeviceDirectory(fakeFetch(V1).fetch);
       const cases: Array<[string, number]> = [
@@ -264,7 +273,7 @@ describe("door directory (device cache and door resolution)", function () {
     });
   });
 
-  describe("labels", function () {
+  describe("a door is labelled by its name, Location / Name when the name repeats, #id without a name (docs/doors.md#resolution-rules)", function () {
     it("Location / Name when the name repeats, else Name, else #id", async function () {
       const dir = new DeviceDirectory(fakeFetch(V1).fetch);
       await dir.devices();
@@ -277,7 +286,7 @@ describe("door directory (device cache and door resolution)", function () {
     });
   });
 
-  describe("resolveIdentity", function () {
+  describe("a picked door resolves by id and name, then name and location, then id; a stored location is never dropped (docs/doors.md#resolution-rules)", function () {
     it("keeps the stored id when it still carries the same name", async function () {
       const dir = new DeviceDirectory(fakeFetch(V1).fetch);
       const d = ok(await dir.resolveIdentity({ id: 2, name: "back door", location: "Main House" }));
@@ -295,14 +304,14 @@ describe("door directory (device cache and door resolution)", function () {
       assert.equal(ok(await dir.resolveIdentity({ id: 1, name: "Front Door", location: "Main House" })).id, 11);
       // Name repeated: the location picks the one.
       assert.equal(ok(await dir.resolveIdentity({ id: 42, name: "Back Door", location: "Garage" })).id, 3);
-      // CONTRACT "Door selection": a stored location is never dropped. A door of the same name
+      // docs/doors.md#resolution-rules: a stored location is never dropped. A door of the same name
       // at another location is named as a candidate, never resolved in its place.
       const moved = notOk(await dir.resolveIdentity({ id: 7, name: "Front Door", location: "Old House" }));
       assert.equal(moved.reason, "unknown");
       assert.deepEqual(moved.candidates, ["Main House / Front Door"]);
     });
 
-    it("never resolves a picked door to a same-named door at another location (issue 11 defect 1)", async function () {
+    it("never resolves a picked door to a same-named door at another location", async function () {
       // The seed's shape: "Main Street 1 / Back Door" #102 and "Harbour Warehouse / Back Door" #103.
       const seed: Device[] = [
         { id: 101, name: "Front Door", locationName: "Main Street 1" },
@@ -324,7 +333,7 @@ describe("door directory (device cache and door resolution)", function () {
     });
 
     // The directory keeps the door found for an identity object per list (a door node resolves
-    // the same stored identity message after message). CONTRACT "Door selection": the stored
+    // the same stored identity message after message). docs/doors.md#resolution-rules: the stored
     // identity decides against the current list; a kept answer must never outlive either.
     it("one identity object, resolved again and again: the answer follows a new list and the identity's own fields, never a kept door", async function () {
       const seed: Device[] = [
@@ -402,7 +411,7 @@ describe("door directory (device cache and door resolution)", function () {
     });
   });
 
-  describe("refreshAfterNotFound", function () {
+  describe("a 404 for a listed door fetches the list again once (docs/doors.md#the-device-list)", function () {
     it("re-fetches once for 20 simultaneous 404 reports and returns the door's new id", async function () {
       const f = fakeFetch(V1);
       const dir = new DeviceDirectory(f.fetch);
@@ -461,7 +470,8 @@ describe("door directory (device cache and door resolution)", function () {
     });
   });
 
-  it("a name with 100,000 spaces in it (from the service, or msg.door from a flow) is folded in linear time: no event-loop stall (Rules: nothing stalls the runtime; took 8.4 s on 435c9b9)", () => {
+  // docs/doors.md#message-overrides: folded in time linear in its length. The quadratic fold took 8.4 s on 435c9b9.
+  it("a name with 100,000 spaces in it (from the service, or msg.door from a flow) is folded in linear time: no event-loop stall", () => {
     const long = `Boiler${" ".repeat(100_000)}Room`;
     const started = performance.now();
     const key = normalizeDoorKey(long);

@@ -1,13 +1,13 @@
 /**
- * Spec, Authentication 5: one active session per account, concurrent refreshes serialised
- * (a single refresh in flight); recommended frequency: log in once at start-up.
- * Every count is read from the simulator's request log.
+ * One login or refresh in flight per account, whatever the number of callers
+ * (docs/session.md#login-and-start-up): concurrent refreshes are serialised, and the account
+ * logs in once at start-up. Every count is read from the simulator's request log.
  */
 import { strict as assert } from "node:assert";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { buildSession, type Built } from "./helpers/session.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { buildSession, type Built } from "../helpers/session.js";
 
-describe("session: single flight (spec Authentication 5, CONTRACT session rules)", function () {
+describe("session: only one login or refresh is ever in flight for an account, and every caller waits for it (docs/session.md#login-and-start-up)", function () {
   this.timeout(30_000);
   let sim: RunningSimulator;
   let b: Built;
@@ -53,7 +53,7 @@ describe("session: single flight (spec Authentication 5, CONTRACT session rules)
   });
 
   it("refreshes exactly once when 1,000 calls meet an access token past its exp (no 401 needed)", async () => {
-    const { fakeClock } = await import("./helpers/fake-clock.js");
+    const { fakeClock } = await import("../helpers/fake-clock.js");
     const clock = fakeClock();
     await sim.close();
     sim = await startSimulator({ rateLimit: false, now: () => clock.now() });

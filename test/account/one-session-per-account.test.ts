@@ -1,19 +1,19 @@
 /**
- * One session per account, whatever the flows look like (CONTRACT "One session per account,
- * whatever the flows look like"; issue 12), and "Redeploy clears a halt" (CONTRACT; issue 11
- * defect 5). A real Node-RED runtime (node-red-node-test-helper, real deploys through
+ * One session per account, whatever the flows look like (docs/session.md#one-session-per-account),
+ * and a redeploy gives a halted account one fresh start (docs/session.md#halts-and-reconnect).
+ * A real Node-RED runtime (node-red-node-test-helper, real deploys through
  * helper.setFlows) and the simulator over loopback; every request counted at the simulator.
  * The same cases with the file store and with the Redis store (a real redis-server).
  */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import type { SimulatorOptions } from "../src/simulator/types.js";
-import { registrySnapshot } from "../src/nodes/account-registry.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import type { SimulatorOptions } from "../../src/simulator/types.js";
+import { registrySnapshot } from "../../src/account/registry.js";
 import {
   DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, startSim,
   teardown, unlock, unlockRequests, until, waitReady, waitState,
-} from "./helpers/flow.js";
-import { RedisServer } from "./helpers/redis.js";
+} from "../helpers/flow.js";
+import { RedisServer } from "../helpers/redis.js";
 
 const TAB_A = "tabA";
 const TAB_B = "tabB";
@@ -82,7 +82,7 @@ async function deploy(flow: Flow, type: "full" | "nodes", credentials: Record<st
 }
 
 function cases(storeName: string, store: () => Record<string, unknown>, setup: () => Promise<void>, cleanup: () => Promise<void>, beforeEachCase: () => Promise<void>): void {
-  describe(`one session per account (${storeName} store; Node-RED runtime + simulator)`, function () {
+  describe(`all door-account nodes of one login share one session, whatever the flows look like (${storeName} store; docs/session.md#one-session-per-account)`, function () {
     this.timeout(30000);
     let sim: RunningSimulator;
     before(setup);
@@ -146,7 +146,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
       assert.equal(unlockRequests(sim), 0);
     });
 
-    it(`delete one of two nodes: no logout, the other goes on; delete both: ${storeName === "file" ? "one logout" : "no logout (the Redis session is shared with other instances: README)"}`, async () => {
+    it(`delete one of two nodes: no logout, the other goes on; delete both: ${storeName === "file" ? "one logout" : "no logout (the Redis session is shared with other instances: docs/session.md#the-redis-session-store)"}`, async () => {
       const flow = twoTabs(sim.url, store());
       const c = creds(["accA", "accB"]);
       await loadFlow(flow, { creds: c });
@@ -214,7 +214,7 @@ cases(
   },
 );
 
-describe("a halted account (login refused) is given one fresh start by a redeploy (Node-RED runtime + simulator)", function () {
+describe("a halted account (login refused) is given one fresh start by a redeploy, not one per node (docs/session.md#halts-and-reconnect)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {
@@ -243,7 +243,7 @@ describe("a halted account (login refused) is given one fresh start by a redeplo
   });
 });
 
-describe("two door-account nodes with different logins (phone and email) to one service account (docs/session.md#one-session-per-account; Node-RED runtime + simulator)", function () {
+describe("two door-account nodes with different logins (phone and email) to one service account: both nodes are warned, and the halt names the other node (docs/session.md#one-session-per-account)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
   afterEach(async () => {

@@ -1,18 +1,18 @@
 /**
- * Spec, Authentication 3-4 and Limits: access token about 48 h (`exp` authoritative),
- * proactive renewal every 36 h or a few hours before `exp`; CONTRACT: 36 h or 3 h before
- * `exp`, whichever is first; timers cleared on close. Driven by a fake clock shared by the
- * session and the simulator.
+ * Proactive renewal (docs/session.md#renewal): the access token lives about 48 h (`exp` is
+ * authoritative); the pair is renewed 36 h after it was obtained or 3 h before `exp`, whichever
+ * comes first; timers are cleared on close. Driven by a fake clock shared by the session and
+ * the simulator.
  */
 import { strict as assert } from "node:assert";
-import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { Session } from "../src/session/session.js";
-import { DEMO_PHONE, buildSession, ops, tickUntil, waitUntil, type Built } from "./helpers/session.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
+import { Session } from "../../src/session/session.js";
+import { DEMO_PHONE, buildSession, ops, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
 const H = 3600_000;
 
-describe("session: proactive renewal (36 h / 3 h before exp)", function () {
+describe("session: the pair is renewed 36 h after it was obtained or 3 h before exp, whichever is first, with renewals spaced and no login (docs/session.md#renewal)", function () {
   this.timeout(20_000);
   let sim: RunningSimulator;
   let b: Built;
