@@ -282,6 +282,14 @@
         // stored PIN, or the digits typed since the last deploy; both are taken out of the page.
         var initial = String(pinInput.val() || "");
         var hadPin = initial !== "";
+        // A runtime that answered nothing about the PIN (a node never deployed, or a runtime that
+        // does not know the credential) has none: recorded as Node-RED records "none stored", so
+        // that an untouched empty field sends no credential at the next deploy.
+        var c = node.credentials;
+        if (c && typeof c.pin !== "string" && c.has_pin === undefined) {
+            c.has_pin = false;
+            if (c._ && c._.has_pin === undefined) { c._.has_pin = false; }
+        }
         var removing = false;
         pinInput.val("");
         function showPin() {
