@@ -129,7 +129,8 @@
                     RED.view.redraw();
                 }
             }).fail(function () {
-                pinAsked[id] = false;
+                // Not allowed to ask (no credentials.read), or no answer: the label says nothing
+                // of a PIN, and is not asked again (the label is drawn often).
             });
         }
         return false;
