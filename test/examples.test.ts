@@ -15,6 +15,7 @@ import {
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+import { parseAccessRules } from "../src/unlock/access-rules.js";
 
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 /** Core node types the examples may use (checked again against the running Node-RED's core set). */
@@ -103,6 +104,14 @@ describe("example flows: files", () => {
         }
       });
 
+      it("its door-unlock nodes' access rules are readable by the runtime (docs/access-rules.md#configuration-errors)", () => {
+        for (const n of ex.nodes.filter((x) => x.type === "door-unlock")) {
+          const parsed = parseAccessRules({ allowActors: n.allowActors, schedule: n.schedule, timeZone: n.timeZone, cooldown: n.cooldown });
+          assert.ok(parsed.ok, `${n.id}: ${parsed.ok ? "" : parsed.message}`);
+          assert.equal(n.credentials, undefined, "an example carries no PIN");
+        }
+      });
+
       it("names its doors: never a device id as the only reference", () => {
         for (const n of ex.nodes.filter((x) => x.type === "door-unlock" || x.type === "door-status")) {
           if (n.deviceId !== "" && n.deviceId !== undefined) assert.ok(typeof n.doorName === "string" && n.doorName !== "", `${n.id}: a deviceId needs the door's name beside it`);
@@ -161,18 +170,21 @@ describe("example flows: deployed into a real Node-RED 4", function () {
   /** The account a user adds after the import: the simulator, the demo credentials, a new id. */
   const accountId = newNodeId();
 
-  /** The example on a tab, its door nodes on an account pointed at the simulator with the demo credentials. */
-  function deployable(ex: ExampleFlow): FlowNode[] {
+  /**
+   * The example on a tab, its door nodes on an account pointed at the simulator with the demo
+   * credentials; `tweak` may change a flow node as a user would in its dialog (a PIN, a schedule).
+   */
+  function deployable(ex: ExampleFlow, tweak: (n: FlowNode) => FlowNode = (n) => n): FlowNode[] {
     const tab = "d00a7e57ab000001";
     const out: FlowNode[] = [
       { id: tab, type: "tab", label: ex.title, disabled: false, info: "" },
       { id: accountId, type: "door-account", name: "Demo account (simulator)", baseUrl: sim.url, loginMethod: "phone", auditLog: "", credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } },
     ];
     for (const n of ex.nodes) {
-      if (ACCOUNT_USERS.includes(n.type)) out.push({ ...n, z: tab, account: accountId });
+      if (ACCOUNT_USERS.includes(n.type)) out.push(tweak({ ...n, z: tab, account: accountId }));
       else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
       else if (isConfigNode(n)) out.push({ ...n });
-      else out.push({ ...n, z: tab });
+      else out.push(tweak({ ...n, z: tab }));
     }
     return out;
   }
@@ -182,13 +194,13 @@ describe("example flows: deployed into a real Node-RED 4", function () {
   }
 
   /** Deploys the example; returns where its part of Node-RED's output starts. */
-  async function deploy(ex: ExampleFlow): Promise<number> {
+  async function deploy(ex: ExampleFlow, tweak?: (n: FlowNode) => FlowNode): Promise<number> {
     const before = started();
     const mark = nr.output().length;
     const res = await fetch(`${nr.url}/flows`, {
       method: "POST",
       headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
-      body: JSON.stringify({ flows: deployable(ex) }),
+      body: JSON.stringify({ flows: deployable(ex, tweak) }),
     });
     assert.equal(res.status, 200, await res.text());
     const deadline = Date.now() + 20_000;
@@ -339,7 +351,129 @@ describe("example flows: deployed into a real Node-RED 4", function () {
       await client.endAsync();
     }
   });
+
+  /** Example 06 with its door node's PIN (a credential, as its dialog stores it); `pinRequired` as given. */
+  function with06Pin(pinRequired: "true" | "learn") {
+    return (n: FlowNode): FlowNode => {
+      if (n.type === "door-unlock") return { ...n, credentials: { pin: PIN } };
+      if (n.type === "inject" && pinRequired === "true") {
+        return { ...n, props: [...(n.props as { p: string }[]).filter((p) => p.p !== "pinRequired"), { p: "pinRequired", v: "true", vt: "bool" }] };
+      }
+      return n;
+    };
+  }
+
+  it("06 Home Assistant, its door node with a PIN: the discovery carries code_format and a command_template with the code; the code Home Assistant sends goes through as msg.pin", async () => {
+    const ex = byTitle("06");
+    const seen = new Map<string, string>();
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06-pin" });
+    try {
+      // What the flow publishes now (a retained copy from an earlier deploy arrives with retain set).
+      client.on("message", (topic, payload, packet) => { if (!packet.retain) seen.set(topic, payload.toString()); });
+      await client.subscribeAsync(["homeassistant/lock/#"], { qos: 1 });
+      seen.clear();
+      await deploy(ex, with06Pin("true"));
+      await until("discovery with code_format", () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""), 10_000);
+      const config = JSON.parse(seen.get("homeassistant/lock/door_access_101/config")!) as Record<string, unknown>;
+      // Home Assistant's MQTT lock: code_format is the regular expression a code must match;
+      // command_template renders the command from `value` (payload_unlock) and `code`.
+      assert.equal(config.code_format, "^[0-9]{4,12}$");
+      assert.equal(config.command_template, '{{ {"action": value, "code": code} | to_json }}');
+      assert.ok(new RegExp(String(config.code_format)).test(PIN));
+      sim.control.resetRequests();
+      await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: PIN }), { qos: 1 });
+      await until("the unlock", () => unlocks() >= 1);
+      await sleep(1000);
+      assert.equal(unlocks(101), 1);
+      assert.ok(!auditRecords(userDir).some((r) => JSON.stringify(r).includes(PIN)), "no PIN in the audit log");
+    } finally {
+      await client.endAsync();
+    }
+  });
+
+  // ---- these need the runtime's half of the access rules (door-unlock compares the PIN and applies the rules)
+
+  it("06 Home Assistant, its door node with a PIN: a wrong code opens nothing and is denied as a wrong PIN", async () => {
+    const ex = byTitle("06");
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06-wrong" });
+    try {
+      await deploy(ex, with06Pin("true"));
+      sim.control.resetRequests();
+      const before = auditRecords(userDir).length;
+      await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: "86420975" }), { qos: 1 });
+      await until("the refusal in the audit log", () => auditRecords(userDir).slice(before).some((r) => r.outcome === "denied"));
+      await sleep(500);
+      assert.equal(unlocks(), 0);
+      assert.equal(auditRecords(userDir).slice(before).find((r) => r.outcome === "denied")!.reason, "pin");
+    } finally {
+      await client.endAsync();
+    }
+  });
+
+  it("06 Home Assistant learns the PIN: an UNLOCK without a code is refused (nothing sent) and the discovery goes out again with code_format", async () => {
+    const ex = byTitle("06");
+    const seen = new Map<string, string>();
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06-learn" });
+    try {
+      // What the flow publishes now (a retained copy from an earlier deploy arrives with retain set).
+      client.on("message", (topic, payload, packet) => { if (!packet.retain) seen.set(topic, payload.toString()); });
+      await client.subscribeAsync(["homeassistant/lock/#"], { qos: 1 });
+      // The earlier deploys asked with pinRequired true and never set the flow context: nothing learnt yet.
+      await deploy(ex, with06Pin("learn"));
+      await until("the first discovery", () => seen.has("homeassistant/lock/door_access_101/config"), 10_000);
+      await sleep(500);
+      assert.doesNotMatch(seen.get("homeassistant/lock/door_access_101/config")!, /code_format/, "not asked for a code yet");
+      sim.control.resetRequests();
+      seen.clear();
+      await client.publishAsync("door-access/lock/101/set", "UNLOCK", { qos: 1 });
+      await until("the discovery again, with code_format", () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""), 10_000);
+      assert.equal(unlocks(), 0, "nothing sent without the code");
+    } finally {
+      await client.endAsync();
+    }
+  });
+
+  it("09 cleaner: in the schedule the badge opens once, a second read within the cooldown is denied, the visitor's badge is denied; nothing else sent", async () => {
+    const ex = byTitle("09");
+    // The schedule widened to every day and hour (the example's Tuesday morning may be far off).
+    await deploy(ex, (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] } : n));
+    sim.control.resetRequests();
+    const before = auditRecords(userDir).length;
+    const cleaner = nodeNamed(ex, "inject", "cleaner's badge").id;
+    await inject(cleaner);
+    await until("the unlock", () => unlocks() >= 1);
+    await inject(cleaner);
+    await inject(nodeNamed(ex, "inject", "visitor's badge").id);
+    await until("two refusals", () => auditRecords(userDir).slice(before).filter((r) => r.outcome === "denied").length >= 2);
+    await sleep(500);
+    assert.equal(unlocks(), 1);
+    assert.equal(unlocks(102), 1, "the Back Door of Main Street 1");
+    assert.deepEqual(auditRecords(userDir).slice(before).filter((r) => r.outcome === "denied").map((r) => [r.actor, r.reason]), [["cleaner-anna", "cooldown"], ["visitor", "actor"]]);
+  });
+
+  it("09 cleaner: outside the schedule the badge opens nothing (denied, schedule)", async () => {
+    const ex = byTitle("09");
+    // A window on another weekday than today in Oslo.
+    const today = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Oslo", weekday: "short" }).format(Date.now())) + 1;
+    const other = (today % 7) + 1;
+    await deploy(ex, (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [other], from: "07:00", to: "12:00" }] } : n));
+    sim.control.resetRequests();
+    const before = auditRecords(userDir).length;
+    await inject(nodeNamed(ex, "inject", "cleaner's badge").id);
+    await until("the refusal", () => auditRecords(userDir).slice(before).some((r) => r.outcome === "denied"));
+    await sleep(500);
+    assert.equal(unlocks(), 0);
+    assert.equal(auditRecords(userDir).slice(before).find((r) => r.outcome === "denied")!.reason, "schedule");
+  });
 });
+
+/** A PIN for the tests below: long enough never to turn up by chance in a file. */
+const PIN = "73190264";
+
+function auditRecords(dir: string): Record<string, unknown>[] {
+  const file = path.join(dir, "door-access-audit.jsonl");
+  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : [];
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

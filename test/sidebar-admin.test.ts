@@ -132,6 +132,26 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
     assert.match(bad.body.error, /from must be an ISO-8601/);
   });
 
+  it("denied attempts (docs/access-rules.md): outcome=denied lists them, reason narrows them to one rule, and the CSV carries the reason", async () => {
+    // Written as door-unlock writes a message an access rule refused: one unlock-rejected record,
+    // outcome "denied", the rule's word as reason.
+    const audit = accountOf().account.audit;
+    await audit.rejected({ actor: "mallory", deviceId: null, lockId: null, door: null, msgid: "m-pin", outcome: "denied", reason: "pin" });
+    await audit.rejected({ actor: "cleaner-anna", deviceId: 101, lockId: null, door: "Front Door", msgid: "m-schedule", outcome: "denied", reason: "schedule" });
+    const get = async (q: string) => (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
+    assert.deepEqual((await get("outcome=denied")).map((r) => [r.actor, r.reason]), [["cleaner-anna", "schedule"], ["mallory", "pin"]]);
+    assert.deepEqual((await get("outcome=denied&reason=pin")).map((r) => r.actor), ["mallory"]);
+    assert.deepEqual((await get("outcome=denied&reason=schedule")).map((r) => r.msgid), ["m-schedule"]);
+    assert.deepEqual(await get("outcome=denied&reason=cooldown"), []);
+    assert.deepEqual((await get("reason=pin")).map((r) => r.msgid), ["m-pin"], "the reason filter alone");
+    const csv = await csvOf(path.join(userDir, "door-access-audit.jsonl"));
+    const [header, ...rows] = csv.trimEnd().split("\r\n").map((l) => l.split(","));
+    const col = (name: string) => header!.indexOf(name);
+    assert.ok(col("reason") >= 0 && col("outcome") >= 0, `a reason and an outcome column: ${header!.join(",")}`);
+    const denied = rows.filter((r) => r[col("outcome")] === "denied").map((r) => [r[col("actor")], r[col("reason")]]);
+    assert.deepEqual(denied, [["mallory", "pin"], ["cleaner-anna", "schedule"]], "oldest first, each with its rule");
+  });
+
   it("GET /export.csv: the CSV of the file, also for a time range; attachment, text/csv", async () => {
     const file = path.join(userDir, "door-access-audit.jsonl");
     const res = await helper.request().get(`${SIDEBAR}/acc1/export.csv`).buffer(true).parse((r: any, cb: any) => {

@@ -20,6 +20,8 @@ export interface AuditFilter {
   actor?: string;
   /** Exact outcome; "attempt" = attempt records, "rejected" = every unlock-rejected record. */
   outcome?: string;
+  /** Exact reason of a rejected record (a denied one's rule: docs/access-rules.md). */
+  reason?: string;
   /** Records with `ts` at or after this instant. */
   from?: Date;
   /** Records with `ts` at or before this instant. */
@@ -118,6 +120,7 @@ export function matches(r: AuditEntry, f: AuditFilter): boolean {
       if (r.type !== "unlock-rejected") return false;
     } else if (r.outcome !== f.outcome) return false;
   }
+  if (f.reason && r.reason !== f.reason) return false;
   if (f.from || f.to) {
     const t = Date.parse(r.ts);
     if (Number.isNaN(t)) return false;
