@@ -316,6 +316,35 @@ describe("service description check: in a Node-RED runtime against the simulator
     }
   });
 
+  // docs/service-description.md#when: never on a message's path, never delaying a message. A
+  // schema whose allOf parts refer back to it (four times) is read in one go on the main thread:
+  // had each part been followed anew, ten levels deep, the runtime would stand still for seconds.
+  it("a description whose schemas refer back to themselves through allOf is read at once: the runtime never stands still, the unlock is accepted", async () => {
+    const d = description();
+    d.components.schemas.LoginRequest = { allOf: [1, 2, 3, 4].map(() => ({ $ref: "#/components/schemas/LoginRequest" })) };
+    const chain = [...Array(12).keys()];
+    for (const i of chain) d.components.schemas[`Part${i}`] = { allOf: [1, 2, 3, 4].map(() => ({ $ref: `#/components/schemas/Part${i + 1}` })) };
+    d.components.schemas.Part12 = d.components.schemas.Device;
+    d.components.schemas.Device = { $ref: "#/components/schemas/Part0" };
+    sim.control.serveDescription({ description: d });
+    let worst = 0;
+    let last = performance.now();
+    const watch = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last);
+      last = now;
+    }, 5);
+    try {
+      const node = await deploy();
+      await firstCheckDone(node);
+      assertAccepted(await unlock({}));
+      assert.deepEqual(descriptionWarnings(node), [], "a schema that refers back to itself is not judged");
+    } finally {
+      clearInterval(watch);
+    }
+    assert.ok(worst < 1000, `the runtime stood still for ${Math.round(worst)} ms while the description was read`);
+  });
+
   it("specCheck off: no request for the description", async () => {
     const node = await deploy({ specCheck: false });
     assert.equal(node.account.descriptionCheck, null);
