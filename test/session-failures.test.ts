@@ -302,6 +302,30 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(loggedIn!.startedAt - limited!.endedAt, 1000);
   });
 
+  // The device list a door name (or a door picked in the editor) needs is fetched through the
+  // session: a renewal the service rate-limited sent nothing for the list, so it is the session's
+  // wait, not a failure of the list with a back-off (30 s, doubling) of its own on top.
+  it("logins answered 429 twice at start-up (Retry-After: 1): a door by name opens by the first message after the second wait, with no list back-off on top", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 2 });
+    await account.start();
+    account.warmDevices();
+    const byName = (): Promise<UnlockResult> =>
+      performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+    const first = await byName();
+    assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+    assert.equal(assertRetryAfterInText(first), 1);
+    await clock.tickAsync(1000);
+    const second = await byName();
+    assert.equal(second.outcome, "rate-limited", JSON.stringify(second));
+    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 429"]);
+    // The second 429 in a row: twice the first step (jitter 0), and nothing more.
+    assert.equal(assertRetryAfterInText(second), 2, "the session's wait, not the device list's back-off");
+    await clock.tickAsync(2000);
+    const third = await byName();
+    assert.equal(third.outcome, "accepted", JSON.stringify(third));
+    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 429", "loginByPhone 200", "listUserDevices 200", "unlockDevice 200"]);
+  });
+
   it("consecutive 429s on the refresh double the wait (Retry-After 1 s, then 2, 4 ... s), never send within it, and stay at 15 min at most", async () => {
     await account.start();
     sim.control.resetRequests();

@@ -6,7 +6,7 @@
  * node's Account (account.ts) adds its own audit log. Knows nothing of Node-RED.
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
-import { DeviceDirectory, DeviceListUnavailableError, LIST_RETRY_BASE_MS, LIST_RETRY_CAP_MS, isRateLimit } from "../doors/directory.js";
+import { DeviceDirectory, DeviceListUnavailableError, LIST_RETRY_BASE_MS, LIST_RETRY_CAP_MS, isRateLimit, renewalLimited } from "../doors/directory.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
@@ -210,10 +210,16 @@ export class AccountCore {
             return list;
           },
           (e: unknown) => {
-            bo.failures++;
             bo.lastError = e;
             const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0;
             const now = this.clock.monotonic();
+            if (renewalLimited(e)) {
+              // Nothing was sent for the list: the session's wait only, no back-off of the list's own (as the device list's).
+              bo.notBefore = Math.max(bo.notBefore, now + retryAfterSec * 1000);
+              bo.tryUsed = false;
+              throw new LocationListUnavailableError(e, this.locationsNextTryInMs());
+            }
+            bo.failures++;
             bo.retryAt = now + Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(bo.failures - 1, 10)), retryAfterSec * 1000);
             bo.notBefore = now + retryAfterSec * 1000;
             // Rate-limited: the message learns when the list will be fetched again (as the device list's).

@@ -57,6 +57,14 @@ export function isRateLimit(e: unknown): boolean {
   const x = e as { status?: unknown; rateLimited?: unknown } | null;
   return typeof x === "object" && x !== null && (x.status === 429 || x.rateLimited === true);
 }
+/**
+ * A list fetch that sent nothing because the session's renewal (login or refresh) was
+ * rate-limited (a RenewalFailedError with `rateLimited`, duck-typed); not a 429 on the list itself.
+ */
+export function renewalLimited(e: unknown): boolean {
+  const x = e as { status?: unknown; rateLimited?: unknown } | null;
+  return typeof x === "object" && x !== null && x.rateLimited === true && x.status !== 429;
+}
 /** Longest door name or "Location / Name" accepted from a message. */
 export const MAX_DOOR_QUERY = 200;
 /** At most this many candidates are spelled out in a message. */
@@ -388,9 +396,17 @@ export class DeviceDirectory {
         list = await fetchDevices();
         if (!Array.isArray(list)) throw new TypeError("device list fetch did not return an array");
       } catch (e) {
-        this.failures++;
         this.lastError = e;
         const retryAfterSec = Number((e as { retryAfter?: unknown }).retryAfter) || 0; // a 429's Retry-After
+        if (renewalLimited(e)) {
+          // Nothing was sent for the list: the session's renewal was rate-limited. Its wait is the
+          // service's, and the list adds no back-off of its own to it (docs/session.md#rate-limits).
+          // A message's try it took is not used up: the list was not asked.
+          this.notBefore = Math.max(this.notBefore, this.mono() + retryAfterSec * 1000);
+          if (messageTry) this.messageTryUsed = false;
+          throw e;
+        }
+        this.failures++;
         const delay = Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(this.failures - 1, 10)), retryAfterSec * 1000);
         this.retryAt = this.mono() + delay;
         this.notBefore = this.mono() + retryAfterSec * 1000;
