@@ -285,6 +285,55 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(renewed!.startedAt - limited!.endedAt, 500, "jitter 0 (random() = 0): exactly 500 ms");
   });
 
+  // docs/session.md#rate-limits: a Retry-After "that cannot be read" counts as none. HTTP knows
+  // two forms, whole seconds and an HTTP date; "-5", "1.5" and "+3" are neither (a lenient date
+  // parser reads them as days in 2001, a date long past: no wait at all).
+  for (const unreadable of ["-5", "1.5", "+3"]) {
+    it(`a refresh answered 429 with Retry-After: ${unreadable} (neither seconds nor a date) is tried again after the first back-off step, not at once`, async () => {
+      await account.start();
+      sim.control.resetRequests();
+      sim.control.revokeAccessToken("demo");
+      sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: unreadable, count: 1 });
+      const first = await unlock();
+      assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+      assert.equal(assertRetryAfterInText(first), 1, "500 ms, named as the whole second it ends in");
+      const early = await unlock();
+      assert.equal(early.outcome, "rate-limited", JSON.stringify(early));
+      assert.equal(refreshes().length, 1, `refreshed at once: ${JSON.stringify(ops(sim))}`);
+      await clock.tickAsync(500);
+      assert.equal((await unlock()).outcome, "accepted");
+      const [limited, renewed] = refreshes();
+      assert.equal(renewed!.startedAt - limited!.endedAt, 500);
+    });
+  }
+
+  // Every rate-limited outcome carries retryAfter in whole seconds, named in its text; a wait the
+  // package cannot keep (longer than its longest timer) is never promised.
+  it("a Retry-After of 400 digits (the PUT, the refresh, the device list): retryAfter is whole seconds its text names, and nothing is sent a day later", async () => {
+    const huge = "9".repeat(400);
+    await account.start();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: huge, count: 1 });
+    const put = await unlock();
+    assert.equal(put.outcome, "rate-limited", JSON.stringify(put));
+    assertRetryAfterInText(put, "the PUT: ");
+    sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: huge, count: 1 });
+    const list = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+    assert.equal(list.outcome, "rate-limited", JSON.stringify(list));
+    assertRetryAfterInText(list, "the device list: ");
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: huge, count: 1 });
+    const renewal = await unlock();
+    assert.equal(renewal.outcome, "rate-limited", JSON.stringify(renewal));
+    const wait = assertRetryAfterInText(renewal, "the refresh: ");
+    assert.ok(wait >= 24 * 3600, `retryAfter ${wait} s: the service asked for more than a day`);
+    await clock.tickAsync(24 * 3600_000);
+    const later = await unlock();
+    assert.equal(later.outcome, "rate-limited", JSON.stringify(later));
+    assertRetryAfterInText(later, "a day later: ");
+    assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429"], "nothing sent within the Retry-After");
+  });
+
   it("a login answered 429 with Retry-After: 1 is tried again by the first message after that second (no minute floor); the message within it is rate-limited", async () => {
     sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 1 });
     await account.start();
