@@ -12,7 +12,7 @@ import type { RunningSimulator } from "../src/simulator/index.js";
 import { closeAllParked } from "../src/nodes/account-registry.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountOf, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
-  tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,
+  tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, until, waitReady,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
 import { RedisServer } from "./helpers/redis.js";
@@ -246,5 +246,57 @@ describe("a sign-in with the Redis store: a pair that opens under the password t
     const ok = await signIn(PASSWORD).expect(200);
     assert.equal(ok.body.signedIn, true, "the pair is sealed under the password: opening it proves it");
     assert.equal(logins(sim), 1, "no login over the shared session");
+  });
+});
+
+// docs/session.md#signing-in-from-the-editor: "A sign-in after one that failed ... logs in only
+// when the once-a-minute spacing and any Retry-After allow it". The service's Retry-After is the
+// account's (its login's), not the password's: a password typed anew does not shorten it, nor does
+// a deploy that gives the login a new session core.
+describe("a sign-in or deploy within the Retry-After of the login before it sends no login, whatever password is typed (docs/session.md#rate-limits; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  const signIn = (body: unknown) => helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body);
+  const typed = (password: string) => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password, sessionStore: "file" });
+  const loginOps = () => ops(sim).filter((o) => o.startsWith("login"));
+
+  before(async () => {
+    await loadFlow([tab()], { nodes: ALL_NODES, creds: {} });
+  });
+  beforeEach(async () => {
+    sim = await startSim(); // a new port: another account key for each test
+  });
+  afterEach(async () => {
+    await helper.setFlows([tab()], "full", {});
+    await closeAllParked();
+    await sim.close();
+  });
+  after(async () => {
+    await teardown();
+  });
+
+  it("a login answered 429 (Retry-After: 60) for a mistyped password: a sign-in with the password corrected a moment later sends nothing and says when it can", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 60, count: 1 });
+    const first = await signIn(typed("mistyped-password")).expect(502);
+    assert.match(first.body.error, /retry after 60 s/);
+    const again = await signIn(typed(PASSWORD));
+    assert.deepEqual(loginOps(), ["loginByPhone 429"], `logged in within the service's Retry-After: ${JSON.stringify(again.body)}`);
+    assert.notEqual(again.body.signedIn, true);
+    assert.match(String(again.body.error), /retry after (59|60) s/);
+    assertNoSecret(first.text + again.text);
+  });
+
+  it("a deployed account whose login was answered 429 (Retry-After: 60), deployed again with another password: no login before the wait is over; a message says when", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 60, count: 1 });
+    const deployWith = (password: string) =>
+      helper.setFlows([tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")], "full", { acc1: { phoneNumber: PHONE, password } });
+    await deployWith("old-password");
+    await until("the login answered 429", () => loginOps().length === 1 && accountOf("acc1")?.account?.session.state === "unreachable");
+    await deployWith(PASSWORD);
+    const out = await unlock({ payload: 1 });
+    assert.equal(out.port, 1, JSON.stringify(out.msg.payload));
+    assert.equal(out.msg.payload.outcome, "rate-limited");
+    assert.match(out.msg.payload.message, /retry after (59|60) s/);
+    assert.deepEqual(loginOps(), ["loginByPhone 429"], `no login within the service's Retry-After: ${JSON.stringify(ops(sim))}`);
   });
 });

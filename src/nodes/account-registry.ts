@@ -82,6 +82,28 @@ interface Entry {
 
 const entries = new Map<string, Entry>();
 
+/**
+ * The service's Retry-After on a login or refresh is the account's (its login's), not a session
+ * core's: a core that replaces another of the same account (a password typed anew at Sign in, a
+ * deploy with other settings, a node deleted and added again) sends nothing before the wait the
+ * service gave the one it replaces (docs/session.md#rate-limits). Account key → monotonic ms.
+ */
+const heldUntil = new Map<string, number>();
+
+/** A core of `key` is closed: keep the service's wait it was under, for the next core of the account. */
+function retire(key: string, core: AccountCore | null | undefined): void {
+  const at = core?.session.rateLimitedUntil ?? null;
+  if (at !== null) heldUntil.set(key, Math.max(at, heldUntil.get(key) ?? 0));
+}
+
+/** A new core of `key`: it waits what the service asked a core it replaces to wait. */
+function holdNew(key: string, core: AccountCore): void {
+  const at = heldUntil.get(key);
+  if (at === undefined) return;
+  if (at > core.clock.monotonic()) core.session.holdUntil(at);
+  else heldUntil.delete(key);
+}
+
 export class Member {
   private left = false;
   constructor(
@@ -129,6 +151,7 @@ function park(entry: Entry, ms: number): void {
     entry.parkTimer = null;
     if (entry.members.size > 0 || entries.get(entry.key) !== entry) return;
     entries.delete(entry.key);
+    retire(entry.key, entry.core);
     void entry.core?.close().catch(() => undefined);
   }, ms);
   entry.parkTimer.unref();
@@ -205,6 +228,7 @@ function watchCore(entry: Entry, core: AccountCore): void {
 
 function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
   const core = make(entryLog(entry));
+  holdNew(entry.key, core);
   entry.core = core;
   watchCore(entry, core);
   // After the current deploy step has created its nodes (all of one flow are created without
@@ -229,6 +253,7 @@ function reconcile(entry: Entry): void {
       entry.conflict = text;
       if (entry.core) {
         // Keep the stored pair: the account resumes it once the settings agree.
+        retire(entry.key, entry.core);
         void entry.core.close().catch(() => undefined);
         entry.core = null;
       }
@@ -238,6 +263,7 @@ function reconcile(entry: Entry): void {
     const wasConflict = entry.conflict !== null;
     entry.conflict = null;
     if (entry.core && !same(entry.settings, first.settings)) {
+      retire(entry.key, entry.core);
       void entry.core.close().catch(() => undefined);
       entry.core = null;
     }
@@ -255,6 +281,7 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
     // A parked (or signed-in) core with other settings: the account was changed, not copied.
     clearPark(entry);
     entries.delete(key);
+    retire(key, entry.core);
     void entry.core?.close().catch(() => undefined);
     entry = undefined;
   }
@@ -310,6 +337,7 @@ export async function deployStarted(): Promise<void> {
     unused.map((e) => {
       const core = e.core;
       e.core = null;
+      retire(e.key, core);
       return core?.destroy().catch(() => undefined);
     }),
   );
@@ -378,11 +406,13 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog, 
   if (entry && entry.members.size === 0) {
     clearPark(entry);
     entries.delete(key);
+    retire(key, entry.core);
     void entry.core?.close().catch(() => undefined);
   }
   entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
   entries.set(key, entry);
   const core = make(log, true);
+  holdNew(key, core);
   entry.core = core;
   watchCore(entry, core);
   void core.startAndWarm();
@@ -396,6 +426,7 @@ export function dropSignIn(key: string, core: AccountCore): void {
   if (!e || e.core !== core || e.members.size > 0) return;
   clearPark(e);
   entries.delete(key);
+  retire(key, core);
   void core.close().catch(() => undefined);
 }
 
@@ -405,6 +436,7 @@ export async function closeAllParked(): Promise<void> {
   for (const e of idle) {
     clearPark(e);
     entries.delete(e.key);
+    retire(e.key, e.core);
   }
   await Promise.all(idle.map((e) => e.core?.close().catch(() => undefined)));
 }
