@@ -18,8 +18,8 @@ import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from 
 import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
 import {
-  accountModule, accountOf, assertAccepted, helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule, until,
-  waitReady,
+  CREDS, accountModule, accountOf, assertAccepted, helper, helperNodes, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule,
+  unlockNode, until, waitReady,
 } from "./helpers/flow.js";
 import { DEMO_PHONE, tempDir, waitUntil } from "./helpers/session.js";
 
@@ -275,6 +275,27 @@ describe("service description check: in a Node-RED runtime against the simulator
     assertAccepted(await unlock({}));
     assert.equal(node.account.session.state, "ready");
     assert.deepEqual((await sidebarView()).serviceDescription.differences, DRIFT_DIFFERENCES);
+  });
+
+  // CONTRACT-level rule in docs/session.md#one-session-per-account: copies of a config node are one
+  // account. The description is the service's: one request and one warning, whatever the copies.
+  it("two copies of one account node (a copied flow): one description request, one warning, the list in the sidebar for both", async () => {
+    sim.control.serveDescription({ description: drifted() });
+    const copy = { id: "acc2", type: "door-account", name: "demo (copy)", baseUrl: sim.url, loginMethod: "phone", auditLog: "" };
+    const flow = [...unlockFlow(sim.url, { deviceId: "101" }), copy, unlockNode({ deviceId: "101", account: "acc2" }, "u2"), ...helperNodes("u2-ok", "u2-fail")];
+    await loadFlow(flow, { nodes: [accountModule, unlockModule, pluginModule], creds: { ...CREDS, acc2: CREDS.acc1 } });
+    await waitReady("acc1");
+    await waitReady("acc2");
+    const nodes = [accountOf("acc1"), accountOf("acc2")];
+    await until("each node's check to have read the description", () => nodes.every((n) => n.account.descriptionCheck.report().checkedAt !== null), 8000);
+    assert.equal(docsRequests(sim).length, 1, "one request for the description");
+    const warnings = nodes.flatMap((n) => descriptionWarnings(n));
+    assert.equal(warnings.length, 1, warnings.join("\n---\n"));
+    const res = await helper.request().get(SIDEBAR).expect(200);
+    for (const id of ["acc1", "acc2"]) {
+      assert.deepEqual(res.body.accounts.find((a: any) => a.id === id).serviceDescription.differences, DRIFT_DIFFERENCES, id);
+    }
+    assertAccepted(await unlock({}, "u2"));
   });
 
   for (const [what, change] of [

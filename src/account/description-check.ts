@@ -272,3 +272,43 @@ function describeFailure(e: unknown): string {
   // eslint-disable-next-line no-control-regex
   return message.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 120);
 }
+
+/**
+ * One check per description (its URL) in this runtime, however many `door-account` nodes name it
+ * (copies of a config node, the instances of a subflow, other logins on the same service): the
+ * description is the service's, so it is read once and a difference is warned once, in the log of
+ * the first node that still uses it. The last node to let go closes it. Keyed per clock as well,
+ * so accounts on separate (test) clocks never share one.
+ */
+const sharedChecks = new WeakMap<Clock, Map<string, { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[] }>>();
+
+export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): { check: ServiceDescriptionCheck; release(): void } {
+  const clock = options.clock ?? systemClock;
+  let byUrl = sharedChecks.get(clock);
+  if (!byUrl) sharedChecks.set(clock, (byUrl = new Map()));
+  const key = options.url.href;
+  let entry = byUrl.get(key);
+  if (!entry) {
+    const logs: DescriptionCheckLog[] = [];
+    const first = (): DescriptionCheckLog | undefined => logs[0];
+    const log: DescriptionCheckLog = { debug: (m) => first()?.debug(m), info: (m) => first()?.info(m), warn: (m) => first()?.warn(m) };
+    entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log }), logs };
+    byUrl.set(key, entry);
+  }
+  const mine = entry;
+  const own = options.log;
+  mine.logs.push(own);
+  let released = false;
+  return {
+    check: mine.check,
+    release() {
+      if (released) return;
+      released = true;
+      const i = mine.logs.indexOf(own);
+      if (i >= 0) mine.logs.splice(i, 1);
+      if (mine.logs.length > 0) return;
+      mine.check.close();
+      if (byUrl.get(key) === mine) byUrl.delete(key);
+    },
+  };
+}
