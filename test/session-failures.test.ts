@@ -15,7 +15,7 @@ import { SessionHaltedError, SessionUnavailableError } from "../src/session/erro
 import { startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../src/unlock/unlock.js";
 import { fakeClock, type FakeClock } from "./helpers/fake-clock.js";
-import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "./helpers/session.js";
+import { CapturingLog, DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "./helpers/session.js";
 
 describe("session: client behaviour on failures (spec Authentication 7)", function () {
   this.timeout(20_000);
@@ -189,6 +189,35 @@ describe("session: client behaviour on failures (spec Authentication 7)", functi
     await b.session.reconnect();
     assert.equal(b.session.state, "halted-login-failed");
     assert.deepEqual(ops(sim), ["loginByPhone 401", "loginByPhone 401"]);
+  });
+
+  // docs/security.md#secrets: the login and the password never reach a log line, a message or an
+  // error text, also when the service's own error title quotes them ("no account +1555...").
+  it("a service error title that quotes the login or the password reaches no log line and no unlock outcome", async () => {
+    const dir = tempDir("door-title-");
+    const echoed = "+15550000001 (15550000001) demo@example.com DEMO@EXAMPLE.COM demo-password";
+    for (const credentials of [DEMO_PHONE, { method: "email" as const, email: "demo@example.com", password: DEMO_PHONE.password }]) {
+      const log = new CapturingLog();
+      const account = new Account({ baseUrl: sim.url, credentials, tokenFile: path.join(dir, `${credentials.method}.json`), auditLogPath: path.join(dir, "audit.jsonl"), log, client: { random: () => 0 } });
+      try {
+        sim.control.inject({ kind: "500", endpoint: ["loginByPhone", "loginByEmail"], title: `no account ${echoed}`, count: 2 });
+        await account.start();
+        assert.equal(account.session.state, "unreachable");
+        await account.session.reconnect();
+        await account.start();
+        sim.control.inject({ kind: "500", endpoint: "unlockDevice", title: `key of ${echoed} refused`, count: 1 });
+        const r = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: credentials.method }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
+        assert.equal(r.outcome, "error", JSON.stringify(r));
+        const text = [...log.lines, JSON.stringify(r), account.session.snapshot().reason ?? ""].join("\n");
+        const secrets = credentials.method === "email" ? ["demo@example.com", "DEMO@EXAMPLE.COM", "demo-password"] : ["+15550000001", "15550000001", "demo-password"];
+        for (const secret of secrets) {
+          assert.ok(!text.includes(secret), `${credentials.method} login: the service's title put a secret into: ${text}`);
+        }
+      } finally {
+        await account.close();
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it("never writes a token, password or phone number to the log", async () => {

@@ -66,6 +66,8 @@ export class AccountCore {
     const log = options.log;
     this.client = new DoorApiClient({
       ...options.client,
+      // The service's error texts may quote what it was sent: they are cleared of the login and password.
+      secrets: [identityOf(options.credentials), options.credentials.password],
       baseUrl: options.baseUrl,
       clock: this.clock,
       onRetry: ({ operation, attempt, delayMs, error }) =>

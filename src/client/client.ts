@@ -48,6 +48,12 @@ export interface ClientOptions {
   connections?: number;
   clock?: Clock;
   random?: () => number;
+  /**
+   * The account's login (phone number or email) and password: the service's own error texts
+   * (`title`, `detail`) are cleared of them before they reach any message, as a service may quote
+   * what it was sent ("no account +1555...") (docs/security.md#secrets).
+   */
+  secrets?: readonly string[];
   /** Called before each retry, for the account's log (no secrets in it). */
   onRetry?: (info: { operation: OperationId; attempt: number; delayMs: number; error: DoorApiError }) => void;
 }
@@ -130,8 +136,10 @@ export class DoorApiClient {
   private readonly maxBodyBytes: number;
   private readonly onRetry: ClientOptions["onRetry"];
   private readonly timeouts: { connectMs: number; headersMs: number };
+  private readonly scrub: (text: string | null) => string | null;
 
   constructor(options: ClientOptions) {
+    this.scrub = scrubber(options.secrets ?? []);
     this.baseUrl = parseBaseUrl(options.baseUrl);
     this.prefix = this.baseUrl.pathname.replace(/\/+$/, "");
     this.clock = options.clock ?? systemClock;
@@ -269,8 +277,8 @@ export class DoorApiClient {
       try {
         const parsed = ErrorResponse.safeParse(JSON.parse((await this.readBody(req.op, res, signal)).toString("utf8")));
         if (parsed.success) {
-          title = clip(parsed.data.title);
-          detail = clip(parsed.data.detail);
+          title = clip(this.scrub(parsed.data.title ?? null));
+          detail = clip(this.scrub(parsed.data.detail ?? null));
         }
       } catch {
         /* an unreadable error body changes nothing: callers branch on the status */
@@ -318,6 +326,24 @@ export class DoorApiClient {
 }
 
 // ---- helpers ----------------------------------------------------------------------------
+
+/**
+ * Clears the given secrets from a text of the service (any case; a phone number also without its
+ * "+"). Secrets shorter than 4 characters are not looked for (they would blank ordinary words).
+ */
+function scrubber(secrets: readonly string[]): (text: string | null) => string | null {
+  const variants = new Set<string>();
+  for (const s of secrets) {
+    if (typeof s !== "string") continue;
+    const t = s.trim();
+    if (t.length >= 4) variants.add(t);
+    if (/^\+\d+$/.test(t)) variants.add(t.slice(1));
+  }
+  const list = [...variants].sort((a, b) => b.length - a.length);
+  if (list.length === 0) return (text) => text;
+  const pattern = new RegExp(list.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "gi");
+  return (text) => (text === null ? null : text.replace(pattern, "[redacted]"));
+}
 
 function clip(s: string | null | undefined): string | null {
   if (s === null || s === undefined) return null;
