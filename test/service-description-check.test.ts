@@ -516,3 +516,44 @@ describe("service description check: a fetch that never answers", () => {
     }
   });
 });
+
+describe("service description check: a description that trickles in without end (docs/service-description.md#when)", () => {
+  it("is cut off after a minute on the account's clock, logged once at debug level, and read again at the next 24-hour mark", async () => {
+    const clock = fakeClock();
+    const sockets = new Set<Socket>();
+    let requests = 0;
+    // Answers 200 with a chunked body that gains one byte every 100 ms (real time), for ever.
+    const server: Server = createServer((sock) => {
+      sockets.add(sock);
+      sock.once("data", () => {
+        requests++;
+        sock.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n");
+        const drip = setInterval(() => (sock.destroyed ? clearInterval(drip) : sock.write("1\r\n \r\n")), 100);
+        sock.on("close", () => clearInterval(drip));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const lines: string[] = [];
+    const check = new ServiceDescriptionCheck({
+      url: descriptionUrl("", `http://127.0.0.1:${(server.address() as { port: number }).port}`),
+      clock,
+      log: { debug: (m) => lines.push(`debug ${m}`), info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`) },
+    });
+    try {
+      check.startAfter({ state: "ready", on: () => undefined, off: () => undefined });
+      await clock.tickAsync(DESCRIPTION_FIRST_CHECK_DELAY_MS);
+      await waitUntil(() => requests === 1, 5000, "the description request");
+      await new Promise((r) => setTimeout(r, 300)); // a few bytes arrive
+      await clock.tickAsync(60_000);
+      await waitUntil(() => lines.length === 1, 5000, () => `the fetch to be cut off: ${JSON.stringify(lines)}`);
+      assert.match(lines[0]!, /^debug service description check: .* could not be read \(.+\); next try in 24 h$/);
+      await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 60_000);
+      await waitUntil(() => requests === 2, 5000, "the description read again at the next mark");
+    } finally {
+      check.close();
+      clock.uninstall();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});

@@ -28,6 +28,12 @@ export const DESCRIPTION_FIRST_CHECK_LATEST_MS = 60_000;
 export const DESCRIPTION_MAX_BYTES = 4 * 1024 * 1024;
 const CONNECT_TIMEOUT_MS = 10_000;
 const ANSWER_TIMEOUT_MS = 20_000;
+/**
+ * The whole fetch (connection, answer, body) ends within this, on the account's clock: a body that
+ * trickles in a byte at a time never trips the per-chunk time-out, and a fetch that never ends
+ * would be joined by every later check (no check again until a redeploy).
+ */
+export const DESCRIPTION_FETCH_DEADLINE_MS = 60_000;
 
 export interface DescriptionCheckLog {
   debug(message: string): void;
@@ -191,6 +197,10 @@ export class ServiceDescriptionCheck {
     });
     let body: Buffer | null = null;
     let etag: string | null = null;
+    const deadline = this.clock.setTimeout(
+      () => abort.abort(new FetchFailed(`no complete answer within ${DESCRIPTION_FETCH_DEADLINE_MS / 1000} s`)),
+      DESCRIPTION_FETCH_DEADLINE_MS,
+    );
     try {
       // No Authorization, no cookie: the description is public, and this request is not the session's.
       const headers: Record<string, string> = { accept: "application/json" };
@@ -208,7 +218,11 @@ export class ServiceDescriptionCheck {
         throw new FetchFailed(`answered ${res.statusCode}`);
       }
       body = await readLimited(res);
+    } catch (e) {
+      if (abort.signal.reason instanceof FetchFailed) throw abort.signal.reason;
+      throw e;
     } finally {
+      this.clock.clearTimeout(deadline);
       this.abort = null;
       await pool.destroy().catch(() => undefined);
     }
