@@ -404,6 +404,33 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 429", "loginByPhone 200", "listUserDevices 200", "unlockDevice 200"]);
   });
 
+  // docs/session.md#renewal: no timer may fire in a loop. The start-up list fetch that waits for a
+  // rate-limited renewal is tried again once that wait is over, not at once and again and again.
+  it("the start-up device list fetch meets a 401 whose refresh is answered 429 (Retry-After: 10): it is tried again once, after 10 s, and no timer fires in a loop meanwhile", async () => {
+    // The account's clock, with every timer it sets counted.
+    let timersSet = 0;
+    const counting = { ...clock, setTimeout: (fn: () => void, ms: number) => (timersSet++, clock.setTimeout(fn, ms)) };
+    await account.close();
+    account = new Account({
+      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
+      clock: counting, client: { random: () => 0 },
+    });
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 10, count: 1 });
+    account.warmDevices();
+    await waitUntil(() => refreshes().length === 1 && account.directory.inFlight() === null, 5000, "the refresh answered 429");
+    await new Promise((r) => setTimeout(r, 50));
+    const before = timersSet;
+    for (let s = 0; s < 9; s++) await clock.tickAsync(1000);
+    assert.ok(timersSet - before <= 3, `${timersSet - before} timers set within the Retry-After: a timer fires in a loop`);
+    assert.deepEqual(ops(sim), ["listUserDevices 401", "refreshToken 429"], "nothing sent within the Retry-After");
+    await clock.tickAsync(1000);
+    await waitUntil(() => account.directory.cached() !== null, 5000, () => `the list fetched after the wait: ${JSON.stringify(ops(sim))}`);
+    assert.deepEqual(ops(sim), ["listUserDevices 401", "refreshToken 429", "refreshToken 200", "listUserDevices 200"]);
+  });
+
   it("consecutive 429s on the refresh double the wait (Retry-After 1 s, then 2, 4 ... s), never send within it, and stay at 15 min at most", async () => {
     await account.start();
     sim.control.resetRequests();

@@ -228,9 +228,15 @@ export class DeviceDirectory {
     return inMs === null ? null : this.now() + inMs;
   }
 
-  /** How long until the next fetch after a failure is allowed (ms, ≥ 0), or null as above. */
+  /**
+   * How long until the next fetch after a failure is allowed (ms, ≥ 0), or null as above; also
+   * while a rate-limited renewal holds every fetch back (notBefore), which counts as no failure of
+   * the list: the start-up fetch waits for it instead of being tried again at once, in a loop.
+   */
   retryInMs(): number | null {
-    return this.failures > 0 ? Math.max(0, this.retryAt - this.mono()) : null;
+    const m = this.mono();
+    if (this.failures > 0) return Math.max(0, Math.max(this.retryAt, this.notBefore) - m);
+    return this.notBefore > m ? this.notBefore - m : null;
   }
 
   /**
