@@ -301,14 +301,17 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
   });
 });
 
-// The issue behind docs/session.md#signing-in-from-the-editor: a sign-in "never logs in while a
-// session of that account is live (a login would supersede it)". The service keeps one session per
-// service account, whichever login opened it: the phone number and the email of one account are
-// one account. This runtime cannot tell before a login whether an email is the account a deployed
-// node holds with its phone number, so it may not find out by logging in.
-describe("a sign-in never ends a session that a deployed node of this runtime holds on the same service with another login (phone number vs email; Node-RED runtime + simulator)", function () {
+// docs/session.md#signing-in-from-the-editor: a sign-in never logs in while a session of that
+// account runs here (a login would end it). The service keeps one session per service account,
+// whichever login opened it: a phone number and an email of one account are one account. This
+// runtime cannot tell before a login whether an email is the account a deployed node holds with
+// its phone number, so a sign-in with another login on the same base URL sends nothing until the
+// operator confirms it.
+describe("a sign-in with another login on the same service as a session that runs here sends nothing until confirmed (docs/session.md#signing-in-from-the-editor; Node-RED runtime + simulator)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
+  const EMAIL = "demo@example.com";
+  const body = (extra: object = {}) => ({ baseUrl: sim.url, loginMethod: "email", email: EMAIL, password: PASSWORD, sessionStore: "file", ...extra });
   before(async () => {
     sim = await startSim();
     const flow = [tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")];
@@ -320,13 +323,35 @@ describe("a sign-in never ends a session that a deployed node of this runtime ho
     await sim.close();
   });
 
-  it("a deployed node logs in with the phone number; Sign in with the same account's email sends no login, and the node's next unlock is one PUT on its own session", async () => {
+  it("a deployed node logs in with the phone number; Sign in with the same account's email sends no login (409, names the node, asks to confirm), and the node's next unlock is one PUT on its own session", async () => {
     sim.control.resetRequests();
-    const res = await helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send({ baseUrl: sim.url, loginMethod: "email", email: "demo@example.com", password: PASSWORD, sessionStore: "file" });
+    const res = await helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body());
+    assert.equal(res.status, 409, JSON.stringify(res.body));
     assert.notEqual(res.body.signedIn, true, JSON.stringify(res.body));
+    assert.equal(res.body.confirm, true, "the editor may confirm");
+    assert.match(res.body.error, /^another door-account of this Node-RED holds a session on this service: door-account "front desk" \(phone number login\)\. Nothing was sent\./);
+    assert.match(res.body.error, /press Sign in anyway$/);
     assert.equal(logins(sim), 0, `the sign-in logged in over the deployed node's session: ${JSON.stringify(ops(sim))}`);
     assertAccepted(await unlock({ payload: 1 }));
     assert.deepEqual(ops(sim), ["unlockDevice 200"]);
     assertNoSecret(res.text);
+    assert.ok(!res.text.toLowerCase().includes(EMAIL), "no email in the answer");
+  });
+
+  it("confirmed (`confirm: true`): one login, signed in", async () => {
+    sim.control.resetRequests();
+    const res = await helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body({ confirm: true }));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.signedIn, true, JSON.stringify(res.body));
+    assert.equal(logins(sim), 1, JSON.stringify(ops(sim)));
+    assertNoSecret(res.text);
+  });
+
+  it("`confirm` that is not `true` (a string) confirms nothing: nothing is sent", async () => {
+    sim.control.resetRequests();
+    const res = await helper.request().post(`${ADMIN}/other-acc/sign-in`).set(EDITOR_HEADERS).send({ ...body({ confirm: "true" }), loginMethod: "phone", phoneNumber: "+15550000002" });
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(res.body.confirm, true);
+    assert.equal(ops(sim).length, 0, JSON.stringify(ops(sim)));
   });
 });

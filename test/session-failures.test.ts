@@ -507,6 +507,18 @@ describe("session: a login that cannot connect says what failed, where, and what
     assert.match(got.log, /\[ECONNREFUSED\]/, "the log keeps the system's code");
   });
 
+  it("a base URL of any length is clipped to 120 characters in the text (it reaches a status, a message and the editor)", async () => {
+    const port = await listen(createTcpServer());
+    await new Promise((r) => servers.pop()!.close(r));
+    const long = `http://127.0.0.1:${port}/${"a".repeat(5000)}`;
+    const got = await attempt(long);
+    const where = /^cannot connect to (\S+) \(connection refused\): check the base URL$/.exec(got.reason);
+    assert.ok(where, got.reason);
+    assert.equal(where[1]!.length, 120);
+    assert.ok(where[1]!.endsWith("…") && long.startsWith(where[1]!.slice(0, -1)), where[1]);
+    assert.ok(got.message.length < 400, `message of ${got.message.length} characters`);
+  });
+
   it("a host name that does not resolve: 'cannot connect to <base URL> (host name ... not found)'", async () => {
     const got = await attempt("https://door-access-test.invalid");
     assert.match(got.reason, /^cannot connect to https:\/\/door-access-test\.invalid \(host name door-access-test\.invalid (not found|could not be resolved: the name server did not answer)\): check the base URL/);

@@ -360,11 +360,17 @@ export type SignInResult =
    * A core of this account runs here with another password. `live`: it holds a session, which a
    * login to check the password typed would end (a successful one supersedes it): nothing is sent.
    */
-  | { kind: "password-differs"; holder: string; live: boolean };
+  | { kind: "password-differs"; holder: string; live: boolean }
+  /**
+   * No session of this login runs here, but one of another login (a deployed account, an earlier
+   * sign-in) runs on the same base URL: it may be the same service account, which a login would
+   * take from it. Nothing is sent; the operator may confirm (`confirm: true`). `holder` names it.
+   */
+  | { kind: "other-login"; holder: string };
 
 /** Who holds an entry's session, for a sign-in's answer: its nodes' names, never a secret. */
 function holderOf(entry: Entry): string {
-  const names = [...new Set([...entry.members].map((m) => `"${m.hooks.label}"`))];
+  const names = [...new Set([...entry.members].map((m) => quoted(m.hooks.label, 60)))];
   if (names.length === 0) return "an earlier sign-in from the editor";
   return names.length === 1 ? `door-account ${names[0]}` : `door-account nodes ${names.join(", ")}`;
 }
@@ -380,10 +386,20 @@ function holderOf(entry: Entry): string {
  *   it is (its own rules say when it may log in again); with another, `password-differs`;
  * - a parked core without a session, not halted, with the same settings: used as it is (it keeps
  *   its spacing of logins and the service's Retry-After);
+ * - otherwise, while a session of another login (another method, phone number or email) runs
+ *   here on the same base URL, nothing is sent unless `confirm` (`other-login`): the runtime
+ *   cannot know before a login whether two logins are one service account, and a login to the
+ *   same account would end that session;
  * - otherwise a new core starts with a login (`make(log, true)`), even when a pair is stored: a
  *   resumed pair checks no password. It waits SIGN_IN_PARK_MS for the deploy.
  */
-export function signIn(key: string, settings: Settings, make: (log: SessionLog, checkCredentials: boolean) => AccountCore, log: SessionLog): SignInResult {
+export function signIn(
+  key: string,
+  settings: Settings,
+  make: (log: SessionLog, checkCredentials: boolean) => AccountCore,
+  log: SessionLog,
+  target: { baseUrl: string; confirm: boolean },
+): SignInResult {
   let entry = entries.get(key);
   const open = entry?.core && !entry.core.isClosed ? entry.core : null;
   if (entry && entry.members.size > 0) {
@@ -403,6 +419,10 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog, 
       return { kind: "running", core: open };
     }
   }
+  if (!target.confirm) {
+    const other = otherLiveLogin(key, target.baseUrl);
+    if (other) return { kind: "other-login", holder: other };
+  }
   if (entry && entry.members.size === 0) {
     clearPark(entry);
     entries.delete(key);
@@ -418,6 +438,17 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog, 
   void core.startAndWarm();
   park(entry, SIGN_IN_PARK_MS);
   return { kind: "started", core };
+}
+
+/** The holders of a live session of another login on `baseUrl` in this runtime, named (never a login), or null. */
+function otherLiveLogin(key: string, baseUrl: string): string | null {
+  const holders: string[] = [];
+  for (const e of entries.values()) {
+    if (e.key === key || !e.core || e.core.isClosed || e.conflict) continue;
+    if (e.core.options.baseUrl !== baseUrl || !e.core.session.live) continue;
+    holders.push(describeHolder(e, e.core));
+  }
+  return holders.length === 0 ? null : [...new Set(holders)].join(", ");
 }
 
 /** Forgets a signed-in core with no member (its login was refused): the next sign-in starts afresh. */
