@@ -8,8 +8,9 @@
  * Set-up: the demo's account is deployed again with a wrong password; it resumes its stored
  * token pair, so it runs with a password no login has accepted. In the browser a new account
  * of the same login is added through a door-unlock's dialog and signed in with that same wrong
- * password, then with the right one; a second login (the simulator's other account) is signed
- * in with its right password and then with a wrong one.
+ * password, then with the right one; a second login (the simulator's other account) on the same
+ * simulator is first held back with a warning (the runtime cannot know it is another service
+ * account), signed in with "Sign in anyway" and its right password, and then with a wrong one.
  *
  * Screenshots: test-artifacts/sign-in-*.png every run (test-artifacts/ is gitignored).
  */
@@ -164,7 +165,7 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     await page.locator("#door-account-sign-in").click();
     await page.waitForFunction(() => {
       const t = document.querySelector("#door-account-session-state")?.textContent ?? "";
-      return t !== "" && !/signing in/.test(t) && !(document.querySelector("#door-account-sign-in") as HTMLButtonElement | null)?.disabled;
+      return t !== "" && !/^signing in\.\.\.$/.test(t) && !(document.querySelector("#door-account-sign-in") as HTMLButtonElement | null)?.disabled;
     }, null, { timeout: STEP_MS });
     const text = await stateText().innerText();
     const colour = await page.locator("#door-account-session-dot").evaluate((el) => getComputedStyle(el).color);
@@ -217,14 +218,34 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     await page.locator("#node-dialog-ok").waitFor({ state: "detached" });
   });
 
-  it("another login: signed in with its right password (one login); then a wrong password is never 'signed in': no login over the session it started", async () => {
+  it("another login on the same service: the dialog first warns that the deployed account's session would end if it is the same service account, and sends nothing; 'Sign in anyway' logs in once; then a wrong password is never 'signed in': no login over the session it started", async () => {
     await newUnlockDialog(380, 260);
     await addAccount("Other login", OTHER_ACCOUNT.phoneNumber, OTHER_ACCOUNT.password);
+    const button = () => page.locator("#door-account-sign-in").innerText();
+    const sent = logins();
+    const warned = await signIn(OTHER_ACCOUNT.password);
+    assert.match(warned.text, /^another door-account of this Node-RED holds a session on this service: door-account "Demo account \(simulator\)" \(phone number login\)\. Nothing was sent\./);
+    assert.doesNotMatch(warned.text, /^signed in|sign-in failed/);
+    assert.notEqual(warned.colour, GREEN);
+    assert.match(await notification(/holds a session on this service/), /signing in would end that session/);
+    assert.equal((await button()).trim(), "Sign in anyway");
+    assert.equal(logins(), sent, "nothing sent before the operator confirms");
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.locator("#door-account-sign-in").scrollIntoViewIfNeeded();
+    await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-other-login-warning.png") });
+
+    // Editing the login takes the confirmation back: the next press asks again.
+    await page.locator("#node-config-input-phoneNumber").fill(OTHER_ACCOUNT.phoneNumber);
+    assert.equal((await button()).trim(), "Sign in");
+    assert.match((await signIn(OTHER_ACCOUNT.password)).text, /^another door-account of this Node-RED holds a session on this service/);
+    assert.equal(logins(), sent, "still nothing sent");
+
     const before = logins(200);
     const ok = await signIn(OTHER_ACCOUNT.password);
     assert.match(ok.text, /^signed in/);
     assert.equal(ok.colour, GREEN);
     assert.equal(logins(200) - before, 1, "one login checked the right password");
+    assert.equal((await button()).trim(), "Sign in", "the confirmation was for that one attempt");
 
     const all = logins();
     const wrong = await signIn("wrong-password");

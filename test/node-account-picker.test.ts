@@ -12,7 +12,7 @@ import type { RunningSimulator } from "../src/simulator/index.js";
 import { closeAllParked } from "../src/account/registry.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountOf, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
-  tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, waitReady,
+  tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, until, waitReady,
 } from "./helpers/flow.js";
 import { resolveFromNodeRed } from "./helpers/runtime.js";
 import { RedisServer } from "./helpers/redis.js";
@@ -246,5 +246,112 @@ describe("a sign-in with the Redis store: a pair that opens under the password t
     const ok = await signIn(PASSWORD).expect(200);
     assert.equal(ok.body.signedIn, true, "the pair is sealed under the password: opening it proves it");
     assert.equal(logins(sim), 1, "no login over the shared session");
+  });
+});
+
+// docs/session.md#signing-in-from-the-editor: "A sign-in after one that failed ... logs in only
+// when the once-a-minute spacing and any Retry-After allow it". The service's Retry-After is the
+// account's (its login's), not the password's: a password typed anew does not shorten it, nor does
+// a deploy that gives the login a new session core.
+describe("a sign-in or deploy within the Retry-After of the login before it sends no login, whatever password is typed (docs/session.md#rate-limits; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  const signIn = (body: unknown) => helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body);
+  const typed = (password: string) => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password, sessionStore: "file" });
+  const loginOps = () => ops(sim).filter((o) => o.startsWith("login"));
+
+  before(async () => {
+    await loadFlow([tab()], { nodes: ALL_NODES, creds: {} });
+  });
+  beforeEach(async () => {
+    sim = await startSim(); // a new port: another account key for each test
+  });
+  afterEach(async () => {
+    await helper.setFlows([tab()], "full", {});
+    await closeAllParked();
+    await sim.close();
+  });
+  after(async () => {
+    await teardown();
+  });
+
+  it("a login answered 429 (Retry-After: 60) for a mistyped password: a sign-in with the password corrected a moment later sends nothing and says when it can", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 60, count: 1 });
+    const first = await signIn(typed("mistyped-password")).expect(502);
+    assert.match(first.body.error, /retry after 60 s/);
+    const again = await signIn(typed(PASSWORD));
+    assert.deepEqual(loginOps(), ["loginByPhone 429"], `logged in within the service's Retry-After: ${JSON.stringify(again.body)}`);
+    assert.notEqual(again.body.signedIn, true);
+    assert.match(String(again.body.error), /retry after (59|60) s/);
+    assertNoSecret(first.text + again.text);
+  });
+
+  it("a deployed account whose login was answered 429 (Retry-After: 60), deployed again with another password: no login before the wait is over; a message says when", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 60, count: 1 });
+    const deployWith = (password: string) =>
+      helper.setFlows([tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")], "full", { acc1: { phoneNumber: PHONE, password } });
+    await deployWith("old-password");
+    await until("the login answered 429", () => loginOps().length === 1 && accountOf("acc1")?.account?.session.state === "unreachable");
+    await deployWith(PASSWORD);
+    const out = await unlock({ payload: 1 });
+    assert.equal(out.port, 1, JSON.stringify(out.msg.payload));
+    assert.equal(out.msg.payload.outcome, "rate-limited");
+    assert.match(out.msg.payload.message, /retry after (59|60) s/);
+    assert.deepEqual(loginOps(), ["loginByPhone 429"], `no login within the service's Retry-After: ${JSON.stringify(ops(sim))}`);
+  });
+});
+
+// docs/session.md#signing-in-from-the-editor: a sign-in never logs in while a session of that
+// account runs here (a login would end it). The service keeps one session per service account,
+// whichever login opened it: a phone number and an email of one account are one account. This
+// runtime cannot tell before a login whether an email is the account a deployed node holds with
+// its phone number, so a sign-in with another login on the same base URL sends nothing until the
+// operator confirms it.
+describe("a sign-in with another login on the same service as a session that runs here sends nothing until confirmed (docs/session.md#signing-in-from-the-editor; Node-RED runtime + simulator)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  const EMAIL = "demo@example.com";
+  const body = (extra: object = {}) => ({ baseUrl: sim.url, loginMethod: "email", email: EMAIL, password: PASSWORD, sessionStore: "file", ...extra });
+  before(async () => {
+    sim = await startSim();
+    const flow = [tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")];
+    await loadFlow(flow, { creds: { acc1: { phoneNumber: PHONE, password: PASSWORD } } });
+    await waitReady("acc1");
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("a deployed node logs in with the phone number; Sign in with the same account's email sends no login (409, names the node, asks to confirm), and the node's next unlock is one PUT on its own session", async () => {
+    sim.control.resetRequests();
+    const res = await helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body());
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.notEqual(res.body.signedIn, true, JSON.stringify(res.body));
+    assert.equal(res.body.confirm, true, "the editor may confirm");
+    assert.match(res.body.error, /^another door-account of this Node-RED holds a session on this service: door-account "front desk" \(phone number login\)\. Nothing was sent\./);
+    assert.match(res.body.error, /press Sign in anyway$/);
+    assert.equal(logins(sim), 0, `the sign-in logged in over the deployed node's session: ${JSON.stringify(ops(sim))}`);
+    assertAccepted(await unlock({ payload: 1 }));
+    assert.deepEqual(ops(sim), ["unlockDevice 200"]);
+    assertNoSecret(res.text);
+    assert.ok(!res.text.toLowerCase().includes(EMAIL), "no email in the answer");
+  });
+
+  it("confirmed (`confirm: true`): one login, signed in", async () => {
+    sim.control.resetRequests();
+    const res = await helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body({ confirm: true }));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.signedIn, true, JSON.stringify(res.body));
+    assert.equal(logins(sim), 1, JSON.stringify(ops(sim)));
+    assertNoSecret(res.text);
+  });
+
+  it("`confirm` that is not `true` (a string) confirms nothing: nothing is sent", async () => {
+    sim.control.resetRequests();
+    const res = await helper.request().post(`${ADMIN}/other-acc/sign-in`).set(EDITOR_HEADERS).send({ ...body({ confirm: "true" }), loginMethod: "phone", phoneNumber: "+15550000002" });
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(res.body.confirm, true);
+    assert.equal(ops(sim).length, 0, JSON.stringify(ops(sim)));
   });
 });

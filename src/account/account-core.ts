@@ -7,7 +7,7 @@
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
 import { DeviceDirectory } from "../doors/directory.js";
-import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, retryAfterSecOf } from "../doors/list-policy.js";
+import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, renewalLimited, retryAfterSecOf } from "../doors/list-policy.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
@@ -223,10 +223,16 @@ export class AccountCore {
             return list;
           },
           (e: unknown) => {
-            bo.failures++;
             bo.lastError = e;
             const retryAfterSec = retryAfterSecOf(e);
             const now = this.clock.monotonic();
+            if (renewalLimited(e)) {
+              // Nothing was sent for the list: the session's wait only, no back-off of the list's own (as the device list's).
+              bo.notBefore = Math.max(bo.notBefore, now + retryAfterSec * 1000);
+              bo.tryUsed = false;
+              throw new LocationListUnavailableError(e, this.locationsNextTryInMs());
+            }
+            bo.failures++;
             bo.retryAt = now + listRetryDelayMs(bo.failures, retryAfterSec);
             bo.notBefore = now + retryAfterSec * 1000;
             // Rate-limited: the message learns when the list will be fetched again (as the device list's).

@@ -14,7 +14,7 @@ import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import type { Clock } from "../util/clock.js";
 import { AccountCore, type AccountCoreOptions, type SessionStoreChoice } from "./account-core.js";
-import { type DescriptionCheckLog, ServiceDescriptionCheck } from "./description-check.js";
+import { type DescriptionCheckLog, type ServiceDescriptionCheck, acquireDescriptionCheck } from "./description-check.js";
 
 export { AccountCore, type SessionStoreChoice };
 /** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
@@ -127,6 +127,7 @@ export class Account extends EventEmitter {
   /** The service description check, when on; it runs beside the session and never touches it. */
   readonly descriptionCheck: ServiceDescriptionCheck | null;
   private closed = false;
+  private readonly releaseDescriptionCheck: () => void;
   /** Unlocks in flight (attempt written, result not yet): close() waits for their results. */
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly ownCore: boolean;
@@ -144,8 +145,11 @@ export class Account extends EventEmitter {
     this.session.on("state", this.onState);
     this.session.on("halt", this.onHalt);
     this.audit = openAuditLog(options.auditLogPath, options.audit);
+    // One check per description in this runtime: copies of this account share it (description-check.ts).
     const check = options.descriptionCheck;
-    this.descriptionCheck = check ? new ServiceDescriptionCheck({ url: check.url, clock: this.clock, log: check.log }) : null;
+    const shared = check ? acquireDescriptionCheck({ url: check.url, clock: this.clock, log: check.log }) : null;
+    this.descriptionCheck = shared?.check ?? null;
+    this.releaseDescriptionCheck = shared ? () => shared.release() : () => undefined;
     this.descriptionCheck?.startAfter(this.session);
   }
 
@@ -213,7 +217,7 @@ export class Account extends EventEmitter {
   }
 
   private detach(): void {
-    this.descriptionCheck?.close();
+    this.releaseDescriptionCheck();
     this.session.off("state", this.onState);
     this.session.off("halt", this.onHalt);
   }

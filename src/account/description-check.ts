@@ -28,6 +28,12 @@ export const DESCRIPTION_FIRST_CHECK_LATEST_MS = 60_000;
 export const DESCRIPTION_MAX_BYTES = 4 * 1024 * 1024;
 const CONNECT_TIMEOUT_MS = 10_000;
 const ANSWER_TIMEOUT_MS = 20_000;
+/**
+ * The whole fetch (connection, answer, body) ends within this, on the account's clock: a body that
+ * trickles in a byte at a time never trips the per-chunk time-out, and a fetch that never ends
+ * would be joined by every later check (no check again until a redeploy).
+ */
+export const DESCRIPTION_FETCH_DEADLINE_MS = 60_000;
 
 export interface DescriptionCheckLog {
   debug(message: string): void;
@@ -191,6 +197,10 @@ export class ServiceDescriptionCheck {
     });
     let body: Buffer | null = null;
     let etag: string | null = null;
+    const deadline = this.clock.setTimeout(
+      () => abort.abort(new FetchFailed(`no complete answer within ${DESCRIPTION_FETCH_DEADLINE_MS / 1000} s`)),
+      DESCRIPTION_FETCH_DEADLINE_MS,
+    );
     try {
       // No Authorization, no cookie: the description is public, and this request is not the session's.
       const headers: Record<string, string> = { accept: "application/json" };
@@ -208,7 +218,11 @@ export class ServiceDescriptionCheck {
         throw new FetchFailed(`answered ${res.statusCode}`);
       }
       body = await readLimited(res);
+    } catch (e) {
+      if (abort.signal.reason instanceof FetchFailed) throw abort.signal.reason;
+      throw e;
     } finally {
+      this.clock.clearTimeout(deadline);
       this.abort = null;
       await pool.destroy().catch(() => undefined);
     }
@@ -271,4 +285,44 @@ function describeFailure(e: unknown): string {
   const message = e instanceof Error ? e.message : String(e);
   // eslint-disable-next-line no-control-regex
   return message.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 120);
+}
+
+/**
+ * One check per description (its URL) in this runtime, however many `door-account` nodes name it
+ * (copies of a config node, the instances of a subflow, other logins on the same service): the
+ * description is the service's, so it is read once and a difference is warned once, in the log of
+ * the first node that still uses it. The last node to let go closes it. Keyed per clock as well,
+ * so accounts on separate (test) clocks never share one.
+ */
+const sharedChecks = new WeakMap<Clock, Map<string, { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[] }>>();
+
+export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): { check: ServiceDescriptionCheck; release(): void } {
+  const clock = options.clock ?? systemClock;
+  let byUrl = sharedChecks.get(clock);
+  if (!byUrl) sharedChecks.set(clock, (byUrl = new Map()));
+  const key = options.url.href;
+  let entry = byUrl.get(key);
+  if (!entry) {
+    const logs: DescriptionCheckLog[] = [];
+    const first = (): DescriptionCheckLog | undefined => logs[0];
+    const log: DescriptionCheckLog = { debug: (m) => first()?.debug(m), info: (m) => first()?.info(m), warn: (m) => first()?.warn(m) };
+    entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log }), logs };
+    byUrl.set(key, entry);
+  }
+  const mine = entry;
+  const own = options.log;
+  mine.logs.push(own);
+  let released = false;
+  return {
+    check: mine.check,
+    release() {
+      if (released) return;
+      released = true;
+      const i = mine.logs.indexOf(own);
+      if (i >= 0) mine.logs.splice(i, 1);
+      if (mine.logs.length > 0) return;
+      mine.check.close();
+      if (byUrl.get(key) === mine) byUrl.delete(key);
+    },
+  };
 }

@@ -82,6 +82,28 @@ interface Entry {
 
 const entries = new Map<string, Entry>();
 
+/**
+ * The service's Retry-After on a login or refresh is the account's (its login's), not a session
+ * core's: a core that replaces another of the same account (a password typed anew at Sign in, a
+ * deploy with other settings, a node deleted and added again) sends nothing before the wait the
+ * service gave the one it replaces (docs/session.md#rate-limits). Account key → monotonic ms.
+ */
+const heldUntil = new Map<string, number>();
+
+/** A core of `key` is closed: keep the service's wait it was under, for the next core of the account. */
+function retire(key: string, core: AccountCore | null | undefined): void {
+  const at = core?.session.rateLimitedUntil ?? null;
+  if (at !== null) heldUntil.set(key, Math.max(at, heldUntil.get(key) ?? 0));
+}
+
+/** A new core of `key`: it waits what the service asked a core it replaces to wait. */
+function holdNew(key: string, core: AccountCore): void {
+  const at = heldUntil.get(key);
+  if (at === undefined) return;
+  if (at > core.clock.monotonic()) core.session.holdUntil(at);
+  else heldUntil.delete(key);
+}
+
 export class Member {
   private left = false;
   constructor(
@@ -129,6 +151,7 @@ function park(entry: Entry, ms: number): void {
     entry.parkTimer = null;
     if (entry.members.size > 0 || entries.get(entry.key) !== entry) return;
     entries.delete(entry.key);
+    retire(entry.key, entry.core);
     void entry.core?.close().catch(() => undefined);
   }, ms);
   entry.parkTimer.unref();
@@ -205,6 +228,7 @@ function watchCore(entry: Entry, core: AccountCore): void {
 
 function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
   const core = make(entryLog(entry));
+  holdNew(entry.key, core);
   entry.core = core;
   watchCore(entry, core);
   // After the current deploy step has created its nodes (all of one flow are created without
@@ -229,6 +253,7 @@ function reconcile(entry: Entry): void {
       entry.conflict = text;
       if (entry.core) {
         // Keep the stored pair: the account resumes it once the settings agree.
+        retire(entry.key, entry.core);
         void entry.core.close().catch(() => undefined);
         entry.core = null;
       }
@@ -238,6 +263,7 @@ function reconcile(entry: Entry): void {
     const wasConflict = entry.conflict !== null;
     entry.conflict = null;
     if (entry.core && !same(entry.settings, first.settings)) {
+      retire(entry.key, entry.core);
       void entry.core.close().catch(() => undefined);
       entry.core = null;
     }
@@ -255,6 +281,7 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
     // A parked (or signed-in) core with other settings: the account was changed, not copied.
     clearPark(entry);
     entries.delete(key);
+    retire(key, entry.core);
     void entry.core?.close().catch(() => undefined);
     entry = undefined;
   }
@@ -311,6 +338,7 @@ export async function deployStarted(): Promise<void> {
     unused.map((e) => {
       const core = e.core;
       e.core = null;
+      retire(e.key, core);
       return core?.destroy().catch(() => undefined);
     }),
   );
@@ -333,11 +361,17 @@ export type SignInResult =
    * A core of this account runs here with another password. `live`: it holds a session, which a
    * login to check the password typed would end (a successful one supersedes it): nothing is sent.
    */
-  | { kind: "password-differs"; holder: string; live: boolean };
+  | { kind: "password-differs"; holder: string; live: boolean }
+  /**
+   * No session of this login runs here, but one of another login (a deployed account, an earlier
+   * sign-in) runs on the same base URL: it may be the same service account, which a login would
+   * take from it. Nothing is sent; the operator may confirm (`confirm: true`). `holder` names it.
+   */
+  | { kind: "other-login"; holder: string };
 
 /** Who holds an entry's session, for a sign-in's answer: its nodes' names, never a secret. */
 function holderOf(entry: Entry): string {
-  const names = [...new Set([...entry.members].map((m) => `"${m.hooks.label}"`))];
+  const names = [...new Set([...entry.members].map((m) => quoted(m.hooks.label, 60)))];
   if (names.length === 0) return "an earlier sign-in from the editor";
   return names.length === 1 ? `door-account ${names[0]}` : `door-account nodes ${names.join(", ")}`;
 }
@@ -353,10 +387,20 @@ function holderOf(entry: Entry): string {
  *   it is (its own rules say when it may log in again); with another, `password-differs`;
  * - a parked core without a session, not halted, with the same settings: used as it is (it keeps
  *   its spacing of logins and the service's Retry-After);
+ * - otherwise, while a session of another login (another method, phone number or email) runs
+ *   here on the same base URL, nothing is sent unless `confirm` (`other-login`): the runtime
+ *   cannot know before a login whether two logins are one service account, and a login to the
+ *   same account would end that session;
  * - otherwise a new core starts with a login (`make(log, true)`), even when a pair is stored: a
  *   resumed pair checks no password. It waits SIGN_IN_PARK_MS for the deploy.
  */
-export function signIn(key: string, settings: Settings, make: (log: SessionLog, checkCredentials: boolean) => AccountCore, log: SessionLog): SignInResult {
+export function signIn(
+  key: string,
+  settings: Settings,
+  make: (log: SessionLog, checkCredentials: boolean) => AccountCore,
+  log: SessionLog,
+  target: { baseUrl: string; confirm: boolean },
+): SignInResult {
   let entry = entries.get(key);
   const open = entry?.core && !entry.core.isClosed ? entry.core : null;
   if (entry && entry.members.size > 0) {
@@ -376,19 +420,36 @@ export function signIn(key: string, settings: Settings, make: (log: SessionLog, 
       return { kind: "running", core: open };
     }
   }
+  if (!target.confirm) {
+    const other = otherLiveLogin(key, target.baseUrl);
+    if (other) return { kind: "other-login", holder: other };
+  }
   if (entry && entry.members.size === 0) {
     clearPark(entry);
     entries.delete(key);
+    retire(key, entry.core);
     void entry.core?.close().catch(() => undefined);
   }
   entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
   entries.set(key, entry);
   const core = make(log, true);
+  holdNew(key, core);
   entry.core = core;
   watchCore(entry, core);
   void core.startAndWarm();
   park(entry, SIGN_IN_PARK_MS);
   return { kind: "started", core };
+}
+
+/** The holders of a live session of another login on `baseUrl` in this runtime, named (never a login), or null. */
+function otherLiveLogin(key: string, baseUrl: string): string | null {
+  const holders: string[] = [];
+  for (const e of entries.values()) {
+    if (e.key === key || !e.core || e.core.isClosed || e.conflict) continue;
+    if (e.core.options.baseUrl !== baseUrl || !e.core.session.live) continue;
+    holders.push(describeHolder(e, e.core));
+  }
+  return holders.length === 0 ? null : [...new Set(holders)].join(", ");
 }
 
 /** Forgets a signed-in core with no member (its login was refused): the next sign-in starts afresh. */
@@ -397,6 +458,7 @@ export function dropSignIn(key: string, core: AccountCore): void {
   if (!e || e.core !== core || e.members.size > 0) return;
   clearPark(e);
   entries.delete(key);
+  retire(key, core);
   void core.close().catch(() => undefined);
 }
 
@@ -406,6 +468,7 @@ export async function closeAllParked(): Promise<void> {
   for (const e of idle) {
     clearPark(e);
     entries.delete(e.key);
+    retire(e.key, e.core);
   }
   await Promise.all(idle.map((e) => e.core?.close().catch(() => undefined)));
 }

@@ -20,6 +20,7 @@ import {
   type OperationId,
 } from "../spec/schemas.js";
 import { type Clock, sleep, systemClock } from "../util/clock.js";
+import { clip as clipText } from "../util/text.js";
 import { parseBaseUrl } from "./base-url.js";
 import { DoorApiError, type FailureKind } from "./errors.js";
 import { BACKOFF, RETRY_POLICY, backoffDelayMs, parseRetryAfter } from "./retry-policy.js";
@@ -87,8 +88,10 @@ function isTlsCode(code: string): boolean {
  * URL (which never holds a user name or password) and the error code alone.
  */
 export function connectionProblem(baseUrl: URL, code: string, connectTimeoutMs: number, headersTimeoutMs: number): { problem: string; brief: string; sent: boolean } {
-  const where = baseUrl.href.replace(/\/+$/, "");
-  const host = baseUrl.hostname;
+  // Clipped: a base URL typed or imported may be of any length, and this text reaches a node's
+  // status, a message and the editor.
+  const where = clipText(baseUrl.href.replace(/\/+$/, ""), 120, "…");
+  const host = clipText(baseUrl.hostname, 80, "…");
   const cannot = (why: string, fix: string, brief: string) => ({ problem: `cannot connect to ${where} (${why}): ${fix}`, brief, sent: false });
   switch (code) {
     case "ECONNREFUSED":

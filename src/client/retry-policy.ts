@@ -67,17 +67,34 @@ export const BACKOFF = {
 } as const;
 
 /**
- * Parses `Retry-After`: delta-seconds or an HTTP date. Returns seconds (>= 0), or null when
- * absent or unreadable.
+ * The longest Retry-After taken as it is, in seconds: the longest wait one timer keeps
+ * (2^31 − 1 ms, about 24.8 days). A longer one is read as this: every wait the package names
+ * (`retryAfter`, "retry after N s") is one it keeps, in whole seconds.
+ */
+export const MAX_RETRY_AFTER_S = 2_147_483;
+
+/**
+ * An HTTP date (RFC 9110: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete RFC 850
+ * and asctime forms): it starts with a day name and has a time of day. Date.parse alone would
+ * also read "-5", "1.5" or "+3" as days in 2001.
+ */
+const HTTP_DATE = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]{0,6},? .*\b\d{2}:\d{2}:\d{2}\b/i;
+
+/**
+ * Parses `Retry-After`: delta-seconds or an HTTP date. Returns whole seconds (0 to
+ * MAX_RETRY_AFTER_S), or null when absent or unreadable (a negative or fractional number,
+ * anything else that is neither form).
  */
 export function parseRetryAfter(value: string | string[] | undefined, nowMs: number): number | null {
   const raw = Array.isArray(value) ? value[0] : value;
   if (raw === undefined) return null;
   const text = raw.trim();
-  if (/^\d+$/.test(text)) return Number(text);
-  const date = Date.parse(text);
+  if (/^\d+$/.test(text)) return Math.min(Number(text), MAX_RETRY_AFTER_S);
+  if (text.length > 64 || !HTTP_DATE.test(text)) return null;
+  // Every HTTP date is in GMT; the asctime form does not say so (Date.parse would take local time).
+  const date = Date.parse(/\b(?:GMT|UTC)\b/i.test(text) ? text : `${text} GMT`);
   if (Number.isNaN(date)) return null;
-  return Math.max(0, Math.ceil((date - nowMs) / 1000));
+  return Math.min(MAX_RETRY_AFTER_S, Math.max(0, Math.ceil((date - nowMs) / 1000)));
 }
 
 /**

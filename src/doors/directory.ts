@@ -9,7 +9,7 @@
  * the constructor, which is expected to validate the raw list already.
  */
 import type { Device } from "../spec/schemas.js";
-import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, retryAfterSecOf } from "./list-policy.js";
+import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, renewalLimited, retryAfterSecOf } from "./list-policy.js";
 import { MAX_LISTED, levenshtein, listCandidates, normalizeDoorKey, quote, text } from "./names.js";
 
 export interface DoorIdentity {
@@ -141,9 +141,15 @@ export class DeviceDirectory {
     return inMs === null ? null : this.now() + inMs;
   }
 
-  /** How long until the next fetch after a failure is allowed (ms, ≥ 0), or null as above. */
+  /**
+   * How long until the next fetch after a failure is allowed (ms, ≥ 0), or null as above; also
+   * while a rate-limited renewal holds every fetch back (notBefore), which counts as no failure of
+   * the list: the start-up fetch waits for it instead of being tried again at once, in a loop.
+   */
   retryInMs(): number | null {
-    return this.failures > 0 ? Math.max(0, this.retryAt - this.mono()) : null;
+    const m = this.mono();
+    if (this.failures > 0) return Math.max(0, Math.max(this.retryAt, this.notBefore) - m);
+    return this.notBefore > m ? this.notBefore - m : null;
   }
 
   /**
@@ -309,9 +315,17 @@ export class DeviceDirectory {
         list = await fetchDevices();
         if (!Array.isArray(list)) throw new TypeError("device list fetch did not return an array");
       } catch (e) {
-        this.failures++;
         this.lastError = e;
         const retryAfterSec = retryAfterSecOf(e); // a 429's Retry-After
+        if (renewalLimited(e)) {
+          // Nothing was sent for the list: the session's renewal was rate-limited. Its wait is the
+          // service's, and the list adds no back-off of its own to it (docs/session.md#rate-limits).
+          // A message's try it took is not used up: the list was not asked.
+          this.notBefore = Math.max(this.notBefore, this.mono() + retryAfterSec * 1000);
+          if (messageTry) this.messageTryUsed = false;
+          throw e;
+        }
+        this.failures++;
         this.retryAt = this.mono() + listRetryDelayMs(this.failures, retryAfterSec);
         this.notBefore = this.mono() + retryAfterSec * 1000;
         // A scheduled try that failed opens a new window with its one message try; a failed

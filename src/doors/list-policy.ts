@@ -45,3 +45,13 @@ export function isRateLimit(e: unknown): boolean {
   const x = e as { status?: unknown; rateLimited?: unknown } | null;
   return typeof x === "object" && x !== null && (x.status === 429 || x.rateLimited === true);
 }
+
+/**
+ * A list fetch that sent nothing because the session's renewal (login or refresh) was
+ * rate-limited (a RenewalFailedError with `rateLimited`, duck-typed); not a 429 on the list itself.
+ * Its wait is the service's, and the list adds no back-off of its own to it (docs/session.md#rate-limits).
+ */
+export function renewalLimited(e: unknown): boolean {
+  const x = e as { status?: unknown; rateLimited?: unknown } | null;
+  return typeof x === "object" && x !== null && x.rateLimited === true && x.status !== 429;
+}

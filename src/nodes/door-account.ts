@@ -363,6 +363,8 @@ export = function register(RED: NodeAPI): void {
     redisUrl?: unknown;
     redisKeyPrefix?: unknown;
     redisPassword?: unknown;
+    /** Sign in only: the operator confirmed a login while another login's session runs on the same service. */
+    confirm?: unknown;
   }
   const typed = (v: unknown): string | undefined => (typeof v === "string" && v !== "" && v !== "__PWRD__" ? v : undefined);
 
@@ -548,7 +550,19 @@ export = function register(RED: NodeAPI): void {
     }
     const setup = accountSetup(checked.baseUrl, checked.credentials, store.store, null);
     const log: SessionLog = { info: (m) => RED.log.info(`door-account (editor sign-in): ${m}`), warn: (m) => RED.log.warn(`door-account (editor sign-in): ${m}`), error: (m) => RED.log.error(`door-account (editor sign-in): ${m}`) };
-    const got = signIn(setup.key, setup.settings, setup.make, log);
+    const got = signIn(setup.key, setup.settings, setup.make, log, { baseUrl: checked.baseUrl, confirm: body.confirm === true });
+    if (got.kind === "other-login") {
+      // The runtime cannot know before a login whether two logins (a phone number, an email) are
+      // one service account: the operator decides (docs/session.md#signing-in-from-the-editor).
+      res.status(409).json({
+        error:
+          `another door-account of this Node-RED holds a session on this service: ${got.holder}. Nothing was sent. If the login typed is the same service account ` +
+          "(a phone number and an email of one account are one account), signing in would end that session: then use that door-account node instead. " +
+          "If it is another account, press Sign in anyway",
+        confirm: true,
+      });
+      return;
+    }
     if (got.kind === "conflict") {
       res.status(409).json({ error: got.message });
       return;

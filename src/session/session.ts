@@ -174,23 +174,60 @@ export class Session extends EventEmitter {
     return this.pair !== null || this.inflight !== null;
   }
 
+  /**
+   * Until when (monotonic ms) the service asked this account to send no login or refresh (its
+   * Retry-After, grown by consecutive 429s), or null when it did not or that has passed. Read when
+   * a session of the same account replaces this one (src/nodes/account-registry.ts).
+   */
+  get rateLimitedUntil(): number | null {
+    if (!this.lastRenewalFailure?.rateLimited) return null;
+    const at = Math.max(this.loginNotBefore, this.renewNotBefore);
+    return at > this.mono() ? at : null;
+  }
+
+  /**
+   * A session of the same account that this one replaces was told by the service to wait until
+   * `at` (monotonic ms, see rateLimitedUntil): this one sends no login or refresh before it either.
+   * The Retry-After is the account's, not the session object's (docs/session.md#rate-limits).
+   * Call before start().
+   */
+  holdUntil(at: number): void {
+    if (!(at > this.mono())) return;
+    this.loginNotBefore = Math.max(this.loginNotBefore, at);
+    this.renewNotBefore = Math.max(this.renewNotBefore, at);
+    this.lastRenewalFailure = { rateLimited: true, operation: "login" };
+  }
+
   /** Resume the stored pair, or log in. Idempotent; resolves when the first attempt settles. */
   start(): Promise<void> {
     if (!this.startPromise) {
       this.startPromise = this.single(async () => {
         const stored = this.loginFirst ? null : await this.store.load().catch(() => null);
+        const held = this.rateLimitedUntil;
         if (stored) {
           this.adoptStored(stored);
           this.log.info("resumed the stored session");
           // Already inside the single flight: call the work directly, not refresh()/login().
-          if (this.needsRenewal()) await this.doRefresh("the stored access token is expiring");
-          else this.becomeReady();
+          if (!this.needsRenewal()) this.becomeReady();
+          else if (held === null) await this.doRefresh("the stored access token is expiring");
+          else if (!this.isExpired()) this.becomeReady(held - this.mono());
+          else this.holdReason(held, "refresh");
+        } else if (held !== null) {
+          this.holdReason(held, "login");
         } else {
           await this.doLogin("start-up");
         }
       });
     }
     return this.startPromise;
+  }
+
+  /** No login or refresh at start: the service's wait (held over from the session this one replaced) still runs. */
+  private holdReason(until: number, operation: "login" | "refresh"): void {
+    const sec = Math.ceil((until - this.mono()) / 1000);
+    this.lastRenewalFailure = { rateLimited: true, operation };
+    this.setState("unreachable", `${operation} rate-limited by the service; next try in ${sec} s`);
+    this.log.warn(`session: the service asked this account to wait (429); no ${operation} for ${sec} s`);
   }
 
   /**

@@ -89,10 +89,35 @@ function typeOf(schema: Obj): FieldType {
   };
 }
 
+/**
+ * What flatten() made of each schema object of a description, and the schemas it is making now.
+ * A schema is flattened once per description however often it is referred to, and one that
+ * refers back to itself (through allOf) is opaque there: without this, `allOf` parts that refer
+ * to the same schema multiply (four such parts, ten levels deep: a million calls, seconds of a
+ * runtime that stands still on a description the service serves).
+ */
+const flattened = new WeakMap<object, { done: WeakMap<object, Flat>; making: WeakSet<object> }>();
+
 function flatten(doc: unknown, value: unknown, depth = 0): Flat {
   const opaque: Flat = { type: { types: [], nullable: false }, properties: null, required: new Set(), items: undefined, opaque: true };
   const schema = deref(doc, value);
   if (!isObj(schema) || depth > 10) return opaque;
+  let memo = isObj(doc) ? flattened.get(doc) : undefined;
+  if (!memo && isObj(doc)) flattened.set(doc, (memo = { done: new WeakMap(), making: new WeakSet() }));
+  const known = memo?.done.get(schema);
+  if (known) return known;
+  if (memo?.making.has(schema)) return opaque; // refers back to itself: cannot be read
+  memo?.making.add(schema);
+  try {
+    const flat = flattenOnce(doc, schema, depth);
+    memo?.done.set(schema, flat);
+    return flat;
+  } finally {
+    memo?.making.delete(schema);
+  }
+}
+
+function flattenOnce(doc: unknown, schema: Obj, depth: number): Flat {
   const flat: Flat = {
     type: typeOf(schema),
     properties: isObj(schema.properties) ? { ...schema.properties } : null,

@@ -18,8 +18,8 @@ import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from 
 import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
 import {
-  accountModule, accountOf, assertAccepted, helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule, until,
-  waitReady,
+  CREDS, accountModule, accountOf, assertAccepted, helper, helperNodes, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule,
+  unlockNode, until, waitReady,
 } from "../helpers/flow.js";
 import { DEMO_PHONE, tempDir, waitUntil } from "../helpers/session.js";
 
@@ -277,6 +277,27 @@ describe("service description check: in a Node-RED runtime against the simulator
     assert.deepEqual((await sidebarView()).serviceDescription.differences, DRIFT_DIFFERENCES);
   });
 
+  // CONTRACT-level rule in docs/session.md#one-session-per-account: copies of a config node are one
+  // account. The description is the service's: one request and one warning, whatever the copies.
+  it("two copies of one account node (a copied flow): one description request, one warning, the list in the sidebar for both", async () => {
+    sim.control.serveDescription({ description: drifted() });
+    const copy = { id: "acc2", type: "door-account", name: "demo (copy)", baseUrl: sim.url, loginMethod: "phone", auditLog: "" };
+    const flow = [...unlockFlow(sim.url, { deviceId: "101" }), copy, unlockNode({ deviceId: "101", account: "acc2" }, "u2"), ...helperNodes("u2-ok", "u2-fail")];
+    await loadFlow(flow, { nodes: [accountModule, unlockModule, pluginModule], creds: { ...CREDS, acc2: CREDS.acc1 } });
+    await waitReady("acc1");
+    await waitReady("acc2");
+    const nodes = [accountOf("acc1"), accountOf("acc2")];
+    await until("each node's check to have read the description", () => nodes.every((n) => n.account.descriptionCheck.report().checkedAt !== null), 8000);
+    assert.equal(docsRequests(sim).length, 1, "one request for the description");
+    const warnings = nodes.flatMap((n) => descriptionWarnings(n));
+    assert.equal(warnings.length, 1, warnings.join("\n---\n"));
+    const res = await helper.request().get(SIDEBAR).expect(200);
+    for (const id of ["acc1", "acc2"]) {
+      assert.deepEqual(res.body.accounts.find((a: any) => a.id === id).serviceDescription.differences, DRIFT_DIFFERENCES, id);
+    }
+    assertAccepted(await unlock({}, "u2"));
+  });
+
   for (const [what, change] of [
     ["unreachable (the connection closes without an answer)", { drop: true }],
     ["answered 404", { status: 404 }],
@@ -314,6 +335,35 @@ describe("service description check: in a Node-RED runtime against the simulator
       for (const sock of sockets) sock.destroy();
       await new Promise((r) => server.close(r));
     }
+  });
+
+  // docs/service-description.md#when: never on a message's path, never delaying a message. A
+  // schema whose allOf parts refer back to it (four times) is read in one go on the main thread:
+  // had each part been followed anew, ten levels deep, the runtime would stand still for seconds.
+  it("a description whose schemas refer back to themselves through allOf is read at once: the runtime never stands still, the unlock is accepted", async () => {
+    const d = description();
+    d.components.schemas.LoginRequest = { allOf: [1, 2, 3, 4].map(() => ({ $ref: "#/components/schemas/LoginRequest" })) };
+    const chain = [...Array(12).keys()];
+    for (const i of chain) d.components.schemas[`Part${i}`] = { allOf: [1, 2, 3, 4].map(() => ({ $ref: `#/components/schemas/Part${i + 1}` })) };
+    d.components.schemas.Part12 = d.components.schemas.Device;
+    d.components.schemas.Device = { $ref: "#/components/schemas/Part0" };
+    sim.control.serveDescription({ description: d });
+    let worst = 0;
+    let last = performance.now();
+    const watch = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last);
+      last = now;
+    }, 5);
+    try {
+      const node = await deploy();
+      await firstCheckDone(node);
+      assertAccepted(await unlock({}));
+      assert.deepEqual(descriptionWarnings(node), [], "a schema that refers back to itself is not judged");
+    } finally {
+      clearInterval(watch);
+    }
+    assert.ok(worst < 1000, `the runtime stood still for ${Math.round(worst)} ms while the description was read`);
   });
 
   it("specCheck off: no request for the description", async () => {
@@ -461,6 +511,47 @@ describe("service description check: a fetch that never answers is cut off by cl
       assert.deepEqual(lines, []);
       assert.deepEqual(check.report().differences, []);
     } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
+describe("service description check: a description that trickles in without end (docs/service-description.md#when)", () => {
+  it("is cut off after a minute on the account's clock, logged once at debug level, and read again at the next 24-hour mark", async () => {
+    const clock = fakeClock();
+    const sockets = new Set<Socket>();
+    let requests = 0;
+    // Answers 200 with a chunked body that gains one byte every 100 ms (real time), for ever.
+    const server: Server = createServer((sock) => {
+      sockets.add(sock);
+      sock.once("data", () => {
+        requests++;
+        sock.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n");
+        const drip = setInterval(() => (sock.destroyed ? clearInterval(drip) : sock.write("1\r\n \r\n")), 100);
+        sock.on("close", () => clearInterval(drip));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const lines: string[] = [];
+    const check = new ServiceDescriptionCheck({
+      url: descriptionUrl("", `http://127.0.0.1:${(server.address() as { port: number }).port}`),
+      clock,
+      log: { debug: (m) => lines.push(`debug ${m}`), info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`) },
+    });
+    try {
+      check.startAfter({ state: "ready", on: () => undefined, off: () => undefined });
+      await clock.tickAsync(DESCRIPTION_FIRST_CHECK_DELAY_MS);
+      await waitUntil(() => requests === 1, 5000, "the description request");
+      await new Promise((r) => setTimeout(r, 300)); // a few bytes arrive
+      await clock.tickAsync(60_000);
+      await waitUntil(() => lines.length === 1, 5000, () => `the fetch to be cut off: ${JSON.stringify(lines)}`);
+      assert.match(lines[0]!, /^debug service description check: .* could not be read \(.+\); next try in 24 h$/);
+      await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 60_000);
+      await waitUntil(() => requests === 2, 5000, "the description read again at the next mark");
+    } finally {
+      check.close();
+      clock.uninstall();
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));
     }

@@ -22,7 +22,7 @@ import type { OperationId } from "../../src/spec/schemas.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
+import { CapturingLog, DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
 describe("session: a failed call, refresh or login gets one bounded answer: one refresh and replay after a 401, a halt on refused credentials, never a loop (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(20_000);
@@ -198,6 +198,35 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     assert.deepEqual(ops(sim), ["loginByPhone 401", "loginByPhone 401"]);
   });
 
+  // docs/security.md#secrets: the login and the password never reach a log line, a message or an
+  // error text, also when the service's own error title quotes them ("no account +1555...").
+  it("a service error title that quotes the login or the password reaches no log line and no unlock outcome", async () => {
+    const dir = tempDir("door-title-");
+    const echoed = "+15550000001 (15550000001) demo@example.com DEMO@EXAMPLE.COM demo-password";
+    for (const credentials of [DEMO_PHONE, { method: "email" as const, email: "demo@example.com", password: DEMO_PHONE.password }]) {
+      const log = new CapturingLog();
+      const account = new Account({ baseUrl: sim.url, credentials, tokenFile: path.join(dir, `${credentials.method}.json`), auditLogPath: path.join(dir, "audit.jsonl"), log, client: { random: () => 0 } });
+      try {
+        sim.control.inject({ kind: "500", endpoint: ["loginByPhone", "loginByEmail"], title: `no account ${echoed}`, count: 2 });
+        await account.start();
+        assert.equal(account.session.state, "unreachable");
+        await account.session.reconnect();
+        await account.start();
+        sim.control.inject({ kind: "500", endpoint: "unlockDevice", title: `key of ${echoed} refused`, count: 1 });
+        const r = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: credentials.method }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
+        assert.equal(r.outcome, "error", JSON.stringify(r));
+        const text = [...log.lines, JSON.stringify(r), account.session.snapshot().reason ?? ""].join("\n");
+        const secrets = credentials.method === "email" ? ["demo@example.com", "DEMO@EXAMPLE.COM", "demo-password"] : ["+15550000001", "15550000001", "demo-password"];
+        for (const secret of secrets) {
+          assert.ok(!text.includes(secret), `${credentials.method} login: the service's title put a secret into: ${text}`);
+        }
+      } finally {
+        await account.close();
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
   it("never writes a token, password or phone number to the log", async () => {
     await ready();
     sim.control.expireAccessToken("demo");
@@ -363,6 +392,55 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(renewed!.startedAt - limited!.endedAt, 500, "jitter 0 (random() = 0): exactly 500 ms");
   });
 
+  // docs/session.md#rate-limits: a Retry-After "that cannot be read" counts as none. HTTP knows
+  // two forms, whole seconds and an HTTP date; "-5", "1.5" and "+3" are neither (a lenient date
+  // parser reads them as days in 2001, a date long past: no wait at all).
+  for (const unreadable of ["-5", "1.5", "+3"]) {
+    it(`a refresh answered 429 with Retry-After: ${unreadable} (neither seconds nor a date) is tried again after the first back-off step, not at once`, async () => {
+      await account.start();
+      sim.control.resetRequests();
+      sim.control.revokeAccessToken("demo");
+      sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: unreadable, count: 1 });
+      const first = await unlock();
+      assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+      assert.equal(assertRetryAfterInText(first), 1, "500 ms, named as the whole second it ends in");
+      const early = await unlock();
+      assert.equal(early.outcome, "rate-limited", JSON.stringify(early));
+      assert.equal(refreshes().length, 1, `refreshed at once: ${JSON.stringify(ops(sim))}`);
+      await clock.tickAsync(500);
+      assert.equal((await unlock()).outcome, "accepted");
+      const [limited, renewed] = refreshes();
+      assert.equal(renewed!.startedAt - limited!.endedAt, 500);
+    });
+  }
+
+  // Every rate-limited outcome carries retryAfter in whole seconds, named in its text; a wait the
+  // package cannot keep (longer than its longest timer) is never promised.
+  it("a Retry-After of 400 digits (the PUT, the refresh, the device list): retryAfter is whole seconds its text names, and nothing is sent a day later", async () => {
+    const huge = "9".repeat(400);
+    await account.start();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: huge, count: 1 });
+    const put = await unlock();
+    assert.equal(put.outcome, "rate-limited", JSON.stringify(put));
+    assertRetryAfterInText(put, "the PUT: ");
+    sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: huge, count: 1 });
+    const list = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+    assert.equal(list.outcome, "rate-limited", JSON.stringify(list));
+    assertRetryAfterInText(list, "the device list: ");
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: huge, count: 1 });
+    const renewal = await unlock();
+    assert.equal(renewal.outcome, "rate-limited", JSON.stringify(renewal));
+    const wait = assertRetryAfterInText(renewal, "the refresh: ");
+    assert.ok(wait >= 24 * 3600, `retryAfter ${wait} s: the service asked for more than a day`);
+    await clock.tickAsync(24 * 3600_000);
+    const later = await unlock();
+    assert.equal(later.outcome, "rate-limited", JSON.stringify(later));
+    assertRetryAfterInText(later, "a day later: ");
+    assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429"], "nothing sent within the Retry-After");
+  });
+
   it("a login answered 429 with Retry-After: 1 is tried again by the first message after that second (no minute floor); the message within it is rate-limited", async () => {
     sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 1 });
     await account.start();
@@ -378,6 +456,57 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 200", "unlockDevice 200"]);
     const [limited, loggedIn] = sim.control.requests({ operation: "loginByPhone" });
     assert.equal(loggedIn!.startedAt - limited!.endedAt, 1000);
+  });
+
+  // The device list a door name (or a door picked in the editor) needs is fetched through the
+  // session: a renewal the service rate-limited sent nothing for the list, so it is the session's
+  // wait, not a failure of the list with a back-off (30 s, doubling) of its own on top.
+  it("logins answered 429 twice at start-up (Retry-After: 1): a door by name opens by the first message after the second wait, with no list back-off on top", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 2 });
+    await account.start();
+    account.warmDevices();
+    const byName = (): Promise<UnlockResult> =>
+      performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+    const first = await byName();
+    assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+    assert.equal(assertRetryAfterInText(first), 1);
+    await clock.tickAsync(1000);
+    const second = await byName();
+    assert.equal(second.outcome, "rate-limited", JSON.stringify(second));
+    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 429"]);
+    // The second 429 in a row: twice the first step (jitter 0), and nothing more.
+    assert.equal(assertRetryAfterInText(second), 2, "the session's wait, not the device list's back-off");
+    await clock.tickAsync(2000);
+    const third = await byName();
+    assert.equal(third.outcome, "accepted", JSON.stringify(third));
+    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 429", "loginByPhone 200", "listUserDevices 200", "unlockDevice 200"]);
+  });
+
+  // docs/session.md#renewal: no timer may fire in a loop. The start-up list fetch that waits for a
+  // rate-limited renewal is tried again once that wait is over, not at once and again and again.
+  it("the start-up device list fetch meets a 401 whose refresh is answered 429 (Retry-After: 10): it is tried again once, after 10 s, and no timer fires in a loop meanwhile", async () => {
+    // The account's clock, with every timer it sets counted.
+    let timersSet = 0;
+    const counting = { ...clock, setTimeout: (fn: () => void, ms: number) => (timersSet++, clock.setTimeout(fn, ms)) };
+    await account.close();
+    account = new Account({
+      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
+      clock: counting, client: { random: () => 0 },
+    });
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 10, count: 1 });
+    account.warmDevices();
+    await waitUntil(() => refreshes().length === 1 && account.directory.inFlight() === null, 5000, "the refresh answered 429");
+    await new Promise((r) => setTimeout(r, 50));
+    const before = timersSet;
+    for (let s = 0; s < 9; s++) await clock.tickAsync(1000);
+    assert.ok(timersSet - before <= 3, `${timersSet - before} timers set within the Retry-After: a timer fires in a loop`);
+    assert.deepEqual(ops(sim), ["listUserDevices 401", "refreshToken 429"], "nothing sent within the Retry-After");
+    await clock.tickAsync(1000);
+    await waitUntil(() => account.directory.cached() !== null, 5000, () => `the list fetched after the wait: ${JSON.stringify(ops(sim))}`);
+    assert.deepEqual(ops(sim), ["listUserDevices 401", "refreshToken 429", "refreshToken 200", "listUserDevices 200"]);
   });
 
   it("consecutive 429s on the refresh double the wait (Retry-After 1 s, then 2, 4 ... s), never send within it, and stay at 15 min at most", async () => {
@@ -454,6 +583,18 @@ describe("session: a login that cannot connect says what failed, where, and what
     assert.match(got.message, new RegExp(`^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`));
     assert.equal(got.detail, "connection refused");
     assert.match(got.log, /\[ECONNREFUSED\]/, "the log keeps the system's code");
+  });
+
+  it("a base URL of any length is clipped to 120 characters in the text (it reaches a status, a message and the editor)", async () => {
+    const port = await listen(createTcpServer());
+    await new Promise((r) => servers.pop()!.close(r));
+    const long = `http://127.0.0.1:${port}/${"a".repeat(5000)}`;
+    const got = await attempt(long);
+    const where = /^cannot connect to (\S+) \(connection refused\): check the base URL$/.exec(got.reason);
+    assert.ok(where, got.reason);
+    assert.equal(where[1]!.length, 120);
+    assert.ok(where[1]!.endsWith("…") && long.startsWith(where[1]!.slice(0, -1)), where[1]);
+    assert.ok(got.message.length < 400, `message of ${got.message.length} characters`);
   });
 
   it("a host name that does not resolve: 'cannot connect to <base URL> (host name ... not found)'", async () => {
