@@ -352,6 +352,9 @@ describe("a sign-in with another login on the same service as a session that run
     const res = await helper.request().post(`${ADMIN}/other-acc/sign-in`).set(EDITOR_HEADERS).send({ ...body({ confirm: "true" }), loginMethod: "phone", phoneNumber: "+15550000002" });
     assert.equal(res.status, 409, JSON.stringify(res.body));
     assert.equal(res.body.confirm, true);
-    assert.equal(ops(sim).length, 0, JSON.stringify(ops(sim)));
+    // The session the confirmed sign-in above opened may still be fetching its door list in the
+    // background; this sign-in itself sends nothing: no login, no refresh, no other request.
+    const sent = ops(sim).filter((o) => !o.startsWith("listUserDevices "));
+    assert.equal(sent.length, 0, JSON.stringify(ops(sim)));
   });
 });
