@@ -167,7 +167,7 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       `Simulator: ${o.simUrl} (control surface ${o.simUrl}/_sim/, e.g. GET /_sim/requests, GET /_sim/counts, ` +
       "POST /_sim/devices/101/online {\"online\":false}, POST /_sim/accounts/demo/supersede).\n\n" +
       "Start with the tab \"01 Button unlocks a door\": press the inject button and watch the debug sidebar.",
-    // Left edge at 40, on the grid (the comment is 340 px wide here): test/example-layout.test.ts.
+    // Left edge at 40, on the grid (the comment is 340 px wide here): test/editor/example-layout.browser.test.ts.
     x: 210,
     y: 40,
     wires: [],

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as http from "node:http";
 import * as net from "node:net";
-import { PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import { PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
 
 const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -38,7 +38,7 @@ async function getJson(url: string): Promise<unknown> {
   return res.json();
 }
 
-describe("demo (npm start): startDemo", function () {
+describe("demo (npm start): the editor with our nodes, the examples and a ready account from the installed package; stop() leaves nothing running; a second start finds nothing stale", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-test-"));
   const running: RunningDemo[] = [];
@@ -123,7 +123,7 @@ describe("demo (npm start): startDemo", function () {
 // A CI run failed here: the editor port was free when the demo picked it and taken by another
 // process before Node-RED listened on it ("Error: port in use"). The race is forced: the first
 // port picked is held by a server of the test.
-describe("demo (npm start): a picked port taken before Node-RED listens on it", function () {
+describe("demo (npm start): a picked port taken before Node-RED listens on it is replaced, and only the Node-RED it started counts as up", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-port-"));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -173,7 +173,7 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it", 
   });
 
   it("a port another HTTP server holds that answers /settings with 200: not taken for the editor; the demo picks another port and its own Node-RED answers there", async () => {
-    // helper-17's review of 499f01d: the start-up check took any 200 on /settings for Node-RED.
+    // Fixed in 511ac43: the start-up check took any 200 on /settings for Node-RED.
     const srv = http.createServer((req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end('{"httpNodeRoot":"/","version":"4.1.15"}');
@@ -222,7 +222,7 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it", 
   });
 });
 
-describe("demo (npm start): the command line", function () {
+describe("demo (npm start): the command line prints the addresses and never a credential; SIGINT or SIGTERM stops everything", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-cli-"));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -365,7 +365,7 @@ function killGroup(tree: StartedTree | null): void {
 // alone. npm passes SIGINT and SIGTERM to its own child only and dies of SIGHUP or SIGKILL without
 // passing anything on; the demo, Node-RED, the broker and the simulator must stop all the same
 // (docs/runtimes.md#stopping-the-demo).
-describe("demo (npm start): stopped from outside (a signal to npm alone, a parent that dies), it leaves no process and no port behind", function () {
+describe("demo (npm start): stopped from outside (a signal to npm alone, a parent that dies), it leaves no process and no port behind (docs/runtimes.md#stopping-the-demo)", function () {
   this.timeout(240_000);
   const npm = process.platform === "win32" ? "npm.cmd" : "npm";
   const STOP_WITHIN_MS = 15_000;

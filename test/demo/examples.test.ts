@@ -13,8 +13,8 @@ import {
   ACCOUNT_USERS, DEMO_CREDENTIAL_SECRET, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
   isConfigNode, newNodeId, loadExamples, settingsFile, startBroker, startNodeRedOnFreePort, waitForAccountState,
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
-} from "../scripts/demo.js";
-import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+} from "../../scripts/demo.js";
+import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 /** Core node types the examples may use (checked again against the running Node-RED's core set). */
@@ -42,7 +42,7 @@ function nodeNamed(ex: ExampleFlow, type: string, name?: string): FlowNode {
   return n;
 }
 
-describe("example flows: files", () => {
+describe("example flows: each parses, uses core nodes plus ours, explains itself in a comment, brings no account and names its doors", () => {
   it("there are examples, named like menu entries", () => {
     assert.ok(examples.length >= 6, `${examples.length} examples`);
     for (const ex of examples) assert.match(ex.title, /^\d\d [A-Z][^/\\]{5,80}$/, ex.title);
@@ -116,7 +116,7 @@ describe("example flows: files", () => {
   }
 });
 
-describe("example flows: deployed into a real Node-RED 4", function () {
+describe("example flows deployed into a real Node-RED 4: each starts without an error and does what its comment says", function () {
   this.timeout(60_000);
   let sim: RunningSimulator;
   let broker: Broker;

@@ -14,7 +14,7 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../scripts/demo.js";
+import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/demo.js";
 
 const run = promisify(execFile);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
@@ -49,7 +49,7 @@ function expectedFiles(): Set<string> {
   return files;
 }
 
-describe("npm pack: contents", function () {
+describe("npm pack: the package holds exactly what Node-RED needs", function () {
   this.timeout(60_000);
   let packed: string[];
 

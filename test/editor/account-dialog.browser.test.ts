@@ -11,17 +11,17 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, newNodeId, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { DEMO_ACCOUNT } from "../src/simulator/index.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+import { REPO_ROOT, newNodeId, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { DEMO_ACCOUNT } from "../../src/simulator/index.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const STEP_MS = 15_000;
 const TAB_ID = "acd1a1090000a000";
 
-describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVersion}): a stored login is shown as stored, never in clear`, function () {
+describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVersion}): a stored login is shown as stored, never in clear (docs/security.md#secrets)`, function () {
   this.timeout(180_000);
   let dir = "";
   let profile = "";

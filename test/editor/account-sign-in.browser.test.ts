@@ -18,16 +18,16 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Locator, Page } from "playwright-core";
-import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../src/simulator/seed.js";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../../src/simulator/seed.js";
+import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const STEP_MS = 15_000;
 
-describe(`door-account dialog: Sign in never claims a password no login accepted (chromium, Node-RED ${nodeRedVersion})`, function () {
+describe(`door-account dialog: Sign in never claims a password no login accepted (docs/session.md#signing-in-from-the-editor; chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(180_000);
   let dir = "";
   let profile = "";

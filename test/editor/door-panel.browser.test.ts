@@ -6,9 +6,9 @@
  * - one button per door of the account, with its location and online state (from door-devices);
  * - "Front Door" pressed, then Cancel: nothing is sent;
  * - "Front Door" pressed, then Unlock: exactly one unlock of door 101, the outcome shown in
- *   words, and the audit actor "dashboard" (no auth plugin: CONTRACT, "actor is msg.actor");
+ *   words, and the audit actor "dashboard" (no auth plugin; the actor is msg.actor: docs/nodes.md#door-unlock);
  * - the offline door (Server Room, 105): one PUT, answered 503, shown as "offline" in words;
- * - a 429 from the service: "try again in 7 s" (CONTRACT, rate-limited: retryAfter).
+ * - a 429 from the service: "try again in 7 s" (rate-limited with retryAfter: docs/outcomes.md#door-unlock-outcomes).
  *
  * Screenshot: test-artifacts/door-panel.png every run; docs/door-panel.png (README) with
  * DOOR_ACCESS_UPDATE_SCREENSHOT=1.
@@ -18,15 +18,15 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
+import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "door-panel.png");
 
-describe(`door panel (example 08, Dashboard 2) on a phone (chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
+describe(`door panel (example 08, Dashboard 2) on a phone: one button per door, one unlock per confirmed press, each outcome in words (docs/outcomes.md#door-unlock-outcomes; chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
   let dir = "";
   let profile = "";
@@ -166,7 +166,7 @@ describe(`door panel (example 08, Dashboard 2) on a phone (chromium 390x844, Nod
     assert.equal(unlocks(101), 1, "one unlock of the Front Door");
     assert.equal(unlocks(), 1, "and nothing else");
     assert.deepEqual(demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.status), [200]);
-    // CONTRACT, door-unlock: "actor is msg.actor"; the panel sets it from msg._client.user, else "dashboard".
+    // docs/nodes.md#door-unlock: the actor is msg.actor; the panel sets it from msg._client.user, else "dashboard".
     assert.deepEqual(auditActors(101), ["dashboard"]);
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const shot = path.join(ARTIFACTS, "door-panel.png");

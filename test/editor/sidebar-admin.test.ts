@@ -2,20 +2,21 @@
  * The "Door access" sidebar's runtime half (src/plugin/sidebar.ts) in a real Node-RED runtime
  * against the simulator: the deployed accounts and their state, the audit records newest first
  * with filters, the chain check, the CSV export, the live notice over Node-RED comms, and the
- * permissions (CONTRACT.md "Door selection": admin endpoints behind RED.auth.needsPermission;
- * reading needs door-account.read, Reconnect door-account.write). No token, password or phone
- * number in any answer or notice (CONTRACT.md "Audit log": no secret in the records).
+ * permissions (docs/security.md#who-can-do-what-the-admin-routes: admin endpoints behind
+ * RED.auth.needsPermission; reading needs door-account.read, Reconnect door-account.write). No
+ * token, password or phone number in any answer or notice (docs/security.md#secrets).
+ * The tab itself: docs/nodes.md#editor-sidebar.
  */
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import { exportCsv } from "../src/audit/reader.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { exportCsv } from "../../src/audit/reader.js";
 import {
   DEMO_ACCOUNT, accountModule, accountNode, accountOf, assertAccepted, assertFailed, devicesModule, editorPost, helper, helperNodes,
   loadFlow, logins, readAudit, startSim, statusModule, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady,
-} from "./helpers/flow.js";
-import { resolveFromNodeRed } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+} from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const SIDEBAR = "/door-access/sidebar/accounts";
 const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
@@ -57,7 +58,7 @@ async function resultsWritten(userDir: string): Promise<void> {
   }, 5000);
 }
 
-describe("door access sidebar: admin endpoints and live notices (Node-RED runtime + simulator)", function () {
+describe("door access sidebar: admin endpoints and live notices name accounts, never a secret (docs/nodes.md#editor-sidebar; Node-RED runtime + simulator)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let userDir = "";
@@ -174,7 +175,7 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
   });
 });
 
-describe("door access sidebar with adminAuth (Node-RED's real needsPermission)", function () {
+describe("door access sidebar with adminAuth: reading needs door-account.read, Reconnect door-account.write (docs/security.md#who-can-do-what-the-admin-routes; Node-RED's real needsPermission)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let adminToken = "";

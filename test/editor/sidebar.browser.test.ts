@@ -11,18 +11,18 @@
  * record marked, and no page error.
  *
  * Screenshot: test-artifacts/audit-sidebar.png every run; the README's docs/audit-sidebar.png
- * only with DOOR_ACCESS_UPDATE_SCREENSHOT=1 (as test/browser.test.ts does for docs/editor.png).
+ * only with DOOR_ACCESS_UPDATE_SCREENSHOT=1 (as test/editor/editor.browser.test.ts does for docs/editor.png).
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { exportCsv } from "../src/audit/reader.js";
-import { checkTextFits } from "./helpers/layout-check.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { exportCsv } from "../../src/audit/reader.js";
+import { checkTextFits } from "../helpers/layout-check.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
@@ -41,7 +41,7 @@ async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Prom
   return text;
 }
 
-describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVersion})`, function () {
+describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVersion}): the account's state, live records, filters, CSV, Reconnect, all as text (docs/nodes.md#editor-sidebar)`, function () {
   this.timeout(180_000);
   let dir = "";
   let profile = "";
