@@ -8,11 +8,10 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import {
-  ACCOUNT_USERS, DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, newNodeId, loadExamples, settingsFile, startBroker, startDemo, startNodeRedOnFreePort, waitForAccountState,
-  type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess, type RunningDemo,
-} from "../scripts/demo.js";
+import { ACCOUNT_USERS, isConfigNode, newNodeId, loadExamples, type ExampleFlow, type FlowNode } from "../scripts/demo-flows.js";
+import { startBroker, type Broker } from "../scripts/mqtt-broker.js";
+import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, waitForAccountState, type NodeRedProcess } from "../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../scripts/start-demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
 
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";

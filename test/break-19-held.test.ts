@@ -14,7 +14,7 @@ import { AuditLog } from "../src/audit/audit-log.js";
 import { lineHash, verify } from "../src/audit/chain.js";
 import { checkAuditPath } from "../src/audit/paths.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
-import { INSTANCE_HEADER, settingsFile } from "../scripts/demo.js";
+import { INSTANCE_HEADER, settingsFile } from "../scripts/node-red-process.js";
 import { RedisServer } from "./helpers/redis.js";
 import { helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady } from "./helpers/flow.js";
 import { eio, enospc, lines, type P, parsed, put, rec, text } from "./helpers/audit-faults.js";

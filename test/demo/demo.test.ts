@@ -10,7 +10,9 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as http from "node:http";
 import * as net from "node:net";
-import { PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { loadExamples } from "../../scripts/demo-flows.js";
+import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 
 const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 

@@ -9,11 +9,9 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import {
-  ACCOUNT_USERS, DEMO_CREDENTIAL_SECRET, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, newNodeId, loadExamples, settingsFile, startBroker, startNodeRedOnFreePort, waitForAccountState,
-  type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
-} from "../../scripts/demo.js";
+import { ACCOUNT_USERS, EXAMPLE_BROKER_ID, isConfigNode, newNodeId, loadExamples, type ExampleFlow, type FlowNode } from "../../scripts/demo-flows.js";
+import { startBroker, type Broker } from "../../scripts/mqtt-broker.js";
+import { DEMO_CREDENTIAL_SECRET, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, waitForAccountState, type NodeRedProcess } from "../../scripts/node-red-process.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];

@@ -14,7 +14,7 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/demo.js";
+import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/node-red-process.js";
 
 const run = promisify(execFile);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";

@@ -17,7 +17,7 @@ import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT } from "../../scripts/demo.js";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
 
 interface Pkg {
   name: string;

@@ -1,6 +1,6 @@
 /**
  * The door-account dialog in a real browser (Debian's chromium via playwright-core) against the
- * demo (scripts/demo.ts): a stored login, email or phone number, is a secret
+ * demo (scripts/start-demo.ts): a stored login, email or phone number, is a secret
  * (docs/security.md#secrets). The editor is told only that one is stored: the field shows it as
  * stored (a password field holding Node-RED's "__PWRD__" marker), the eye button never reveals
  * it, the page never holds it; and an account deployed before keeps working when its dialog is
@@ -11,7 +11,9 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, newNodeId, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { newNodeId } from "../../scripts/demo-flows.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { DEMO_ACCOUNT } from "../../src/simulator/index.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";

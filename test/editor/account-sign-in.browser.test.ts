@@ -1,6 +1,6 @@
 /**
  * The door-account dialog's "Sign in" in a real browser (Debian's chromium via playwright-core)
- * against the demo (scripts/demo.ts: simulator + Node-RED with our package installed), on
+ * against the demo (scripts/start-demo.ts: simulator + Node-RED with our package installed), on
  * ephemeral ports. The rule (docs/session.md#signing-in-from-the-editor): a sign-in never reports
  * success for a password that is not the account's, and never logs in while a session of that
  * account runs in this Node-RED (a login would end it). Counted at the simulator.
@@ -19,7 +19,8 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Locator, Page } from "playwright-core";
 import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../../src/simulator/seed.js";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 

@@ -18,7 +18,8 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 

@@ -1,6 +1,6 @@
 /**
  * The editor in a real browser (Debian's chromium driven by playwright-core), against the demo
- * setup of `npm start` (scripts/demo.ts: simulator + Node-RED with our package installed).
+ * setup of `npm start` (scripts/start-demo.ts: simulator + Node-RED with our package installed).
  * The rules: docs/session.md#signing-in-from-the-editor, docs/doors.md#picking-a-door-in-the-editor,
  * docs/security.md#text-in-the-editor-and-the-dashboard.
  *
@@ -21,7 +21,8 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Locator, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { checkTextFits } from "../helpers/layout-check.js";
 import { nodeRedPackage, nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";

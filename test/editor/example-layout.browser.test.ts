@@ -14,7 +14,9 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, loadExamples, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { loadExamples } from "../../scripts/demo-flows.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { checkDrawnLayout, type LayoutReport } from "../helpers/layout-check.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 

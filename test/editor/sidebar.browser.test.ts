@@ -1,6 +1,6 @@
 /**
  * The "Door access" sidebar tab in a real browser (Debian's chromium via playwright-core) against
- * the demo (scripts/demo.ts: simulator + Node-RED with our package installed, so the editor
+ * the demo (scripts/start-demo.ts: simulator + Node-RED with our package installed, so the editor
  * plugin is loaded the way a user's Node-RED loads it).
  *
  * A flow with three inject → door-unlock pairs (Front Door: accepted; Boiler Room: forbidden; a
@@ -18,7 +18,8 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../../scripts/demo.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { exportCsv } from "../../src/audit/reader.js";
 import { checkTextFits } from "../helpers/layout-check.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
