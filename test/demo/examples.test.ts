@@ -159,8 +159,11 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
   /** The account a user adds after the import: the simulator, the demo credentials, a new id. */
   const accountId = newNodeId();
 
-  /** The example on a tab, its door nodes on an account pointed at the simulator with the demo credentials. */
-  function deployable(ex: ExampleFlow): FlowNode[] {
+  /**
+   * The example on a tab, its door nodes on an account pointed at the simulator with the demo
+   * credentials; with `debugToConsole`, every debug node also logs to Node-RED's console.
+   */
+  function deployable(ex: ExampleFlow, debugToConsole = false): FlowNode[] {
     const tab = "d00a7e57ab000001";
     const out: FlowNode[] = [
       { id: tab, type: "tab", label: ex.title, disabled: false, info: "" },
@@ -170,6 +173,7 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       if (ACCOUNT_USERS.includes(n.type)) out.push({ ...n, z: tab, account: accountId });
       else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
       else if (isConfigNode(n)) out.push({ ...n });
+      else if (n.type === "debug" && debugToConsole) out.push({ ...n, z: tab, console: true });
       else out.push({ ...n, z: tab });
     }
     return out;
@@ -180,13 +184,13 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
   }
 
   /** Deploys the example; returns where its part of Node-RED's output starts. */
-  async function deploy(ex: ExampleFlow): Promise<number> {
+  async function deploy(ex: ExampleFlow, o: { debugToConsole?: boolean } = {}): Promise<number> {
     const before = started();
     const mark = nr.output().length;
     const res = await fetch(`${nr.url}/flows`, {
       method: "POST",
       headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
-      body: JSON.stringify({ flows: deployable(ex) }),
+      body: JSON.stringify({ flows: deployable(ex, o.debugToConsole) }),
     });
     assert.equal(res.status, 200, await res.text());
     const deadline = Date.now() + 20_000;
@@ -336,6 +340,34 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     } finally {
       await client.endAsync();
     }
+  });
+
+  // Last: its steps halt the account's session at the simulator.
+  // Fixed in 665123b: the comment's steps (one supersede, one press) raised no alert.
+  it("05: doing what its comment's \"Try it\" says (simulator supersede, press the button) raises the ALERT", async () => {
+    const ex = byTitle("05");
+    const comment = ex.nodes.find((n) => n.type === "comment")!;
+    const info = String(comment.info);
+    const tryIt = info.slice(info.indexOf("Try it"));
+    assert.ok(tryIt.startsWith("Try it"), "the comment tells how to try it");
+    const url = /curl -X POST (http:\/\/127\.0\.0\.1:8787\/_sim\/accounts\/[^\s`]+)/.exec(tryIt)?.[1];
+    assert.ok(url, `a curl command in: ${tryIt}`);
+    const rounds = /\btwice\b/.test(tryIt) ? 2 : 1;
+    const button = ex.nodes.find((n) => n.type === "inject")!;
+
+    const mark = await deploy(ex, { debugToConsole: true });
+    for (let i = 0; i < rounds; i++) {
+      const res: Response = await fetch(url.replace("http://127.0.0.1:8787", sim.url), { method: "POST" });
+      assert.equal(res.status, 204, `${url}: ${res.status}`);
+      await inject(button.id);
+      await sleep(1500);
+    }
+    const deadline = Date.now() + 5000;
+    while (!/\[debug:ALERT\]/.test(nr.output().slice(mark)) && Date.now() < deadline) await sleep(200);
+    const log = nr.output().slice(mark);
+    assert.match(log, /\[debug:ALERT\][\s\S]*session halted|\[debug:ALERT\][\s\S]*stopped working/,
+      `no ALERT after the comment's steps (${rounds} round(s) of: ${url}, press). Unlocks answered 200: ` +
+      `${sim.control.requests({ operation: "unlockDevice" }).filter((r) => r.status === 200).length}. Log:\n${log}`);
   });
 });
 
