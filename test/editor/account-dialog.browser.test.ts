@@ -1,20 +1,35 @@
 /**
  * The door-account dialog in a real browser (Debian's chromium via playwright-core) against the
- * demo (scripts/start-demo.ts): a stored login, email or phone number, is a secret
- * (docs/security.md#secrets). The editor is told only that one is stored: the field shows it as
- * stored (a password field holding Node-RED's "__PWRD__" marker), the eye button never reveals
- * it, the page never holds it; and an account deployed before keeps working when its dialog is
- * saved and deployed again (the stored email is kept, not replaced by the marker).
+ * demo (scripts/start-demo.ts: simulator + Node-RED with our package installed), on ephemeral
+ * ports. Each describe runs a demo of its own.
+ *
+ * A stored login, email or phone number, is a secret (docs/security.md#secrets). The editor is
+ * told only that one is stored: the field shows it as stored (a password field holding
+ * Node-RED's "__PWRD__" marker), the eye button never reveals it, the page never holds it; and an
+ * account deployed before keeps working when its dialog is saved and deployed again (the stored
+ * email is kept, not replaced by the marker).
+ *
+ * "Sign in" (docs/session.md#signing-in-from-the-editor) never reports success for a password
+ * that is not the account's, and never logs in while a session of that account runs in this
+ * Node-RED (a login would end it). Counted at the simulator. Set-up: the demo's account is
+ * deployed again with a wrong password; it resumes its stored token pair, so it runs with a
+ * password no login has accepted. In the browser a new account of the same login is added
+ * through a door-unlock's dialog and signed in with that same wrong password, then with the
+ * right one; a second login (the simulator's other account) is signed in with its right password
+ * and then with a wrong one.
+ *
+ * Screenshots: test-artifacts/account-dialog-*.png and sign-in-*.png every run (test-artifacts/
+ * is gitignored).
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { BrowserContext, Locator, Page } from "playwright-core";
 import { newNodeId } from "../../scripts/demo-flows.js";
 import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
-import { DEMO_ACCOUNT } from "../../src/simulator/index.js";
+import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../../src/simulator/seed.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
@@ -22,6 +37,22 @@ const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const STEP_MS = 15_000;
 const TAB_ID = "acd1a1090000a000";
+
+/** Chromium with a profile of its own at 1280 x 760, its steps bounded by STEP_MS; page errors are collected. */
+async function openEditorBrowser(profile: string, pageErrors: string[]): Promise<{ context: BrowserContext; page: Page }> {
+  const { chromium } = await import("playwright-core");
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 760 },
+    args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+    timeout: 60_000,
+  });
+  context.setDefaultTimeout(STEP_MS);
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  return { context, page };
+}
 
 describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVersion}): a stored login is shown as stored, never in clear (docs/security.md#secrets)`, function () {
   this.timeout(180_000);
@@ -58,17 +89,7 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     assert.equal(res.status, 200, `deploying the email account: ${res.status} ${await res.text()}`);
     assert.equal((await waitForAccountState(demo.editorUrl, accountId, "ready", 20_000)).state, "ready");
 
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 760 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(STEP_MS);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => pageErrors.push(e.message));
+    ({ context, page } = await openEditorBrowser(profile, pageErrors));
   });
 
   after(async function () {
@@ -135,5 +156,209 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     assert.equal(creds.has_email, true, JSON.stringify(creds));
     assert.equal(creds.email, undefined);
     assert.deepEqual(pageErrors, []);
+  });
+});
+
+describe(`door-account dialog: Sign in never claims a password no login accepted (docs/session.md#signing-in-from-the-editor; chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(180_000);
+  let dir = "";
+  let profile = "";
+  let demo: RunningDemo | null = null;
+  let context: BrowserContext | null = null;
+  let page: Page;
+  const log: string[] = [];
+  const pageErrors: string[] = [];
+
+  const logins = (outcome?: number) =>
+    demo!.sim.control.requests().filter((r) => /^login/.test(r.operation) && (outcome === undefined || r.status === outcome)).length;
+
+  before(async function () {
+    this.timeout(120_000);
+    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium)`);
+    dir = fs.mkdtempSync(path.join(tmpdir(), "door-sign-in-demo-"));
+    profile = fs.mkdtempSync(path.join(tmpdir(), "door-sign-in-profile-"));
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
+
+    // The demo's account deployed again with a wrong password: it resumes its stored pair.
+    const got = await fetch(new URL("flows", demo.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) });
+    const { flows } = (await got.json()) as { flows: Record<string, unknown>[] };
+    const account = flows.find((n) => n.id === demo!.accountId);
+    assert.ok(account, "the demo's account is deployed");
+    account.credentials = { password: "wrong-password" };
+    const loginsBefore = logins();
+    const res = await fetch(new URL("flows", demo.editorUrl), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+      body: JSON.stringify({ flows }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(res.status, 200, `deploying the wrong password: ${res.status} ${await res.text()}`);
+    await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
+    assert.equal(logins(), loginsBefore, "the redeployed account resumed its stored pair: no login checked the wrong password");
+
+    ({ context, page } = await openEditorBrowser(profile, pageErrors));
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  let broken = "";
+  beforeEach(function () {
+    if (broken) throw new Error(`an earlier step failed: ${broken}`);
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state !== "failed" || broken) return;
+    broken = this.currentTest.title;
+    if (context) {
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-failure.png") }).catch(() => undefined);
+      fs.writeFileSync(path.join(ARTIFACTS, "sign-in-failure.log"), [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n");
+    }
+  });
+
+  // ---- the editor's DOM -----------------------------------------------------------------
+
+  const chart = () => page.locator("#red-ui-workspace-chart");
+  const stateText = () => page.locator("#door-account-session-state");
+
+  async function centre(loc: Locator): Promise<{ x: number; y: number }> {
+    await loc.waitFor({ state: "visible" });
+    const box = await loc.boundingBox();
+    assert.ok(box, "element has a box");
+    return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  }
+
+  /** Drags a door-unlock from the palette onto the workspace and opens its dialog. */
+  async function newUnlockDialog(dx: number, dy: number): Promise<void> {
+    const item = page.locator(`#red-ui-palette .red-ui-palette-node[data-palette-type="door-unlock"]`);
+    await item.scrollIntoViewIfNeeded();
+    let from = await centre(item);
+    for (let same = 0; same < 3; ) {
+      await page.waitForTimeout(150);
+      const now = await centre(item);
+      same = now.x === from.x && now.y === from.y ? same + 1 : 0;
+      from = now;
+    }
+    const count = () => page.evaluate(() => (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({ type: "door-unlock" }).length);
+    const before = await count();
+    const box = (await chart().boundingBox())!;
+    await page.mouse.move(from.x, from.y);
+    await page.mouse.down();
+    await page.mouse.move(from.x + 30, from.y + 10, { steps: 5 });
+    await page.mouse.move(box.x + dx, box.y + dy, { steps: 20 });
+    await page.mouse.up();
+    await page.waitForFunction((n) => (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({ type: "door-unlock" }).length > n, before, { timeout: STEP_MS });
+    const id = await page.evaluate(() => {
+      const list = (window as unknown as { RED: { nodes: { filterNodes(f: object): { id: string }[] } } }).RED.nodes.filterNodes({ type: "door-unlock" });
+      return list[list.length - 1]!.id;
+    });
+    await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"] rect.red-ui-flow-node`).dblclick();
+    await page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+  }
+
+  /** From the door-unlock dialog: a new door-account with a login typed in, not deployed. */
+  async function addAccount(name: string, phone: string, password: string): Promise<void> {
+    await page.locator("select#node-input-account").waitFor({ state: "visible" });
+    // Node-RED 4/5: a "+" (add) button beside the select; older editors: "add new" in the select and its lookup button.
+    if ((await page.locator("#node-input-btn-account-add").count()) > 0) {
+      await page.locator("#node-input-btn-account-add").click();
+    } else {
+      await page.locator("select#node-input-account").selectOption("_ADD_");
+      await page.locator("#node-input-lookup-account").click();
+    }
+    await page.locator("#node-config-input-baseUrl").waitFor({ state: "visible" });
+    await page.locator("#node-config-input-name").fill(name);
+    await page.locator("#node-config-input-baseUrl").fill(demo!.simUrl);
+    await page.locator("#node-config-input-loginMethod").selectOption("phone");
+    await page.locator("#node-config-input-phoneNumber").fill(phone);
+    await page.locator("#node-config-input-password").fill(password);
+    await page.locator("#door-account-sign-in").waitFor({ state: "visible" });
+  }
+
+  /** Presses Sign in with `password` typed; resolves with the dialog's session line once it has the answer. */
+  async function signIn(password: string): Promise<{ text: string; colour: string }> {
+    await page.locator("#node-config-input-password").fill(password);
+    await page.locator("#door-account-sign-in").click();
+    await page.waitForFunction(() => {
+      const t = document.querySelector("#door-account-session-state")?.textContent ?? "";
+      return t !== "" && !/signing in/.test(t) && !(document.querySelector("#door-account-sign-in") as HTMLButtonElement | null)?.disabled;
+    }, null, { timeout: STEP_MS });
+    const text = await stateText().innerText();
+    const colour = await page.locator("#door-account-session-dot").evaluate((el) => getComputedStyle(el).color);
+    recordForLeakScan("account dialog session line", text);
+    return { text, colour };
+  }
+
+  /** The text of the newest notification (RED.notify) that says `what`, as shown. */
+  async function notification(what: RegExp): Promise<string> {
+    const n = page.locator(".red-ui-notification", { hasText: what }).last();
+    await n.waitFor({ state: "visible" });
+    const text = await n.innerText();
+    recordForLeakScan("notification", text);
+    return text;
+  }
+
+  const GREEN = "rgb(85, 170, 136)"; // #5a8, the dialog's "ready" dot
+
+  // ---- the steps --------------------------------------------------------------------------
+
+  it("opens the editor with the demo's account deployed (running on a resumed pair with a wrong password)", async () => {
+    await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    await page.locator(`.red-ui-palette-node[data-palette-type="door-unlock"]`).waitFor({ state: "attached", timeout: 60_000 });
+    await chart().waitFor({ state: "visible" });
+  });
+
+  it("the same login with that same wrong password: no success is claimed (the password was not checked), the dot is not green, nothing is sent", async () => {
+    await newUnlockDialog(380, 160);
+    await addAccount("Same login", DEMO_ACCOUNT.phoneNumber, "wrong-password");
+    const before = logins();
+    const shown = await signIn("wrong-password");
+    assert.doesNotMatch(shown.text, /^signed in|door pickers can list|already runs: door pickers use it$/);
+    assert.match(shown.text, /The password was not checked: only a login can check it, and a login would end that session/);
+    assert.notEqual(shown.colour, GREEN, "not shown as a success");
+    assert.match(await notification(/The password was not checked/), /a session for this login already runs/);
+    assert.equal(logins(), before, "no login: the deployed account's session runs");
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-not-checked.png") });
+  });
+
+  it("the same login with the right password while that session runs: it cannot be checked without ending the session; nothing is sent", async () => {
+    const before = logins();
+    const shown = await signIn(DEMO_ACCOUNT.password);
+    assert.match(shown.text, /sign-in failed: door-account "Demo account \(simulator\)" runs a session of this login with another password: the password typed cannot be checked without ending that session/);
+    assert.doesNotMatch(shown.text, /^signed in|door pickers can list/);
+    assert.equal(logins(), before, "no login over the running session");
+    await page.locator("#node-config-dialog-cancel").click();
+    await page.locator("#node-config-input-baseUrl").waitFor({ state: "detached" });
+    await page.locator("#node-dialog-cancel").click();
+    await page.locator("#node-dialog-ok").waitFor({ state: "detached" });
+  });
+
+  it("another login: signed in with its right password (one login); then a wrong password is never 'signed in': no login over the session it started", async () => {
+    await newUnlockDialog(380, 260);
+    await addAccount("Other login", OTHER_ACCOUNT.phoneNumber, OTHER_ACCOUNT.password);
+    const before = logins(200);
+    const ok = await signIn(OTHER_ACCOUNT.password);
+    assert.match(ok.text, /^signed in/);
+    assert.equal(ok.colour, GREEN);
+    assert.equal(logins(200) - before, 1, "one login checked the right password");
+
+    const all = logins();
+    const wrong = await signIn("wrong-password");
+    assert.doesNotMatch(wrong.text, /^signed in|door pickers can list/);
+    assert.match(wrong.text, /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session/);
+    assert.notEqual(wrong.colour, GREEN);
+    assert.match(await notification(/cannot be checked without ending that session/), /^sign-in failed: an earlier sign-in from the editor/);
+    assert.equal(logins(), all, "nothing sent");
+    await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-wrong-over-live.png") });
+    const text = await page.locator("body").innerText();
+    recordForLeakScan("editor page after the sign-ins", text);
+    assert.ok(!text.includes(OTHER_ACCOUNT.password) && !text.includes("wrong-password"), "no password on the page");
+    assert.deepEqual(pageErrors, [], "no page error");
   });
 });
