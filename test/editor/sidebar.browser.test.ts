@@ -240,7 +240,7 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   });
 
   it("a replay attempt record is marked; the page shows no token or credential; no page error; screenshot", async () => {
-    // The writer marks the single replay after a 401 (issue 13, part A); here its record is added
+    // The writer marks the single replay after a 401 (docs/audit-log.md#records); here its record is added
     // to the file as the writer would write it, and the tab re-read with its refresh button.
     const last = fileRecords().at(-1);
     const replay = { type: "unlock-attempt", ts: new Date().toISOString(), actor: "sidebar-front", deviceId: 101, lockId: null, door: "Front Door", msgid: last?.msgid ?? "m", replay: true };
