@@ -1,6 +1,6 @@
 /**
  * Preloaded into the demo's Node-RED (`node -r dist/scripts/stop-with-parent.js red.js ...`, see
- * startNodeRed in scripts/demo.ts): Node-RED stops when the process that started it is gone,
+ * startNodeRed in scripts/node-red-process.ts): Node-RED stops when the process that started it is gone,
  * however that one ended (SIGKILL, a crash, an IDE's hard stop), instead of holding the editor
  * port as an orphan.
  *

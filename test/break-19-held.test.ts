@@ -1,21 +1,18 @@
 /**
  * Break review of cc2da17, 511ac43 and 81ac3b5: what was tried and held (see test/break-19.test.ts
  * for what did not). Faults forced by patching FileHandle.prototype / fs.promises (no sleeps to
- * win races).
+ * win races). The 511ac43 part (the demo's instance header, the suite's Redis server) is in
+ * test/demo/demo.test.ts and test/helpers/redis.test.ts.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
-import * as vm from "node:vm";
 import { AuditLog } from "../src/audit/audit-log.js";
 import { lineHash, verify } from "../src/audit/chain.js";
 import { checkAuditPath } from "../src/audit/paths.js";
 import type { RunningSimulator } from "../src/simulator/index.js";
-import { INSTANCE_HEADER, settingsFile } from "../scripts/demo.js";
-import { RedisServer } from "./helpers/redis.js";
 import { helper, loadFlow, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady } from "./helpers/flow.js";
 import { eio, enospc, lines, type P, parsed, put, rec, text } from "./helpers/audit-faults.js";
 
@@ -101,54 +98,6 @@ describe("break-19: what held", function () {
       assert.notEqual(last().fill, "blue", JSON.stringify(seen));
       assert.ok(unlockRequests(sim) <= 1);
       await loadFlow(unlockFlow(sim.url, { deviceId: "101" })); // for afterEach
-    });
-  });
-
-  describe("511ac43: the demo's instance header, the test Redis server", function () {
-    it("the generated settings file loads with the instance variable absent: the middleware sets the header to '' and calls next(); it carries nothing but that variable", () => {
-      const src = settingsFile({ uiPort: 1880 });
-      const mod: { exports: Record<string, unknown> } = { exports: {} };
-      const env: Record<string, string | undefined> = {}; // no DOOR_ACCESS_DEMO_INSTANCE
-      vm.runInNewContext(src, { module: mod, exports: mod.exports, require, process: { env }, __dirname: "/tmp" });
-      const mw = mod.exports.httpAdminMiddleware as (req: unknown, res: unknown, next: () => void) => void;
-      const set: [string, string][] = [];
-      let nexted = 0;
-      mw({}, { setHeader: (k: string, v: string) => set.push([k, v]) }, () => nexted++);
-      assert.deepEqual(set, [[INSTANCE_HEADER, ""]]);
-      assert.equal(nexted, 1);
-      env.DOOR_ACCESS_DEMO_INSTANCE = "abc";
-      set.length = 0;
-      mw({}, { setHeader: (k: string, v: string) => set.push([k, v]) }, () => nexted++);
-      assert.deepEqual(set, [[INSTANCE_HEADER, "abc"]]);
-    });
-
-    it("RedisServer with a password (including spaces, quotes, CR LF and a leading '--'): starts, stops, resumes on the same port", async () => {
-      for (const password of ["s3cret", "with space \"q\" \\ x", "p\r\nINFO", "--x"]) {
-        const s = await RedisServer.start({ password });
-        try {
-          await s.stop();
-          await s.resume();
-          assert.equal(s.running, true, JSON.stringify(password));
-        } finally {
-          await s.stop();
-        }
-      }
-    });
-
-    it("RedisServer.resume while another program holds the port: fails (redis-server exits), never takes the other program for it, leaves no process", async () => {
-      const s = await RedisServer.start();
-      const port = s.port;
-      await s.stop();
-      const other = net.createServer((c) => { c.resume(); c.end("-ERR not redis\r\n"); });
-      await new Promise<void>((r) => other.listen(port, "127.0.0.1", () => r()));
-      try {
-        const err = await s.resume().then(() => null, (e: Error) => e.message);
-        assert.match(err ?? "", /exited at start|did not start/);
-        assert.equal(s.running, false);
-      } finally {
-        await s.stop();
-        await new Promise<void>((r) => other.close(() => r()));
-      }
     });
   });
 

@@ -7,7 +7,7 @@
  * `request()` is put on `Dispatcher.prototype` by undici's own `index.js`
  * (`Object.assign(Dispatcher.prototype, api)`); this module does the same with the same
  * files, so the class is the very one `require("undici").Pool` returns (the test
- * `test/footprint.test.ts` checks that it is, for the installed undici).
+ * `test/demo/footprint.test.ts` checks that it is, for the installed undici).
  *
  * undici has no `exports` map, so the paths can be required, but they are not its public
  * API: should a later undici move them, this falls back to `require("undici")` (the same

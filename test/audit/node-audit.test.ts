@@ -21,7 +21,7 @@ import { verify } from "../../src/audit/chain.js";
 import { checkAuditPath } from "../../src/audit/paths.js";
 import { listLogFiles } from "../../src/audit/reader.js";
 import { type RunningSimulator } from "../../src/simulator/index.js";
-import { REPO_ROOT } from "../../scripts/demo.js";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
 import { fileHandlePrototype, type P } from "../helpers/audit-faults.js";
 import { DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, freshUserDir, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady, helper, lastStatus, CREDS, accountNode, helperNodes, tab, unlockNode, logins } from "../helpers/flow.js";
 import { filesNodeRedWrites, namesInNodeRedSource } from "../helpers/node-red-files.js";

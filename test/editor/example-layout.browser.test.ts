@@ -1,5 +1,5 @@
 /**
- * The example flows look made with care (issue 14): the demo (`npm start`, every example on its
+ * The example flows look made with care: the demo (`npm start`, every example on its
  * own tab) opened in Debian's chromium (playwright-core); each example tab and the demo's intro
  * tab are shown in the editor, and the boxes Node-RED DREW (its own label widths, with this
  * machine's fonts) are checked by test/helpers/layout-check.ts: nothing left of or above the
@@ -14,16 +14,18 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT, loadExamples, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { checkDrawnLayout, type LayoutReport } from "./helpers/layout-check.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
+import { loadExamples } from "../../scripts/demo-flows.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { checkDrawnLayout, type LayoutReport } from "../helpers/layout-check.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 
 interface Tab { id: string; label: string }
 
-describe(`example flows: layout as drawn by the editor (chromium, Node-RED ${nodeRedVersion})`, function () {
+describe(`example flows as drawn by the editor: nothing overlaps or lies left of or above the origin, on the grid, wires left to right (chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
   let dir = "";
   let profile = "";

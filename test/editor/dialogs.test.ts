@@ -1,5 +1,5 @@
 /**
- * The edit dialogs in Node-RED's own style (issue 14): at most one tip shown by default per
+ * The edit dialogs in Node-RED's own style (docs/nodes.md): at most one tip shown by default per
  * dialog, the explanations in the sidebar help (nodes/locales/en-US/<node>.html). A tip that
  * is hidden until a situation calls for it (the stored door is not in the list, "reject
  * retained" is off) is a warning, not a standing tip, and is not counted. Every text a dialog
@@ -10,7 +10,7 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 
-const REPO_ROOT = path.resolve(__dirname, "..", "..");
+const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 const NODES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
 function template(node: string): string {
@@ -24,7 +24,7 @@ function lookup(catalogue: unknown, key: string): unknown {
   return key.split(".").reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), catalogue);
 }
 
-describe("editor dialogs: one tip, the rest in the help (issue 14)", () => {
+describe("editor dialogs: at most one tip shown, the explanations in the node help, every dialog text in its catalogue (docs/nodes.md)", () => {
   for (const node of NODES) {
     it(`${node}: at most one tip shown by default`, () => {
       const tips = [...template(node).matchAll(/<div class="form-tips[^"]*"([^>]*)>/g)];

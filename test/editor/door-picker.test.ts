@@ -1,22 +1,22 @@
 /**
- * The door picker before the first deploy (issue 12): the editor's sign-in endpoint
+ * The door picker before the first deploy (docs/doors.md#picking-a-door-in-the-editor): the editor's sign-in endpoint
  * (POST /door-access/accounts/:id/sign-in, door-account.write) and the picker's list of an
  * account being edited (POST /door-access/accounts/:id/devices, door-account.read), behind
  * Node-RED's real RED.auth.needsPermission with adminAuth. Counted at the simulator: one login
- * from the dialog, and the deploy that follows resumes it (CONTRACT "One session per account":
+ * from the dialog, and the deploy that follows resumes it (docs/session.md#one-session-per-account:
  * the stored pair belongs to the account key, not to a node id).
  */
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import { closeAllParked } from "../src/account/registry.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { closeAllParked } from "../../src/account/registry.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountOf, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
   tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, until, waitReady,
-} from "./helpers/flow.js";
-import { resolveFromNodeRed } from "./helpers/runtime.js";
-import { RedisServer } from "./helpers/redis.js";
-import { ops } from "./helpers/session.js";
+} from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { RedisServer } from "../helpers/redis.js";
+import { ops } from "../helpers/session.js";
 
 const ADMIN = "/door-access/accounts";
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
@@ -29,7 +29,7 @@ function assertNoSecret(text: string): void {
   assert.ok(!text.includes(PHONE) && !text.includes(PHONE.slice(1)), "no phone number");
 }
 
-describe("door picker before the first deploy: sign in from the editor (real needsPermission; Node-RED runtime + simulator)", function () {
+describe("door picker before the first deploy: one sign-in from the editor lists the doors and the deploy resumes it (docs/doors.md#picking-a-door-in-the-editor; real needsPermission; Node-RED runtime + simulator)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
   let adminToken = "";

@@ -15,9 +15,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
-import { startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { nodeRedVersion } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+import { waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { nodeRedVersion } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 

@@ -1,6 +1,8 @@
 /**
  * The editor in a real browser (Debian's chromium driven by playwright-core), against the demo
- * setup of `npm start` (scripts/demo.ts: simulator + Node-RED with our package installed).
+ * setup of `npm start` (scripts/start-demo.ts: simulator + Node-RED with our package installed).
+ * The rules: docs/session.md#signing-in-from-the-editor, docs/doors.md#picking-a-door-in-the-editor,
+ * docs/security.md#text-in-the-editor-and-the-dashboard.
  *
  * Starting from an empty workspace, the test does what a user does, with the mouse and the
  * keyboard only: drags a door-unlock from the palette, adds a door-account through the config
@@ -19,10 +21,11 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { BrowserContext, Locator, Page } from "playwright-core";
-import { REPO_ROOT, startDemo, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
-import { checkTextFits } from "./helpers/layout-check.js";
-import { nodeRedPackage, nodeRedVersion } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { checkTextFits } from "../helpers/layout-check.js";
+import { nodeRedPackage, nodeRedVersion } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
@@ -31,7 +34,7 @@ const STEP_MS = 15_000;
 
 interface EditorNode { id: string; type: string; [k: string]: unknown }
 
-describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build, deploy and trigger an unlock flow`, function () {
+describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flow built with the mouse signs in once from the dialog, picks its door before the deploy and unlocks once (docs/doors.md#picking-a-door-in-the-editor)`, function () {
   this.timeout(180_000);
   let dir = "";
   let profile = "";
@@ -541,7 +544,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
  * to the name of the path it came through if the browser ran it. Every notification must show
  * the markup as literal text and hold no element made from it.
  */
-describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text from a flow, the runtime or the service is shown as text, never as HTML`, function () {
+describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text from a flow, the runtime or the service is shown as text, never as HTML (docs/security.md#text-in-the-editor-and-the-dashboard)`, function () {
   this.timeout(180_000);
   const TAB = "7e7e000000000001";
   const HOSTILE_ID = "7e7e000000000002"; // its base URL and its name are markup

@@ -1,7 +1,6 @@
 /**
  * The flow library's scorecard (`node-red-dev validate`), checked by hand because the tool
- * needs catalogue.nodered.org, which is not reachable here (see ../shared/NOTES.md). No
- * network: "the latest" versions are the newest ones installed from package-lock.json
+ * needs catalogue.nodered.org, which the test machines cannot reach. No network: "the latest" versions are the newest ones installed from package-lock.json
  * (Node-RED 5.x as the alias node-red-5, Node-RED 4.x, each runtime dependency).
  *
  * P01 license, P03 repository/bugs, P04 scoped name, P05 `node-red` keyword, P06
@@ -18,7 +17,7 @@ import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { REPO_ROOT } from "../scripts/demo.js";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
 
 interface Pkg {
   name: string;
@@ -185,7 +184,7 @@ describe("flow-library scorecard (checked offline)", () => {
 
   it("D03: each dependency range includes the latest version (npm cache, offline), else the installed one", function () {
     this.timeout(120_000);
-    /** Accepted exceptions, each with its reason (see ../shared/NOTES.md). */
+    /** Accepted exceptions, each with its reason. */
     const accepted: Record<string, string> = { undici: "undici 8.x needs Node >= 22.19; we support Node 20 (engines.node >= 20.18.1), so ^7" };
     for (const [name, range] of Object.entries(pkg.dependencies ?? {})) {
       assert.ok(semver.validRange(range), `${name}: ${range}`);

@@ -1,7 +1,9 @@
 /**
- * `npm start` (scripts/demo.ts): the editor answers, our four node types and our examples are
- * loaded from the package installed in the demo's user directory, the preconfigured account
- * logs in at the simulator, stop() leaves nothing running, and a second start works.
+ * `npm start` (scripts/demo.ts, scripts/start-demo.ts): the editor answers, our four node types
+ * and our examples are loaded from the package installed in the demo's user directory, the
+ * preconfigured account logs in at the simulator, stop() leaves nothing running, a second start
+ * works, and a second start while the first runs leaves the first alone. Stopping it from
+ * outside: test/demo/stopping.test.ts.
  */
 import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
@@ -10,7 +12,11 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as http from "node:http";
 import * as net from "node:net";
-import { PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import * as vm from "node:vm";
+import { loadExamples } from "../../scripts/demo-flows.js";
+import { INSTANCE_HEADER, PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, waitForAccountState } from "../../scripts/node-red-process.js";
+import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import type { FlowNode } from "../../scripts/demo-flows.js";
 
 const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -32,13 +38,17 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
 async function getJson(url: string): Promise<unknown> {
   const res = await fetch(url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(5000) });
   assert.equal(res.status, 200, `GET ${url}: ${res.status}`);
   return res.json();
 }
 
-describe("demo (npm start): startDemo", function () {
+describe("demo (npm start): the editor with our nodes, the examples and a ready account from the installed package; stop() leaves nothing running; a second start finds nothing stale", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-test-"));
   const running: RunningDemo[] = [];
@@ -123,7 +133,7 @@ describe("demo (npm start): startDemo", function () {
 // A CI run failed here: the editor port was free when the demo picked it and taken by another
 // process before Node-RED listened on it ("Error: port in use"). The race is forced: the first
 // port picked is held by a server of the test.
-describe("demo (npm start): a picked port taken before Node-RED listens on it", function () {
+describe("demo (npm start): a picked port taken before Node-RED listens on it is replaced, and only the Node-RED it started counts as up", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-port-"));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -173,7 +183,7 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it", 
   });
 
   it("a port another HTTP server holds that answers /settings with 200: not taken for the editor; the demo picks another port and its own Node-RED answers there", async () => {
-    // helper-17's review of 499f01d: the start-up check took any 200 on /settings for Node-RED.
+    // Fixed in 511ac43: the start-up check took any 200 on /settings for Node-RED.
     const srv = http.createServer((req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end('{"httpNodeRoot":"/","version":"4.1.15"}');
@@ -220,9 +230,26 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it", 
       await held.close();
     }
   });
+
+  it("the generated settings file loads with the instance variable absent: the middleware sets the header to '' and calls next(); it carries nothing but that variable", () => {
+    const src = settingsFile({ uiPort: 1880 });
+    const mod: { exports: Record<string, unknown> } = { exports: {} };
+    const env: Record<string, string | undefined> = {}; // no DOOR_ACCESS_DEMO_INSTANCE
+    vm.runInNewContext(src, { module: mod, exports: mod.exports, require, process: { env }, __dirname: "/tmp" });
+    const mw = mod.exports.httpAdminMiddleware as (req: unknown, res: unknown, next: () => void) => void;
+    const set: [string, string][] = [];
+    let nexted = 0;
+    mw({}, { setHeader: (k: string, v: string) => set.push([k, v]) }, () => nexted++);
+    assert.deepEqual(set, [[INSTANCE_HEADER, ""]]);
+    assert.equal(nexted, 1);
+    env.DOOR_ACCESS_DEMO_INSTANCE = "abc";
+    set.length = 0;
+    mw({}, { setHeader: (k: string, v: string) => set.push([k, v]) }, () => nexted++);
+    assert.deepEqual(set, [[INSTANCE_HEADER, "abc"]]);
+  });
 });
 
-describe("demo (npm start): the command line", function () {
+describe("demo (npm start): the command line prints the addresses and never a credential; SIGINT or SIGTERM stops everything", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-cli-"));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -267,140 +294,39 @@ describe("demo (npm start): the command line", function () {
   }
 });
 
-// ---- stopping `npm start` from outside -------------------------------------------------
-
-/** Live (not zombie) processes of a process group, from /proc: pid and command. */
-function liveInGroup(pgid: number): Array<{ pid: number; cmd: string }> {
-  const out: Array<{ pid: number; cmd: string }> = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue; // exited meanwhile
-    }
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(pgrp) !== pgid || state === "Z" || state === "X") continue;
-    let cmd = "";
-    try {
-      cmd = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").join(" ").trim();
-    } catch {
-      /* exited meanwhile */
-    }
-    out.push({ pid: Number(entry), cmd });
-  }
-  return out;
-}
-
-/** Can this process listen on 127.0.0.1:port? */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once("error", () => resolve(false));
-    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+// Fixed in 1163e14: the second start wiped the running demo's user directory.
+describe("demo (npm start): a second start from the same folder while the first still runs (the usual reason 1880 is taken) leaves the running demo's user directory alone", function () {
+  this.timeout(120_000);
+  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-twice-"));
+  const running: RunningDemo[] = [];
+  after(async () => {
+    for (const d of running) await d.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
-}
 
-interface StartedTree {
-  child: import("node:child_process").ChildProcess;
-  /** The process group: the spawned process and everything it started. */
-  pgid: number;
-  ports: number[];
-  out: () => string;
-}
+  it("the second start leaves the running demo's user directory alone (flows, audit log)", async () => {
+    const a = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
+    running.push(a);
+    assert.equal((await waitForAccountState(a.editorUrl, a.accountId)).state, "ready");
+    const flowsFile = path.join(a.userDir, "flows.json");
+    const flowsA = fs.readFileSync(flowsFile, "utf8");
+    const button = (JSON.parse(flowsA) as FlowNode[]).find((n) => n.type === "inject" && n.name === "Unlock Front Door")!;
+    await fetch(`${a.editorUrl}inject/${button.id}`, { method: "POST" });
+    const audit = path.join(a.userDir, "door-access-audit.jsonl");
+    const deadline = Date.now() + 10_000;
+    while (!(fs.existsSync(audit) && /unlock-result/.test(fs.readFileSync(audit, "utf8"))) && Date.now() < deadline) await sleep(100);
+    const auditA = fs.readFileSync(audit, "utf8");
 
-/** Spawns `command` in its own process group and waits for the demo's banner; returns its ports. */
-async function startTree(command: string, args: string[]): Promise<StartedTree> {
-  const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  child.stderr!.on("data", (c: Buffer) => (out += c.toString()));
-  const deadline = Date.now() + 120_000;
-  while (!/Stop: .*Ctrl-C/.test(out)) {
-    if (Date.now() > deadline || child.exitCode !== null) {
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-      assert.fail(`demo did not come up:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  const ports = [/Node-RED editor:\s+http:\/\/127\.0\.0\.1:(\d+)/, /Door simulator:\s+http:\/\/127\.0\.0\.1:(\d+)/, /MQTT broker:\s+mqtt:\/\/127\.0\.0\.1:(\d+)/].map((re) => Number(re.exec(out)?.[1] ?? 0));
-  assert.ok(ports[0]! > 0 && ports[1]! > 0, out);
-  return { child, pgid: child.pid!, ports: ports.filter((p) => p > 0), out: () => out };
-}
-
-/**
- * Waits (at most `ms`) until no live process of the tree remains and every port can be listened
- * on again; returns how long that took, or fails naming what is left.
- */
-async function assertAllGone(tree: StartedTree, ms: number, what: string): Promise<number> {
-  const t0 = Date.now();
-  for (;;) {
-    const left = liveInGroup(tree.pgid);
-    const busy: number[] = [];
-    for (const p of tree.ports) if (!(await portFree(p))) busy.push(p);
-    if (left.length === 0 && busy.length === 0) return Date.now() - t0;
-    if (Date.now() - t0 > ms) {
-      assert.fail(`${ms / 1000} s after ${what}: still running: ${left.map((p) => `${p.pid} ${p.cmd}`).join("; ") || "nothing"}; ports still held: ${busy.join(", ") || "none"}\n${tree.out().slice(-1500)}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-function killGroup(tree: StartedTree | null): void {
-  if (!tree) return;
-  try {
-    process.kill(-tree.pgid, "SIGKILL");
-  } catch {
-    /* nothing left */
-  }
-}
-
-// What an IDE's stop button, a process manager or `timeout` does: signal the `npm start` process
-// alone. npm passes SIGINT and SIGTERM to its own child only and dies of SIGHUP or SIGKILL without
-// passing anything on; the demo, Node-RED, the broker and the simulator must stop all the same
-// (docs/runtimes.md#stopping-the-demo).
-describe("demo (npm start): stopped from outside (a signal to npm alone, a parent that dies), it leaves no process and no port behind", function () {
-  this.timeout(240_000);
-  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  const STOP_WITHIN_MS = 15_000;
-
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"] as const) {
-    const how = signal === "SIGKILL" ? "SIGKILL to npm (the parent dies without a word)" : `${signal} to npm`;
-    it(`${how}: within ${STOP_WITHIN_MS / 1000} s no process of the tree is left and the editor, simulator and MQTT ports are free`, async () => {
-      const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-signal-"));
-      let tree: StartedTree | null = null;
-      try {
-        tree = await startTree(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"]);
-        const before = liveInGroup(tree.pgid);
-        assert.ok(before.some((p) => /node-red/.test(p.cmd)) && before.length >= 3, `npm, the demo and Node-RED run: ${JSON.stringify(before)}`);
-        process.kill(tree.child.pid!, signal); // npm's pid only, not its group
-        await assertAllGone(tree, STOP_WITHIN_MS, how);
-      } finally {
-        killGroup(tree);
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
-    });
-  }
-
-  // Without the broker and the example flows: an MQTT client that loses its broker logs, and a
-  // write to the closed pipe of a dead demo ends Node-RED by accident (EPIPE). Here nothing logs.
-  it("SIGKILL to the demo: its Node-RED stops too (it watches its parent) and the editor and simulator ports are free", async () => {
-    const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-signal-"));
-    let tree: StartedTree | null = null;
+    let second: string | null = null;
     try {
-      tree = await startTree(process.execPath, [path.join(REPO_ROOT, "dist", "scripts", "demo.js"), "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "off", "--no-examples"]);
-      assert.ok(liveInGroup(tree.pgid).some((p) => /node-red/.test(p.cmd)), "Node-RED runs");
-      process.kill(tree.child.pid!, "SIGKILL");
-      await assertAllGone(tree, STOP_WITHIN_MS, "SIGKILL to the demo");
-    } finally {
-      killGroup(tree);
-      fs.rmSync(dir, { recursive: true, force: true });
+      running.push(await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined }));
+    } catch (e) {
+      second = (e as Error).message; // refusing, with a reason, is fine
     }
+    assert.equal(fs.existsSync(flowsFile) && fs.readFileSync(flowsFile, "utf8") === flowsA, true,
+      "the running demo's flows.json was replaced by the second start (it now points at another simulator)");
+    assert.equal(fs.existsSync(audit) && fs.readFileSync(audit, "utf8").startsWith(auditA), true,
+      "the running demo's audit log was deleted by the second start");
+    if (second !== null) assert.match(second, new RegExp(a.editorUrl.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")), `the refusal names the running editor: ${second}`);
   });
 });
