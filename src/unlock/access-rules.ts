@@ -270,8 +270,16 @@ function parseSchedule(value: unknown, problems: string[]): ScheduleWindow[] {
 
 function parseZone(value: unknown, problems: string[]): string | null {
   if (value === undefined || value === null || value === "") {
-    // The runtime's zone, as Node.js sees it now (TZ, else the system's).
-    return new Intl.DateTimeFormat("en-US").resolvedOptions().timeZone ?? "UTC";
+    // The runtime's zone, as Node.js sees it now (TZ, else the system's). A TZ that is set but
+    // empty or unknown names no zone Intl can use ("Etc/Unknown", or none), and the runtime's
+    // dates are then in UTC: so is the schedule.
+    const runtime = new Intl.DateTimeFormat("en-US").resolvedOptions().timeZone;
+    try {
+      if (runtime) return new Intl.DateTimeFormat("en-US", { timeZone: runtime }).resolvedOptions().timeZone;
+    } catch {
+      /* no zone Intl knows: UTC, as the runtime's dates */
+    }
+    return "UTC";
   }
   if (typeof value !== "string") {
     problems.push(`timeZone must be an IANA zone name such as Europe/Oslo, got ${typeOf(value)}`);
