@@ -12,7 +12,7 @@
  * so that "the same millisecond", a window's edge and a lockout's 15 minutes are exact.
  */
 import { strict as assert } from "node:assert";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
@@ -233,6 +233,29 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
         const p = assertDenied(await unlock({}), "schedule");
         assert.equal(p.message, "outside this node's schedule: it is Tue 10:00 in UTC");
         assert.equal(unlockRequests(sim), 1, "a PUT only inside the window (since this deploy)");
+      } finally {
+        if (saved === undefined) delete process.env.TZ;
+        else process.env.TZ = saved;
+      }
+    });
+
+    it("a runtime zone Node.js cannot name while the runtime's dates are not UTC (TZ=:/etc/localtime on an Oslo host): a schedule without a zone of its own is a configuration error, never read in UTC; a node without a schedule still opens", async () => {
+      const OSLO_FILE = "/usr/share/zoneinfo/Europe/Oslo";
+      assert.ok(existsSync(OSLO_FILE), `premise: the system's zone files (${OSLO_FILE})`);
+      const saved = process.env.TZ;
+      process.env.TZ = `:${OSLO_FILE}`; // what TZ=:/etc/localtime gives when /etc/localtime is Oslo's
+      try {
+        assert.equal(new Date(TUESDAY_0900Z).getHours(), 10, "premise: the runtime's dates are Oslo's");
+        // Tuesday 11:30 UTC is 12:30 in Oslo: outside 07:00-12:00 there, inside it in UTC.
+        await deploy({ rules: { schedule: [{ days: [2], from: "07:00", to: "12:00" }] }, at: TUESDAY_0900Z + 2 * H + 30 * MIN });
+        const errors = errorsOf();
+        assert.equal(errors.length, 1, JSON.stringify(errors));
+        assert.match(errors[0], /time zone/);
+        assertDenied(await unlock({}), "configuration");
+        assert.equal(unlockRequests(sim), 0);
+        await teardown();
+        await deploy({ rules: { cooldown: 30 } });
+        assertAccepted(await unlock({}));
       } finally {
         if (saved === undefined) delete process.env.TZ;
         else process.env.TZ = saved;
