@@ -116,7 +116,7 @@ export = function register(RED: NodeAPI): void {
       const m = msg as NodeMessageInFlow & Record<string, unknown>;
       // msg.pin: read once, then gone from the message before anything else happens to it.
       const fields = new MessageFields(m);
-      const pin = fields.read("pin");
+      const pin = fields.read("pin", false); // what a getter throws may hold the PIN: never quoted
       if (!removePin(m)) {
         // It would leave the node on an output, or to a Catch node with the message: the message
         // goes nowhere, and nothing is sent for it.

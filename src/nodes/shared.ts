@@ -95,11 +95,12 @@ export { describeThrown };
 export class MessageFields {
   unreadable: string | undefined;
   constructor(private readonly msg: Record<string, unknown>) {}
-  read(key: string): unknown {
+  /** `quote: false` for a secret (msg.pin): what its getter threw may hold it, and is not quoted. */
+  read(key: string, quote = true): unknown {
     try {
       return this.msg[key];
     } catch (e) {
-      this.unreadable ??= `msg.${key} could not be read: ${describeThrown(e)}`;
+      this.unreadable ??= quote ? `msg.${key} could not be read: ${describeThrown(e)}` : `msg.${key} could not be read`;
       return undefined;
     }
   }

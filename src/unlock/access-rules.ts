@@ -195,7 +195,7 @@ export function parseAccessRules(config: AccessRulesConfig | null | undefined): 
   const problems: string[] = [];
   const actors = parseActors(c.allowActors, problems);
   const windows = parseSchedule(c.schedule, problems);
-  const zone = parseZone(c.timeZone, problems);
+  const zone = parseZone(c.timeZone, problems, windows.length > 0);
   const cooldown = parseCooldown(c.cooldown, problems);
   const pin = parsePin(c.pin, problems);
   if (problems.length > 0 || zone === null) {
@@ -268,10 +268,16 @@ function parseSchedule(value: unknown, problems: string[]): ScheduleWindow[] {
   return out;
 }
 
-function parseZone(value: unknown, problems: string[]): string | null {
+function parseZone(value: unknown, problems: string[], forSchedule: boolean): string | null {
   if (value === undefined || value === null || value === "") {
-    // The runtime's zone, as Node.js sees it now (TZ, else the system's).
-    return new Intl.DateTimeFormat("en-US").resolvedOptions().timeZone ?? "UTC";
+    const runtime = runtimeZone();
+    if (runtime !== null) return runtime;
+    // The runtime's dates follow a zone Intl cannot name (TZ as a file, e.g. TZ=:/etc/localtime):
+    // a schedule read in any other zone would open at the wrong hours.
+    if (forSchedule) {
+      problems.push("the runtime's time zone has no name this Node.js knows (is TZ a file path, such as :/etc/localtime?), so the schedule cannot be read in it: choose the node's time zone");
+    }
+    return "UTC"; // only the lockout's "until" clock reads it then
   }
   if (typeof value !== "string") {
     problems.push(`timeZone must be an IANA zone name such as Europe/Oslo, got ${typeOf(value)}`);
@@ -283,6 +289,24 @@ function parseZone(value: unknown, problems: string[]): string | null {
     problems.push(`timeZone "${clipText(value, 60)}" is not a time zone this Node.js knows (an IANA name such as Europe/Oslo)`);
     return null;
   }
+}
+
+/**
+ * The runtime's zone, as Node.js sees it now (TZ, else the system's), under its canonical name;
+ * "UTC" when Intl names none ("Etc/Unknown" for a TZ set but empty, nothing for an unknown one)
+ * and the runtime's dates are in UTC all year, as they then are; null when Intl names none but
+ * the runtime's dates follow some zone all the same (TZ as a file path).
+ */
+function runtimeZone(): string | null {
+  const name = new Intl.DateTimeFormat("en-US").resolvedOptions().timeZone;
+  try {
+    if (name) return new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone;
+  } catch {
+    /* a name Intl gives but does not take ("Etc/Unknown") */
+  }
+  const year = new Date().getFullYear();
+  const utcAllYear = new Date(year, 0, 1).getTimezoneOffset() === 0 && new Date(year, 6, 1).getTimezoneOffset() === 0;
+  return utcAllYear ? "UTC" : null;
 }
 
 function parseCooldown(value: unknown, problems: string[]): number {

@@ -12,7 +12,7 @@
  * so that "the same millisecond", a window's edge and a lockout's 15 minutes are exact.
  */
 import { strict as assert } from "node:assert";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
@@ -218,6 +218,50 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.equal(unlockRequests(sim), 0);
     });
 
+    it("an empty zone is the runtime's zone as its dates read it: with TZ set but empty (Node.js names no zone, its dates are UTC) a node deploys, one with no rule opens as before, and a schedule is read in UTC", async () => {
+      const saved = process.env.TZ;
+      process.env.TZ = ""; // as a container gets from `TZ=${TZ}` when the host has none
+      try {
+        await deploy({});
+        assert.ok(helper.getNode("u1"), "a node with no rule is created");
+        assertAccepted(await unlock({}));
+        await teardown();
+        await deploy({ rules: { schedule: [{ days: [2], from: "09:00", to: "10:00" }] }, at: TUESDAY_0900Z });
+        assert.ok(helper.getNode("u1"), "a node with a schedule and no zone is created");
+        assertAccepted(await unlock({}));
+        clock.setSystemTime(TUESDAY_0900Z + H);
+        const p = assertDenied(await unlock({}), "schedule");
+        assert.equal(p.message, "outside this node's schedule: it is Tue 10:00 in UTC");
+        assert.equal(unlockRequests(sim), 1, "a PUT only inside the window (since this deploy)");
+      } finally {
+        if (saved === undefined) delete process.env.TZ;
+        else process.env.TZ = saved;
+      }
+    });
+
+    it("a runtime zone Node.js cannot name while the runtime's dates are not UTC (TZ=:/etc/localtime on an Oslo host): a schedule without a zone of its own is a configuration error, never read in UTC; a node without a schedule still opens", async () => {
+      const OSLO_FILE = "/usr/share/zoneinfo/Europe/Oslo";
+      assert.ok(existsSync(OSLO_FILE), `premise: the system's zone files (${OSLO_FILE})`);
+      const saved = process.env.TZ;
+      process.env.TZ = `:${OSLO_FILE}`; // what TZ=:/etc/localtime gives when /etc/localtime is Oslo's
+      try {
+        assert.equal(new Date(TUESDAY_0900Z).getHours(), 10, "premise: the runtime's dates are Oslo's");
+        // Tuesday 11:30 UTC is 12:30 in Oslo: outside 07:00-12:00 there, inside it in UTC.
+        await deploy({ rules: { schedule: [{ days: [2], from: "07:00", to: "12:00" }] }, at: TUESDAY_0900Z + 2 * H + 30 * MIN });
+        const errors = errorsOf();
+        assert.equal(errors.length, 1, JSON.stringify(errors));
+        assert.match(errors[0], /time zone/);
+        assertDenied(await unlock({}), "configuration");
+        assert.equal(unlockRequests(sim), 0);
+        await teardown();
+        await deploy({ rules: { cooldown: 30 } });
+        assertAccepted(await unlock({}));
+      } finally {
+        if (saved === undefined) delete process.env.TZ;
+        else process.env.TZ = saved;
+      }
+    });
+
     it("a window past midnight (22:00-06:00 starting Monday) lets Tuesday 05:59 through and refuses 06:00", async () => {
       const monday2200 = TUESDAY_0900Z - 11 * H; // Monday 22:00 UTC
       await deploy({ rules: { schedule: [{ days: [1], from: "22:00", to: "06:00" }], timeZone: "UTC" }, at: monday2200 });
@@ -382,6 +426,20 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       const errors = errorsOf();
       assert.ok(errors.some((e) => /msg\.pin could not be removed/.test(e)), JSON.stringify(errors));
       assert.ok(!errors.some((e) => e.includes(TEST_PIN)));
+    });
+
+    it("what a msg.pin getter throws is never quoted (it may hold the PIN): the message is invalid input, and its text, the audit record and the status say only that msg.pin could not be read", async () => {
+      await deploy({ pin: TEST_PIN });
+      const msg: Record<string, unknown> = {};
+      Object.defineProperty(msg, "pin", { enumerable: true, configurable: true, get() { throw new Error(`not a PIN: ${WRONG_PINS[2]}`); } });
+      const out = await unlock(msg);
+      const p = assertFailed(out, "invalid-input", null);
+      assert.equal(p.message, "msg.pin could not be read");
+      assert.equal(unlockRequests(sim), 0);
+      await until("its audit record", () => readAudit(userDir).some((r) => r.msgid === out.msg._msgid));
+      await settled();
+      const audit = readFileSync(path.join(userDir, "door-access-audit.jsonl"), "utf8");
+      for (const text of [audit, JSON.stringify(statusOf()), ...errorsOf()]) assert.ok(!text.includes(WRONG_PINS[2]), "the thrown PIN is nowhere");
     });
 
     it("a msg.pin that cannot be read (a getter that throws) is invalid input, and nothing is sent", async () => {
