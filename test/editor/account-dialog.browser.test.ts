@@ -154,8 +154,17 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false, null, { timeout: STEP_MS });
     await deploy.click();
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
-    const back = (await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) })).json()) as { flows: Array<{ id: string; name?: string }> };
-    assert.equal(back.flows.find((n) => n.id === accountId)?.name, "Email account (renamed)", "the change was deployed");
+    // The deploy button greys out while the deploy is under way too: wait for the runtime's flows.
+    const deployedName = async () =>
+      ((await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) })).json()) as { flows: Array<{ id: string; name?: string }> })
+        .flows.find((n) => n.id === accountId)?.name;
+    const until = Date.now() + STEP_MS;
+    let name = await deployedName();
+    while (name !== "Email account (renamed)" && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 100));
+      name = await deployedName();
+    }
+    assert.equal(name, "Email account (renamed)", "the change was deployed");
     const state = await waitForAccountState(demo!.editorUrl, accountId, "ready", 20_000);
     assert.equal(state.state, "ready", JSON.stringify(state));
     assert.equal(state.reason, null, JSON.stringify(state));
