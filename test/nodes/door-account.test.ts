@@ -7,13 +7,13 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import * as path from "node:path";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, TAB, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule,
   editorPost, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
   unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
-} from "./helpers/flow.js";
-import { resolveFromNodeRed } from "./helpers/runtime.js";
+} from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
 
 const ADMIN = "/door-access/accounts";
 
@@ -42,7 +42,7 @@ function assertNoSecret(text: string, tokens: string[]): void {
   assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber) && !text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)), "no phone number");
 }
 
-describe("door-account: one session, status fan-out, halts (Node-RED runtime + simulator)", function () {
+describe("door-account: one session for every node, its state on every node's status, a halt raised to a Catch node, redeploys that keep the session (docs/nodes.md#door-account, docs/session.md#halts-and-reconnect)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {
@@ -225,7 +225,7 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
   });
 });
 
-describe("door-account admin endpoints (Node-RED runtime + simulator)", function () {
+describe("door-account admin endpoints: state, devices, a forced refresh at most once per 10 s, reconnect; no secret in an answer (docs/security.md#who-can-do-what-the-admin-routes)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   before(async () => {
@@ -322,7 +322,7 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
   });
 });
 
-describe("door-account admin endpoints: the service failing (Node-RED runtime + simulator)", function () {
+describe("door-account admin endpoints while the service fails: an error, no secret (docs/security.md#secrets)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   before(async () => {
@@ -343,7 +343,7 @@ describe("door-account admin endpoints: the service failing (Node-RED runtime + 
   });
 });
 
-describe("door-account admin endpoints with adminAuth (Node-RED's real needsPermission)", function () {
+describe("door-account admin endpoints with adminAuth: Node-RED's real needsPermission (docs/security.md#who-can-do-what-the-admin-routes)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let adminToken = "";

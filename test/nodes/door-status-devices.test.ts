@@ -4,9 +4,9 @@
  * msg.outcome and msg.statusCode. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import { accountNode, accountOf, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, until, waitReady, TAB, lastStatus } from "./helpers/flow.js";
-import { assertRetryAfterInText } from "./helpers/session.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { accountNode, accountOf, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, until, waitReady, TAB, lastStatus } from "../helpers/flow.js";
+import { assertRetryAfterInText } from "../helpers/session.js";
 
 const VISIBLE = [101, 102, 103, 104, 105, 106, 107, 201];
 
@@ -14,7 +14,7 @@ function send(nodeId: string, msg: Record<string, unknown>): void {
   helper.getNode(nodeId).receive(msg);
 }
 
-describe("door-devices and door-status (Node-RED runtime + simulator)", function () {
+describe("door-devices and door-status: payloads, the 24 h cache, msg.refresh, retried reads, failures for a Catch node (docs/nodes.md#door-devices, docs/nodes.md#door-status)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
 
@@ -188,7 +188,7 @@ describe("door-devices and door-status (Node-RED runtime + simulator)", function
 // docs/session.md#rate-limits: a rate-limited failure sets
 // msg.outcome "rate-limited", msg.statusCode 429 and msg.retryAfter (whole seconds until the
 // package sends again), and the error's text names the same number.
-describe("door-devices and door-status: a rate-limited failure carries msg.retryAfter, named in its error (Node-RED runtime + simulator)", function () {
+describe("door-devices and door-status: a rate-limited failure carries msg.retryAfter, named in its error (docs/session.md#rate-limits)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
 

@@ -1,16 +1,16 @@
 /**
- * door-unlock in a real Node-RED 4 runtime against the simulator: every row of the
- * CONTRACT's outcome table, with the requests counted at the simulator.
+ * door-unlock in a real Node-RED 4 runtime against the simulator: every row of the outcome
+ * table (docs/outcomes.md#door-unlock-outcomes), with the requests counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   assertAccepted, assertFailed, count, loadFlow, logins, readAudit, startSim, teardown, unlock,
   unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
-} from "./helpers/flow.js";
-import { assertRetryAfterInText } from "./helpers/session.js";
+} from "../helpers/flow.js";
+import { assertRetryAfterInText } from "../helpers/session.js";
 
-describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
+describe("door-unlock outcomes: every row of the outcome table, the requests counted (docs/outcomes.md#door-unlock-outcomes)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let userDir: string;
@@ -184,8 +184,8 @@ describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
     assert.equal(p.mayHaveOpened, false);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(unlockRequests(sim), 1);
-    // CONTRACT: "re-fetched on a 404 for a known id"; 999 was never in the list (see the
-    // known-id case in node-unlock-selection.test.ts, which proves the single re-fetch).
+    // The list is fetched again after a 404 for a door that is in it (docs/doors.md#the-device-list);
+    // 999 never was (see the known-id case in door-unlock-selection.test.ts, which proves the re-fetch).
     assert.equal(count(sim, "listUserDevices"), 0);
   });
 
@@ -255,7 +255,7 @@ describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
   });
 });
 
-describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simulator)", function () {
+describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-unlock-outcomes, docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {
@@ -349,7 +349,7 @@ describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simul
 // docs/session.md#rate-limits: every rate-limited outcome carries retryAfter, the whole
 // seconds until the package sends again, and its message names that same number; whether the
 // PUT, the renewal (refresh or login) or the device-list fetch was limited.
-describe("door-unlock: every rate-limited payload carries retryAfter, named in its text (Node-RED runtime + simulator)", function () {
+describe("door-unlock: every rate-limited payload carries retryAfter, named in its text (docs/session.md#rate-limits)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {

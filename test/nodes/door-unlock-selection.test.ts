@@ -4,13 +4,13 @@
  * one login for many nodes. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { demoSeed, type RunningSimulator } from "../src/simulator/index.js";
+import { demoSeed, type RunningSimulator } from "../../src/simulator/index.js";
 import {
   accountNode, assertAccepted, assertFailed, count, editorPost, helper, helperNodes, loadFlow, logins, startSim, tab, teardown,
   unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, next,
-} from "./helpers/flow.js";
+} from "../helpers/flow.js";
 
-describe("door-unlock selection (Node-RED runtime + simulator)", function () {
+describe("door-unlock selection: locks, door names, the stored door identity, 50 messages at once (docs/doors.md#message-overrides, docs/doors.md#resolution-rules)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
 
@@ -152,7 +152,7 @@ describe("door-unlock selection (Node-RED runtime + simulator)", function () {
   });
 });
 
-describe("door-unlock: one login for the whole account (Node-RED runtime + simulator)", function () {
+describe("door-unlock: one login for the whole account (docs/session.md#login-and-start-up)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   before(async () => {
@@ -194,7 +194,7 @@ describe("door-unlock: one login for the whole account (Node-RED runtime + simul
   });
 });
 
-describe("door-unlock: a 404 for a known id re-fetches the device list once (Node-RED runtime + simulator)", function () {
+describe("door-unlock: a 404 for a known id re-fetches the device list once (docs/doors.md#the-device-list)", function () {
   this.timeout(20000);
   let simA: RunningSimulator;
   let simB: RunningSimulator | null = null;

@@ -1,19 +1,20 @@
 /**
- * door-unlock's node status in a real Node-RED runtime against the simulator: "sending" while
- * the unlock is in flight, then the outcome; an outcome is never overwritten by "sending" (the
- * "sending" status is set once the unlock is under way, off the door's path).
+ * door-unlock's node status in a real Node-RED runtime against the simulator
+ * (docs/nodes.md#door-unlock, docs/nodes.md#node-status): "sending" while the unlock is in
+ * flight, then the outcome; an outcome is never overwritten by "sending" (the "sending" status
+ * is set once the unlock is under way, off the door's path).
  */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import { fileHandlePrototype, eio } from "./helpers/audit-faults.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
 import { readFileSync } from "node:fs";
 import {
   ALL_NODES, TAB, assertAccepted, assertFailed, helper, lastStatus, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady,
-} from "./helpers/flow.js";
+} from "../helpers/flow.js";
 
 interface Status { fill?: string; shape?: string; text?: string }
 
-describe("door-unlock node status (Node-RED runtime + simulator)", function () {
+describe("'sending' while the command is out, then the outcome; an outcome known at once is never followed by 'sending' (docs/nodes.md#door-unlock)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let userDir: string;
@@ -125,7 +126,7 @@ function withCatalogue(modules: unknown[]): unknown[] {
   });
 }
 
-describe("node status of an input refused before anything is sent: the short reason, not just the outcome (docs/nodes.md#node-status; Node-RED runtime + simulator)", function () {
+describe("node status of an input refused before anything is sent: the short reason, not just the outcome (docs/nodes.md#node-status)", function () {
   this.timeout(20000);
   let sim: ReturnType<typeof startSim> extends Promise<infer S> ? S : never;
 
