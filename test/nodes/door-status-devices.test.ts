@@ -1,12 +1,27 @@
 /**
- * door-devices and door-status in a real Node-RED 4 runtime against the simulator: payloads,
- * the 24 h cache, msg.refresh, the idempotent retry, and failures caught by a Catch node with
- * msg.outcome and msg.statusCode. Requests are counted at the simulator.
+ * door-devices and door-status in a real Node-RED runtime against the simulator
+ * (docs/nodes.md#door-devices, docs/nodes.md#door-status): payloads, the 24 h cache, msg.refresh
+ * within the list's back-off, the idempotent retry, and failures caught by a Catch node with
+ * msg.outcome and msg.statusCode (docs/outcomes.md#door-devices-and-door-status-failures). Every
+ * message gets its own copy of the list. Messages of every shape: a field that cannot be read is
+ * invalid-input with nothing sent; a message that cannot carry what was read ends with an error
+ * that says what was read; no message ends in an unhandled rejection. Requests are counted at the
+ * simulator.
  */
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { accountNode, accountOf, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, until, waitReady, TAB, lastStatus } from "../helpers/flow.js";
+import {
+  accountNode, accountOf, assertAccepted, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, unlock, unlockRequests, until, waitReady, TAB,
+  lastStatus,
+} from "../helpers/flow.js";
+import { type Status, revoked, settle, withoutOnSendHooks } from "../helpers/odd-messages.js";
 import { assertRetryAfterInText } from "../helpers/session.js";
+import { unhandledSeen } from "../hooks/no-unhandled.js";
+
+const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]!);
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const PUT_OPS = ["unlockDevice", "unlockDeviceLock"];
+const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => PUT_OPS.includes(r.operation));
 
 const VISIBLE = [101, 102, 103, 104, 105, 106, 107, 201];
 
@@ -249,5 +264,504 @@ describe("door-devices and door-status: a rate-limited failure carries msg.retry
     const m = await caught("stmsg", { deviceId: 101 });
     assert.equal(m.retryAfter, 90);
     assert.equal(count(sim, "getDevice"), 1);
+  });
+});
+
+describe("door-devices: every message gets its own copy of the list (docs/nodes.md#door-devices)", function () {
+  this.timeout(30_000);
+
+  // Fixed in 6ca31c5.
+  it("door-devices: a flow that sorts and edits msg.payload changes nothing else: each message gets its own copy", async () => {
+    const sim = await startSim();
+    try {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "dev", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dev-out"]] },
+        { id: "u1", type: "door-unlock", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [["u1-ok"], ["u1-fail"]] },
+        ...helperNodes("dev-out", "u1-ok", "u1-fail"),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      const got = next("dev-out");
+      helper.getNode("dev").receive({});
+      const msg = await got;
+      const original = msg.payload.map((d: { id: number }) => d.id);
+      // What a function node might do: sort in place, then edit a device.
+      msg.payload.sort((a: { id: number }, b: { id: number }) => b.id - a.id);
+      const front = msg.payload.find((d: { name: string }) => d.name === "Front Door");
+      front.id = 106;
+      front.name = "Boiler Room";
+      const again = next("dev-out");
+      helper.getNode("dev").receive({});
+      const second = await again;
+      assert.deepEqual(second.payload.map((d: { id: number }) => d.id), original, "the account's list is unchanged");
+      assert.equal(second.payload.find((d: { id: number }) => d.id === 101)?.name, "Front Door");
+      assertAccepted(await unlock({ door: "Front Door" }));
+      assert.deepEqual(puts(sim).map((r) => r.path), ["/api/device/101/unlock"], "the name still resolves to the real Front Door");
+    } finally {
+      await teardown();
+      await sim.close();
+    }
+  });
+});
+
+describe("door-status and door-devices: a field that throws again when the Catch node's copy reads it is logged on the node; nothing unhandled (docs/outcomes.md#door-devices-and-door-status-failures)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+
+  describe("door-status and door-devices with a Catch node on the tab", function () {
+    beforeEach(async () => {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out", "st-out2"]] },
+        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", wires: [["dv-out"]] },
+        ...helperNodes("st-out", "st-out2", "dv-out"), ...catchNode(),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+    });
+
+    // Fixed in 1f34024.
+    for (const id of ["st", "dv"]) {
+      it(`${id === "st" ? "door-status" : "door-devices"}: a message with a getter that throws (on deviceId, and on refresh), which the Catch node's copy reads again: the error is logged, no unhandled rejection`, async () => {
+        withoutOnSendHooks();
+        const u0 = unhandledSeen().length;
+        const errors: string[] = [];
+        const node = helper.getNode(id);
+        const ownErr = node.error;
+        node.error = function (this: unknown, e: unknown, m: unknown) { errors.push(String(e)); return ownErr.call(this, e, m); };
+        const msg: Record<string, unknown> = { _msgid: `${id}-getter` };
+        for (const field of ["deviceId", "refresh"]) Object.defineProperty(msg, field, { enumerable: true, get() { throw new Error(`no ${field} today`); } });
+        node.receive(msg);
+        await until("the error", () => errors.some((e) => /could not be handed on/.test(e)), 5000);
+        await settle();
+        assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+        assert.equal(unlockRequests(sim), 0);
+      });
+    }
+  });
+});
+
+describe("door-status and door-devices with a message that cannot carry the result: the error says the door was read, the status shows it; a revoked Proxy is invalid-input; nothing unhandled (docs/outcomes.md#door-devices-and-door-status-failures)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  const seen: Status[] = [];
+  const last = (): Status => seen[seen.length - 1] ?? {};
+  let errors: string[] = [];
+
+  function watch(id: string): void {
+    const node = helper.getNode(id);
+    const own = node.status;
+    node.status = function (this: unknown, st: Status) { seen.push(st); return own.call(this, st); };
+    const ownErr = node.error;
+    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+  }
+
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+    seen.length = 0;
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+
+  describe("door-status and door-devices", function () {
+    beforeEach(async () => {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out"]] },
+        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", wires: [["dv-out"]] },
+        ...helperNodes("st-out", "dv-out"), ...catchNode(),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      errors = [];
+    });
+
+    // Fixed in ca79a32.
+    it("door-status, frozen message: the GET is done, the message ends with an error saying the door was read, and the node status does not stay on 'reading'", async () => {
+      const u0 = unhandledSeen().length;
+      watch("st");
+      helper.getNode("st").receive(Object.freeze({ _msgid: "st-frozen", deviceId: 101 }));
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.notEqual(last().fill, "blue", `status stayed ${JSON.stringify(last())}; errors ${JSON.stringify(errors)}`);
+      assert.match(errors.join("\n"), /door #101 was read \(.*\) but the message could not carry it or be sent to every wire/);
+    });
+
+    // Fixed in ca79a32.
+    it("door-status, msg.payload setter throws: the door was read, so the status shows its state, and the error on done says the message could not carry it; no unhandled", async () => {
+      const u0 = unhandledSeen().length;
+      watch("st");
+      const m: Record<string, unknown> = { _msgid: "st-ro", deviceId: 101 };
+      Object.defineProperty(m, "payload", { enumerable: true, get() { return 0; }, set() { throw new Error("ro payload"); } });
+      helper.getNode("st").receive(m);
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.ok(last().fill === "green" || last().fill === "yellow", JSON.stringify(last()));
+      assert.match(errors.join("\n"), /door #101 was read \(.*\) but the message could not carry it or be sent to every wire: ro payload/);
+    });
+
+    // Fixed in ca79a32.
+    it("door-status, msg.deviceId a revoked Proxy: invalid-input (msg.outcome), no GET, no unhandled", async () => {
+      const u0 = unhandledSeen().length;
+      watch("st");
+      const m: Record<string, unknown> = { _msgid: "st-rev", deviceId: revoked() };
+      helper.getNode("st").receive(m);
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.equal(m.outcome, "invalid-input", `outcome ${String(m.outcome)}; ${errors.join(" | ")}`);
+    });
+
+    for (const id of ["st", "dv"]) {
+      it(`${id === "st" ? "door-status" : "door-devices"}: a getter (deviceId / refresh) throwing an object whose 'message' getter throws a null-prototype object: the message ends, no unhandled`, async () => {
+        withoutOnSendHooks();
+        const u0 = unhandledSeen().length;
+        watch(id);
+        const m: Record<string, unknown> = { _msgid: `${id}-nasty` };
+        const nasty = { get message(): string { throw Object.create(null); } };
+        for (const f of ["deviceId", "refresh"]) Object.defineProperty(m, f, { enumerable: true, get() { throw nasty; } });
+        helper.getNode(id).receive(m);
+        await until("an error", () => errors.length > 0, 5000);
+        await settle();
+        assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      });
+    }
+
+    it("door-devices, a frozen message and a payload setter that throws: errors on done, no unhandled", async () => {
+      const u0 = unhandledSeen().length;
+      watch("dv");
+      helper.getNode("dv").receive(Object.freeze({ _msgid: "dv-frozen" }));
+      const m: Record<string, unknown> = { _msgid: "dv-ro" };
+      Object.defineProperty(m, "payload", { enumerable: true, get() { return 0; }, set() { throw new Error("ro payload"); } });
+      helper.getNode("dv").receive(m);
+      await until("two errors", () => errors.length >= 2, 5000);
+      await settle();
+      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+    });
+  });
+});
+
+describe("door-status and door-devices: a field that cannot be read is invalid-input with nothing sent; odd msg.door values are refused with a bounded error; a frozen message's failure is named (docs/outcomes.md#door-devices-and-door-status-failures)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  const seen: Record<string, Status[]> = {};
+  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  let errors: string[] = [];
+
+  function watch(id: string): void {
+    const node = helper.getNode(id);
+    const own = node.status;
+    seen[id] = [];
+    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    const ownErr = node.error;
+    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+  }
+
+  const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
+
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+
+  describe("door-devices (list=locations) and door-status (configured door)", function () {
+    beforeEach(async () => {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", ...door, wires: [["st-out"]] },
+        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", list: "locations", wires: [["dv-out"]] },
+        ...helperNodes("st-out", "dv-out"), ...catchNode(),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      errors = [];
+      watch("st");
+      watch("dv");
+    });
+
+    it("door-devices locations, msg.refresh a revoked Proxy: served (not forced), no unhandled, status not stuck", async () => {
+      const u0 = unhandledSeen().length;
+      const out: any[] = [];
+      helper.getNode("dv-out").on("input", (m: any) => out.push(m));
+      const m: Record<string, unknown> = { _msgid: "dv-rev", refresh: revoked() };
+      helper.getNode("dv").receive(m);
+      await until("an output or an error", () => out.length + errors.length > 0, 5000);
+      await settle();
+      assert.deepEqual(unhandledSince(u0), []);
+      assert.notEqual(last("dv").fill, "blue");
+    });
+
+    // Fixed in 77c49db.
+    it("door-devices locations, msg.refresh a getter that throws: invalid-input, nothing sent, no unhandled", async () => {
+      const u0 = unhandledSeen().length;
+      sim.control.resetRequests();
+      const m: Record<string, unknown> = { _msgid: "dv-get" };
+      Object.defineProperty(m, "refresh", { enumerable: true, configurable: true, get() { throw new Error("no refresh today"); } });
+      helper.getNode("dv").receive(m);
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.deepEqual(unhandledSince(u0), []);
+      assert.equal(sim.control.requests().length, 0, "nothing sent");
+      assert.equal(m.outcome, "invalid-input", `outcome ${String(m.outcome)}; errors ${JSON.stringify(errors)}`);
+    });
+
+    it("door-status, configured door, msg.door a revoked Proxy: invalid-input, no GET, no unhandled", async () => {
+      const u0 = unhandledSeen().length;
+      sim.control.resetRequests();
+      const m: Record<string, unknown> = { _msgid: "st-rev-door", door: revoked() };
+      helper.getNode("st").receive(m);
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.deepEqual(unhandledSince(u0), []);
+      assert.equal(count(sim, "getDevice"), 0);
+      assert.equal(m.outcome, "invalid-input", `outcome ${String(m.outcome)}; ${errors.join(" | ")}`);
+      assert.notEqual(last("st").fill, "blue");
+    });
+
+    // Fixed in 77c49db.
+    for (const field of ["deviceId", "door"]) {
+      it(`door-status, configured door, a getter that throws on msg.${field}: invalid-input, no GET`, async () => {
+        const u0 = unhandledSeen().length;
+        sim.control.resetRequests();
+        const m: Record<string, unknown> = { _msgid: `st-get-${field}` };
+        Object.defineProperty(m, field, { enumerable: true, configurable: true, get() { throw new Error(`no ${field} today`); } });
+        helper.getNode("st").receive(m);
+        await until("an error", () => errors.length > 0, 5000);
+        await settle();
+        assert.deepEqual(unhandledSince(u0), []);
+        assert.equal(count(sim, "getDevice"), 0);
+        assert.equal(m.outcome, "invalid-input", `outcome ${String(m.outcome)}; errors ${JSON.stringify(errors)}`);
+      });
+    }
+
+    it("door-status, odd msg.door values (String object, throwing toString, BigInt, 100 kB string): invalid-input each, no GET, bounded error", async () => {
+      const u0 = unhandledSeen().length;
+      sim.control.resetRequests();
+      const values: unknown[] = [new String("Front Door"), { toString() { throw new Error("no text"); } }, 10n, "F".repeat(100_000)];
+      const msgs = values.map((v, i) => ({ _msgid: `st-odd-${i}`, door: v }) as Record<string, unknown>);
+      for (const m of msgs) helper.getNode("st").receive(m);
+      await until("errors", () => errors.length >= values.length, 5000);
+      await settle();
+      assert.deepEqual(unhandledSince(u0), []);
+      assert.equal(count(sim, "getDevice"), 0);
+      assert.deepEqual(msgs.map((m) => m.outcome), values.map(() => "invalid-input"));
+      assert.ok(errors.every((e) => e.length < 2000), `error lengths ${errors.map((e) => e.length)}`);
+    });
+  });
+
+  describe("door-status, frozen message, a GET that fails", function () {
+    beforeEach(async () => {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", ...door, wires: [["st-out", "st-out2"]] },
+        ...helperNodes("st-out", "st-out2"), ...catchNode(),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      errors = [];
+      watch("st");
+    });
+
+    it("door-status, a frozen message, GET answers 404: the error says not-found and that msg.outcome could not be set; status red, not 'reading'; no unhandled", async () => {
+      withoutOnSendHooks();
+      const u0 = unhandledSeen().length;
+      helper.getNode("st").receive(Object.freeze({ _msgid: "st-frozen-404", deviceId: 999 }));
+      await until("an error", () => errors.length > 0, 8000);
+      await settle();
+      assert.deepEqual(unhandledSince(u0), []);
+      assert.equal(last("st").fill, "red");
+      assert.match(errors[0]!, /msg\.outcome could not be set/);
+    });
+  });
+});
+
+describe("door-status: msg.deviceId and msg.door must name the same door; the error is bounded and cut at whole characters (docs/doors.md#message-overrides)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  const seen: Record<string, Status[]> = {};
+  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  let errors: string[] = [];
+
+  function watch(id: string): void {
+    const node = helper.getNode(id);
+    const own = node.status;
+    seen[id] = [];
+    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    const ownErr = node.error;
+    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+  }
+
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+  describe("door-status: msg.deviceId and msg.door name different doors", function () {
+    beforeEach(async () => {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out"]] },
+        ...helperNodes("st-out"), ...catchNode(),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      errors = [];
+      watch("st");
+    });
+
+    it("deviceId 101, door 'Boiler Room': invalid-input, no GET, status red", async () => {
+      const m: Record<string, unknown> = { _msgid: "st-both", deviceId: 101, door: "Boiler Room" };
+      helper.getNode("st").receive(m);
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.equal(count(sim, "getDevice"), 0);
+      assert.equal(m.outcome, "invalid-input", errors.join(" | "));
+      assert.equal(last("st").fill, "red");
+    });
+
+    // Fixed in d9a32e9.
+    it("deviceId 101, door naming 106 whose name has 100,000 inner spaces: invalid-input, no GET, error bounded (under 5,000 characters)", async () => {
+      sim.control.editDevice(106, { name: `Boiler${" ".repeat(100_000)}Room` });
+      try {
+        await helper.getNode("acc1").account.devices(true);
+        sim.control.resetRequests();
+        const m: Record<string, unknown> = { _msgid: "st-both-long", deviceId: 101, door: "Boiler Room" };
+        helper.getNode("st").receive(m);
+        await until("an error", () => errors.length > 0, 5000);
+        await settle();
+        assert.equal(count(sim, "getDevice"), 0);
+        assert.equal(m.outcome, "invalid-input");
+        assert.ok(errors[0]!.length < 5000, `error length ${errors[0]!.length}`);
+      } finally {
+        sim.control.editDevice(106, { name: "Boiler Room" });
+      }
+    });
+
+    // Fixed in d9a32e9.
+    it("a msg.door getter whose error has an emoji at character 200: the error text has no lone surrogate, no GET", async () => {
+      const m: Record<string, unknown> = { _msgid: "st-emoji" };
+      Object.defineProperty(m, "door", { enumerable: true, configurable: true, get() { throw new Error(`${"e".repeat(199)}😀 tail`); } });
+      withoutOnSendHooks();
+      helper.getNode("st").receive(m);
+      await until("an error", () => errors.length > 0, 5000);
+      await settle();
+      assert.equal(count(sim, "getDevice"), 0);
+      assert.ok(!LONE.test(errors[0]!), JSON.stringify(errors[0]!.slice(-40)));
+    });
+  });
+});
+
+describe("door-devices: msg.refresh within the list's back-off fetches at most once per window, never within a Retry-After (docs/doors.md#the-device-list)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  const seen: Record<string, Status[]> = {};
+  let errors: string[] = [];
+
+  function watch(id: string): void {
+    const node = helper.getNode(id);
+    const own = node.status;
+    seen[id] = [];
+    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    const ownErr = node.error;
+    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+  }
+
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+  describe("door-devices: msg.refresh during a list back-off", function () {
+    beforeEach(async () => {
+      const flow = [
+        tab(), accountNode(sim.url),
+        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dv-out"]] },
+        ...helperNodes("dv-out"), ...catchNode(),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      errors = [];
+      watch("dv");
+    });
+
+    it("429 Retry-After 60 on the list: five msg.refresh messages make the GETs of one fetch at most, none within Retry-After after it", async () => {
+      sim.control.inject({ kind: "429", endpoint: "listUserDevices", count: 50, retryAfter: 60 });
+      sim.control.resetRequests();
+      const outs: any[] = [];
+      helper.getNode("dv-out").on("input", (m: any) => outs.push(m));
+      for (let i = 0; i < 5; i++) {
+        const before = outs.length + errors.length;
+        helper.getNode("dv").receive({ _msgid: `dv-r${i}`, refresh: true });
+        await until("an answer", () => outs.length + errors.length > before, 10000);
+      }
+      await settle();
+      const gets = count(sim, "listUserDevices");
+      assert.ok(gets <= 1, `list GETs ${gets}`);
+    });
+
+    it("503 on the list: five msg.refresh messages: at most the first fetch (≤4 attempts) plus one message try", async () => {
+      sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 50 });
+      sim.control.resetRequests();
+      const outs: any[] = [];
+      helper.getNode("dv-out").on("input", (m: any) => outs.push(m));
+      for (let i = 0; i < 5; i++) {
+        const before = outs.length + errors.length;
+        helper.getNode("dv").receive({ _msgid: `dv-s${i}`, refresh: true });
+        await until("an answer", () => outs.length + errors.length > before, 15000);
+      }
+      await settle();
+      const gets = count(sim, "listUserDevices");
+      assert.ok(gets <= 8, `list GETs ${gets}`);
+    });
   });
 });

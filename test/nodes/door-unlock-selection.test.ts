@@ -1,14 +1,23 @@
 /**
- * door-unlock door and lock selection in a real Node-RED 4 runtime against the simulator:
- * lock routing, name resolution, the stored door identity, the 404 re-fetch, concurrency and
- * one login for many nodes. Requests are counted at the simulator.
+ * door-unlock door and lock selection in a real Node-RED 4 runtime against the simulator
+ * (docs/doors.md): lock routing, name resolution, the stored door identity and its resolution
+ * rules (a picked door opens itself or nothing, through renames, renumberings, removals and a
+ * new pick), door names cut in error texts, the 404 re-fetch, concurrency and one login for
+ * many nodes. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
+import * as path from "node:path";
 import { demoSeed, type RunningSimulator } from "../../src/simulator/index.js";
+import { cliVerify } from "../helpers/audit-faults.js";
 import {
-  accountNode, assertAccepted, assertFailed, count, editorPost, helper, helperNodes, loadFlow, logins, startSim, tab, teardown,
-  unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, next,
+  accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, editorPost, helper, helperNodes, loadFlow, logins, readAudit, startSim, tab,
+  teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady, next,
 } from "../helpers/flow.js";
+import { type Status, settle } from "../helpers/odd-messages.js";
+
+const PUT_OPS = ["unlockDevice", "unlockDeviceLock"];
+const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => PUT_OPS.includes(r.operation));
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 describe("door-unlock selection: locks, door names, the stored door identity, 50 messages at once (docs/doors.md#message-overrides, docs/doors.md#resolution-rules)", function () {
   this.timeout(20000);
@@ -237,5 +246,288 @@ describe("door-unlock: a 404 for a known id re-fetches the device list once (doc
     // And the name no longer resolves to it: "Back Door" is now unique (102).
     const q = assertAccepted(await unlock({ door: "Back Door" }));
     assert.equal(q.deviceId, 102);
+  });
+});
+
+describe("A picked door opens itself or nothing: its stored id with its name, else its name and location, else its id; never the same name at another location (docs/doors.md#resolution-rules)", function () {
+  this.timeout(30_000);
+  // Fixed in 6ca31c5.
+  let sim: RunningSimulator;
+  const picked = { deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" };
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("102 removed from the list: invalid-input naming the Back Door elsewhere, no PUT (never 103)", async () => {
+    sim.control.editDevice(102, { remove: true });
+    await loadFlow(unlockFlow(sim.url, picked));
+    await waitReady();
+    const p = assertFailed(await unlock({}), "invalid-input", null);
+    assert.match(p.message, /Harbour Warehouse \/ Back Door/);
+    assert.equal(unlockRequests(sim), 0, `requests: ${JSON.stringify(puts(sim).map((r) => r.path))}`);
+  });
+
+  it("102 renamed: rule 3 opens 102, the door that was picked", async () => {
+    sim.control.editDevice(102, { name: "Yard Door" });
+    await loadFlow(unlockFlow(sim.url, picked));
+    await waitReady();
+    assertAccepted(await unlock({}));
+    assert.deepEqual(puts(sim).map((r) => r.path), ["/api/device/102/unlock"]);
+  });
+
+  it("102 renumbered to 9102 (same name and location): rule 2 opens 9102", async () => {
+    sim.control.editDevice(102, { newId: 9102 });
+    await loadFlow(unlockFlow(sim.url, picked));
+    await waitReady();
+    assertAccepted(await unlock({}));
+    assert.deepEqual(puts(sim).map((r) => r.path), ["/api/device/9102/unlock"]);
+  });
+
+  it("102 renumbered AND renamed: nothing matches by id or by name+location, so nothing is sent", async () => {
+    sim.control.editDevice(102, { newId: 9102, name: "Yard Door" });
+    await loadFlow(unlockFlow(sim.url, picked));
+    await waitReady();
+    assertFailed(await unlock({}), "invalid-input", null);
+    assert.equal(unlockRequests(sim), 0);
+  });
+});
+
+describe("A picked door follows its identity through a renumbering and a removal, and a new pick after a redeploy; two nodes on one account each open their own door (docs/doors.md#resolution-rules)", function () {
+  this.timeout(60000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim({ rateLimit: false });
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+
+  it("a picked door renumbered, then removed (404, list re-fetched): the next message follows the new id, then fails; the door of the same name at another location is never opened; two nodes on one account each open their own door", async () => {
+    const sim2 = await startSim({ rateLimit: false });
+    try {
+      const flow = [
+        tab(), accountNode(sim2.url),
+        unlockNode({ deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" }, "u1"),
+        unlockNode({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }, "u2"),
+        ...helperNodes("u1-ok", "u1-fail", "u2-ok", "u2-fail"),
+      ];
+      await loadFlow(flow);
+      await waitReady();
+      sim2.control.resetRequests();
+      const both = async (tag: string) => {
+        const [a, b] = await Promise.all([unlock({ _msgid: `${tag}-1` }, "u1"), unlock({ _msgid: `${tag}-2` }, "u2")]);
+        return [a.msg.payload, b.msg.payload];
+      };
+      for (let i = 0; i < 3; i++) {
+        const [a, b] = await both(`b24-d${i}`);
+        assert.deepEqual([a.outcome, a.deviceId, b.outcome, b.deviceId], ["accepted", 102, "accepted", 103]);
+      }
+      const listed = (id: number) => (accountOf().account.directory.cached()?.devices ?? []).some((d: any) => d.id === id);
+      sim2.control.editDevice(102, { newId: 302 });
+      const [nf] = await both("b24-nf");
+      assert.equal(nf.outcome, "not-found");
+      await until("the list re-fetched (302 in it)", () => listed(302), 5000);
+      const [moved, other] = await both("b24-mv");
+      assert.deepEqual([moved.outcome, moved.deviceId, other.deviceId], ["accepted", 302, 103]);
+      sim2.control.editDevice(302, { remove: true });
+      const [gone] = await both("b24-gone");
+      assert.equal(gone.outcome, "not-found");
+      await until("the list re-fetched (302 gone)", () => !listed(302), 5000);
+      for (let i = 0; i < 2; i++) {
+        const [none, still] = await both(`b24-none${i}`);
+        assert.equal(none.outcome, "invalid-input", JSON.stringify(none));
+        assert.equal(still.deviceId, 103);
+      }
+      const puts = sim2.control.requests({ operation: "unlockDevice" });
+      const u1Puts = puts.filter((r) => r.deviceId !== 103).length;
+      assert.equal(u1Puts, 3 + 1 + 1 + 1, "u1: 3 to 102, one 404 at 102, one to 302, one 404 at 302; never 103");
+      assert.equal(puts.filter((r) => r.deviceId === 103).length, 3 + 1 + 1 + 1 + 2, "u2 always at 103");
+    } finally {
+      await teardown();
+      await sim2.close();
+    }
+  });
+
+  it("the editor picks another door (redeploy of the node): the next message opens the new door, not the one kept for the old pick", async () => {
+    const flow = (door: Record<string, unknown>) => [tab(), accountNode(sim.url), unlockNode(door), ...helperNodes("u1-ok", "u1-fail")];
+    await loadFlow(flow({ deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" }));
+    await waitReady();
+    assert.equal((await unlock({ _msgid: "b24-p1" })).msg.payload.deviceId, 102);
+    await helper.setFlows(flow({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }), "nodes", { acc1: { phoneNumber: "+15550000001", password: "demo-password" } });
+    await until("u1 again", () => helper.getNode("u1") !== null && helper.getNode("u1-ok") !== null);
+    await waitReady();
+    const out = await unlock({ _msgid: "b24-p2" });
+    assert.equal(out.msg.payload.deviceId, 103);
+    assert.equal(out.msg.payload.door, "Harbour Warehouse / Back Door");
+  });
+});
+
+describe("Door names in an error are cut to 100 characters at whole characters; the text and the record stay under 5,000 characters; a cut name opens nothing (docs/doors.md#message-overrides)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let userDir: string;
+  const seen: Record<string, Status[]> = {};
+  let errors: string[] = [];
+
+  function watch(id: string): void {
+    const node = helper.getNode(id);
+    const own = node.status;
+    seen[id] = [];
+    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    const ownErr = node.error;
+    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+  }
+  const mine = (id: string) => readAudit(userDir).filter((r) => r.msgid === id);
+  const auditFile = () => path.join(userDir, "door-access-audit.jsonl");
+
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+
+  describe("door-unlock: long door names in error texts other than candidate lists", function () {
+    beforeEach(async () => {
+      ({ userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()]));
+      await waitReady();
+      errors = [];
+      watch("u1");
+    });
+
+    // Fixed in d9a32e9.
+    it("a single-lock door with a 100 kB name, msg.deviceId + msg.lockId: invalid-input, nothing sent, message bounded (under 5,000 characters)", async () => {
+      sim.control.editDevice(101, { name: "F".repeat(100_000) });
+      try {
+        await helper.getNode("acc1").account.devices(true);
+        sim.control.resetRequests();
+        const out = await unlock({ _msgid: "long-lock", deviceId: 101, lockId: 1 });
+        await settle();
+        assert.equal(out.msg.payload.outcome, "invalid-input", out.msg.payload.message?.slice(0, 200));
+        assert.equal(unlockRequests(sim), 0);
+        assert.ok(out.msg.payload.message.length < 5000, `message length ${out.msg.payload.message.length}`);
+      } finally {
+        sim.control.editDevice(101, { name: "Front Door" });
+      }
+    });
+
+    // Fixed in d9a32e9.
+    it("msg.deviceId 101 and msg.door naming door 106 whose name has 100,000 inner spaces (matches 'Boiler Room'): invalid-input, nothing sent, message bounded", async () => {
+      sim.control.editDevice(106, { name: `Boiler${" ".repeat(100_000)}Room` });
+      try {
+        await helper.getNode("acc1").account.devices(true);
+        sim.control.resetRequests();
+        const out = await unlock({ _msgid: "long-mismatch", deviceId: 101, door: "Boiler Room" });
+        await settle();
+        assert.equal(out.msg.payload.outcome, "invalid-input");
+        assert.equal(unlockRequests(sim), 0);
+        assert.ok(out.msg.payload.message.length < 5000, `message length ${out.msg.payload.message.length}`);
+      } finally {
+        sim.control.editDevice(106, { name: "Boiler Room" });
+      }
+    });
+
+    it("two doors whose names differ only after the 100th character: an unknown name lists both cut (…), payload.candidates whole; the clipped text as msg.door opens nothing", async () => {
+      const base = "X".repeat(120);
+      sim.control.editDevice(102, { name: `${base}-one` });
+      sim.control.editDevice(103, { name: `${base}-two` });
+      try {
+        await helper.getNode("acc1").account.devices(true);
+        sim.control.resetRequests();
+        const out = await unlock({ _msgid: "cut-unknown", door: base });
+        await settle();
+        const p = out.msg.payload;
+        assert.equal(p.outcome, "invalid-input");
+        assert.ok(p.candidates.includes(`${base}-one`) && p.candidates.includes(`${base}-two`), JSON.stringify(p.candidates));
+        assert.match(p.message, /…/);
+        const clipped = p.message.match(/"(X+…)"/)?.[1];
+        assert.ok(clipped, p.message);
+        const again = await unlock({ _msgid: "cut-again", door: clipped });
+        const again2 = await unlock({ _msgid: "cut-again2", door: clipped.slice(0, -1) });
+        await settle();
+        assert.equal(again.msg.payload.outcome, "invalid-input");
+        assert.equal(again2.msg.payload.outcome, "invalid-input");
+        assert.equal(unlockRequests(sim), 0);
+      } finally {
+        sim.control.editDevice(102, { name: "Back Door" });
+        sim.control.editDevice(103, { name: "Back Door" });
+      }
+    });
+
+    for (const offset of [0, 1]) {
+      it(`ambiguous emoji names cut at a surrogate pair (offset ${offset}): no lone surrogate in message or audit reason; audit verify passes`, async () => {
+        const name = `${"a".repeat(offset)}${"😀".repeat(70)}`;
+        sim.control.editDevice(102, { name });
+        sim.control.editDevice(103, { name });
+        try {
+          await helper.getNode("acc1").account.devices(true);
+          sim.control.resetRequests();
+          const out = await unlock({ _msgid: `emoji-${offset}`, door: name });
+          await settle();
+          const p = out.msg.payload;
+          assert.equal(p.outcome, "invalid-input");
+          assert.ok(!LONE.test(p.message), JSON.stringify(p.message));
+          const rec = mine(`emoji-${offset}`);
+          assert.equal(rec.length, 1);
+          assert.ok(!LONE.test(rec[0].reason), JSON.stringify(rec[0].reason));
+          assert.equal(unlockRequests(sim), 0);
+          const v = await cliVerify([auditFile()]);
+          assert.equal(v.code, 0, v.out);
+        } finally {
+          sim.control.editDevice(102, { name: "Back Door" });
+          sim.control.editDevice(103, { name: "Back Door" });
+        }
+      });
+    }
+  });
+
+  describe("door-unlock with a configured door", function () {
+    const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
+    beforeEach(async () => {
+      ({ userDir } = await loadFlow(unlockFlow(sim.url, door)));
+      await waitReady();
+      errors = [];
+      watch("u1");
+    });
+
+    // Fixed in 77c49db.
+    it("a door with a 100 kB name in the list: the unknown-name error (msg.payload.message) lists it cut short, under 5,000 characters; the audit record is bounded", async () => {
+      sim.control.editDevice(106, { name: "B".repeat(100_000) });
+      try {
+        // refresh the list so the long name is cached
+        await helper.getNode("acc1").account.devices(true);
+        const out = await unlock({ _msgid: "long-unknown", door: "Boiler Rom" });
+        await settle();
+        const rec = mine("long-unknown");
+        const recLine = JSON.stringify(rec);
+        // and an unlock of that door by id: its records are bounded too (the door's label is capped)
+        await unlock({ _msgid: "long-byid", deviceId: 106 });
+        await settle();
+        assert.ok(mine("long-byid").length === 2 && mine("long-byid").every((r) => JSON.stringify(r).length < 5000), JSON.stringify(mine("long-byid").map((r) => JSON.stringify(r).length)));
+        assert.equal(out.msg.payload.outcome, "invalid-input");
+        assert.ok(out.msg.payload.message.length < 5000, `message length ${out.msg.payload.message.length}`);
+        assert.ok(recLine.length < 5000, `record bytes ${recLine.length}`);
+      } finally {
+        sim.control.editDevice(106, { name: "Boiler Room" });
+      }
+    });
   });
 });
