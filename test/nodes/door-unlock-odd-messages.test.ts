@@ -127,6 +127,7 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       Object.defineProperty(msg, "_msgid", { enumerable: true, configurable: true, get() { n++; if (n === 3) throw new Error("third read"); return "mid-3"; }, set() { /* */ } });
       helper.getNode("u1").receive(msg);
       await until("output", () => fail.length + ok.length > 0, 5000);
+      await until("the rejected record", () => readAudit(userDir).length > before, 5000);
       await settle();
       assert.equal(ok.length, 0);
       assert.equal(fail[0].payload.outcome, "invalid-input");
@@ -258,6 +259,7 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
       helper.getNode("u1").receive(msg);
       await until("output", () => fail.length > 0, 5000);
+      await until("the rejected record", () => mine("catch-one-wire").length > 0, 5000);
       await settle();
       assert.equal(fail[0].payload.outcome, "invalid-input");
       assert.deepEqual(mine("catch-one-wire").map((r) => r.type), ["unlock-rejected"]);
@@ -360,6 +362,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         const msg: Record<string, unknown> = { _msgid: id, [field]: revoked() };
         helper.getNode("u1").receive(msg);
         await until("an output or an error", () => ok.length + fail.length + errors.length > 0, 5000);
+        await until("the rejected record", () => mine(id).length > 0, 5000);
         await settle();
         assert.equal(unlockRequests(sim), 0);
         assert.equal(fail.length, 1, JSON.stringify(errors));
@@ -377,6 +380,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         { _msgid: "sym-actor", deviceId: 101, actor: Symbol("a") },
       ];
       const outs = await Promise.all(msgs.map((m) => unlock(m)));
+      await until("the rejected records", () => ["sym-dev", "sym-door", "sym-lock", "sym-actor"].every((id) => mine(id).length > 0), 5000);
       await settle();
       assert.deepEqual(outs.map((o) => o.msg.payload.outcome), ["invalid-input", "invalid-input", "invalid-input", "invalid-input"]);
       for (const id of ["sym-dev", "sym-door", "sym-lock", "sym-actor"]) assert.deepEqual(mine(id).map((r) => r.type), ["unlock-rejected"], id);
@@ -622,6 +626,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       it(`msg.lockId ${what}: invalid-input, one unlock-rejected record, no PUT, no unhandled`, async () => {
         const u0 = unhandledSeen().length;
         const out = await unlock({ _msgid: `lock-${what}`, deviceId: 104, lockId: v });
+        await until("the rejected record", () => mine(`lock-${what}`).length > 0, 5000);
         await settle();
         assert.equal(out.msg.payload.outcome, "invalid-input", out.msg.payload.message);
         assert.deepEqual(mine(`lock-${what}`).map((r) => r.type), ["unlock-rejected"]);
@@ -640,6 +645,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       outs.push(await unlock({ _msgid: "ren-2", door: "101" }));
       outs.push(await unlock({ _msgid: "ren-3", door: { toString() { throw new Error("x"); } } }));
       outs.push(await unlock({ _msgid: "ren-4", door: "Front Door" }));
+      await until("the rejected records", () => [1, 2, 3].every((i) => mine(`ren-${i}`).length > 0), 5000);
       await settle();
       assert.deepEqual(outs.slice(0, 3).map((o) => o.msg.payload.outcome), ["invalid-input", "invalid-input", "invalid-input"]);
       assert.equal(unlockRequests(sim), 1 + outs.filter((o) => o.msg.payload.outcome === "accepted").length);

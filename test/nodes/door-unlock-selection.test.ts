@@ -481,6 +481,8 @@ describe("Door names in an error are cut to 100 characters at whole characters; 
           await helper.getNode("acc1").account.devices(true);
           sim.control.resetRequests();
           const out = await unlock({ _msgid: `emoji-${offset}`, door: name });
+          // Its unlock-rejected record is written after the output went (docs/audit-log.md#group-commit).
+          await until("the rejected record", () => mine(`emoji-${offset}`).length > 0, 5000);
           await settle();
           const p = out.msg.payload;
           assert.equal(p.outcome, "invalid-input");
@@ -515,11 +517,13 @@ describe("Door names in an error are cut to 100 characters at whole characters; 
         // refresh the list so the long name is cached
         await helper.getNode("acc1").account.devices(true);
         const out = await unlock({ _msgid: "long-unknown", door: "Boiler Rom" });
+        await until("the rejected record", () => mine("long-unknown").length > 0, 5000);
         await settle();
         const rec = mine("long-unknown");
         const recLine = JSON.stringify(rec);
         // and an unlock of that door by id: its records are bounded too (the door's label is capped)
         await unlock({ _msgid: "long-byid", deviceId: 106 });
+        await until("the result record", () => mine("long-byid").length === 2, 5000);
         await settle();
         assert.ok(mine("long-byid").length === 2 && mine("long-byid").every((r) => JSON.stringify(r).length < 5000), JSON.stringify(mine("long-byid").map((r) => JSON.stringify(r).length)));
         assert.equal(out.msg.payload.outcome, "invalid-input");

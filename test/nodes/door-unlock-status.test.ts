@@ -322,6 +322,7 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       sim.control.expireAccessToken("demo");
       sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 100, count: 2 });
       const out = await unlock({ _msgid: "r401", deviceId: 101 });
+      await until("the result record", () => mine("r401").length === 3, 5000);
       await settle();
       assert.equal(out.msg.payload.outcome, "accepted", JSON.stringify(out.msg.payload));
       assert.equal(unlockRequests(sim), 2);
@@ -369,6 +370,7 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       const msg: Record<string, unknown> = { _msgid: "h2" };
       Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("x"); } });
       const b = await unlock(msg);
+      await until("the rejected record", () => mine("h2").length > 0, 5000);
       await settle();
       assert.equal(a.msg.payload.outcome, "session-halted");
       assert.equal(b.msg.payload.outcome, "invalid-input");
