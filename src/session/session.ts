@@ -177,7 +177,7 @@ export class Session extends EventEmitter {
   /**
    * Until when (monotonic ms) the service asked this account to send no login or refresh (its
    * Retry-After, grown by consecutive 429s), or null when it did not or that has passed. Read when
-   * a session of the same account replaces this one (src/nodes/account-registry.ts).
+   * a session of the same account replaces this one (src/account/registry.ts).
    */
   get rateLimitedUntil(): number | null {
     if (!this.lastRenewalFailure?.rateLimited) return null;

@@ -18,7 +18,7 @@ import { AuditLog, type AuditBase, type AuditLog as AuditLogT } from "../../src/
 import { GENESIS, lineHash, verify } from "../../src/audit/chain.js";
 import { main } from "../../src/audit/cli.js";
 import { listLogFiles, readAll } from "../../src/audit/reader.js";
-import { cliVerify, fileHandlePrototype, lines, type P, rec, eio, enospc, put, text } from "../helpers/audit-faults.js";
+import { cliVerify, fileHandlePrototype, lines, type P, parsed, rec, eio, enospc, put, text } from "../helpers/audit-faults.js";
 import fsReal = require("node:fs");
 
 const BIN = path.join(process.cwd(), "bin", "door-access-audit.js");
@@ -1133,5 +1133,246 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
     put(live, [all[3]!.replace(',"seq"', ',"rewound":1,"seq"'), ...all.slice(4)]);
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, false, v.message);
+  });
+});
+
+// Fixed in 6ddd297.
+describe("A batch written again never repeats a line a copy may hold: each going back has its own `rewound` count (docs/audit-log.md#a-failed-write)", function () {
+  this.timeout(60000);
+  let dir: string, live: string, proto: P, orig: P;
+  const logs: AuditLog[] = [];
+  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
+  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rewrite-")); live = path.join(dir, "audit.jsonl"); });
+  afterEach(async () => {
+    Object.assign(proto, orig);
+    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  /** A write call that writes the buffer up to its first record's newline, plus `extra` bytes of the next line (a short write). */
+  const firstLinePlus = (buf: Buffer, off: number, len: number, extra: number): number => {
+    let i = off;
+    while (i < off + len && buf[i] === 0x0a) i++; // a leading newline (a torn line before)
+    const nl = buf.indexOf(0x0a, i);
+    return Math.min(len, nl - off + 1 + extra);
+  };
+
+  it("a failed fsync, then the next batch split by a copytruncate after its first whole line: the copy ends with the `rewound` record the live file starts with, and verify accepts the untampered log (exit 0)", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    // 1. A batch whose fsync fails: cut off again (the cut works), the writer has gone back.
+    proto.sync = function () {
+      proto.sync = orig.sync;
+      return Promise.reject(eio("fsync"));
+    };
+    const failed = await a.attempt(rec("x")).then(() => "ok", (e: Error) => e.message);
+    assert.match(failed, /fsync/);
+    // 2. The next batch (its first record marked `rewound`): the first write call is short (the
+    //    first line and 2 bytes of the second), then logrotate copytruncate (dateext copy).
+    const copy = `${live}-20261124`;
+    let w = 0;
+    proto.write = function (this: unknown, ...x: unknown[]) {
+      const [buf, off, len] = x as [Buffer, number, number];
+      if (++w === 1) {
+        return orig.write.call(this, buf, off, firstLinePlus(buf, off, len, 2)).then((r) => {
+          fs.copyFileSync(live, copy);
+          fs.truncateSync(live, 0);
+          return r;
+        });
+      }
+      return orig.write.call(this, buf, off, len);
+    };
+    const outcomes = await Promise.all(["a", "b", "c"].map((k) => a.attempt(rec(k)).then(() => "ok", (e: Error) => e.message)));
+    Object.assign(proto, orig);
+    await a.attempt(rec("d"));
+    await a.close();
+    assert.deepEqual(outcomes, ["ok", "ok", "ok"]);
+    const c = parsed(copy), l = parsed(live);
+    // The copy ends with seq 3 (ma, rewound), whole; the live file starts with the same line.
+    assert.deepEqual(c.map((r) => [r.seq, r.msgid, typeof r.rewound === "number"]), [[1, "m1", false], [2, "m2", false], [3, "ma", true]], text(copy));
+    assert.deepEqual(l.map((r) => [r.seq, r.msgid, typeof r.rewound === "number"]), [[3, "ma", true], [4, "mb", false], [5, "mc", false], [6, "md", false]], text(live));
+    const v = await cliVerify([copy, live]);
+    assert.equal(v.code, 0, `untampered log (every record written by the writer, faults only) must verify; verify said:\n${v.out}\ncopy: ${text(copy)}\nlive: ${text(live)}`);
+  });
+
+  it("a batch split twice by two copytruncates (dateext copies, within the rewrite bound): each rewrite marks its own `rewound` line, and verify accepts the untampered log", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    let n = 0;
+    proto.write = function (this: unknown, ...x: unknown[]) {
+      const [buf, off, len] = x as [Buffer, number, number];
+      if (off === 0 && n < 2) {
+        n += 1;
+        return orig.write.call(this, buf, off, firstLinePlus(buf, off, len, 2)).then((r) => {
+          fs.copyFileSync(live, `${live}-2026112${n}`);
+          fs.truncateSync(live, 0);
+          return r;
+        });
+      }
+      return orig.write.call(this, buf, off, len);
+    };
+    const outcomes = await Promise.all(["a", "b"].map((k) => a.attempt(rec(k)).then(() => "ok", (e: Error) => e.message)));
+    Object.assign(proto, orig);
+    await a.attempt(rec("z"));
+    await a.close();
+    assert.deepEqual(outcomes, ["ok", "ok"]);
+    const files = [`${live}-20261121`, `${live}-20261122`, live];
+    const v = await verify(files);
+    assert.equal(v.ok, true, `untampered log must verify: ${v.message}\n${files.map((f) => `${path.basename(f)}: ${text(f)}`).join("\n")}`);
+  });
+});
+
+describe("Verify: around a genuine fork, a `rewound` mark removed, moved or added, a line or a run copied, or the files swapped, is a break (docs/audit-log.md#verify)", function () {
+  let dir: string, live: string, proto: P, orig: P;
+  const origOpen = fsp.open;
+  const logs: AuditLog[] = [];
+  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
+  before(async () => {
+    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "forkp-"));
+    const h = await fsp.open(path.join(t, "p"), "w");
+    proto = Object.getPrototypeOf(h);
+    await h.close();
+    await fsp.rm(t, { recursive: true });
+    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
+  });
+  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "fork-")); live = path.join(dir, "audit.jsonl"); });
+  afterEach(async () => {
+    Object.assign(proto, orig);
+    (fsp as { open: typeof fsp.open }).open = origOpen;
+    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  /** A genuine fork: 1, 2; a failed batch (fsync) copied by logrotate (dateext) before the cut; truncate; then `more` records. */
+  async function forkedLog(more: number): Promise<string> {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    const copy = `${live}-20261124`;
+    proto.sync = function () {
+      proto.sync = orig.sync;
+      fs.copyFileSync(live, copy);
+      return Promise.reject(eio("fsync"));
+    };
+    await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
+    Object.assign(proto, orig);
+    fs.truncateSync(live, 0);
+    for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
+    await a.close();
+    return copy;
+  }
+
+  it("naive edits around a genuine fork break the chain: `rewound` removed, moved to the 2nd line, the fork line copied once more, the not-continued run copied into the live file, the copy's first not-continued line given `rewound`, files swapped", async () => {
+    const copy = await forkedLog(3);
+    const c = lines(copy), l = lines(live);
+    assert.equal((await verify([copy, live])).ok, true);
+    const cases: [string, string[], string[]][] = [
+      ["rewound removed", c, [l[0]!.replace(/,"rewound":\d+/, ""), ...l.slice(1)]],
+      ["rewound moved", c, [l[0]!.replace(/,"rewound":\d+/, ""), l[1]!.replace(',"seq"', ',"rewound":1,"seq"'), ...l.slice(2)]],
+      ["fork line twice", c, [l[0]!, ...l]],
+      ["not-continued run into live", c, [...c.slice(2), ...l]],
+      ["rewound added to copy's x", [...c.slice(0, 2), c[2]!.replace(',"seq"', ',"rewound":1,"seq"'), c[3]!], l],
+      ["whole copy appended", c, [...l, ...c]],
+      ["live file copied after itself", [...c, ...l], l],
+    ];
+    const problems: string[] = [];
+    for (const [name, cc, ll] of cases) {
+      put(copy, cc);
+      put(live, ll);
+      const v = await verify([copy, live]);
+      if (v.ok !== false) problems.push(`${name}: ${v.message}`);
+    }
+    // files in the wrong order
+    put(copy, c);
+    put(live, l);
+    const swapped = await verify([live, copy]);
+    if (swapped.ok !== false) problems.push(`swapped: ${swapped.message}`);
+    assert.deepEqual(problems, []);
+  });
+
+  it("a record with `rewound` copied (same line) to a file of its own after the file that holds it: broken; the same for a rotated file's first line", async () => {
+    const copy = await forkedLog(2);
+    const l = lines(live);
+    const extra = path.join(dir, "audit.jsonl.extra");
+    put(extra, [l[0]!]);
+    const v = await verify([copy, live, extra]);
+    assert.equal(v.ok, false, v.message);
+    // and the whole live file copied after itself as a third file
+    put(extra, l);
+    assert.equal((await verify([copy, live, extra])).ok, false);
+    // the fork line's hash is what the next record pins
+    assert.equal(JSON.parse(l[1]!).prev, lineHash(l[0]!));
+  });
+});
+
+describe("A writer keeps its chain position through a reopen that fails and a cut that fails, with size rotation after: no seq twice, verify passes (docs/audit-log.md#the-chain)", function () {
+  let dir: string, live: string, proto: P, orig: P;
+  const origOpen = fsp.open;
+  const logs: AuditLog[] = [];
+  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
+  before(async () => {
+    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "keepp-"));
+    const h = await fsp.open(path.join(t, "p"), "w");
+    proto = Object.getPrototypeOf(h);
+    await h.close();
+    await fsp.rm(t, { recursive: true });
+    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
+  });
+  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "keep-")); live = path.join(dir, "audit.jsonl"); });
+  afterEach(async () => {
+    Object.assign(proto, orig);
+    (fsp as { open: typeof fsp.open }).open = origOpen;
+    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("a reopen after logrotate (rename + create) that fails twice, then works, with size rotation after: no seq given twice, verify over all files passes", async () => {
+    const a = track(new AuditLog(live, { maxBytes: 900, keep: 50 }));
+    for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
+    const rotated = `${live}-20261124`;
+    fs.renameSync(live, rotated);
+    let fails = 0;
+    (fsp as { open: typeof fsp.open }).open = (async (...x: Parameters<typeof fsp.open>) => {
+      if (x[0] === live && fails < 2) { fails++; throw eio("open"); }
+      return origOpen(...x);
+    }) as typeof fsp.open;
+    const r1 = await a.attempt(rec("f1")).then(() => "ok", (e: Error) => e.message);
+    const r2 = await a.attempt(rec("f2")).then(() => "ok", (e: Error) => e.message);
+    (fsp as { open: typeof fsp.open }).open = origOpen;
+    for (let i = 4; i <= 12; i++) await a.attempt(rec(i));
+    await a.close();
+    assert.match(r1, /open/);
+    assert.match(r2, /open/);
+    const numbered = fs.readdirSync(dir).filter((n) => /^audit\.jsonl\.\d+$/.test(n)).sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop())).map((n) => path.join(dir, n));
+    const files = [rotated, ...numbered, live];
+    const seqs = files.flatMap((f) => parsed(f).map((r) => r.seq));
+    assert.deepEqual(seqs, Array.from({ length: 12 }, (_, i) => i + 1), files.map(text).join("\n"));
+    const v = await verify(files);
+    assert.equal(v.ok, true, v.message);
+  });
+
+  it("a failed write whose cut fails too (short write, ENOSPC, ftruncate EIO), no logrotate, then size rotation: the chain goes on after the whole lines on disk, seqs unique, verify passes", async () => {
+    const a = track(new AuditLog(live, { maxBytes: 1200, keep: 50 }));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    let w = 0;
+    proto.write = function (this: unknown, ...x: unknown[]) {
+      const [buf, off, len] = x as [Buffer, number, number];
+      w += 1;
+      if (w === 1) { const nl = buf.indexOf(0x0a, off); return orig.write.call(this, buf, off, nl - off + 10); }
+      if (w === 2) return Promise.reject(enospc());
+      return orig.write.call(this, buf, off, len);
+    };
+    proto.truncate = function () { return Promise.reject(eio("ftruncate")); };
+    const out = await Promise.all(["a", "b", "c"].map((k) => a.attempt(rec(k)).then(() => "ok", () => "failed")));
+    Object.assign(proto, orig);
+    for (let i = 3; i <= 12; i++) await a.attempt(rec(i));
+    await a.close();
+    assert.deepEqual(out, ["failed", "failed", "failed"]);
+    const numbered = fs.readdirSync(dir).filter((n) => /^audit\.jsonl\.\d+$/.test(n)).sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop())).map((n) => path.join(dir, n));
+    const files = [...numbered, live];
+    const seqs = files.flatMap((f) => parsed(f).map((r) => r.seq));
+    assert.equal(new Set(seqs).size, seqs.length, `a seq repeats: ${seqs}`);
+    const v = await verify(files);
+    assert.equal(v.ok, true, `${v.message}\n${files.map(text).join("\n")}`);
   });
 });

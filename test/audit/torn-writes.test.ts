@@ -13,11 +13,11 @@ import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
-import { AuditLog, type AuditBase, type AuditLog as AuditLogT, readAuditFile } from "../../src/audit/audit-log.js";
+import { AuditLog, MAX_BATCH, type AuditBase, type AuditLog as AuditLogT, readAuditFile } from "../../src/audit/audit-log.js";
 import { verify } from "../../src/audit/chain.js";
 import { checkAuditPath, judgeOpenFileSync } from "../../src/audit/paths.js";
 import { tail } from "../../src/audit/reader.js";
-import { eio, enospc, fileHandlePrototype, type P, parsed, rec, text } from "../helpers/audit-faults.js";
+import { eio, enospc, fileHandlePrototype, lines, type P, parsed, rec, text } from "../helpers/audit-faults.js";
 import fsReal = require("node:fs");
 
 interface Proto {
@@ -935,5 +935,91 @@ describe("A crash: our own files a crash left with NUL lines are accepted (docs/
       if (!c.ok || err !== null || v.ok !== true || v.lastSeq !== 3) got.push(`${JSON.stringify(prefix.slice(0, 12))}: check ${c.ok}, writer ${err}, verify ${v.message}`);
     }
     assert.deepEqual(got, []);
+  });
+});
+
+// Fixed in 6ddd297.
+describe("A crash: the writer never writes a batch larger than the open check reads, so the NUL bytes a crash leaves of one are still ours (docs/audit-log.md#a-crash)", function () {
+  this.timeout(60000);
+  let dir: string, live: string, proto: P, orig: P;
+  const logs: AuditLog[] = [];
+  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
+  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "batch-size-")); live = path.join(dir, "audit.jsonl"); });
+  afterEach(async () => {
+    Object.assign(proto, orig);
+    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("1024 records at the field caps (more than 4 MiB) queued at once go out in batches of at most about 3 MiB; a crash leaving the largest as NUL bytes at the start of a fresh live file: verify, the path check and the writer all take the log as ours", async () => {
+    // Fields at their caps (MAX_TEXT 200 characters), characters JSON writes as \uXXXX.
+    const big = "\u0001".repeat(200);
+    const src = path.join(dir, "src.jsonl");
+    const a0 = track(new AuditLog(src));
+    await a0.attempt(rec(1));
+    const before = fs.statSync(src).size;
+    const writes: number[] = [];
+    proto.write = function (this: unknown, ...x: unknown[]) {
+      const [, , len] = x as [Buffer, number, number];
+      writes.push(len);
+      return orig.write.apply(this, x);
+    };
+    await Promise.all(Array.from({ length: MAX_BATCH }, (_, i) =>
+      a0.rejected({ actor: big, deviceId: 101, lockId: null, door: big, msgid: big.slice(0, 190) + String(i).padStart(10, "0"), outcome: big, reason: big })));
+    Object.assign(proto, orig);
+    await a0.close();
+    const total = fs.statSync(src).size - before;
+    assert.ok(total > 4 * 1024 * 1024, `the records are ${total} bytes`);
+    const largest = Math.max(...writes);
+    assert.ok(writes.length > 1 && largest <= 3.1 * 1024 * 1024, `batches of ${writes.join(", ")} bytes`);
+    // The rotated file holds seq 1; the crash hit the largest batch of the new live file: its
+    // size was extended, its data not written (NUL bytes), as a crash can leave it.
+    fs.writeFileSync(`${live}.1`, lines(src)[0] + "\n");
+    fs.writeFileSync(live, Buffer.alloc(largest));
+    const v = await verify([`${live}.1`, live]);
+    const c = checkAuditPath(live, { userDir: dir });
+    const a = track(new AuditLog(live));
+    const err = await a.attempt(rec(2)).then(() => null, (e: Error) => e.message);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(c.ok, true, `checkAuditPath: ${c.ok ? "" : c.problem}`);
+    assert.equal(err, null, `the writer refuses its own log: ${err}`);
+  });
+});
+
+describe("A crash: up to 4 MiB of NUL bytes before the first record are ours; more are refused quickly, and verify still reads the log (docs/audit-log.md#a-crash)", function () {
+  let dir: string, live: string, proto: P, orig: P;
+  const origOpen = fsp.open;
+  const logs: AuditLog[] = [];
+  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
+  before(async () => {
+    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "nulp-"));
+    const h = await fsp.open(path.join(t, "p"), "w");
+    proto = Object.getPrototypeOf(h);
+    await h.close();
+    await fsp.rm(t, { recursive: true });
+    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
+  });
+  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "nul-")); live = path.join(dir, "audit.jsonl"); });
+  afterEach(async () => {
+    Object.assign(proto, orig);
+    (fsp as { open: typeof fsp.open }).open = origOpen;
+    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("the open check's 4 MiB bound: 4 MiB - 64 KiB of NUL bytes then a record is ours; 4 MiB + 64 KiB of NULs is refused quickly, and verify still reads the log", async () => {
+    const a0 = track(new AuditLog(path.join(dir, "src.jsonl")));
+    await a0.attempt(rec(1));
+    await a0.close();
+    const one = fs.readFileSync(path.join(dir, "src.jsonl"));
+    fs.writeFileSync(live, Buffer.concat([Buffer.alloc(4 * 1024 * 1024 - 64 * 1024), Buffer.from("\n"), one]));
+    assert.equal(checkAuditPath(live, { userDir: dir }).ok, true);
+    fs.writeFileSync(live, Buffer.concat([Buffer.alloc(4 * 1024 * 1024 + 64 * 1024), Buffer.from("\n"), one]));
+    const t = Date.now();
+    const c = checkAuditPath(live, { userDir: dir });
+    assert.equal(c.ok, false);
+    assert.ok(Date.now() - t < 2000);
+    assert.equal((await verify([live])).ok, true);
   });
 });

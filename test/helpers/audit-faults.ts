@@ -1,7 +1,8 @@
 /**
- * Shared by the audit log's tests (test/audit/*.test.ts, test/break-19*.test.ts): records, file
- * readers, injected errors, the bin's verify as a call, and FileHandle.prototype, whose methods
- * those tests patch to force a fault at an exact point (no timing).
+ * Shared by the audit log's tests (test/audit/*.test.ts) and the node tests that fail an audit
+ * write or verify a log (test/nodes): records, file readers, injected errors, the bin's verify as
+ * a call, and FileHandle.prototype, whose methods those tests patch to force a fault at an exact
+ * point (no timing).
  */
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";

@@ -1,7 +1,8 @@
 /**
- * Shared by the break tests of messages that cannot be read or cannot carry their outcome
- * (test/break-20 … break-23): the leak-scan hook taken out for one test, a settle step, a
- * revoked Proxy, and the node status shape.
+ * Shared by the tests of messages that cannot be read or cannot carry their outcome
+ * (test/nodes/door-unlock-odd-messages, door-status-devices, door-unlock-status,
+ * door-unlock-selection): the leak-scan hook taken out for one test, a settle step, a revoked
+ * Proxy, and the node status shape.
  */
 import { strict as assert } from "node:assert";
 import { nodeRedDir } from "./runtime.js";

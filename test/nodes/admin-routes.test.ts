@@ -13,13 +13,13 @@
  */
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountNode, accountOf, assertAccepted, count, devicesModule, helper, helperNodes, loadFlow,
   logins, startSim, statusModule, stopFlows, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,
-} from "./helpers/flow.js";
-import { resolveFromNodeRed } from "./helpers/runtime.js";
-import { recordForLeakScan } from "./hooks/leak-scan.js";
+} from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
 const ACC = "/door-access/accounts";
@@ -139,7 +139,7 @@ function assertNothingCaused(sim: RunningSimulator, what: string): void {
   assert.equal(session.state, "unreachable", `${what}: the session state`);
 }
 
-describe("admin routes: who may do what (adminAuth with a '*' user and a 'read' user; Node-RED runtime + simulator)", function () {
+describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read' user) (docs/security.md#who-can-do-what-the-admin-routes)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
   let tokens: Awaited<ReturnType<typeof adminAuth>>;
@@ -255,7 +255,7 @@ describe("admin routes: who may do what (adminAuth with a '*' user and a 'read' 
   });
 });
 
-describe("admin routes: a request from another site (no adminAuth; Node-RED runtime + simulator)", function () {
+describe("admin routes: a request from another site, without adminAuth, is refused unless it is the editor's JSON (docs/security.md#cross-site-requests)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
 
@@ -341,7 +341,7 @@ describe("admin routes: a request from another site (no adminAuth; Node-RED runt
   });
 });
 
-describe("admin routes: an account's login is a secret (adminAuth; Node-RED's own credentials route)", function () {
+describe("admin routes: an account's login is a secret, also in Node-RED's own credentials route (docs/security.md#secrets)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
   let tokens: Awaited<ReturnType<typeof adminAuth>>;

@@ -1,16 +1,20 @@
 /**
- * door-unlock in a real Node-RED 4 runtime against the simulator: every row of the
- * CONTRACT's outcome table, with the requests counted at the simulator.
+ * door-unlock in a real Node-RED 4 runtime against the simulator: every row of the outcome
+ * table (docs/outcomes.md#door-unlock-outcomes), with the requests counted at the simulator; the
+ * outcome on every wire, and done() only once its closing record is on disk
+ * (docs/audit-log.md#group-commit).
  */
 import { strict as assert } from "node:assert";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  assertAccepted, assertFailed, count, loadFlow, logins, readAudit, startSim, teardown, unlock,
+  ALL_NODES, TAB, accountNode, assertAccepted, assertFailed, count, helper, loadFlow, logins, readAudit, startSim, tab, teardown, unlock,
   unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
-} from "./helpers/flow.js";
-import { assertRetryAfterInText } from "./helpers/session.js";
+} from "../helpers/flow.js";
+import { settle } from "../helpers/odd-messages.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { assertRetryAfterInText } from "../helpers/session.js";
 
-describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
+describe("door-unlock outcomes: every row of the outcome table, the requests counted (docs/outcomes.md#door-unlock-outcomes)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let userDir: string;
@@ -184,8 +188,8 @@ describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
     assert.equal(p.mayHaveOpened, false);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(unlockRequests(sim), 1);
-    // CONTRACT: "re-fetched on a 404 for a known id"; 999 was never in the list (see the
-    // known-id case in node-unlock-selection.test.ts, which proves the single re-fetch).
+    // The list is fetched again after a 404 for a door that is in it (docs/doors.md#the-device-list);
+    // 999 never was (see the known-id case in door-unlock-selection.test.ts, which proves the re-fetch).
     assert.equal(count(sim, "listUserDevices"), 0);
   });
 
@@ -255,7 +259,7 @@ describe("door-unlock outcomes (Node-RED runtime + simulator)", function () {
   });
 });
 
-describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simulator)", function () {
+describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-unlock-outcomes, docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {
@@ -349,7 +353,7 @@ describe("door-unlock: session-halted and unauthorized (Node-RED runtime + simul
 // docs/session.md#rate-limits: every rate-limited outcome carries retryAfter, the whole
 // seconds until the package sends again, and its message names that same number; whether the
 // PUT, the renewal (refresh or login) or the device-list fetch was limited.
-describe("door-unlock: every rate-limited payload carries retryAfter, named in its text (Node-RED runtime + simulator)", function () {
+describe("door-unlock: every rate-limited payload carries retryAfter, named in its text (docs/session.md#rate-limits)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {
@@ -409,5 +413,55 @@ describe("door-unlock: every rate-limited payload carries retryAfter, named in i
     assert.equal(p.mayHaveOpened, false);
     assert.equal(unlockRequests(sim), 0);
     assert.equal(count(sim, "listUserDevices"), 1, "nothing fetched within the Retry-After");
+  });
+});
+
+describe("The outcome goes to every wire of its output; a Complete node fires only once the unlock-result is on disk; a Status node sees the outcome last (docs/audit-log.md#group-commit)", function () {
+  this.timeout(60000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim({ rateLimit: false });
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    sim.control.clearFaults();
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+  });
+
+  it("output 1 wired twice, a Complete and a Status node on door-unlock: both wires get the outcome, the Complete node only once the unlock-result is on disk, the Status node's last status is the outcome", async () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const completeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/24-complete.js"));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const statusNodeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-status.js"));
+    const flow = [
+      tab(), accountNode(sim.url),
+      unlockNode({ wires: [["u1-ok", "u1-ok2"], ["u1-fail"]] }),
+      { id: "cmp", type: "complete", z: TAB, name: "", scope: ["u1"], uncaught: false, wires: [["done-out"]] },
+      { id: "sts", type: "status", z: TAB, name: "", scope: ["u1"], wires: [["status-out"]] },
+      ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "done-out", "status-out"),
+    ];
+    const { userDir } = await loadFlow(flow, { nodes: [...ALL_NODES, completeModule, statusNodeModule] });
+    await waitReady();
+    sim.control.resetRequests();
+    const second: any[] = [];
+    helper.getNode("u1-ok2").on("input", (m: any) => second.push(m));
+    const atComplete: string[][] = [];
+    helper.getNode("done-out").on("input", (m: any) => atComplete.push(readAudit(userDir).filter((r) => r.msgid === m._msgid).map((r) => r.type)));
+    const statuses: any[] = [];
+    helper.getNode("status-out").on("input", (m: any) => statuses.push(m.status));
+    const out = await unlock({ deviceId: 101, _msgid: "b24-cmp" });
+    assert.equal(out.msg.payload.outcome, "accepted");
+    await until("the Complete node", () => atComplete.length === 1, 5000);
+    await settle();
+    assert.equal(second.length, 1);
+    assert.equal(second[0].payload.outcome, "accepted");
+    assert.deepEqual(atComplete[0], ["unlock-attempt", "unlock-result"], "done() only once the closing record is on disk");
+    assert.equal(unlockRequests(sim), 1);
+    assert.equal(statuses[statuses.length - 1]?.fill, "green", JSON.stringify(statuses));
   });
 });

@@ -8,11 +8,11 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { startBroker, type Broker } from "../scripts/mqtt-broker.js";
-import { REPO_ROOT } from "../scripts/node-red-process.js";
-import { nodeRedPath, resolveFromNodeRed } from "./helpers/runtime.js";
-import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { closeAllParked } from "../src/account/registry.js";
+import { startBroker, type Broker } from "../../scripts/mqtt-broker.js";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
+import { nodeRedPath, resolveFromNodeRed } from "../helpers/runtime.js";
+import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { closeAllParked } from "../../src/account/registry.js";
 
 // node-red-node-test-helper has no type declarations.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -26,7 +26,7 @@ const unlockNode: unknown = require(path.join(REPO_ROOT, "nodes", "door-unlock.j
 
 const TOPIC = "door-access/test/front-door";
 
-describe("MQTT end to end: aedes broker, core mqtt in, door-unlock", function () {
+describe("MQTT end to end: one published command is one unlock; a retained one the broker replays is none while Retained is on (docs/nodes.md#door-unlock)", function () {
   this.timeout(30_000);
   let sim: RunningSimulator;
   let broker: Broker;

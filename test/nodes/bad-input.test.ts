@@ -1,21 +1,23 @@
 /**
- * Bad input gets a clear error and sends nothing (issue 7): oversized messages, bad account
- * configuration, and a token without `exp`. Requests are counted at the simulator.
+ * Bad input gets a clear error and sends nothing (docs/performance.md#reliability-checks):
+ * oversized messages, bad account configuration (docs/nodes.md#door-account), a bad base URL
+ * quoted clipped (docs/security.md#text-in-the-editor-and-the-dashboard), and a token without
+ * `exp` (docs/session.md#renewal). Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { BaseUrlError, parseBaseUrl } from "../src/client/base-url.js";
-import { SessionHaltedError } from "../src/session/errors.js";
-import type { RunningSimulator } from "../src/simulator/index.js";
-import { startSimulator } from "../src/simulator/index.js";
-import { fakeClock } from "./helpers/fake-clock.js";
+import { BaseUrlError, parseBaseUrl } from "../../src/client/base-url.js";
+import { SessionHaltedError } from "../../src/session/errors.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { startSimulator } from "../../src/simulator/index.js";
+import { fakeClock } from "../helpers/fake-clock.js";
 import {
   accountOf, assertAccepted, assertFailed, helper, lastStatus, loadFlow, startSim, teardown, unlock, unlockFlow, until,
-} from "./helpers/flow.js";
-import { buildSession, ops } from "./helpers/session.js";
+} from "../helpers/flow.js";
+import { buildSession, ops } from "../helpers/session.js";
 
 const apiRequests = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.operation !== "docs").length;
 
-describe("bad input: clear errors, nothing sent", function () {
+describe("Bad input gets a clear error and sends nothing: a 10 MB door name or payload, an account setting that cannot be used (docs/nodes.md#door-account)", function () {
   this.timeout(30_000);
   let sim: RunningSimulator;
 
@@ -80,7 +82,7 @@ describe("bad input: clear errors, nothing sent", function () {
 });
 
 // docs/security.md#text-in-the-editor-and-the-dashboard: the error reaches the editor.
-describe("bad input: a bad base URL is quoted in its error as a clipped JSON string, never echoed raw", () => {
+describe("A bad base URL is quoted in its error as a clipped JSON string, never echoed raw (docs/security.md#text-in-the-editor-and-the-dashboard)", () => {
   const messageOf = (value: string): string => {
     try {
       parseBaseUrl(value);
@@ -124,7 +126,7 @@ describe("bad input: a bad base URL is quoted in its error as a clipped JSON str
   });
 });
 
-describe("bad answers: a token without exp", function () {
+describe("A token without exp is accepted and renewed on the 36-hour schedule (docs/session.md#renewal)", function () {
   this.timeout(20_000);
   it("is accepted with one warning and renewed on the 36 h schedule (no crash, no loop)", async () => {
     const clock = fakeClock();

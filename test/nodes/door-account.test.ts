@@ -1,21 +1,34 @@
 /**
- * door-account in a real Node-RED 4 runtime against the simulator: one session shared by
- * every node, the account's state fanned out as node status, the halt raised to a Catch
- * node, redeploys that keep the session, and the permission-checked admin endpoints.
+ * door-account in a real Node-RED 4 runtime against the simulator (docs/nodes.md#door-account):
+ * one session shared by every node, the account's state fanned out as node status, the halt
+ * raised to a Catch node, redeploys that keep the session, settings refused at deploy, and the
+ * permission-checked admin endpoints: the picker's forced refresh and the sign-in within the
+ * service's limits, a stored login used only towards its own base URL
+ * (docs/session.md#signing-in-from-the-editor).
  */
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import * as path from "node:path";
-import type { RunningSimulator } from "../src/simulator/index.js";
+import { checkAccountSettings } from "../../src/account/account.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   ALL_NODES, DEMO_ACCOUNT, TAB, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule,
   editorPost, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
   unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
-} from "./helpers/flow.js";
-import { resolveFromNodeRed } from "./helpers/runtime.js";
+} from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
 
 const ADMIN = "/door-access/accounts";
+const PHONE: string = DEMO_ACCOUNT.phoneNumber;
+const PASSWORD: string = DEMO_ACCOUNT.password;
+
+function account(id: string, url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, type: "door-account", name: `account ${id}`, baseUrl: url, loginMethod: "phone", auditLog: "", ...extra };
+}
+const demoCreds = (...ids: string[]) => Object.fromEntries(ids.map((id) => [id, { phoneNumber: PHONE, password: PASSWORD }]));
+const demoLogins = (sim: RunningSimulator) => sim.control.requests({ accountId: "demo" }).filter((r) => /^login/.test(r.operation)).length;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function flowWithAllNodes(url: string): Record<string, unknown>[] {
   return [
@@ -42,7 +55,7 @@ function assertNoSecret(text: string, tokens: string[]): void {
   assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber) && !text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)), "no phone number");
 }
 
-describe("door-account: one session, status fan-out, halts (Node-RED runtime + simulator)", function () {
+describe("door-account: one session for every node, its state on every node's status, a halt raised to a Catch node, redeploys that keep the session (docs/nodes.md#door-account, docs/session.md#halts-and-reconnect)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   beforeEach(async () => {
@@ -225,7 +238,7 @@ describe("door-account: one session, status fan-out, halts (Node-RED runtime + s
   });
 });
 
-describe("door-account admin endpoints (Node-RED runtime + simulator)", function () {
+describe("door-account admin endpoints: state, devices, a forced refresh at most once per 10 s, reconnect; no secret in an answer (docs/security.md#who-can-do-what-the-admin-routes)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   before(async () => {
@@ -278,8 +291,8 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
   });
 
   it("a forced refresh from the editor at most once per 10 s per account: the next ones get the cached list and its age", async () => {
-    // Follows issue 12 ("the picker's refresh cannot flood the service"). Forced right before
-    // (previous test, or now): five more within the 10 s reach the service zero times.
+    // The picker's refresh cannot flood the service (docs/doors.md#picking-a-door-in-the-editor).
+    // Forced right before (previous test, or now): five more within the 10 s reach the service zero times.
     await editorPost(`${ADMIN}/acc1/devices/refresh`).send(edited()).expect(200);
     sim.control.resetRequests();
     for (let i = 0; i < 5; i++) {
@@ -298,7 +311,6 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
     assert.ok(textMatches(res.body.error, "door-account.errors.not-deployed", /deploy the account first/i), res.text);
     assert.equal(sim.control.requests().length, 0);
   });
-
 
   it("POST /reconnect → 202 and one login; the response carries no token", async () => {
     const before = logins(sim);
@@ -322,7 +334,7 @@ describe("door-account admin endpoints (Node-RED runtime + simulator)", function
   });
 });
 
-describe("door-account admin endpoints: the service failing (Node-RED runtime + simulator)", function () {
+describe("door-account admin endpoints while the service fails: an error, no secret (docs/security.md#secrets)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   before(async () => {
@@ -343,7 +355,7 @@ describe("door-account admin endpoints: the service failing (Node-RED runtime + 
   });
 });
 
-describe("door-account admin endpoints with adminAuth (Node-RED's real needsPermission)", function () {
+describe("door-account admin endpoints with adminAuth: Node-RED's real needsPermission (docs/security.md#who-can-do-what-the-admin-routes)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
   let adminToken = "";
@@ -414,5 +426,131 @@ describe("door-account admin endpoints with adminAuth (Node-RED's real needsPerm
     assert.equal(logins(sim), before);
     await editorPost(`${ADMIN}/acc1/reconnect`).set("Authorization", `Bearer ${adminToken}`).send({}).expect(202);
     await until("the login", () => logins(sim) === before + 1);
+  });
+});
+
+describe("door-account: a setting that cannot be used is a configuration error at deploy, and nothing is sent (docs/nodes.md#door-account)", function () {
+  this.timeout(30_000);
+
+  // Fixed in 6ca31c5.
+  it("an email the request schema refuses is a configuration error at deploy, and nothing is sent", async () => {
+    for (const email of ["ops@example.c", "josé@example.com"]) {
+      const r = checkAccountSettings({ baseUrl: "http://127.0.0.1:1", loginMethod: "email", email, password: "pw" });
+      assert.equal(r.ok, false, email);
+    }
+    const sim = await startSim();
+    try {
+      await loadFlow([tab(), accountNode(sim.url, { loginMethod: "email" })], { creds: { acc1: { email: "ops@example.c", password: "demo-password" } } });
+      const n = helper.getNode("acc1");
+      assert.match(n.problem ?? "", /email/);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(sim.control.requests().length, 0);
+    } finally {
+      await teardown();
+      await sim.close();
+    }
+  });
+});
+
+describe("door-account admin endpoints: the picker's forced refresh and a sign-in after a failed one stay within the service's limits (docs/doors.md#picking-a-door-in-the-editor, docs/session.md#signing-in-from-the-editor)", function () {
+  this.timeout(90000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  // Fixed in 71b0a8e.
+  it("the picker's forced list fetch happens at most once per 10 s per account, also while the device list fetch fails", async () => {
+    // The device list is refused for now (429, Retry-After 1 h): the warm-up has no list to cache.
+    sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 3600, count: 1000 });
+    await loadFlow([tab(), account("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { creds: demoCreds("acc1") });
+    await waitState("ready", "acc1");
+    await until("the warm-up fetch to be refused", () => count(sim, "listUserDevices") >= 1 && sim.control.inFlight().length === 0);
+    await sleep(100);
+    const before = count(sim, "listUserDevices");
+    // The operator presses the picker's refresh five times within 10 s.
+    for (let i = 0; i < 5; i++) {
+      await editorPost(`${ADMIN}/acc1/devices/refresh`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE });
+    }
+    const fetched = count(sim, "listUserDevices") - before;
+    assert.ok(fetched <= 1, `at most one forced fetch within 10 s; the service got ${fetched} list requests (each answered 429 with Retry-After: 3600)`);
+  });
+
+  // Fixed in f1ea708.
+  it("after a sign-in that failed on 5xx, a later sign-in (service back, more than a minute later) logs in", async () => {
+    const sinon = require("sinon");
+    await loadFlow([tab()], { creds: {} });
+    const body = { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" };
+    sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 2 });
+    const first = await editorPost(`${ADMIN}/new-acc/sign-in`).send(body);
+    assert.equal(first.status, 502, JSON.stringify(first.body));
+    const attempts = logins(sim);
+    // The service is back; more than a minute passes (a login at most once a minute: docs/session.md#connection-errors).
+    // Wall and monotonic clocks both move on (the session measures its spacing on performance.now();
+    // a faked performance.now() starts from 0, so it is first brought up to the real one).
+    const mono = performance.now();
+    const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ["Date", "performance"] });
+    try {
+      clock.tick(Math.ceil(mono) + 61_000);
+      const second = await editorPost(`${ADMIN}/new-acc/sign-in`).send(body);
+      assert.equal(logins(sim) - attempts, 1, `the second sign-in tried one login (answer ${second.status} ${JSON.stringify(second.body)})`);
+      assert.equal(second.status, 200, JSON.stringify(second.body));
+    } finally {
+      clock.restore();
+    }
+  });
+});
+
+describe("door-account sign-in: a stored login is used only towards the base URL the node was deployed with (docs/session.md#signing-in-from-the-editor)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let elsewhere: RunningSimulator;
+  let operatorToken = "";
+
+  before(async () => {
+    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
+    const auth = require(path.join(editorApi, "lib", "auth"));
+    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+    auth.init(
+      {
+        adminAuth: {
+          type: "credentials",
+          users: [
+            // May read flows and use the account's controls (reconnect, sign-in), may not deploy.
+            { username: "operator", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: ["flows.read", "door-account.read", "door-account.write"] },
+          ],
+        },
+      },
+      { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
+    );
+    operatorToken = (await tokens.create("operator", "node-red-editor", ["flows.read", "door-account.read", "door-account.write"])).accessToken;
+    const withRealAuth = (red: any) => {
+      red.auth = { needsPermission: auth.needsPermission };
+      return accountModule(red);
+    };
+    sim = await startSim();
+    elsewhere = await startSim();
+    await loadFlow([tab(), account("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], {
+      creds: demoCreds("acc1"), nodes: [withRealAuth, devicesModule, statusModule, unlockModule], userDir: freshUserDir(),
+    });
+    await waitReady("acc1");
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+    await elsewhere.close();
+  });
+
+  // Fixed in 5206c8c.
+  it("the deployed node's stored password is not sent to a base URL it was not deployed with ('__PWRD__' sign-in to another host)", async () => {
+    // A user who may press the account's buttons but may not deploy asks the runtime to sign
+    // the deployed account in at another host, with the credentials it was never shown.
+    await editorPost(`${ADMIN}/acc1/sign-in`).set("Authorization", `Bearer ${operatorToken}`)
+      .send({ baseUrl: elsewhere.url, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__", sessionStore: "file" });
+    assert.equal(demoLogins(elsewhere), 0, "the demo account's phone number and password reached a host the deployed node does not name");
   });
 });

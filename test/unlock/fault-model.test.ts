@@ -7,13 +7,14 @@
  * lifetimes from 1 min to 48 h and local clock jumps. After each run the invariants of
  * test/helpers/fault-model.ts are checked against the simulator's request log and the audit
  * file: no duplicate PUT, the door the message meant or none, bounded logins and refreshes,
- * halts only with cause; unhandled rejections fail the run (test/hooks/no-unhandled.ts).
+ * halts only with cause; unhandled rejections fail the run (test/hooks/no-unhandled.ts). What it
+ * checks is listed in docs/performance.md#reliability-checks.
  *
  * CI runs PROPERTY_RUNS (default 150) sequences; `npm run test:property-long` runs 1,000.
  */
 import { strict as assert } from "node:assert";
 import fc from "fast-check";
-import { runSequence, scenarioArb, type RunStats } from "./helpers/fault-model.js";
+import { runSequence, scenarioArb, type RunStats } from "../helpers/fault-model.js";
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
 
@@ -31,7 +32,7 @@ const COUNTER_EXAMPLES: { name: string; scenario: unknown }[] = [
   },
 ];
 
-describe("property counter-examples, replayed (CONTRACT 'A replay only follows a renewal')", function () {
+describe("Property counter-examples, replayed: a replay only follows a renewal (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(120_000);
   for (const c of COUNTER_EXAMPLES) {
     it(c.name, async () => {
@@ -42,7 +43,7 @@ describe("property counter-examples, replayed (CONTRACT 'A replay only follows a
   }
 });
 
-describe("property: faults never duplicate, lose or leak an unlock", function () {
+describe("Property: faults never duplicate, lose or leak an unlock (docs/performance.md#reliability-checks)", function () {
   this.timeout(Math.max(120_000, RUNS * 6_000));
   const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0, runsWithRules: 0, denied: 0 };
 

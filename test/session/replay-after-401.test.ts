@@ -1,0 +1,150 @@
+/**
+ * A 401 and its replay (docs/session.md#a-401-and-its-replay), against the simulator over loopback
+ * (requests counted in its request log): a request answered 401 is renewed once and sent once
+ * more; when the renewal fails (429, 5xx) the request fails without a replay and the account does
+ * not halt, and the next message renews, not before the Retry-After; a 401 on the replay while a
+ * login of the account's own (a Reconnect) is in flight is not a takeover; ten unlocks on one
+ * revoked token make one refresh and at most one replay each.
+ */
+import { strict as assert } from "node:assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { Account } from "../../src/account/account.js";
+import { RenewalFailedError } from "../../src/session/errors.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { performUnlock } from "../../src/unlock/unlock.js";
+import { DEMO_PHONE, buildSession, ops, waitUntil, type Built } from "../helpers/session.js";
+
+const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
+const logins = (sim: RunningSimulator) => sim.control.requests().filter((r) => /^login/.test(r.operation)).length;
+const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length;
+
+describe("A 401 is renewed once and replayed once; a failed renewal means no replay and no halt, and the next message renews after the Retry-After (docs/session.md#a-401-and-its-replay)", function () {
+  this.timeout(30_000);
+  // Fixed in 6ca31c5.
+  let sim: RunningSimulator;
+  let dir: string;
+  let account: Account;
+  const make = (timings = {}) =>
+    new Account({
+      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
+      timings, client: { random: () => 0 },
+    });
+  beforeEach(async () => {
+    sim = await startSimulator({ rateLimit: false });
+    dir = mkdtempSync(path.join(tmpdir(), "door-replay-"));
+  });
+  afterEach(async () => {
+    await account.close();
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("access revoked, refresh 429: one PUT (401), no replay, no halt; rate-limited with retryAfter; later the account recovers without a login", async () => {
+    account = make({ minRenewalIntervalMs: 200 });
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1, count: 1 });
+    const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
+    const r = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m1" }, settings);
+    assert.equal(r.outcome, "rate-limited", JSON.stringify(r));
+    assert.equal(r.retryAfter !== undefined && r.retryAfter >= 1, true, JSON.stringify(r));
+    assert.equal(r.mayHaveOpened, false);
+    assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429"], "the rejected token is never sent again");
+    assert.ok(!account.session.state.startsWith("halted"), account.session.state);
+    // Retry-After (1 s) honoured: a message before it sends nothing.
+    const early = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m2" }, settings);
+    assert.equal(early.outcome, "rate-limited");
+    assert.equal(ops(sim).length, 2, `nothing sent before Retry-After: ${JSON.stringify(ops(sim))}`);
+    await new Promise((r) => setTimeout(r, 1100));
+    const later = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m3" }, settings);
+    assert.equal(later.outcome, "accepted", JSON.stringify(later));
+    assert.deepEqual(ops(sim).slice(2), ["refreshToken 200", "unlockDevice 200"]);
+    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0, "the refresh token was still good: no login");
+  });
+
+  it("a scheduled refresh failing on 5xx while a call meets a 401: the call fails without a replay, the account does not halt", async () => {
+    account = make({ renewEveryMs: 1500, minRenewalIntervalMs: 100 });
+    await account.start();
+    sim.control.resetRequests();
+    // The scheduled refresh (at 1.5 s) hangs 600 ms and fails with 503, twice (the client retries once).
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 600, count: 2 });
+    await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "refreshToken"), 5000, "the scheduled refresh");
+    sim.control.revokeAccessToken("demo");
+    await assert.rejects(account.getDevice(101), (e: unknown) => e instanceof RenewalFailedError && !e.rateLimited);
+    assert.equal(sim.control.requests({ operation: "getDevice" }).length, 1, `no replay with the rejected token: ${JSON.stringify(ops(sim))}`);
+    assert.ok(!account.session.state.startsWith("halted"), account.session.state);
+    // The next call renews (the refresh token is good) and succeeds: no login, no halt.
+    await new Promise((r) => setTimeout(r, 150));
+    const d = await account.getDevice(101);
+    assert.equal(d.id, 101);
+    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0);
+    assert.equal(account.session.state, "ready");
+  });
+});
+
+describe("A 401 on the replay while our own Reconnect login is in flight is not a takeover: the call fails, the account does not halt (docs/session.md#a-401-and-its-replay)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let b: Built;
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim?.close();
+  });
+
+  // halted-superseded means another login took the account; a login of our own in flight is not one.
+  // Fixed in 64ac172.
+  it("a replay answered 401 because our own Reconnect login (still in flight) superseded its token: the call fails, the account does not halt", async () => {
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim);
+    await b.session.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    // The replay is held at the service; the Reconnect login executes at once but its answer is held.
+    sim.control.inject({ kind: "latency", endpoint: "getDevice", latencyMs: 400, count: 2 });
+    sim.control.inject({ kind: "slow-headers", endpoint: "loginByPhone", latencyMs: 1500, count: 1 });
+    const call = b.session.call((t) => b.client.getDevice(t, 101));
+    await waitUntil(() => count(sim, "refreshToken") === 1 && sim.control.inFlight().some((r) => r.operation === "getDevice"), 5000, () => `the replay in flight: ${JSON.stringify(ops(sim))}`);
+    const reconnect = b.session.reconnect();
+    await assert.rejects(call);
+    assert.notEqual(b.session.state, "halted-superseded", `halted by our own login: ${JSON.stringify(ops(sim))}`);
+    await reconnect;
+    assert.equal(b.session.state, "ready", JSON.stringify(ops(sim)));
+    await b.session.call((t) => b.client.getDevice(t, 101));
+    await waitUntil(() => logins(sim) === 1, 5000, () => `the login in the request log: ${JSON.stringify(ops(sim))} ${JSON.stringify(b.log.lines)}`);
+  });
+});
+
+describe("Ten unlocks at once on a revoked access token: one refresh, no login, each message at most one PUT plus one replay (docs/session.md#a-401-and-its-replay)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let dir: string;
+  let account: Account;
+  beforeEach(async () => {
+    sim = await startSimulator({ rateLimit: false });
+    dir = mkdtempSync(path.join(tmpdir(), "door-replay-burst-"));
+    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
+  });
+  afterEach(async () => {
+    await account?.close();
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const msg = (i: number, f: { id?: number; door?: string }) => ({ msgDeviceId: f.id, msgDoor: f.door, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` });
+  const node = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
+
+  it("ten unlocks at once on a revoked access token: one refresh, no login, each message at most one PUT plus one replay", async () => {
+    await account.start();
+    await account.devices();
+    sim.control.revokeAccessToken("demo");
+    sim.control.resetRequests();
+    const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => performUnlock(account, msg(i, { id: 101 }), node)));
+    assert.ok(rs.every((r) => r.outcome === "accepted"), JSON.stringify(rs.map((r) => r.outcome)));
+    assert.equal(count(sim, "refreshToken"), 1, JSON.stringify(ops(sim)));
+    assert.equal(logins(sim), 0);
+    assert.ok(puts(sim) <= 20, `${puts(sim)} PUTs for ten messages`);
+  });
+});
