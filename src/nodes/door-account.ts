@@ -235,7 +235,7 @@ export = function register(RED: NodeAPI): void {
       users.clear();
       const m = member;
       member = null;
-      // Never short a record (CONTRACT.md "Audit log"): unlocks in flight finish (bounded) and
+      // Never short a record (docs/audit-log.md#records): unlocks in flight finish (bounded) and
       // write their results before the session is stopped or logged out and before the log
       // closes; done() only then, so a shutdown does not exit in between.
       const deadline = Date.now() + ACCOUNT_DRAIN_MS;

@@ -36,7 +36,7 @@ export = function register(RED: NodeAPI): void {
         }
         try {
           const list = kind === "locations" ? await got.account.locations(force) : await got.account.devices(force);
-          // Each message gets its own copy (CONTRACT "Door selection"): a flow that sorts or
+          // Each message gets its own copy (docs/doors.md#resolution-rules): a flow that sorts or
           // edits msg.payload changes nothing else — not the account's cache, not the picker,
           // not how door names resolve.
           m.payload = structuredClone(list);

@@ -86,7 +86,7 @@ export function performUnlock(
   onResult?: (result: UnlockResult) => void,
   onSending?: () => void,
 ): Promise<UnlockResult> {
-  // Tracked by the account: closing it waits for this unlock's result record (CONTRACT.md "Audit log").
+  // Tracked by the account: closing it waits for this unlock's result record (docs/audit-log.md#records).
   return account.track(unlockOnce(account, input, node, onResult, onSending));
 }
 
@@ -104,7 +104,7 @@ async function unlockOnce(
   const base = { deviceId: null as number | null, lockId: null as number | null, door: null as string | null, actor };
 
   // onResult is the caller's (a node sending a message); whatever it throws, the closing record is
-  // written first (CONTRACT "Audit log": every message that reached the service gets its
+  // written first (docs/audit-log.md#records: every message that reached the service gets its
   // unlock-result), then the error is passed on.
   let told: { error: unknown } | null = null;
   const tell = (r: UnlockResult): void => {
@@ -220,7 +220,7 @@ async function unlockOnce(
     try {
       await account.session.call(async (token) => {
         // Every PUT, the 401 replay included, has its attempt record on disk before it leaves; the
-        // replay's is marked `replay: true` (CONTRACT.md "Audit log"). If the record cannot be
+        // replay's is marked `replay: true` (docs/audit-log.md#records). If the record cannot be
         // written, nothing is sent: an unaudited unlock is worse than none.
         try {
           await account.audit.attempt(sends > 0 ? { ...record, replay: true } : record);
@@ -251,7 +251,7 @@ async function unlockOnce(
         // The PUT was sent and answered 401 (nothing executed), and the renewal after it halted
         // the account (refresh rejected twice within the hour): no replay. The contract's word for
         // a request answered 401 is unauthorized. A renewal that failed on 429/5xx/network instead
-        // stays rate-limited / service-unreachable (CONTRACT "A replay only follows a renewal").
+        // stays rate-limited / service-unreachable (docs/session.md#a-401-and-its-replay).
         c = { ...c, outcome: "unauthorized", status: 401, sent: true, message: `the service answered 401 and the session could not be renewed: ${c.message}` };
       } else if (sends > 0 && (c.outcome === "service-unreachable" || (c.outcome === "rate-limited" && !c.sent))) {
         c = { ...c, sent: true, mayHaveOpened: false };

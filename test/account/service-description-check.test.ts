@@ -277,7 +277,7 @@ describe("service description check: in a Node-RED runtime against the simulator
     assert.deepEqual((await sidebarView()).serviceDescription.differences, DRIFT_DIFFERENCES);
   });
 
-  // CONTRACT-level rule in docs/session.md#one-session-per-account: copies of a config node are one
+  // the rule in docs/session.md#one-session-per-account: copies of a config node are one
   // account. The description is the service's: one request and one warning, whatever the copies.
   it("two copies of one account node (a copied flow): one description request, one warning, the list in the sidebar for both", async () => {
     sim.control.serveDescription({ description: drifted() });

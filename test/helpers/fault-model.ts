@@ -56,7 +56,7 @@ const VALID_TARGETS: UnlockTarget[] = [
   { valid: true, input: { msgDeviceId: 106 } }, // no key → 403
   { valid: true, input: { msgDeviceId: 999 } }, // unknown → 404
   { valid: true, input: { msgDoor: "Front Door" } },
-  // A door picked in the editor (CONTRACT "Door selection": its stored id, name and location).
+  // A door picked in the editor (docs/doors.md#resolution-rules: its stored id, name and location).
   { valid: true, input: {}, picked: { id: 102, name: "Back Door", location: "Main Street 1" } },
   { valid: true, input: {}, picked: { id: 101, name: "Front Door", location: "Main Street 1" } },
 ];
@@ -459,7 +459,7 @@ function checkInvariants(
   assert.ok(logins <= bound, `${logins} login requests > bound ${bound}`);
   stats.invariantsChecked += 1;
 
-  // 4b. Refreshes bounded (CONTRACT "Renewal is bounded"): one per 401 answered, two per
+  // 4b. Refreshes bounded (docs/session.md#renewal): one per 401 answered, two per
   //     (accelerated) minute of scheduled renewals at the minimum spacing, and the disturbances.
   const refreshCount = log.filter((r) => r.operation === "refreshToken").length;
   const unauthorized = log.filter((r) => r.status === 401 && r.operation !== "refreshToken" && r.operation !== "loginByPhone").length;
@@ -509,7 +509,7 @@ function checkRuleState(before: RuleSnapshot, after: RuleSnapshot, r: UnlockResu
  * "A message opens the door it identified, or none": every attempted PUT went to the door the
  * message meant — its msg.deviceId; a door that had that name (and location) at some moment of
  * the run; or, for a picked door, its stored id or a door that had its stored name AND location
- * (CONTRACT "Door selection": a stored location is never dropped). And every PUT at the
+ * (docs/doors.md#resolution-rules: a stored location is never dropped). And every PUT at the
  * service has an attempt record for that very device.
  */
 function checkDoors(

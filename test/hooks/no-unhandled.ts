@@ -1,5 +1,5 @@
 /**
- * "No rejection or exception of ours may go unhandled" (CONTRACT "Nothing crashes the
+ * "No rejection or exception of ours may go unhandled" (docs/performance.md#reliability-checks: nothing of ours crashes the
  * runtime"), checked over the whole run (a mocha root hook plugin, loaded by .mocharc.json).
  *
  * Mocha runs with `--unhandled-rejections=strict` (.mocharc.json `node-option`), and this file
