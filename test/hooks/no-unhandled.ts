@@ -1,6 +1,6 @@
 /**
  * "No rejection or exception of ours may go unhandled" (docs/performance.md#reliability-checks: nothing of ours crashes the
- * runtime"), checked over the whole run (a mocha root hook plugin, loaded by .mocharc.json).
+ * runtime), checked over the whole run (a mocha root hook plugin, loaded by .mocharc.json).
  *
  * Mocha runs with `--unhandled-rejections=strict` (.mocharc.json `node-option`), and this file
  * puts the same flag into NODE_OPTIONS, so every process a test starts (the demo's Node-RED,
