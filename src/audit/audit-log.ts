@@ -323,6 +323,11 @@ export class AuditLog {
     return { ...this.counters };
   }
 
+  /** Nothing queued (a closing record waiting for its defer counts) and nothing being written. */
+  idle(): boolean {
+    return this.queue.length === 0 && this.draining === null;
+  }
+
   /**
    * Releases one reference. When the last reference goes (always, for an instance made with
    * `new`), waits for the queued records to be written and closes the file. Calls made after
