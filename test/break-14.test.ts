@@ -14,6 +14,7 @@ import {
   type Broker, type ExampleFlow, type FlowNode, type NodeRedProcess, type RunningDemo,
 } from "../scripts/demo.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
+import { packageCopy } from "./helpers/package-copy.js";
 
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
@@ -50,7 +51,7 @@ describe("break-14: npm start stopped the way a process manager or an IDE stops 
   it("SIGTERM to the `npm start` process stops Node-RED and the simulator (nothing keeps the ports)", async () => {
     // detached: its own process group, so that the test can clean up whatever survives.
     const child = spawn(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], {
-      cwd: REPO_ROOT,
+      cwd: packageCopy(), // npm start rebuilds dist/: in a copy, not under the files running beside this one
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });

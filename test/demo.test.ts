@@ -11,6 +11,7 @@ import * as path from "node:path";
 import * as http from "node:http";
 import * as net from "node:net";
 import { PACKAGE_NAME, REPO_ROOT, freePort, loadExamples, settingsFile, startDemo, startNodeRedOnFreePort, waitForAccountState, type RunningDemo } from "../scripts/demo.js";
+import { packageCopy } from "./helpers/package-copy.js";
 
 const TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -312,8 +313,8 @@ interface StartedTree {
 }
 
 /** Spawns `command` in its own process group and waits for the demo's banner; returns its ports. */
-async function startTree(command: string, args: string[]): Promise<StartedTree> {
-  const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
+async function startTree(command: string, args: string[], cwd = REPO_ROOT): Promise<StartedTree> {
+  const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (out += c.toString()));
@@ -376,7 +377,8 @@ describe("demo (npm start): stopped from outside (a signal to npm alone, a paren
       const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-signal-"));
       let tree: StartedTree | null = null;
       try {
-        tree = await startTree(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"]);
+        // npm start rebuilds dist/: in a copy, not under the files running beside this one.
+        tree = await startTree(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], packageCopy());
         const before = liveInGroup(tree.pgid);
         assert.ok(before.some((p) => /node-red/.test(p.cmd)) && before.length >= 3, `npm, the demo and Node-RED run: ${JSON.stringify(before)}`);
         process.kill(tree.child.pid!, signal); // npm's pid only, not its group
