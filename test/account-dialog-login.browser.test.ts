@@ -122,7 +122,9 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     await page.locator("#node-config-dialog-ok").waitFor({ state: "detached" });
     const deploy = page.locator("#red-ui-header-button-deploy");
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false, null, { timeout: STEP_MS });
-    await deploy.click();
+    // The button is disabled while the deploy is in flight too: wait for the runtime's answer.
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows")), deploy.click()]);
+    assert.equal(answer.status(), 200, "the deploy was accepted");
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
     const back = (await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) })).json()) as { flows: Array<{ id: string; name?: string }> };
     assert.equal(back.flows.find((n) => n.id === accountId)?.name, "Email account (renamed)", "the change was deployed");

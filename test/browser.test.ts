@@ -258,8 +258,9 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
   async function deploy(): Promise<void> {
     const button = page.locator("#red-ui-header-button-deploy");
     await assertNoDisabled(button);
-    await button.click();
-    // Node-RED disables the button again once the deploy has been accepted.
+    // The button is disabled while the deploy is in flight too: wait for the runtime's answer.
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows")), button.click()]);
+    assert.equal(answer.status(), 200, "the deploy was accepted");
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
   }
 
@@ -719,8 +720,10 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     await page.locator("#node-config-input-password").fill("other-password");
     await closeConfigDialog("ok");
 
+    const deployed = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows"));
     await page.locator("#red-ui-header-button-deploy").click();
     await page.locator("#red-ui-deploy-dialog-confirm-deploy-deploy").click(); // the account with the bad base URL is invalid
+    assert.equal((await deployed).status(), 200, "the deploy was accepted");
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
     await red((RED) => RED.sidebar.show("door-access"));
     await page.locator("#door-access-sidebar").waitFor({ state: "visible" });
