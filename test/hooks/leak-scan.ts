@@ -216,19 +216,37 @@ export const mochaHooks = {
 };
 
 /**
- * The main process of a parallel run: its own output and every temp file still there, searched
- * for the tokens every worker issued; and every worker's hits (those failed their file already).
+ * The main process of a parallel run (where no root hook runs): its own output and every temp
+ * file still there, searched for the tokens every worker issued; and every worker's hits (those
+ * failed their file already). Checked when the run ends, before the reporter's closing lines; a
+ * failure is thrown from the global teardown, which fails the run.
  */
-export function mochaGlobalTeardown(): void {
-  if (ranAfterAll || isMochaWorker) return; // a serial run: afterAll did it (unless an earlier root hook failed)
+let failure: Error | null = null;
+let checkedRun = false;
+function checkRun(): void {
+  if (ranAfterAll || checkedRun || isMochaWorker) return; // a serial run: afterAll did it (unless an earlier root hook failed)
+  checkedRun = true;
   const workers = readStats<WorkerStats>("leak");
   const issued = new Set([...issuedTokens().map(digest), ...workers.flatMap((w) => w.tokens)]);
   const found = searchFiles(issued);
   rmSync(suiteTmp, { recursive: true, force: true });
   const where = [...new Set([...workers.flatMap((w) => w.hits), ...found.where])];
-  if (where.length > 0) throw new Error(`secrets leaked (${where.length} places): ${where.slice(0, 20).join("; ")}`);
+  if (where.length > 0) {
+    failure = new Error(`secrets leaked (${where.length} places): ${where.slice(0, 20).join("; ")}`);
+    console.log(`  ${failure.message}`);
+    return;
+  }
   const chunks = scannedChunks + workers.reduce((n, w) => n + w.chunks, 0);
   const inWorkers = workers.reduce((n, w) => n + w.files, 0);
   const files = workers.length > 0 ? `${inWorkers} files as each test file ended, ${found.files} at the end (${workers.length} worker processes)` : `${found.files} files`;
   console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${chunks} log/output/message chunks and ${files}: 0 hits`);
+}
+
+export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void }): void {
+  this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
+}
+
+export function mochaGlobalTeardown(): void {
+  checkRun();
+  if (failure) throw failure;
 }

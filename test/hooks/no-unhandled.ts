@@ -96,12 +96,32 @@ export const mochaHooks = {
   },
 };
 
-/** The main process of a parallel run: what it and every worker saw (each file that saw one failed already). */
-export function mochaGlobalTeardown(): void {
-  if (ranAfterAll || isMochaWorker) return; // a serial run: afterAll did it
+/**
+ * The main process of a parallel run (where no root hook runs): what it and every worker saw
+ * (each file that saw one failed already). Checked when the run ends, before the reporter's
+ * closing lines; a failure is thrown from the global teardown, which fails the run.
+ */
+let failure: Error | null = null;
+let checkedRun = false;
+function checkRun(): void {
+  if (ranAfterAll || checkedRun || isMochaWorker) return; // a serial run: afterAll did it
+  checkedRun = true;
   const workers = readStats<{ files: number; lines: string[] }>("unhandled");
   const lines = [...seen.map(firstLine), ...workers.flatMap((w) => w.lines)];
-  if (lines.length > 0) throw new Error(`the run saw ${lines.length} unhandled rejection(s)/exception(s):\n${lines.join("\n")}`);
+  if (lines.length > 0) {
+    failure = new Error(`the run saw ${lines.length} unhandled rejection(s)/exception(s):\n${lines.join("\n")}`);
+    console.log(`  ${failure.message}`);
+    return;
+  }
   const files = workers.reduce((n, w) => n + w.files, 0);
   console.log(`  unhandled rejections and uncaught exceptions: 0${workers.length > 0 ? ` (${files} files in ${workers.length} worker processes)` : ""}`);
+}
+
+export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void }): void {
+  this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
+}
+
+export function mochaGlobalTeardown(): void {
+  checkRun();
+  if (failure) throw failure;
 }
