@@ -242,7 +242,8 @@ function checkRun(): void {
   console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${chunks} log/output/message chunks and ${files}: 0 hits`);
 }
 
-export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void }): void {
+export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void; _opts?: { dryRun?: boolean } }): void {
+  if (this?._opts?.dryRun) checkedRun = true; // nothing runs: nothing to check or print (--dry-run --reporter json stays JSON)
   this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
 }
 

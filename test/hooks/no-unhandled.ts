@@ -117,7 +117,8 @@ function checkRun(): void {
   console.log(`  unhandled rejections and uncaught exceptions: 0${workers.length > 0 ? ` (${files} files in ${workers.length} worker processes)` : ""}`);
 }
 
-export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void }): void {
+export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void; _opts?: { dryRun?: boolean } }): void {
+  if (this?._opts?.dryRun) checkedRun = true; // nothing runs: nothing to check or print (--dry-run --reporter json stays JSON)
   this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
 }
 
