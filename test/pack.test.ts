@@ -16,8 +16,19 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../scripts/demo.js";
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
+/**
+ * npm as the one running the suite (npm_execpath), else the one on PATH. Under `npm test` the
+ * PATH starts with node_modules/.bin, where Node-RED 4's dependencies put npm 10, whose `npm pack`
+ * runs `prepare` (a full build, rewriting dist/ under the tests running beside this one) even
+ * with --ignore-scripts (npm/cli#7211; npm 11 obeys it).
+ */
+const npmCli = process.env.npm_execpath && /\.c?js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : null;
+const run = (cmd: string, args: string[], opts: { cwd?: string; maxBuffer?: number } = {}): Promise<{ stdout: string; stderr: string }> =>
+  npmCli && cmd === npm ? execFileAsync(process.execPath, [npmCli, ...args], { ...opts, encoding: "utf8" }) : execFileAsync(cmd, args, { ...opts, encoding: "utf8" });
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+/** A compiled file's modification time: packing must not rebuild dist/. */
+const builtAt = (): number => fs.statSync(path.join(REPO_ROOT, "dist", "src", "nodes", "door-unlock.js")).mtimeMs;
 const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { name: string; version: string; "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> } };
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -54,7 +65,9 @@ describe("npm pack: contents", function () {
   let packed: string[];
 
   before(async () => {
+    const built = builtAt();
     const { stdout } = await run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     const info = JSON.parse(stdout) as Array<{ name: string; files: Array<{ path: string }> }>;
     assert.equal(info[0]!.name, PACKAGE_NAME);
     packed = info[0]!.files.map((f) => f.path).sort();
@@ -103,7 +116,9 @@ describe("npm pack: the tarball installs into a fresh Node-RED user directory an
     userDir = path.join(work, "userdir");
     fs.mkdirSync(userDir);
     fs.writeFileSync(path.join(userDir, "package.json"), JSON.stringify({ name: "node-red-user-dir", version: "0.0.0", private: true }) + "\n");
+    const built = builtAt();
     const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", work], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     const tgz = path.join(work, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
     assert.ok(fs.existsSync(tgz));
     try {
