@@ -188,6 +188,7 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
   it("opens the editor with the demo's account deployed (running on a resumed pair with a wrong password)", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator(`.red-ui-palette-node[data-palette-type="door-unlock"]`).waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     await chart().waitFor({ state: "visible" });
   });
 

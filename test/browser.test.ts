@@ -292,6 +292,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): build
     for (const type of ["door-devices", "door-status", "door-unlock"]) {
       await page.locator(`.red-ui-palette-node[data-palette-type="${type}"]`).waitFor({ state: "attached", timeout: 60_000 });
     }
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     await chart().waitFor({ state: "visible" });
     const settings = (await (await fetch(new URL("settings", demo!.editorUrl), { signal: AbortSignal.timeout(5000) })).json()) as { version: string };
     // Node-RED reports "<version>-git" when it finds a .git folder above its node_modules.
@@ -661,6 +662,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 30_000)).state, "ready");
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     const status = (id: string, account: string, y: number) => ({ id, type: "door-status", z: TAB, name: "", account, deviceId: "", doorName: "", doorLocation: "", x: 200, y, wires: [[]] });
     const flow = [
       { id: TAB, type: "tab", label: "Imported", disabled: false, info: "" },
