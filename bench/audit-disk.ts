@@ -16,16 +16,14 @@ export interface AuditStats {
   failedRecords: number;
 }
 
-/** The audit log's counters once nothing is waiting to be written (closing records are deferred). */
-export async function auditSettled(audit: { stats(): AuditStats }): Promise<AuditStats> {
-  let last = audit.stats();
-  for (let i = 0; i < 100; i++) {
-    await new Promise((r) => setTimeout(r, 30));
-    const now = audit.stats();
-    if (now.records === last.records && now.batches === last.batches) return now;
-    last = now;
-  }
-  return last;
+/**
+ * The audit log's counters once nothing is waiting to be written (closing records are deferred):
+ * asked of the writer, not guessed from counters that stopped moving, which a busy machine's late
+ * defer timer fools.
+ */
+export async function auditSettled(audit: { stats(): AuditStats; idle(): boolean }): Promise<AuditStats> {
+  for (let i = 0; i < 1000 && !audit.idle(); i++) await new Promise((r) => setTimeout(r, 5));
+  return audit.stats();
 }
 
 /** Bytes the node appends to its audit file, over the blocks of unlocks it is shown. */
@@ -66,7 +64,7 @@ export class AuditFileGrowth {
 export class GroupCommit {
   private fsyncs = 0;
   private records = 0;
-  constructor(private readonly audit: { stats(): AuditStats }) {}
+  constructor(private readonly audit: { stats(): AuditStats; idle(): boolean }) {}
 
   /** The counters once the audit log is quiet: taken before every timed section, node or not. */
   settled(): Promise<AuditStats> {

@@ -193,6 +193,11 @@ export class AuditLog {
   stats(): AuditStats {
     return { ...this.counters };
   }
+  /** Nothing queued (a closing record waiting for its defer counts) and nothing being written. */
+  idle(): boolean {
+    return this.queue.length === 0 && this.draining === null;
+  }
+
 
   /**
    * Releases one reference. When the last reference goes (always, for an instance made with

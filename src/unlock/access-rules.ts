@@ -771,10 +771,15 @@ export class AccessState {
     const slots = this.slots;
     return {
       sent(now: number): void {
-        if (slots.get(key) === entry && entry.pending) {
-          entry.pending = false;
-          entry.at = now;
+        if (slots.get(key) !== entry || !entry.pending) return;
+        // Held past SLOT_HOLD_MS, the slot is dropped as released, whether or not a sweep has
+        // removed it yet: its late sent() starts no cooldown.
+        if (now - Math.min(entry.at, now) >= SLOT_HOLD_MS) {
+          slots.delete(key);
+          return;
         }
+        entry.pending = false;
+        entry.at = now;
       },
       release(): void {
         if (slots.get(key) === entry && entry.pending) slots.delete(key);

@@ -10,6 +10,8 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { auditSettled } from "../../bench/audit-disk.js";
+import { AuditLog } from "../../src/audit/audit-log.js";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 const BENCH = path.join(REPO_ROOT, "dist", "bench", "bench.js");
@@ -110,6 +112,26 @@ describe("the benchmark runs by itself, reports every figure, and its counts are
     assert.equal(results.loginsUnderExpiry, 0, "an expired token is refreshed, not logged in again");
     assert.equal(results.auditRecordsPerUnlock, 2, "an attempt and a result record per unlock");
     assert.ok((results.fsyncsPerRecord as number) > 0 && (results.fsyncsPerRecord as number) <= 1);
+  });
+});
+
+describe("the benchmark counts audit records only once the writer is idle (docs/performance.md#unlock-latency)", function () {
+  it("a closing record still deferred when the counters are read is counted in the section it belongs to", async () => {
+    // A defer longer than the settle's poll interval: the closing record is queued but not being
+    // written yet, which a busy machine does to the default 20 ms timer.
+    const dir = mkdtempSync(path.join(tmpdir(), "door-bench-settle-"));
+    const log = new AuditLog(path.join(dir, "audit.jsonl"), { deferMs: 150 });
+    try {
+      const base = { actor: "bench", deviceId: 101, lockId: null, door: "Front Door", msgid: "m1" };
+      await log.attempt(base);
+      const closing = log.result({ ...base, outcome: "accepted", status: 200 });
+      const settled = await auditSettled(log);
+      assert.equal(settled.records, 2, "the attempt and its deferred result");
+      await closing;
+    } finally {
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -28,8 +28,19 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/node-red-process.js";
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
+/**
+ * npm as the one running the suite (npm_execpath), else the one on PATH. Under `npm test` the
+ * PATH starts with node_modules/.bin, where Node-RED 4's dependencies put npm 10, whose `npm pack`
+ * runs `prepare` (a full build, rewriting dist/ under the tests running beside this one) even
+ * with --ignore-scripts (npm/cli#7211; npm 11 obeys it).
+ */
+const npmCli = process.env.npm_execpath && /\.c?js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : null;
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+const run = (cmd: string, args: string[], opts: { cwd?: string; maxBuffer?: number; env?: NodeJS.ProcessEnv; timeout?: number } = {}): Promise<{ stdout: string; stderr: string }> =>
+  npmCli && cmd === npm ? execFileAsync(process.execPath, [npmCli, ...args], { ...opts, encoding: "utf8" }) : execFileAsync(cmd, args, { ...opts, encoding: "utf8" });
+/** A compiled file's modification time: packing must not rebuild dist/. */
+const builtAt = (): number => fs.statSync(path.join(REPO_ROOT, "dist", "src", "nodes", "door-unlock.js")).mtimeMs;
 const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { name: string; version: string; "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> } };
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -121,7 +132,9 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
   let packed: string[];
 
   before(async () => {
+    const built = builtAt();
     const { stdout } = await run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     const info = JSON.parse(stdout) as Array<{ name: string; files: Array<{ path: string }> }>;
     assert.equal(info[0]!.name, PACKAGE_NAME);
     packed = info[0]!.files.map((f) => f.path).sort();
@@ -171,7 +184,9 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
     userDir = path.join(work, "userdir");
     await userDirNodeRedMade(userDir);
     // The release tarball, where the README's command expects it: in the user directory.
+    const built = builtAt();
     const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", userDir], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     tgzName = (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename;
     assert.equal(tgzName, `door-access-node-red-${pkg.version}.tgz`, "the file name the README gives");
     assert.ok(fs.existsSync(path.join(userDir, tgzName)));

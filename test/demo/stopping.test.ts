@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import * as net from "node:net";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
+import { packageCopy } from "../helpers/package-copy.js";
 
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
@@ -79,8 +80,8 @@ interface StartedTree {
 }
 
 /** Spawns `command` in its own process group and waits for the demo's banner; returns its ports. */
-async function startTree(command: string, args: string[]): Promise<StartedTree> {
-  const child = spawn(command, args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true });
+async function startTree(command: string, args: string[], cwd = REPO_ROOT): Promise<StartedTree> {
+  const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (out += c.toString()));
@@ -137,7 +138,7 @@ describe("demo (npm start): SIGTERM to the npm process, as a process manager or 
   it("SIGTERM to the `npm start` process stops Node-RED and the simulator (nothing keeps the ports)", async () => {
     // detached: its own process group, so that the test can clean up whatever survives.
     const child = spawn(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], {
-      cwd: REPO_ROOT,
+      cwd: packageCopy(), // npm start rebuilds dist/: in a copy, not under the files running beside this one
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
@@ -186,7 +187,8 @@ describe("demo (npm start): stopped from outside (a signal to npm alone, a paren
       const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-signal-"));
       let tree: StartedTree | null = null;
       try {
-        tree = await startTree(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"]);
+        // npm start rebuilds dist/: in a copy, not under the files running beside this one.
+        tree = await startTree(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], packageCopy());
         const before = liveInGroup(tree.pgid);
         assert.ok(before.some((p) => /node-red/.test(p.cmd)) && before.length >= 3, `npm, the demo and Node-RED run: ${JSON.stringify(before)}`);
         process.kill(tree.child.pid!, signal); // npm's pid only, not its group

@@ -125,6 +125,8 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
   it("the dialog of an email account: the email field shows a stored value, as the phone field does, and holds no email", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    // The editor loads the flows after the palette: the account must be there, or editConfig opens a new one.
+    await page.waitForFunction((id) => !!(window as unknown as { RED: { nodes: { node(id: string): unknown } } }).RED.nodes.node(id), accountId, { timeout: 60_000 });
     await page.evaluate((id) => (window as unknown as { RED: { editor: { editConfig(n: string, t: string, id: string): void } } }).RED.editor.editConfig("", "door-account", id), accountId);
     await email().waitFor({ state: "visible" });
     // Node-RED fills a password-type credential it was told is stored with its "__PWRD__" marker.
@@ -326,6 +328,7 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
   it("opens the editor with the demo's account deployed (running on a resumed pair with a wrong password)", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator(`.red-ui-palette-node[data-palette-type="door-unlock"]`).waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     await chart().waitFor({ state: "visible" });
   });
 

@@ -261,8 +261,9 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   async function deploy(): Promise<void> {
     const button = page.locator("#red-ui-header-button-deploy");
     await assertNoDisabled(button);
-    await button.click();
-    // Node-RED disables the button again once the deploy has been accepted.
+    // The button is disabled while the deploy is in flight too: wait for the runtime's answer.
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows")), button.click()]);
+    assert.equal(answer.status(), 200, "the deploy was accepted");
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
   }
 
@@ -294,6 +295,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     for (const type of ["door-devices", "door-status", "door-unlock"]) {
       await page.locator(`.red-ui-palette-node[data-palette-type="${type}"]`).waitFor({ state: "attached", timeout: 60_000 });
     }
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     await chart().waitFor({ state: "visible" });
     const settings = (await (await fetch(new URL("settings", demo!.editorUrl), { signal: AbortSignal.timeout(5000) })).json()) as { version: string };
     // Node-RED reports "<version>-git" when it finds a .git folder above its node_modules.
@@ -663,6 +665,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 30_000)).state, "ready");
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     const status = (id: string, account: string, y: number) => ({ id, type: "door-status", z: TAB, name: "", account, deviceId: "", doorName: "", doorLocation: "", x: 200, y, wires: [[]] });
     const flow = [
       { id: TAB, type: "tab", label: "Imported", disabled: false, info: "" },
@@ -722,8 +725,10 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     await page.locator("#node-config-input-password").fill("other-password");
     await closeConfigDialog("ok");
 
+    const deployed = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows"));
     await page.locator("#red-ui-header-button-deploy").click();
     await page.locator("#red-ui-deploy-dialog-confirm-deploy-deploy").click(); // the account with the bad base URL is invalid
+    assert.equal((await deployed).status(), 200, "the deploy was accepted");
     await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
     await red((RED) => RED.sidebar.show("door-access"));
     await page.locator("#door-access-sidebar").waitFor({ state: "visible" });

@@ -136,6 +136,7 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   it("opens the Door access tab: the demo's account, its state (ready) and the chain line", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
     await page.locator("#red-ui-tab-door-access-link-button").click({ timeout: 5000 }).catch(() =>
       page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show("door-access")));
     await page.locator("#door-access-sidebar").waitFor({ state: "visible" });

@@ -5,6 +5,7 @@
  * Proxy, and the node status shape.
  */
 import { strict as assert } from "node:assert";
+import { helper } from "./flow.js";
 import { nodeRedDir } from "./runtime.js";
 
 export interface Status { fill?: string; shape?: string; text?: string }
@@ -22,10 +23,18 @@ export function withoutOnSendHooks(): void {
   assert.equal(util.hooks.has("onSend"), false);
 }
 
-/** Three turns of the event loop and 50 ms: what a node does after its output has happened. */
+/**
+ * Three turns of the event loop and 50 ms: what a node does after its output has happened; then
+ * (at most 5 s) until the audit log of account acc1, when one is deployed, has written what is
+ * queued: a closing record waits up to 20 ms for company, then for its write and fsync, which
+ * on a busy machine (the suite runs its files in parallel) takes longer than the 50 ms.
+ */
 export async function settle(): Promise<void> {
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   await new Promise((r) => setTimeout(r, 50));
+  const audit = (helper.getNode("acc1") as { account?: { audit?: { idle?: () => boolean } } } | null)?.account?.audit;
+  const end = Date.now() + 5000;
+  while (audit?.idle && !audit.idle() && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
 }
 
 /** A Proxy that throws on every operation (Array.isArray included). */

@@ -14,13 +14,22 @@
  * configure and send as msg.pin (test/helpers/pins.ts). The token store's own files
  * are the one place tokens are allowed, and are recognised by their format. Any hit fails
  * the run in the root "after all" hook, naming where (never printing the secret).
+ *
+ * In mocha's parallel mode (test/hooks/suite-process.ts) each worker has its own temp folder
+ * inside the main process's: its root "after all" runs after every file, searches the files
+ * written since the last one and fails that file on a hit. The main process searches its own
+ * output (the reporter prints every test's title and error) and, at the end, every temp file
+ * of every worker again, for the tokens any worker's simulators issued (workers hand over
+ * their SHA-256 digests, never the tokens), and fails the run on a hit.
  */
+import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { issuedTokens } from "../../src/simulator/issued.js";
 import { ALL_TEST_PINS } from "../helpers/pins.js";
 import { nodeRedDir } from "../helpers/runtime.js";
+import { isMochaWorker, readStats, writeStats } from "./suite-process.js";
 
 // The seed accounts' passwords and phone numbers, and the PINs the tests use (test/helpers/pins.ts).
 const FIXED_SECRETS = ["demo-password", "other-password", "+15550000001", "+15550000002", "15550000001", "15550000002", ...ALL_TEST_PINS];
@@ -119,6 +128,65 @@ function isTokenStoreFile(text: string): boolean {
   return /^\{"v":1,"account":"[0-9a-f]{64}","enc":/.test(text);
 }
 
+const digest = (token: string): string => createHash("sha256").update(token).digest("hex");
+
+/**
+ * Searches the temp files (skipping those unchanged since this process last searched them) and
+ * returns where a secret was found: a token in `issued` (digests), or a fixed credential.
+ */
+const searched = new Map<string, string>();
+function searchFiles(issued: Set<string>): { files: number; where: string[] } {
+  let fileCount = 0;
+  for (const f of files(suiteTmp)) {
+    let st;
+    try {
+      st = statSync(f);
+    } catch {
+      continue;
+    }
+    if (st.size > 50 * 1024 * 1024) continue;
+    const stamp = `${st.size}:${st.mtimeMs}`;
+    if (searched.get(f) === stamp) continue;
+    searched.set(f, stamp);
+    let text: string;
+    try {
+      text = readFileSync(f, "utf8");
+    } catch {
+      continue;
+    }
+    if (isTokenStoreFile(text)) continue;
+    fileCount++;
+    scanText(`file ${path.relative(suiteTmp, f)}`, text);
+  }
+  const tokenHits = candidates.filter((c) => issued.has(digest(c.value)));
+  const where = [...new Set([...tokenHits.map((h) => `a token in ${h.where}`), ...fixedHits.map((h) => `"${h.secret.slice(0, 3)}…" in ${h.where}`)])];
+  return { files: fileCount, where };
+}
+
+let ranAfterAll = false;
+let filesSearched = 0;
+const failedFor = new Set<string>();
+
+interface WorkerStats { tokens: string[]; chunks: number; files: number; hits: string[] }
+
+function writeWorkerStats(where: string[]): void {
+  writeStats("leak", { tokens: issuedTokens().map(digest), chunks: scannedChunks, files: filesSearched, hits: where } satisfies WorkerStats);
+}
+
+if (isMochaWorker) {
+  // When the pool ends the worker: what its last file's "after all" could not see (it is skipped
+  // when an earlier root hook failed), then its folder goes.
+  process.on("exit", () => {
+    try {
+      const found = searchFiles(new Set(issuedTokens().map(digest)));
+      filesSearched += found.files;
+      writeWorkerStats(found.where);
+    } finally {
+      rmSync(suiteTmp, { recursive: true, force: true });
+    }
+  });
+}
+
 export const mochaHooks = {
   beforeAll(): void {
     hookNodeRed();
@@ -128,29 +196,61 @@ export const mochaHooks = {
   },
   afterAll(this: Mocha.Context): void {
     this.timeout?.(120_000);
-    let fileCount = 0;
-    for (const f of files(suiteTmp)) {
-      let size = 0;
-      try {
-        size = statSync(f).size;
-      } catch {
-        continue;
-      }
-      if (size > 50 * 1024 * 1024) continue;
-      const text = readFileSync(f, "utf8");
-      if (isTokenStoreFile(text)) continue;
-      fileCount++;
-      scanText(`file ${path.relative(suiteTmp, f)}`, text);
+    ranAfterAll = true;
+    const issued = new Set(issuedTokens().map(digest));
+    const found = searchFiles(issued);
+    filesSearched += found.files;
+    if (isMochaWorker) {
+      // After each file: what is new fails this file; the main process adds up.
+      writeWorkerStats(found.where);
+      const fresh = found.where.filter((w) => !failedFor.has(w));
+      fresh.forEach((w) => failedFor.add(w));
+      if (fresh.length > 0) throw new Error(`secrets leaked (${fresh.length} places): ${fresh.slice(0, 20).join("; ")}`);
+      return;
     }
-    const issued = new Set(issuedTokens());
-    const tokenHits = candidates.filter((c) => issued.has(c.value));
-    const where = [...new Set([...tokenHits.map((h) => `a token in ${h.where}`), ...fixedHits.map((h) => `"${h.secret.slice(0, 3)}…" in ${h.where}`)])];
-    process.env.DOOR_LEAK_SCAN_SUMMARY = JSON.stringify({ tokensIssued: issued.size, chunksScanned: scannedChunks, filesScanned: fileCount, hits: where.length });
+    process.env.DOOR_LEAK_SCAN_SUMMARY = JSON.stringify({ tokensIssued: issued.size, chunksScanned: scannedChunks, filesScanned: filesSearched, hits: found.where.length });
     rmSync(suiteTmp, { recursive: true, force: true });
-    if (where.length > 0) {
-      throw new Error(`secrets leaked (${where.length} places): ${where.slice(0, 20).join("; ")}`);
+    if (found.where.length > 0) {
+      throw new Error(`secrets leaked (${found.where.length} places): ${found.where.slice(0, 20).join("; ")}`);
     }
     // One line for the record; says how much was searched.
-    console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${scannedChunks} log/output/message chunks and ${fileCount} files: 0 hits`);
+    console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${scannedChunks} log/output/message chunks and ${filesSearched} files: 0 hits`);
   },
 };
+
+/**
+ * The main process of a parallel run (where no root hook runs): its own output and every temp
+ * file still there, searched for the tokens every worker issued; and every worker's hits (those
+ * failed their file already). Checked when the run ends, before the reporter's closing lines; a
+ * failure is thrown from the global teardown, which fails the run.
+ */
+let failure: Error | null = null;
+let checkedRun = false;
+function checkRun(): void {
+  if (ranAfterAll || checkedRun || isMochaWorker) return; // a serial run: afterAll did it (unless an earlier root hook failed)
+  checkedRun = true;
+  const workers = readStats<WorkerStats>("leak");
+  const issued = new Set([...issuedTokens().map(digest), ...workers.flatMap((w) => w.tokens)]);
+  const found = searchFiles(issued);
+  rmSync(suiteTmp, { recursive: true, force: true });
+  const where = [...new Set([...workers.flatMap((w) => w.hits), ...found.where])];
+  if (where.length > 0) {
+    failure = new Error(`secrets leaked (${where.length} places): ${where.slice(0, 20).join("; ")}`);
+    console.log(`  ${failure.message}`);
+    return;
+  }
+  const chunks = scannedChunks + workers.reduce((n, w) => n + w.chunks, 0);
+  const inWorkers = workers.reduce((n, w) => n + w.files, 0);
+  const files = workers.length > 0 ? `${inWorkers} files as each test file ended, ${found.files} at the end (${workers.length} worker processes)` : `${found.files} files`;
+  console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${chunks} log/output/message chunks and ${files}: 0 hits`);
+}
+
+export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void; _opts?: { dryRun?: boolean } }): void {
+  if (this?._opts?.dryRun) checkedRun = true; // nothing runs: nothing to check or print (--dry-run --reporter json stays JSON)
+  this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
+}
+
+export function mochaGlobalTeardown(): void {
+  checkRun();
+  if (failure) throw failure;
+}

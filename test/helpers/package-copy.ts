@@ -1,0 +1,36 @@
+/**
+ * A copy of the package to run `npm start` in.
+ *
+ * `npm start` builds first (`npm run build && exec node dist/scripts/demo.js`), and the build
+ * rewrites every file of dist/ in place. The suite runs its files in parallel (docs/testing.md),
+ * so another test file, a Node-RED or a child process loading a module from dist/ at that moment
+ * could read it half written. A test that runs `npm start` runs it here instead: the package's
+ * own files (package.json, tsconfig.json and every folder the build or the demo reads) copied
+ * from the repository, its node_modules a symlink to the repository's. `npm start` there builds
+ * the same sources into the copy's dist/ and runs the same demo, exactly as a user's would.
+ *
+ * Made once per process, under dist/ (not the suite's temp folder: the leak scan would find the
+ * simulator's seed passwords in the copied sources), and removed when the process ends.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
+
+const COPIED = ["package.json", "tsconfig.json", "src", "test", "bench", "scripts", "nodes", "resources", "icons", "examples", "bin"];
+let made: string | null = null;
+
+export function packageCopy(): string {
+  if (made) return made;
+  fs.mkdirSync(path.join(REPO_ROOT, "dist"), { recursive: true });
+  const dir = fs.mkdtempSync(path.join(REPO_ROOT, "dist", ".npm-start-"));
+  process.on("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
+  for (const name of COPIED) {
+    const from = path.join(REPO_ROOT, name);
+    if (!fs.existsSync(from)) continue;
+    // nodes/icons is a build output (copied from icons/): the copy's build makes its own.
+    fs.cpSync(from, path.join(dir, name), { recursive: true, filter: (src) => src !== path.join(REPO_ROOT, "nodes", "icons") });
+  }
+  fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+  made = dir;
+  return dir;
+}
