@@ -80,6 +80,8 @@ export class Session extends EventEmitter {
   private inflight: Promise<void> | null = null;
   /** How many logins/refreshes have started (a replay's 401 during one of ours is not a takeover). */
   private renewalsStarted = 0;
+  /** Per access token answered 401: renewalsStarted when its first 401 came back (see first401). */
+  private readonly first401Seen = new Map<string, number>();
   private readonly renewTimer: OneShotTimer;
   // Every wait below is measured on the monotonic clock (clock.monotonic()): setting the wall
   // clock forward must not send before a Retry-After, nor setting it back stall the account.
@@ -454,15 +456,33 @@ export class Session extends EventEmitter {
    */
   private async renewAfter401(usedToken: string): Promise<boolean> {
     if (this.pair?.accessToken === usedToken) this.rejectedAccess = usedToken;
+    const seen = this.first401(usedToken);
     if (this.inflight) {
+      // A renewal already under way when the first 401 on this token came back may have been
+      // made at the service before the request arrived (its answer in, its pair still being
+      // saved): its token is one renewed before the 401, and may even be why the request was
+      // refused (a Reconnect login). Only one started after that 401 counts as renewed after it.
+      const startedAfter = this.renewalsStarted > seen;
       await this.waitFor(this.inflight);
-      return true;
+      return startedAfter;
     }
     if (this.pair && this.pair.accessToken !== usedToken) return false; // someone already renewed
     if (HALTED_STATES.has(this._state) || this._state === "closed") return false;
     if (this.mono() < this.renewNotBefore) return false; // rate-limited: the call fails, no replay
     await this.waitFor(this.refresh(AFTER_401));
     return true;
+  }
+
+  /**
+   * How many logins/refreshes had started when the first 401 on `token` came back (this call's,
+   * or another call's on the same token). A few recent tokens are remembered, in memory only.
+   */
+  private first401(token: string): number {
+    const known = this.first401Seen.get(token);
+    if (known !== undefined) return known;
+    this.first401Seen.set(token, this.renewalsStarted);
+    if (this.first401Seen.size > 8) this.first401Seen.delete(this.first401Seen.keys().next().value!);
+    return this.renewalsStarted;
   }
 
   /** How long nothing is sent after this login or refresh answered 429: one more in the run (rate-limit.ts). */

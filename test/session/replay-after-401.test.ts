@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Account } from "../../src/account/account.js";
+import { DoorApiError } from "../../src/client/errors.js";
 import { RenewalFailedError } from "../../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock } from "../../src/unlock/unlock.js";
@@ -115,6 +116,65 @@ describe("A 401 on the replay while our own Reconnect login is in flight is not 
     assert.equal(b.session.state, "ready", JSON.stringify(ops(sim)));
     await b.session.call((t) => b.client.getDevice(t, 101));
     await waitUntil(() => logins(sim) === 1, 5000, () => `the login in the request log: ${JSON.stringify(ops(sim))} ${JSON.stringify(b.log.lines)}`);
+  });
+});
+
+describe("A replay's 401 halts only when its token came from a renewal the service made after the call's 401: a Reconnect login answered before the call's request arrived, still being saved when its 401 came back, proves no takeover (docs/session.md#a-401-and-its-replay)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  let b: Built;
+  afterEach(async () => {
+    await b?.session.close();
+    await b?.client.close();
+    await sim?.close();
+  });
+
+  // The property counter-example "Reconnect during a burst ..." failed this way under load: the
+  // login's answer was in, its pair still being written to the token file (the renewal still in
+  // flight in memory), when a request sent late with the replaced token came back 401.
+  it("a Reconnect login answered before the call's request reached the service, still saving its pair when that request's 401 came back: the replay's 401 fails the call, the account does not halt", async () => {
+    sim = await startSimulator({ rateLimit: false });
+    b = buildSession(sim);
+    await b.session.start();
+    sim.control.resetRequests();
+    // The store's write of the Reconnect's pair is held: the login stays in flight after its answer.
+    let releaseSave!: () => void;
+    const saveHeld = new Promise<void>((r) => (releaseSave = r));
+    const save = b.store.save.bind(b.store);
+    b.store.save = async (pair) => {
+      await saveHeld;
+      return save(pair);
+    };
+    // The call's first request is held in the client until the login has been answered.
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((r) => (releaseFirst = r));
+    let sends = 0;
+    let first401 = false;
+    const call = b.session.call(async (t) => {
+      sends++;
+      if (sends === 1) {
+        await firstHeld;
+        return b.client.getDevice(t, 101).catch((e: unknown) => {
+          first401 = true;
+          throw e;
+        });
+      }
+      // Another login takes the account while the replay is out.
+      sim.control.supersede("demo");
+      return b.client.getDevice(t, 101);
+    });
+    const reconnect = b.session.reconnect();
+    await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).some((r) => r.status === 200), 5000, () => `the Reconnect login answered: ${JSON.stringify(ops(sim))}`);
+    releaseFirst();
+    await waitUntil(() => first401, 5000, () => `the first request answered 401: ${JSON.stringify(ops(sim))}`);
+    releaseSave();
+    await assert.rejects(call, (e: unknown) => e instanceof DoorApiError && e.status === 401);
+    assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 401", "getDevice 401"]);
+    const login = sim.control.requests({ operation: "loginByPhone" })[0]!;
+    const rejected = sim.control.requests({ operation: "getDevice" })[0]!;
+    assert.ok(login.endedAt <= rejected.startedAt, "the login was answered before the first request reached the service");
+    assert.notEqual(b.session.state, "halted-superseded", `halted without a renewal after the 401: ${JSON.stringify(ops(sim))}`);
+    await reconnect;
   });
 });
 
