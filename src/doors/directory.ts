@@ -127,9 +127,15 @@ export class DeviceDirectory {
     return (await this.load(true, "wait", fetchDevices)).devices;
   }
 
-  /** The list of the fetch under way, if one is (nothing new is fetched for the caller). */
+  /**
+   * The list of the fetch under way, if one is (nothing new is fetched for the caller). A caller
+   * that only looks whether there is one and drops the promise leaves no unhandled rejection.
+   */
   inFlight(): Promise<Device[]> | null {
-    return this.inflight ? this.inflight.then((s) => s.devices) : null;
+    if (!this.inflight) return null;
+    const list = this.inflight.then((s) => s.devices);
+    list.catch(() => undefined);
+    return list;
   }
 
   /**

@@ -496,3 +496,24 @@ describe("door directory: the device list and how a door is found in it (docs/do
     for (const [input, want] of cases) assert.equal(normalizeDoorKey(input), want, JSON.stringify(input));
   });
 });
+
+describe("device list: nothing of ours goes unhandled (docs/performance.md#reliability-checks)", () => {
+  it("inFlight() asked only whether a fetch runs, its promise dropped, leaves no unhandled rejection when that fetch fails", async () => {
+    const seen: unknown[] = [];
+    const onUnhandled = (reason: unknown) => seen.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const dir = new DeviceDirectory(async () => {
+        await new Promise((r) => setTimeout(r, 5));
+        throw Object.assign(new Error("refresh rate-limited"), { rateLimited: true });
+      });
+      const fetching = dir.fetchNow().catch(() => "failed");
+      assert.notEqual(dir.inFlight(), null, "a fetch runs"); // the caller drops the promise
+      assert.equal(await fetching, "failed");
+      await new Promise((r) => setTimeout(r, 20)); // past the turn in which Node reports unhandled rejections
+      assert.deepEqual(seen, []);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+});
