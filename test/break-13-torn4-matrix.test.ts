@@ -27,6 +27,22 @@ describe("break-13 torn, fourth review: copytruncate matrix over a failed batch"
     orig = { write: proto.write, sync: proto.sync };
   });
   afterEach(() => { Object.assign(proto, orig); });
+  // The log every case starts from (two records; a torn tail when `lead`): written once by the
+  // writer and copied for each case, not written again 2,300 times.
+  const starts = new Map<boolean, string>();
+  async function start(lead: boolean): Promise<string> {
+    let f = starts.get(lead);
+    if (!f) {
+      f = path.join(await fsp.mkdtemp(path.join(os.tmpdir(), "r4ms-")), "audit.jsonl");
+      const a0 = new AuditLog(f);
+      for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
+      await a0.close();
+      if (lead) fs.appendFileSync(f, '{"type":"unlock-att');
+      starts.set(lead, f);
+    }
+    return f;
+  }
+  after(async () => { for (const f of starts.values()) await fsp.rm(path.dirname(f), { recursive: true, force: true }); });
 
   it("every copytruncate point x fail point x chunk x lead x lost", async () => {
     const problems: string[] = [];
@@ -41,10 +57,7 @@ describe("break-13 torn, fourth review: copytruncate matrix over a failed batch"
       const live = path.join(dir, "audit.jsonl");
       const copy = `${live}-20261124`;
       try {
-        const a0 = new AuditLog(live);
-        for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
-        await a0.close();
-        if (lead) fs.appendFileSync(live, '{"type":"unlock-att');
+        fs.copyFileSync(await start(lead), live);
         const a = new AuditLog(live, { deferMs: 1 }); // the closing records here always ride with an attempt; the last one need not wait 20 ms
         await a.attempt(rec("open")); // opened, position known
         let w = 0, copied = false, truncated = false;
