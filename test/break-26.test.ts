@@ -63,7 +63,7 @@ const result = (i: string, actor = "ålice 😀") => ({ actor, deviceId: 101, lo
 const stats = { iter: 0, inLog: 0, retried: 0 };
 
 describe("break-26: review of 590e1aa (AuditWriteFailed.inLog)", function () {
-  this.timeout(60000);
+  this.timeout(180_000); // every cut point k (about 460 writer runs per test): seconds alone, far longer on two busy cores
   let proto: P;
   let orig: P;
   let dir: string;
