@@ -70,8 +70,11 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     account = make({ renewEveryMs: 1500, minRenewalIntervalMs: 100 });
     await account.start();
     sim.control.resetRequests();
-    // The scheduled refresh (at 1.5 s) hangs 600 ms and fails with 503, twice (the client retries once).
-    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 600, count: 2 });
+    // The scheduled refresh (at 1.5 s) fails with 503, twice (the client retries once). The first
+    // attempt hangs 3 s: the call below must meet its 401 while the refresh is still under way,
+    // which a busy machine did not always do within the 600 ms this once waited.
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 3000, count: 1 });
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 600, count: 1 });
     await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "refreshToken"), 5000, "the scheduled refresh");
     sim.control.revokeAccessToken("demo");
     await assert.rejects(account.getDevice(101), (e: unknown) => e instanceof RenewalFailedError && !e.rateLimited);

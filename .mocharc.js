@@ -1,0 +1,53 @@
+/**
+ * Mocha's settings for `npm test` and a plain `npx mocha`: every compiled test file, in parallel
+ * worker processes (docs/testing.md#how-the-suite-runs), with the suite's root hooks.
+ *
+ * - jobs: 8 workers on a 2-core machine: most of the suite waits on timers, sockets and child
+ *   processes (Node-RED, chromium, redis-server), not on the CPU. DOOR_TEST_JOBS overrides it.
+ * - order: the longest files first, by the durations the last parallel run recorded
+ *   (dist/.test-times.json, written by test/hooks/file-times.ts); files not timed yet first of
+ *   all; by name on a fresh clone.
+ * - `npm run test:file -- <files>` runs files serially without this file (--no-config).
+ */
+"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+
+const DIR = path.join(__dirname, "dist", "test");
+
+function testFiles(dir) {
+  let entries = [];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries.flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? testFiles(p) : e.name.endsWith(".test.js") ? [path.relative(__dirname, p)] : [];
+  });
+}
+
+function times() {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(__dirname, "dist", ".test-times.json"), "utf8"));
+  } catch {
+    return {};
+  }
+}
+
+const known = times();
+const weight = (f) => (typeof known[f] === "number" ? known[f] : Number.POSITIVE_INFINITY);
+const files = testFiles(DIR).sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+
+module.exports = {
+  // Before the first build there is nothing to order: the glob then says what is missing.
+  spec: files.length > 0 ? files : ["dist/test/**/*.test.js"],
+  parallel: true,
+  jobs: Number(process.env.DOOR_TEST_JOBS) || 8,
+  timeout: 20000,
+  exit: true,
+  reporter: "spec",
+  require: ["dist/test/hooks/no-unhandled.js", "dist/test/hooks/leak-scan.js", "dist/test/hooks/file-times.js"],
+  "node-option": ["unhandled-rejections=strict"],
+};
