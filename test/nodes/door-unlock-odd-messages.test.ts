@@ -779,6 +779,10 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
 
   describe("door-unlock: 401 replay, renewal fails, the message cannot carry its outcome", function () {
     beforeEach(async () => {
+      // A fresh service per test: a renewal answered 429 is waited out across a redeploy of the
+      // same account (docs/session.md#rate-limits), which would hold the next test's start-up.
+      await sim.close();
+      sim = await startSim();
       ({ userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()]));
       await waitReady();
       errors = [];
