@@ -728,7 +728,7 @@ describe("copytruncate at every point of a failed multi-write batch: verify pass
 
   type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown> };
 
-  this.timeout(120000);
+  this.timeout(300_000); // 2,304 cases, each with two fsyncs: 20-40 s alone, far longer on two busy cores
   let proto: P, orig: P;
   before(async () => {
     const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r4mp-"));
