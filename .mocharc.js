@@ -5,7 +5,8 @@
  * - jobs: 8 workers on a 2-core machine: most of the suite waits on timers, sockets and child
  *   processes (Node-RED, chromium, redis-server), not on the CPU. DOOR_TEST_JOBS overrides it.
  * - order: the longest files first, by the durations the last parallel run recorded
- *   (dist/.test-times.json, written by test/hooks/file-times.ts); files not timed yet first of
+ *   (node_modules/.cache/door-access-node-red/test-times.json, written by test/hooks/file-times.ts;
+ *   a build empties dist/ but leaves it); files not timed yet first of
  *   all; by name on a fresh clone.
  * - `npm run test:file -- <files>` runs files serially without this file (--no-config).
  */
@@ -30,7 +31,7 @@ function testFiles(dir) {
 
 function times() {
   try {
-    return JSON.parse(fs.readFileSync(path.join(__dirname, "dist", ".test-times.json"), "utf8"));
+    return JSON.parse(fs.readFileSync(path.join(__dirname, "node_modules", ".cache", "door-access-node-red", "test-times.json"), "utf8"));
   } catch {
     return {};
   }

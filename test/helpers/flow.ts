@@ -110,7 +110,8 @@ export async function loadFlow(flow: Record<string, unknown>[], opts: { userDir?
   return { userDir };
 }
 
-export async function until(what: string, cond: () => boolean, timeoutMs = 8000, stepMs = 10): Promise<void> {
+/** Waits for a condition (15 s by default: a login takes seconds when the machine runs eight files at once). */
+export async function until(what: string, cond: () => boolean, timeoutMs = 15_000, stepMs = 10): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);

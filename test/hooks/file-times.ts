@@ -3,16 +3,19 @@
  *
  * In mocha's parallel mode a worker runs the root "before all" and "after all" once per file:
  * each worker writes its files' durations to the folder of test/hooks/suite-process.ts, and the
- * main process merges them into dist/.test-times.json when the run ends. A file waits for a
+ * main process merges them into TIMES_FILE when the run ends. A file waits for a
  * free worker in the order given; one of the longest started last would run alone at the end
  * (docs/testing.md#how-the-suite-runs). A serial run records nothing.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { isMochaWorker, readStats, writeStats } from "./suite-process.js";
 
-/** Where the durations are kept: beside the compiled tests, rebuilt with them (not committed). */
-export const TIMES_FILE = path.resolve(__dirname, "..", "..", ".test-times.json");
+/**
+ * Where the durations are kept: npm's cache folder in node_modules, which a build (it empties
+ * dist/) leaves alone and git ignores; .mocharc.js reads the same file.
+ */
+export const TIMES_FILE = path.resolve(__dirname, "..", "..", "..", "node_modules", ".cache", "door-access-node-red", "test-times.json");
 
 const mine: Record<string, number> = {};
 let started = 0;
@@ -41,6 +44,7 @@ export function mochaGlobalTeardown(): void {
     // none yet
   }
   try {
+    mkdirSync(path.dirname(TIMES_FILE), { recursive: true });
     writeFileSync(TIMES_FILE, JSON.stringify(Object.assign(known, ...measured), null, 1) + "\n");
   } catch {
     // only an ordering hint

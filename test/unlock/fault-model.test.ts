@@ -50,7 +50,7 @@ describe("Property: faults never duplicate, lose or leak an unlock (docs/perform
   it(`holds for ${RUNS} generated fault sequences`, async () => {
     await fc.assert(
       fc.asyncProperty(scenarioArb, (scenario) => runSequence(scenario, stats)),
-      { numRuns: RUNS, seed: process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : undefined, endOnFailure: false },
+      { numRuns: RUNS, seed: process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : undefined, endOnFailure: false, includeErrorInReport: true },
     );
     assert.ok(stats.messages > RUNS, "messages were sent");
     assert.ok(stats.puts > 0, "some unlocks reached the simulator");
