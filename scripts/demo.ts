@@ -13,7 +13,7 @@
  * on that account; the account's credentials are written to `flows_cred.json` encrypted exactly as Node-RED does
  * (aes-256-ctr, key sha256(credentialSecret), hex IV prefix).
  *
- * The door panel of example 08 runs on FlowFuse Dashboard 2 (`@flowfuse/node-red-dashboard`, a
+ * The door panel of example 07 runs on FlowFuse Dashboard 2 (`@flowfuse/node-red-dashboard`, a
  * devDependency: nothing is installed at run time). Node-RED loads node modules from every
  * `node_modules` folder above its own (here the repository's), so the demo's Node-RED finds it
  * there; `startDemo` checks that it can be resolved and gives the panel's address.
@@ -125,7 +125,7 @@ async function main(): Promise<void> {
       `Demo account:      ${DEMO_ACCOUNT.email} (phone number and password: docs/simulator.md, "Demo accounts"; never printed)`,
       `                   preconfigured as "Demo account (simulator)": ${acc.state}${acc.reason ? ` (${acc.reason})` : ""}`,
       `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
-      `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 08, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
+      `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 07, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,
       "Stop:              Ctrl-C stops Node-RED, the broker and the simulator (so does stopping npm start).",
       line,

@@ -36,7 +36,7 @@ export interface RunningDemo {
   mqttUrl: string | null;
   userDir: string;
   accountId: string;
-  /** The door panel (example 08, Dashboard 2), e.g. http://127.0.0.1:1880/dashboard/doors; null when not deployed. */
+  /** The door panel (example 07, Dashboard 2), e.g. http://127.0.0.1:1880/dashboard/doors; null when not deployed. */
   dashboardUrl: string | null;
   /** Process id of the Node-RED child. */
   pid: number;

@@ -47,6 +47,16 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
     for (const ex of examples) assert.match(ex.title, /^\d\d [A-Z][^/\\]{5,80}$/, ex.title);
   });
 
+  it("they are numbered 01, 02, ... without a gap, and the README's table lists each under its number and title", () => {
+    const numbers = examples.map((e) => Number(e.title.slice(0, 2))).sort((a, b) => a - b);
+    assert.deepEqual(numbers, numbers.map((_, i) => i + 1), examples.map((e) => e.title).join("; "));
+    const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
+    for (const ex of examples) {
+      const short = ex.title.replace(/ \(.*\)$/, "");
+      assert.ok(readme.includes(`| ${short} |`), `README lists "${short}"`);
+    }
+  });
+
   it("every flow node type of ours appears in at least one example", () => {
     const used = new Set(examples.flatMap((e) => e.nodes.map((n) => n.type)));
     for (const t of ACCOUNT_USERS) assert.ok(used.has(t), `${t} is used by an example`);
@@ -442,8 +452,8 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     }
   });
 
-  it("09 cleaner: in the schedule the badge opens once, a second read within the cooldown is denied, the visitor's badge is denied; nothing else sent", async () => {
-    const ex = byTitle("09");
+  it("08 cleaner: in the schedule the badge opens once, a second read within the cooldown is denied, the visitor's badge is denied; nothing else sent", async () => {
+    const ex = byTitle("08");
     // The schedule widened to every day and hour (the example's Tuesday morning may be far off).
     await deploy(ex, { tweak: (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] } : n) });
     sim.control.resetRequests();
@@ -460,8 +470,8 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     assert.deepEqual(auditRecords(userDir).slice(before).filter((r) => r.outcome === "denied").map((r) => [r.actor, r.reason]), [["cleaner-anna", "cooldown"], ["visitor", "actor"]]);
   });
 
-  it("09 cleaner: outside the schedule the badge opens nothing (denied, schedule)", async () => {
-    const ex = byTitle("09");
+  it("08 cleaner: outside the schedule the badge opens nothing (denied, schedule)", async () => {
+    const ex = byTitle("08");
     // A window on another weekday than today in Oslo.
     const today = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Oslo", weekday: "short" }).format(Date.now())) + 1;
     const other = (today % 7) + 1;

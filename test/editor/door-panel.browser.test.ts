@@ -1,5 +1,5 @@
 /**
- * Example 08, the door panel on FlowFuse Dashboard 2, as a person uses it on a phone: the demo
+ * Example 07, the door panel on FlowFuse Dashboard 2, as a person uses it on a phone: the demo
  * (`npm start`: simulator + Node-RED with our package and Dashboard 2) opened in Debian's
  * chromium (playwright-core) at 390 x 844. Counted at the simulator (its request log):
  *
@@ -10,7 +10,7 @@
  * - the offline door (Server Room, 105): one PUT, answered 503, shown as "offline" in words;
  * - a 429 from the service: "try again in 7 s" (rate-limited with retryAfter: docs/outcomes.md#door-unlock-outcomes).
  *
- * And: a screen that opens the panel is told nothing of who pressed before it; example 08
+ * And: a screen that opens the panel is told nothing of who pressed before it; example 07
  * imported where a Dashboard 2 (a ui-base) already exists works once its comment's steps are done.
  *
  * Screenshot: test-artifacts/door-panel.png every run; docs/door-panel.png (README) with
@@ -40,7 +40,7 @@ function byTitle(prefix: string): ExampleFlow {
   return ex;
 }
 
-describe(`door panel (example 08, Dashboard 2) on a phone: one button per door, one unlock per confirmed press, each outcome in words (docs/outcomes.md#door-unlock-outcomes; chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
+describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, one unlock per confirmed press, each outcome in words (docs/outcomes.md#door-unlock-outcomes; chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
   let dir = "";
   let profile = "";
@@ -224,7 +224,7 @@ describe(`door panel (example 08, Dashboard 2) on a phone: one button per door, 
 });
 
 // Fixed in 697c2da: Dashboard 2 kept the press as the template's state and sent it to every screen.
-describe("door panel (example 08): a screen that opens the panel is told nothing of who pressed before (no msg._client: socket id, IP, user)", function () {
+describe("door panel (example 07): a screen that opens the panel is told nothing of who pressed before (no msg._client: socket id, IP, user)", function () {
   this.timeout(120_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-presser-"));
   let demo: RunningDemo | null = null;
@@ -272,7 +272,7 @@ describe("door panel (example 08): a screen that opens the panel is told nothing
 });
 
 // Fixed in ca2cb42: the example's comment said nothing of the one ui-base Dashboard 2 allows.
-describe("door panel (example 08) imported into a Node-RED that already has a Dashboard 2: its comment says which nodes to point at the existing ui-base, and doing that works", function () {
+describe("door panel (example 07) imported into a Node-RED that already has a Dashboard 2: its comment says which nodes to point at the existing ui-base, and doing that works", function () {
   this.timeout(120_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-twobase-"));
   let demo: RunningDemo | null = null;
@@ -284,7 +284,7 @@ describe("door panel (example 08) imported into a Node-RED that already has a Da
   });
 
   it("a second ui-base breaks every dashboard page; the example's comment says what to do, naming each node to point at the existing ui-base, and doing that works", async () => {
-    const ex = byTitle("08");
+    const ex = byTitle("07");
     const base = ex.nodes.find((n) => n.type === "ui-base")!;
     const users = ex.nodes.filter((n) => n.ui === base.id).map((n) => String(n.name));
     const info = String(ex.nodes.find((n) => n.type === "comment")!.info);

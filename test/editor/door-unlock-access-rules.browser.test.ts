@@ -10,7 +10,7 @@
  *   the PIN's digits (docs/access-rules.md#pin-and-lockout);
  * - the "Door access" sidebar: denied attempts with the rule that refused them, as text, and its
  *   filter by rule (docs/nodes.md#editor-sidebar);
- * - the door panel (example 08) on a phone, its node with a PIN: the confirmation asks for it,
+ * - the door panel (example 07) on a phone, its node with a PIN: the confirmation asks for it,
  *   the field is empty after the press, "wrong PIN" and "locked until HH:MM" in words, unlocks
  *   counted at the simulator.
  *
@@ -499,7 +499,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   });
 
   // ------------------------------------------------------------------------------------------
-  describe("the door panel (example 08) on a phone, its node with a PIN (docs/access-rules.md#door-panel-and-home-assistant)", () => {
+  describe("the door panel (example 07) on a phone, its node with a PIN (docs/access-rules.md#door-panel-and-home-assistant)", () => {
     let page: Page;
     let broken = "";
     let panelUnlock = "";
@@ -521,13 +521,13 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
     const pinField = () => page.locator(".door-pin input");
 
     /**
-     * Gives example 08's door-unlock the PIN (a credential, as its dialog would) and sets the
+     * Gives example 07's door-unlock the PIN (a credential, as its dialog would) and sets the
      * panel's askPin: `true` (asks from the start) or the flow context (learns it).
      */
     async function configurePanel(askPin: "true" | "learn"): Promise<void> {
       const { flows } = await getFlows();
-      const tab = flows.find((n) => n.type === "tab" && String(n.label).startsWith("08 "));
-      assert.ok(tab, "example 08 is deployed on its tab");
+      const tab = flows.find((n) => n.type === "tab" && String(n.label).startsWith("07 "));
+      assert.ok(tab, "example 07 is deployed on its tab");
       const unlock = flows.find((n) => n.type === "door-unlock" && n.z === tab.id)!;
       const inject = flows.find((n) => n.type === "inject" && n.z === tab.id)!;
       panelUnlock = unlock.id;
@@ -677,7 +677,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       const denied = auditRecords().filter((r) => r.type === "unlock-rejected" && r.outcome === "denied");
       assert.ok(denied.some((r) => r.reason === "locked-out"), "the lockout is in the audit log");
       assert.ok(!auditText().includes(PIN) && !auditText().includes(WRONG_PIN), "no PIN in the audit log");
-      assert.ok(panelUnlock && panelInject, "example 08's nodes were found");
+      assert.ok(panelUnlock && panelInject, "example 07's nodes were found");
     });
   });
 });
