@@ -51,8 +51,8 @@ async function runMemoryChild(simUrl: string, base: number, total: number): Prom
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
   let out = "";
-  child.stdout!.on("data", (c: Buffer) => (out += c.toString("utf8")));
-  child.stderr!.on("data", (c: Buffer) => (out += c.toString("utf8")));
+  child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
+  child.stderr.on("data", (c: Buffer) => (out += c.toString("utf8")));
   const timer = setTimeout(() => child.kill("SIGKILL"), 15 * 60_000);
   const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
   clearTimeout(timer);

@@ -37,7 +37,7 @@ function footprintTable(f: Footprint): string {
 
 /** The figures table: one row per figure (label, measured, goal), in the order printed. */
 function table(r: Figures): string {
-  const n = (k: string, d = 2) => (typeof r[k] === "number" ? (r[k] as number).toFixed(d) : String(r[k]));
+  const n = (k: string, d = 2) => (typeof r[k] === "number" ? (r[k]).toFixed(d) : String(r[k]));
   const rows: [string, string, string][] = [
     ["Interleaved (one of each in turn): unlock p50 (door-unlock, Node-RED 4) / floor p50 / Node-RED floor p50", `${n("unlockP50MsInterleaved", 3)} / ${n("floorP50MsInterleaved", 3)} / ${n("nodeRedFloorP50Ms", 3)} ms`, ""],
     ["unlockP50Ratio (node p50 / floor p50, interleaved)", `${n("unlockP50Ratio")}×`, "≤ 1.15×"],

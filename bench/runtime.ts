@@ -51,7 +51,7 @@ export async function loadRuntime(flow: Record<string, unknown>[], userDir: stri
   helper._sandbox.restore();
   const proto = helper._NodePrototype;
   for (const n of flow) {
-    const node = helper.getNode(n.id as string);
+    const node = helper.getNode(n.id);
     if (node && Object.prototype.hasOwnProperty.call(node, "send") && typeof node.send?.getCalls === "function") node.send = proto.send;
   }
   if (typeof proto.send.getCalls === "function" || typeof proto.status.getCalls === "function") throw new Error("the test helper's spies are still in place");

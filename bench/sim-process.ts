@@ -27,16 +27,16 @@ export async function startSimProcess(): Promise<SimProc> {
         resolve(m[1]);
       }
     };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
     child.once("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`door-access-sim exited (${code}):\n${out}`));
     });
   });
-  child.stdout!.removeAllListeners("data");
-  child.stdout!.resume();
-  child.stderr!.resume();
+  child.stdout.removeAllListeners("data");
+  child.stdout.resume();
+  child.stderr.resume();
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   process.once("exit", () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");

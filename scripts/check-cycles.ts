@@ -26,7 +26,7 @@ function graph(dir: string, ext: ".js" | ".ts", pattern: RegExp): Map<string, st
   const g = new Map<string, string[]>();
   for (const f of files(dir, ext).filter(live)) {
     const deps = [...fs.readFileSync(f, "utf8").matchAll(pattern)]
-      .map((m) => path.resolve(path.dirname(f), m[1]!.replace(/\.js$/, ext)))
+      .map((m) => path.resolve(path.dirname(f), m[1].replace(/\.js$/, ext)))
       .filter((d) => fs.existsSync(d));
     g.set(f, [...new Set(deps)]);
   }

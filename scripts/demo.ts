@@ -39,7 +39,7 @@ export function parseArgs(argv: string[]): DemoOptions {
     return Number(v);
   };
   for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
+    const a = argv[i];
     const v = argv[i + 1];
     if (a === "--dir" && v) o.dir = v;
     else if (a === "--sim-port") o.simPort = port(a, v);

@@ -143,9 +143,9 @@ export async function startNodeRed(o: { userDir: string; settings: string; port:
     partial = lines.pop() ?? "";
     for (const line of lines) o.onLog?.(line);
   };
-  child.stdout!.on("data", onData);
-  child.stderr!.on("data", onData);
-  child.stdin!.on("error", () => undefined); // never written to
+  child.stdout.on("data", onData);
+  child.stderr.on("data", onData);
+  child.stdin.on("error", () => undefined); // never written to
   let exited = child.exitCode !== null;
   const exitP = new Promise<void>((resolve) => child.once("exit", () => { exited = true; resolve(); }));
 

@@ -243,7 +243,7 @@ function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
 function reconcile(entry: Entry): void {
   const members = [...entry.members];
   if (members.length === 0) return;
-  const first = members[0]!;
+  const first = members[0];
   const differing = members.filter((m) => !same(m.settings, first.settings));
   if (differing.length > 0) {
     const what = members.some((m) => !samePassword(m.settings, first.settings)) ? "a different password" : "a different session store";

@@ -36,7 +36,7 @@ function parseArgs(args: string[], withValue: Set<string>, bare: Set<string>): P
   const flags = new Map<string, string | true>();
   const files: string[] = [];
   for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
+    const a = args[i];
     if (a === "--") {
       files.push(...args.slice(i + 1));
       break;
@@ -75,7 +75,7 @@ export async function tailCommand(args: string[], io: CliIo): Promise<number> {
     io.err(`door-access-audit tail: -n must be a whole number from 1 to 1000\n${TAIL_USAGE}`);
     return 2;
   }
-  const records = await tail(p.files[0]!, Number(nText));
+  const records = await tail(p.files[0], Number(nText));
   const json = p.flags.has("--json");
   for (const r of records) await io.out((json ? JSON.stringify(r) : formatRecord(r)) + "\n");
   return 0;
@@ -111,6 +111,6 @@ export async function exportCommand(args: string[], io: CliIo): Promise<number> 
     io.err(`door-access-audit export: --from is after --to\n${EXPORT_USAGE}`);
     return 2;
   }
-  for await (const chunk of exportCsv(p.files[0]!, range)) await io.out(chunk);
+  for await (const chunk of exportCsv(p.files[0], range)) await io.out(chunk);
   return 0;
 }

@@ -29,7 +29,7 @@ export async function verifyCommand(args: string[], io: CliIo): Promise<number> 
     io.err(VERIFY_USAGE);
     return 2;
   }
-  const list = files.length === 1 ? await listLogFiles(files[0]!) : files;
+  const list = files.length === 1 ? await listLogFiles(files[0]) : files;
   if (list.length === 0) {
     io.err(`door-access-audit verify: ${files[0]}: no such file\n`);
     return 2;

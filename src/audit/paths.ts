@@ -106,7 +106,7 @@ export function nodeRedOwnFile(p: string, files: NodeRedFiles): string | null {
       const rel = path.relative(u, q);
       if (rel === "" || rel.startsWith("..") || path.isAbsolute(rel)) continue;
       const parts = rel.split(path.sep);
-      const folder = NODE_RED_FOLDERS.find((f) => f.toLowerCase() === parts[0]!.toLowerCase());
+      const folder = NODE_RED_FOLDERS.find((f) => f.toLowerCase() === parts[0].toLowerCase());
       if (folder) return `it is one of Node-RED's own files (inside ${folder}/ of the user directory)`;
     }
     // The names of a user directory's files, in any folder: another Node-RED on this machine

@@ -33,7 +33,7 @@ export function otherOrigin(req: Request): string | null {
   if (site) return site === "same-origin" || site === "none" ? null : `the browser sent it for a page of another origin (Sec-Fetch-Site: ${site.slice(0, 20)})`;
   const origin = req.headers.origin;
   if (origin === undefined) return null;
-  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "").split(",")[0]!.trim().toLowerCase();
+  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "").split(",")[0].trim().toLowerCase();
   let from: string | null = null;
   try {
     from = new URL(String(origin)).host.toLowerCase();
@@ -77,7 +77,7 @@ export function permission(RED: NodeAPI, name: "door-account.read" | "door-accou
 
 export function fromEditor(): Middleware {
   return (req, res, next) => {
-    const type = String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+    const type = String(req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
     const marked = String(req.headers[EDITOR_HEADER.toLowerCase()] ?? "").toLowerCase() === EDITOR_HEADER_VALUE.toLowerCase();
     if (type === "application/json" && marked) {
       next();

@@ -285,7 +285,7 @@ export = function register(RED: NodeAPI): void {
       password: { type: "password" },
       redisPassword: { type: "password" },
     },
-  } as never);
+  });
 
   // ---- admin endpoints used by the editor (relative URLs, permission-checked) ------------
   // Who may do what: docs/security.md#who-can-do-what-the-admin-routes. Every POST is taken only

@@ -224,5 +224,5 @@ export = function register(RED: NodeAPI): void {
   }
   // The PIN is a password credential: kept in the credentials file, never in the flow or an export,
   // and never sent back to the editor (docs/access-rules.md#pin-and-lockout).
-  RED.nodes.registerType("door-unlock", DoorUnlock as never, { credentials: { pin: { type: "password" } } } as never);
+  RED.nodes.registerType("door-unlock", DoorUnlock as never, { credentials: { pin: { type: "password" } } });
 };

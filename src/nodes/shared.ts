@@ -216,7 +216,7 @@ export class FlowNodeBinding implements AccountUser {
   }
 
   onAccountHalt(error: SessionHaltedError): void {
-    this.node.error(error, { topic: "door-access/session-halted", payload: { state: error.state, reason: error.message }, outcome: "session-halted" } as never);
+    this.node.error(error, { topic: "door-access/session-halted", payload: { state: error.state, reason: error.message }, outcome: "session-halted" });
   }
 
   /** The node's own last result; shown while the account is ready. */

@@ -77,7 +77,7 @@ function describeAccount(n: DoorAccountNode & { name?: string }) {
 }
 
 function filterFrom(q: Request["query"]): AuditFilter | string {
-  const str = (k: string): string | undefined => (typeof q[k] === "string" && (q[k] as string).trim() ? (q[k] as string).trim().slice(0, 200) : undefined);
+  const str = (k: string): string | undefined => (typeof q[k] === "string" && (q[k]).trim() ? (q[k]).trim().slice(0, 200) : undefined);
   const f: AuditFilter = { door: str("door"), actor: str("actor"), outcome: str("outcome"), reason: str("reason") };
   for (const k of ["from", "to"] as const) {
     const v = str(k);

@@ -171,7 +171,7 @@ export class RedisTokenStore implements TokenStore {
         // Bounded back-off, never giving up: the instance must recover when Redis returns.
         reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2_000),
       },
-    } as never) as Client;
+    }) as Client;
     this.client.on("error", (e: Error) => this.wentDown(e));
     this.client.on("ready", () => this.cameBack());
   }
@@ -300,7 +300,7 @@ export class RedisTokenStore implements TokenStore {
       throw new StoreUnreachableError(`the ${this.description} cannot be reached`);
     }
     try {
-      return (await this.client.sendCommand(args, { timeout: this.commandTimeoutMs })) as T;
+      return (await this.client.sendCommand(args, { timeout: this.commandTimeoutMs }));
     } catch (e) {
       if (e instanceof redisClient().ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`);
       throw new StoreUnreachableError(`the ${this.description} cannot be reached (${(e as Error).message || (e as Error).name})`);

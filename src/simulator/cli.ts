@@ -48,7 +48,7 @@ export function parseArgs(argv: string[]): CliArgs {
     return Number(v);
   };
   for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i]!;
+    const raw = argv[i];
     const eq = raw.indexOf("=");
     const flag = raw.startsWith("--") && eq > 0 ? raw.slice(0, eq) : raw;
     let inline: string | undefined = raw.startsWith("--") && eq > 0 ? raw.slice(eq + 1) : undefined;

@@ -58,7 +58,7 @@ export class FaultStore {
   inject(spec: FaultSpec): string {
     const parsed = FaultSpecSchema.safeParse(spec);
     if (!parsed.success) throw new Error(`invalid fault: ${z.prettifyError(parsed.error)}`);
-    const fault: ActiveFault = { id: randomUUID(), spec: parsed.data as FaultSpec, remaining: parsed.data.count ?? 1 };
+    const fault: ActiveFault = { id: randomUUID(), spec: parsed.data, remaining: parsed.data.count ?? 1 };
     this.faults.push(fault);
     if (this.faults.length > 10_000) this.faults.shift();
     return fault.id;

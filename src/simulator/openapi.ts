@@ -262,7 +262,7 @@ function emit(v: Json, indent: string, lines: string[]): void {
         const sub: string[] = [];
         emit(item, indent + "  ", sub);
         // first line of the nested block goes after "- "
-        lines.push(`${indent}- ${sub[0]!.slice(indent.length + 2)}`);
+        lines.push(`${indent}- ${sub[0].slice(indent.length + 2)}`);
         lines.push(...sub.slice(1));
       } else {
         lines.push(`${indent}- ${inline(item)}`);

@@ -184,7 +184,7 @@ export function validateSeed(raw: unknown, source = "seed"): Seed {
   if (!parsed.success) {
     throw new Error(`invalid ${source}:\n${z.prettifyError(parsed.error)}`);
   }
-  return parsed.data as Seed;
+  return parsed.data;
 }
 
 /** Reads and validates a seed JSON file. */

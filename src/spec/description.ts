@@ -292,7 +292,7 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
               diff(`request field "${field}" was removed`);
               continue;
             }
-            const changed = typeChange(`request field "${field}"`, type, fieldTypes(live, flat.properties, [field])[field]!);
+            const changed = typeChange(`request field "${field}"`, type, fieldTypes(live, flat.properties, [field])[field]);
             if (changed) diff(changed);
           }
           for (const req of [...flat.required].sort()) {
@@ -342,7 +342,7 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
                   continue;
                 }
                 if (!shape.required.has(key)) diff(`response field "${field}"${where} is no longer required`);
-                const liveType = fieldTypes(live, shape.properties, [key])[key]!;
+                const liveType = fieldTypes(live, shape.properties, [key])[key];
                 const changed = typeChange(`response field "${field}"${where}`, type, liveType);
                 if (changed) diff(changed);
                 else if (liveType.nullable && !type.nullable) diff(`response field "${field}"${where} may now be null`);

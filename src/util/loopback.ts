@@ -50,8 +50,8 @@ export function isLoopbackHost(host: string): boolean {
   const halves = v6.split("::");
   if (halves.length > 2) return false;
   const groups = (s: string): string[] => (s === "" ? [] : s.split(":"));
-  const head = groups(halves[0]!);
-  const tail = halves.length === 2 ? groups(halves[1]!) : [];
+  const head = groups(halves[0]);
+  const tail = halves.length === 2 ? groups(halves[1]) : [];
   if (![...head, ...tail].every((g) => /^[0-9a-f]{1,4}$/.test(g))) return false;
   const missing = 8 - head.length - tail.length;
   if (halves.length === 1 ? missing !== 0 : missing < 1) return false;

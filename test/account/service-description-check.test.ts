@@ -191,8 +191,8 @@ describe("service description check: what the package relies on (docs/service-de
     d.paths[`/api/x\n${"y".repeat(300)}`] = d.paths["/api/user/device"];
     delete d.paths["/api/user/device"];
     const [line] = compareDescription(d);
-    assert.match(line!, /^GET \/api\/user\/device: moved to GET \/api\/x y+…$/);
-    assert.ok(line!.length < 200);
+    assert.match(line, /^GET \/api\/user\/device: moved to GET \/api\/x y+…$/);
+    assert.ok(line.length < 200);
   });
 
   it("the docs URL: empty is the base URL; /openapi.json is appended unless a .json file is named; the base URL's rules apply", () => {
@@ -229,7 +229,7 @@ describe("service description check: in a Node-RED runtime against the simulator
     await until("the description request", () => docsRequests(sim).length === 1, 8000);
     const check = node.account.descriptionCheck;
     await until("the check to finish", () => check.inflight === null, 8000);
-    return docsRequests(sim)[0]!;
+    return docsRequests(sim)[0];
   }
 
   async function sidebarView(): Promise<any> {
@@ -245,7 +245,7 @@ describe("service description check: in a Node-RED runtime against the simulator
     assert.equal(entry.status, 200);
     const login = sim.control.requests({ operation: "loginByPhone" });
     assert.equal(login.length, 1);
-    assert.ok(entry.seq > login[0]!.seq, "the description is read after the login, never before it");
+    assert.ok(entry.seq > login[0].seq, "the description is read after the login, never before it");
     assertAccepted(await unlock({}));
     assert.deepEqual(descriptionWarnings(node), []);
     assert.deepEqual(logged(node, "debug"), []);
@@ -270,8 +270,8 @@ describe("service description check: in a Node-RED runtime against the simulator
     assertNoCredential(await firstCheckDone(node));
     const warnings = descriptionWarnings(node);
     assert.equal(warnings.length, 1, warnings.join("\n---\n"));
-    for (const d of DRIFT_DIFFERENCES) assert.ok(warnings[0]!.includes(d), `the warning names ${d}`);
-    assert.ok(warnings[0]!.includes(`${sim.url}/openapi.json`));
+    for (const d of DRIFT_DIFFERENCES) assert.ok(warnings[0].includes(d), `the warning names ${d}`);
+    assert.ok(warnings[0].includes(`${sim.url}/openapi.json`));
     assertAccepted(await unlock({}));
     assert.equal(node.account.session.state, "ready");
     assert.deepEqual((await sidebarView()).serviceDescription.differences, DRIFT_DIFFERENCES);
@@ -304,12 +304,12 @@ describe("service description check: in a Node-RED runtime against the simulator
     ["a body that is not a description", { body: "<html>maintenance</html>", contentType: "text/html" }],
   ] as const) {
     it(`${what}: one debug line, no warning, the session untouched, the unlock accepted`, async () => {
-      sim.control.serveDescription(change as never);
+      sim.control.serveDescription(change);
       const node = await deploy();
       assertNoCredential(await firstCheckDone(node));
       const debug = logged(node, "debug");
       assert.equal(debug.length, 1, debug.join("\n"));
-      assert.match(debug[0]!, /service description check: .*\/openapi\.json could not be read \(.+\); next try in 24 h/);
+      assert.match(debug[0], /service description check: .*\/openapi\.json could not be read \(.+\); next try in 24 h/);
       assert.deepEqual(descriptionWarnings(node), []);
       assertAccepted(await unlock({}));
       assert.equal(docsRequests(sim).length, 1, "no retry before the next 24-hour mark");
@@ -379,7 +379,7 @@ describe("service description check: in a Node-RED runtime against the simulator
     try {
       docsSim.control.serveDescription({ description: drifted() });
       const node = await deploy({ docsUrl: docsSim.url });
-      assert.equal((await until("the description request at the docs URL", () => docsRequests(docsSim).length === 1, 8000), docsRequests(docsSim)[0]!.status), 200);
+      assert.equal((await until("the description request at the docs URL", () => docsRequests(docsSim).length === 1, 8000), docsRequests(docsSim)[0].status), 200);
       await until("the warning", () => descriptionWarnings(node).length === 1, 8000);
       assert.equal(docsRequests(sim).length, 0);
       assertAccepted(await unlock({}));
@@ -424,7 +424,7 @@ describe("service description check: every 24 hours, on the account's clock (doc
   async function tickTo(ms: number, count: number): Promise<RequestLogEntry> {
     await clock.tickAsync(ms);
     await waitUntil(() => docsRequests(sim).length === count && (account.descriptionCheck as any).inflight === null, 5000, `${count} description requests`);
-    return docsRequests(sim)[count - 1]!;
+    return docsRequests(sim)[count - 1];
   }
 
   it("once after the start-up, then at each 24-hour mark with If-None-Match; 304 silent; a drift warned once; a failure retried only at the next mark", async () => {
@@ -455,8 +455,8 @@ describe("service description check: every 24 hours, on the account's clock (doc
     assert.equal(third.ifNoneMatch, etag);
     assert.equal(third.status, 200);
     assert.equal(lines.length, 1, lines.join("\n"));
-    assert.match(lines[0]!, /^warn the service description at .*\/openapi\.json differs .* in 3 things the package relies on/);
-    for (const d of DRIFT_DIFFERENCES) assert.ok(lines[0]!.includes(`  - ${d}`), d);
+    assert.match(lines[0], /^warn the service description at .*\/openapi\.json differs .* in 3 things the package relies on/);
+    for (const d of DRIFT_DIFFERENCES) assert.ok(lines[0].includes(`  - ${d}`), d);
     assert.deepEqual(account.descriptionCheck!.report().differences, DRIFT_DIFFERENCES);
     const fourth = await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 4);
     assert.equal(fourth.status, 304);
@@ -467,13 +467,13 @@ describe("service description check: every 24 hours, on the account's clock (doc
     sim.control.serveDescription({ drop: true });
     await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 5);
     assert.equal(lines.length, 2);
-    assert.match(lines[1]!, /^debug service description check: .* could not be read .*; next try in 24 h$/);
+    assert.match(lines[1], /^debug service description check: .* could not be read .*; next try in 24 h$/);
     await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 1);
     assert.equal(docsRequests(sim).length, 5, "no retry before the next mark");
     sim.control.serveDescription(null);
     await tickTo(1, 6);
     assert.equal(lines.length, 3);
-    assert.match(lines[2]!, /^info the service description at .* matches what this package relies on again$/);
+    assert.match(lines[2], /^info the service description at .* matches what this package relies on again$/);
     assert.deepEqual(account.descriptionCheck!.report().differences, []);
 
     // The session was never touched by any of it (it renewed on its own 36 h schedule meanwhile).
@@ -546,7 +546,7 @@ describe("service description check: a description that trickles in without end 
       await new Promise((r) => setTimeout(r, 300)); // a few bytes arrive
       await clock.tickAsync(60_000);
       await waitUntil(() => lines.length === 1, 5000, () => `the fetch to be cut off: ${JSON.stringify(lines)}`);
-      assert.match(lines[0]!, /^debug service description check: .* could not be read \(.+\); next try in 24 h$/);
+      assert.match(lines[0], /^debug service description check: .* could not be read \(.+\); next try in 24 h$/);
       await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 60_000);
       await waitUntil(() => requests === 2, 5000, "the description read again at the next mark");
     } finally {

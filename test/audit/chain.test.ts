@@ -496,7 +496,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a batch 
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
     await a.close();
-    const z = JSON.parse(lines(live)[0]!) as { seq: number };
+    const z = JSON.parse(lines(live)[0]) as { seq: number };
     const v = await verify([1, 2, 3, 4].map((k) => `${live}-2026112${k}`).concat(live));
     assert.match(r, /truncated while the batch was written/);
     assert.equal(z.seq, 3, `the next record after seq 2 got seq ${z.seq}; verify: ${v.ok} ${v.message} ${v.notes.join("; ")}`);
@@ -530,12 +530,12 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     (fsp as { open: typeof fsp.open }).open = function (this: unknown, ...x: Parameters<typeof fsp.open>) {
       if (n++ === 0) return Promise.reject(Object.assign(new Error("injected EACCES"), { code: "EACCES" }));
       return origOpen.apply(fsp, x);
-    } as typeof fsp.open;
+    };
     const r4 = await a.attempt(rec(4)).then(() => "ok", (e: Error) => e.message);
     (fsp as { open: typeof fsp.open }).open = origOpen;
     await a.attempt(rec(5));
     await a.close();
-    const first = JSON.parse(lines(live)[0]!) as { seq: number; msgid: string };
+    const first = JSON.parse(lines(live)[0]) as { seq: number; msgid: string };
     const v = await verify([dated, live]);
     assert.match(r4, /EACCES/); // refused while the file could not be opened: fine
     assert.equal(first.seq, 4, `the next record after seq 3 got seq ${first.seq}; verify: ${v.message}`);
@@ -565,7 +565,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     const recs = lines(live).map((l) => { try { return JSON.parse(l) as { seq: number; msgid: string; rewound?: number }; } catch { return null; } }).filter((r) => r !== null);
     const v = await verify([dated, live]);
     assert.match(r4, /ENOSPC/);
-    const seqs = recs.map((r) => r!.seq);
+    const seqs = recs.map((r) => r.seq);
     assert.equal(seqs[0], 4, `after seq 3 (durable, answered) the writer went on with seq ${seqs.join(",")}; verify: ok=${v.ok} ${v.message}; ${v.notes.join("; ")}\nlive: ${text(live)}`);
   });
 });
@@ -607,12 +607,12 @@ describe("Verify: exit 0 on an intact log; an edited, deleted or reordered line 
     let r = run(live);
     assert.equal(r.status, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /last seq: 8\n/);
-    assert.match(r.stdout, new RegExp(`last hash: ${lineHash(good[7]!)}\n`));
+    assert.match(r.stdout, new RegExp(`last hash: ${lineHash(good[7])}\n`));
     assert.match(r.stdout, /OK: chain intact through seq 8/);
 
     const write = (ls: string[]) => fs.writeFileSync(live, ls.map((l) => l + "\n").join(""));
     const edited = [...good];
-    edited[2] = edited[2]!.replace('"alice"', '"mallory"'); // line 3
+    edited[2] = edited[2].replace('"alice"', '"mallory"'); // line 3
     write(edited);
     r = run(live);
     assert.equal(r.status, 1);
@@ -623,7 +623,7 @@ describe("Verify: exit 0 on an intact log; an edited, deleted or reordered line 
     assert.equal(r.status, 1);
     assert.match(r.stdout, /line 5: seq 6 follows seq 4 \(line 4\): 1 record\(s\) missing \(seq 5; lines deleted\)/);
 
-    write([...good.slice(0, 5), good[6]!, good[5]!, good[7]!]); // seq 7 before seq 6
+    write([...good.slice(0, 5), good[6], good[5], good[7]]); // seq 7 before seq 6
     r = run(live);
     assert.equal(r.status, 1);
     assert.match(r.stdout, /line 6: seq 7 follows seq 5/);
@@ -663,16 +663,16 @@ describe("Verify: every edit is a break, files in the wrong order too; an empty 
   const cases: [string, () => string[], RegExp][] = [
     ["an edited line", () => orig.map((l, i) => (i === 4 ? l.replace('"alice"', '"mallory"') : l)), /line 6: prev does not match/],
     ["a deleted line", () => orig.filter((_, i) => i !== 4), /line 5: seq 6 follows seq 4/],
-    ["an inserted (copied) line", () => [...orig.slice(0, 5), orig[2]!, ...orig.slice(5)], /line 6: seq 3 follows seq 5/],
-    ["two lines swapped", () => [...orig.slice(0, 4), orig[5]!, orig[4]!, ...orig.slice(6)], /line 5: seq 6 follows seq 4/],
-    ["a duplicated line", () => [...orig.slice(0, 5), orig[4]!, ...orig.slice(5)], /line 6: seq 5 follows seq 5/],
+    ["an inserted (copied) line", () => [...orig.slice(0, 5), orig[2], ...orig.slice(5)], /line 6: seq 3 follows seq 5/],
+    ["two lines swapped", () => [...orig.slice(0, 4), orig[5], orig[4], ...orig.slice(6)], /line 5: seq 6 follows seq 4/],
+    ["a duplicated line", () => [...orig.slice(0, 5), orig[4], ...orig.slice(5)], /line 6: seq 5 follows seq 5/],
     ["a valid-looking prev with a wrong seq", () => {
-      const o = JSON.parse(orig[5]!);
+      const o = JSON.parse(orig[5]);
       o.seq = 99;
       return [...orig.slice(0, 5), JSON.stringify(o), ...orig.slice(6)];
     }, /line 6: seq 99 follows seq 5/],
     ["a CRLF-converted file", () => orig.map((l) => l + "\r"), /line 2: prev does not match/],
-    ["a torn line inside the file", () => [...orig.slice(0, 4), orig[4]!.slice(0, 20), ...orig.slice(5)], /line 6: seq 6 follows seq 4/],
+    ["a torn line inside the file", () => [...orig.slice(0, 4), orig[4].slice(0, 20), ...orig.slice(5)], /line 6: seq 6 follows seq 4/],
   ];
 
   for (const [what, make, where] of cases) {
@@ -688,7 +688,7 @@ describe("Verify: every edit is a break, files in the wrong order too; an empty 
     assert.equal(e.code, 0);
     assert.match(e.text, /empty log/);
     assert.doesNotMatch(e.text, /^OK/m);
-    const t = await check("torn-only", orig[0]!.slice(0, 30));
+    const t = await check("torn-only", orig[0].slice(0, 30));
     assert.equal(t.code, 0);
     assert.match(t.text, /last line incomplete/);
   });
@@ -859,7 +859,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
 
   it("F1: one forged record appended to a rotated file (seq and prev copied from the next file's first line, no hash computed) passes `door-access-audit verify` (exit 0) and shows in the log's records", async () => {
     await rotatedLog(6, 3);
-    const next = JSON.parse(lines(live)[0]!) as { seq: number; prev: string };
+    const next = JSON.parse(lines(live)[0]) as { seq: number; prev: string };
     const forged = { type: "unlock-attempt", ts: "2025-03-01T03:00:00.000Z", actor: "bob", deviceId: 999, lockId: null, door: "Vault", msgid: "forged", seq: next.seq, prev: next.prev };
     fs.appendFileSync(`${live}.1`, JSON.stringify(forged) + "\n");
     const shown = [];
@@ -931,14 +931,14 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
     const r = all.slice(0, 4), l = all.slice(4);
     const edit = (s: string) => s.replace('"alice"', '"bob"');
     const cases: [string, string[], string[], string, number][] = [
-      ["delete .1 line 2", [r[0]!, r[2]!, r[3]!], l, `${live}.1`, 2],
-      ["edit .1 line 2", [r[0]!, edit(r[1]!), r[2]!, r[3]!], l, `${live}.1`, 3],
-      ["swap .1 lines 2,3", [r[0]!, r[2]!, r[1]!, r[3]!], l, `${live}.1`, 2],
-      ["duplicate .1 line 2", [r[0]!, r[1]!, r[1]!, r[2]!, r[3]!], l, `${live}.1`, 3],
+      ["delete .1 line 2", [r[0], r[2], r[3]], l, `${live}.1`, 2],
+      ["edit .1 line 2", [r[0], edit(r[1]), r[2], r[3]], l, `${live}.1`, 3],
+      ["swap .1 lines 2,3", [r[0], r[2], r[1], r[3]], l, `${live}.1`, 2],
+      ["duplicate .1 line 2", [r[0], r[1], r[1], r[2], r[3]], l, `${live}.1`, 3],
       ["delete .1's last line", r.slice(0, 3), l, live, 1],
-      ["edit .1's last line", [...r.slice(0, 3), edit(r[3]!)], l, live, 1],
+      ["edit .1's last line", [...r.slice(0, 3), edit(r[3])], l, live, 1],
       ["delete live line 1", r, l.slice(1), live, 1],
-      ["edit live line 1", r, [edit(l[0]!), ...l.slice(1)], live, 2],
+      ["edit live line 1", r, [edit(l[0]), ...l.slice(1)], live, 2],
     ];
     const got: string[] = [];
     for (const [name, a, b, file, line] of cases) {
@@ -1023,7 +1023,7 @@ describe("Verify: a fork needs another record than the one already there; the re
     for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
     await a.close();
     const all = lines(live);
-    assert.equal((JSON.parse(all[2]!) as { rewound?: number; seq: number }).rewound !== undefined, true, text(live));
+    assert.equal((JSON.parse(all[2]) as { rewound?: number; seq: number }).rewound !== undefined, true, text(live));
     return all;
   }
 
@@ -1067,7 +1067,7 @@ describe("Verify: a fork needs another record than the one already there; the re
     assert.ok(v0.notes.some((n) => n.startsWith(`${copy} lines 3-4 (seq 3 to 4): not continued`)), v0.notes.join("\n"));
     const keep = lines(copy);
     // Edit the first record not continued (seq 3): another actor and door. No hash is computed.
-    put(copy, [...keep.slice(0, 2), keep[2]!.replace('"actor":"alice"', '"actor":"mallory"').replace('"Front Door"', '"Vault"'), keep[3]!]);
+    put(copy, [...keep.slice(0, 2), keep[2].replace('"actor":"alice"', '"actor":"mallory"').replace('"Front Door"', '"Vault"'), keep[3]]);
     const edited = await cliVerify([copy, live]);
     assert.equal(edited.code, 1, `an edited record must break the chain; verify said:\n${edited.out}`);
     assert.match(edited.out, /line 4/);
@@ -1115,12 +1115,12 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
       const v = await verify([copy, live]);
       if (v.ok !== false) got.push(`${name}: ${v.message}`);
     };
-    await check("mark dropped", c, [l[0]!.replace(/,"rewound":\d+/, ""), ...l.slice(1)]);
-    await check("mark moved to line 2 of live", c, [l[0]!.replace(/,"rewound":\d+/, ""), l[1]!.replace(',"seq"', ',"rewound":1,"seq"'), l[2]!]);
-    await check("marked record copied into the middle of the copy", [c[0]!, c[1]!, l[0]!, c[2]!, c[3]!], l);
-    await check("marked record duplicated at the top of live", c, [l[0]!, ...l]);
-    await check("fork record's prev replaced by the copy's line 3 prev's neighbour", c, [l[0]!.replace(/"prev":"[0-9a-f]{64}"/, `"prev":"${(JSON.parse(c[0]!) as { prev: string }).prev}"`), ...l.slice(1)]);
-    await check("live line 2 deleted after the fork", c, [l[0]!, l[2]!]);
+    await check("mark dropped", c, [l[0].replace(/,"rewound":\d+/, ""), ...l.slice(1)]);
+    await check("mark moved to line 2 of live", c, [l[0].replace(/,"rewound":\d+/, ""), l[1].replace(',"seq"', ',"rewound":1,"seq"'), l[2]]);
+    await check("marked record copied into the middle of the copy", [c[0], c[1], l[0], c[2], c[3]], l);
+    await check("marked record duplicated at the top of live", c, [l[0], ...l]);
+    await check("fork record's prev replaced by the copy's line 3 prev's neighbour", c, [l[0].replace(/"prev":"[0-9a-f]{64}"/, `"prev":"${(JSON.parse(c[0]) as { prev: string }).prev}"`), ...l.slice(1)]);
+    await check("live line 2 deleted after the fork", c, [l[0], l[2]]);
     assert.deepEqual(got, []);
   });
 
@@ -1130,7 +1130,7 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
     await a.close();
     const all = lines(live);
     put(`${live}.1`, all.slice(0, 4));
-    put(live, [all[3]!.replace(',"seq"', ',"rewound":1,"seq"'), ...all.slice(4)]);
+    put(live, [all[3].replace(',"seq"', ',"rewound":1,"seq"'), ...all.slice(4)]);
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, false, v.message);
   });
@@ -1267,11 +1267,11 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
     const c = lines(copy), l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const cases: [string, string[], string[]][] = [
-      ["rewound removed", c, [l[0]!.replace(/,"rewound":\d+/, ""), ...l.slice(1)]],
-      ["rewound moved", c, [l[0]!.replace(/,"rewound":\d+/, ""), l[1]!.replace(',"seq"', ',"rewound":1,"seq"'), ...l.slice(2)]],
-      ["fork line twice", c, [l[0]!, ...l]],
+      ["rewound removed", c, [l[0].replace(/,"rewound":\d+/, ""), ...l.slice(1)]],
+      ["rewound moved", c, [l[0].replace(/,"rewound":\d+/, ""), l[1].replace(',"seq"', ',"rewound":1,"seq"'), ...l.slice(2)]],
+      ["fork line twice", c, [l[0], ...l]],
       ["not-continued run into live", c, [...c.slice(2), ...l]],
-      ["rewound added to copy's x", [...c.slice(0, 2), c[2]!.replace(',"seq"', ',"rewound":1,"seq"'), c[3]!], l],
+      ["rewound added to copy's x", [...c.slice(0, 2), c[2].replace(',"seq"', ',"rewound":1,"seq"'), c[3]], l],
       ["whole copy appended", c, [...l, ...c]],
       ["live file copied after itself", [...c, ...l], l],
     ];
@@ -1294,14 +1294,14 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
     const copy = await forkedLog(2);
     const l = lines(live);
     const extra = path.join(dir, "audit.jsonl.extra");
-    put(extra, [l[0]!]);
+    put(extra, [l[0]]);
     const v = await verify([copy, live, extra]);
     assert.equal(v.ok, false, v.message);
     // and the whole live file copied after itself as a third file
     put(extra, l);
     assert.equal((await verify([copy, live, extra])).ok, false);
     // the fork line's hash is what the next record pins
-    assert.equal(JSON.parse(l[1]!).prev, lineHash(l[0]!));
+    assert.equal(JSON.parse(l[1]).prev, lineHash(l[0]));
   });
 });
 
@@ -1335,7 +1335,7 @@ describe("A writer keeps its chain position through a reopen that fails and a cu
     (fsp as { open: typeof fsp.open }).open = (async (...x: Parameters<typeof fsp.open>) => {
       if (x[0] === live && fails < 2) { fails++; throw eio("open"); }
       return origOpen(...x);
-    }) as typeof fsp.open;
+    });
     const r1 = await a.attempt(rec("f1")).then(() => "ok", (e: Error) => e.message);
     const r2 = await a.attempt(rec("f2")).then(() => "ok", (e: Error) => e.message);
     (fsp as { open: typeof fsp.open }).open = origOpen;

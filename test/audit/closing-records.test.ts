@@ -310,7 +310,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     const out = await unlock({ deviceId: 101, _msgid: msgid });
     assert.equal(out.msg.payload.outcome, "accepted");
     assert.ok(acted, "the next node acted in the turn it had the outcome");
-    return { userDir, acted: acted! };
+    return { userDir, acted: acted };
   }
 
   it("held: the account node deleted (deploy without it) by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns; one PUT; verify passes", async () => {
@@ -516,7 +516,7 @@ describe("Every message gets exactly one closing record, and it says what door-u
     }
     assert.deepEqual(all.map((r) => r.seq), all.map((_, i) => i + 1));
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
-    const last = outs[outs.length - 1]!;
+    const last = outs[outs.length - 1];
     const s = lastStatus(u1);
     assert.equal(s?.fill, last.outcome === "accepted" ? "green" : "red", `last out ${JSON.stringify(last)}, status ${JSON.stringify(s)}`);
   });
@@ -927,11 +927,11 @@ describe("A closing record is never written twice: inLog is right at every byte 
   async function shortThenEnospc(k: number, cutFails: boolean, torn: boolean): Promise<string | null> {
     await fsp.rm(dir, { recursive: true, force: true });
     await fsp.mkdir(dir);
-    const pre = new AuditLog(live, { deferMs: 60_000 } as never);
+    const pre = new AuditLog(live, { deferMs: 60_000 });
     await pre.attempt(rec("pre"));
     await pre.close();
     if (torn) fs.appendFileSync(live, '{"type":"unlock-att');
-    const log = new AuditLog(live, { deferMs: 5 } as never);
+    const log = new AuditLog(live, { deferMs: 5 });
     logs.push(log);
     let state: "arm" | "short" | "fail" | "off" = "arm";
     let batchLen = 0;
@@ -995,7 +995,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
   }
 
   it("held: copytruncate (copy + truncate to 0) taken while the fsync of a batch carrying an unlock-result runs, fsync fails: inLog, not written again; one unlock-result across copy + live, verify passes", async () => {
-    const log = new AuditLog(live, { deferMs: 5 } as never);
+    const log = new AuditLog(live, { deferMs: 5 });
     logs.push(log);
     await log.attempt(rec("pre"));
     let armed = true;
@@ -1019,7 +1019,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
   });
 
   it("held: copy taken during the failed fsync, the writer's cut works, then logrotate truncates: not inLog, written again with a rewound fork; one continued unlock-result, verify passes", async () => {
-    const log = new AuditLog(live, { deferMs: 5 } as never);
+    const log = new AuditLog(live, { deferMs: 5 });
     logs.push(log);
     await log.attempt(rec("pre"));
     let armed = true;

@@ -30,11 +30,11 @@ function record(i: number, over: Partial<AuditEntry> = {}): AuditEntry {
     actor: i % 3 === 0 ? "bob" : "alice",
     deviceId: 100 + (Math.ceil(i / 2) % 3),
     lockId: null,
-    door: ["Front Door", "Garage", "Back Door"][Math.ceil(i / 2) % 3]!,
+    door: ["Front Door", "Garage", "Back Door"][Math.ceil(i / 2) % 3],
     msgid: `m${Math.ceil(i / 2)}`,
     ...(type === "unlock-result" ? { outcome: i % 4 === 0 ? "forbidden" : "accepted", status: i % 4 === 0 ? 403 : 200 } : {}),
     ...over,
-  } as AuditEntry;
+  };
 }
 
 /** Lines of a chained log (docs/audit-log.md#the-chain: seq from `firstSeq`, prev = sha256 of the previous line). */
@@ -71,7 +71,7 @@ function parseCsv(text: string, sep = ","): string[][] {
   let i = 0;
   let quoted = false;
   while (i < text.length) {
-    const c = text[i]!;
+    const c = text[i];
     if (quoted) {
       if (c === '"' && text[i + 1] === '"') { cell += '"'; i += 2; continue; }
       if (c === '"') { quoted = false; i++; continue; }
@@ -173,7 +173,7 @@ describe("Reading: a log's files oldest first, records newest first with filters
     const seen = [...p1.records];
     let page = p1;
     while (page.more) {
-      page = await readPage(live, {}, { limit: 7, beforeSeq: page.records[page.records.length - 1]!.seq });
+      page = await readPage(live, {}, { limit: 7, beforeSeq: page.records[page.records.length - 1].seq });
       seen.push(...page.records);
     }
     assert.deepEqual(seen.map((r) => r.seq), Array.from({ length: 25 }, (_, k) => 25 - k), "every record once, newest first");
@@ -207,7 +207,7 @@ describe("Reading: a log's files oldest first, records newest first with filters
 
   it("a torn last line, blank lines and foreign lines are skipped, never thrown", async () => {
     const lines = chain([record(1), record(2), record(3)]);
-    fs.writeFileSync(live, `${lines[0]}\n\nnot json at all\n{"type":"something-else","ts":"x"}\n${lines[1]}\n${lines[2]!.slice(0, 40)}`);
+    fs.writeFileSync(live, `${lines[0]}\n\nnot json at all\n{"type":"something-else","ts":"x"}\n${lines[1]}\n${lines[2].slice(0, 40)}`);
     const page = await readPage(live);
     assert.deepEqual(page.records.map((r) => r.seq), [2, 1]);
     assert.deepEqual((await collect(readAll(live))).map((r) => r.seq), [1, 2]);
@@ -270,15 +270,15 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
     assert.deepEqual(rows[0], ["seq", "ts", "type", "actor", "door", "deviceId", "lockId", "outcome", "status", "replay", "reason", "msgid"]);
     assert.equal(rows.length, 5);
     assert.deepEqual(rows.slice(1).map((r) => r[0]), ["1", "2", "3", "4"]);
-    assert.equal(rows[1]![3], "'=cmd|\" /C calc\"!A0");
-    assert.equal(rows[1]![4], "Front, Door");
-    assert.equal(rows[2]![3], "line\nbreak");
-    assert.equal(rows[2]![7], "accepted");
-    assert.equal(rows[2]![8], "200");
-    assert.equal(rows[3]![3], "'@evil");
-    assert.equal(rows[3]![9], "true");
-    assert.equal(rows[4]![3], "'-1+1");
-    assert.equal(rows[4]![10], 'bad "door"');
+    assert.equal(rows[1][3], "'=cmd|\" /C calc\"!A0");
+    assert.equal(rows[1][4], "Front, Door");
+    assert.equal(rows[2][3], "line\nbreak");
+    assert.equal(rows[2][7], "accepted");
+    assert.equal(rows[2][8], "200");
+    assert.equal(rows[3][3], "'@evil");
+    assert.equal(rows[3][9], "true");
+    assert.equal(rows[4][3], "'-1+1");
+    assert.equal(rows[4][10], 'bad "door"');
     for (const r of rows.slice(1)) for (const cell of r) assert.ok(!/^[=+\-@]/.test(cell), `no cell starts a formula: ${cell}`);
     const ranged = parseCsv((await collect(exportCsv(live, { from: new Date(T0 + 2 * 60_000), to: new Date(T0 + 3 * 60_000) }))).join(""));
     assert.deepEqual(ranged.slice(1).map((r) => r[0]), ["2", "3"]);
@@ -302,7 +302,7 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
       const rows = parseCsv(text, sep);
       assert.equal(rows.length, doors.length + 1);
       for (const r of rows.slice(1)) {
-        assert.equal(r.length, rows[0]!.length, `read with ${JSON.stringify(sep)}: a door name split a cell: ${JSON.stringify(r)}`);
+        assert.equal(r.length, rows[0].length, `read with ${JSON.stringify(sep)}: a door name split a cell: ${JSON.stringify(r)}`);
         for (const cell of r) assert.ok(!/^\s*[=+\-@]/.test(cell), `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)}`);
       }
     }
@@ -381,9 +381,9 @@ describe("door-access-audit tail and export, as functions and as the bin (docs/a
     assert.equal(await main(["tail", "-n", "3", live], a.io), 0);
     const out = a.out().trimEnd().split("\n");
     assert.equal(out.length, 3);
-    assert.match(out[0]!, /^2025-03-01T10:10:00\.000Z {2}#10 {2}result /);
-    assert.match(out[1]!, /#11 {2}attempt /);
-    assert.match(out[2]!, /#12 {2}result timeout 504 .*actor evil\\u001b\[31mred\\u0007$/);
+    assert.match(out[0], /^2025-03-01T10:10:00\.000Z {2}#10 {2}result /);
+    assert.match(out[1], /#11 {2}attempt /);
+    assert.match(out[2], /#12 {2}result timeout 504 .*actor evil\\u001b\[31mred\\u0007$/);
     assert.ok(!a.out().includes("\u001b"), "no raw escape character reaches the terminal");
     const d = cliIo();
     assert.equal(await main(["tail", live], d.io), 0);
@@ -455,7 +455,7 @@ describe("The sidebar's chain check and live records: the same verify, each dura
     assert.equal(ok.records, 8);
 
     const edited = [...lines];
-    edited[5] = edited[5]!.replace('"bob"', '"mallory"'); // seq 6, live file line 2
+    edited[5] = edited[5].replace('"bob"', '"mallory"'); // seq 6, live file line 2
     assert.notEqual(edited[5], lines[5]);
     writeRotated(live, edited, [4, 4]);
     let r = await verifyAuditLog(live);
@@ -471,7 +471,7 @@ describe("The sidebar's chain check and live records: the same verify, each dura
     assert.equal(r.line, 3);
     assert.match(r.message, /seq 4 follows seq 2/);
 
-    writeRotated(live, [...lines.slice(0, 5), lines[6]!, lines[5]!, lines[7]!], [4, 4]); // 7 before 6
+    writeRotated(live, [...lines.slice(0, 5), lines[6], lines[5], lines[7]], [4, 4]); // 7 before 6
     r = await verifyAuditLog(live);
     assert.equal(r.ok, false);
     assert.equal(r.line, 2);
@@ -481,7 +481,7 @@ describe("The sidebar's chain check and live records: the same verify, each dura
   it("chain check: a log whose older files were rotated away is accepted from its first seq; an unchained log is reported as such; a torn last line is not a break", async () => {
     const lines = chain(Array.from({ length: 9 }, (_, k) => record(k + 1)));
     writeRotated(live, lines.slice(4), [3, 2]);
-    fs.appendFileSync(live, lines[8]!.slice(0, 30)); // a write caught in the middle
+    fs.appendFileSync(live, lines[8].slice(0, 30)); // a write caught in the middle
     const r = await verifyAuditLog(live);
     assert.equal(r.ok, true, r.message);
     assert.equal(r.firstSeq, 5);

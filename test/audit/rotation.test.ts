@@ -82,7 +82,7 @@ describe("Size rotation: live to .1, older files shift, the oldest beyond keep g
     assert.ok(log.stats().rotations >= 4);
     const all = files.flatMap(seqs);
     assert.equal(all[all.length - 1], 60);
-    all.forEach((s, k) => k > 0 && assert.equal(s, all[k - 1]! + 1, "no gap across the files"));
+    all.forEach((s, k) => k > 0 && assert.equal(s, all[k - 1] + 1, "no gap across the files"));
     const v = await verify(files);
     assert.equal(v.ok, true, v.message);
     assert.equal(v.startsAfterGenesis, true, "older files were deleted: accepted from the first remaining seq");
@@ -124,8 +124,8 @@ describe("Size rotation: live to .1, older files shift, the oldest beyond keep g
     assert.equal(v.ok, true, v.message);
     assert.equal(log.stats().rotations, 0);
     assert.equal(warnings.length, 1, warnings.join("\n"));
-    assert.match(warnings[0]!, /not rotated/);
-    assert.ok(warnings[0]!.includes(`${live}.1`), warnings[0]);
+    assert.match(warnings[0], /not rotated/);
+    assert.ok(warnings[0].includes(`${live}.1`), warnings[0]);
   });
 
   it("size rotation shifts our files up to another program's <name>.7 and no further: that file stays, rotation waits with no record lost, and goes on once the file is moved away", async () => {
@@ -143,7 +143,7 @@ describe("Size rotation: live to .1, older files shift, the oldest beyond keep g
     assert.equal(v.ok, true, v.message);
     assert.ok(fs.statSync(live).size > 1000, "the live file grew while rotation waited");
     assert.equal(warnings.length, 1, warnings.join("\n"));
-    assert.ok(warnings[0]!.includes(`${live}.7`), warnings[0]);
+    assert.ok(warnings[0].includes(`${live}.7`), warnings[0]);
     const rotations = log.stats().rotations;
     fs.renameSync(`${live}.7`, path.join(dir, "moved-away"));
     await writeOneByOne(log, 61, 1);
@@ -931,7 +931,7 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
     await a.close();
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, true, `${v.message}\nlive: ${text(live)}`);
-    assert.equal(lines(live)[0]!.startsWith('{"type":"unlock-attempt"'), true, text(live));
+    assert.equal(lines(live)[0].startsWith('{"type":"unlock-attempt"'), true, text(live));
   });
 
   it("a split every time (4 copytruncates in a row): bounded, the batch is rejected, no unhandled rejection, the writer goes on", async () => {
@@ -1016,8 +1016,8 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
     await a.close();
     assert.deepEqual([out.slice(0, 1024).every((o) => o === "ok"), out.slice(1024, 2048).every((o) => o === "failed"), out.slice(2048).every((o) => o === "ok")], [true, true, true]);
     const r = parsed(live);
-    assert.equal(typeof r[0]!.rewound, "number");
-    assert.equal(r[0]!.seq, 1026);
+    assert.equal(typeof r[0].rewound, "number");
+    assert.equal(r[0].seq, 1026);
     const v = await verify([copy, live]);
     assert.equal(v.ok, true, v.message);
     assert.equal(v.lastSeq, 1026 + 452);

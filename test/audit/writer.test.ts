@@ -104,7 +104,7 @@ describe("Records are JSON Lines in call order, with every field, their text cap
       door: long,
       reason: long,
       outcome: "invalid-input",
-      deviceId: 1.5 as number,
+      deviceId: 1.5,
       lockId: Number.NaN,
       msgid: null,
     });
@@ -139,7 +139,7 @@ describe("Records are JSON Lines: one line per record whatever the text, byte fo
     const lines = fs.readFileSync(f, "utf8").split("\n");
     assert.equal(lines.length, 3);
     assert.equal(lines[2], "");
-    const r2 = JSON.parse(lines[1]!);
+    const r2 = JSON.parse(lines[1]);
     assert.equal(r2.actor.length, 200);
     assert.ok(r2.door.length <= 200);
     const rep = await verify([f]);
@@ -220,7 +220,7 @@ describe("Records are JSON Lines: a line made ahead is byte-identical to JSON.st
     });
     const pos = log.chainPosition();
     assert.deepEqual(pos, { seq: ls.length, hash: lineHash(ls[ls.length - 1]) });
-    assert.deepEqual(Object.keys(pos!).sort(), ["hash", "seq"]);
+    assert.deepEqual(Object.keys(pos).sort(), ["hash", "seq"]);
     assert.equal(JSON.stringify(pos), JSON.stringify({ seq: ls.length, hash: lineHash(ls[ls.length - 1]) }));
   });
 });
@@ -459,7 +459,7 @@ describe("Group commit: at most MAX_BATCH records a batch; close() writes everyt
     await closed;
     const r = parsed(live);
     assert.equal(r.length, 3001);
-    assert.equal(r[0]!.msgid, "mr");
+    assert.equal(r[0].msgid, "mr");
     assert.equal((await verify([live])).ok, true);
   });
 });
@@ -639,7 +639,7 @@ describe("A failed batch: every caller is rejected with an error naming the file
       const results = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => log.attempt(rec({ msgid: `f${i}` }))));
       for (const r of results) {
         assert.equal(r.status, "rejected");
-        const err = (r as PromiseRejectedResult).reason;
+        const err = (r).reason;
         assert.ok(err instanceof Error);
         assert.ok(err.message.includes(file), `message names the file: ${err.message}`);
         assert.match(err.message, /^audit log .*: cannot (open|write): /);
@@ -867,7 +867,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: one path opened by two accounts (one writer); the first closes while the other's unlock-result is held: it is written, and the last close() resolves only once it is on disk", async () => {
     await withDir(async (live) => {
-      const a = openAuditLog(live, { deferMs: 60_000 } as never);
+      const a = openAuditLog(live, { deferMs: 60_000 });
       const b = openAuditLog(live);
       assert.equal(a, b);
       await a.attempt(rec("A"));
@@ -900,7 +900,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: redeploy on the same path while an unlock-result is held (the last close() not awaited, a new writer opened at once): the held record lands before the new writer's first record, one chain", async () => {
     await withDir(async (live) => {
-      const w1 = openAuditLog(live, { deferMs: 60_000 } as never);
+      const w1 = openAuditLog(live, { deferMs: 60_000 });
       await w1.attempt(rec("A"));
       const held = (await queueDuring(w1, "B", () => w1.result(result("A")))).closing;
       const closing = w1.close();
@@ -919,7 +919,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: logrotate renames the file while an unlock-result is held: the held record and the next attempt go to the new file, none to the renamed one; verify passes over both", async () => {
     await withDir(async (live) => {
-      const log = new AuditLog(live, { deferMs: 60_000 } as never);
+      const log = new AuditLog(live, { deferMs: 60_000 });
       try {
         await log.attempt(rec("A"));
         const held = (await queueDuring(log, "B", () => log.result(result("A")))).closing;
@@ -939,7 +939,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: logrotate deletes the file while an unlock-result is held, and close() writes it: it is at the configured path", async () => {
     await withDir(async (live) => {
-      const log = new AuditLog(live, { deferMs: 60_000 } as never);
+      const log = new AuditLog(live, { deferMs: 60_000 });
       await log.attempt(rec("A"));
       const held = (await queueDuring(log, "B", () => log.result(result("A")))).closing;
       fs.rmSync(live);
@@ -951,7 +951,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: copytruncate while an unlock-result is held: the copy and the live file verify as one log; seq has no gap", async () => {
     await withDir(async (live) => {
-      const log = new AuditLog(live, { deferMs: 60_000 } as never);
+      const log = new AuditLog(live, { deferMs: 60_000 });
       try {
         await log.attempt(rec("A"));
         const held = (await queueDuring(log, "B", () => log.result(result("A")))).closing;
@@ -972,7 +972,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: size rotation (small maxBytes) with unlock-results held, 40 rounds: verify over all files, seq 1..n, every record once", async () => {
     await withDir(async (live, dir) => {
-      const log = new AuditLog(live, { deferMs: 60_000, maxBytes: 900, keep: 1000 } as never);
+      const log = new AuditLog(live, { deferMs: 60_000, maxBytes: 900, keep: 1000 });
       try {
         await log.attempt(rec("0"));
         const helds: Promise<void>[] = [];
@@ -995,7 +995,7 @@ describe("A closing record held for the next attempt's write is still a record: 
 
   it("held: (chain) the fsync of the batch carrying a held unlock-result and the next attempt fails: both callers told, the batch cut off, the next record continues the chain; verify passes", async () => {
     await withDir(async (live) => {
-      const log = new AuditLog(live, { deferMs: 60_000 } as never);
+      const log = new AuditLog(live, { deferMs: 60_000 });
       try {
         await log.attempt(rec("A"));
         const held = (await queueDuring(log, "B", () => log.result(result("A")))).closing;
@@ -1189,7 +1189,7 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     try {
       assert.equal(a, b);
       const ps: Promise<void>[] = [];
-      for (let i = 0; i < 40; i++) ps.push((i % 2 ? a : b)[i % 3 ? "attempt" : "result"]({ ...rec(i), outcome: "o", status: 1 } as never));
+      for (let i = 0; i < 40; i++) ps.push((i % 2 ? a : b)[i % 3 ? "attempt" : "result"]({ ...rec(i), outcome: "o", status: 1 }));
       await Promise.all(ps);
     } finally {
       await a.close();

@@ -83,7 +83,7 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
     const listing = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}`, demo.editorUrl).href)) as Array<string | { fn?: string }>;
     const titles = listing.map((e) => (typeof e === "string" ? e : e.fn)).filter(Boolean).sort();
     assert.deepEqual(titles, loadExamples().map((e) => e.title).sort());
-    const first = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}/${encodeURIComponent(titles[0]!)}`, demo.editorUrl).href)) as unknown[];
+    const first = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}/${encodeURIComponent(titles[0])}`, demo.editorUrl).href)) as unknown[];
     assert.ok(Array.isArray(first) && first.length > 0, "an example can be fetched like Import > Examples does");
 
     const state = await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
@@ -113,7 +113,7 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
     const link = path.join(demo.userDir, "node_modules", "@door-access", "node-red");
     assert.equal(fs.realpathSync(link), fs.realpathSync(REPO_ROOT), "the package is installed into the user dir as a link to the repository");
     const pkg = JSON.parse(fs.readFileSync(path.join(demo.userDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
-    assert.match(pkg.dependencies[PACKAGE_NAME]!, /^file:/);
+    assert.match(pkg.dependencies[PACKAGE_NAME], /^file:/);
     const flowText = fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8");
     assert.doesNotMatch(flowText, /demo-password|15550000001/, "no credential in the flow file");
     await checkRunning(demo);

@@ -136,8 +136,8 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
     const { stdout } = await run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
     assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     const info = JSON.parse(stdout) as Array<{ name: string; files: Array<{ path: string }> }>;
-    assert.equal(info[0]!.name, PACKAGE_NAME);
-    packed = info[0]!.files.map((f) => f.path).sort();
+    assert.equal(info[0].name, PACKAGE_NAME);
+    packed = info[0].files.map((f) => f.path).sort();
   });
 
   it("lists exactly what Node-RED needs", () => {
@@ -187,7 +187,7 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
     const built = builtAt();
     const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", userDir], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
     assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
-    tgzName = (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename;
+    tgzName = (JSON.parse(stdout) as Array<{ filename: string }>)[0].filename;
     assert.equal(tgzName, `door-access-node-red-${pkg.version}.tgz`, "the file name the README gives");
     assert.ok(fs.existsSync(path.join(userDir, tgzName)));
     offline = await npmInstallIn(userDir, `./${tgzName}`, 100_000);

@@ -57,7 +57,7 @@ function latestNodeRed(): { version: string; engines: string } {
     .filter((p) => p.name === "node-red");
   assert.ok(found.length > 0, "a Node-RED is installed");
   found.sort((a, b) => semver.rcompare(a.version, b.version));
-  return { version: found[0]!.version, engines: found[0]!.engines.node };
+  return { version: found[0].version, engines: found[0].engines.node };
 }
 
 interface Registration {
@@ -70,7 +70,7 @@ interface Registration {
 /** What the scorecard reads from an editor file. */
 function registrations(htmlFile: string): Registration[] {
   const html = fs.readFileSync(htmlFile, "utf8");
-  const blocks = [...html.matchAll(/<script\s+type=["']text\/javascript["'][^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
+  const blocks = [...html.matchAll(/<script\s+type=["']text\/javascript["'][^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
   const out: Registration[] = [];
   const visit = (n: unknown): void => {
     if (!n || typeof n !== "object") return;
@@ -86,14 +86,14 @@ function registrations(htmlFile: string): Registration[] {
       const literalProps = new Set<string>();
       const computedProps = new Set<string>();
       let category: string | null = null;
-      for (const p of def!.properties as AcornNode[]) {
+      for (const p of def.properties as AcornNode[]) {
         const key = p.key?.name ?? p.key?.value;
         const v = p.value as AcornNode;
         const literal = v.type === "Literal" || v.type === "ObjectExpression" || (v.type === "UnaryExpression" && v.argument.type === "Literal");
         (literal ? literalProps : computedProps).add(key);
         if (key === "category" && v.type === "Literal") category = String(v.value);
       }
-      out.push({ type: String(name!.value), category, literalProps, computedProps });
+      out.push({ type: String(name.value), category, literalProps, computedProps });
     }
     for (const [k, v] of Object.entries(node)) if (k !== "type" && typeof v === "object") visit(v);
   };
@@ -161,7 +161,7 @@ describe("flow-library scorecard (checked offline)", () => {
     }
     const coreDir = path.join(path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] })), "core");
     const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".html") ? [path.join(d, e.name)] : []));
-    const core = new Set(walk(coreDir).flatMap((f) => [...fs.readFileSync(f, "utf8").matchAll(/registerType\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1]!)));
+    const core = new Set(walk(coreDir).flatMap((f) => [...fs.readFileSync(f, "utf8").matchAll(/registerType\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1])));
     assert.ok(core.has("inject") && core.has("mqtt in"), "core types read");
     for (const t of types) assert.ok(!core.has(t), `${t} clashes with a core node`);
     for (const t of types) assert.match(t, /^door-/, "prefixed, so it is unlikely to clash with other packages");

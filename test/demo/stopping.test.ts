@@ -83,8 +83,8 @@ interface StartedTree {
 async function startTree(command: string, args: string[], cwd = REPO_ROOT): Promise<StartedTree> {
   const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
-  child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  child.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+  child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (out += c.toString()));
   const deadline = Date.now() + 120_000;
   while (!/Stop: .*Ctrl-C/.test(out)) {
     if (Date.now() > deadline || child.exitCode !== null) {
@@ -98,7 +98,7 @@ async function startTree(command: string, args: string[], cwd = REPO_ROOT): Prom
     await new Promise((r) => setTimeout(r, 200));
   }
   const ports = [/Node-RED editor:\s+http:\/\/127\.0\.0\.1:(\d+)/, /Door simulator:\s+http:\/\/127\.0\.0\.1:(\d+)/, /MQTT broker:\s+mqtt:\/\/127\.0\.0\.1:(\d+)/].map((re) => Number(re.exec(out)?.[1] ?? 0));
-  assert.ok(ports[0]! > 0 && ports[1]! > 0, out);
+  assert.ok(ports[0] > 0 && ports[1] > 0, out);
   return { child, pgid: child.pid!, ports: ports.filter((p) => p > 0), out: () => out };
 }
 
@@ -143,8 +143,8 @@ describe("demo (npm start): SIGTERM to the npm process, as a process manager or 
       detached: true,
     });
     let out = "";
-    child.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (out += c.toString()));
     let nrPid = 0;
     try {
       const deadline = Date.now() + 120_000;

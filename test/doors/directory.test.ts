@@ -116,7 +116,7 @@ describe("door directory: the device list and how a door is found in it (docs/do
       assert.equal(f.state.calls, 2, "one fetch for the five waiters");
       for (const r of results) {
         assert.equal(r.status, "rejected");
-        assert.equal((r as PromiseRejectedResult).reason, boom, "the fetch's own error, outcome intact");
+        assert.equal((r).reason, boom, "the fetch's own error, outcome intact");
       }
       assert.equal(dir.cached()?.devices, first, "previous list kept");
       assert.equal(dir.cached()?.fetchedAt, 0);
@@ -153,7 +153,7 @@ describe("door directory: the device list and how a door is found in it (docs/do
         calls += 1;
         if (calls === 1) throw new Error("sync failure");
         return Promise.resolve(V1);
-      }) as () => Promise<Device[]>);
+      }));
       await assert.rejects(dir.devices(), /sync failure/);
       assert.equal(dir.cached(), null);
       assert.equal((await dir.devices()).length, 5, "the failed flight did not stay stuck");
@@ -319,15 +319,15 @@ describe("door directory: the device list and how a door is found in it (docs/do
         { id: 103, name: "Back Door", locationName: "Harbour Warehouse" },
       ];
       const picked = { id: 102, name: "Back Door", location: "Main Street 1" };
-      const renamed = [seed[0]!, { ...seed[1]!, name: "Yard Door" }, seed[2]!];
+      const renamed = [seed[0], { ...seed[1], name: "Yard Door" }, seed[2]];
       assert.equal(ok(await new DeviceDirectory(fakeFetch(renamed).fetch).resolveIdentity(picked)).id, 102, "rule 3: renamed, same id");
-      const removed = [seed[0]!, seed[2]!];
+      const removed = [seed[0], seed[2]];
       const gone = notOk(await new DeviceDirectory(fakeFetch(removed).fetch).resolveIdentity(picked));
       assert.equal(gone.reason, "unknown", "rule 4: removed from the list");
       assert.deepEqual(gone.candidates, ["Harbour Warehouse / Back Door"]);
-      const renumbered = [seed[0]!, { ...seed[1]!, id: 202 }, seed[2]!];
+      const renumbered = [seed[0], { ...seed[1], id: 202 }, seed[2]];
       assert.equal(ok(await new DeviceDirectory(fakeFetch(renumbered).fetch).resolveIdentity(picked)).id, 202, "rule 2: new id, same name and location");
-      const movedAway = [seed[0]!, { ...seed[1]!, id: 202, locationName: "Harbour Warehouse" }, seed[2]!];
+      const movedAway = [seed[0], { ...seed[1], id: 202, locationName: "Harbour Warehouse" }, seed[2]];
       const amb = await new DeviceDirectory(fakeFetch(movedAway).fetch).resolveIdentity(picked);
       assert.equal(amb.ok, false, "moved to another location under a new id: not opened");
     });
@@ -347,7 +347,7 @@ describe("door directory: the device list and how a door is found in it (docs/do
       assert.equal(ok(await dir.resolveIdentity(picked)).id, 102);
       assert.equal(ok(await dir.resolveIdentity(picked)).id, 102, "same list, same identity");
       // Renumbered in a new list: rule 2 finds the new id.
-      f.state.source = [seed[0]!, { ...seed[1]!, id: 202 }, seed[2]!];
+      f.state.source = [seed[0], { ...seed[1], id: 202 }, seed[2]];
       assert.equal(ok(await dir.resolveIdentity(picked, true)).id, 202, "new list: resolved again");
       assert.equal(ok(await dir.resolveIdentity(picked)).id, 202);
       // The same object changed in place (a flow or the editor editing what it holds).
@@ -365,7 +365,7 @@ describe("door directory: the device list and how a door is found in it (docs/do
       picked.name = "Back Door";
       picked.location = "Main Street 1";
       assert.equal(ok(await dir.resolveIdentity(picked)).id, 202);
-      f.state.source = [seed[0]!, seed[2]!];
+      f.state.source = [seed[0], seed[2]];
       const gone = notOk(await dir.resolveIdentity(picked, true));
       assert.equal(gone.reason, "unknown");
     });

@@ -27,7 +27,7 @@ describe("The kept door and label are what the resolution rules give for the cur
         let id = 1 + rnd(8);
         while (ids.has(id)) id = 1 + rnd(8);
         ids.add(id);
-        list.push({ id, name: names[rnd(names.length)]!, locationName: locs[rnd(locs.length)] } as Device);
+        list.push({ id, name: names[rnd(names.length)], locationName: locs[rnd(locs.length)] });
       }
       return list;
     };
@@ -46,7 +46,7 @@ describe("The kept door and label are what the resolution rules give for the cur
         await dir.devices(true);
       } else if (what === 1) {
         identity.id = rnd(3) === 0 ? null : 1 + rnd(8);
-        identity.name = rnd(4) === 0 ? null : names[rnd(names.length)]!;
+        identity.name = rnd(4) === 0 ? null : names[rnd(names.length)];
         identity.location = locs[rnd(locs.length)] ?? null;
         if (identity.id === null && identity.name === null) identity.id = 1;
       } else if (what === 2) {

@@ -273,7 +273,7 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     await page.waitForFunction((n) => (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({ type: "door-unlock" }).length > n, before, { timeout: STEP_MS });
     const id = await page.evaluate(() => {
       const list = (window as unknown as { RED: { nodes: { filterNodes(f: object): { id: string }[] } } }).RED.nodes.filterNodes({ type: "door-unlock" });
-      return list[list.length - 1]!.id;
+      return list[list.length - 1].id;
     });
     await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"] rect.red-ui-flow-node`).dblclick();
     await page.locator("#node-dialog-ok").waitFor({ state: "visible" });

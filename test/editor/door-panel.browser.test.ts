@@ -141,7 +141,7 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
 
   it("the demo deploys the panel and gives its address under /dashboard", () => {
     assert.ok(demo!.dashboardUrl, "dashboardUrl");
-    assert.match(demo!.dashboardUrl!, /^http:\/\/127\.0\.0\.1:\d+\/dashboard\/doors$/);
+    assert.match(demo!.dashboardUrl, /^http:\/\/127\.0\.0\.1:\d+\/dashboard\/doors$/);
     assert.match(log.join("\n"), /Dashboard/i, "Node-RED loaded Dashboard 2");
   });
 

@@ -463,7 +463,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       const shown = await rows().evaluateAll((trs) => trs.map((tr) => ({ outcome: tr.querySelector(".da-outcome")!.textContent, title: tr.querySelector(".da-outcome")!.getAttribute("title"), denied: tr.classList.contains("is-denied") })));
       assert.deepEqual(shown[0], { outcome: "denied PIN", title: "denied: wrong or missing PIN (reason: pin)", denied: true });
       assert.deepEqual(shown[1], { outcome: "denied actor", title: "denied: actor not allowed (reason: actor)", denied: true });
-      assert.equal(shown[2]!.outcome, `denied ${MARKUP}`, "an unknown reason is shown as it is, as text");
+      assert.equal(shown[2].outcome, `denied ${MARKUP}`, "an unknown reason is shown as it is, as text");
       assert.equal(await page.locator("#door-access-records img").count(), 0, "no element made from a record's text");
       assert.equal(await page.evaluate(() => (window as any).__xss), undefined);
       const shot = await screenshot(page, "access-rules-sidebar.png");

@@ -104,7 +104,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   async function editorNodes(type: string): Promise<EditorNode[]> {
     return page.evaluate((t) => {
       const RED = (window as unknown as { RED: { nodes: { filterNodes(f: object): EditorNode[] } } }).RED;
-      return RED.nodes.filterNodes({ type: t }).map((n) => ({ ...n, _def: undefined, _: undefined, _config: undefined, _alias: undefined }) as EditorNode);
+      return RED.nodes.filterNodes({ type: t }).map((n) => ({ ...n, _def: undefined, _: undefined, _config: undefined, _alias: undefined }));
     }, type).then((list) => JSON.parse(JSON.stringify(list)) as EditorNode[]);
   }
 
@@ -158,8 +158,8 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
       if (added.length === 0) await page.waitForTimeout(100);
     }
     assert.equal(added.length, 1, `one ${type} dropped on the workspace`);
-    await nodeOnCanvas(added[0]!.id).waitFor({ state: "visible" });
-    return added[0]!;
+    await nodeOnCanvas(added[0].id).waitFor({ state: "visible" });
+    return added[0];
   }
 
   /**
@@ -189,7 +189,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   async function whatIsAt(x: number, y: number): Promise<string> {
     return page.evaluate(([px, py]) => {
       const chain: string[] = [];
-      for (let el = document.elementFromPoint(px!, py!); el && chain.length < 3; el = el.parentElement) {
+      for (let el = document.elementFromPoint(px, py); el && chain.length < 3; el = el.parentElement) {
         chain.push(`${el.tagName.toLowerCase()}.${String(el.getAttribute("class") ?? "").trim().replace(/\s+/g, ".")}`);
       }
       return chain.join(" < ") || "nothing";
@@ -423,8 +423,8 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     await page.waitForTimeout(1000);
     const unlocks = demo!.sim.control.requests({ operation: "unlockDevice" });
     assert.equal(unlocks.length, 1, `exactly one unlock at the simulator: ${JSON.stringify(unlocks)}`);
-    assert.equal(unlocks[0]!.deviceId, 101);
-    assert.equal(unlocks[0]!.status, 200);
+    assert.equal(unlocks[0].deviceId, 101);
+    assert.equal(unlocks[0].status, 200);
     assert.equal(okLogins() - loginsBefore, 1, "exactly one login for our account (from the dialog), none per message or deploy");
 
     const debugMsg = page.locator(".red-ui-debug-msg");
@@ -485,7 +485,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
       const shown = (sel: string) => Array.from(document.querySelectorAll<HTMLElement>(`${tray} ${sel}`)).filter((el) => el.getClientRects().length > 0);
       const tips = Math.max(...shown(".form-tips").map(maxContent));
       const rows = shown(".form-row").map((el) => ({ width: maxContent(el), row: (el.innerText || el.id).trim().split("\n")[0] ?? "" }));
-      return { tips, widest: rows.sort((a, b) => b.width - a.width)[0]! };
+      return { tips, widest: rows.sort((a, b) => b.width - a.width)[0] };
     }, TOP_TRAY);
     assert.ok(w.tips > 0, `${what}: a tip is shown`);
     assert.ok(w.widest.width <= w.tips + 0.5, `${what}: the row "${w.widest.row}" needs ${w.widest.width} px, wider than Node-RED's tips (${w.tips} px): it widens the dialog beyond its default`);
@@ -638,7 +638,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
   }
 
   async function textShows(selector: string, where: string): Promise<void> {
-    await page.waitForFunction(([sel, m]) => (document.querySelector(sel!)?.textContent ?? "").includes(m!), [selector, MARKUP], { timeout: STEP_MS })
+    await page.waitForFunction(([sel, m]) => (document.querySelector(sel)?.textContent ?? "").includes(m), [selector, MARKUP], { timeout: STEP_MS })
       .catch(async () => assert.fail(`${where}: ${selector} shows ${JSON.stringify(await page.locator(selector).textContent())}`));
     await assertNothingRan(where);
   }

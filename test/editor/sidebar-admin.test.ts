@@ -68,7 +68,7 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
   let userDir = "";
   const notices: { topic: string; data: any }[] = [];
   const onComms = (m: { topic: string; data: unknown }) => {
-    if (m.topic === "door-access/audit") notices.push(m as never);
+    if (m.topic === "door-access/audit") notices.push(m);
   };
 
   before(async () => {
@@ -151,8 +151,8 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     assert.deepEqual((await get("reason=pin")).map((r) => r.msgid), ["m-pin"], "the reason filter alone");
     const csv = await csvOf(path.join(userDir, "door-access-audit.jsonl"));
     const [header, ...rows] = csv.trimEnd().split("\r\n").map((l) => l.split(","));
-    const col = (name: string) => header!.indexOf(name);
-    assert.ok(col("reason") >= 0 && col("outcome") >= 0, `a reason and an outcome column: ${header!.join(",")}`);
+    const col = (name: string) => header.indexOf(name);
+    assert.ok(col("reason") >= 0 && col("outcome") >= 0, `a reason and an outcome column: ${header.join(",")}`);
     const denied = rows.filter((r) => r[col("outcome")] === "denied").map((r) => [r[col("actor")], r[col("reason")]]);
     assert.deepEqual(denied, [["mallory", "pin"], ["cleaner-anna", "schedule"]], "oldest first, each with its rule");
   });

@@ -148,7 +148,7 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
 
   it("an unlock appears in the tab within a second of its record being written (live, over comms; no reload)", async () => {
     const before = await rows().count();
-    await press(PAIRS[0]!.inject);
+    await press(PAIRS[0].inject);
     const deadline = Date.now() + STEP_MS;
     while (!fileRecords().some((r) => r.type === "unlock-result" && r.actor === "sidebar-front") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     const written = Date.now();
@@ -168,8 +168,8 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   });
 
   it("a forbidden and a rejected input appear marked; filters by outcome, actor and door narrow the list", async () => {
-    await press(PAIRS[1]!.inject);
-    await press(PAIRS[2]!.inject);
+    await press(PAIRS[1].inject);
+    await press(PAIRS[2].inject);
     await page.waitForFunction(() => document.querySelectorAll("#door-access-records tr.is-rejected").length === 1 &&
       /forbidden 403/.test(document.querySelector("#door-access-records")?.textContent ?? ""), null, { timeout: STEP_MS });
     const rejected = page.locator("#door-access-records tr.is-rejected");
@@ -215,15 +215,15 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   it("CSV download: the whole log equals the export of the file; a range in the future holds only the header", async () => {
     const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#door-access-csv").click()]);
     assert.match(download.suggestedFilename(), /^door-access-audit-.*\.csv$/);
-    const text = fs.readFileSync((await download.path())!, "utf8");
+    const text = fs.readFileSync((await download.path()), "utf8");
     assert.equal(text, await csvOf(auditFile), "the downloaded CSV is the file's records");
     assert.equal(text.trimEnd().split("\r\n").length, fileRecords().length + 1);
     recordForLeakScan("sidebar CSV download", text);
 
     await page.locator("#door-access-csv-from").fill("2099-01-01T00:00");
     const [later] = await Promise.all([page.waitForEvent("download"), page.locator("#door-access-csv").click()]);
-    assert.equal(fs.readFileSync((await later.path())!, "utf8"), await csvOf(auditFile, { from: new Date(2099, 0, 1) }));
-    assert.equal(fs.readFileSync((await later.path())!, "utf8").trimEnd().split("\r\n").length, 1, "only the header");
+    assert.equal(fs.readFileSync((await later.path()), "utf8"), await csvOf(auditFile, { from: new Date(2099, 0, 1) }));
+    assert.equal(fs.readFileSync((await later.path()), "utf8").trimEnd().split("\r\n").length, 1, "only the header");
     await page.locator("#door-access-csv-from").fill("");
   });
 

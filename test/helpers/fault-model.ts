@@ -432,7 +432,7 @@ function checkInvariants(
   // 2. Every PUT has an attempt record written before it (k-th PUT after k-th attempt).
   const attemptTimes = attempts.map((a) => Date.parse(a.ts)).sort((x, y) => x - y);
   const putTimes = puts.map((p) => p.startedAt).sort((x, y) => x - y);
-  putTimes.forEach((t, k) => assert.ok(attemptTimes[k]! <= t, `PUT #${k + 1} at ${t} before its attempt record at ${attemptTimes[k]}`));
+  putTimes.forEach((t, k) => assert.ok(attemptTimes[k] <= t, `PUT #${k + 1} at ${t} before its attempt record at ${attemptTimes[k]}`));
   stats.invariantsChecked += 1;
 
   // 3. Accepted outcomes match 200 PUTs; every message has exactly one outcome and one
@@ -449,7 +449,7 @@ function checkInvariants(
   for (const id of deniedIds) {
     const closing = rejected.filter((r) => r.msgid === id);
     assert.equal(closing.length, 1, `denied ${id}: one unlock-rejected record`);
-    assert.deepEqual([closing[0]!.outcome, closing[0]!.reason], ["denied", results.get(id)!.reason], `denied ${id}: its record names the rule`);
+    assert.deepEqual([closing[0].outcome, closing[0].reason], ["denied", results.get(id)!.reason], `denied ${id}: its record names the rule`);
   }
   stats.invariantsChecked += 2;
 
@@ -470,7 +470,7 @@ function checkInvariants(
   // 5. At most one refresh in flight at any instant.
   const refreshes = log.filter((r) => r.operation === "refreshToken").sort((x, y) => x.startedAt - y.startedAt);
   for (let i = 1; i < refreshes.length; i++) {
-    assert.ok(refreshes[i]!.startedAt >= refreshes[i - 1]!.endedAt || refreshes[i - 1]!.status === 0, "two refreshes in flight at once");
+    assert.ok(refreshes[i].startedAt >= refreshes[i - 1].endedAt || refreshes[i - 1].status === 0, "two refreshes in flight at once");
   }
   stats.invariantsChecked += 1;
 }
@@ -532,7 +532,7 @@ function checkDoors(
       assert.equal(id, input.msgDeviceId, `msg.deviceId ${String(input.msgDeviceId)} but the attempt went to ${id}`);
     } else if (typeof input.msgDoor === "string") {
       const [loc, name] = input.msgDoor.includes("/") ? input.msgDoor.split("/").map((x) => x.trim()) : [null, input.msgDoor];
-      assert.ok(hadName(id, name!, loc ?? null), `msg.door ${JSON.stringify(input.msgDoor)} opened device ${id}, which never had that name${loc ? " at that location" : ""}`);
+      assert.ok(hadName(id, name, loc ?? null), `msg.door ${JSON.stringify(input.msgDoor)} opened device ${id}, which never had that name${loc ? " at that location" : ""}`);
     } else if (t.valid && t.picked) {
       const p = t.picked;
       assert.ok(id === p.id || hadName(id, p.name!, p.location), `picked ${JSON.stringify(p)} opened device ${id}: neither its id nor a door with its name at its location`);

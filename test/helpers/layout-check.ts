@@ -114,8 +114,8 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
   }
   for (let i = 0; i < drawn.length; i++) {
     for (let j = i + 1; j < drawn.length; j++) {
-      const a = drawn[i]!;
-      const b = drawn[j]!;
+      const a = drawn[i];
+      const b = drawn[j];
       if (overlap(a.box, b.box)) problems.push(`${a.label} ${fmt(a.box)} overlaps ${b.label} ${fmt(b.box)}`);
       if (a.status && overlap(a.status, b.box)) problems.push(`the status of ${a.label} ${fmt(a.status)} overlaps ${b.label} ${fmt(b.box)}`);
       if (b.status && overlap(b.status, a.box)) problems.push(`the status of ${b.label} ${fmt(b.status)} overlaps ${a.label} ${fmt(a.box)}`);

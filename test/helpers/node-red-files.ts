@@ -68,7 +68,7 @@ async function child(nodeRedDir: string, userDir: string, flowFile: string): Pro
 
 if (require.main === module) {
   const [nodeRedDir, userDir, flowFile] = process.argv.slice(2);
-  child(nodeRedDir!, userDir!, flowFile ?? "").then(
+  child(nodeRedDir, userDir, flowFile ?? "").then(
     () => process.exit(0),
     (err: unknown) => {
       process.stderr.write(String((err as Error)?.stack ?? err));
@@ -106,7 +106,7 @@ export function namesInNodeRedSource(nodeRedDir: string): { files: string[]; fol
   // join(settings.userDir, "name"[, "more"]) and join(path.resolve(settings.userDir || …), "name")
   const literal = /join\(\s*(?:path\.resolve\()?\s*(?:config\.)?settings\.userDir[^,]*?,\s*(["'])([^"']+)\1(\s*,)?/g;
   const joined = new Map<string, boolean>();
-  for (const m of all.matchAll(literal)) joined.set(m[2]!, (joined.get(m[2]!) ?? false) || m[3] !== undefined);
+  for (const m of all.matchAll(literal)) joined.set(m[2], (joined.get(m[2]) ?? false) || m[3] !== undefined);
   expect(joined.size >= 8, "names joined to settings.userDir");
   const files = new Set<string>();
   const folders = new Set<string>();
@@ -118,12 +118,12 @@ export function namesInNodeRedSource(nodeRedDir: string): { files: string[]; fol
   // The context store's folder: join(config.settings.userDir, base) with base = config.base || "context".
   const base = /config\.base\s*\|\|\s*["']([^"']+)["']/.exec(context);
   expect(base !== null && /join\(config\.settings\.userDir,\s*base\)/.test(context), "the context store's folder");
-  folders.add(base![1]!);
+  folders.add(base![1]);
   // The settings sections: .config.<section>.json for each section and "runtime".
   const sections = /configSections\s*=\s*\[([^\]]*)\]/.exec(storage);
   expect(sections !== null && storage.includes("`.config.${section}.json`"), ".config.<section>.json");
-  const names = [...sections![1]!.matchAll(/["'](\w+)["']/g)].map((m) => m[1]!);
-  for (const m of storage.matchAll(/getSettingsFilename\(\s*["'](\w+)["']\s*\)/g)) names.push(m[1]!);
+  const names = [...sections![1].matchAll(/["'](\w+)["']/g)].map((m) => m[1]);
+  for (const m of storage.matchAll(/getSettingsFilename\(\s*["'](\w+)["']\s*\)/g)) names.push(m[1]);
   expect(names.includes("runtime"), "the runtime settings section");
   for (const s of names) files.add(`.config.${s}.json`);
   // The default flows file, flows_<hostname>.json, and its credentials file <base>_cred<ext>.

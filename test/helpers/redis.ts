@@ -97,8 +97,8 @@ export class RedisServer {
     if (this.password) args.push("--requirepass", this.password);
     let out = "";
     const proc = spawn(this.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-    proc.stdout!.on("data", (d: Buffer) => (out += d.toString()));
-    proc.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+    proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    proc.stderr.on("data", (d: Buffer) => (out += d.toString()));
     this.proc = proc;
     proc.once("exit", () => {
       if (this.proc === proc) this.proc = null;

@@ -50,10 +50,10 @@ if (isMochaWorker) {
   // (and does not end the worker unreported).
   const removeAll = process.removeAllListeners.bind(process);
   process.removeAllListeners = ((event?: string | symbol) => {
-    removeAll(event as never);
+    removeAll(event);
     if (event === undefined || event === "unhandledRejection" || event === "uncaughtException") listen();
     return process;
-  }) as typeof process.removeAllListeners;
+  });
 }
 
 function fresh(): string[] {

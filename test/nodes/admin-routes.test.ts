@@ -209,7 +209,7 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
 
   it("as an admin, a forced list refresh never logs in: without a session it answers 503 and sends nothing", async () => {
     const row = ROUTES.find((r) => r.mayCause === "list-fetch")!;
-    const res = await send(row, row.calls[0]!, sim.url, tokens.admin);
+    const res = await send(row, row.calls[0], sim.url, tokens.admin);
     assert.equal(res.status, 503, res.text);
     assert.match(res.body.error, /no session|Reconnect/i);
     assertNothingCaused(sim, "a refresh without a session");
@@ -222,17 +222,17 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
     assert.equal(logins(sim), 1, "one login for one Reconnect");
     const refresh = ROUTES.find((r) => r.mayCause === "list-fetch")!;
     const before = count(sim, "listUserDevices");
-    const first = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+    const first = await send(refresh, refresh.calls[0], sim.url, tokens.admin);
     assert.equal(first.status, 200, first.text);
     assert.equal(first.body.devices.length, 8);
     for (let i = 0; i < 4; i++) {
-      const again = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+      const again = await send(refresh, refresh.calls[0], sim.url, tokens.admin);
       assert.equal(again.status, 200, again.text);
       assert.equal(again.body.throttled, true, again.text);
     }
     assert.equal(count(sim, "listUserDevices") - before, 1, "one list fetch for five presses within 10 s");
     const signIn = ROUTES.find((r) => r.route.endsWith("/sign-in"))!;
-    const res = await send(signIn, signIn.calls[0]!, sim.url, tokens.admin);
+    const res = await send(signIn, signIn.calls[0], sim.url, tokens.admin);
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.already, true);
     assert.equal(logins(sim), 1, "no second login");
@@ -241,7 +241,7 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
 
   it("the refresh interval is the account's: a redeploy that gives the same login a new session core does not open it again", async () => {
     const refresh = ROUTES.find((r) => r.mayCause === "list-fetch")!;
-    const first = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+    const first = await send(refresh, refresh.calls[0], sim.url, tokens.admin);
     assert.equal(first.status, 200, first.text);
     const core = accountOf().account.core;
     // Another password: a new core for the same login, which resumes the stored pair (no login).
@@ -250,7 +250,7 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
     await waitReady();
     assert.notEqual(accountOf().account.core, core, "a new session core");
     sim.control.resetRequests();
-    const again = await send(refresh, refresh.calls[0]!, sim.url, tokens.admin);
+    const again = await send(refresh, refresh.calls[0], sim.url, tokens.admin);
     assert.equal(again.status, 200, again.text);
     assert.equal(again.body.throttled, true, again.text);
     assert.equal(count(sim, "listUserDevices"), 0);

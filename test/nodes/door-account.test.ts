@@ -398,7 +398,7 @@ describe("door-account admin endpoints with adminAuth: Node-RED's real needsPerm
     it(`${method.toUpperCase()} /${route} without credentials → 401, nothing done`, async () => {
       sim.control.resetRequests();
       const before = logins(sim);
-      const res = await (helper.request() as any)[method](`${ADMIN}/acc1/${route}`).expect(401);
+      const res = await (helper.request())[method](`${ADMIN}/acc1/${route}`).expect(401);
       assert.ok(!res.text.includes("ready"));
       await new Promise((r) => setTimeout(r, 100));
       assert.equal(sim.control.requests().length, 0);
@@ -406,7 +406,7 @@ describe("door-account admin endpoints with adminAuth: Node-RED's real needsPerm
     });
 
     it(`${method.toUpperCase()} /${route} with a bogus bearer token → 401`, async () => {
-      await (helper.request() as any)[method](`${ADMIN}/acc1/${route}`).set("Authorization", "Bearer not-a-token").expect(401);
+      await (helper.request())[method](`${ADMIN}/acc1/${route}`).set("Authorization", "Bearer not-a-token").expect(401);
     });
   }
 

@@ -18,7 +18,7 @@ import { type Status, revoked, settle, withoutOnSendHooks } from "../helpers/odd
 import { assertRetryAfterInText } from "../helpers/session.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
 
-const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]!);
+const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]);
 const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const PUT_OPS = ["unlockDevice", "unlockDeviceLock"];
 const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => PUT_OPS.includes(r.operation));
@@ -470,14 +470,14 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
   this.timeout(20000);
   let sim: RunningSimulator;
   const seen: Record<string, Status[]> = {};
-  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  const last = (id: string): Status => seen[id]?.[seen[id].length - 1] ?? {};
   let errors: string[] = [];
 
   function watch(id: string): void {
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }
@@ -572,7 +572,7 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
       const u0 = unhandledSeen().length;
       sim.control.resetRequests();
       const values: unknown[] = [new String("Front Door"), { toString() { throw new Error("no text"); } }, 10n, "F".repeat(100_000)];
-      const msgs = values.map((v, i) => ({ _msgid: `st-odd-${i}`, door: v }) as Record<string, unknown>);
+      const msgs: Record<string, unknown>[] = values.map((v, i) => ({ _msgid: `st-odd-${i}`, door: v }));
       for (const m of msgs) helper.getNode("st").receive(m);
       await until("errors", () => errors.length >= values.length, 5000);
       await settle();
@@ -604,7 +604,7 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
       await settle();
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(last("st").fill, "red");
-      assert.match(errors[0]!, /msg\.outcome could not be set/);
+      assert.match(errors[0], /msg\.outcome could not be set/);
     });
   });
 });
@@ -613,14 +613,14 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
   this.timeout(20000);
   let sim: RunningSimulator;
   const seen: Record<string, Status[]> = {};
-  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  const last = (id: string): Status => seen[id]?.[seen[id].length - 1] ?? {};
   let errors: string[] = [];
 
   function watch(id: string): void {
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }
@@ -673,7 +673,7 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
         await settle();
         assert.equal(count(sim, "getDevice"), 0);
         assert.equal(m.outcome, "invalid-input");
-        assert.ok(errors[0]!.length < 5000, `error length ${errors[0]!.length}`);
+        assert.ok(errors[0].length < 5000, `error length ${errors[0].length}`);
       } finally {
         sim.control.editDevice(106, { name: "Boiler Room" });
       }
@@ -688,7 +688,7 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
       await until("an error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(count(sim, "getDevice"), 0);
-      assert.ok(!LONE.test(errors[0]!), JSON.stringify(errors[0]!.slice(-40)));
+      assert.ok(!LONE.test(errors[0]), JSON.stringify(errors[0].slice(-40)));
     });
   });
 });
@@ -703,7 +703,7 @@ describe("door-devices: msg.refresh within the list's back-off fetches at most o
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }

@@ -30,7 +30,7 @@ const completeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const statusModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-status.js"));
 
-const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]!);
+const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]);
 const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const noSecrets = (text: string): void => {
   assert.ok(!text.includes(DEMO_ACCOUNT.password), "password");
@@ -397,7 +397,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       await settle();
       assert.equal(unlockRequests(sim), 1);
       assert.deepEqual(mine("proxy-set").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
-      assert.match(errors[0]!, /accepted \(the door was unlocked\)/);
+      assert.match(errors[0], /accepted \(the door was unlocked\)/);
       assert.equal(last().fill, "green");
     });
 
@@ -412,7 +412,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       await until("error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 1);
-      assert.match(errors[0]!, /accepted \(the door was unlocked\).*a value that cannot be shown as text/);
+      assert.match(errors[0], /accepted \(the door was unlocked\).*a value that cannot be shown as text/);
       assert.equal(unhandledSeen().length, u0);
     });
 
@@ -525,7 +525,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
   let sim: RunningSimulator;
   let userDir: string;
   const seen: Record<string, Status[]> = {};
-  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  const last = (id: string): Status => seen[id]?.[seen[id].length - 1] ?? {};
   let ok: any[] = [];
   let fail: any[] = [];
   let errors: string[] = [];
@@ -534,7 +534,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }
@@ -729,14 +729,14 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
   let sim: RunningSimulator;
   let userDir: string;
   const seen: Record<string, Status[]> = {};
-  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  const last = (id: string): Status => seen[id]?.[seen[id].length - 1] ?? {};
   let errors: string[] = [];
 
   function watch(id: string): void {
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }
@@ -861,7 +861,7 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
         await settle();
         assert.equal(got, mine2);
         assert.equal(calls.length, 1);
-        assert.equal(calls[0]!.outcome, c.outcome);
+        assert.equal(calls[0].outcome, c.outcome);
         assert.deepEqual(recsAtRejection.map((r) => r.type), c.records);
         assert.deepEqual(recsAtDrain.map((r) => r.type), c.records);
         assert.deepEqual(mine(msgid).map((r) => r.type), c.records);

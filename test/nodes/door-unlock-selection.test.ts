@@ -195,7 +195,7 @@ describe("door-unlock: one login for the whole account (docs/session.md#login-an
     ]);
     const unlocks = all.slice(0, 50) as { port: number; msg: any }[];
     assert.ok(unlocks.every((o) => o.port === 0), JSON.stringify(unlocks.find((o) => o.port !== 0)?.msg.payload));
-    assert.equal((all[50] as any).payload.id, 101);
+    assert.equal((all[50]).payload.id, 101);
     assert.equal(logins(sim), 1);
     assert.equal(sim.control.counts().logins, 1);
     assert.equal(count(sim, "unlockDevice", 101), 25);
@@ -384,7 +384,7 @@ describe("Door names in an error are cut to 100 characters at whole characters; 
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }

@@ -32,7 +32,7 @@ function changeNode(id: string, rules: { t: "set" | "delete"; p: string; to?: st
   };
 }
 
-const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]!);
+const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]);
 
 interface Status { fill?: string; shape?: string; text?: string }
 
@@ -224,7 +224,7 @@ describe("The deferred 'sending' never outlives its unlock: a burst of mixed mes
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 150 });
     const msgs: Record<string, unknown>[] = [];
     for (let i = 0; i < 12; i++) {
-      msgs.push([{ deviceId: 101 }, { deviceId: "101" }, { deviceId: 101, retain: true }, { door: "No Such Door" }][i % 4]!);
+      msgs.push([{ deviceId: 101 }, { deviceId: "101" }, { deviceId: 101, retain: true }, { door: "No Such Door" }][i % 4]);
     }
     const outs = await Promise.all(msgs.map((m) => unlock({ ...m })));
     await settle();
@@ -344,7 +344,7 @@ describe("'sending' once per command, re-shown only while its replay is out; the
         else if (k === 1) { m = {}; Object.defineProperty(m, "door", { enumerable: true, get() { throw new Error("nope"); } }); }
         else if (k === 2) m = { deviceId: "x" };
         else m = { door: "No Such Door" };
-        kinds.push(["accepted", "invalid-input", "invalid-input", "invalid-input"][k]!);
+        kinds.push(["accepted", "invalid-input", "invalid-input", "invalid-input"][k]);
         outs.push(unlock(m));
       }
       const got = await Promise.all(outs);
@@ -442,14 +442,14 @@ describe("A refused connection: one outcome on output 2, its records, and the st
   let sim: RunningSimulator;
   let userDir: string;
   const seen: Record<string, Status[]> = {};
-  const last = (id: string): Status => seen[id]?.[seen[id]!.length - 1] ?? {};
+  const last = (id: string): Status => seen[id]?.[seen[id].length - 1] ?? {};
   let errors: string[] = [];
 
   function watch(id: string): void {
     const node = helper.getNode(id);
     const own = node.status;
     seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id]!.push(st); return own.call(this, st); };
+    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
     const ownErr = node.error;
     node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
   }

@@ -302,7 +302,7 @@ describe("session: a service error text that quotes the account's login", functi
     assert.ok(callErr, "the call fails");
     assert.match(callErr.message, /gateway down for bearer/);
     // (the service's words are clipped to 200 characters: a token's start would be left)
-    assert.ok(!callErr.message.includes(pair.accessToken.split(".")[1]!.slice(0, 30)), "the access token is in the call's error text");
+    assert.ok(!callErr.message.includes(pair.accessToken.split(".")[1].slice(0, 30)), "the access token is in the call's error text");
     sim.control.clearFaults();
     sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2, title: `cannot renew ${pair.refreshToken}` });
     const renewErr = (await b.client.refresh(pair.refreshToken).then(() => null, (e: unknown) => e)) as Error | null;
@@ -369,7 +369,7 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(later.outcome, "accepted", JSON.stringify(later));
     assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429", "refreshToken 200", "unlockDevice 200"]);
     const [limited, renewed] = refreshes();
-    const gap = renewed!.startedAt - limited!.endedAt;
+    const gap = renewed.startedAt - limited.endedAt;
     assert.ok(gap >= 1000 && gap <= 2000, `the refresh was tried again ${gap} ms after the 429, not 1-2 s`);
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0);
   });
@@ -389,7 +389,7 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     await clock.tickAsync(1);
     assert.equal((await unlock()).outcome, "accepted");
     const [limited, renewed] = refreshes();
-    assert.equal(renewed!.startedAt - limited!.endedAt, 500, "jitter 0 (random() = 0): exactly 500 ms");
+    assert.equal(renewed.startedAt - limited.endedAt, 500, "jitter 0 (random() = 0): exactly 500 ms");
   });
 
   // docs/session.md#rate-limits: a Retry-After "that cannot be read" counts as none. HTTP knows
@@ -410,7 +410,7 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
       await clock.tickAsync(500);
       assert.equal((await unlock()).outcome, "accepted");
       const [limited, renewed] = refreshes();
-      assert.equal(renewed!.startedAt - limited!.endedAt, 500);
+      assert.equal(renewed.startedAt - limited.endedAt, 500);
     });
   }
 
@@ -455,7 +455,7 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(later.outcome, "accepted", JSON.stringify(later));
     assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 200", "unlockDevice 200"]);
     const [limited, loggedIn] = sim.control.requests({ operation: "loginByPhone" });
-    assert.equal(loggedIn!.startedAt - limited!.endedAt, 1000);
+    assert.equal(loggedIn.startedAt - limited.endedAt, 1000);
   });
 
   // The device list a door name (or a door picked in the editor) needs is fetched through the
@@ -530,7 +530,7 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
       await clock.tickAsync(1);
     }
     const at = refreshes().map((r) => r.startedAt);
-    const gaps = at.slice(1).map((t, i) => (t - at[i]!) / 1000);
+    const gaps = at.slice(1).map((t, i) => (t - at[i]) / 1000);
     assert.deepEqual(gaps, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900], `waits between the refreshes (s): ${JSON.stringify(gaps)}`);
     assert.deepEqual(named, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900, 900]);
     // The service relents: the next message renews, and a new 429 starts again at its Retry-After.
@@ -592,8 +592,8 @@ describe("session: a login that cannot connect says what failed, where, and what
     const got = await attempt(long);
     const where = /^cannot connect to (\S+) \(connection refused\): check the base URL$/.exec(got.reason);
     assert.ok(where, got.reason);
-    assert.equal(where[1]!.length, 120);
-    assert.ok(where[1]!.endsWith("…") && long.startsWith(where[1]!.slice(0, -1)), where[1]);
+    assert.equal(where[1].length, 120);
+    assert.ok(where[1].endsWith("…") && long.startsWith(where[1].slice(0, -1)), where[1]);
     assert.ok(got.message.length < 400, `message of ${got.message.length} characters`);
   });
 

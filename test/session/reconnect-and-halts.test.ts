@@ -123,7 +123,7 @@ describe("Reconnect, close and delete against the session, on a fake clock: one 
 
   it("login refused (401): halted; five messages send nothing; one Reconnect makes one login", async () => {
     await setup({ start: false });
-    b = buildSession(sim, { clock, credentials: { ...DEMO_PHONE, password: "wrong-password-1" } as typeof DEMO_PHONE });
+    b = buildSession(sim, { clock, credentials: { ...DEMO_PHONE, password: "wrong-password-1" } });
     await b.session.start();
     assert.equal(b.session.state, "halted-login-failed");
     for (let i = 0; i < 5; i++) await assert.rejects(call(), SessionHaltedError);

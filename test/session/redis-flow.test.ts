@@ -49,8 +49,8 @@ class Runtime {
     const rt = new Runtime(name, port, userDir);
     const proc = spawn(process.execPath, [RED_JS, "-u", userDir, "-p", String(port), "-s", settings], { cwd: userDir, stdio: ["ignore", "pipe", "pipe"] });
     rt.proc = proc;
-    proc.stdout!.on("data", (d: Buffer) => (rt.log += d.toString()));
-    proc.stderr!.on("data", (d: Buffer) => (rt.log += d.toString()));
+    proc.stdout.on("data", (d: Buffer) => (rt.log += d.toString()));
+    proc.stderr.on("data", (d: Buffer) => (rt.log += d.toString()));
     proc.once("exit", () => (rt.proc = null));
     const end = Date.now() + 60_000;
     for (;;) {
@@ -145,32 +145,32 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
 
   it("both unlock doors: one login between them, exactly one PUT per message, no 401, no failed outcome", async () => {
     const [a, b] = await Promise.all([Runtime.start("a"), Runtime.start("b")]);
-    runtimes.push(a!, b!);
+    runtimes.push(a, b);
     sim.control.resetRequests();
     // Different config node ids in each runtime: the shared key is the account's, not the node's.
-    await Promise.all([a!.deploy(flow("acctA", sim.url, redis.url)), b!.deploy(flow("acctB", sim.url, redis.url))]);
+    await Promise.all([a.deploy(flow("acctA", sim.url, redis.url)), b.deploy(flow("acctB", sim.url, redis.url))]);
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const states = await Promise.all([a!.accountState("acctA"), b!.accountState("acctB")]);
+      const states = await Promise.all([a.accountState("acctA"), b.accountState("acctB")]);
       if (states.every((s) => s.state === "ready")) break;
-      if (Date.now() > deadline) throw new Error(`accounts not ready: ${JSON.stringify(states)}\n${a!.log}\n${b!.log}`);
+      if (Date.now() > deadline) throw new Error(`accounts not ready: ${JSON.stringify(states)}\n${a.log}\n${b.log}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 1, "one login for both runtimes");
 
     const doors = [101, 102, 103, 104];
     const sent: { rt: Runtime; deviceId: number }[] = [];
-    for (let i = 0; i < 20; i++) sent.push({ rt: i % 2 ? b! : a!, deviceId: doors[i % doors.length]! });
+    for (let i = 0; i < 20; i++) sent.push({ rt: i % 2 ? b : a, deviceId: doors[i % doors.length] });
     const results = await Promise.all(sent.map((s) => s.rt.unlock(s.deviceId)));
     for (const r of results) assert.equal(r.outcome, "accepted", JSON.stringify(r));
 
     // One runtime logs in again (an operator's Reconnect): the other learns the new pair from Redis.
-    const r = await fetch(`${a!.base}/door-access/accounts/acctA/reconnect`, { method: "POST", headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" }, body: "{}" });
+    const r = await fetch(`${a.base}/door-access/accounts/acctA/reconnect`, { method: "POST", headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" }, body: "{}" });
     assert.equal(r.status, 202);
     await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).length === 2, 10_000, "the second login");
     await new Promise((res) => setTimeout(res, 1_500)); // the notice travels through Redis
     const more: { rt: Runtime; deviceId: number }[] = [];
-    for (let i = 0; i < 20; i++) more.push({ rt: i % 2 ? a! : b!, deviceId: doors[i % doors.length]! });
+    for (let i = 0; i < 20; i++) more.push({ rt: i % 2 ? a : b, deviceId: doors[i % doors.length] });
     const results2 = await Promise.all(more.map((s) => s.rt.unlock(s.deviceId)));
     for (const x of results2) assert.equal(x.outcome, "accepted", JSON.stringify(x));
 
@@ -181,7 +181,7 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
     assert.equal(sim.control.requests().filter((x) => x.status === 401).length, 0, "no 401 anywhere");
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 2, "the start-up login and the operator's reconnect only");
     assert.equal(sim.control.requests({ operation: "refreshToken" }).length, 0);
-    const states = await Promise.all([a!.accountState("acctA"), b!.accountState("acctB")]);
+    const states = await Promise.all([a.accountState("acctA"), b.accountState("acctB")]);
     assert.deepEqual(states.map((s) => s.state), ["ready", "ready"]);
   });
 });

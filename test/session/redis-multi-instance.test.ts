@@ -126,7 +126,7 @@ describe("Redis session store: several instances on one account share one sessio
       const results = await Promise.all(list.map((i) => i.calls(per)));
       for (const r of results) assert.deepEqual({ ok: r.ok, errors: r.errors, state: r.state }, { ok: per, errors: {}, state: "ready" });
       const after = { logins: count("loginByPhone"), refreshes: count("refreshToken"), ok: count("getDevice", 200), unauthorized: count("getDevice", 401) };
-      // eslint-disable-next-line no-console
+       
       console.log(`      measured (${n} instances): start-up logins=${startup.logins} refreshes=${startup.refreshes}; 1,000 calls on an expired token: logins=${after.logins} refreshes=${after.refreshes} 200s=${after.ok} 401s=${after.unauthorized}`);
       assert.equal(after.refreshes, 1, "exactly one refresh across the instances");
       assert.equal(after.logins, 0, "no login");
@@ -137,23 +137,23 @@ describe("Redis session store: several instances on one account share one sessio
 
   it("an instance killed (SIGKILL) while holding the lock: the lock expires, another renews once, the stored pair is whole", async () => {
     const [a, b, c] = launch(3, { lockTtlMs: 1_500 });
-    await allStarted([a!, b!, c!]);
-    const before = await b!.state();
-    assert.deepEqual(await a!.cmd({ cmd: "hold-lock" }), { id: 1, holding: true });
+    await allStarted([a, b, c]);
+    const before = await b.state();
+    assert.deepEqual(await a.cmd({ cmd: "hold-lock" }), { id: 1, holding: true });
     const store = sharedStore();
     try {
       assert.ok(await store.acquire(200).then(() => false, () => true), "the lock is held");
-      await a!.kill("SIGKILL");
+      await a.kill("SIGKILL");
       sim.control.resetRequests();
       sim.control.expireAccessToken("demo");
       const t0 = Date.now();
-      const [rb, rc] = await Promise.all([b!.calls(100), c!.calls(100)]);
+      const [rb, rc] = await Promise.all([b.calls(100), c.calls(100)]);
       const took = Date.now() - t0;
       assert.deepEqual([rb.ok, rc.ok, rb.errors, rc.errors], [100, 100, {}, {}]);
       assert.ok(took < 10_000, `renewed after the lock expired (${took} ms)`);
       assert.equal(count("refreshToken"), 1, "one refresh");
       assert.equal(count("loginByPhone"), 0, "no login");
-      const [sb, sc] = [await b!.state(), await c!.state()];
+      const [sb, sc] = [await b.state(), await c.state()];
       assert.equal(sb.pair, sc.pair);
       assert.notEqual(sb.pair, before.pair, "a renewed pair");
       const stored = await store.load();
@@ -167,7 +167,7 @@ describe("Redis session store: several instances on one account share one sessio
     const list = launch(3, { lockWaitMs: 1_500, commandTimeoutMs: 500 });
     await allStarted(list);
     assert.equal(count("loginByPhone", 200), 1);
-    const before = (await list[0]!.state()).pair;
+    const before = (await list[0].state()).pair;
     sim.control.resetRequests();
 
     await redis.stop();
@@ -205,32 +205,32 @@ describe("Redis session store: several instances on one account share one sessio
   it("a 401 caused by another instance's login is answered by reading the shared pair, not by a second login", async () => {
     // b learns only on a 401 (no notices); c listens to the store's notices.
     const [a] = launch(1);
-    await allStarted([a!]);
+    await allStarted([a]);
     const [b] = launch(1, { watch: false });
     const [c] = launch(1);
-    await allStarted([b!, c!]);
+    await allStarted([b, c]);
     assert.equal(count("loginByPhone", 200), 1);
     sim.control.resetRequests();
 
-    assert.equal((await a!.cmd({ cmd: "reconnect" })).state, "ready"); // a logs in again: the old session is gone
+    assert.equal((await a.cmd({ cmd: "reconnect" })).state, "ready"); // a logs in again: the old session is gone
     assert.equal(count("loginByPhone", 200), 1);
-    const fresh = (await a!.state()).pair;
+    const fresh = (await a.state()).pair;
 
     // The notice reaches c (it re-reads and adopts the new pair).
-    for (let i = 0; i < 100 && (await c!.state()).pair !== fresh; i++) await new Promise((r) => setTimeout(r, 50));
-    assert.equal((await c!.state()).pair, fresh, "c adopted the new pair from the notice");
+    for (let i = 0; i < 100 && (await c.state()).pair !== fresh; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await c.state()).pair, fresh, "c adopted the new pair from the notice");
     sim.control.resetRequests();
-    const rc = await c!.calls(10);
+    const rc = await c.calls(10);
     assert.deepEqual([rc.ok, rc.errors], [10, {}]);
     assert.equal(count("getDevice", 401), 0, "c had already adopted the new pair from the notice");
 
     sim.control.resetRequests();
-    const rb = await b!.calls(10);
+    const rb = await b.calls(10);
     assert.deepEqual([rb.ok, rb.errors, rb.state], [10, {}, "ready"]);
     assert.ok(count("getDevice", 401) >= 1, "b's old token was refused");
     assert.equal(count("getDevice", 200), 10);
     assert.equal(count("loginByPhone"), 0, "no second login");
     assert.equal(count("refreshToken"), 0, "no refresh either: the shared pair was fresh");
-    assert.equal((await b!.state()).pair, fresh);
+    assert.equal((await b.state()).pair, fresh);
   });
 });

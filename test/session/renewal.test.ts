@@ -120,7 +120,7 @@ describe("session: the pair is renewed 36 h after it was obtained or 3 h before 
       if (i < 14) await clock.tickAsync(b.session.snapshot().renewAt! - clock.now());
     }
     const at = sim.control.requests().map((r) => r.startedAt);
-    const gaps = at.slice(1).map((t, i) => (t - at[i]!) / 1000);
+    const gaps = at.slice(1).map((t, i) => (t - at[i]) / 1000);
     assert.deepEqual(gaps, [30, 30, 30, 30, 30, 30, 32, 64, 128, 256, 512, 900, 900], `seconds between the scheduled refreshes: ${JSON.stringify(gaps)}`);
     assert.ok(b.session.snapshot().renewAt! - clock.now() <= 15 * 60_000, "the next one is at most 15 min away");
     assert.deepEqual(new Set(ops(sim)), new Set(["refreshToken 429"]), "no login: the token is still good");

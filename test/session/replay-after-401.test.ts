@@ -173,8 +173,8 @@ describe("A replay's 401 halts only when its token came from a renewal the servi
     releaseSave();
     await assert.rejects(call, (e: unknown) => e instanceof DoorApiError && e.status === 401);
     assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 401", "getDevice 401"]);
-    const login = sim.control.requests({ operation: "loginByPhone" })[0]!;
-    const rejected = sim.control.requests({ operation: "getDevice" })[0]!;
+    const login = sim.control.requests({ operation: "loginByPhone" })[0];
+    const rejected = sim.control.requests({ operation: "getDevice" })[0];
     assert.ok(login.endedAt <= rejected.startedAt, "the login was answered before the first request reached the service");
     assert.notEqual(b.session.state, "halted-superseded", `halted without a renewal after the 401: ${JSON.stringify(ops(sim))}`);
     await reconnect;

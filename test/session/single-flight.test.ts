@@ -41,7 +41,7 @@ describe("session: only one login or refresh is ever in flight for an account, a
     assert.equal(results.length, 1000);
     const refreshes = sim.control.requests({ operation: "refreshToken" });
     assert.equal(refreshes.length, 1, "one refresh for 1,000 callers");
-    assert.equal(refreshes[0]!.status, 200);
+    assert.equal(refreshes[0].status, 200);
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0, "no login");
     const gets = sim.control.requests({ operation: "getDevice" });
     const unauthorized = gets.filter((r) => r.status === 401).length;
@@ -78,7 +78,7 @@ describe("session: only one login or refresh is ever in flight for an account, a
     assert.equal(refreshes.length, 5, "one refresh per expiry");
     const sorted = [...refreshes].sort((x, y) => x.startedAt - y.startedAt);
     for (let i = 1; i < sorted.length; i++) {
-      assert.ok(sorted[i]!.startedAt >= sorted[i - 1]!.endedAt, "refresh intervals never overlap");
+      assert.ok(sorted[i].startedAt >= sorted[i - 1].endedAt, "refresh intervals never overlap");
     }
   });
 });

@@ -147,11 +147,11 @@ describe("session: the token pair is stored atomically, privately and per accoun
     const child = path.resolve("test/fixtures/session-child.js");
     const procs = [0, 1].map(() => spawn(process.execPath, [child, sim.url, tokenFile], { stdio: ["pipe", "pipe", "inherit"] }));
     const outs = procs.map(() => ({ text: "" }));
-    procs.forEach((p, i) => p.stdout!.on("data", (d: Buffer) => (outs[i]!.text += d.toString())));
+    procs.forEach((p, i) => p.stdout.on("data", (d: Buffer) => (outs[i].text += d.toString())));
     await waitUntil(() => outs.every((o) => o.text.includes("ready ready")), 15_000, "both children ready");
     sim.control.resetRequests();
     sim.control.expireAccessToken("demo");
-    procs.forEach((p) => p.stdin!.write("go\n"));
+    procs.forEach((p) => p.stdin.write("go\n"));
     await waitUntil(() => outs.every((o) => /done \d+/.test(o.text)), 20_000, "both children done");
     for (const o of outs) assert.match(o.text, /done 50 ready/);
     assert.equal(sim.control.requests({ operation: "refreshToken" }).length, 1, "one refresh across two processes");

@@ -22,15 +22,15 @@ function startBin(args: string[]): Promise<Started> {
       child.kill("SIGKILL");
       reject(new Error(`no URL within 10 s; stdout: ${out} stderr: ${err}`));
     }, 10_000);
-    child.stdout!.on("data", (d: Buffer) => {
+    child.stdout.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m && out.includes("\n")) {
         clearTimeout(timer);
-        resolvePromise({ child, url: m[1]!, stdout: () => out });
+        resolvePromise({ child, url: m[1], stdout: () => out });
       }
     });
-    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
     child.once("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`exited with ${code}; stderr: ${err}`));
@@ -102,7 +102,7 @@ describe("simulator command line: door-access-sim serves on the port it is given
 
   it("--seed serves a custom seed and does not print its passwords", async () => {
     const seed = demoSeed();
-    seed.accounts[0]!.password = "very-secret-pw";
+    seed.accounts[0].password = "very-secret-pw";
     const file = join(dir, "seed.json");
     writeFileSync(file, JSON.stringify(seed));
     const s = await startBin(["--port=0", "--seed", file]);

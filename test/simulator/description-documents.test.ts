@@ -48,7 +48,7 @@ describe("simulator description documents: /openapi.json, /openapi.yaml, /openap
     }
     assert.deepEqual(Object.keys(found).sort(), Object.keys(OPERATIONS).sort());
     for (const [id, spec] of Object.entries(OPERATIONS)) {
-      const f = found[id]!;
+      const f = found[id];
       assert.equal(f.method, spec.method, id);
       assert.equal(f.path, spec.path, id);
       assert.deepEqual(Object.keys(f.op.responses).sort(), EXPECTED_STATUSES[id], `responses of ${id}`);

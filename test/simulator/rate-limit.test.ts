@@ -41,7 +41,7 @@ describe("simulator rate limit: a token bucket per account answers 429 with Retr
     const pair = await login(sim);
     await call(sim, "GET", "/api/user/device", { token: pair.access });
     for (const [method, path] of [["GET", "/api/user/device"], ["GET", "/api/user/location"], ["GET", "/api/device/101"], ["PUT", "/api/device/101/unlock"], ["PUT", "/api/device/104/unlock/1"]]) {
-      assertError(await call(sim, method!, path!, { token: pair.access }), 429, path);
+      assertError(await call(sim, method, path, { token: pair.access }), 429, path);
     }
     assertError(await refresh(sim, pair.refresh), 429, "refresh");
     assertError(await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: DEMO_ACCOUNT.email, password: PW } }), 429);

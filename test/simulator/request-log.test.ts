@@ -33,7 +33,7 @@ describe("simulator request log: every /api and description request is logged wi
     assert.deepEqual(log.map((e) => [e.operation, e.status]), [
       ["loginByPhone", 200], ["unlockDeviceLock", 200], ["loginByEmail", 401], ["refreshToken", 200], ["docs", 200], ["unknown", 404],
     ]);
-    const unlock = log[1]!;
+    const unlock = log[1];
     assert.equal(unlock.accountId, "demo");
     assert.equal(unlock.deviceId, 104);
     assert.equal(unlock.lockId, 2);
@@ -41,8 +41,8 @@ describe("simulator request log: every /api and description request is logged wi
     assert.equal(unlock.path, "/api/device/104/unlock/2");
     assert.equal(unlock.startedAt, clock.t);
     assert.equal(unlock.endedAt, clock.t);
-    assert.ok(log[0]!.seq < log[1]!.seq);
-    assert.equal(log[2]!.accountId, "demo", "the login identity resolves to the opaque account id");
+    assert.ok(log[0].seq < log[1].seq);
+    assert.equal(log[2].accountId, "demo", "the login identity resolves to the opaque account id");
     const text = JSON.stringify(log);
     for (const secret of [pair.access, pair.refresh, PW, PHONE, DEMO_ACCOUNT.email, "wrong"]) {
       assert.ok(!text.includes(secret), `log leaks ${secret.slice(0, 12)}`);

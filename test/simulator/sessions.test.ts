@@ -51,7 +51,7 @@ describe("simulator sessions and tokens: one session per account; a login supers
 
     it("the access token is an HS256 JWT", async () => {
       const pair = await login(sim);
-      const header = JSON.parse(Buffer.from(pair.access.split(".")[0]!, "base64url").toString());
+      const header = JSON.parse(Buffer.from(pair.access.split(".")[0], "base64url").toString());
       assert.equal(header.alg, "HS256");
     });
 
@@ -202,7 +202,7 @@ describe("simulator sessions and tokens: one session per account; a login supers
       const forged = await new SignJWT(c).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode("other-secret"));
       const none = Buffer.from('{"alg":"none"}').toString("base64url") + "." + pair.access.split(".")[1] + ".";
       const [h, p, s] = pair.access.split(".");
-      const tampered = `${h}.${p}.${s!.slice(0, -2)}${s!.endsWith("AA") ? "BB" : "AA"}`;
+      const tampered = `${h}.${p}.${s.slice(0, -2)}${s.endsWith("AA") ? "BB" : "AA"}`;
       for (const token of [forged, none, tampered, "garbage"]) {
         assertError(await call(sim, "GET", "/api/user/device", { token }), 401, token);
       }

@@ -49,9 +49,9 @@ describe("simulator start-up: a seed is checked before it is served, every probl
       change(s);
       return s;
     };
-    assert.throws(() => validateSeed(broken((s) => { s.doors[0]!.locationId = 999; })), /doors\[0\]\.locationId|unknown location 999/);
-    assert.throws(() => validateSeed(broken((s) => { s.doors[1]!.id = 101; })), /duplicate id 101/);
-    assert.throws(() => validateSeed(broken((s) => { s.accounts[0]!.phoneNumber = "555"; })), /phoneNumber/);
+    assert.throws(() => validateSeed(broken((s) => { s.doors[0].locationId = 999; })), /doors\[0\]\.locationId|unknown location 999/);
+    assert.throws(() => validateSeed(broken((s) => { s.doors[1].id = 101; })), /duplicate id 101/);
+    assert.throws(() => validateSeed(broken((s) => { s.accounts[0].phoneNumber = "555"; })), /phoneNumber/);
     assert.throws(() => validateSeed(broken((s) => { s.keys.push({ accountId: "demo", deviceId: 106, lockIds: [7] }); })), /door 106 has no lock 7/);
     assert.throws(() => validateSeed(broken((s) => { s.keys.push({ accountId: "ghost", deviceId: 106 }); })), /unknown account ghost/);
     assert.throws(() => validateSeed({ companies: [] }), /invalid seed/);

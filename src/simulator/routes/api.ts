@@ -22,7 +22,7 @@ type RouteMatch = { route: Route } | { notAllowed: string[] } | null;
 /** `/api/device/{deviceId}/unlock` -> /^\/api\/device\/([^/]+)\/unlock$/ */
 const PATTERNS = (Object.keys(OPERATIONS) as OperationId[]).map((operation) => ({
   operation,
-  method: OPERATIONS[operation].method as string,
+  method: OPERATIONS[operation].method,
   re: new RegExp(`^${OPERATIONS[operation].path.replace(/\{[^}]+\}/g, "([^/]+)")}$`),
 }));
 

@@ -83,13 +83,13 @@ export async function decodeBearer(rt: Runtime, req: IncomingMessage): Promise<{
   const withAccount = (claims: NonNullable<Call["claims"]>): Call["claims"] =>
     rt.subClaim || claims.sub !== undefined || typeof claims.jti !== "string" ? claims : { ...claims, sub: rt.state.accountOfAccessToken(claims.jti) ?? undefined };
   try {
-    const { payload } = await jwtVerify(m[1]!, rt.secret, { algorithms: ["HS256"], currentDate: new Date(rt.state.now()) });
+    const { payload } = await jwtVerify(m[1], rt.secret, { algorithms: ["HS256"], currentDate: new Date(rt.state.now()) });
     return { claims: withAccount(payload), error: null };
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "ERR_JWT_EXPIRED") {
       // The signature was valid: keep the claims so the log and faults know the account.
-      const payload = JSON.parse(Buffer.from(m[1]!.split(".")[1] ?? "", "base64url").toString("utf8")) as NonNullable<Call["claims"]>;
+      const payload = JSON.parse(Buffer.from(m[1].split(".")[1] ?? "", "base64url").toString("utf8")) as NonNullable<Call["claims"]>;
       return { claims: withAccount(payload), error: "access token has expired" };
     }
     return { claims: null, error: "access token is invalid" };

@@ -140,7 +140,7 @@ export function validationError(err: z.ZodError): Result {
 export function headerNames(req: IncomingMessage): string[] {
   const names: string[] = [];
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i]!.toLowerCase();
+    const name = req.rawHeaders[i].toLowerCase();
     if (!names.includes(name)) names.push(name);
   }
   return names;

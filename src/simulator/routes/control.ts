@@ -31,7 +31,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import type { DescriptionOverride, FaultSpec, SimulatorControl } from "../types.js";
+import type { FaultSpec, SimulatorControl } from "../types.js";
 import { BodyTooLarge, errorResult, readBody, send, type Runtime } from "./common.js";
 
 type ControlHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
@@ -63,7 +63,7 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
         }
       } else if ((m = /^\/_sim\/faults\/([^/]+)$/.exec(path))) {
         if (method === "DELETE") {
-          return rt.faults.remove(decodeURIComponent(m[1]!)) ? none() : send(res, errorResult(404, "no such fault"));
+          return rt.faults.remove(decodeURIComponent(m[1])) ? none() : send(res, errorResult(404, "no such fault"));
         }
       } else if ((m = /^\/_sim\/devices\/([^/]+)$/.exec(path))) {
         if (method === "GET") return ok(control.device(Number(m[1])));
@@ -86,14 +86,14 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
         }
       } else if ((m = /^\/_sim\/accounts\/([^/]+)$/.exec(path))) {
         if (method === "GET") {
-          const id = decodeURIComponent(m[1]!);
+          const id = decodeURIComponent(m[1]);
           state.requireAccount(id);
           return ok({ id, hasSession: control.hasSession(id) });
         }
       } else if ((m = /^\/_sim\/accounts\/([^/]+)\/(expire-access|revoke-access|expire-refresh|supersede)$/.exec(path))) {
         if (method === "POST") {
-          const id = decodeURIComponent(m[1]!);
-          const action = m[2]!;
+          const id = decodeURIComponent(m[1]);
+          const action = m[2];
           if (action === "expire-access") control.expireAccessToken(id);
           else if (action === "revoke-access") control.revokeAccessToken(id);
           else if (action === "expire-refresh") control.expireRefreshToken(id);
@@ -129,7 +129,7 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
           if (!parsed.success) {
             return send(res, errorResult(400, 'body must be {"description": {...}}, {"body": "...", "contentType"?: "..."}, {"status": 400-599} or {"drop": true}'));
           }
-          control.serveDescription(parsed.data as DescriptionOverride);
+          control.serveDescription(parsed.data);
           return none();
         }
         if (method === "DELETE") {
