@@ -22,7 +22,7 @@ import { promises as fsp } from "node:fs";
 import * as path from "node:path";
 import { OPEN_FLAGS, isOurAuditFileSync, judgeOpenFileSync } from "./paths.js";
 
-/** The counters of AuditStats (src/audit/writer.ts) that the file's own work moves. */
+/** The counters of AuditStats (src/audit/writer-api.ts) that the file's own work moves. */
 export interface FileCounters {
   writes: number;
   rotations: number;

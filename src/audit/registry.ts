@@ -8,7 +8,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { realTarget } from "./paths.js";
-import { AuditLog, type AuditLogOptions, DEFAULT_KEEP, DEFAULT_MAX_BYTES } from "./writer.js";
+import { AuditLog } from "./writer.js";
+import { type AuditLogOptions, DEFAULT_KEEP, DEFAULT_MAX_BYTES } from "./writer-api.js";
 
 const shared = new Map<string, AuditLog>();
 /** Writers whose last reference was closed and that are still writing what was queued, by path. */

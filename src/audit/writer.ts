@@ -18,7 +18,8 @@
  * (docs/audit-log.md#rotation).
  *
  * The file itself (opening, the name checks, size rotation) is src/audit/log-file.ts; one writer
- * per path, shared by accounts, is src/audit/registry.ts.
+ * per path, shared by accounts, is src/audit/registry.ts; the writer's options, counters and
+ * error, src/audit/writer-api.ts.
  *
  * Knows nothing of Node-RED or HTTP. It never adds secrets; it stores what the caller gives (the
  * caller guarantees no token, password or phone number is in it), capped in length
@@ -31,45 +32,15 @@ import { type ChainedBatch, type Pending, batchLength, chainBatch, linesWithin, 
 import { type ChainPosition, START, chainLine, resumePosition } from "./chain.js";
 import { LogFile, type WriteProgress } from "./log-file.js";
 import { type AuditBase, type AuditRecord, attemptRecord, rejectedRecord, resultRecord } from "./record.js";
-
-export interface AuditStats {
-  /** write() system calls issued (a batch may need more than one if the kernel writes partially). */
-  writes: number;
-  /** fsync calls that completed successfully. */
-  fsyncs: number;
-  /** records made durable. */
-  records: number;
-  /** batches attempted (one write+fsync each). */
-  batches: number;
-  /** records whose batch failed. */
-  failedRecords: number;
-  /** size rotations done by this writer. */
-  rotations: number;
-  /** new files opened because the path no longer named the open file (renamed or deleted by something else). */
-  reopens: number;
-  /** times the open file was found shorter than written (truncated by something else, e.g. copytruncate). */
-  truncations: number;
-  /** size rotations not done because a file that is not ours stood in the way (the live file grew on). */
-  rotationsBlocked: number;
-}
-
-/** Default `auditMaxBytes`: 10 MiB. */
-export const DEFAULT_MAX_BYTES = 10 * 1024 * 1024;
-/** Default `auditKeep`: rotated files kept. */
-export const DEFAULT_KEEP = 10;
-
-export interface AuditLogOptions {
-  /** Clock for the `ts` field (tests). */
-  now?: () => Date;
-  /** Rotate before a batch that would make the live file larger than this (bytes; 0 = never). Default 10 MiB. */
-  maxBytes?: number;
-  /** Rotated files kept (`<name>.1` … `<name>.<keep>`). Default 10. */
-  keep?: number;
-  /** How long a closing record waits for an attempt record's write to share (ms). Default DEFER_MS (tests). */
-  deferMs?: number;
-  /** Told (once per cause) when a size rotation cannot be done without touching a file that is not ours. */
-  warn?: (message: string) => void;
-}
+import {
+  type AuditLogOptions,
+  type AuditStats,
+  AuditWriteFailed,
+  DEFAULT_KEEP,
+  DEFAULT_MAX_BYTES,
+  DEFER_MS,
+  checkCount,
+} from "./writer-api.js";
 
 /**
  * Every record made durable, as `("record", filePath, line)` with the exact line written (no
@@ -77,9 +48,6 @@ export interface AuditLogOptions {
  * A listener that throws is ignored: it cannot break the writer.
  */
 export const auditRecordEvents = new EventEmitter();
-
-/** How long a closing record (result, rejected) waits for an attempt record's fsync to share. */
-export const DEFER_MS = 20;
 
 /** Thrown inside a batch's write: the batch is written again whole (never leaves the writer). */
 const RESTART = new Error("restart the batch");
@@ -100,18 +68,6 @@ function describe(err: unknown): string {
     return code && !err.message.includes(code) ? `${code}: ${err.message}` : err.message;
   }
   return String(err);
-}
-
-/**
- * A record's batch could not be written (or made durable). `inLog`: its line is in the log all the
- * same (the batch could not be cut off again, or a logrotate copy took it meanwhile) and the chain
- * goes on after it: not durable for sure, but a second copy would be a second record.
- */
-export class AuditWriteFailed extends Error {
-  constructor(message: string, readonly inLog: boolean, cause: unknown) {
-    super(message, { cause });
-    this.name = "AuditWriteFailed";
-  }
 }
 
 export class AuditLog {
@@ -197,7 +153,6 @@ export class AuditLog {
   idle(): boolean {
     return this.queue.length === 0 && this.draining === null;
   }
-
 
   /**
    * Releases one reference. When the last reference goes (always, for an instance made with
@@ -494,10 +449,4 @@ export class AuditLog {
       p.reject(new AuditWriteFailed(`audit log ${this.filePath}: ${what}: ${describe(err)}`, i < inLog, err));
     });
   }
-}
-
-function checkCount(v: number | undefined, dflt: number, what: string): number {
-  if (v === undefined) return dflt;
-  if (!Number.isSafeInteger(v) || v < 0) throw new TypeError(`audit log ${what} must be a whole number >= 0`);
-  return v;
 }

@@ -3,7 +3,8 @@
  * name index built once per fetched list, and the rules that turn a door name, a
  * "Location / Name" label or a stored door identity into one Device (docs/doors.md). The list's
  * lifetime and back-off are in list-policy.ts; how names are folded, compared and listed in a
- * message, in names.ts.
+ * message, in names.ts; what a door name or a stored identity must be before a list is fetched,
+ * in door-input.ts.
  *
  * Knows nothing of Node-RED or HTTP: the list comes from the `fetchDevices` function given to
  * the constructor, which is expected to validate the raw list already.
@@ -11,12 +12,9 @@
 import type { Device } from "../spec/schemas.js";
 import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, renewalLimited, retryAfterSecOf } from "./list-policy.js";
 import { MAX_LISTED, levenshtein, listCandidates, normalizeDoorKey, quote, text } from "./names.js";
+import { type DoorIdentity, describeIdentity, validateIdentity, validateQuery } from "./door-input.js";
 
-export interface DoorIdentity {
-  id: number | null;
-  name: string | null;
-  location: string | null;
-}
+export type { DoorIdentity } from "./door-input.js";
 
 export type Resolution =
   | { ok: true; device: Device }
@@ -36,13 +34,8 @@ export interface DeviceDirectoryOptions {
   notFoundRefreshMinAgeMs?: number;
 }
 
-/** Longest door name or "Location / Name" accepted from a message. */
-export const MAX_DOOR_QUERY = 200;
 /** When the account has at most this many doors, an unknown name lists all of them. */
 const LIST_ALL_BELOW = 25;
-
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 interface Snapshot {
   devices: Device[];
@@ -78,7 +71,6 @@ function buildSnapshot(raw: Device[], fetchStartedAt: number, fetchedAt: number)
   }
   return { devices, fetchedAt, fetchStartedAt, byId, byName, byLabel };
 }
-
 
 export class DeviceDirectory {
   private readonly fetchDevices: () => Promise<Device[]>;
@@ -456,50 +448,4 @@ export class DeviceDirectory {
 
 function unique(list: Device[]): Device[] {
   return [...new Set(list)];
-}
-
-/** Why a door name can never name a door (checked before any list is fetched), or null. */
-export function doorNameProblem(query: unknown): string | null {
-  const r = validateQuery(query, "door name");
-  return r !== null && !r.ok ? r.message : null;
-}
-
-function validateQuery(query: unknown, what: string): Resolution | null {
-  const bad = (message: string): Resolution => ({ ok: false, reason: "invalid", message, candidates: [] });
-  if (typeof query !== "string") return bad(`${what} must be a string, got ${query === null ? "null" : typeof query}`);
-  if (query.trim().length === 0) return bad(`${what} is empty`);
-  if (query.length > MAX_DOOR_QUERY) return bad(`${what} is longer than ${MAX_DOOR_QUERY} characters (${query.length})`);
-  if (CONTROL_CHARS.test(query)) return bad(`${what} contains control characters`);
-  return null;
-}
-
-function validateIdentity(identity: DoorIdentity): Resolution | null {
-  const bad = (message: string): Resolution => ({ ok: false, reason: "invalid", message, candidates: [] });
-  if (typeof identity !== "object" || identity === null) return bad("door identity is missing");
-  const { id, name, location } = identity;
-  if (id !== null && id !== undefined && !(Number.isInteger(id) && id >= -2147483648 && id <= 2147483647)) {
-    return bad(`door id must be an integer (int32), got ${JSON.stringify(id) ?? String(id)}`);
-  }
-  for (const [field, value] of [
-    ["door name", name],
-    ["door location", location],
-  ] as const) {
-    if (value === null || value === undefined) continue;
-    const invalid = validateQuery(value, field);
-    // An empty stored name/location simply means "not known".
-    if (invalid && !(typeof value === "string" && value.trim().length === 0)) return invalid;
-  }
-  if ((id === null || id === undefined) && text(name ?? null) === null) {
-    return bad("door identity has neither an id nor a name");
-  }
-  return null;
-}
-
-function describeIdentity(identity: DoorIdentity): string {
-  const name = text(identity.name);
-  const loc = text(identity.location);
-  const parts: string[] = [];
-  if (name !== null) parts.push(quote(loc !== null ? `${loc} / ${name}` : name));
-  if (identity.id !== null && identity.id !== undefined) parts.push(`#${identity.id}`);
-  return parts.join(" ");
 }

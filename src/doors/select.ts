@@ -4,8 +4,8 @@
  * Shared by door-status and door-unlock. Invalid input is reported without any request.
  */
 import type { Device } from "../spec/schemas.js";
-import type { DeviceDirectory, DoorIdentity } from "./directory.js";
-import { doorNameProblem } from "./directory.js";
+import type { DeviceDirectory } from "./directory.js";
+import { type DoorIdentity, doorNameProblem } from "./door-input.js";
 import { clipLabel } from "./names.js";
 
 export type Selection =

@@ -1,0 +1,342 @@
+/**
+ * The state of one deployed door-unlock node under its access rules, and `check()`, which applies
+ * the rules in their order (docs/access-rules.md#order-of-the-rules): the cooldown slots per door
+ * and lock (docs/access-rules.md#cooldown), the wrong PINs and the lockout they lead to
+ * (docs/access-rules.md#pin-and-lockout). The rule set it reads is src/unlock/access-rules.ts; the
+ * PIN comparison, src/unlock/access-pin.ts; the wall clock, src/unlock/access-schedule.ts.
+ *
+ * A message refused by one rule changes no other rule's state: the actor and the schedule keep
+ * none; the cooldown slot is taken only by a message every rule allowed; a wrong PIN is counted
+ * only for a message that got as far as the PIN.
+ *
+ * Cooldown slots: an allowed message takes its door's slot in the same synchronous call (five
+ * messages in one millisecond: one is allowed), and the node then says `slot.sent(now)` when the
+ * command leaves (the cooldown counts from then) or `slot.release()` when nothing was sent.
+ * `release()` after `sent()` does nothing, so a node may call `sent` where the request leaves and
+ * `release` in a `finally`.
+ */
+import { comparePin } from "./access-pin.js";
+import { type LocalTime, type ScheduleWindow, LocalClock, formatLocal } from "./access-schedule.js";
+import { clipText } from "./access-config.js";
+
+/** Wrong PINs that lock the node, counted over a sliding LOCKOUT_WINDOW_MS. */
+const LOCKOUT_AFTER = 5;
+/** How long a wrong PIN counts. */
+export const LOCKOUT_WINDOW_MS = 15 * 60_000;
+/** How long the node refuses every message once locked. */
+export const LOCKOUT_MS = 15 * 60_000;
+/**
+ * How long a slot an allowed message took may stay neither sent nor released before it is
+ * dropped as released, so that a node that forgot to settle it never blocks a door for good.
+ */
+export const SLOT_HOLD_MS = 5 * 60_000;
+
+export type DenyReason = "actor" | "schedule" | "cooldown" | "pin" | "locked-out";
+
+export interface CheckInput {
+  /** The actor as door-unlock defines it (msg.actor, else the node's actor, else node-red:<id>). */
+  actor: unknown;
+  /** The door's device id: the cooldown key, with lockId. */
+  deviceId: number;
+  /** The lock, or null for the whole device (its own cooldown key). */
+  lockId: number | null;
+  /** msg.pin as it came (string of digits or number; anything else is a wrong PIN). */
+  pin: unknown;
+  /** Wall-clock time in ms since the epoch (the schedule is read from it, in the rules' zone). */
+  now: number;
+}
+
+/** The door's cooldown slot taken by an allowed message. */
+export interface CooldownSlot {
+  /** The command left at `now`: the cooldown runs from then. Only the first call counts. */
+  sent(now: number): void;
+  /** Nothing was sent: give the slot back. Does nothing after `sent()` (or a second time). */
+  release(): void;
+}
+
+interface Allowed {
+  readonly allowed: true;
+  readonly slot: CooldownSlot;
+}
+
+export interface Denied {
+  readonly allowed: false;
+  readonly reason: DenyReason;
+  /** What to tell the flow (never contains a PIN). */
+  readonly message: string;
+  /** Whole seconds until the rule may let a message through (cooldown, locked-out). */
+  readonly retryAfter?: number;
+  /** This message's wrong PIN was the one that locked the node. */
+  readonly lockoutStarted?: true;
+}
+
+export type AccessDecision = Allowed | Denied;
+
+interface LockoutState {
+  /** The node refuses every message until `until`. */
+  locked: boolean;
+  /** Wrong PINs counted now (while locked: the number that locked it). */
+  wrongPins: number;
+  /** ms since the epoch when the lockout ends; null when not locked. */
+  until: number | null;
+  /** Whole seconds left, rounded up; null when not locked. */
+  retryAfter: number | null;
+}
+
+/**
+ * What the state reads of its rule set (AccessRules, src/unlock/access-rules.ts). The rule set's
+ * PIN is kept apart from it, by src/unlock/access-pin.ts, under the same object.
+ */
+export interface RuleSet {
+  readonly schedule: readonly ScheduleWindow[];
+  readonly timeZone: string;
+  /** Seconds; 0 = off. */
+  readonly cooldown: number;
+  readonly hasPin: boolean;
+  actorAllowed(actor: unknown): boolean;
+  inWindows(day: number, minute: number): boolean;
+  localTime(now: number): LocalTime;
+  formatClock(at: number): string;
+  summary(): string;
+  toJSON(): object;
+}
+
+interface SlotEntry {
+  pending: boolean;
+  /** pending: when the slot was taken; sent: when the command left. */
+  at: number;
+}
+
+const NO_SLOT: CooldownSlot = Object.freeze({
+  sent(_now: number): void {},
+  release(): void {},
+});
+
+/**
+ * The state of one deployed node: cooldown slots per door and lock, wrong PINs, the lockout.
+ * A new state (a deploy) starts with none of them. Memory is bounded: a slot is dropped once its
+ * cooldown is over, at most LOCKOUT_AFTER - 1 wrong PINs are ever kept.
+ */
+export class AccessState {
+  readonly rules: RuleSet;
+  private readonly slots = new Map<string, SlotEntry>();
+  private nextSweep = -Infinity;
+  private wrongPins: number[] = [];
+  private lockedUntil: number | null = null;
+  private lockedWith = 0;
+  /** The rules' zone's wall clock, cached for this node. */
+  private readonly clock: LocalClock;
+
+  constructor(rules: RuleSet) {
+    this.rules = rules;
+    this.clock = new LocalClock((now) => rules.localTime(now));
+  }
+
+  /**
+   * Checks one message against the rules, in their order, and takes the door's cooldown slot
+   * when it is allowed. Synchronous: no other message can be checked between the test of the
+   * slot and its taking.
+   */
+  check(input: CheckInput): AccessDecision {
+    const { now } = input;
+    if (typeof now !== "number" || !Number.isFinite(now)) {
+      throw new TypeError("check() needs now as a finite number of ms");
+    }
+    const rules = this.rules;
+
+    // 1. actor, 2. schedule
+    const early = this.doorless(input.actor, now);
+    if (early !== null) return early;
+
+    // 3. cooldown (tested here, taken only once every rule has allowed the message)
+    const cooldownMs = rules.cooldown * 1000;
+    let key = "";
+    if (cooldownMs > 0) {
+      key = `${input.deviceId}/${input.lockId ?? "-"}`;
+      const e = this.slots.get(key);
+      if (e !== undefined) {
+        if (e.at > now) e.at = now; // a clock set back never lengthens a wait
+        const elapsed = now - e.at;
+        if (e.pending && elapsed < SLOT_HOLD_MS) {
+          const message = `a command for this door is being sent through this node; try again in ${rules.cooldown} s`;
+          return deny("cooldown", message, rules.cooldown);
+        }
+        if (!e.pending && elapsed < cooldownMs) {
+          const left = Math.ceil((cooldownMs - elapsed) / 1000);
+          const ago = `this door was opened through this node less than ${rules.cooldown} s ago`;
+          return deny("cooldown", `${ago}; try again in ${left} s`, left);
+        }
+      }
+    }
+
+    // 4. PIN, and the lockout it leads to. The lockout is looked at before the PIN is compared,
+    // so that while it lasts no answer says whether a PIN was right.
+    if (rules.hasPin) {
+      const lock = this.lockout(now);
+      if (lock.locked) {
+        const until = `${rules.formatClock(lock.until!)} (${rules.timeZone})`;
+        const message = `locked: ${lock.wrongPins} wrong PINs, every message is refused until ${until}`;
+        return deny("locked-out", message, lock.retryAfter!);
+      }
+      const kind = comparePin(rules, input.pin);
+      if (kind !== true) {
+        if (kind === "missing") return deny("pin", "a PIN is needed: msg.pin is missing");
+        this.wrongPins.push(now);
+        if (this.wrongPins.length >= LOCKOUT_AFTER) {
+          this.lockedWith = this.wrongPins.length;
+          this.lockedUntil = now + LOCKOUT_MS;
+          this.wrongPins = [];
+          const until = `${rules.formatClock(this.lockedUntil)} (${rules.timeZone})`;
+          return {
+            allowed: false,
+            reason: "pin",
+            message:
+              `wrong PIN; that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
+              `every message is refused until ${until}`,
+            lockoutStarted: true,
+          };
+        }
+        const unusable = "wrong PIN (msg.pin must be the PIN's digits, as text or a number)";
+        return deny("pin", kind === "unusable" ? unusable : "wrong PIN");
+      }
+    }
+
+    // Every rule allowed it: take the slot.
+    if (cooldownMs === 0) return { allowed: true, slot: NO_SLOT };
+    this.sweep(now, cooldownMs);
+    const entry: SlotEntry = { pending: true, at: now };
+    this.slots.set(key, entry);
+    return { allowed: true, slot: this.slotFor(key, entry) };
+  }
+
+  /**
+   * The rules that need no door, actor then schedule, as `check()` applies them, without taking
+   * a slot or counting anything: a node asks this before it resolves a door name against the
+   * service, so that a message these rules refuse makes no request at all. `check()` applies them
+   * again afterwards (the time may have moved on). null: neither refuses.
+   */
+  precheck(input: { actor: unknown; now: number }): Denied | null {
+    const { now } = input;
+    if (typeof now !== "number" || !Number.isFinite(now)) {
+      throw new TypeError("precheck() needs now as a finite number of ms");
+    }
+    return this.doorless(input.actor, now);
+  }
+
+  /** The lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"). */
+  lockout(now: number): LockoutState {
+    if (this.lockedUntil !== null) {
+      if (this.lockedUntil - now > LOCKOUT_MS) this.lockedUntil = now + LOCKOUT_MS; // clock set back
+      if (now < this.lockedUntil) {
+        const retryAfter = Math.ceil((this.lockedUntil - now) / 1000);
+        return { locked: true, wrongPins: this.lockedWith, until: this.lockedUntil, retryAfter };
+      }
+      this.lockedUntil = null;
+      this.lockedWith = 0;
+    }
+    this.pruneWrongPins(now);
+    return { locked: false, wrongPins: this.wrongPins.length, until: null, retryAfter: null };
+  }
+
+  /** "locked: 5 wrong PINs, until 14:32" while locked, else null. */
+  lockoutText(now: number): string | null {
+    const l = this.lockout(now);
+    return l.locked ? `locked: ${l.wrongPins} wrong PINs, until ${this.rules.formatClock(l.until!)}` : null;
+  }
+
+  /** Counters for tests and diagnostics (no secret): slots held, wrong PINs kept. */
+  stats(): { slots: number; wrongPins: number; lockedUntil: number | null } {
+    return { slots: this.slots.size, wrongPins: this.wrongPins.length, lockedUntil: this.lockedUntil };
+  }
+
+  /**
+   * What each rule's state means at `now`, without changing it (tests and diagnostics; no
+   * secret): the slots still in force (pending, or sent within the cooldown), the wrong PINs
+   * still counted, the lockout's end.
+   */
+  snapshot(now: number): {
+    slots: { key: string; pending: boolean; at: number }[];
+    wrongPins: number[];
+    lockedUntil: number | null;
+  } {
+    const cooldownMs = this.rules.cooldown * 1000;
+    const slots = [...this.slots]
+      .filter(([, e]) => now - Math.min(e.at, now) < (e.pending ? SLOT_HOLD_MS : cooldownMs))
+      .map(([key, e]) => ({ key, pending: e.pending, at: e.at }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const locked = this.lockedUntil !== null && now < this.lockedUntil;
+    return {
+      slots,
+      wrongPins: locked ? [] : this.wrongPins.filter((t) => now - Math.min(t, now) < LOCKOUT_WINDOW_MS),
+      lockedUntil: locked ? this.lockedUntil : null,
+    };
+  }
+
+  toJSON(): object {
+    return { rules: this.rules.toJSON(), ...this.stats() };
+  }
+
+  toString(): string {
+    return `AccessState(${this.rules.summary()})`;
+  }
+
+  /** Actor, then schedule: state-free, the first two rules of check() and all of precheck(). */
+  private doorless(actor: unknown, now: number): Denied | null {
+    const rules = this.rules;
+    if (!rules.actorAllowed(actor)) {
+      const who = typeof actor === "string" ? `"${clipText(actor, 100)}"` : "the actor";
+      return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
+    }
+    if (rules.schedule.length > 0) {
+      const { day, minute } = this.clock.at(now);
+      if (!rules.inWindows(day, minute)) {
+        return deny("schedule", `outside this node's schedule: it is ${formatLocal(day, minute)} in ${rules.timeZone}`);
+      }
+    }
+    return null;
+  }
+
+  private pruneWrongPins(now: number): void {
+    const w = this.wrongPins;
+    for (let i = 0; i < w.length; i++) if (w[i] > now) w[i] = now; // a clock set back
+    let drop = 0;
+    while (drop < w.length && now - w[drop] >= LOCKOUT_WINDOW_MS) drop++;
+    if (drop > 0) w.splice(0, drop);
+  }
+
+  /** Drops slots whose cooldown (or hold) is over; at most once per cooldown (or minute). */
+  private sweep(now: number, cooldownMs: number): void {
+    if (now < this.nextSweep && this.nextSweep - now <= Math.max(cooldownMs, 60_000)) return;
+    for (const [k, e] of this.slots) {
+      if (e.at > now) e.at = now; // a clock set back never lengthens a wait, nor ends one
+      if (now - e.at >= (e.pending ? SLOT_HOLD_MS : cooldownMs)) this.slots.delete(k);
+    }
+    this.nextSweep = now + Math.max(cooldownMs, 60_000);
+  }
+
+  private slotFor(key: string, entry: SlotEntry): CooldownSlot {
+    const slots = this.slots;
+    return {
+      sent(now: number): void {
+        if (slots.get(key) !== entry || !entry.pending) return;
+        // Held past SLOT_HOLD_MS, the slot is dropped as released, whether or not a sweep has
+        // removed it yet: its late sent() starts no cooldown.
+        if (now - Math.min(entry.at, now) >= SLOT_HOLD_MS) {
+          slots.delete(key);
+          return;
+        }
+        entry.pending = false;
+        entry.at = now;
+      },
+      release(): void {
+        if (slots.get(key) === entry && entry.pending) slots.delete(key);
+      },
+    };
+  }
+}
+
+function deny(reason: DenyReason, message: string, retryAfter?: number): Denied {
+  return retryAfter === undefined
+    ? { allowed: false, reason, message }
+    : { allowed: false, reason, message, retryAfter };
+}
