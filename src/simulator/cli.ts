@@ -106,7 +106,7 @@ export function banner(sim: RunningSimulator, seedFile?: string): string {
   } else {
     lines.push(
       // The phone number and password are in the README and the seed, never printed.
-      `  Demo account (built-in demo seed): ${DEMO_ACCOUNT.email}; its phone number and password are in docs/simulator.md ("Demo accounts")`,
+      `  Demo account (built-in demo seed): ${DEMO_ACCOUNT.email}; its phone number and password are in the README ("No door at hand?") and docs/simulator.md ("Demo accounts")`,
       `  Demo doors: ${Object.values(DEMO_DOORS).filter((id) => id !== DEMO_DOORS.notVisible).join(", ")}`,
     );
   }

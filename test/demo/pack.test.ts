@@ -6,7 +6,7 @@
  * install is the tarball's install with the tarball fetched from the registry.
  *
  * `npm pack`: the tarball holds exactly what Node-RED needs (compiled code, editor files,
- * message catalogues and help, icons, examples, the simulator's bin, README, LICENSE,
+ * message catalogues and help, icons, examples, the simulator's bin, docs/*.md, README, LICENSE,
  * package.json) and nothing else; the real tarball installs into a user directory that Node-RED
  * made, where Node-RED loads our four node types and examples. A clone of the repository at HEAD
  * installs the same way from git and is built on install.
@@ -69,6 +69,7 @@ function expectedFiles(): Set<string> {
   for (const f of walk("examples").filter((x) => x.endsWith(".json"))) files.add(f);
   for (const f of walk("bin")) files.add(f);
   for (const f of walk("resources")) files.add(f); // editor code shared by two dialogs
+  for (const f of walk("docs").filter((x) => x.endsWith(".md") && !x.slice("docs/".length).includes("/"))) files.add(f); // the reference, for the simulator's hint
   return files;
 }
 
