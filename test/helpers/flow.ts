@@ -40,18 +40,8 @@ export async function startSim(options: SimulatorOptions = {}): Promise<RunningS
   return startSimulator({ host: "127.0.0.1", port: 0, ...options });
 }
 
-/** Requests the simulator received for one operation (optionally one device). */
-export function count(sim: RunningSimulator, operation: string, deviceId?: number): number {
-  return sim.control.requests(deviceId === undefined ? { operation } : { operation, deviceId }).length;
-}
-
-export function unlockRequests(sim: RunningSimulator): number {
-  return count(sim, "unlockDevice") + count(sim, "unlockDeviceLock");
-}
-
-export function logins(sim: RunningSimulator): number {
-  return count(sim, "loginByPhone") + count(sim, "loginByEmail") + count(sim, "login");
-}
+// The request counters over the simulator's request log (test/helpers/requests.ts).
+export { count, logins, unlockPuts, unlockRequests } from "./requests.js";
 
 export function accountNode(baseUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { id: "acc1", type: "door-account", name: "demo", baseUrl, loginMethod: "phone", auditLog: "", ...extra };
