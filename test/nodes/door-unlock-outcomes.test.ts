@@ -448,7 +448,7 @@ describe("The outcome goes to every wire of its output; a Complete node fires on
     helper.getNode("done-out").on("input", (m: any) => atComplete.push(readAudit(userDir).filter((r) => r.msgid === m._msgid).map((r) => r.type)));
     const statuses: any[] = [];
     helper.getNode("status-out").on("input", (m: any) => statuses.push(m.status));
-    const out = await unlock({ deviceId: 101, _msgid: "b24-cmp" });
+    const out = await unlock({ deviceId: 101, _msgid: "complete-after-record" });
     assert.equal(out.msg.payload.outcome, "accepted");
     await until("the Complete node", () => atComplete.length === 1, 5000);
     await settle();

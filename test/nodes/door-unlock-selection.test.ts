@@ -326,22 +326,22 @@ describe("A picked door follows its identity through a renumbering and a removal
         return [a.msg.payload, b.msg.payload];
       };
       for (let i = 0; i < 3; i++) {
-        const [a, b] = await both(`b24-d${i}`);
+        const [a, b] = await both(`picked-${i}`);
         assert.deepEqual([a.outcome, a.deviceId, b.outcome, b.deviceId], ["accepted", 102, "accepted", 103]);
       }
       const listed = (id: number) => (accountOf().account.directory.cached()?.devices ?? []).some((d: any) => d.id === id);
       sim2.control.editDevice(102, { newId: 302 });
-      const [nf] = await both("b24-nf");
+      const [nf] = await both("renumbered");
       assert.equal(nf.outcome, "not-found");
       await until("the list re-fetched (302 in it)", () => listed(302), 5000);
-      const [moved, other] = await both("b24-mv");
+      const [moved, other] = await both("moved");
       assert.deepEqual([moved.outcome, moved.deviceId, other.deviceId], ["accepted", 302, 103]);
       sim2.control.editDevice(302, { remove: true });
-      const [gone] = await both("b24-gone");
+      const [gone] = await both("removed");
       assert.equal(gone.outcome, "not-found");
       await until("the list re-fetched (302 gone)", () => !listed(302), 5000);
       for (let i = 0; i < 2; i++) {
-        const [none, still] = await both(`b24-none${i}`);
+        const [none, still] = await both(`none-${i}`);
         assert.equal(none.outcome, "invalid-input", JSON.stringify(none));
         assert.equal(still.deviceId, 103);
       }
@@ -359,11 +359,11 @@ describe("A picked door follows its identity through a renumbering and a removal
     const flow = (door: Record<string, unknown>) => [tab(), accountNode(sim.url), unlockNode(door), ...helperNodes("u1-ok", "u1-fail")];
     await loadFlow(flow({ deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" }));
     await waitReady();
-    assert.equal((await unlock({ _msgid: "b24-p1" })).msg.payload.deviceId, 102);
+    assert.equal((await unlock({ _msgid: "first-pick" })).msg.payload.deviceId, 102);
     await helper.setFlows(flow({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }), "nodes", { acc1: { phoneNumber: "+15550000001", password: "demo-password" } });
     await until("u1 again", () => helper.getNode("u1") !== null && helper.getNode("u1-ok") !== null);
     await waitReady();
-    const out = await unlock({ _msgid: "b24-p2" });
+    const out = await unlock({ _msgid: "new-pick" });
     assert.equal(out.msg.payload.deviceId, 103);
     assert.equal(out.msg.payload.door, "Harbour Warehouse / Back Door");
   });

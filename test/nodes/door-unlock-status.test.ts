@@ -111,7 +111,7 @@ describe("'sending' while the command is out, then the outcome; an outcome known
     assert.equal(unlockRequests(sim), 0);
   });
 
-  it("a message whose field cannot be read (a getter that throws): invalid-input on the error output, no PUT, one unlock-rejected record (Rules: bad input gets a clear error and sends nothing)", async () => {
+  it("a message whose field cannot be read (a getter that throws): invalid-input on the error output, no PUT, one unlock-rejected record: bad input gets a clear error and sends nothing", async () => {
     const msg: Record<string, unknown> = { _msgid: "getter-throws" };
     Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
     const out = await unlock(msg);
@@ -489,7 +489,7 @@ describe("The outcome status comes from the node's own values, shown once the me
     await loadFlow(flow, { nodes: [...ALL_NODES, changeModule] });
     await waitReady();
     sim.control.resetRequests();
-    const out = await unlock({ deviceId: 106, _msgid: "b24-403" }); // no key to the Boiler Room: 403
+    const out = await unlock({ deviceId: 106, _msgid: "edited-by-next-node" }); // no key to the Boiler Room: 403
     assert.equal(out.port, 1, "output 2: the unlock failed");
     assert.equal(unlockRequests(sim), 1);
     await settle();
@@ -503,9 +503,9 @@ describe("The outcome status comes from the node's own values, shown once the me
     await waitReady();
     const u0 = unhandledSeen().length;
     helper.getNode("u1-fail").on("input", () => { throw new Error("the next node fails"); });
-    const out = await unlock({ deviceId: 106, _msgid: "b24-throw" });
+    const out = await unlock({ deviceId: 106, _msgid: "next-node-throws" });
     assert.equal(out.msg.payload.outcome, "forbidden");
-    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "b24-throw" && r.type === "unlock-result"), 5000);
+    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "next-node-throws" && r.type === "unlock-result"), 5000);
     await settle();
     assert.equal(lastStatus(helper.getNode("u1"))?.fill, "red");
     assert.equal(unhandledSeen().length, u0);
@@ -516,10 +516,10 @@ describe("The outcome status comes from the node's own values, shown once the me
     await waitReady();
     const seen = recordStatuses(helper.getNode("u1"));
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 400 });
-    const slow = unlock({ deviceId: 101, _msgid: "b24-slow" });
+    const slow = unlock({ deviceId: 101, _msgid: "slow-accepted" });
     await until("the PUT held at the service", () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"), 5000, 2);
     await until("sending shown", () => seen.some((x) => x.fill === "blue"), 5000, 2);
-    const bad = await unlock({ deviceId: "x", _msgid: "b24-bad" });
+    const bad = await unlock({ deviceId: "x", _msgid: "rejected-meanwhile" });
     assert.equal(bad.msg.payload.outcome, "invalid-input");
     const ok = await slow;
     assert.equal(ok.msg.payload.outcome, "accepted");
@@ -539,13 +539,13 @@ describe("The outcome status comes from the node's own values, shown once the me
     const own = u1.status;
     u1.status = function (this: unknown, st: any) { all.push(st); if (deployed) late.push(st); return own.call(this, st); };
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 300 });
-    u1.receive({ _msgid: "b24-gone-node", deviceId: 101 });
+    u1.receive({ _msgid: "node-removed", deviceId: 101 });
     await until("the PUT held at the service", () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"), 5000, 2);
     await helper.setFlows([tab(), accountNode(sim.url)], "full", { acc1: { phoneNumber: "+15550000001", password: "demo-password" } });
     deployed = true;
     await settle();
     assert.deepEqual(late, [], "no status from the removed node after the deploy returned");
     assert.ok(all.some((x: any) => x.fill === "green"), JSON.stringify(all));
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b24-gone-node").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "node-removed").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
   });
 });
