@@ -10,64 +10,14 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import type { SimulatorOptions } from "../../src/simulator/types.js";
 import { registrySnapshot } from "../../src/account/registry.js";
 import {
-  DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, startSim,
+  DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, lastStatus, loadFlow, logins, startSim,
   teardown, unlock, unlockRequests, until, waitReady, waitState,
 } from "../helpers/flow.js";
+import { type Flow, TAB_A, TAB_B, demoCreds, subflowFlow, tabNode, twoTabs, unlockOn } from "../helpers/account-flows.js";
 import { RedisServer } from "../helpers/redis.js";
 
-const TAB_A = "tabA";
-const TAB_B = "tabB";
 const PHONE = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
-
-type Flow = Record<string, unknown>[];
-
-function account(id: string, url: string, z: string | undefined, store: Record<string, unknown>): Record<string, unknown> {
-  return { id, type: "door-account", ...(z ? { z } : {}), name: `account ${id}`, baseUrl: url, loginMethod: "phone", auditLog: "", ...store };
-}
-
-function unlockOn(id: string, z: string, acc: string, door = "101"): Record<string, unknown>[] {
-  return [
-    { id, type: "door-unlock", z, name: "", account: acc, deviceId: door, doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]] },
-    { id: `${id}-ok`, type: "helper", z },
-    { id: `${id}-fail`, type: "helper", z },
-  ];
-}
-
-/** Two tabs, each with its own door-account node for the same login (a flow copied to another tab). */
-function twoTabs(url: string, store: Record<string, unknown>, ids: [string, string] = ["accA", "accB"]): Flow {
-  return [
-    { id: TAB_A, type: "tab", label: "A" },
-    { id: TAB_B, type: "tab", label: "B" },
-    account(ids[0], url, undefined, store),
-    account(ids[1], url, undefined, store),
-    ...unlockOn("uA", TAB_A, ids[0]),
-    ...unlockOn("uB", TAB_B, ids[1]),
-  ];
-}
-
-function creds(ids: string[], password = PASSWORD, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return Object.fromEntries(ids.map((id) => [id, { phoneNumber: PHONE, password, ...extra }]));
-}
-
-/** A subflow holding a door-account and a door-unlock, used by `n` instances on one tab. */
-function subflowFlow(url: string, store: Record<string, unknown>, n: number): Flow {
-  const flow: Flow = [
-    { id: TAB_A, type: "tab", label: "A" },
-    {
-      id: "sf1", type: "subflow", name: "door", info: "",
-      in: [{ x: 50, y: 30, wires: [{ id: "sf-u" }] }],
-      out: [{ x: 300, y: 30, wires: [{ id: "sf-u", port: 0 }] }, { x: 300, y: 80, wires: [{ id: "sf-u", port: 1 }] }],
-    },
-    account("sacc", url, "sf1", store),
-    { id: "sf-u", type: "door-unlock", z: "sf1", x: 150, y: 30, name: "", account: "sacc", deviceId: "101", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[], []] },
-  ];
-  for (let i = 1; i <= n; i++) {
-    // x and y: Node-RED tells a flow node from a config node by its position.
-    flow.push({ id: `inst${i}`, type: "subflow:sf1", z: TAB_A, x: 100, y: 40 * i, wires: [[`inst${i}-ok`], [`inst${i}-fail`]] }, ...helperNodes(`inst${i}-ok`, `inst${i}-fail`).map((h) => ({ ...h, z: TAB_A })));
-  }
-  return flow;
-}
 
 const answered401 = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.status === 401).length;
 
@@ -81,14 +31,14 @@ async function deploy(flow: Flow, type: "full" | "nodes", credentials: Record<st
   await helper.setFlows(flow, type, credentials);
 }
 
-function cases(storeName: string, store: () => Record<string, unknown>, setup: () => Promise<void>, cleanup: () => Promise<void>, beforeEachCase: () => Promise<void>): void {
+function cases(storeName: string, store: () => Record<string, unknown>, setup: () => Promise<void>, cleanup: () => Promise<void>, beforeEachCase: () => void): void {
   describe(`all door-account nodes of one login share one session, whatever the flows look like (${storeName} store; docs/session.md#one-session-per-account)`, function () {
     this.timeout(30000);
     let sim: RunningSimulator;
     before(setup);
     after(cleanup);
     beforeEach(async () => {
-      await beforeEachCase();
+      beforeEachCase();
       sim = await startSim();
     });
     afterEach(async () => {
@@ -98,7 +48,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
 
     it("two account nodes with the same login on two tabs, 20 messages alternating: 1 login, 0 answers 401, all accepted; a restart resumes it under other node ids: 0 logins", async () => {
       const userDir = freshUserDir();
-      await loadFlow(twoTabs(sim.url, store()), { userDir, creds: creds(["accA", "accB"]) });
+      await loadFlow(twoTabs(sim.url, store()), { userDir, creds: demoCreds(["accA", "accB"]) });
       await waitReady("accA");
       await waitReady("accB");
       assert.equal(accountOf("accA").account.core, accountOf("accB").account.core, "one shared core");
@@ -109,7 +59,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
       // stored under the account key, not a node id.
       await teardown();
       sim.control.resetRequests();
-      await loadFlow(twoTabs(sim.url, store(), ["accC", "accD"]), { userDir, creds: creds(["accC", "accD"]) });
+      await loadFlow(twoTabs(sim.url, store(), ["accC", "accD"]), { userDir, creds: demoCreds(["accC", "accD"]) });
       await waitReady("accC");
       await alternate(sim, ["uA", "uB"], 20);
       assert.equal(logins(sim), 0, "the restart resumed the stored pair");
@@ -118,7 +68,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
     });
 
     it("a subflow holding a door-account, used by three instances: 1 login, 0 answers 401, all accepted", async () => {
-      await loadFlow(subflowFlow(sim.url, store(), 3), { creds: creds(["sacc"]) });
+      await loadFlow(subflowFlow(sim.url, store(), 3), { creds: demoCreds(["sacc"]) });
       await until("the three cloned accounts ready", () => registrySnapshot().some((e) => e.members === 3 && e.running));
       await waitState("ready", "inst1-sacc");
       await alternate(sim, ["inst1", "inst2", "inst3"], 21);
@@ -128,7 +78,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
 
     it("conflicting passwords for the same login: a clear configuration error on both nodes (status and log), at most one login attempt, nothing sent", async () => {
       const flow = twoTabs(sim.url, store());
-      const c = { ...creds(["accA"]), ...creds(["accB"], "another-password") };
+      const c = { ...demoCreds(["accA"]), ...demoCreds(["accB"], "another-password") };
       await loadFlow(flow, { creds: c });
       await until("the conflict on both nodes", () => ["accA", "accB"].every((id) => /configuration conflict/.test(accountOf(id).statusFor().text ?? "")));
       for (const id of ["accA", "accB"]) {
@@ -148,17 +98,17 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
 
     it(`delete one of two nodes: no logout, the other goes on; delete both: ${storeName === "file" ? "one logout" : "no logout (the Redis session is shared with other instances: docs/session.md#the-redis-session-store)"}`, async () => {
       const flow = twoTabs(sim.url, store());
-      const c = creds(["accA", "accB"]);
+      const c = demoCreds(["accA", "accB"]);
       await loadFlow(flow, { creds: c });
       await waitReady("accA");
       const withoutB = flow.filter((n) => n.id !== "accB" && n.z !== TAB_B && n.id !== TAB_B);
-      await deploy(withoutB, "nodes", creds(["accA"]));
+      await deploy(withoutB, "nodes", demoCreds(["accA"]));
       assert.equal(helper.getNode("accB"), null);
       assert.equal(count(sim, "logout"), 0, "removing one node does not log the other out");
       assertAccepted(await unlock({ deviceId: 101 }, "uA"));
       assert.equal(logins(sim), 1);
       assert.equal(answered401(sim), 0);
-      await deploy([{ id: TAB_A, type: "tab", label: "A" }], "full", {});
+      await deploy([tabNode(TAB_A, "A")], "full", {});
       await until("the account to be gone", () => registrySnapshot().length === 0);
       if (storeName === "file") await until("the logout", () => count(sim, "logout") === 1);
       await new Promise((r) => setTimeout(r, 100));
@@ -167,7 +117,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
 
     it("redeploys: a healthy account keeps its session across a full and a modified-nodes deploy (0 logins); a halted one gets exactly one fresh login", async () => {
       const flow = twoTabs(sim.url, store());
-      const c = creds(["accA", "accB"]);
+      const c = demoCreds(["accA", "accB"]);
       await loadFlow(flow, { creds: c });
       await waitReady("accA");
       const core = accountOf("accA").account.core;
@@ -196,7 +146,7 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
   });
 }
 
-cases("file", () => ({}), async () => undefined, async () => undefined, async () => undefined);
+cases("file", () => ({}), () => Promise.resolve(), () => Promise.resolve(), () => undefined);
 
 let redis: RedisServer | null = null;
 let prefix = 0;
@@ -209,7 +159,7 @@ cases(
   async () => {
     await redis?.stop();
   },
-  async () => {
+  () => {
     prefix += 1; // a fresh key space per case
   },
 );
@@ -227,7 +177,7 @@ describe("a halted account (login refused) is given one fresh start by a redeplo
 
   it("wrong password: halted after 1 attempt; a full deploy with the same settings: exactly 1 more attempt; with the right password: 1 login, ready", async () => {
     const flow = twoTabs(sim.url, {});
-    const wrong = creds(["accA", "accB"], "wrong-password");
+    const wrong = demoCreds(["accA", "accB"], "wrong-password");
     await loadFlow(flow, { creds: wrong });
     await waitState("halted-login-failed", "accA");
     assert.equal(logins(sim), 1);
@@ -236,7 +186,7 @@ describe("a halted account (login refused) is given one fresh start by a redeplo
     await waitState("halted-login-failed", "accA");
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(logins(sim), 2, "one fresh start, not one per node");
-    await deploy(flow, "full", creds(["accA", "accB"]));
+    await deploy(flow, "full", demoCreds(["accA", "accB"]));
     await waitReady("accB");
     assert.equal(logins(sim), 3);
     assertAccepted(await unlock({ deviceId: 101 }, "uA"));
@@ -254,7 +204,7 @@ describe("two door-account nodes with different logins (phone and email) to one 
   /** accP logs in by phone, accE by email: the same account of the simulator. */
   function twoLogins(url: string): Flow {
     return [
-      { id: TAB_A, type: "tab", label: "A" },
+      tabNode(TAB_A, "A"),
       { id: "accP", type: "door-account", name: "front desk", baseUrl: url, loginMethod: "phone", auditLog: "" },
       { id: "accE", type: "door-account", name: "back office", baseUrl: url, loginMethod: "email", auditLog: "" },
       ...unlockOn("uP", TAB_A, "accP"),

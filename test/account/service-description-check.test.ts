@@ -18,12 +18,11 @@ import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from 
 import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
 import {
-  CREDS, accountModule, accountOf, assertAccepted, helper, helperNodes, loadFlow, startSim, teardown, unlock, unlockFlow, unlockModule,
+  CREDS, accountModule, accountOf, assertAccepted, helper, helperNodes, loadFlow, pluginModule, startSim, teardown, unlock, unlockFlow, unlockModule,
   unlockNode, until, waitReady,
 } from "../helpers/flow.js";
 import { DEMO_PHONE, tempDir, waitUntil } from "../helpers/session.js";
 
-const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
 
 type Doc = any;
 

@@ -14,19 +14,27 @@ import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/ind
 import { closeAllParked } from "../../src/account/registry.js";
 import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
 
-// node-red-node-test-helper has no type declarations.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- node-red-node-test-helper has no type declarations
 export const helper: any = require("node-red-node-test-helper");
 helper.init(nodeRedPath); // Node-RED 4, or 5 with DOOR_ACCESS_NODE_RED=node-red-5 (test/helpers/runtime.ts)
 
 export { DEMO_ACCOUNT };
 
-const load = (name: string): unknown => require(path.join(process.cwd(), "nodes", `${name}.js`));
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the compiled entry points Node-RED loads, found at run time
+const load = (file: string): unknown => require(path.join(process.cwd(), "nodes", `${file}.js`));
 export const accountModule = load("door-account") as (red: any) => void;
 export const devicesModule = load("door-devices") as (red: any) => void;
 export const statusModule = load("door-status") as (red: any) => void;
 export const unlockModule = load("door-unlock") as (red: any) => void;
-export const catchModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-catch.js"));
+/** The editor sidebar plugin (it registers the sidebar's admin routes). */
+export const pluginModule = load("plugins/door-access-sidebar") as (red: any) => void;
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a core node of the selected Node-RED, found at run time
+const core = (file: string): unknown => require(resolveFromNodeRed(`@node-red/nodes/core/common/${file}.js`));
+export const catchModule: unknown = core("25-catch");
+/** Node-RED's Complete node. */
+export const completeModule: unknown = core("24-complete");
+/** Node-RED's Status node (not door-status: that is statusModule). */
+export const nodeRedStatusModule: unknown = core("25-status");
 export const ALL_NODES = [accountModule, devicesModule, statusModule, unlockModule];
 
 export const TAB = "tab1";
@@ -40,18 +48,8 @@ export async function startSim(options: SimulatorOptions = {}): Promise<RunningS
   return startSimulator({ host: "127.0.0.1", port: 0, ...options });
 }
 
-/** Requests the simulator received for one operation (optionally one device). */
-export function count(sim: RunningSimulator, operation: string, deviceId?: number): number {
-  return sim.control.requests(deviceId === undefined ? { operation } : { operation, deviceId }).length;
-}
-
-export function unlockRequests(sim: RunningSimulator): number {
-  return count(sim, "unlockDevice") + count(sim, "unlockDeviceLock");
-}
-
-export function logins(sim: RunningSimulator): number {
-  return count(sim, "loginByPhone") + count(sim, "loginByEmail") + count(sim, "login");
-}
+// The request counters over the simulator's request log (test/helpers/requests.ts).
+export { count, logins, unlockPuts, unlockRequests } from "./requests.js";
 
 export function accountNode(baseUrl: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { id: "acc1", type: "door-account", name: "demo", baseUrl, loginMethod: "phone", auditLog: "", ...extra };
@@ -78,6 +76,26 @@ export function unlockNode(extra: Record<string, unknown> = {}, id = "u1"): Reco
     id, type: "door-unlock", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "",
     lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]], ...extra,
   };
+}
+
+/** A door-status node of account acc1 wired to helper node "<id>-out"; no door unless `extra` picks one. */
+export function doorStatusNode(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [[`${id}-out`]], ...extra };
+}
+
+/** A door-devices node of account acc1 wired to helper node "<id>-out" (the device list unless `extra` sets `list`). */
+export function doorDevicesNode(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, type: "door-devices", z: TAB, name: "", account: "acc1", wires: [[`${id}-out`]], ...extra };
+}
+
+/** Node-RED's Complete node for the nodes in `scope`, wired to helper node "done-out" (load completeModule with it). */
+export function completeNode(scope: string[] = ["u1"]): Record<string, unknown> {
+  return { id: "cmp", type: "complete", z: TAB, name: "", scope, uncaught: false, wires: [["done-out"]] };
+}
+
+/** Node-RED's Status node for the nodes in `scope`, wired to helper node "status-out" (load nodeRedStatusModule with it). */
+export function nodeRedStatusNode(scope: string[] = ["u1"]): Record<string, unknown> {
+  return { id: "sts", type: "status", z: TAB, name: "", scope, wires: [["status-out"]] };
 }
 
 export function helperNodes(...ids: string[]): Record<string, unknown>[] {

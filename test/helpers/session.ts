@@ -5,8 +5,9 @@ import * as path from "node:path";
 import { DoorApiClient, type ClientOptions, type Credentials } from "../../src/client/client.js";
 import { Session, type SessionLog, type SessionTimings } from "../../src/session/session.js";
 import { FileTokenStore, accountKey } from "../../src/session/token-store.js";
-import type { RunningSimulator } from "../../src/simulator/index.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import type { Clock } from "../../src/util/clock.js";
+import { fakeClock, type FakeClock } from "./fake-clock.js";
 
 export const DEMO_PHONE: Credentials = { method: "phone", phoneNumber: "+15550000001", password: "demo-password" };
 
@@ -42,6 +43,43 @@ export function buildSession(
   const store = new FileTokenStore({ filePath: tokenFile, accountKey: accountKey(sim.url, credentials.method, identity), secret: opts.secret ?? null, onProblem: (m) => log.warn(m) });
   const session = new Session({ client, credentials, store, clock: opts.clock, log, timings: opts.timings, random: opts.random ?? (() => 0) });
   return { client, session, store, log, tokenFile };
+}
+
+/** A session on a fake clock against a simulator of its own. */
+export interface OnFakeClock {
+  sim: RunningSimulator;
+  clock: FakeClock;
+  b: Built;
+}
+
+/**
+ * A fake clock, a simulator on loopback (rate limit off; access tokens of `accessTtlSec`), and a
+ * session built on the clock (renewals at least 1 s apart unless `timings` says otherwise),
+ * started unless `start` is false; then the request log is emptied. What was set up before a
+ * step that fails is closed again.
+ */
+export async function sessionOnFakeClock(opts: { accessTtlSec?: number; start?: boolean; timings?: Partial<SessionTimings> } = {}): Promise<OnFakeClock> {
+  const clock = fakeClock();
+  let sim: RunningSimulator | undefined;
+  let b: Built | undefined;
+  try {
+    sim = await startSimulator({ rateLimit: false, accessTtlSec: opts.accessTtlSec });
+    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000, ...opts.timings } });
+    if (opts.start !== false) await b.session.start();
+    sim.control.resetRequests();
+    return { sim, clock, b };
+  } catch (e) {
+    await closeAll({ b, sim, clock });
+    throw e;
+  }
+}
+
+/** Closes a built session and its client, then the simulator, then puts the fake clock away; each may be missing. */
+export async function closeAll(parts: { b?: Built | null; sim?: RunningSimulator | null; clock?: FakeClock | null }): Promise<void> {
+  await parts.b?.session.close();
+  await parts.b?.client.close();
+  await parts.sim?.close();
+  parts.clock?.uninstall();
 }
 
 export function ops(sim: RunningSimulator): string[] {
@@ -87,7 +125,7 @@ export function assertRetryAfterInText(payload: { retryAfter?: unknown; message?
   if (typeof retryAfter !== "number" || !Number.isInteger(retryAfter) || retryAfter < 0) {
     throw new Error(`${where}retryAfter is ${JSON.stringify(retryAfter)}, not whole seconds: ${JSON.stringify(payload)}`);
   }
-  const named = secondsNamed(String(payload.message ?? ""));
+  const named = secondsNamed(typeof payload.message === "string" ? payload.message : "");
   if (named.length === 0 || named.some((n) => n !== retryAfter)) {
     throw new Error(`${where}the text names ${JSON.stringify(named)} s, retryAfter is ${retryAfter}: ${JSON.stringify(payload.message)}`);
   }

@@ -14,14 +14,13 @@
 import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import type { RunningSimulator } from "../../src/simulator/index.js";
+import { type NodeRedAuth, realAdminAuth, withNeedsPermission } from "../helpers/admin-auth.js";
 import {
   DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountNode, accountOf, assertAccepted, count, devicesModule, helper, helperNodes, loadFlow,
-  logins, startSim, statusModule, stopFlows, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,
+  logins, pluginModule, startSim, statusModule, stopFlows, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,
 } from "../helpers/flow.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
-
-const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
 const ACC = "/door-access/accounts";
 const SIDEBAR = "/door-access/sidebar/accounts";
 const READ = "door-account.read";
@@ -70,39 +69,18 @@ const ROUTES: Row[] = [
 ];
 
 /** Node-RED's real adminAuth: users with "*", with "read", and with flows.read only; a token for each. */
-async function adminAuth(): Promise<{ auth: any; admin: string; reader: string; flowsOnly: string }> {
-  const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
-  const auth = require(path.join(editorApi, "lib", "auth"));
-  const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
-  const hash = "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus";
-  auth.init(
-    {
-      adminAuth: {
-        type: "credentials",
-        users: [
-          { username: "admin", password: hash, permissions: "*" },
-          { username: "reader", password: hash, permissions: "read" },
-          { username: "flows-only", password: hash, permissions: ["flows.read"] },
-        ],
-      },
-    },
-    { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
-  );
-  return {
-    auth,
-    admin: (await tokens.create("admin", "node-red-editor", "*")).accessToken,
-    reader: (await tokens.create("reader", "node-red-editor", "read")).accessToken,
-    flowsOnly: (await tokens.create("flows-only", "node-red-editor", ["flows.read"])).accessToken,
-  };
+async function adminAuth(): Promise<{ auth: NodeRedAuth; admin: string; reader: string; flowsOnly: string }> {
+  const { auth, tokens } = await realAdminAuth([
+    { username: "admin", permissions: "*" },
+    { username: "reader", permissions: "read" },
+    { username: "flows-only", permissions: ["flows.read"] },
+  ]);
+  return { auth, admin: tokens.admin, reader: tokens.reader, flowsOnly: tokens["flows-only"] };
 }
 
 /** The package's modules with Node-RED's real RED.auth, as a runtime with adminAuth gives them. */
-function withRealAuth(auth: any): unknown[] {
-  const wrap = (mod: (red: any) => void) => (red: any) => {
-    red.auth = { needsPermission: auth.needsPermission };
-    return mod(red);
-  };
-  return [wrap(accountModule), devicesModule, statusModule, unlockModule, wrap(pluginModule)];
+function withRealAuth(auth: NodeRedAuth): unknown[] {
+  return [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule, withNeedsPermission(auth, pluginModule)];
 }
 
 /** One request of a row, as the editor sends it (JSON and its headers on a POST), with a bearer token or none. */
@@ -359,7 +337,9 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
     // on the test runtime's admin app as Node-RED's editor API mounts it.
     const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
     const runtimeDir = path.dirname(resolveFromNodeRed("@node-red/runtime/package.json"));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a module inside the selected Node-RED, found at run time
     const flowsApi = require(path.join(runtimeDir, "lib", "api", "flows"));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a module inside the selected Node-RED, found at run time
     const credentialsRoute = require(path.join(editorApi, "lib", "editor", "credentials"));
     flowsApi.init({ log: { audit: () => undefined }, nodes: helper._redNodes });
     credentialsRoute.init({ flows: flowsApi });

@@ -11,7 +11,7 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import { startSimulator } from "../../src/simulator/index.js";
 import { fakeClock } from "../helpers/fake-clock.js";
 import {
-  accountOf, assertAccepted, assertFailed, helper, lastStatus, loadFlow, startSim, teardown, unlock, unlockFlow, until,
+  accountOf, assertAccepted, assertFailed, helper, lastStatus, loadFlow, startSim, teardown, unlock, unlockFlow, until, waitReady, waitState,
 } from "../helpers/flow.js";
 import { buildSession, ops } from "../helpers/session.js";
 
@@ -34,7 +34,7 @@ describe("Bad input gets a clear error and sends nothing: a 10 MB door name or p
   it("a 10 MB door name is refused without a request, and the error does not echo it", async () => {
     await loadFlow(unlockFlow(sim.url));
     // Ready, and the start-up fetch of the device list is done (so it is not counted below).
-    await until("ready", () => accountOf().account?.session.state === "ready" && accountOf().account.directory.cached() !== null);
+    await waitReady();
     sim.control.resetRequests();
     const huge = "D".repeat(10 * 1024 * 1024);
     const out = await unlock({ door: huge, payload: huge });
@@ -45,7 +45,7 @@ describe("Bad input gets a clear error and sends nothing: a 10 MB door name or p
 
   it("a 10 MB payload with a valid door: exactly one PUT, and the payload is replaced by the result", async () => {
     await loadFlow(unlockFlow(sim.url));
-    await until("ready", () => accountOf().account?.session.state === "ready");
+    await waitState("ready");
     sim.control.resetRequests();
     const out = await unlock({ deviceId: 101, payload: Buffer.alloc(10 * 1024 * 1024, 1) });
     assertAccepted(out);

@@ -11,31 +11,17 @@
 import { strict as assert } from "node:assert";
 import { registrySnapshot } from "../../src/account/registry.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
+import { type Flow, TAB_A, TAB_B, demoCreds, namedAccount, subflowFlow, tabNode, twoTabs, unlockOn } from "../helpers/account-flows.js";
 import {
-  DEMO_ACCOUNT, assertAccepted, count, editorPost, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, tab, teardown, unlock, until, waitReady,
-  waitState,
+  DEMO_ACCOUNT, assertAccepted, count, editorPost, freshUserDir, helper, loadFlow, logins, startSim, tab, teardown, unlock, until, waitReady, waitState,
 } from "../helpers/flow.js";
+import { received } from "../helpers/odd-messages.js";
 
 const ADMIN = "/door-access/accounts";
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
 const OTHER = { email: "other@example.com", password: "other-password" };
-const TAB_A = "tabA";
-const TAB_B = "tabB";
 
-type Flow = Record<string, unknown>[];
-
-function account(id: string, url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { id, type: "door-account", name: `account ${id}`, baseUrl: url, loginMethod: "phone", auditLog: "", ...extra };
-}
-function unlockOn(id: string, z: string, acc: string): Flow {
-  return [
-    { id, type: "door-unlock", z, name: "", account: acc, deviceId: "101", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]] },
-    { id: `${id}-ok`, type: "helper", z },
-    { id: `${id}-fail`, type: "helper", z },
-  ];
-}
-const demoCreds = (...ids: string[]) => Object.fromEntries(ids.map((id) => [id, { phoneNumber: PHONE, password: PASSWORD }]));
 const demoLogouts = (sim: RunningSimulator) => sim.control.requests({ operation: "logout", accountId: "demo" }).length;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -52,15 +38,15 @@ describe("door-account nodes of one login keep one session across deploys; the l
 
   // Fixed in 88ece48.
   it("replacing the account node by a copy with another id in one deploy neither logs out nor logs in again", async () => {
-    const flowA: Flow = [{ id: TAB_A, type: "tab", label: "A" }, account("accA", sim.url), ...unlockOn("uA", TAB_A, "accA")];
-    await loadFlow(flowA, { creds: demoCreds("accA") });
+    const flowA: Flow = [tabNode(TAB_A, "A"), namedAccount("accA", sim.url), ...unlockOn("uA", TAB_A, "accA")];
+    await loadFlow(flowA, { creds: demoCreds(["accA"]) });
     await waitReady("accA");
     assertAccepted(await unlock({}, "uA"));
     assert.equal(logins(sim), 1);
     // The operator imports the same flow with its own account node (new id) and deletes the old
     // one, then deploys once: the account is still used by a door-account node afterwards.
-    const flowC: Flow = [{ id: TAB_A, type: "tab", label: "A" }, account("accC", sim.url), ...unlockOn("uA", TAB_A, "accC")];
-    await helper.setFlows(flowC, "full", demoCreds("accC"));
+    const flowC: Flow = [tabNode(TAB_A, "A"), namedAccount("accC", sim.url), ...unlockOn("uA", TAB_A, "accC")];
+    await helper.setFlows(flowC, "full", demoCreds(["accC"]));
     await waitReady("accC");
     assertAccepted(await unlock({}, "uA"));
     await sleep(200);
@@ -68,17 +54,14 @@ describe("door-account nodes of one login keep one session across deploys; the l
     assert.equal(logins(sim), 1, "no second login");
   });
 
-  it("deleting the last node of a login soon after another copy moved to another login still logs out", async () => {
   // Fixed in 88ece48.
-    const flow: Flow = [
-      { id: TAB_A, type: "tab", label: "A" }, { id: TAB_B, type: "tab", label: "B" },
-      account("accA", sim.url), account("accB", sim.url), ...unlockOn("uA", TAB_A, "accA"), ...unlockOn("uB", TAB_B, "accB"),
-    ];
-    await loadFlow(flow, { creds: demoCreds("accA", "accB") });
+  it("deleting the last node of a login soon after another copy moved to another login still logs out", async () => {
+    const flow = twoTabs(sim.url);
+    await loadFlow(flow, { creds: demoCreds(["accA", "accB"]) });
     await waitReady("accA");
     // accB is changed to another login (modified-nodes deploy).
     const moved = flow.map((n) => (n.id === "accB" ? { ...n, loginMethod: "email" } : n));
-    await helper.setFlows(moved, "nodes", { ...demoCreds("accA"), accB: OTHER });
+    await helper.setFlows(moved, "nodes", { ...demoCreds(["accA"]), accB: OTHER });
     await until("accB on the other login", () => sim.control.requests({ accountId: "other" }).some((r) => r.operation === "loginByEmail" && r.status === 200));
     await waitReady("accB");
     assert.equal(demoLogouts(sim), 0);
@@ -92,26 +75,12 @@ describe("door-account nodes of one login keep one session across deploys; the l
 
   // Fixed in 88ece48.
   it("deleting every instance of a subflow holding the account logs out once", async () => {
-    const flow: Flow = [
-      { id: TAB_A, type: "tab", label: "A" },
-      {
-        id: "sf1", type: "subflow", name: "door", info: "",
-        in: [{ x: 50, y: 30, wires: [{ id: "sf-u" }] }],
-        out: [{ x: 300, y: 30, wires: [{ id: "sf-u", port: 0 }] }, { x: 300, y: 80, wires: [{ id: "sf-u", port: 1 }] }],
-      },
-      { ...account("sacc", sim.url), z: "sf1" },
-      { id: "sf-u", type: "door-unlock", z: "sf1", x: 150, y: 30, name: "", account: "sacc", deviceId: "101", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [[], []] },
-    ];
-    const withInstances = [...flow];
-    for (let i = 1; i <= 2; i++) {
-      withInstances.push({ id: `inst${i}`, type: "subflow:sf1", z: TAB_A, x: 100, y: 40 * i, wires: [[`inst${i}-ok`], [`inst${i}-fail`]] }, ...helperNodes(`inst${i}-ok`, `inst${i}-fail`).map((h) => ({ ...h, z: TAB_A })));
-    }
-    await loadFlow(withInstances, { creds: demoCreds("sacc") });
+    await loadFlow(subflowFlow(sim.url, {}, 2), { creds: demoCreds(["sacc"]) });
     await until("the two cloned accounts ready", () => registrySnapshot().some((e) => e.members === 2 && e.running));
     await waitState("ready", "inst1-sacc");
     assertAccepted(await unlock({}, "inst1"));
     // Delete both instances (modified-nodes deploy): no door-account of that login is left.
-    await helper.setFlows(flow, "nodes", demoCreds("sacc"));
+    await helper.setFlows(subflowFlow(sim.url, {}, 0), "nodes", demoCreds(["sacc"]));
     await until("the logout", () => count(sim, "logout") === 1, 5000).catch(() => undefined);
     assert.equal(count(sim, "logout"), 1, `one logout (registry: ${JSON.stringify(registrySnapshot())})`);
   });
@@ -135,20 +104,18 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
   }
 
   const twoTabsWithCatch = (url: string, scoped = false): Flow => [
-    { id: TAB_A, type: "tab", label: "A" }, { id: TAB_B, type: "tab", label: "B" },
-    { ...account("accA", url), ...(scoped ? { z: TAB_A } : {}) }, { ...account("accB", url), ...(scoped ? { z: TAB_B } : {}) },
+    tabNode(TAB_A, "A"), tabNode(TAB_B, "B"),
+    namedAccount("accA", url, scoped ? { z: TAB_A } : {}), namedAccount("accB", url, scoped ? { z: TAB_B } : {}),
     ...unlockOn("uA", TAB_A, "accA"), ...unlockOn("uB", TAB_B, "accB"),
     { id: "cA", type: "catch", z: TAB_A, name: "", scope: null, uncaught: false, wires: [["caughtA"]] }, { id: "caughtA", type: "helper", z: TAB_A },
     { id: "cB", type: "catch", z: TAB_B, name: "", scope: null, uncaught: false, wires: [["caughtB"]] }, { id: "caughtB", type: "helper", z: TAB_B },
   ];
 
   it("a halt reaches the Catch node of every tab that uses the account, once per tab", async () => {
-    await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds("accA", "accB"));
+    await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds(["accA", "accB"]));
     await waitReady("accA");
-    const gotA: any[] = [];
-    const gotB: any[] = [];
-    helper.getNode("caughtA").on("input", (m: any) => gotA.push(m));
-    helper.getNode("caughtB").on("input", (m: any) => gotB.push(m));
+    const gotA = received("caughtA");
+    const gotB = received("caughtB");
     sim.control.supersede("demo");
     assertAccepted(await unlock({}, "uA"));
     sim.control.supersede("demo");
@@ -161,14 +128,14 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
   });
 
   it("config nodes scoped to two tabs, different passwords: the conflict on both, at most one login attempt", async () => {
-    await loadWithCatches(twoTabsWithCatch(sim.url, true), { ...demoCreds("accA"), accB: { phoneNumber: PHONE, password: "another" } });
+    await loadWithCatches(twoTabsWithCatch(sim.url, true), { ...demoCreds(["accA"]), ...demoCreds(["accB"], "another") });
     await until("the conflict on both", () => ["accA", "accB"].every((id) => /configuration conflict/.test(helper.getNode(id).statusFor().text ?? "")));
     await sleep(300);
     assert.ok(logins(sim) <= 1, `${logins(sim)} logins`);
   });
 
   it("reconnect pressed twice quickly on one of two shared nodes: one login, the other node keeps working (no 401)", async () => {
-    await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds("accA", "accB"));
+    await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds(["accA", "accB"]));
     await waitReady("accA");
     await Promise.all([editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202), editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202)]);
     await waitState("ready", "accA");
@@ -183,7 +150,7 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
   // (with retryAfter), not as service-unreachable (that is for 5xx and the network).
   it("login 429 with Retry-After at the shared start: one login attempt for two nodes; messages fail as rate-limited without a login", async () => {
     sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 120 });
-    await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds("accA", "accB"));
+    await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds(["accA", "accB"]));
     await waitState("unreachable", "accA");
     const a = await unlock({}, "uA");
     const b = await unlock({}, "uB");
@@ -197,7 +164,7 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
     const userDir = freshUserDir();
     await loadFlow([tab()], { creds: {}, userDir });
     await editorPost(`${ADMIN}/x/sign-in`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" }).expect(200);
-    await helper.setFlows([{ id: TAB_A, type: "tab", label: "A" }, { id: TAB_B, type: "tab", label: "B" }, account("accA", sim.url), account("accB", sim.url), ...unlockOn("uA", TAB_A, "accA"), ...unlockOn("uB", TAB_B, "accB")], "full", demoCreds("accA", "accB"));
+    await helper.setFlows(twoTabs(sim.url), "full", demoCreds(["accA", "accB"]));
     await waitReady("accB");
     assertAccepted(await unlock({}, "uA"));
     assertAccepted(await unlock({}, "uB"));

@@ -9,24 +9,22 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
-import * as path from "node:path";
+import sinon from "sinon";
 import { checkAccountSettings } from "../../src/account/account.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
+import { demoCreds, namedAccount } from "../helpers/account-flows.js";
+import { realAdminAuth, withNeedsPermission } from "../helpers/admin-auth.js";
 import {
-  ALL_NODES, DEMO_ACCOUNT, TAB, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule,
+  ALL_NODES, DEMO_ACCOUNT, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule, doorDevicesNode, doorStatusNode,
   editorPost, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
   unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
 } from "../helpers/flow.js";
-import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { received } from "../helpers/odd-messages.js";
 
 const ADMIN = "/door-access/accounts";
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
 
-function account(id: string, url: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { id, type: "door-account", name: `account ${id}`, baseUrl: url, loginMethod: "phone", auditLog: "", ...extra };
-}
-const demoCreds = (...ids: string[]) => Object.fromEntries(ids.map((id) => [id, { phoneNumber: PHONE, password: PASSWORD }]));
 const demoLogins = (sim: RunningSimulator) => sim.control.requests({ accountId: "demo" }).filter((r) => /^login/.test(r.operation)).length;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -34,8 +32,8 @@ function flowWithAllNodes(url: string): Record<string, unknown>[] {
   return [
     tab(), accountNode(url),
     unlockNode(), ...helperNodes("u1-ok", "u1-fail"),
-    { id: "st", type: "door-status", z: TAB, account: "acc1", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", wires: [["st-out"]] },
-    { id: "dev", type: "door-devices", z: TAB, account: "acc1", list: "devices", wires: [["dev-out"]] },
+    doorStatusNode("st", { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }),
+    doorDevicesNode("dev", { list: "devices" }),
     ...helperNodes("st-out", "dev-out"),
     ...catchNode(),
   ];
@@ -152,8 +150,7 @@ describe("door-account: one session for every node, its state on every node's st
   it("a superseded session: red 'session superseded' on every node, one halt error per tab for the Catch node; reconnect recovers", async () => {
     await loadFlow(flowWithAllNodes(sim.url));
     await waitReady();
-    const caught: any[] = [];
-    helper.getNode("caught").on("input", (m: any) => caught.push(m));
+    const caught = received("caught");
     sim.control.supersede("demo");
     assertAccepted(await unlock({ deviceId: 101 })); // first takeover: one re-login
     sim.control.supersede("demo");
@@ -363,29 +360,11 @@ describe("door-account admin endpoints with adminAuth: Node-RED's real needsPerm
 
   before(async () => {
     sim = await startSim();
-    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
-    const auth = require(path.join(editorApi, "lib", "auth"));
-    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
-    auth.init(
-      {
-        adminAuth: {
-          type: "credentials",
-          users: [
-            { username: "admin", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "*" },
-            { username: "reader", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "read" },
-          ],
-        },
-      },
-      { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
-    );
-    adminToken = (await tokens.create("admin", "node-red-editor", "*")).accessToken;
-    readerToken = (await tokens.create("reader", "node-red-editor", "read")).accessToken;
+    const { auth, tokens } = await realAdminAuth([{ username: "admin", permissions: "*" }, { username: "reader", permissions: "read" }]);
+    adminToken = tokens.admin;
+    readerToken = tokens.reader;
     // The account node is given Node-RED's real RED.auth, as a full runtime with adminAuth does.
-    const withRealAuth = (red: any) => {
-      red.auth = { needsPermission: auth.needsPermission };
-      return accountModule(red);
-    };
-    await loadFlow(flowWithAllNodes(sim.url), { nodes: [withRealAuth, devicesModule, statusModule, unlockModule] });
+    await loadFlow(flowWithAllNodes(sim.url), { nodes: [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule] });
     await waitReady();
     assert.equal(ALL_NODES.length, 4);
   });
@@ -467,7 +446,7 @@ describe("door-account admin endpoints: the picker's forced refresh and a sign-i
   it("the picker's forced list fetch happens at most once per 10 s per account, also while the device list fetch fails", async () => {
     // The device list is refused for now (429, Retry-After 1 h): the warm-up has no list to cache.
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 3600, count: 1000 });
-    await loadFlow([tab(), account("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { creds: demoCreds("acc1") });
+    await loadFlow([tab(), namedAccount("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { creds: demoCreds(["acc1"]) });
     await waitState("ready", "acc1");
     await until("the warm-up fetch to be refused", () => count(sim, "listUserDevices") >= 1 && sim.control.inFlight().length === 0);
     await sleep(100);
@@ -482,7 +461,6 @@ describe("door-account admin endpoints: the picker's forced refresh and a sign-i
 
   // Fixed in f1ea708.
   it("after a sign-in that failed on 5xx, a later sign-in (service back, more than a minute later) logs in", async () => {
-    const sinon = require("sinon");
     await loadFlow([tab()], { creds: {} });
     const body = { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" };
     sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 2 });
@@ -512,30 +490,13 @@ describe("door-account sign-in: a stored login is used only towards the base URL
   let operatorToken = "";
 
   before(async () => {
-    const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
-    const auth = require(path.join(editorApi, "lib", "auth"));
-    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
-    auth.init(
-      {
-        adminAuth: {
-          type: "credentials",
-          users: [
-            // May read flows and use the account's controls (reconnect, sign-in), may not deploy.
-            { username: "operator", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: ["flows.read", "door-account.read", "door-account.write"] },
-          ],
-        },
-      },
-      { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
-    );
-    operatorToken = (await tokens.create("operator", "node-red-editor", ["flows.read", "door-account.read", "door-account.write"])).accessToken;
-    const withRealAuth = (red: any) => {
-      red.auth = { needsPermission: auth.needsPermission };
-      return accountModule(red);
-    };
+    // May read flows and use the account's controls (reconnect, sign-in), may not deploy.
+    const { auth, tokens } = await realAdminAuth([{ username: "operator", permissions: ["flows.read", "door-account.read", "door-account.write"] }]);
+    operatorToken = tokens.operator;
     sim = await startSim();
     elsewhere = await startSim();
-    await loadFlow([tab(), account("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], {
-      creds: demoCreds("acc1"), nodes: [withRealAuth, devicesModule, statusModule, unlockModule], userDir: freshUserDir(),
+    await loadFlow([tab(), namedAccount("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], {
+      creds: demoCreds(["acc1"]), nodes: [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule], userDir: freshUserDir(),
     });
     await waitReady("acc1");
   });

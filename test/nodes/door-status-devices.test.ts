@@ -11,17 +11,14 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  accountNode, accountOf, assertAccepted, catchNode, count, helper, helperNodes, loadFlow, next, startSim, tab, teardown, unlock, unlockRequests, until, waitReady, TAB,
-  lastStatus,
+  accountNode, accountOf, assertAccepted, catchNode, count, doorDevicesNode, doorStatusNode, helper, helperNodes, lastStatus, loadFlow, next, startSim, tab,
+  teardown, unlock, unlockNode, unlockPuts, unlockRequests, until, waitReady,
 } from "../helpers/flow.js";
-import { type Status, revoked, settle, withoutOnSendHooks } from "../helpers/odd-messages.js";
+import {
+  LONE_SURROGATE, type Status, errorMessage, received, recordErrors, recordStatuses, revoked, settle, unhandledSince, withoutOnSendHooks,
+} from "../helpers/odd-messages.js";
 import { assertRetryAfterInText } from "../helpers/session.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
-
-const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]);
-const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const PUT_OPS = ["unlockDevice", "unlockDeviceLock"];
-const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => PUT_OPS.includes(r.operation));
 
 const VISIBLE = [101, 102, 103, 104, 105, 106, 107, 201];
 
@@ -37,11 +34,11 @@ describe("door-devices and door-status: payloads, the 24 h cache, msg.refresh, r
     sim = await startSim();
     const flow = [
       tab(), accountNode(sim.url),
-      { id: "dev", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dev-out"]] },
-      { id: "devdef", type: "door-devices", z: TAB, name: "", account: "acc1", wires: [["devdef-out"]] },
-      { id: "loc", type: "door-devices", z: TAB, name: "", account: "acc1", list: "locations", wires: [["loc-out"]] },
-      { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", wires: [["st-out"]] },
-      { id: "stmsg", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["stmsg-out"]] },
+      doorDevicesNode("dev", { list: "devices" }),
+      doorDevicesNode("devdef"),
+      doorDevicesNode("loc", { list: "locations" }),
+      doorStatusNode("st", { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }),
+      doorStatusNode("stmsg"),
       ...helperNodes("dev-out", "devdef-out", "loc-out", "st-out", "stmsg-out"),
       ...catchNode(),
     ];
@@ -213,9 +210,9 @@ describe("door-devices and door-status: a rate-limited failure carries msg.retry
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 90 });
     const flow = [
       tab(), accountNode(sim.url),
-      { id: "dev", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dev-out"]] },
-      { id: "loc", type: "door-devices", z: TAB, name: "", account: "acc1", list: "locations", wires: [["loc-out"]] },
-      { id: "stmsg", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["stmsg-out"]] },
+      doorDevicesNode("dev", { list: "devices" }),
+      doorDevicesNode("loc", { list: "locations" }),
+      doorStatusNode("stmsg"),
       ...helperNodes("dev-out", "loc-out", "stmsg-out"),
       ...catchNode(),
     ];
@@ -276,8 +273,8 @@ describe("door-devices: every message gets its own copy of the list (docs/nodes.
     try {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "dev", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dev-out"]] },
-        { id: "u1", type: "door-unlock", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [["u1-ok"], ["u1-fail"]] },
+        doorDevicesNode("dev", { list: "devices" }),
+        unlockNode(),
         ...helperNodes("dev-out", "u1-ok", "u1-fail"),
       ];
       await loadFlow(flow);
@@ -297,7 +294,7 @@ describe("door-devices: every message gets its own copy of the list (docs/nodes.
       assert.deepEqual(second.payload.map((d: { id: number }) => d.id), original, "the account's list is unchanged");
       assert.equal(second.payload.find((d: { id: number }) => d.id === 101)?.name, "Front Door");
       assertAccepted(await unlock({ door: "Front Door" }));
-      assert.deepEqual(puts(sim).map((r) => r.path), ["/api/device/101/unlock"], "the name still resolves to the real Front Door");
+      assert.deepEqual(unlockPuts(sim).map((r) => r.path), ["/api/device/101/unlock"], "the name still resolves to the real Front Door");
     } finally {
       await teardown();
       await sim.close();
@@ -327,8 +324,8 @@ describe("door-status and door-devices: a field that throws again when the Catch
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out", "st-out2"]] },
-        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", wires: [["dv-out"]] },
+        doorStatusNode("st", { wires: [["st-out", "st-out2"]] }),
+        doorDevicesNode("dv"),
         ...helperNodes("st-out", "st-out2", "dv-out"), ...catchNode(),
       ];
       await loadFlow(flow);
@@ -340,16 +337,14 @@ describe("door-status and door-devices: a field that throws again when the Catch
       it(`${id === "st" ? "door-status" : "door-devices"}: a message with a getter that throws (on deviceId, and on refresh), which the Catch node's copy reads again: the error is logged, no unhandled rejection`, async () => {
         withoutOnSendHooks();
         const u0 = unhandledSeen().length;
-        const errors: string[] = [];
         const node = helper.getNode(id);
-        const ownErr = node.error;
-        node.error = function (this: unknown, e: unknown, m: unknown) { errors.push(String(e)); return ownErr.call(this, e, m); };
+        const errors = recordErrors(node);
         const msg: Record<string, unknown> = { _msgid: `${id}-getter` };
         for (const field of ["deviceId", "refresh"]) Object.defineProperty(msg, field, { enumerable: true, get() { throw new Error(`no ${field} today`); } });
         node.receive(msg);
         await until("the error", () => errors.some((e) => /could not be handed on/.test(e)), 5000);
         await settle();
-        assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+        assert.deepEqual(unhandledSince(u0), []);
         assert.equal(unlockRequests(sim), 0);
       });
     }
@@ -364,11 +359,8 @@ describe("door-status and door-devices with a message that cannot carry the resu
   let errors: string[] = [];
 
   function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    node.status = function (this: unknown, st: Status) { seen.push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+    recordStatuses(helper.getNode(id), seen);
+    recordErrors(helper.getNode(id), errors);
   }
 
   before(async () => {
@@ -390,8 +382,8 @@ describe("door-status and door-devices with a message that cannot carry the resu
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out"]] },
-        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", wires: [["dv-out"]] },
+        doorStatusNode("st"),
+        doorDevicesNode("dv"),
         ...helperNodes("st-out", "dv-out"), ...catchNode(),
       ];
       await loadFlow(flow);
@@ -406,7 +398,7 @@ describe("door-status and door-devices with a message that cannot carry the resu
       helper.getNode("st").receive(Object.freeze({ _msgid: "st-frozen", deviceId: 101 }));
       await until("an error", () => errors.length > 0, 5000);
       await settle();
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
       assert.notEqual(last().fill, "blue", `status stayed ${JSON.stringify(last())}; errors ${JSON.stringify(errors)}`);
       assert.match(errors.join("\n"), /door #101 was read \(.*\) but the message could not carry it or be sent to every wire/);
     });
@@ -420,7 +412,7 @@ describe("door-status and door-devices with a message that cannot carry the resu
       helper.getNode("st").receive(m);
       await until("an error", () => errors.length > 0, 5000);
       await settle();
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
       assert.ok(last().fill === "green" || last().fill === "yellow", JSON.stringify(last()));
       assert.match(errors.join("\n"), /door #101 was read \(.*\) but the message could not carry it or be sent to every wire: ro payload/);
     });
@@ -433,7 +425,7 @@ describe("door-status and door-devices with a message that cannot carry the resu
       helper.getNode("st").receive(m);
       await until("an error", () => errors.length > 0, 5000);
       await settle();
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
       assert.equal(m.outcome, "invalid-input", `outcome ${String(m.outcome)}; ${errors.join(" | ")}`);
     });
 
@@ -444,11 +436,12 @@ describe("door-status and door-devices with a message that cannot carry the resu
         watch(id);
         const m: Record<string, unknown> = { _msgid: `${id}-nasty` };
         const nasty = { get message(): string { throw Object.create(null); } };
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the case under test: a getter that throws something that is not an Error
         for (const f of ["deviceId", "refresh"]) Object.defineProperty(m, f, { enumerable: true, get() { throw nasty; } });
         helper.getNode(id).receive(m);
         await until("an error", () => errors.length > 0, 5000);
         await settle();
-        assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+        assert.deepEqual(unhandledSince(u0), []);
       });
     }
 
@@ -461,7 +454,7 @@ describe("door-status and door-devices with a message that cannot carry the resu
       helper.getNode("dv").receive(m);
       await until("two errors", () => errors.length >= 2, 5000);
       await settle();
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
     });
   });
 });
@@ -474,12 +467,8 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
   let errors: string[] = [];
 
   function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+    seen[id] = recordStatuses(helper.getNode(id));
+    recordErrors(helper.getNode(id), errors, errorMessage);
   }
 
   const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
@@ -502,8 +491,8 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", ...door, wires: [["st-out"]] },
-        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", list: "locations", wires: [["dv-out"]] },
+        doorStatusNode("st", door),
+        doorDevicesNode("dv", { list: "locations" }),
         ...helperNodes("st-out", "dv-out"), ...catchNode(),
       ];
       await loadFlow(flow);
@@ -515,8 +504,7 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
 
     it("door-devices locations, msg.refresh a revoked Proxy: served (not forced), no unhandled, status not stuck", async () => {
       const u0 = unhandledSeen().length;
-      const out: any[] = [];
-      helper.getNode("dv-out").on("input", (m: any) => out.push(m));
+      const out = received("dv-out");
       const m: Record<string, unknown> = { _msgid: "dv-rev", refresh: revoked() };
       helper.getNode("dv").receive(m);
       await until("an output or an error", () => out.length + errors.length > 0, 5000);
@@ -579,7 +567,7 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(count(sim, "getDevice"), 0);
       assert.deepEqual(msgs.map((m) => m.outcome), values.map(() => "invalid-input"));
-      assert.ok(errors.every((e) => e.length < 2000), `error lengths ${errors.map((e) => e.length)}`);
+      assert.ok(errors.every((e) => e.length < 2000), `error lengths ${errors.map((e) => e.length).join(",")}`);
     });
   });
 
@@ -587,7 +575,7 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", ...door, wires: [["st-out", "st-out2"]] },
+        doorStatusNode("st", { ...door, wires: [["st-out", "st-out2"]] }),
         ...helperNodes("st-out", "st-out2"), ...catchNode(),
       ];
       await loadFlow(flow);
@@ -617,12 +605,8 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
   let errors: string[] = [];
 
   function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+    seen[id] = recordStatuses(helper.getNode(id));
+    recordErrors(helper.getNode(id), errors, errorMessage);
   }
 
   before(async () => {
@@ -642,7 +626,7 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out"]] },
+        doorStatusNode("st"),
         ...helperNodes("st-out"), ...catchNode(),
       ];
       await loadFlow(flow);
@@ -688,7 +672,7 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
       await until("an error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(count(sim, "getDevice"), 0);
-      assert.ok(!LONE.test(errors[0]), JSON.stringify(errors[0].slice(-40)));
+      assert.ok(!LONE_SURROGATE.test(errors[0]), JSON.stringify(errors[0].slice(-40)));
     });
   });
 });
@@ -700,12 +684,8 @@ describe("door-devices: msg.refresh within the list's back-off fetches at most o
   let errors: string[] = [];
 
   function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+    seen[id] = recordStatuses(helper.getNode(id));
+    recordErrors(helper.getNode(id), errors, errorMessage);
   }
 
   before(async () => {
@@ -725,7 +705,7 @@ describe("door-devices: msg.refresh within the list's back-off fetches at most o
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url),
-        { id: "dv", type: "door-devices", z: TAB, name: "", account: "acc1", list: "devices", wires: [["dv-out"]] },
+        doorDevicesNode("dv", { list: "devices" }),
         ...helperNodes("dv-out"), ...catchNode(),
       ];
       await loadFlow(flow);
@@ -737,8 +717,7 @@ describe("door-devices: msg.refresh within the list's back-off fetches at most o
     it("429 Retry-After 60 on the list: five msg.refresh messages make the GETs of one fetch at most, none within Retry-After after it", async () => {
       sim.control.inject({ kind: "429", endpoint: "listUserDevices", count: 50, retryAfter: 60 });
       sim.control.resetRequests();
-      const outs: any[] = [];
-      helper.getNode("dv-out").on("input", (m: any) => outs.push(m));
+      const outs = received("dv-out");
       for (let i = 0; i < 5; i++) {
         const before = outs.length + errors.length;
         helper.getNode("dv").receive({ _msgid: `dv-r${i}`, refresh: true });
@@ -752,8 +731,7 @@ describe("door-devices: msg.refresh within the list's back-off fetches at most o
     it("503 on the list: five msg.refresh messages: at most the first fetch (≤4 attempts) plus one message try", async () => {
       sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 50 });
       sim.control.resetRequests();
-      const outs: any[] = [];
-      helper.getNode("dv-out").on("input", (m: any) => outs.push(m));
+      const outs = received("dv-out");
       for (let i = 0; i < 5; i++) {
         const before = outs.length + errors.length;
         helper.getNode("dv").receive({ _msgid: `dv-s${i}`, refresh: true });

@@ -17,6 +17,7 @@ import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
+import { withEnglishText } from "../helpers/catalogue.js";
 import {
   ALL_NODES, CREDS, type Output, accountOf, assertAccepted, assertFailed, count, helper, helperNodes, loadFlow, readAudit, startSim,
   tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
@@ -36,20 +37,7 @@ const DAY = 24 * H;
  * the nodes here get one that reads our en-US catalogues (the status texts are then the ones a
  * user sees, with their values).
  */
-const CATALOGUES = ["door-account", "door-devices", "door-status", "door-unlock"].map(
-  (n) => JSON.parse(readFileSync(path.join(process.cwd(), "nodes", "locales", "en-US", `${n}.json`), "utf8")) as Record<string, unknown>,
-);
-function translate(key: string, args?: Record<string, unknown>): string {
-  for (const c of CATALOGUES) {
-    const v = key.split(".").reduce<unknown>((o, k) => (o !== null && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), c);
-    if (typeof v === "string") return v.replace(/__(\w+)__/g, (_m, name: string) => String(args?.[name] ?? ""));
-  }
-  return key;
-}
-const TRANSLATED = ALL_NODES.map((mod) => (red: { _: unknown }) => {
-  red._ = translate;
-  return mod(red);
-});
+const TRANSLATED = withEnglishText(ALL_NODES);
 
 /** A door-unlock node on door 101 (stored id, name and location, as the editor picks it). */
 const DOOR_101 = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };

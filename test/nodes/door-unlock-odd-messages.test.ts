@@ -18,20 +18,13 @@ import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
 import {
-  ALL_NODES, CREDS, DEMO_ACCOUNT, TAB, accountNode, catchModule, catchNode, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock,
-  unlockFlow, unlockNode, unlockRequests, until, waitReady,
+  ALL_NODES, CREDS, DEMO_ACCOUNT, accountNode, catchModule, catchNode, completeModule, completeNode, helper, helperNodes, loadFlow, nodeRedStatusModule,
+  nodeRedStatusNode, readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
 } from "../helpers/flow.js";
-import { type Status, revoked, settle, withoutOnSendHooks } from "../helpers/odd-messages.js";
-import { resolveFromNodeRed } from "../helpers/runtime.js";
+import {
+  LONE_SURROGATE, type Status, errorMessage, received, recordErrors, recordStatuses, revoked, settle, unhandledSince, withoutOnSendHooks,
+} from "../helpers/odd-messages.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const completeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/24-complete.js"));
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const statusModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-status.js"));
-
-const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]);
-const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const noSecrets = (text: string): void => {
   assert.ok(!text.includes(DEMO_ACCOUNT.password), "password");
   assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber), "phone");
@@ -50,15 +43,9 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
   async function load(flow: Record<string, unknown>[]): Promise<void> {
     ({ userDir } = await loadFlow(flow));
     await waitReady();
-    const node = helper.getNode("u1");
-    const own = node.status;
-    node.status = function (this: unknown, st: Status) { seen.push(st); return own.call(this, st); };
-    const o: any[] = [];
-    const f: any[] = [];
-    ok = o;
-    fail = f;
-    helper.getNode("u1-ok").on("input", (m: any) => { o.push(m); });
-    helper.getNode("u1-fail").on("input", (m: any) => { f.push(m); });
+    recordStatuses(helper.getNode("u1"), seen);
+    ok = received("u1-ok");
+    fail = received("u1-fail");
   }
   const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
 
@@ -183,10 +170,7 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       { id: "frozen", what: "frozen (Object.freeze)", make: () => Object.freeze({ _msgid: "frozen", deviceId: 101 }) as Record<string, unknown> },
     ]) {
       it(`an accepted unlock ${c.what}: one PUT, its unlock-result record written, an error saying the door was unlocked, the status green`, async () => {
-        const errors: string[] = [];
-        const node = helper.getNode("u1");
-        const ownErr = node.error;
-        node.error = function (this: unknown, e: unknown, m: unknown) { errors.push(String(e)); return ownErr.call(this, e, m); };
+        const errors = recordErrors(helper.getNode("u1"));
         helper.getNode("u1").receive(c.make());
         await until("the attempt and result records", () => mine(c.id).length === 2, 5000);
         await until("the error", () => errors.length > 0, 5000);
@@ -212,10 +196,7 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       withoutOnSendHooks();
       const msg: Record<string, unknown> = { _msgid: "two-wires" };
       Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
-      const errors: unknown[] = [];
-      const node = helper.getNode("u1");
-      const ownErr = node.error;
-      node.error = function (this: unknown, e: unknown, m: unknown) { errors.push(String(e)); return ownErr.call(this, e, m); };
+      const errors = recordErrors(helper.getNode("u1"));
       helper.getNode("u1").receive(msg);
       await until("the rejected record", () => mine("two-wires").length > 0, 5000);
       await until("the error", () => errors.length > 0, 5000);
@@ -242,7 +223,7 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       await until("the rejected record", () => mine("catch-crash").length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 0);
-      assert.deepEqual(unhandledSeen().slice(u0).map((s) => s.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
     });
   });
 
@@ -276,7 +257,7 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       await until("the rejected record", () => mine("catch-nullproto").length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 0);
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
     });
   });
 });
@@ -291,25 +272,13 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
   let fail: any[] = [];
   let errors: string[] = [];
 
-  function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    node.status = function (this: unknown, st: Status) { seen.push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
-  }
-
   async function load(flow: Record<string, unknown>[], nodes?: unknown[]): Promise<void> {
     ({ userDir } = await loadFlow(flow, nodes ? { nodes } : {}));
     await waitReady();
-    errors = [];
-    watch("u1");
-    const o: any[] = [];
-    const f: any[] = [];
-    ok = o;
-    fail = f;
-    helper.getNode("u1-ok").on("input", (m: any) => { o.push(m); });
-    helper.getNode("u1-fail").on("input", (m: any) => { f.push(m); });
+    recordStatuses(helper.getNode("u1"), seen);
+    errors = recordErrors(helper.getNode("u1"));
+    ok = received("u1-ok");
+    fail = received("u1-fail");
   }
   const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
 
@@ -346,7 +315,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         await settle();
         await new Promise((r) => setTimeout(r, 200));
         assert.equal(unlockRequests(sim), 0);
-        assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+        assert.deepEqual(unhandledSince(u0), []);
         assert.deepEqual(
           { outputs: [...ok, ...fail].map((m) => m.payload?.outcome), records: mine(id).map((r) => [r.type, r.outcome]), lastFill: last().fill ?? null },
           { outputs: ["invalid-input"], records: [["unlock-rejected", "invalid-input"]], lastFill: "red" },
@@ -458,7 +427,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       const text = JSON.stringify(audit);
       assert.ok(!text.includes(DEMO_ACCOUNT.password) && !text.includes(DEMO_ACCOUNT.phoneNumber) && !/eyJ/.test(text));
       assert.equal(unlockRequests(sim), sendable.length);
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
       assert.notEqual(last().fill, "blue", JSON.stringify(seen.slice(-3)));
       const missing = rejected.filter((id) => audit.filter((r) => r.msgid === id && r.type === "unlock-rejected").length !== 1);
       assert.deepEqual(missing, [], "messages that sent nothing without their one unlock-rejected record");
@@ -469,10 +438,9 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url), unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail"]] }), ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "done-out", "status-out"), ...catchNode(),
-        { id: "cmp", type: "complete", z: TAB, name: "", scope: ["u1"], uncaught: false, wires: [["done-out"]] },
-        { id: "sts", type: "status", z: TAB, name: "", scope: ["u1"], wires: [["status-out"]] },
+        completeNode(), nodeRedStatusNode(),
       ];
-      await load(flow, [...ALL_NODES, catchModule, completeModule, statusModule]);
+      await load(flow, [...ALL_NODES, catchModule, completeModule, nodeRedStatusModule]);
     });
 
     it("an uncopyable message (getter throws on an unrelated field), accepted, output 1 on two wires: one PUT, attempt+result, an error saying the door was unlocked, no unhandled", async () => {
@@ -487,17 +455,15 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       assert.equal(unlockRequests(sim), 1);
       assert.deepEqual(mine("cmp-1").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
       assert.match(errors.join("\n"), /accepted \(the door was unlocked\)/);
-      assert.deepEqual(unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]), []);
+      assert.deepEqual(unhandledSince(u0), []);
       assert.equal(last().fill, "green");
     });
 
     it("a circular message, accepted, two wires + Complete node: both wires get it, Complete fires, one PUT, no error", async () => {
       const m: Record<string, unknown> = { _msgid: "circ", deviceId: 101 };
       m.self = m;
-      const done: any[] = [];
-      helper.getNode("done-out").on("input", (x: any) => done.push(x));
-      const ok2: any[] = [];
-      helper.getNode("u1-ok2").on("input", (x: any) => ok2.push(x));
+      const done = received("done-out");
+      const ok2 = received("u1-ok2");
       helper.getNode("u1").receive(m);
       await until("complete", () => done.length > 0, 5000);
       await settle();
@@ -508,8 +474,7 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
     });
 
     it("accepted, a single copyable message, a Complete node: exactly one complete, one PUT", async () => {
-      const done: any[] = [];
-      helper.getNode("done-out").on("input", (x: any) => done.push(x));
+      const done = received("done-out");
       const out = await unlock({ _msgid: "cmp-ok", deviceId: 101 });
       await until("complete", () => done.length > 0, 5000);
       await settle();
@@ -530,26 +495,13 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
   let fail: any[] = [];
   let errors: string[] = [];
 
-  function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
-  }
-
   async function loadUnlock(flow: Record<string, unknown>[], nodes?: unknown[]): Promise<void> {
     ({ userDir } = await loadFlow(flow, nodes ? { nodes } : {}));
     await waitReady();
-    errors = [];
-    watch("u1");
-    const o: any[] = [];
-    const f: any[] = [];
-    ok = o;
-    fail = f;
-    helper.getNode("u1-ok").on("input", (m: any) => { o.push(m); });
-    helper.getNode("u1-fail").on("input", (m: any) => { f.push(m); });
+    seen.u1 = recordStatuses(helper.getNode("u1"));
+    errors = recordErrors(helper.getNode("u1"), [], errorMessage);
+    ok = received("u1-ok");
+    fail = received("u1-fail");
   }
   const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
   const mine = (id: string) => readAudit(userDir).filter((r) => r.msgid === id);
@@ -659,7 +611,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
     beforeEach(async () => {
       const flow = [
         tab(), accountNode(sim.url), unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail", "u1-fail2"]] }), ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "u1-fail2", "done-out"), ...catchNode(),
-        { id: "cmp", type: "complete", z: TAB, name: "", scope: ["u1"], uncaught: false, wires: [["done-out"]] },
+        completeNode(),
       ];
       await loadUnlock(flow, [...ALL_NODES, catchModule, completeModule]);
     });
@@ -696,7 +648,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       await until("PUTs in flight", () => sim.control.inFlight().filter((e) => e.operation === "unlockDevice").length === 3, 5000);
       const flow = [
         tab(), accountNode(sim.url, { name: "demo renamed" }), unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail", "u1-fail2"]] }), ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "u1-fail2", "done-out"), ...catchNode(),
-        { id: "cmp", type: "complete", z: TAB, name: "", scope: ["u1"], uncaught: false, wires: [["done-out"]] },
+        completeNode(),
       ];
       await helper.setFlows(flow, "nodes", CREDS);
       await until("results", () => ids.every((id) => mine(id).some((r) => r.type === "unlock-result")), 8000);
@@ -733,12 +685,8 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
   let errors: string[] = [];
 
   function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
+    seen[id] = recordStatuses(helper.getNode(id));
+    errors = recordErrors(helper.getNode(id), [], errorMessage);
   }
   const mine = (id: string) => readAudit(userDir).filter((r) => r.msgid === id);
 
@@ -760,7 +708,6 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
     beforeEach(async () => {
       ({ userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()]));
       await waitReady();
-      errors = [];
       watch("u1");
     });
 
@@ -773,7 +720,7 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
       await settle();
       assert.equal(out.msg.payload.outcome, "invalid-input");
       assert.equal(unlockRequests(sim), 0);
-      assert.ok(!LONE.test(out.msg.payload.message), `lone surrogate at the end: ${JSON.stringify(out.msg.payload.message.slice(-5))}`);
+      assert.ok(!LONE_SURROGATE.test(out.msg.payload.message), `lone surrogate at the end: ${JSON.stringify(out.msg.payload.message.slice(-5))}`);
     });
   });
 
@@ -785,7 +732,6 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
       sim = await startSim();
       ({ userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()]));
       await waitReady();
-      errors = [];
       watch("u1");
     });
 

@@ -7,11 +7,10 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  ALL_NODES, TAB, accountNode, assertAccepted, assertFailed, count, helper, loadFlow, logins, readAudit, startSim, tab, teardown, unlock,
-  unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
+  ALL_NODES, accountNode, assertAccepted, assertFailed, completeModule, completeNode, count, helper, loadFlow, logins, nodeRedStatusModule, nodeRedStatusNode,
+  readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
 } from "../helpers/flow.js";
-import { settle } from "../helpers/odd-messages.js";
-import { resolveFromNodeRed } from "../helpers/runtime.js";
+import { received, settle } from "../helpers/odd-messages.js";
 import { assertRetryAfterInText } from "../helpers/session.js";
 
 describe("door-unlock outcomes: every row of the outcome table, the requests counted (docs/outcomes.md#door-unlock-outcomes)", function () {
@@ -434,27 +433,22 @@ describe("The outcome goes to every wire of its output; a Complete node fires on
   });
 
   it("output 1 wired twice, a Complete and a Status node on door-unlock: both wires get the outcome, the Complete node only once the unlock-result is on disk, the Status node's last status is the outcome", async () => {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const completeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/24-complete.js"));
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const statusNodeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/common/25-status.js"));
     const flow = [
       tab(), accountNode(sim.url),
       unlockNode({ wires: [["u1-ok", "u1-ok2"], ["u1-fail"]] }),
-      { id: "cmp", type: "complete", z: TAB, name: "", scope: ["u1"], uncaught: false, wires: [["done-out"]] },
-      { id: "sts", type: "status", z: TAB, name: "", scope: ["u1"], wires: [["status-out"]] },
+      completeNode(),
+      nodeRedStatusNode(),
       ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "done-out", "status-out"),
     ];
-    const { userDir } = await loadFlow(flow, { nodes: [...ALL_NODES, completeModule, statusNodeModule] });
+    const { userDir } = await loadFlow(flow, { nodes: [...ALL_NODES, completeModule, nodeRedStatusModule] });
     await waitReady();
     sim.control.resetRequests();
-    const second: any[] = [];
-    helper.getNode("u1-ok2").on("input", (m: any) => second.push(m));
+    const second = received("u1-ok2");
     const atComplete: string[][] = [];
     helper.getNode("done-out").on("input", (m: any) => atComplete.push(readAudit(userDir).filter((r) => r.msgid === m._msgid).map((r) => r.type)));
     const statuses: any[] = [];
     helper.getNode("status-out").on("input", (m: any) => statuses.push(m.status));
-    const out = await unlock({ deviceId: 101, _msgid: "b24-cmp" });
+    const out = await unlock({ deviceId: 101, _msgid: "complete-after-record" });
     assert.equal(out.msg.payload.outcome, "accepted");
     await until("the Complete node", () => atComplete.length === 1, 5000);
     await settle();

@@ -11,16 +11,16 @@ import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock } from "../../src/unlock/unlock.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
-import { readFileSync } from "node:fs";
+import { withEnglishText } from "../helpers/catalogue.js";
 import {
-  ALL_NODES, TAB, accountNode, assertAccepted, assertFailed, catchNode, helper, helperNodes, lastStatus, loadFlow, readAudit, startSim, tab, teardown, unlock,
-  unlockFlow, unlockNode, unlockRequests, until, waitReady,
+  ALL_NODES, TAB, accountNode, assertAccepted, assertFailed, catchNode, doorStatusNode, helper, helperNodes, lastStatus, loadFlow, readAudit, startSim, tab,
+  teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
 } from "../helpers/flow.js";
-import { settle } from "../helpers/odd-messages.js";
+import { type Status, received, recordStatuses, settle, unhandledSince } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a core node of the selected Node-RED, found at run time
 const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
 
 /** A Node-RED change node: rules on msg properties, each a "set" to a string or a "delete". */
@@ -31,10 +31,6 @@ function changeNode(id: string, rules: { t: "set" | "delete"; p: string; to?: st
     wires: [wires],
   };
 }
-
-const unhandledSince = (u0: number): string[] => unhandledSeen().slice(u0).map((x) => x.stack.split("\n")[0]);
-
-interface Status { fill?: string; shape?: string; text?: string }
 
 describe("'sending' while the command is out, then the outcome; an outcome known at once is never followed by 'sending' (docs/nodes.md#door-unlock)", function () {
   this.timeout(20000);
@@ -115,7 +111,7 @@ describe("'sending' while the command is out, then the outcome; an outcome known
     assert.equal(unlockRequests(sim), 0);
   });
 
-  it("a message whose field cannot be read (a getter that throws): invalid-input on the error output, no PUT, one unlock-rejected record (Rules: bad input gets a clear error and sends nothing)", async () => {
+  it("a message whose field cannot be read (a getter that throws): invalid-input on the error output, no PUT, one unlock-rejected record: bad input gets a clear error and sends nothing", async () => {
     const msg: Record<string, unknown> = { _msgid: "getter-throws" };
     Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
     const out = await unlock(msg);
@@ -131,23 +127,6 @@ describe("'sending' while the command is out, then the outcome; an outcome known
   });
 });
 
-/**
- * Node-RED's RED._ with our English catalogue (the test helper's returns the key): the status
- * texts exactly as an editor shows them.
- */
-function withCatalogue(modules: unknown[]): unknown[] {
-  const catalogue: Record<string, unknown> = {};
-  for (const n of ["door-account", "door-devices", "door-status", "door-unlock"]) Object.assign(catalogue, JSON.parse(readFileSync(`nodes/locales/en-US/${n}.json`, "utf8")));
-  const translate = (key: string, opts: Record<string, unknown> = {}): string => {
-    const text = key.split(".").reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), catalogue);
-    return typeof text === "string" ? text.replace(/__(\w+)__/g, (_m, k: string) => String(opts[k])) : key;
-  };
-  return modules.map((m) => (red: any) => {
-    red._ = translate;
-    return (m as (r: any) => unknown)(red);
-  });
-}
-
 describe("node status of an input refused before anything is sent: the short reason, not just the outcome (docs/nodes.md#node-status)", function () {
   this.timeout(20000);
   let sim: ReturnType<typeof startSim> extends Promise<infer S> ? S : never;
@@ -156,10 +135,11 @@ describe("node status of an input refused before anything is sent: the short rea
     sim = await startSim();
     const flow = [
       ...unlockFlow(sim.url),
-      { id: "st", type: "door-status", z: TAB, account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [["st-out"]] },
-      { id: "st-out", type: "helper", z: TAB },
+      doorStatusNode("st"),
+      ...helperNodes("st-out"),
     ];
-    await loadFlow(flow, { nodes: withCatalogue(ALL_NODES) });
+    // The status texts exactly as an editor shows them (the test helper's RED._ returns the key).
+    await loadFlow(flow, { nodes: withEnglishText(ALL_NODES) });
     await waitReady();
   });
   after(async () => {
@@ -212,9 +192,7 @@ describe("The deferred 'sending' never outlives its unlock: a burst of mixed mes
     await loadFlow(unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }));
     await waitReady();
     // On the instance (the helper's prototype spy is removed before the flows stop).
-    const node = helper.getNode("u1");
-    const own = node.status;
-    node.status = function (this: unknown, st: Status) { seen.push(st); return own.call(this, st); };
+    recordStatuses(helper.getNode("u1"), seen);
   });
   afterEach(async () => {
     await teardown();
@@ -284,15 +262,9 @@ describe("'sending' once per command, re-shown only while its replay is out; the
   async function load(flow: Record<string, unknown>[]): Promise<void> {
     ({ userDir } = await loadFlow(flow));
     await waitReady();
-    const node = helper.getNode("u1");
-    const own = node.status;
-    node.status = function (this: unknown, st: Status) { seen.push(st); return own.call(this, st); };
-    const o: any[] = [];
-    const f: any[] = [];
-    ok = o;
-    fail = f;
-    helper.getNode("u1-ok").on("input", (m: any) => { o.push(m); });
-    helper.getNode("u1-fail").on("input", (m: any) => { f.push(m); });
+    recordStatuses(helper.getNode("u1"), seen);
+    ok = received("u1-ok");
+    fail = received("u1-fail");
   }
   const door = { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" };
 
@@ -443,16 +415,6 @@ describe("A refused connection: one outcome on output 2, its records, and the st
   let userDir: string;
   const seen: Record<string, Status[]> = {};
   const last = (id: string): Status => seen[id]?.[seen[id].length - 1] ?? {};
-  let errors: string[] = [];
-
-  function watch(id: string): void {
-    const node = helper.getNode(id);
-    const own = node.status;
-    seen[id] = [];
-    node.status = function (this: unknown, st: Status) { seen[id].push(st); return own.call(this, st); };
-    const ownErr = node.error;
-    node.error = function (this: unknown, e: unknown, m: unknown) { let s: string; try { s = e instanceof Error ? e.message : String(e); } catch { s = "(unprintable)"; } errors.push(s); return ownErr.call(this, e, m); };
-  }
   const mine = (id: string) => readAudit(userDir).filter((r) => r.msgid === id);
 
   before(async () => {
@@ -475,8 +437,7 @@ describe("A refused connection: one outcome on output 2, its records, and the st
       sim2 = await startSim();
       ({ userDir } = await loadFlow([...unlockFlow(sim2.url), ...catchNode()]));
       await waitReady();
-      errors = [];
-      watch("u1");
+      seen.u1 = recordStatuses(helper.getNode("u1"));
     });
     afterEach(async () => {
       try { await sim2.close(); } catch { /* closed by the test */ }
@@ -528,7 +489,7 @@ describe("The outcome status comes from the node's own values, shown once the me
     await loadFlow(flow, { nodes: [...ALL_NODES, changeModule] });
     await waitReady();
     sim.control.resetRequests();
-    const out = await unlock({ deviceId: 106, _msgid: "b24-403" }); // no key to the Boiler Room: 403
+    const out = await unlock({ deviceId: 106, _msgid: "edited-by-next-node" }); // no key to the Boiler Room: 403
     assert.equal(out.port, 1, "output 2: the unlock failed");
     assert.equal(unlockRequests(sim), 1);
     await settle();
@@ -542,9 +503,9 @@ describe("The outcome status comes from the node's own values, shown once the me
     await waitReady();
     const u0 = unhandledSeen().length;
     helper.getNode("u1-fail").on("input", () => { throw new Error("the next node fails"); });
-    const out = await unlock({ deviceId: 106, _msgid: "b24-throw" });
+    const out = await unlock({ deviceId: 106, _msgid: "next-node-throws" });
     assert.equal(out.msg.payload.outcome, "forbidden");
-    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "b24-throw" && r.type === "unlock-result"), 5000);
+    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "next-node-throws" && r.type === "unlock-result"), 5000);
     await settle();
     assert.equal(lastStatus(helper.getNode("u1"))?.fill, "red");
     assert.equal(unhandledSeen().length, u0);
@@ -553,15 +514,12 @@ describe("The outcome status comes from the node's own values, shown once the me
   it("a message still at the service (\"sending\") while a later one is rejected, then it is accepted: the node ends green (the last outcome), and no \"sending\" comes after an outcome of the same message", async () => {
     await loadFlow(unlockFlow(sim.url));
     await waitReady();
-    const seen: { fill?: string; text?: string }[] = [];
-    const u1 = helper.getNode("u1");
-    const own = u1.status;
-    u1.status = function (this: unknown, st: any) { seen.push(st); return own.call(this, st); };
+    const seen = recordStatuses(helper.getNode("u1"));
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 400 });
-    const slow = unlock({ deviceId: 101, _msgid: "b24-slow" });
+    const slow = unlock({ deviceId: 101, _msgid: "slow-accepted" });
     await until("the PUT held at the service", () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"), 5000, 2);
     await until("sending shown", () => seen.some((x) => x.fill === "blue"), 5000, 2);
-    const bad = await unlock({ deviceId: "x", _msgid: "b24-bad" });
+    const bad = await unlock({ deviceId: "x", _msgid: "rejected-meanwhile" });
     assert.equal(bad.msg.payload.outcome, "invalid-input");
     const ok = await slow;
     assert.equal(ok.msg.payload.outcome, "accepted");
@@ -581,13 +539,13 @@ describe("The outcome status comes from the node's own values, shown once the me
     const own = u1.status;
     u1.status = function (this: unknown, st: any) { all.push(st); if (deployed) late.push(st); return own.call(this, st); };
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 300 });
-    u1.receive({ _msgid: "b24-gone-node", deviceId: 101 });
+    u1.receive({ _msgid: "node-removed", deviceId: 101 });
     await until("the PUT held at the service", () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"), 5000, 2);
     await helper.setFlows([tab(), accountNode(sim.url)], "full", { acc1: { phoneNumber: "+15550000001", password: "demo-password" } });
     deployed = true;
     await settle();
     assert.deepEqual(late, [], "no status from the removed node after the deploy returned");
     assert.ok(all.some((x: any) => x.fill === "green"), JSON.stringify(all));
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b24-gone-node").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "node-removed").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
   });
 });

@@ -9,20 +9,12 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startBroker, type Broker } from "../../scripts/mqtt-broker.js";
-import { REPO_ROOT } from "../../scripts/node-red-process.js";
-import { nodeRedPath, resolveFromNodeRed } from "../helpers/runtime.js";
-import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
-import { closeAllParked } from "../../src/account/registry.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { CREDS, accountModule, helper, teardown, unlockModule, unlockRequests, until } from "../helpers/flow.js";
+import { resolveFromNodeRed } from "../helpers/runtime.js";
 
-// node-red-node-test-helper has no type declarations.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const helper: any = require("node-red-node-test-helper");
-// DOOR_ACCESS_NODE_RED=node-red-5 runs this against Node-RED 5 (test/helpers/runtime.ts).
-helper.init(nodeRedPath);
-
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a core node of the selected Node-RED, found at run time
 const mqttNode: unknown = require(resolveFromNodeRed("@node-red/nodes/core/network/10-mqtt.js"));
-const accountNode: unknown = require(path.join(REPO_ROOT, "nodes", "door-account.js"));
-const unlockNode: unknown = require(path.join(REPO_ROOT, "nodes", "door-unlock.js"));
 
 const TOPIC = "door-access/test/front-door";
 
@@ -53,8 +45,7 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
   });
 
   afterEach(async () => {
-    await helper.unload();
-    await closeAllParked(); // the stopped flow parked its account: close it with its simulator
+    await teardown(); // the flow stopped, and the account it parked closed with its simulator
     await publisher.publishAsync(TOPIC, "", { retain: true, qos: 1 }); // no retained command left behind
     await publisher.endAsync();
     await sim.close();
@@ -74,27 +65,13 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
     ];
   }
 
-  const creds = () => ({ acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
-
   interface Captured { seen: any[]; ok: any[]; fail: any[] }
 
   async function load(rejectRetained: boolean): Promise<Captured> {
-    await helper.load([mqttNode, accountNode, unlockNode], flow(rejectRetained), creds());
+    await helper.load([mqttNode, accountModule, unlockModule], flow(rejectRetained), structuredClone(CREDS));
     const got: Captured = { seen: [], ok: [], fail: [] };
     for (const k of ["seen", "ok", "fail"] as const) helper.getNode(k).on("input", (msg: unknown) => got[k].push(msg));
     return got;
-  }
-
-  function unlocks(): number {
-    return sim.control.requests({ operation: "unlockDevice" }).length + sim.control.requests({ operation: "unlockDeviceLock" }).length;
-  }
-
-  async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!cond()) {
-      if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
   }
 
   it("one published message: exactly one unlock at the simulator, accepted on output 1", async () => {
@@ -109,7 +86,7 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
     assert.equal(got.ok.length, 1, JSON.stringify(got.fail.map((m) => m.payload)));
     assert.equal(got.ok[0].payload.outcome, "accepted");
     assert.equal(got.ok[0].payload.deviceId, 101);
-    assert.equal(unlocks(), 1);
+    assert.equal(unlockRequests(sim), 1);
     assert.equal(sim.control.device(101).unlocks.length, 1);
   });
 
@@ -124,7 +101,7 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
     assert.equal(got.fail.length, 1);
     assert.equal(got.fail[0].payload.outcome, "retained-rejected");
     assert.equal(got.fail[0].payload.status, null);
-    assert.equal(unlocks(), 0, "nothing was sent");
+    assert.equal(unlockRequests(sim), 0, "nothing was sent");
     assert.equal(sim.control.device(101).unlocks.length, 0);
   });
 
@@ -135,6 +112,6 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(got.seen[0].retain, true);
     assert.equal(got.ok.length, 1, JSON.stringify(got.fail.map((m) => m.payload)));
-    assert.equal(unlocks(), 1);
+    assert.equal(unlockRequests(sim), 1);
   });
 });

@@ -9,10 +9,8 @@ import { strict as assert } from "node:assert";
 import * as path from "node:path";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { buildSession, ops, tempDir, waitUntil, type Built } from "../helpers/session.js";
-
-const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
-const logins = (sim: RunningSimulator) => sim.control.requests().filter((r) => /^login/.test(r.operation)).length;
+import { count, logins } from "../helpers/requests.js";
+import { buildSession, closeAll, ops, tempDir, waitUntil, type Built } from "../helpers/session.js";
 
 describe("Closing or deleting while a login or refresh is in flight: no timer left; a delete logs out the session it brought and deletes the pair (docs/session.md#one-session-per-account)", function () {
   this.timeout(30_000);
@@ -20,10 +18,7 @@ describe("Closing or deleting while a login or refresh is in flight: no timer le
   let clock: FakeClock | null = null;
   let b: Built;
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
-    clock?.uninstall();
+    await closeAll({ b, sim, clock });
     clock = null;
   });
 
@@ -98,9 +93,7 @@ describe("Closing lets a refresh in flight finish and store its pair: the next s
       assert.equal(d.id, 101);
       assert.equal(logins(sim), 0, `the rotated pair was persisted: ${JSON.stringify(ops(sim))}`);
     } finally {
-      await second.session.close();
-      await second.client.close();
-      await sim.close();
+      await closeAll({ b: second, sim });
     }
   });
 });

@@ -22,7 +22,7 @@ import type { OperationId } from "../../src/spec/schemas.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { CapturingLog, DEMO_PHONE, assertRetryAfterInText, buildSession, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
+import { CapturingLog, DEMO_PHONE, assertRetryAfterInText, buildSession, closeAll, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
 describe("session: a failed call, refresh or login gets one bounded answer: one refresh and replay after a 401, a halt on refused credentials, never a loop (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(20_000);
@@ -35,10 +35,7 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     sim = await startSimulator({ rateLimit: false });
   });
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim.close();
-    clock?.uninstall();
+    await closeAll({ b, sim, clock });
   });
 
   async function ready(opts: Parameters<typeof buildSession>[1] = {}): Promise<void> {
@@ -253,9 +250,7 @@ describe("session: a service error text that quotes the account's login", functi
     sim = await startSimulator({ rateLimit: false });
   });
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim.close();
+    await closeAll({ b, sim });
   });
 
   const logins: { credentials: Credentials; op: OperationId; login: string }[] = [
@@ -551,8 +546,7 @@ describe("session: a login that cannot connect says what failed, where, and what
   const servers: Server[] = [];
   const held: Socket[] = [];
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
+    await closeAll({ b });
     b = null;
     for (const socket of held.splice(0)) socket.destroy(); // a server's close() waits for its connections
     await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));

@@ -8,13 +8,12 @@
  */
 import { strict as assert } from "node:assert";
 import { RenewalFailedError } from "../../src/session/errors.js";
-import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
-import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { buildSession, ops, waitUntil, type Built } from "../helpers/session.js";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import type { FakeClock } from "../helpers/fake-clock.js";
+import { count, logins } from "../helpers/requests.js";
+import { closeAll, ops, sessionOnFakeClock, waitUntil, type Built } from "../helpers/session.js";
 
 const MIN = 60_000;
-const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
-const logins = (sim: RunningSimulator) => sim.control.requests().filter((r) => /^login/.test(r.operation)).length;
 
 describe("A refresh answered 429 binds every later renewal, whatever the clocks do, and the operator's Reconnect: nothing is sent within its Retry-After (docs/session.md#rate-limits)", function () {
   this.timeout(30_000);
@@ -23,17 +22,10 @@ describe("A refresh answered 429 binds every later renewal, whatever the clocks 
   let b: Built;
 
   async function setup(accessTtlSec: number) {
-    clock = fakeClock();
-    sim = await startSimulator({ rateLimit: false, accessTtlSec });
-    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000 } });
-    await b.session.start();
-    sim.control.resetRequests();
+    ({ sim, clock, b } = await sessionOnFakeClock({ accessTtlSec }));
   }
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
-    clock?.uninstall();
+    await closeAll({ b, sim, clock });
   });
   const call = () => b.session.call((t) => b.client.getDevice(t, 101));
 
@@ -116,19 +108,12 @@ describe("Reconnect within a refresh's Retry-After sends nothing until it has pa
   let clock: FakeClock;
   let b: Built;
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
-    clock?.uninstall();
+    await closeAll({ b, sim, clock });
   });
 
   // Fixed in c309f63.
   it("refresh answered 429 Retry-After 300 s after a 401, Reconnect pressed: nothing is sent within it (the state says when), then one renewal (the scheduled refresh, or the deferred login), ready", async () => {
-    clock = fakeClock();
-    sim = await startSimulator({ rateLimit: false });
-    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000 } });
-    await b.session.start();
-    sim.control.resetRequests();
+    ({ sim, clock, b } = await sessionOnFakeClock());
     sim.control.revokeAccessToken("demo");
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 300, count: 1 });
     await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)));

@@ -10,12 +10,12 @@
 import { strict as assert } from "node:assert";
 import { SessionHaltedError, SessionUnavailableError } from "../../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
-import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { DEMO_PHONE, buildSession, ops, waitUntil, type Built } from "../helpers/session.js";
+import type { FakeClock } from "../helpers/fake-clock.js";
+import { logins } from "../helpers/requests.js";
+import { DEMO_PHONE, buildSession, closeAll, ops, sessionOnFakeClock, waitUntil, type Built } from "../helpers/session.js";
 
 const MIN = 60_000;
 const H = 60 * MIN;
-const logins = (sim: RunningSimulator) => sim.control.requests().filter((r) => /^login/.test(r.operation)).length;
 
 describe("Reconnect pressed twice while a login hangs never rejects and starts no login of its own (docs/session.md#halts-and-reconnect)", function () {
   this.timeout(30_000);
@@ -35,9 +35,7 @@ describe("Reconnect pressed twice while a login hangs never rejects and starts n
       assert.equal(b.session.state, "ready");
       assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 1, "the presses did not start logins of their own");
     } finally {
-      await b.session.close();
-      await b.client.close();
-      await sim.close();
+      await closeAll({ b, sim });
     }
   });
 });
@@ -48,18 +46,11 @@ describe("Reconnect, close and delete against the session, on a fake clock: one 
   let clock: FakeClock;
   let b: Built;
 
-  async function setup(opts: { accessTtlSec?: number; start?: boolean; timings?: Record<string, number> } = {}) {
-    clock = fakeClock();
-    sim = await startSimulator({ rateLimit: false, accessTtlSec: opts.accessTtlSec });
-    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000, ...opts.timings } });
-    if (opts.start !== false) await b.session.start();
-    sim.control.resetRequests();
+  async function setup(opts: { start?: boolean } = {}) {
+    ({ sim, clock, b } = await sessionOnFakeClock(opts));
   }
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
-    clock?.uninstall();
+    await closeAll({ b, sim, clock });
   });
   const call = () => b.session.call((t) => b.client.getDevice(t, 101));
 

@@ -48,8 +48,8 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     stores.push(s);
     return s;
   }
-  const keys = async () => ((await raw.sendCommand(["KEYS", "*"])) as string[]).sort();
-  const get = async (k: string) => (await raw.sendCommand(["GET", k])) as string | null;
+  const keys = async () => (await raw.sendCommand<string[]>(["KEYS", "*"])).sort();
+  const get = async (k: string) => await raw.sendCommand<string | null>(["GET", k]);
 
   it("round trip: save, load, clear; the pair is one value, its generation bumped by each save", async () => {
     const a = store();
@@ -211,7 +211,7 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     await redis.stop();
     await assert.rejects(a.load(), StoreUnreachableError);
     const t0 = Date.now();
-    await assert.rejects(a.withRenewalLock(async () => "never"), StoreUnreachableError);
+    await assert.rejects(a.withRenewalLock(() => Promise.resolve("never")), StoreUnreachableError);
     const took = Date.now() - t0;
     assert.ok(took >= 700 && took < 3_000, `bounded wait (${took} ms)`);
     assert.equal(down.length, 1, "reported once per outage");

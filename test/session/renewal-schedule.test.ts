@@ -8,12 +8,11 @@ import { strict as assert } from "node:assert";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import type { Clock } from "../../src/util/clock.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { buildSession, ops, waitUntil, type Built } from "../helpers/session.js";
+import { count, logins } from "../helpers/requests.js";
+import { buildSession, closeAll, ops, sessionOnFakeClock, waitUntil, type Built } from "../helpers/session.js";
 
 const MIN = 60_000;
 const H = 60 * MIN;
-const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
-const logins = (sim: RunningSimulator) => sim.control.requests().filter((r) => /^login/.test(r.operation)).length;
 
 describe("Renewal is bounded whatever the lifetime and the local clock: a quarter-lifetime before exp, 36 h at most, never less than 30 s apart (docs/session.md#renewal)", function () {
   this.timeout(30_000);
@@ -22,16 +21,13 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
   let clock: FakeClock;
   let b: Built;
   afterEach(async () => {
-    await b.session.close();
-    await b.client.close();
-    await sim.close();
-    clock.uninstall();
+    await closeAll({ b, sim, clock });
   });
   async function setup(accessTtlSec: number, offsetMs = 0) {
     clock = fakeClock();
     sim = await startSimulator({ rateLimit: false, now: () => clock.now(), accessTtlSec });
     // The session's clock may be off from the service's by offsetMs (same timers).
-    const local: Clock = { now: () => clock.now() + offsetMs, monotonic: clock.monotonic, setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout };
+    const local: Clock = { now: () => clock.now() + offsetMs, monotonic: () => clock.monotonic(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms), clearTimeout: (h) => clock.clearTimeout(h) };
     b = buildSession(sim, { clock: local });
     await b.session.start();
     sim.control.resetRequests();
@@ -72,23 +68,13 @@ describe("1-minute tokens with the wall clock set an hour back every minute: no 
   let clock: FakeClock;
   let b: Built;
 
-  async function setup(opts: { accessTtlSec?: number; start?: boolean; timings?: Record<string, number> } = {}) {
-    clock = fakeClock();
-    sim = await startSimulator({ rateLimit: false, accessTtlSec: opts.accessTtlSec });
-    b = buildSession(sim, { clock, timings: { minRenewalIntervalMs: 1000, ...opts.timings } });
-    if (opts.start !== false) await b.session.start();
-    sim.control.resetRequests();
-  }
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
-    clock?.uninstall();
+    await closeAll({ b, sim, clock });
   });
   const call = () => b.session.call((t) => b.client.getDevice(t, 101));
 
   it("1-minute tokens for 10 minutes, a message every 5 s, the wall clock set an hour back every minute: no login, renewals spaced (at most one per 30 s)", async () => {
-    await setup({ accessTtlSec: 60, timings: { minRenewalIntervalMs: 30_000 } });
+    ({ sim, clock, b } = await sessionOnFakeClock({ accessTtlSec: 60, timings: { minRenewalIntervalMs: 30_000 } }));
     for (let s = 5; s <= 600; s += 5) {
       await clock.tickAsync(5000);
       if (s % 60 === 0) clock.jump(-H);

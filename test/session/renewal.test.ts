@@ -8,7 +8,7 @@ import { strict as assert } from "node:assert";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
 import { Session } from "../../src/session/session.js";
-import { DEMO_PHONE, buildSession, ops, tickUntil, waitUntil, type Built } from "../helpers/session.js";
+import { DEMO_PHONE, buildSession, closeAll, ops, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
 const H = 3600_000;
 
@@ -26,10 +26,7 @@ describe("session: the pair is renewed 36 h after it was obtained or 3 h before 
     sim.control.resetRequests();
   }
   afterEach(async () => {
-    await b.session.close();
-    await b.client.close();
-    await sim.close();
-    clock.uninstall();
+    await closeAll({ b, sim, clock });
   });
 
   it("with a 48 h token, renews at 36 h (not before), once", async () => {

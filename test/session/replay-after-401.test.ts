@@ -15,11 +15,8 @@ import { DoorApiError } from "../../src/client/errors.js";
 import { RenewalFailedError } from "../../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock } from "../../src/unlock/unlock.js";
-import { DEMO_PHONE, buildSession, ops, waitUntil, type Built } from "../helpers/session.js";
-
-const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
-const logins = (sim: RunningSimulator) => sim.control.requests().filter((r) => /^login/.test(r.operation)).length;
-const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length;
+import { count, logins, unlockRequests } from "../helpers/requests.js";
+import { DEMO_PHONE, buildSession, closeAll, ops, waitUntil, type Built } from "../helpers/session.js";
 
 describe("A 401 is renewed once and replayed once; a failed renewal means no replay and no halt, and the next message renews after the Retry-After (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(30_000);
@@ -94,9 +91,7 @@ describe("A 401 on the replay while our own Reconnect login is in flight is not 
   let sim: RunningSimulator;
   let b: Built;
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
+    await closeAll({ b, sim });
   });
 
   // halted-superseded means another login took the account; a login of our own in flight is not one.
@@ -127,9 +122,7 @@ describe("A replay's 401 halts only when its token came from a renewal the servi
   let sim: RunningSimulator;
   let b: Built;
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim?.close();
+    await closeAll({ b, sim });
   });
 
   // The property counter-example "Reconnect during a burst ..." failed this way under load: the
@@ -208,6 +201,6 @@ describe("Ten unlocks at once on a revoked access token: one refresh, no login, 
     assert.ok(rs.every((r) => r.outcome === "accepted"), JSON.stringify(rs.map((r) => r.outcome)));
     assert.equal(count(sim, "refreshToken"), 1, JSON.stringify(ops(sim)));
     assert.equal(logins(sim), 0);
-    assert.ok(puts(sim) <= 20, `${puts(sim)} PUTs for ten messages`);
+    assert.ok(unlockRequests(sim) <= 20, `${unlockRequests(sim)} PUTs for ten messages`);
   });
 });

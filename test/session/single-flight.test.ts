@@ -5,7 +5,7 @@
  */
 import { strict as assert } from "node:assert";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
-import { buildSession, type Built } from "../helpers/session.js";
+import { buildSession, closeAll, type Built } from "../helpers/session.js";
 
 describe("session: only one login or refresh is ever in flight for an account, and every caller waits for it (docs/session.md#login-and-start-up)", function () {
   this.timeout(30_000);
@@ -16,9 +16,7 @@ describe("session: only one login or refresh is ever in flight for an account, a
     sim = await startSimulator({ rateLimit: false });
   });
   afterEach(async () => {
-    await b?.session.close();
-    await b?.client.close();
-    await sim.close();
+    await closeAll({ b, sim });
   });
 
   it("logs in once for 50 concurrent first callers", async () => {
