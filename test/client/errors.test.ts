@@ -9,6 +9,7 @@ import { strict as assert } from "node:assert";
 import { DoorApiClient } from "../../src/client/client.js";
 import { DoorApiError } from "../../src/client/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { refusedPort } from "../helpers/refused-port.js";
 import { DEMO_PHONE, waitUntil } from "../helpers/session.js";
 
 function isApiError(pred: (e: DoorApiError) => boolean) {
@@ -103,10 +104,7 @@ describe("client: an answer that breaks the service description is a clear error
   });
 
   it("a refused connection is a network error that never left (mayHaveReached false)", async () => {
-    const closed = await startSimulator();
-    const url = closed.url;
-    await closed.close();
-    const c = new DoorApiClient({ baseUrl: url });
+    const c = new DoorApiClient({ baseUrl: `http://127.0.0.1:${await refusedPort()}` });
     await assert.rejects(c.unlock(token, 101, null), isApiError((e) => e.kind === "network" && e.mayHaveReached === false));
     await c.close();
   });

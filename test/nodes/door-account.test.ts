@@ -8,10 +8,10 @@
  */
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import sinon from "sinon";
 import { checkAccountSettings } from "../../src/account/account.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
+import { refusedPort } from "../helpers/refused-port.js";
 import { demoCreds, namedAccount } from "../helpers/account-flows.js";
 import { realAdminAuth, withNeedsPermission } from "../helpers/admin-auth.js";
 import {
@@ -127,10 +127,7 @@ describe("door-account: one session for every node, its state on every node's st
   });
 
   it("a base URL with a wrong port: every node shows 'service unreachable: connection refused'; a message fails saying where and what to fix; nothing is sent (docs/session.md#connection-errors)", async () => {
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((r) => closed.close(r));
+    const port = await refusedPort();
     const base = `http://127.0.0.1:${port}`;
     await loadFlow(flowWithAllNodes(base));
     await waitState("unreachable");

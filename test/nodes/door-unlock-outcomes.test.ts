@@ -10,6 +10,7 @@ import {
   ALL_NODES, accountNode, assertAccepted, assertFailed, completeModule, completeNode, count, helper, loadFlow, logins, nodeRedStatusModule, nodeRedStatusNode,
   readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
 } from "../helpers/flow.js";
+import { refusedPort } from "../helpers/refused-port.js";
 import { received, settle } from "../helpers/odd-messages.js";
 import { assertRetryAfterInText } from "../helpers/session.js";
 
@@ -338,10 +339,7 @@ describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-un
   });
 
   it("service-unreachable: base URL on a closed loopback port → output 2, status null", async () => {
-    const closed = await startSim();
-    const url = closed.url;
-    await closed.close();
-    await loadFlow(unlockFlow(url));
+    await loadFlow(unlockFlow(`http://127.0.0.1:${await refusedPort()}`));
     await waitState("unreachable");
     const p = assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
     assert.equal(p.mayHaveOpened, false);

@@ -21,6 +21,7 @@ import type { Credentials } from "../../src/client/client.js";
 import type { OperationId } from "../../src/spec/schemas.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
+import { refusedPort } from "../helpers/refused-port.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
 import { CapturingLog, DEMO_PHONE, assertRetryAfterInText, buildSession, closeAll, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
@@ -570,8 +571,7 @@ describe("session: a login that cannot connect says what failed, where, and what
   }
 
   it("a wrong port (connection refused): 'cannot connect to <base URL> (connection refused): check the base URL'", async () => {
-    const port = await listen(createTcpServer());
-    await new Promise((r) => servers.pop()!.close(r)); // nothing listens there any more
+    const port = await refusedPort();
     const got = await attempt(`http://127.0.0.1:${port}`);
     assert.equal(got.reason, `cannot connect to http://127.0.0.1:${port} (connection refused): check the base URL`);
     assert.match(got.message, new RegExp(`^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`));
@@ -580,8 +580,7 @@ describe("session: a login that cannot connect says what failed, where, and what
   });
 
   it("a base URL of any length is clipped to 120 characters in the text (it reaches a status, a message and the editor)", async () => {
-    const port = await listen(createTcpServer());
-    await new Promise((r) => servers.pop()!.close(r));
+    const port = await refusedPort();
     const long = `http://127.0.0.1:${port}/${"a".repeat(5000)}`;
     const got = await attempt(long);
     const where = /^cannot connect to (\S+) \(connection refused\): check the base URL$/.exec(got.reason);
