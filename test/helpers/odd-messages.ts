@@ -5,6 +5,7 @@
  * Proxy, and the node status shape.
  */
 import { strict as assert } from "node:assert";
+import { createRequire } from "node:module";
 import { helper } from "./flow.js";
 import { nodeRedDir } from "./runtime.js";
 
@@ -17,8 +18,7 @@ export interface Status { fill?: string; shape?: string; text?: string }
  * (the leak-scan hook puts it back before the next test).
  */
 export function withoutOnSendHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
+  const util = createRequire(__filename)(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
   util.hooks.remove("onSend.leakScan");
   assert.equal(util.hooks.has("onSend"), false);
 }

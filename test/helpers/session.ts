@@ -7,6 +7,7 @@ import { Session, type SessionLog, type SessionTimings } from "../../src/session
 import { FileTokenStore, accountKey } from "../../src/session/token-store.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import type { Clock } from "../../src/util/clock.js";
+import { textOf } from "../../src/util/text.js";
 
 export const DEMO_PHONE: Credentials = { method: "phone", phoneNumber: "+15550000001", password: "demo-password" };
 
@@ -87,7 +88,7 @@ export function assertRetryAfterInText(payload: { retryAfter?: unknown; message?
   if (typeof retryAfter !== "number" || !Number.isInteger(retryAfter) || retryAfter < 0) {
     throw new Error(`${where}retryAfter is ${JSON.stringify(retryAfter)}, not whole seconds: ${JSON.stringify(payload)}`);
   }
-  const named = secondsNamed(String(payload.message ?? ""));
+  const named = secondsNamed(textOf(payload.message ?? ""));
   if (named.length === 0 || named.some((n) => n !== retryAfter)) {
     throw new Error(`${where}the text names ${JSON.stringify(named)} s, retryAfter is ${retryAfter}: ${JSON.stringify(payload.message)}`);
   }
