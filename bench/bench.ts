@@ -132,7 +132,7 @@ function reexecTarget(): string | null {
   const want = process.env.BENCH_NODE || process.env.npm_node_execpath;
   if (!want) return null;
   const target = path.resolve(want);
-  let real = target;
+  let real: string;
   try {
     real = realpathSync(target);
   } catch {

@@ -154,7 +154,7 @@ export async function measureFootprint(opts: { reps: number; ha: boolean; log: (
   for (const [name, c] of Object.entries(breakdown)) log(`footprint:   ${name.padEnd(46)} ${String(c.ms).padStart(6)} ms ${String(c.rssMiB).padStart(5)} MiB ${String(c.modules).padStart(4)} files  (${c.when})`);
 
   // Home Assistant's nodes, installed now.
-  let haNote: string | null = null;
+  let haNote: string | null;
   if (!opts.ha) haNote = "the Home Assistant comparison is skipped in quick mode (--ha to include it)";
   else {
     const dir = mkdtempSync(path.join(tmpdir(), "door-bench-ha-"));

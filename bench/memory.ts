@@ -86,7 +86,7 @@ export async function memoryChild(args: Args): Promise<void> {
       }
       const m = process.memoryUsage();
       // Diagnostics: BENCH_HEAPSNAP=dir writes a heap snapshot at each measurement point.
-      if (process.env.BENCH_HEAPSNAP) require("node:v8").writeHeapSnapshot(path.join(process.env.BENCH_HEAPSNAP, `bench-${sent}.heapsnapshot`));
+      if (process.env.BENCH_HEAPSNAP) (await import("node:v8")).writeHeapSnapshot(path.join(process.env.BENCH_HEAPSNAP, `bench-${sent}.heapsnapshot`));
       return { rss: m.rss, heap: m.heapUsed };
     };
     const runTo = async (target: number) => {

@@ -8,7 +8,10 @@
  * measurement the same set of operations (`Rig.ops`): the node's unlock, the floors beside it,
  * the status read, the hand-built flow.
  */
+import { createRequire } from "node:module";
 import * as path from "node:path";
+import type { NodeAPI, Node, NodeDef } from "node-red";
+import type { Account } from "../src/account/account.js";
 import { OTHER_ACCOUNT } from "../src/simulator/seed.js";
 import { type Counts, REPO_ROOT } from "./args.js";
 import { flowCredentials, handBuiltFlow, ourFlow } from "./flows.js";
@@ -16,12 +19,40 @@ import { Raw } from "./floors.js";
 import { resetLog } from "./sim-process.js";
 import type { Op } from "./stats.js";
 
-// node-red-node-test-helper has no type declarations.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const helper: any = require("node-red-node-test-helper");
+/** A message as the bench's sink nodes see it. */
+type Msg = Record<string, unknown> & { _msgid: string };
+
+/** A function of Node.prototype, which the test helper may have wrapped in a sinon spy. */
+type MaybeSpied = ((...args: never[]) => unknown) & { getCalls?: unknown };
+
+/** What the bench uses of a node in the runtime. */
+interface RuntimeNode {
+  on(event: "input", listener: (msg: Msg) => void): void;
+  receive(msg: Record<string, unknown>): void;
+  send?: MaybeSpied;
+  /** door-account's account (null while it has none). */
+  account?: Account | null;
+}
+
+/** What the bench uses of node-red-node-test-helper (which has no type declarations). */
+interface TestHelper {
+  init(nodeRedPath: string): void;
+  settings(settings: Record<string, unknown>): void;
+  load(nodes: unknown[], flow: Record<string, unknown>[], credentials: Record<string, unknown>): Promise<void>;
+  unload(): Promise<void>;
+  getNode(id: string): RuntimeNode | null;
+  /** The sinon sandbox of the helper's spies. */
+  _sandbox: { restore(): void };
+  /** Node-RED's Node.prototype. */
+  _NodePrototype: { send: MaybeSpied; status: MaybeSpied };
+}
+
+// The test helper and Node-RED's own node files are CommonJS, some found by path at run time.
+const requireCjs = createRequire(__filename);
+const helper = requireCjs("node-red-node-test-helper") as TestHelper;
 helper.init(require.resolve("node-red", { paths: [REPO_ROOT] }));
 const nrNodes = path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [path.dirname(require.resolve("node-red", { paths: [REPO_ROOT] }))] }));
-const load = (p: string): unknown => require(p);
+const load = (p: string): unknown => requireCjs(p);
 const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"].map((n) => load(path.join(REPO_ROOT, "nodes", `${n}.js`)));
 
 /**
@@ -29,10 +60,10 @@ const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"]
  * the PUT) in its input handler and sends the message on. What Node-RED's own delivery adds.
  */
 let floorForNode: Raw | null = null;
-function benchFloorNode(RED: any): void {
-  RED.nodes.registerType("bench-floor", function (this: any, config: Record<string, unknown>) {
+function benchFloorNode(RED: NodeAPI): void {
+  RED.nodes.registerType("bench-floor", function (this: Node, config: NodeDef) {
     RED.nodes.createNode(this, config);
-    this.on("input", (msg: unknown, send: (m: unknown) => void, done: (e?: Error) => void) => {
+    this.on("input", (msg, send, done) => {
       if (!floorForNode) return done(new Error("bench: no floor"));
       floorForNode.auditedPut().then(() => { send(msg); done(); }, (e: Error) => done(e));
     });
@@ -51,7 +82,7 @@ export async function loadRuntime(flow: Record<string, unknown>[], userDir: stri
   helper._sandbox.restore();
   const proto = helper._NodePrototype;
   for (const n of flow) {
-    const node = helper.getNode(n.id);
+    const node = typeof n.id === "string" ? helper.getNode(n.id) : null;
     if (node && Object.prototype.hasOwnProperty.call(node, "send") && typeof node.send?.getCalls === "function") node.send = proto.send;
   }
   if (typeof proto.send.getCalls === "function" || typeof proto.status.getCalls === "function") throw new Error("the test helper's spies are still in place");
@@ -63,19 +94,33 @@ export async function unloadRuntime(): Promise<void> {
   await registry.closeAllParked();
 }
 
-/** The door-account node's account (session, directory, audit log). */
-export function accountOf(): any {
+/** The door-account node's account (session, directory, audit log), if it has one. */
+function currentAccount(): Account | null | undefined {
   return helper.getNode("acc1")?.account;
+}
+
+/** The door-account node's account (session, directory, audit log). */
+export function accountOf(): Account {
+  const a = currentAccount();
+  if (!a) throw new Error("bench: the door-account node acc1 has no account");
+  return a;
 }
 
 export async function waitReady(timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const a = accountOf();
+    const a = currentAccount();
     if (a?.session.state === "ready" && a.directory.cached() !== null) return;
     if (Date.now() > end) throw new Error(`the account did not become ready (state ${a?.session.state})`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** A node of the loaded flow (it must be there). */
+function flowNode(id: string): RuntimeNode {
+  const n = helper.getNode(id);
+  if (!n) throw new Error(`bench: no node ${id} in the flow`);
+  return n;
 }
 
 /**
@@ -84,11 +129,11 @@ export async function waitReady(timeoutMs = 20_000): Promise<void> {
  * own list).
  */
 export class Driver {
-  private readonly pending = new Map<string, (port: number, msg: any) => void>();
+  private readonly pending = new Map<string, (port: number, msg: Msg) => void>();
   private seq = 0;
   constructor(private readonly entry: string, sinks: string[], private readonly prefix: string) {
     sinks.forEach((id, port) => {
-      helper.getNode(id).on("input", (m: any) => {
+      flowNode(id).on("input", (m) => {
         const r = this.pending.get(m._msgid);
         if (r) {
           this.pending.delete(m._msgid);
@@ -97,12 +142,12 @@ export class Driver {
       });
     });
   }
-  send(msg: Record<string, unknown> = {}): Promise<{ port: number; msg: any }> {
+  send(msg: Record<string, unknown> = {}): Promise<{ port: number; msg: Msg }> {
     const id = `${this.prefix}${++this.seq}`;
     msg._msgid = id;
     return new Promise((resolve) => {
       this.pending.set(id, (port, m) => resolve({ port, msg: m }));
-      helper.getNode(this.entry).receive(msg);
+      flowNode(this.entry).receive(msg);
     });
   }
 }
@@ -123,7 +168,7 @@ export interface Rig {
   reps: number;
   userDir: string;
   /** The account behind acc1 (session, directory, audit). */
-  account: any;
+  account: Account;
   /** door-unlock u1 (no rule): to send messages that are not plain unlocks. */
   unlock: Driver;
   ops: {

@@ -55,14 +55,15 @@ export async function startSimProcess(): Promise<SimProc> {
   };
 }
 
-export async function simControl(url: string, method: string, p: string, body?: unknown): Promise<any> {
+/** A call to the simulator's control API; its JSON answer (null for 204), as the caller types it. */
+export async function simControl<T = unknown>(url: string, method: string, p: string, body?: unknown): Promise<T> {
   const res = await fetch(url + p, {
     method,
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? null : res.json();
+  return (res.status === 204 ? null : await res.json()) as T;
 }
 
 export interface LogEntry {
@@ -72,7 +73,7 @@ export interface LogEntry {
 }
 
 export async function simRequests(url: string, accountId?: string): Promise<LogEntry[]> {
-  return simControl(url, "GET", `/_sim/requests${accountId ? `?accountId=${encodeURIComponent(accountId)}` : ""}`);
+  return simControl<LogEntry[]>(url, "GET", `/_sim/requests${accountId ? `?accountId=${encodeURIComponent(accountId)}` : ""}`);
 }
 export const resetLog = (url: string) => simControl(url, "DELETE", "/_sim/requests");
 /** Calls to the service's API (not the docs, not unknown paths). */

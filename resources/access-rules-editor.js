@@ -20,7 +20,7 @@
 
     var HHMM = /^([01][0-9]|2[0-3]):([0-5][0-9])$/;
     var PIN_FORMAT = /^[0-9]{4,12}$/;
-    // eslint-disable-next-line no-control-regex
+    // eslint-disable-next-line no-control-regex -- control characters (C0, DEL) are what it finds
     var CONTROL = /[\u0000-\u001f\u007f]/;
     var MAX_PATTERN_LENGTH = 200;
     var MAX_COOLDOWN_SECONDS = 86400;

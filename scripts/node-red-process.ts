@@ -113,7 +113,8 @@ export interface NodeRedProcess {
   child: ChildProcess;
   exited: Promise<void>;
   url: string;
-  output(): string;
+  /** Node-RED's output so far (an arrow function: may be passed on detached). */
+  output: () => string;
   stop(): Promise<void>;
 }
 

@@ -80,9 +80,15 @@ async function demoRunning(lock: DemoLock): Promise<boolean> {
 export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo> {
   const dir = path.resolve(options.dir ?? path.join(REPO_ROOT, ".demo"));
   const userDir = path.join(dir, "userdir");
-  const cleanups: Array<() => Promise<void>> = [];
+  const cleanups: Array<() => void | Promise<void>> = [];
   const cleanup = async () => {
-    for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+    for (const c of cleanups.splice(0).reverse()) {
+      try {
+        await c();
+      } catch {
+        /* the next clean-up still runs */
+      }
+    }
   };
   try {
     fs.mkdirSync(dir, { recursive: true });
@@ -96,7 +102,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     }
     const lock: DemoLock = { pid: process.pid, token: randomBytes(8).toString("hex"), editorUrl: null };
     fs.writeFileSync(lockFile, JSON.stringify(lock) + "\n");
-    cleanups.push(async () => {
+    cleanups.push(() => {
       if (readDemoLock(lockFile)?.token === lock.token) fs.rmSync(lockFile, { force: true });
     });
     for (const f of ["nodes/door-account.js", "dist/src/nodes/door-account.js"]) {

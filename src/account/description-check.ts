@@ -195,8 +195,8 @@ export class ServiceDescriptionCheck {
       bodyTimeout: ANSWER_TIMEOUT_MS,
       keepAliveTimeout: 1_000,
     });
-    let body: Buffer | null = null;
-    let etag: string | null = null;
+    let body: Buffer;
+    let etag: string | null;
     const deadline = this.clock.setTimeout(
       () => abort.abort(new FetchFailed(`no complete answer within ${DESCRIPTION_FETCH_DEADLINE_MS / 1000} s`)),
       DESCRIPTION_FETCH_DEADLINE_MS,
@@ -283,9 +283,12 @@ function describeFailure(e: unknown): string {
     cur = (cur as { cause?: unknown }).cause;
   }
   const message = e instanceof Error ? e.message : String(e);
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- control characters (C0, DEL) are what it replaces
   return message.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 120);
 }
+
+/** A shared check and the logs of the nodes that use it (the first one warns). */
+type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[] };
 
 /**
  * One check per description (its URL) in this runtime, however many `door-account` nodes name it
@@ -294,12 +297,12 @@ function describeFailure(e: unknown): string {
  * the first node that still uses it. The last node to let go closes it. Keyed per clock as well,
  * so accounts on separate (test) clocks never share one.
  */
-const sharedChecks = new WeakMap<Clock, Map<string, { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[] }>>();
+const sharedChecks = new WeakMap<Clock, Map<string, SharedCheck>>();
 
 export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): { check: ServiceDescriptionCheck; release(): void } {
   const clock = options.clock ?? systemClock;
   let byUrl = sharedChecks.get(clock);
-  if (!byUrl) sharedChecks.set(clock, (byUrl = new Map()));
+  if (!byUrl) sharedChecks.set(clock, (byUrl = new Map<string, SharedCheck>()));
   const key = options.url.href;
   let entry = byUrl.get(key);
   if (!entry) {

@@ -126,7 +126,11 @@ export class Member {
   leave(removed: boolean): Promise<void> {
     if (this.left) return Promise.resolve();
     this.left = true;
-    return leave(this.entry, this, removed);
+    // Leaves now; a throw (from a member's status hook) rejects the promise instead of escaping.
+    return new Promise((resolve) => {
+      leave(this.entry, this, removed);
+      resolve();
+    });
   }
 }
 
@@ -304,7 +308,7 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
   return member;
 }
 
-async function leave(entry: Entry, member: Member, removed: boolean): Promise<void> {
+function leave(entry: Entry, member: Member, removed: boolean): void {
   void removed; // see the header: whether the account is still used is known once the deploy has started
   entry.members.delete(member);
   entry.freshStartDue = true;
@@ -339,7 +343,7 @@ export async function deployStarted(): Promise<void> {
       const core = e.core;
       e.core = null;
       retire(e.key, core);
-      return core?.destroy().catch(() => undefined);
+      return core ? core.destroy().catch(() => undefined) : Promise.resolve();
     }),
   );
 }
@@ -470,7 +474,7 @@ export async function closeAllParked(): Promise<void> {
     entries.delete(e.key);
     retire(e.key, e.core);
   }
-  await Promise.all(idle.map((e) => e.core?.close().catch(() => undefined)));
+  await Promise.all(idle.map((e) => (e.core ? e.core.close().catch(() => undefined) : Promise.resolve())));
 }
 
 /** For tests: how many accounts have an entry, and their members. */

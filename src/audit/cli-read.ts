@@ -2,6 +2,7 @@
  * `door-access-audit tail` and `door-access-audit export --csv`: the audit log for people
  * without the editor. Pure functions of (arguments, output): src/audit/cli.ts dispatches here.
  */
+import { textOf } from "../util/text.js";
 import { type AuditEntry, exportCsv, parseInstant, tail } from "./reader.js";
 
 export interface CliIo {
@@ -14,7 +15,7 @@ export const EXPORT_USAGE = "usage: door-access-audit export --csv [--from ISO-8
 
 /** Control characters (C0, DEL, C1) would be run by a terminal: shown escaped instead. */
 function safe(s: unknown): string {
-  return String(s ?? "").replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return textOf(s ?? "").replace(/\p{Cc}/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
 /** One record as a readable line: time, seq, what happened, door, actor. */

@@ -45,7 +45,7 @@ export async function verifyCommand(args: string[], io: CliIo): Promise<number> 
     }
   }
   const r = await verify(list);
-  const safe = (s: string) => s.replace(/[\u0000-\u001f\u007f-\u009f]/g, "?");
+  const safe = (s: string) => s.replace(/\p{Cc}/gu, "?"); // control characters (C0, DEL, C1)
   let out = `files: ${list.map(safe).join(", ")}\n`;
   for (const n of r.notes) out += `note: ${safe(n)}\n`;
   if (r.startsAfterGenesis) out += `note: the oldest remaining file starts at seq ${r.firstSeq} (older records rotated away); checked from there\n`;

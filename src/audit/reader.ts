@@ -9,6 +9,7 @@
  */
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
+import { textOf } from "../util/text.js";
 import { type AuditEntry, type AuditRecord, parseRecord } from "./record.js";
 
 export type { AuditEntry } from "./record.js";
@@ -265,7 +266,7 @@ export const CSV_COLUMNS = ["seq", "ts", "type", "actor", "door", "deviceId", "l
  */
 export function csvCell(value: unknown): string {
   if (value === null || value === undefined) return "";
-  let s = typeof value === "string" ? value : String(value);
+  let s = typeof value === "string" ? value : textOf(value);
   s = s.replace(FORMULA_PART, "'");
   return /[",;\t\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }

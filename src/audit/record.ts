@@ -7,7 +7,7 @@
  * Records never hold a token, password or phone number: the caller guarantees it, and nothing
  * here adds any. Knows nothing of Node-RED.
  */
-import { clip } from "../util/text.js";
+import { clip, textOf } from "../util/text.js";
 
 /** The fields every record carries (docs/audit-log.md#records). */
 export interface AuditBase {
@@ -61,7 +61,7 @@ export const MAX_RECORD_CHARS = 8 * 1024;
 function cap(value: unknown, max: number): string | null {
   if (value === null || value === undefined) return null;
   // Never half of a surrogate pair at the end (util/text.ts).
-  return clip(typeof value === "string" ? value : String(value), max);
+  return clip(typeof value === "string" ? value : textOf(value), max);
 }
 
 function intOrNull(value: unknown): number | null {

@@ -363,7 +363,7 @@ export function hideSecrets(text: string | null | undefined, secrets: readonly s
 
 function clip(s: string | null | undefined): string | null {
   if (s === null || s === undefined) return null;
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- control characters (C0, DEL) are what it replaces
   return s.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 200);
 }
 

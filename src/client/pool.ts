@@ -13,9 +13,13 @@
  * API: should a later undici move them, this falls back to `require("undici")` (the same
  * Pool, only heavier to load).
  */
+import { createRequire } from "node:module";
 import type { Pool as UndiciPool } from "undici";
 
 export type PoolClass = typeof UndiciPool;
+
+/** This module's own `require`: the files are loaded on first use, synchronously (CommonJS). */
+const requireOnUse = createRequire(__filename);
 
 let loaded: PoolClass | undefined;
 /** How the Pool was loaded: "lean" (the three files) or "full" (undici's index). */
@@ -24,10 +28,10 @@ export let poolSource: "lean" | "full" | "none" = "none";
 export function undiciPool(): PoolClass {
   if (loaded) return loaded;
   try {
-    const Pool = require("undici/lib/dispatcher/pool.js") as PoolClass;
-    const Dispatcher = require("undici/lib/dispatcher/dispatcher.js") as { prototype: object };
-    const api = require("undici/lib/api/index.js") as Record<string, unknown>;
-    if (typeof Pool === "function" && Pool.prototype instanceof (Dispatcher as unknown as Function) && typeof api.request === "function") {
+    const Pool = requireOnUse("undici/lib/dispatcher/pool.js") as PoolClass;
+    const Dispatcher = requireOnUse("undici/lib/dispatcher/dispatcher.js") as abstract new (...args: never[]) => object;
+    const api = requireOnUse("undici/lib/api/index.js") as Record<string, unknown>;
+    if (typeof Pool === "function" && Pool.prototype instanceof Dispatcher && typeof api.request === "function") {
       Object.assign(Dispatcher.prototype, api);
       poolSource = "lean";
       return (loaded = Pool);
@@ -36,5 +40,5 @@ export function undiciPool(): PoolClass {
     /* another layout of undici: load it whole */
   }
   poolSource = "full";
-  return (loaded = (require("undici") as typeof import("undici")).Pool);
+  return (loaded = (requireOnUse("undici") as typeof import("undici")).Pool);
 }

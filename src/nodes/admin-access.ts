@@ -62,7 +62,7 @@ export function permission(RED: NodeAPI, name: "door-account.read" | "door-accou
   function checkPermission(req: Request, res: Response, next: NextFunction): void {
     // Node-RED refuses a signed-in user with res.status(401); passport answers a missing or bad
     // token without res.status (statusCode and end): only the first becomes a 403.
-    const status = res.status;
+    const status = res.status; // eslint-disable-line @typescript-eslint/unbound-method -- put back unbound, as it was; called with `this` below
     res.status = function (this: Response, code: number) {
       res.status = status;
       const user = (req as Request & { user?: { anonymous?: boolean } }).user;

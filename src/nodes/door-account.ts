@@ -14,6 +14,7 @@ import type { Credentials } from "../client/client.js";
 import type { SessionHaltedError } from "../session/errors.js";
 import { type SessionLog, type SessionSnapshot } from "../session/session.js";
 import { accountKey, tokenFileFor } from "../session/token-store.js";
+import { textOf } from "../util/text.js";
 import { type Member, deployStarted, join, settingsOf } from "../account/registry.js";
 import { type AccountCreds, registerAccountAdminRoutes } from "./door-account-admin.js";
 import { type AccountUser, type NodeStatus, type DoorAccountNode, ACCOUNT_CLOSE_GUARD_MS, stateStatus } from "./shared.js";
@@ -263,7 +264,7 @@ export = function register(RED: NodeAPI): void {
     const problems: string[] = [];
     const num = (v: unknown, dflt: number, what: string): number => {
       if (v === undefined || v === null || (typeof v === "string" && v.trim() === "")) return dflt;
-      const n = typeof v === "number" ? v : /^\s*\d{1,15}\s*$/.test(String(v)) ? Number(v) : NaN;
+      const n = typeof v === "number" ? v : /^\s*\d{1,15}\s*$/.test(textOf(v)) ? Number(v) : NaN;
       if (!Number.isSafeInteger(n) || n < 0) {
         problems.push(`${what} must be a whole number of 0 or more`);
         return dflt;

@@ -15,6 +15,7 @@ import { type AuditFilter, exportCsv, parseInstant, readPage } from "../audit/re
 import { onAnyAuditRecord, verifyAuditLog } from "../audit/source.js";
 import { permission } from "../nodes/admin-access.js";
 import type { DoorAccountNode } from "../nodes/shared.js";
+import { textOf } from "../util/text.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
 const COMMS_TOPIC = "door-access/audit";
@@ -131,8 +132,8 @@ export = function register(RED: NodeAPI): void {
       res.status(400).json({ error: f });
       return;
     }
-    const limit = /^\d{1,4}$/.test(String(req.query.limit ?? "")) ? Number(req.query.limit) : 50;
-    const beforeSeq = /^\d{1,15}$/.test(String(req.query.beforeSeq ?? "")) ? Number(req.query.beforeSeq) : undefined;
+    const limit = /^\d{1,4}$/.test(textOf(req.query.limit ?? "")) ? Number(req.query.limit) : 50;
+    const beforeSeq = /^\d{1,15}$/.test(textOf(req.query.beforeSeq ?? "")) ? Number(req.query.beforeSeq) : undefined;
     readPage(n.account!.audit.filePath, f, { limit, beforeSeq }).then(
       (page) => res.json({ account: describeAccount(n), ...page }),
       failed(res),

@@ -19,6 +19,7 @@
  */
 import { createHash, randomBytes, scrypt } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { createRequire } from "node:module";
 import type * as RedisClientModule from "@redis/client";
 import { StoreUnreachableError } from "./errors.js";
 import { type SealedPair, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
@@ -114,8 +115,10 @@ type Client = ReturnType<typeof RedisClientModule.createClient>;
  * the package loads: an account on the file store never pays for it.
  */
 let redisModule: typeof RedisClientModule | undefined;
+/** This module's own `require`, for that load on first use (synchronous: the package is CommonJS). */
+const requireOnUse = createRequire(__filename);
 function redisClient(): typeof RedisClientModule {
-  return (redisModule ??= require("@redis/client") as typeof RedisClientModule);
+  return (redisModule ??= requireOnUse("@redis/client") as typeof RedisClientModule);
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
@@ -171,7 +174,7 @@ export class RedisTokenStore implements TokenStore {
         // Bounded back-off, never giving up: the instance must recover when Redis returns.
         reconnectStrategy: (retries: number) => Math.min(100 * 2 ** Math.min(retries, 5), 2_000),
       },
-    }) as Client;
+    });
     this.client.on("error", (e: Error) => this.wentDown(e));
     this.client.on("ready", () => this.cameBack());
   }
@@ -302,7 +305,7 @@ export class RedisTokenStore implements TokenStore {
     try {
       return (await this.client.sendCommand(args, { timeout: this.commandTimeoutMs }));
     } catch (e) {
-      if (e instanceof redisClient().ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`);
+      if (e instanceof redisClient().ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`, { cause: e });
       throw new StoreUnreachableError(`the ${this.description} cannot be reached (${(e as Error).message || (e as Error).name})`);
     }
   }
@@ -332,7 +335,7 @@ export class RedisTokenStore implements TokenStore {
 
   private async subscribe(): Promise<void> {
     if (this.subscriber || this.closed) return;
-    const sub = this.client.duplicate() as Client;
+    const sub: Client = this.client.duplicate();
     this.subscriber = sub;
     sub.on("error", () => undefined); // the main client reports the outage
     try {

@@ -14,6 +14,7 @@
  */
 import { createHash, randomBytes, scryptSync } from "node:crypto";
 import { promises as fs } from "node:fs";
+import { createRequire } from "node:module";
 import * as path from "node:path";
 import type * as ProperLockfile from "proper-lockfile";
 import { type PairRecord, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
@@ -89,6 +90,9 @@ interface FileFormat {
   data: string;
 }
 
+/** This module's own `require`: proper-lockfile is loaded at the first renewal lock, synchronously (CommonJS). */
+const requireOnUse = createRequire(__filename);
+
 /** HKDF info of the file store's key (changing it would make existing files unreadable). */
 const FILE_KEY_INFO = "door-access token store v1";
 
@@ -154,7 +158,7 @@ export class FileTokenStore implements TokenStore {
     await fs.mkdir(path.dirname(this.options.filePath), { recursive: true, mode: 0o700 });
     const wait = this.options.lockWaitMs ?? 15_000;
     // Loaded at the first renewal lock, not with the package (an account on Redis never needs it).
-    const lockfile = require("proper-lockfile") as typeof ProperLockfile;
+    const lockfile = requireOnUse("proper-lockfile") as typeof ProperLockfile;
     const release = await lockfile.lock(this.options.filePath, {
       realpath: false,
       lockfilePath: `${this.options.filePath}.lock`,

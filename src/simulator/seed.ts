@@ -21,6 +21,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { PHONE_PATTERN, PositiveInt32 } from "../spec/schemas.js";
+import { textOf } from "../util/text.js";
 import type { Seed } from "./types.js";
 
 export const DEMO_ACCOUNT = {
@@ -136,7 +137,7 @@ const SeedSchema = z
       items.forEach((item, i) => {
         const k = key(item);
         if (k === undefined) return;
-        if (seen.has(k)) issue([name, i, field], `duplicate ${field} ${String(k)}`);
+        if (seen.has(k)) issue([name, i, field], `duplicate ${field} ${textOf(k)}`);
         seen.add(k);
       });
     };
@@ -193,13 +194,13 @@ export function loadSeedFile(file: string): Seed {
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new Error(`cannot read seed file ${file}: ${(err as Error).message}`);
+    throw new Error(`cannot read seed file ${file}: ${(err as Error).message}`, { cause: err });
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new Error(`seed file ${file} is not valid JSON: ${(err as Error).message}`);
+    throw new Error(`seed file ${file} is not valid JSON: ${(err as Error).message}`, { cause: err });
   }
   return validateSeed(raw, `seed file ${file}`);
 }

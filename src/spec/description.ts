@@ -162,16 +162,19 @@ const normalPath = (p: string) => p.replace(/\{[^}]*\}/g, "{}").replace(/\/+$/, 
 
 const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "trace"];
 
+/** `v` when it is an array, else none. */
+const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
 function operationsOf(doc: unknown): Found[] {
   const out: Found[] = [];
   const paths = isObj(doc) && isObj(doc.paths) ? doc.paths : {};
   for (const [path, rawItem] of Object.entries(paths)) {
     const item = deref(doc, rawItem);
     if (!isObj(item)) continue;
-    const shared = Array.isArray(item.parameters) ? item.parameters : [];
+    const shared = listOf(item.parameters);
     for (const m of METHODS) {
       const op = item[m];
-      if (isObj(op)) out.push({ method: m.toUpperCase(), path, op, parameters: [...shared, ...(Array.isArray(op.parameters) ? op.parameters : [])] });
+      if (isObj(op)) out.push({ method: m.toUpperCase(), path, op, parameters: [...shared, ...listOf(op.parameters)] });
     }
   }
   return out;
@@ -245,8 +248,7 @@ export function isDescription(value: unknown): boolean {
 
 /** Text from the live description, made safe for a log line and short. */
 function clean(text: string, max = 120): string {
-  // eslint-disable-next-line no-control-regex
-  const t = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, " ");
+  const t = text.replace(/[\p{Cc}\u2028\u2029]/gu, " "); // control characters (C0, DEL, C1), line and paragraph separators
   return t.length > max ? `${t.slice(0, max - 1)}…` : t;
 }
 

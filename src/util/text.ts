@@ -27,3 +27,12 @@ export function clip(text: string, max: number, mark = ""): string {
 export function quoted(value: string, max = 80): string {
   return JSON.stringify(clip(value, max, "…"));
 }
+
+/**
+ * `String(value)` for a value of any type, on purpose: a value a flow, a file or a request gave
+ * where text is kept or checked (a number as its digits, an array as its items joined by commas,
+ * an object as "[object Object]"). Callers have ruled out null and undefined where those differ.
+ */
+export function textOf(value: unknown): string {
+  return String(value);
+}

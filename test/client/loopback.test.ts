@@ -46,6 +46,7 @@ describe("loopback rule on the parsed hostname: what new URL(\"http://<host>/\")
 
 describe("loopback rule: one self-contained function, so the editor can carry the same source", () => {
   it("its source, evaluated on its own, gives the same answers over the whole table", () => {
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- what is tested: the function's source text, run on its own
     const copy = new Function(`return ${isLoopbackHost.toString()}`)() as (host: unknown) => boolean;
     for (const c of LOOPBACK_CASES) {
       assert.equal(copy(c.input), c.raw, c.input);
@@ -67,6 +68,7 @@ describe("loopback rule: the editor uses the same function, generated from src/u
     const script = readFileSync(path.join(root, "resources", "loopback.js"), "utf8");
     assert.equal(script, loopbackScript(), "resources/loopback.js is stale: run npm run build");
     const window: { DoorAccessLoopback?: { isLoopbackHost: (h: unknown) => boolean } } = {};
+    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- what is tested: the generated script, run as the editor runs it
     new Function("window", script)(window);
     const editor = window.DoorAccessLoopback!.isLoopbackHost;
     for (const c of LOOPBACK_CASES) {

@@ -159,7 +159,7 @@ describe("the device list is never fetched within its Retry-After, nor once per 
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 120, count: 10 });
     account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
     await account.start();
-    await account.warmDevices();
+    account.warmDevices();
     await waitUntil(() => account.directory.nextRetryAt() !== null, 10000, "the start-up list fetch to fail");
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
     for (let i = 0; i < 6; i++) {
@@ -180,7 +180,7 @@ describe("the device list is never fetched within its Retry-After, nor once per 
     sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 100 });
     account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
     await account.start();
-    await account.warmDevices();
+    account.warmDevices();
     await waitUntil(() => account.directory.nextRetryAt() !== null, 10000, "the start-up list fetch to fail");
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
     for (let i = 0; i < 6; i++) {

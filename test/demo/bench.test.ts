@@ -72,7 +72,7 @@ describe("the benchmark runs by itself, reports every figure, and its counts are
     assert.match(output, /unlockP50Ratio/);
     for (const k of NUMBER_KEYS) {
       assert.equal(typeof results[k], "number", `${k} is a number: ${JSON.stringify(results[k])}`);
-      assert.ok(Number.isFinite(results[k]), `${k} is finite: ${results[k]}`);
+      assert.ok(Number.isFinite(results[k]), `${k} is finite: ${String(results[k])}`);
     }
     for (const [k, v] of Object.entries(results)) {
       if (STRING_KEYS.includes(k) || OPTIONAL_STRING_KEYS.includes(k) || OBJECT_KEYS.includes(k)) continue;

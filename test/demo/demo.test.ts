@@ -222,7 +222,15 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it is
     let picks = 0;
     try {
       await assert.rejects(
-        startNodeRedOnFreePort({ userDir: dir, pick: async () => (picks++, held.port), retry: false, writeSettings }),
+        startNodeRedOnFreePort({
+          userDir: dir,
+          pick: () => {
+            picks++;
+            return Promise.resolve(held.port);
+          },
+          retry: false,
+          writeSettings,
+        }),
         /port in use/,
       );
       assert.equal(picks, 1);

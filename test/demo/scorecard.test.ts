@@ -16,6 +16,7 @@
 import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
+import { createRequire } from "node:module";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
 
@@ -39,8 +40,9 @@ interface SemVer {
   minVersion(range: string): { version: string } | null;
   rcompare(a: string, b: string): number;
 }
-const semver = require(require.resolve("semver", { paths: [nodeRedDir, REPO_ROOT] })) as SemVer;
-const acorn = require(require.resolve("acorn", { paths: [path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] }))] })) as {
+const requireCjs = createRequire(__filename);
+const semver = requireCjs(require.resolve("semver", { paths: [nodeRedDir, REPO_ROOT] })) as SemVer;
+const acorn = requireCjs(require.resolve("acorn", { paths: [path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] }))] })) as {
   parse(code: string, opts: { ecmaVersion: "latest" }): AcornNode;
 };
 type AcornNode = { type: string; [k: string]: any };
@@ -142,7 +144,7 @@ describe("flow-library scorecard (checked offline)", () => {
     assert.ok(range && semver.validRange(range), `engines.node ${range}`);
     const latest = latestNodeRed();
     const min = semver.minVersion(latest.engines)!;
-    assert.ok(semver.satisfies(min, range), `Node-RED ${latest.version} runs on Node ${latest.engines}; its minimum ${min} satisfies ${range}`);
+    assert.ok(semver.satisfies(min, range), `Node-RED ${latest.version} runs on Node ${latest.engines}; its minimum ${min.version} satisfies ${range}`);
     assert.ok(semver.satisfies(process.versions.node, range));
     // The note's calibration: >= 20 passes, >= 24 fails.
     assert.ok(semver.satisfies(min, ">=20") && !semver.satisfies(min, ">=24"));
@@ -191,7 +193,7 @@ describe("flow-library scorecard (checked offline)", () => {
       assert.match(range.trim(), /^(\^|~|>=)/, `${name}: ${range} is open to updates (caret, tilde or >=), not a pin`);
       const installed = installedVersion(name);
       assert.ok(semver.satisfies(installed, range), `${name}@${installed} satisfies ${range}`);
-      let latest: string | null = null;
+      let latest: string | null;
       try {
         latest = execFileSync(process.platform === "win32" ? "npm.cmd" : "npm", ["view", name, "dist-tags.latest", "--offline"], { cwd: REPO_ROOT, timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || null;
       } catch {

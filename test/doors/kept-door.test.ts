@@ -62,7 +62,7 @@ describe("The kept door and label are what the resolution rules give for the cur
         await during;
       }
       const kept = await dir.resolveIdentity(identity);
-      const fresh = new DeviceDirectory(async () => dir.cached()!.devices.map((d) => ({ ...d })));
+      const fresh = new DeviceDirectory(() => Promise.resolve(dir.cached()!.devices.map((d) => ({ ...d }))));
       await fresh.devices(true);
       const want = await fresh.resolveIdentity({ ...identity });
       assert.equal(kept.ok, want.ok, `round ${round}: ${JSON.stringify({ identity, list: dir.cached()!.devices, kept, want })}`);

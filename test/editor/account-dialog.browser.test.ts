@@ -130,7 +130,7 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     await page.evaluate((id) => (window as unknown as { RED: { editor: { editConfig(n: string, t: string, id: string): void } } }).RED.editor.editConfig("", "door-account", id), accountId);
     await email().waitFor({ state: "visible" });
     // Node-RED fills a password-type credential it was told is stored with its "__PWRD__" marker.
-    await page.waitForFunction(() => (document.querySelector("#node-config-input-email") as HTMLInputElement | null)?.value === "__PWRD__", null, { timeout: STEP_MS })
+    await page.waitForFunction(() => document.querySelector<HTMLInputElement>("#node-config-input-email")?.value === "__PWRD__", null, { timeout: STEP_MS })
       .catch(async () => assert.fail(`the email field holds ${JSON.stringify(await email().inputValue())}, not the stored-value marker`));
     assert.equal(await email().getAttribute("type"), "password");
     assert.equal(await page.locator("#node-config-input-phoneNumber").getAttribute("type"), "password", "as the phone field");
@@ -304,7 +304,7 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     await page.locator("#door-account-sign-in").click();
     await page.waitForFunction(() => {
       const t = document.querySelector("#door-account-session-state")?.textContent ?? "";
-      return t !== "" && !/^signing in\.\.\.$/.test(t) && !(document.querySelector("#door-account-sign-in") as HTMLButtonElement | null)?.disabled;
+      return t !== "" && !/^signing in\.\.\.$/.test(t) && !document.querySelector<HTMLButtonElement>("#door-account-sign-in")?.disabled;
     }, null, { timeout: STEP_MS });
     const text = await stateText().innerText();
     const colour = await page.locator("#door-account-session-dot").evaluate((el) => getComputedStyle(el).color);

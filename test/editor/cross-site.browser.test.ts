@@ -106,7 +106,7 @@ describe(`a page on another site in a real browser (chromium, Node-RED ${nodeRed
       if (r.url().includes("/door-access/")) answers.set(`${r.request().method()} ${new URL(r.url()).pathname}`, r.status());
     });
     await page.goto(`http://127.0.0.1:${(hostile!.address() as AddressInfo).port}/`, { waitUntil: "load" });
-    const read = (await page.evaluate("window.done")) as Record<string, string>;
+    const read = await page.evaluate<Record<string, string>>("window.done");
     recordForLeakScan("what a page on another site read", read);
     // The form posts and the beacon are not awaited by the page: wait for their answers.
     await page.waitForFunction(() => Array.from(document.querySelectorAll("iframe")).every((f) => f.contentDocument === null || f.contentDocument.readyState === "complete"));

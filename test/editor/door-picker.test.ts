@@ -7,6 +7,7 @@
  * the stored pair belongs to the account key, not to a node id).
  */
 import { strict as assert } from "node:assert";
+import { createRequire } from "node:module";
 import * as path from "node:path";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { closeAllParked } from "../../src/account/registry.js";
@@ -19,6 +20,8 @@ import { RedisServer } from "../helpers/redis.js";
 import { ops } from "../helpers/session.js";
 
 const ADMIN = "/door-access/accounts";
+// Node-RED's editor-api internals are CommonJS, found by path at run time.
+const requireCjs = createRequire(__filename);
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
 
@@ -39,8 +42,8 @@ describe("door picker before the first deploy: one sign-in from the editor lists
 
   before(async () => {
     const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
-    const auth = require(path.join(editorApi, "lib", "auth"));
-    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+    const auth = requireCjs(path.join(editorApi, "lib", "auth"));
+    const tokens = requireCjs(path.join(editorApi, "lib", "auth", "tokens"));
     auth.init(
       {
         adminAuth: {

@@ -171,7 +171,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
     });
 
     const node = (id: string) => page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"]`);
-    const red = <T>(fn: (RED: any, arg: any) => T, arg?: unknown) => page.evaluate(`(${fn.toString()})(window.RED, ${JSON.stringify(arg ?? null)})`) as Promise<T>;
+    const red = <T>(fn: (RED: any, arg: any) => T, arg?: unknown) => page.evaluate<T>(`(${fn.toString()})(window.RED, ${JSON.stringify(arg ?? null)})`);
 
     async function openDialog(id: string): Promise<void> {
       // Just after a dialog closed, the editor may still be leaving its editing state and ignore

@@ -11,6 +11,7 @@
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
+import { createRequire } from "node:module";
 import * as path from "node:path";
 import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/node-red-process.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
@@ -23,9 +24,11 @@ import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const SIDEBAR = "/door-access/sidebar/accounts";
-const pluginModule = require(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
+// Our plugin's entry point and Node-RED's internals are CommonJS, found by path at run time.
+const requireCjs = createRequire(__filename);
+const pluginModule = requireCjs(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
 // Node-RED's runtime event bus: RED.comms.publish(topic, data) emits "comms" on it.
-const runtimeEvents = require(resolveFromNodeRed("@node-red/util")).events as import("node:events").EventEmitter;
+const runtimeEvents = requireCjs(resolveFromNodeRed("@node-red/util")).events as import("node:events").EventEmitter;
 
 function flow(url: string): Record<string, unknown>[] {
   return [tab(), accountNode(url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
@@ -209,8 +212,8 @@ describe("door access sidebar with adminAuth: reading needs door-account.read, R
   before(async () => {
     sim = await startSim();
     const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
-    const auth = require(path.join(editorApi, "lib", "auth"));
-    const tokens = require(path.join(editorApi, "lib", "auth", "tokens"));
+    const auth = requireCjs(path.join(editorApi, "lib", "auth"));
+    const tokens = requireCjs(path.join(editorApi, "lib", "auth", "tokens"));
     const hash = "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus";
     auth.init(
       {

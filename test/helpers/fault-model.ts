@@ -21,6 +21,7 @@ import { performUnlock, type UnlockResult, type UnlockNodeSettings } from "../..
 import type { DoorIdentity } from "../../src/doors/directory.js";
 import { type AccessState, parseAccessRules } from "../../src/unlock/access-rules.js";
 import type { Clock } from "../../src/util/clock.js";
+import { textOf } from "../../src/util/text.js";
 import { TEST_PIN, WRONG_PINS } from "./pins.js";
 
 /** Real time, but timers fire `factor` times sooner and `now()` runs `factor` times faster. */
@@ -205,7 +206,7 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
   const accelerated = acceleratedClock(50);
   // The session's clock: accelerated, and off from the service's by a jump the run may make.
   let offset = 0;
-  const clock: Clock = { now: () => accelerated.now() + offset, monotonic: accelerated.monotonic, setTimeout: accelerated.setTimeout, clearTimeout: accelerated.clearTimeout };
+  const clock: Clock = { ...accelerated, now: () => accelerated.now() + offset };
   const startedAt = accelerated.now();
   const halts: { state: string; at: number }[] = [];
   const make = () => {
@@ -529,7 +530,7 @@ function checkDoors(
     const id = rec.deviceId as number;
     const input = t.input as { msgDeviceId?: unknown; msgDoor?: unknown };
     if (input.msgDeviceId !== undefined) {
-      assert.equal(id, input.msgDeviceId, `msg.deviceId ${String(input.msgDeviceId)} but the attempt went to ${id}`);
+      assert.equal(id, input.msgDeviceId, `msg.deviceId ${textOf(input.msgDeviceId)} but the attempt went to ${id}`);
     } else if (typeof input.msgDoor === "string") {
       const [loc, name] = input.msgDoor.includes("/") ? input.msgDoor.split("/").map((x) => x.trim()) : [null, input.msgDoor];
       assert.ok(hadName(id, name, loc ?? null), `msg.door ${JSON.stringify(input.msgDoor)} opened device ${id}, which never had that name${loc ? " at that location" : ""}`);

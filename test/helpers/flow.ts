@@ -7,6 +7,7 @@
  */
 import { strict as assert } from "node:assert";
 import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
@@ -14,22 +15,22 @@ import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/ind
 import { closeAllParked } from "../../src/account/registry.js";
 import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- node-red-node-test-helper has no type declarations
-export const helper: any = require("node-red-node-test-helper");
+// node-red-node-test-helper (no type declarations), our nodes' entry points and Node-RED's own
+// nodes are CommonJS, found by path at run time.
+const requireCjs = createRequire(__filename);
+export const helper: any = requireCjs("node-red-node-test-helper");
 helper.init(nodeRedPath); // Node-RED 4, or 5 with DOOR_ACCESS_NODE_RED=node-red-5 (test/helpers/runtime.ts)
 
 export { DEMO_ACCOUNT };
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the compiled entry points Node-RED loads, found at run time
-const load = (file: string): unknown => require(path.join(process.cwd(), "nodes", `${file}.js`));
+const load = (file: string): unknown => requireCjs(path.join(process.cwd(), "nodes", `${file}.js`));
 export const accountModule = load("door-account") as (red: any) => void;
 export const devicesModule = load("door-devices") as (red: any) => void;
 export const statusModule = load("door-status") as (red: any) => void;
 export const unlockModule = load("door-unlock") as (red: any) => void;
 /** The editor sidebar plugin (it registers the sidebar's admin routes). */
 export const pluginModule = load("plugins/door-access-sidebar") as (red: any) => void;
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- a core node of the selected Node-RED, found at run time
-const core = (file: string): unknown => require(resolveFromNodeRed(`@node-red/nodes/core/common/${file}.js`));
+const core = (file: string): unknown => requireCjs(resolveFromNodeRed(`@node-red/nodes/core/common/${file}.js`));
 export const catchModule: unknown = core("25-catch");
 /** Node-RED's Complete node. */
 export const completeModule: unknown = core("24-complete");

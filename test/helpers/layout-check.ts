@@ -95,7 +95,7 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
     // delay) or after the account connects (ours) keeps the room for one: 120 x 13 px under it.
     const mayShowStatus = n.type.startsWith("door-") || n.type === "mqtt in" || n.type === "mqtt out" || n.type === "delay" || (n.type === "debug" && (n as { tostatus?: boolean }).tostatus === true);
     if (!status && mayShowStatus) status = { x: t.x + 3, y: t.y + h + 2, w: 120, h: 13 };
-    let label = "";
+    let label: string;
     try {
       label = RED.utils.getNodeLabel(n, n.type);
     } catch {

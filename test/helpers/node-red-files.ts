@@ -13,6 +13,7 @@
  */
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import { createRequire } from "node:module";
 import * as os from "node:os";
 import * as path from "node:path";
 
@@ -45,11 +46,14 @@ export function filesNodeRedWrites(nodeRedDir: string, flowFile: string | undefi
   return { userDir, flowFile, paths };
 }
 
+/** Node-RED's internals are CommonJS, found by path at run time. */
+const requireCjs = createRequire(__filename);
+
 async function child(nodeRedDir: string, userDir: string, flowFile: string): Promise<void> {
   const runtimeDir = packageDir("@node-red/runtime", nodeRedDir);
-  const util = require(packageDir("@node-red/util", nodeRedDir));
+  const util = requireCjs(packageDir("@node-red/util", nodeRedDir));
   util.init({});
-  const storage = require(path.join(runtimeDir, "lib", "storage", "localfilesystem"));
+  const storage = requireCjs(path.join(runtimeDir, "lib", "storage", "localfilesystem"));
   const settings: Record<string, unknown> = { userDir, editorTheme: {}, getUserSettings: () => ({}) };
   if (flowFile) settings.flowFile = flowFile;
   await storage.init(settings, { log: util.log, events: util.events, nodes: {}, settings: {} });
@@ -60,9 +64,9 @@ async function child(nodeRedDir: string, userDir: string, flowFile: string): Pro
     await storage.saveSessions({ s: { user: `u${i}` } });
     await storage.saveLibraryEntry("flows", `entry${i}.json`, {}, "[]");
   }
-  const context = require(path.join(runtimeDir, "lib", "nodes", "context", "localfilesystem.js"))({ settings: { userDir } });
+  const context = requireCjs(path.join(runtimeDir, "lib", "nodes", "context", "localfilesystem.js"))({ settings: { userDir } });
   await context.open();
-  await new Promise<void>((resolve, reject) => context.set("node1:flow1", "k", 1, (err: unknown) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) => context.set("node1:flow1", "k", 1, (err?: Error | null) => (err ? reject(err) : resolve())));
   await context.close();
 }
 

@@ -6,6 +6,7 @@
  * messages reaching a helper node), the unhandled rejections since a point, a lone surrogate.
  */
 import { strict as assert } from "node:assert";
+import { createRequire } from "node:module";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
 import { helper } from "./flow.js";
 import { nodeRedDir } from "./runtime.js";
@@ -78,8 +79,7 @@ export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\u
  * (the leak-scan hook puts it back before the next test).
  */
 export function withoutOnSendHooks(): void {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- @node-red/util of the selected Node-RED, found at run time
-  const util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
+  const util = createRequire(__filename)(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
   util.hooks.remove("onSend.leakScan");
   assert.equal(util.hooks.has("onSend"), false);
 }

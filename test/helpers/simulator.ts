@@ -31,7 +31,7 @@ export async function call(sim: RunningSimulator, method: string, path: string, 
   if (body !== undefined && opts.contentType !== null) headers["content-type"] = opts.contentType ?? "application/json";
   const res = await request(sim.url + path, { method: method as "GET", headers, body });
   const text = await res.body.text();
-  let json: any = undefined;
+  let json: any;
   try {
     json = text.length ? JSON.parse(text) : undefined;
   } catch {

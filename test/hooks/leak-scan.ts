@@ -24,6 +24,7 @@
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { issuedTokens } from "../../src/simulator/issued.js";
@@ -86,8 +87,7 @@ for (const stream of [process.stdout, process.stderr] as const) {
 function hookNodeRed(): void {
   let util: { log: { log: (m: unknown) => void }; hooks: { add: (n: string, f: (e: unknown) => void) => void; has: (n: string) => boolean } };
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    util = require(require.resolve("@node-red/util", { paths: [nodeRedDir] })); // the selected runtime's (test/helpers/runtime.ts)
+    util = createRequire(__filename)(require.resolve("@node-red/util", { paths: [nodeRedDir] })); // the selected runtime's (test/helpers/runtime.ts)
   } catch {
     return;
   }

@@ -42,7 +42,7 @@ export function writeStats(hook: string, stats: unknown): void {
 
 /** Every worker's last counts for one hook. */
 export function readStats<T>(hook: string): T[] {
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(statsDir).filter((n) => n.startsWith(`${hook}-`) && n.endsWith(".json"));
   } catch {

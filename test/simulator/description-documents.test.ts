@@ -4,12 +4,10 @@
  * docs/simulator.md#description-documents, docs/simulator.md#control-api (POST /_sim/docs)
  */
 import { strict as assert } from "node:assert";
+import * as yaml from "js-yaml"; // a dev dependency, only to check the emitter's output
 import { OPERATIONS } from "../../src/spec/schemas.js";
 import { toYaml, type RunningSimulator } from "../../src/simulator/index.js";
 import { assertError, call, withSim } from "../helpers/simulator.js";
-
-// js-yaml comes with mocha (a dev dependency); used only to check the emitter's output.
-const yaml = require("js-yaml") as { load(text: string): unknown };
 
 /** Responses per operation, from the spec's error table (and operation 5: only 200 and 401). */
 const EXPECTED_STATUSES: Record<string, string[]> = {
