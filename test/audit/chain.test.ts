@@ -182,7 +182,7 @@ describe("The chain position is plain data, and 300 interleaved callers with rot
     return fs.existsSync(live) ? [...rotated, live] : rotated;
   }
 
-  it("held: chainPosition() is a plain {seq, hash} after an attempt alone (lazy hash) and after a deferred result, and a new writer resumes exactly there", async () => {
+  it("chainPosition() is a plain {seq, hash} after an attempt alone (lazy hash) and after a deferred result, and a new writer resumes exactly there", async () => {
     let log = new M.AuditLog(live);
     assert.equal(log.chainPosition(), null);
     await log.attempt(rec(1));
@@ -200,7 +200,7 @@ describe("The chain position is plain data, and 300 interleaved callers with rot
     assert.equal((await verify([live])).ok, true);
   });
 
-  it("held: 300 concurrent callers (attempts, results, rejections interleaved, also from inside resolutions), small maxBytes with rotation: verify over all files, seq 1..N with no gap or duplicate", async () => {
+  it("300 concurrent callers (attempts, results, rejections interleaved, also from inside resolutions), small maxBytes with rotation: verify over all files, seq 1..N with no gap or duplicate", async () => {
     const log = track(new M.AuditLog(live, { maxBytes: 2000, keep: 1000 }));
     const ps: Promise<void>[] = [];
     for (let i = 0; i < 300; i++) {
@@ -308,7 +308,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("D3: logrotate renames the file (dateext) while a batch's fsync fails: the next record continues the chain (seq does not restart at 1)", async () => {
+  it("logrotate renames the file (dateext) while a batch's fsync fails: the next record continues the chain (seq does not restart at 1)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const rotated = `${live}-20261124`;
@@ -323,7 +323,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     assert.equal(v.ok, true, `${v.message}\n--- rotated:\n${text(rotated)}--- live:\n${text(live)}`);
   });
 
-  it("control: same dateext rename with no failure keeps the chain", async () => {
+  it("a dateext rename with no failed batch keeps the chain too", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const rotated = `${live}-20261124`;
@@ -354,7 +354,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: the firs
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("D3b: logrotate renamed the file (dateext) and the first write to the new file fails (ENOSPC): the chain does not restart at seq 1", async () => {
+  it("logrotate renamed the file (dateext) and the first write to the new file fails (ENOSPC): the chain does not restart at seq 1", async () => {
     const a = new AuditLog(live);
     logs.push(a);
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
@@ -397,7 +397,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: logrotat
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("H1 (held): logrotate rename to <name>.1 (create) while a batch's fsync fails: chain continues", async () => {
+  it("logrotate renames the file to <name>.1 (create) while a batch's fsync fails: the chain continues at seq 3, and the failed record is not in <name>.1", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     proto.sync = function () { fs.renameSync(live, `${live}.1`); proto.sync = orig.sync; return Promise.reject(Object.assign(new Error("f"), { code: "EIO" })); };
@@ -431,7 +431,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r3-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("D3: logrotate copytruncate with dateext between two writes of a failed batch (copy holds only a fragment): the chain restarts at seq 1", async () => {
+  it("a dateext copytruncate between two write calls of a failed batch (the copy holds only a fragment of it): the next record continues the chain, verify passes over the copy and the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;
@@ -450,7 +450,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
     assert.equal(v.ok, true, `${v.message}\n--- copy:\n${text(copy)}\n--- live:\n${text(live)}`);
   });
 
-  it("D3b: same with an older <name>.1 from the writer's own size rotation: the next record repeats a seq in the dateext copy", async () => {
+  it("the same with an older <name>.1 from the writer's own size rotation: the next record repeats no seq of the dateext copy, verify passes over all three files", async () => {
     const a = track(new AuditLog(live, { maxBytes: 800, keep: 3 }));
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     assert.ok(fs.existsSync(`${live}.1`));
@@ -480,7 +480,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a batch 
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("F7: a batch split four times (the rewrite bound) while logrotate copies with dateext: the writer forgets where the chain stands and the next record restarts the chain at seq 1", async () => {
+  it("a batch split four times (the rewrite bound) while logrotate copies with dateext: the batch is refused, and the next record still continues the chain at seq 3", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let n = 0;
@@ -520,7 +520,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("F3: logrotate renames the live file (dateext, create) and the new file cannot be opened once (EACCES): the writer, still running, starts the chain again at seq 1; the untampered log fails verify", async () => {
+  it("logrotate renames the live file (dateext, create) and the new file cannot be opened once (EACCES): that record is refused, the next one continues the chain at seq 4, and verify passes", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const dated = `${live}-20261124`;
@@ -542,7 +542,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     assert.equal(v.ok, true, v.message);
   });
 
-  it("F5: a write that fails part-way and whose cut-off fails too, after a dateext copytruncate: the writer restarts the chain at seq 1 with `rewound: true`, and verify passes a log whose answered records 1..3 are 'not continued' and whose seqs 1..3 are given out twice", async () => {
+  it("a write that fails part-way and whose cut fails too, after a dateext copytruncate: that record is refused, and the first whole record in the emptied file continues the chain at seq 4 (no seq given out twice)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const dated = `${live}-20261124`;
@@ -764,14 +764,14 @@ describe("Verify: a torn fragment standing in for a record is a break (docs/audi
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-")); live = path.join(dir, "a.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  for (const tamper of ["{", '{"type":"unlock-']) it(`tamper: a middle record replaced by ${tamper} is a break`, async () => {
+  for (const tamper of ["{", '{"type":"unlock-']) it(`a middle record replaced by the fragment ${tamper} is a break`, async () => {
     const a = new AuditLog(live); logs.push(a);
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     const ls = fs.readFileSync(live, "utf8").split("\n"); ls[1] = tamper; fs.writeFileSync(live, ls.join("\n"));
     assert.equal((await verify([live])).ok, false);
   });
 
-  it("tamper: a fragment as the first line of the oldest file, then a record deleted after it, is a break", async () => {
+  it("a fragment as the first line of the oldest file, then a record deleted after it, is a break", async () => {
     const a = new AuditLog(live); logs.push(a);
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     const ls = fs.readFileSync(live, "utf8").split("\n"); ls[0] = "{"; ls.splice(2, 1); fs.writeFileSync(live, ls.join("\n"));
@@ -819,7 +819,7 @@ describe("Verify: a fork at a file boundary is accepted only where the next file
     assert.match(v.broken?.reason ?? "", /reordered, repeated or inserted/);
   });
 
-  it("F1/F4's fork is named in verify's notes (which seqs of which file were not continued)", async () => {
+  it("the fork a failed fsync leaves during a logrotate copy is accepted and named in verify's notes (which seqs of which file were not continued)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;
@@ -857,7 +857,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     fs.writeFileSync(file, all.slice(cut).join("\n") + "\n");
   }
 
-  it("F1: one forged record appended to a rotated file (seq and prev copied from the next file's first line, no hash computed) passes `door-access-audit verify` (exit 0) and shows in the log's records", async () => {
+  it("one forged record appended to a rotated file (seq and prev copied from the next file's first line, no hash computed): the readers show it, and `door-access-audit verify` exits 1", async () => {
     await rotatedLog(6, 3);
     const next = JSON.parse(lines(live)[0]) as { seq: number; prev: string };
     const forged = { type: "unlock-attempt", ts: "2025-03-01T03:00:00.000Z", actor: "bob", deviceId: 999, lockId: null, door: "Vault", msgid: "forged", seq: next.seq, prev: next.prev };
@@ -869,7 +869,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     assert.equal(v.code, 1, `an inserted record must break the chain; verify said:\n${v.out}`);
   });
 
-  it("F2: records duplicated at a file boundary pass `door-access-audit verify` (exit 0): the last line of audit.jsonl.1 copied to the top of audit.jsonl, or the whole rotated file copied (`cp audit.jsonl.1 audit.jsonl.2`); tail/export read them twice", async () => {
+  it("records duplicated at a file boundary (the last line of audit.jsonl.1 copied to the top of audit.jsonl, or the whole rotated file copied: `cp audit.jsonl.1 audit.jsonl.2`): `door-access-audit verify` exits 1, though the readers read them twice", async () => {
     await rotatedLog(6, 3);
     const keep = { r: fs.readFileSync(`${live}.1`, "utf8"), l: fs.readFileSync(live, "utf8") };
     fs.writeFileSync(live, lines(`${live}.1`)[2] + "\n" + keep.l); // one line inserted: a copy of seq 3
@@ -883,7 +883,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     assert.deepEqual([oneLine.code, wholeFile.code], [1, 1], `inserted (duplicated) records must break the chain; verify said:\n${oneLine.out}\n${wholeFile.out}`);
   });
 
-  it("F3: two independent logs spliced (another log's file, or a one-line forged file with seq 1 and prev 64 zeros, put before a log that starts at seq 1) pass verify", async () => {
+  it("two independent logs spliced (another log's file, or a one-line forged file with seq 1 and prev 64 zeros, put before a log that starts at seq 1): a break", async () => {
     const other = path.join(dir, "other.jsonl");
     const o = track(new AuditLog(other));
     await o.attempt(rec("other", "mallory"));
@@ -1027,7 +1027,7 @@ describe("Verify: a fork needs another record than the one already there; the re
     return all;
   }
 
-  it("F1: a rotated file's run starting at a `rewound` record, copied in again after it (records inserted twice: `cp`), passes `door-access-audit verify` (exit 0); tail/export read those records twice", async () => {
+  it("a rotated file's run starting at a `rewound` record, copied in again after it (`cp`: records inserted twice): `door-access-audit verify` exits 1 (0 on the untampered log), though the readers read those records three times", async () => {
     const all = await logWithRewound(3); // seq 1, 2, 3 (rewound), 4, 5
     const v0 = await cliVerify([live]);
     assert.equal(v0.code, 0, v0.out); // untampered: fine
@@ -1047,7 +1047,7 @@ describe("Verify: a fork needs another record than the one already there; the re
     assert.equal(v.code, 1, `records inserted (copied) must break the chain; verify said:\n${v.out}`);
   });
 
-  it("F2 (a documented limit, README 'Checking it'): behind an accepted fork, the records not continued (their writes failed, their unlocks were never sent) are checked against each other: an edit to any but the last breaks the chain, and verify's note names the run; the last is pinned by nothing, like the last line of a log", async () => {
+  it("behind an accepted fork, the records not continued (their writes failed, their unlocks were never sent) are checked against each other: an edit to any but the last breaks the chain, and verify's note names the run; the last is pinned by nothing, like the last line of a log (a documented limit)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;

@@ -313,7 +313,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     return { userDir, acted: acted };
   }
 
-  it("held: the account node deleted (deploy without it) by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns; one PUT; verify passes", async () => {
+  it("the account node deleted (deploy without it) by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns; one PUT; verify passes", async () => {
     let accNode: any = null;
     const { userDir, acted } = await inTheGap("acc-b24del", "b24-del", () => {
       accNode = accountOf("acc-b24del");
@@ -327,7 +327,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     assert.equal(v.ok, true, v.message);
   });
 
-  it("held: a redeploy that changes the account (auditMaxBytes) started by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns, the new account's first record continues the chain", async () => {
+  it("a redeploy that changes the account (auditMaxBytes) started by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns, the new account's first record continues the chain", async () => {
     let accNode: any = null;
     const changed = [tab(), { ...accountNode(sim.url), id: "acc-b24re", auditMaxBytes: "1000000" }, unlockNode({ account: "acc-b24re" }), ...helperNodes("u1-ok", "u1-fail")];
     const { userDir, acted } = await inTheGap("acc-b24re", "b24-re", () => {
@@ -349,7 +349,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     assert.equal(unlockRequests(sim), 2);
   });
 
-  it("held: Reconnect pressed by the node after door-unlock, before the unlock-result is made: the record is written; one PUT; the next message works", async () => {
+  it("Reconnect pressed by the node after door-unlock, before the unlock-result is made: the record is written; one PUT; the next message works", async () => {
     let accNode: any = null;
     let reconnected = false;
     const { userDir, acted } = await inTheGap("acc-b24rc", "b24-rc", () => {
@@ -368,7 +368,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
   });
 
-  it("held: two accounts on one audit path; the one whose message is between its outcome and its unlock-result is deleted by the node after door-unlock, the other stays: the record is written, one chain, verify passes", async () => {
+  it("two accounts on one audit path; the one whose message is between its outcome and its unlock-result is deleted by the node after door-unlock, the other stays: the record is written, one chain, verify passes", async () => {
     const flow = [
       tab(),
       { ...accountNode(sim.url), id: "accA", auditLog: "shared.jsonl" },
@@ -434,7 +434,7 @@ describe("Every message gets exactly one closing record, and it says what door-u
   });
 
 
-  it("a change node after door-unlock that rewrites msg.payload.actor/deviceId/door of a rejected message rewrites its unlock-rejected record (docs/audit-log.md#records: the record is what door-unlock did; passed on db16388)", async () => {
+  it("a change node after door-unlock that rewrites msg.payload.actor/deviceId/door of a rejected message leaves its unlock-rejected record as it was: the record is what door-unlock rejected", async () => {
     const flow = [
       tab(), accountNode(sim.url),
       unlockNode({ wires: [["u1-ok"], ["chg"]] }),
@@ -465,7 +465,7 @@ describe("Every message gets exactly one closing record, and it says what door-u
     );
   });
 
-  it("a node after door-unlock that puts a value without a text form into msg.payload.door: the rejected message gets no unlock-rejected record at all (docs/audit-log.md#records: a rejected input gets one unlock-rejected record; passed on db16388)", async () => {
+  it("a node after door-unlock that puts a value without a text form into msg.payload.door: the rejected message still gets its one unlock-rejected record, and no rejection goes unhandled", async () => {
     const flow = [tab(), accountNode(sim.url), unlockNode({ wires: [["u1-ok"], ["mut"]] }), { id: "mut", type: "helper", z: TAB, wires: [["u1-fail"]] }, ...helperNodes("u1-ok", "u1-fail")];
     const { userDir } = await loadFlow(flow);
     await waitReady();
@@ -491,7 +491,7 @@ describe("Every message gets exactly one closing record, and it says what door-u
   });
 
 
-  it("held: 50 messages in one tick (30 valid, 10 invalid, 10 retained): one PUT per valid message, each message its closing record, seq 1..n, verify passes; the node ends showing the outcome of the last message out", async () => {
+  it("50 messages in one tick (30 valid, 10 invalid, 10 retained): one PUT per valid message, each message its closing record, seq 1..n, verify passes; the node ends showing the outcome of the last message out", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url));
     await waitReady();
     sim.control.resetRequests();
@@ -545,7 +545,7 @@ describe("A closing record whose batch failed is written again, three tries at m
   });
 
 
-  it("a write fault on the next message's attempt write also loses the previous message's unlock-result, held for that write (the previous message was sent; docs/audit-log.md#never-short-a-record: every message that reached the service gets its unlock-result; passed on db16388)", async () => {
+  it("a write fault on the next message's attempt write that carried the previous message's unlock-result (held back for that write): the result is still written, as every message that reached the service gets its unlock-result; the message whose attempt failed is not sent and gets an unlock-rejected record", async () => {
     // Rewritten at the node (the fix is in the unlock procedure, unlock.ts closeWith): a stream
     // A, B, C, D, each message sent by the node after door-unlock in the turn it has the previous
     // outcome, as a flow does. A's result is queued while B's attempt is written and held for the
@@ -592,7 +592,7 @@ describe("A closing record whose batch failed is written again, three tries at m
     assert.equal(v.ok, true, v.message);
   });
 
-  it("an unlock-result whose write fails once is never written, though the log works again at the next write: the message reached the service (1 PUT) and has no unlock-result (older than 3fee3f7: fails on db16388 too)", async () => {
+  it("an unlock-result whose write fails once is written again once the log works: the message that reached the service has its unlock-result", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url));
     await waitReady();
     sim.control.resetRequests();
@@ -625,7 +625,7 @@ describe("A closing record whose batch failed is written again, three tries at m
   // The fix of the defect above retries a closing record in CLOSING_TRIES batches; a log that
   // keeps failing gives it up, and door-unlock says so (done(err): Catch nodes and the debug
   // sidebar) instead of nothing at all. The outcome already went out and stands.
-  it("fixed: an unlock-result that cannot be written in any of its tries: the message keeps its outcome (accepted) and door-unlock's error says the door was unlocked but the record is not in the audit log; one PUT; the next message works", async () => {
+  it("an unlock-result that cannot be written in any of its tries: the message keeps its outcome (accepted) and door-unlock's error says the door was unlocked but the record is not in the audit log; one PUT; the next message works", async () => {
     const { userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()], { nodes: [...ALL_NODES, catchModule] });
     await waitReady();
     sim.control.resetRequests();
@@ -692,7 +692,7 @@ describe("A closing record is never written twice: not again once its line staye
     return { userDir, caught };
   }
 
-  it("the fsync of the unlock-result's batch fails after the whole write and the cut-back (truncate) fails too: the record stays in the log (chain continues after it), and closeWith appends it again: two unlock-result records for one message", async () => {
+  it("the fsync of the unlock-result's batch fails after the whole write and the cut-back (truncate) fails too: the record stays in the log (the chain continues after it) and is not written again: one unlock-result for the message, verify passes", async () => {
     const { userDir } = await setup();
     let armed = false;
     let cutFails = false;
@@ -735,7 +735,7 @@ describe("A closing record is never written twice: not again once its line staye
     assert.equal(mine.filter((t) => t.startsWith("unlock-result")).length, 1, `one unlock-result per message; the log has ${JSON.stringify(mine)}`);
   });
 
-  it("held: the fsync of the unlock-result's batch fails after the whole write, the cut-back works: the record is written again once; one unlock-result, no error, verify passes", async () => {
+  it("the fsync of the unlock-result's batch fails after the whole write, the cut-back works: the record is written again once; one unlock-result, no error, verify passes", async () => {
     const { userDir, caught } = await setup();
     let armed = false;
     let syncFailed = 0;
@@ -763,7 +763,7 @@ describe("A closing record is never written twice: not again once its line staye
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
   });
 
-  it("a frozen message (outcome undeliverable) whose unlock-result cannot be written in any try: done()'s error names only the undelivered outcome; that the door was unlocked without an audit record is said nowhere", async () => {
+  it("a frozen message (outcome undeliverable) whose unlock-result cannot be written in any try: done() once, its error saying both that the outcome could not be set on the message and that the unlock-result record was lost; three tries, one PUT", async () => {
     const { userDir, caught } = await setup();
     let failures = 0;
     proto.write = function (this: unknown, ...a: unknown[]) {
@@ -790,7 +790,7 @@ describe("A closing record is never written twice: not again once its line staye
     assert.match(said, /unlock-result record could not be written to the audit log/, `the lost record is said too; done() said: ${said}`);
   });
 
-  it("held: the account node deleted while the unlock-result is being retried (two tries failed): deploy returns after the third try wrote it; one record, one PUT, verify passes, done once without error", async () => {
+  it("the account node deleted while the unlock-result is being retried (two tries failed): deploy returns after the third try wrote it; one record, one PUT, verify passes, done once without error", async () => {
     const { userDir, caught } = await setup();
     let failures = 0;
     let deploy: Promise<unknown> | null = null;
@@ -818,7 +818,7 @@ describe("A closing record is never written twice: not again once its line staye
     assert.equal(caught.filter((c) => c._msgid === "b25-del").length, 0);
   });
 
-  it("held: the account's audit log closed under the retries (append rejects at once): the message ends once, with AuditRecordLost, within bounded time; one PUT; no unhandled", async () => {
+  it("the account's audit log closed under the retries (append rejects at once): the message ends once, with AuditRecordLost, within bounded time; one PUT; no unhandled", async () => {
     const { caught } = await setup();
     const u0 = unhandledSeen().length;
     const log = accountOf().account.audit as AuditLog;
@@ -845,7 +845,7 @@ describe("A closing record is never written twice: not again once its line staye
     assert.equal(unhandledSeen().length, u0);
   });
 
-  it("held: ENOSPC on every write after the attempts went out (40 messages at once): every message ends once (40 errors on Catch, attempt or result), bounded tries per record, one PUT per sent message, no unhandled", async () => {
+  it("ENOSPC on every write after the attempts went out (40 messages at once): every message ends once (40 errors on Catch, attempt or result), bounded tries per record, one PUT per sent message, no unhandled", async () => {
     const { caught } = await setup();
     const u0 = unhandledSeen().length;
     let resultWrites = 0;
@@ -872,7 +872,7 @@ describe("A closing record is never written twice: not again once its line staye
     assert.equal((log as any).queue.length, 0, "nothing left queued");
   });
 
-  it("held: an invalid message whose unlock-rejected record cannot be written in any try: nothing sent (0 PUT), output 2 has the outcome, done() once with 'nothing was sent (invalid-input)', three tries", async () => {
+  it("an invalid message whose unlock-rejected record cannot be written in any try: nothing sent (0 PUT), output 2 has the outcome, done() once with 'nothing was sent (invalid-input)', three tries", async () => {
     const { userDir, caught } = await setup();
     let failures = 0;
     proto.write = function (this: unknown, ...a: unknown[]) {
@@ -979,7 +979,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
 
   for (const cutFails of [false, true]) {
     for (const torn of [false, true]) {
-      it(`held: short write of k bytes (every k) then ENOSPC, cut ${cutFails ? "fails" : "works"}, ${torn ? "torn tail (lead \\n)" : "no lead"}, result second line with multi-byte door/actor: one unlock-result, verify passes`, async () => {
+      it(`short write of k bytes (every k) then ENOSPC, cut ${cutFails ? "fails" : "works"}, ${torn ? "torn tail (lead \\n)" : "no lead"}, result second line with multi-byte door/actor: one unlock-result, verify passes`, async () => {
         stats.iter = 0; stats.inLog = 0; stats.retried = 0;
         const bad: string[] = [];
         for (let k = 1; k < 2000; k++) {
@@ -994,7 +994,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
     }
   }
 
-  it("held: copytruncate (copy + truncate to 0) taken while the fsync of a batch carrying an unlock-result runs, fsync fails: inLog, not written again; one unlock-result across copy + live, verify passes", async () => {
+  it("copytruncate (copy + truncate to 0) taken while the fsync of a batch carrying an unlock-result runs, fsync fails: inLog, not written again; one unlock-result across copy + live, verify passes", async () => {
     const log = new AuditLog(live, { deferMs: 5 });
     logs.push(log);
     await log.attempt(rec("pre"));
@@ -1018,7 +1018,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
     assert.equal(count(files, "m0"), 1);
   });
 
-  it("held: copy taken during the failed fsync, the writer's cut works, then logrotate truncates: not inLog, written again with a rewound fork; one continued unlock-result, verify passes", async () => {
+  it("copy taken during the failed fsync, the writer's cut works, then logrotate truncates: not inLog, written again with a rewound fork; one continued unlock-result, verify passes", async () => {
     const log = new AuditLog(live, { deferMs: 5 });
     logs.push(log);
     await log.attempt(rec("pre"));

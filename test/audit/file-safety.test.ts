@@ -238,7 +238,7 @@ describe("Another program's JSON Lines file is never taken for ours, whatever it
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("E2: an existing JSON Lines file of another program whose lines start {\"type\":\"unlock-... is refused (never appended to)", async () => {
+  it("an existing JSON Lines file of another program whose lines start {\"type\":\"unlock-... is refused (never appended to)", async () => {
     const foreign = '{"type":"unlock-door","entity":"lock.front","user":"bob"}\n';
     fs.writeFileSync(live, foreign);
     const c = checkAuditPath(live, { userDir: dir });
@@ -270,7 +270,7 @@ describe("A foreign document is never taken for ours by its first line; the judg
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r3-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("D2: a foreign JSON document whose first line starts {\"type\":\"unlock- is appended to; verify then calls line 2 not an audit record", async () => {
+  it("a foreign JSON document whose first line starts {\"type\":\"unlock- is refused by the path check and the writer (never appended to)", async () => {
     const foreign = '{"type":"unlock-schedule", "doors": [\n  {"id": 1, "open": "08:00"}\n]}\n';
     fs.writeFileSync(live, foreign);
     const c = checkAuditPath(live, { userDir: dir });
@@ -281,7 +281,7 @@ describe("A foreign document is never taken for ours by its first line; the judg
     assert.equal(wrote, false, `writer appended; verify: ${v.message}`);
   });
 
-  it("H: foreignContent judgments (probes)", () => {
+  it("prints foreignContent's judgement of odd file heads (BOM, CRLF, a torn first line, braces, pretty-printed JSON, binary after a record's start, a cut at the 64 KiB read boundary, another program's first line) for reading; it asserts nothing", () => {
     const r = '{"type":"unlock-attempt","ts":"2026-11-24T00:00:00.000Z","actor":"a","deviceId":1,"lockId":null,"door":"d","msgid":"m","seq":1,"prev":"' + "0".repeat(64) + '"}';
     const out: Record<string, string | null> = {
       bom: fc("\uFEFF" + r + "\n"),
@@ -308,7 +308,7 @@ describe("The open check judges the file as it is now, also when a copytruncate 
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("F2: copytruncate between the open's fstat and its head read: the first unlock after a (re)open is refused as 'not a door-access audit record'", async () => {
+  it("a copytruncate between the open's fstat and its head read: the first unlock after a (re)open is written, not refused as 'not a door-access audit record'", async () => {
     const a0 = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
     await a0.close();

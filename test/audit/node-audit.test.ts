@@ -175,7 +175,7 @@ describe("door-unlock's replay after a 401 has its own attempt record, marked re
     await teardown();
   });
 
-  it("held: 401 then refresh and the single replay: two PUTs, attempt, attempt (replay: true), result; status green at the end", async () => {
+  it("a 401, a refresh and the single replay: two PUTs; records attempt, attempt (replay: true), result; status green at the end", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url));
     await waitReady();
     sim.control.resetRequests();

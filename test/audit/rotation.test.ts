@@ -316,7 +316,7 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
 
   // Same, with a rename (logrotate without delaycompress + a later compress/delete of .1 is the
   // same loss). Here the record is at least in the renamed file: documents the behaviour only.
-  it("held: the file renamed while the batch's fsync is in flight: every resolved record is in some file, and the chain verifies over both", async () => {
+  it("the file renamed while the batch's fsync is in flight: every resolved record is in some file, and the chain verifies over both", async () => {
     const log = track(new M.AuditLog(live));
     await log.attempt(rec(1));
     let armed = true;
@@ -338,7 +338,7 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
     assert.equal(v.ok, true, v.message);
   });
 
-  it("held: records queued while the writer rotates, and a logrotate rename between batches, and a copytruncate: chain continues, every record once", async () => {
+  it("records queued while the writer rotates, and a logrotate rename between batches, and a copytruncate: chain continues, every record once", async () => {
     const log = track(new M.AuditLog(live, { maxBytes: 1500, keep: 1000 }));
     let n = 0;
     const extra: Promise<void>[] = [];
@@ -540,7 +540,7 @@ describe("copytruncate while a batch fails: no fragment of the cut batch is left
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("D2: a copytruncate between two write calls of a batch whose fsync then fails: no fragment of the rejected batch is left, writer and verify go on", async () => {
+  it("a copytruncate between two write calls of a batch whose fsync then fails: no fragment of the rejected batch is left in the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let calls = 0;
@@ -566,7 +566,7 @@ describe("copytruncate while a batch fails: no fragment of the cut batch is left
     assert.ok(!/"msgid":"ma"/.test(after) && after.length === 0, `the rejected batch's tail is left in the live file: ${JSON.stringify(after)}`);
   });
 
-  it("D2b: same, then the writer goes on and verify runs over the log", async () => {
+  it("the same, then the next record is written and verify passes over the copy and the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let calls = 0;
@@ -613,7 +613,7 @@ describe("copytruncate while a batch fails: the next record repeats no seq of th
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("E1: copytruncate while a fully written batch's fsync runs, fsync fails: the next record does not repeat a seq already in <name>.1", async () => {
+  it("a copytruncate while a fully written batch's fsync runs, the fsync failing: the next record repeats no seq already in <name>.1 (verify passes)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let n = 0;
@@ -632,7 +632,7 @@ describe("copytruncate while a batch fails: the next record repeats no seq of th
     assert.equal(v.ok, true, `${v.message}\n--- .1:\n${text(`${live}.1`)}--- live:\n${text(live)}`);
   });
 
-  it("E1b: copytruncate between two write calls after a whole record of the batch was written, then ENOSPC", async () => {
+  it("a copytruncate between two write calls, after a whole record of the batch was written, then ENOSPC: the batch is rejected, the next record repeats no seq of <name>.1 (verify passes)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let calls = 0;
@@ -668,7 +668,7 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("F1: copytruncate between cutBack's fstat and its ftruncate: the live file is extended with NUL bytes, the next unlock is refused, verify passes", async () => {
+  it("a copytruncate between the cut's fstat and its ftruncate: the next unlock is written and verify passes over the copy and the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     proto.sync = function () { return Promise.reject(Object.assign(new Error("injected fsync"), { code: "EIO" })); };
@@ -685,7 +685,7 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
   });
 
-  it("F3: a batch written in two write calls (short write) with a copytruncate between them, no failure: the live file starts mid-record; verify fails and a restarted writer refuses the file", async () => {
+  it("a batch written in two write calls (short write) with a copytruncate between them, no failure: verify passes and a restarted writer takes the file up", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let w = 0;
@@ -706,7 +706,7 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     assert.equal(err, null, `restart refused: ${err}`);
   });
 
-  it("F4: logrotate copies (dateext) while a batch's fsync fails, the writer cuts the batch off, logrotate then truncates: the next record repeats a seq in the copy; verify calls the untampered log 'repeated or inserted'", async () => {
+  it("logrotate copies (dateext) while a batch's fsync fails, the writer cuts the batch off, logrotate then truncates: verify passes over the copy and the live file, or names the records lost", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;
@@ -748,7 +748,7 @@ describe("copytruncate at every point of a failed multi-write batch: verify pass
     for (const lost of [false, true])
     for (let ct = 0; ct <= 12; ct++)       // copytruncate after write call ct (0: before the first); 12 => during the failing sync
     for (let fail = 1; fail <= 12; fail++) { // fail at write call `fail` (ENOSPC), 12 => sync fails
-      if (lost && (ct === 12 || fail === ct + 1)) continue; // copy, then the writer's cut, then the truncate: F4 in break-13-torn4.test.ts
+      if (lost && (ct === 12 || fail === ct + 1)) continue; // copy, then the writer's cut, then the truncate: the case of "logrotate copies (dateext) while a batch's fsync fails" above
       const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4m-"));
       const live = path.join(dir, "audit.jsonl");
       const copy = `${live}-20261124`;
@@ -806,7 +806,7 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("F4: a failed batch of more than 4096 records (a burst) while logrotate copies: the untampered log is called broken ('repeated or inserted'), the fork is beyond verify's 4096-record lookback", async function () {
+  it("a burst of 4200 records queued at once, every batch failing (fsync) while logrotate copies: every record is refused, and the untampered log verifies (the fork lies within verify's 4096-record lookback)", async function () {
     this.timeout(60000);
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
@@ -827,7 +827,7 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
     assert.equal(v.ok, true, `untampered log: ${v.message}`);
   });
 
-  it("F5: a copytruncate right after a batch's short write (then ftruncate failing): the batch is written again whole in the emptied file before any fsync, no ftruncate needed; nothing rejected stays in the log, verify passes, the next unlock is written", async () => {
+  it("a copytruncate right after a batch's short write (then ftruncate failing): the batch is written again whole in the emptied file before any fsync, no ftruncate needed; nothing rejected stays in the log, verify passes, the next unlock is written", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let w = 0;
@@ -849,7 +849,7 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
   });
 
-  it("F5, the narrower case (a known limit, README): the copytruncate comes between the check after a short write and the next write call, and ftruncate fails: the batch is refused with a clear error, nothing is resolved, no unhandled rejection", async () => {
+  it("a known limit: the copytruncate comes between the check after a short write and the next write call, and ftruncate fails: the batch is refused with a clear error, nothing is resolved, no unhandled rejection", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let w = 0;

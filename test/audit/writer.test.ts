@@ -185,7 +185,7 @@ describe("Records are JSON Lines: a line made ahead is byte-identical to JSON.st
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("held: lines are byte-identical to JSON.stringify({...record, seq, prev}) for odd strings (quotes, backslashes, control chars, lone surrogates, emoji cut at 200, U+2028)", async () => {
+  it("lines are byte-identical to JSON.stringify({...record, seq, prev}) for odd strings (quotes, backslashes, control chars, lone surrogates, emoji cut at 200, U+2028)", async () => {
     const log = track(new M.AuditLog(live));
     const odd = [
       'he said "hi" \\ back\\slash',
@@ -506,7 +506,7 @@ describe("Group commit: close() answers every queued caller; later appends are r
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("held: close() with attempts and deferred results queued (and one in flight): all resolve, a later append rejects, a new writer resumes the chain", async () => {
+  it("close() with attempts and deferred results queued (and one in flight): all resolve, a later append rejects, a new writer resumes the chain", async () => {
     const log = new M.AuditLog(live);
     const ps = [log.attempt(rec(1)), log.result({ ...rec(1), outcome: "accepted", status: 200 }), log.rejected({ ...rec(2), outcome: "x", reason: "y" })];
     await new Promise((r) => setImmediate(r));
@@ -703,7 +703,7 @@ describe("A failed fsync: the batch is rejected and cut off, the records behind 
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("held: EIO on fsync (write done) with a result and an attempt queued behind: failed batch rejected, the rest chained after what is on disk", async () => {
+  it("EIO on fsync (write done) with a result and an attempt queued behind: failed batch rejected, the rest chained after what is on disk", async () => {
     const log = track(new M.AuditLog(live));
     await log.attempt(rec(1));
     let armed = true;
@@ -790,7 +790,7 @@ describe("A write that always fails: nothing grows, every caller is rejected, th
   beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
   afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
 
-  it("E4: ENOSPC forever: no growth, every caller rejected, writer recovers", async () => {
+  it("ENOSPC on every write (after a short write of 3 bytes), 50 batches: the file does not grow, every caller is rejected, the writer recovers and the chain goes on at seq 2", async () => {
     const a = track(new AuditLog(live));
     await a.attempt(rec(1));
     const size0 = fs.statSync(live).size;
@@ -865,7 +865,7 @@ describe("A closing record held for the next attempt's write is still a record: 
   const result = (i: string) => ({ ...rec(i), outcome: "accepted", status: 200 });
   const seqs = (files: string[]) => files.flatMap((f) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { seq: number; msgid: string; type: string }) : []));
 
-  it("held: one path opened by two accounts (one writer); the first closes while the other's unlock-result is held: it is written, and the last close() resolves only once it is on disk", async () => {
+  it("one path opened by two accounts (one writer); the first closes while the other's unlock-result is held: it is written, and the last close() resolves only once it is on disk", async () => {
     await withDir(async (live) => {
       const a = openAuditLog(live, { deferMs: 60_000 });
       const b = openAuditLog(live);
@@ -898,7 +898,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: redeploy on the same path while an unlock-result is held (the last close() not awaited, a new writer opened at once): the held record lands before the new writer's first record, one chain", async () => {
+  it("redeploy on the same path while an unlock-result is held (the last close() not awaited, a new writer opened at once): the held record lands before the new writer's first record, one chain", async () => {
     await withDir(async (live) => {
       const w1 = openAuditLog(live, { deferMs: 60_000 });
       await w1.attempt(rec("A"));
@@ -917,7 +917,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: logrotate renames the file while an unlock-result is held: the held record and the next attempt go to the new file, none to the renamed one; verify passes over both", async () => {
+  it("logrotate renames the file while an unlock-result is held: the held record and the next attempt go to the new file, none to the renamed one; verify passes over both", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       try {
@@ -937,7 +937,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: logrotate deletes the file while an unlock-result is held, and close() writes it: it is at the configured path", async () => {
+  it("logrotate deletes the file while an unlock-result is held, and close() writes it: it is at the configured path", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       await log.attempt(rec("A"));
@@ -949,7 +949,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: copytruncate while an unlock-result is held: the copy and the live file verify as one log; seq has no gap", async () => {
+  it("copytruncate while an unlock-result is held: the copy and the live file verify as one log; seq has no gap", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       try {
@@ -970,7 +970,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: size rotation (small maxBytes) with unlock-results held, 40 rounds: verify over all files, seq 1..n, every record once", async () => {
+  it("size rotation (small maxBytes) with unlock-results held, 40 times over: verify over all files, seq 1..n, every record once", async () => {
     await withDir(async (live, dir) => {
       const log = new AuditLog(live, { deferMs: 60_000, maxBytes: 900, keep: 1000 });
       try {
@@ -993,7 +993,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: (chain) the fsync of the batch carrying a held unlock-result and the next attempt fails: both callers told, the batch cut off, the next record continues the chain; verify passes", async () => {
+  it("the fsync of the batch carrying a held unlock-result and the next attempt fails: both callers told, the batch cut off, the next record continues the chain; verify passes", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       try {
@@ -1183,7 +1183,7 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     await fsp.rm(dir, { recursive: true, force: true });
   });
 
-  it("held: openAuditLog twice on one path, concurrent appends from both: one chain", async () => {
+  it("openAuditLog twice on one path, concurrent appends from both: one chain", async () => {
     const a = M.openAuditLog(live);
     const b = M.openAuditLog(live);
     try {
