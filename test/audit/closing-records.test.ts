@@ -13,24 +13,19 @@
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { Account } from "../../src/account/account.js";
 import { AuditLog, AuditWriteFailed } from "../../src/audit/audit-log.js";
 import { verify } from "../../src/audit/chain.js";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.js";
 import { performUnlock } from "../../src/unlock/unlock.js";
-import { eio, fileHandlePrototype, type P, enospc, lines, rec } from "../helpers/audit-faults.js";
+import { eio, type P, enospc, jsonLines, lines, rec, useAuditDir } from "../helpers/audit-faults.js";
+import { useSimWithFileFaults } from "../helpers/audit-runtime.js";
 import { CREDS, accountNode, freshUserDir, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockNode, unlockRequests, until, waitReady, ALL_NODES, TAB, accountOf, catchModule, catchNode, lastStatus, unlockFlow } from "../helpers/flow.js";
 import { settle } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { DEMO_PHONE } from "../helpers/session.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
-
-function records(file: string): any[] {
-  if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-}
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
@@ -106,7 +101,7 @@ describe("Never short a record: Account.close() and destroy() write the unlock-r
     await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
         assert.equal(account.unlocksInFlight, 1);
         await account[how]();
-        assert.deepEqual(records(audit).map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]], "the result is on disk when close returns");
+        assert.deepEqual(jsonLines(audit).map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]], "the result is on disk when close returns");
         assert.equal((await unlocking).outcome, "accepted");
       } finally {
         await account.close().catch(() => undefined);
@@ -118,11 +113,6 @@ describe("Never short a record: Account.close() and destroy() write the unlock-r
 
 // Found by the review of issue 13's audit log (87af7f3); fixed in 5da4fe3.
 describe("Never short a record: also when the device answers after the close bound (docs/audit-log.md#never-short-a-record)", function () {
-  function lines(file: string): any[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-  }
-
   this.timeout(30000);
 
   // docs/audit-log.md#never-short-a-record: every message that reached the service gets its unlock-result, also
@@ -145,8 +135,8 @@ describe("Never short a record: also when the device answers after the close bou
         // The bound expires while the service still holds the PUT (forced: 50 ms < 800 ms).
         await account[how](50);
         await unlocking.catch(() => undefined);
-        await until("the result record", () => lines(audit).some((r) => r.type === "unlock-result" && r.msgid === "slow"), 3000, 10).catch(() => undefined);
-        const mine = lines(audit).filter((r) => r.msgid === "slow");
+        await until("the result record", () => jsonLines(audit).some((r) => r.type === "unlock-result" && r.msgid === "slow"), 3000, 10).catch(() => undefined);
+        const mine = jsonLines(audit).filter((r) => r.msgid === "slow");
         assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"], "the PUT reached the service: its result is in the log");
         assert.equal(sim.control.requests({ operation: "unlockDevice" }).length, 1);
         const report = await verify([audit]);
@@ -267,24 +257,7 @@ describe("Never short a record: an account deleted while the PUT is held at the 
 describe("Never short a record: the account deleted, redeployed or reconnected by the next node before the unlock-result is made (docs/audit-log.md#never-short-a-record)", function () {
   this.timeout(60000);
   let sim: RunningSimulator;
-  let proto: P;
-  let orig: P;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  after(async () => {
-    await sim.close();
-  });
-  beforeEach(() => {
-    sim.control.clearFaults();
-    sim.control.resetRequests();
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    await teardown();
-  });
-
+  useSimWithFileFaults((t) => ({ sim } = t));
 
   /**
    * One message to u1 whose closing record is made only once `act` (started by the node after
@@ -296,7 +269,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     await waitReady(accountId);
     sim.control.resetRequests();
     const log = accountOf(accountId).account.audit as AuditLog;
-    const own = log.result;
+    const own = log.result.bind(log);
     let acted: Promise<unknown> | null = null;
     // The node after door-unlock acts when it has the outcome (before the record is made).
     helper.getNode("u1-ok").on("input", (m: any) => {
@@ -384,7 +357,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     assert.equal(log, accountOf("accA").account.audit, "one writer for the path");
     sim.control.resetRequests();
     const accB = accountOf("accB");
-    const own = log.result;
+    const own = log.result.bind(log);
     let deploy: Promise<unknown> | null = null;
     helper.getNode("u2-ok").on("input", (m: any) => {
       if (m._msgid === "b24-two") deploy = helper.setFlows(flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"), "full", { accA: creds.accA });
@@ -398,7 +371,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     };
     const out = await unlock({ deviceId: 201, _msgid: "b24-two" }, "u2");
     assert.ok(deploy, `the deploy was started (${JSON.stringify(out.msg.payload)})`);
-    await deploy;
+    await (deploy as Promise<unknown> | null); // set by the input handler: TypeScript cannot see that
     const mine = readAudit(userDir, "shared.jsonl").filter((r) => r.msgid === "b24-two").map((r) => r.type);
     assert.deepEqual(mine, ["unlock-attempt", "unlock-result"]);
     await waitReady("accA");
@@ -415,24 +388,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
 describe("Every message gets exactly one closing record, and it says what door-unlock did, whatever the next node does with msg.payload (docs/audit-log.md#records)", function () {
   this.timeout(60000);
   let sim: RunningSimulator;
-  let proto: P;
-  let orig: P;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  after(async () => {
-    await sim.close();
-  });
-  beforeEach(() => {
-    sim.control.clearFaults();
-    sim.control.resetRequests();
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    await teardown();
-  });
-
+  useSimWithFileFaults((t) => ({ sim } = t));
 
   it("a change node after door-unlock that rewrites msg.payload.actor/deviceId/door of a rejected message leaves its unlock-rejected record as it was: the record is what door-unlock rejected", async () => {
     const flow = [
@@ -528,22 +484,7 @@ describe("A closing record whose batch failed is written again, three tries at m
   let sim: RunningSimulator;
   let proto: P;
   let orig: P;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  after(async () => {
-    await sim.close();
-  });
-  beforeEach(() => {
-    sim.control.clearFaults();
-    sim.control.resetRequests();
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    await teardown();
-  });
-
+  useSimWithFileFaults((t) => ({ sim, proto, orig } = t));
 
   it("a write fault on the next message's attempt write that carried the previous message's unlock-result (held back for that write): the result is still written, as every message that reached the service gets its unlock-result; the message whose attempt failed is not sent and gets an unlock-rejected record", async () => {
     // Rewritten at the node (the fix is in the unlock procedure, unlock.ts closeWith): a stream
@@ -664,21 +605,7 @@ describe("A closing record is never written twice: not again once its line staye
   let sim: RunningSimulator;
   let proto: P;
   let orig: P;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  after(async () => {
-    await sim.close();
-  });
-  beforeEach(() => {
-    sim.control.clearFaults();
-    sim.control.resetRequests();
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    await teardown();
-  });
+  useSimWithFileFaults((t) => ({ sim, proto, orig } = t));
 
   const isResultOf = (buf: unknown, msgid: string): boolean =>
     Buffer.isBuffer(buf) && buf.includes(`"msgid":"${msgid}"`) && buf.includes('"type":"unlock-result"');
@@ -809,7 +736,7 @@ describe("A closing record is never written twice: not again once its line staye
     const out = await unlock({ deviceId: 101, _msgid: "b25-del" });
     assert.equal(out.msg.payload.outcome, "accepted");
     await until("deploy started", () => deploy !== null, 8000);
-    await deploy;
+    await (deploy as Promise<unknown> | null); // set by the write patch: TypeScript cannot see that
     assert.ok(accNode);
     assert.equal(failures, 2);
     assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b25-del").map((r) => r.type), ["unlock-attempt", "unlock-result"], "written by the time the deploy returned");
@@ -897,23 +824,9 @@ describe("A closing record is never written twice: not again once its line staye
 
 describe("A closing record is never written twice: inLog is right at every byte of a failed write, and under copytruncate (docs/audit-log.md#a-failed-write)", function () {
   this.timeout(180_000); // every cut point k (about 460 writer runs per test): seconds alone, far longer on two busy cores
-  let proto: P;
-  let orig: P;
-  let dir: string;
-  let live: string;
-  const logs: AuditLog[] = [];
-  before(async () => {
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "b26-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
+
   const count = (files: string[], msgid: string, type = "unlock-result") => continued(files).filter((r) => r.msgid === msgid && r.type === type).length;
   const isBatch = (buf: unknown, msgid: string): boolean => Buffer.isBuffer(buf) && buf.includes(`"msgid":"${msgid}"`);
 
@@ -931,8 +844,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
     await pre.attempt(rec("pre"));
     await pre.close();
     if (torn) fs.appendFileSync(live, '{"type":"unlock-att');
-    const log = new AuditLog(live, { deferMs: 5 });
-    logs.push(log);
+    const log = track(new AuditLog(live, { deferMs: 5 }));
     let state: "arm" | "short" | "fail" | "off" = "arm";
     let batchLen = 0;
     let cut = cutFails;
@@ -995,8 +907,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
   }
 
   it("copytruncate (copy + truncate to 0) taken while the fsync of a batch carrying an unlock-result runs, fsync fails: inLog, not written again; one unlock-result across copy + live, verify passes", async () => {
-    const log = new AuditLog(live, { deferMs: 5 });
-    logs.push(log);
+    const log = track(new AuditLog(live, { deferMs: 5 }));
     await log.attempt(rec("pre"));
     let armed = true;
     proto.sync = function (this: unknown, ...a: unknown[]) {
@@ -1019,8 +930,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
   });
 
   it("copy taken during the failed fsync, the writer's cut works, then logrotate truncates: not inLog, written again with a rewound fork; one continued unlock-result, verify passes", async () => {
-    const log = new AuditLog(live, { deferMs: 5 });
-    logs.push(log);
+    const log = track(new AuditLog(live, { deferMs: 5 }));
     await log.attempt(rec("pre"));
     let armed = true;
     let truncAfter = false;
@@ -1032,7 +942,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
       return Promise.reject(eio("fsync"));
     };
     proto.truncate = function (this: unknown, ...a: unknown[]) {
-      return (orig.truncate.apply(this, a) as Promise<unknown>).then((x) => {
+      return orig.truncate.apply(this, a).then((x) => {
         if (truncAfter) {
           truncAfter = false;
           fs.truncateSync(live, 0);
