@@ -27,6 +27,29 @@ function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "b13-held-"));
 }
 
+/**
+ * A genuine fork in `live`: records 1, 2; a batch of two whose fsync fails while logrotate copies
+ * it (dateext), cut off again; logrotate's truncate; then `more` records, the first marked
+ * `rewound`. Returns the copy's path.
+ */
+async function forkedLog(t: { live: string; proto: P; orig: P; track: <L extends AuditLog>(log: L) => L }, more: number): Promise<string> {
+  const { live, proto, orig } = t;
+  const a = t.track(new AuditLog(live));
+  for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+  const copy = `${live}-20261124`;
+  proto.sync = function () {
+    proto.sync = orig.sync;
+    fs.copyFileSync(live, copy);
+    return Promise.reject(eio("fsync"));
+  };
+  await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
+  Object.assign(proto, orig);
+  fs.truncateSync(live, 0);
+  for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
+  await a.close();
+  return copy;
+}
+
 async function cli(args: string[]): Promise<{ code: number; text: string }> {
   let text = "";
   const io = { out: (t: string) => void (text += t), err: (t: string) => void (text += t) };
@@ -252,10 +275,8 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
   let live: string, proto: P, orig: P;
   const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  it("a dateext copytruncate between two write calls of a failed batch (the copy holds only a fragment of it): the next record continues the chain, verify passes over the copy and the live file", async () => {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    const copy = `${live}-20261124`;
+  /** The next batch's first write call writes 20 bytes, then logrotate copies the file to `copy` and truncates it; the second write call fails (ENOSPC). */
+  function copytruncateInFailedBatch(copy: string): void {
     let calls = 0;
     proto.write = function (this: unknown, ...args: unknown[]) {
       calls += 1;
@@ -264,6 +285,13 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
       return orig.write.apply(this, args);
     };
+  }
+
+  it("a dateext copytruncate between two write calls of a failed batch (the copy holds only a fragment of it): the next record continues the chain, verify passes over the copy and the live file", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    const copy = `${live}-20261124`;
+    copytruncateInFailedBatch(copy);
     await assert.rejects(a.attempt(rec("a")), /ENOSPC/);
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
@@ -276,14 +304,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     assert.ok(fs.existsSync(`${live}.1`));
     const copy = `${live}-20261124`;
-    let calls = 0;
-    proto.write = function (this: unknown, ...args: unknown[]) {
-      calls += 1;
-      const [buf, off] = args as [Buffer, number];
-      if (calls === 1) return orig.write.call(this, buf, off, 20).then((x) => { fs.copyFileSync(live, copy); fs.truncateSync(live, 0); return x; });
-      if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
-      return orig.write.apply(this, args);
-    };
+    copytruncateInFailedBatch(copy);
     await assert.rejects(a.attempt(rec("a")), /ENOSPC/);
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
@@ -831,26 +852,10 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
   let live: string, proto: P, orig: P;
   const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  /** A genuine fork: records 1, 2; a batch of two whose fsync fails while logrotate copies (dateext); truncate; then `more` records (the first `rewound`). */
-  async function forkedLog(more: number): Promise<{ copy: string }> {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    const copy = `${live}-20261124`;
-    proto.sync = function () {
-      proto.sync = orig.sync;
-      fs.copyFileSync(live, copy);
-      return Promise.reject(eio("fsync"));
-    };
-    await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
-    Object.assign(proto, orig);
-    fs.truncateSync(live, 0);
-    for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
-    await a.close();
-    return { copy };
-  }
+  const forked = (more: number): Promise<string> => forkedLog({ live, proto, orig, track }, more);
 
   it("a genuine fork passes; dropping its mark, adding a mark to a plain file start, copying the marked record into the middle of a file, or changing the fork's prev: broken", async () => {
-    const { copy } = await forkedLog(3); // copy: 1, 2, x(3), y(4); live: 3r, 4, 5
+    const copy = await forked(3); // copy: 1, 2, x(3), y(4); live: 3r, 4, 5
     const c = lines(copy), l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const got: string[] = [];
@@ -968,26 +973,10 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
   });
   const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
-  /** A genuine fork: 1, 2; a failed batch (fsync) copied by logrotate (dateext) before the cut; truncate; then `more` records. */
-  async function forkedLog(more: number): Promise<string> {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    const copy = `${live}-20261124`;
-    proto.sync = function () {
-      proto.sync = orig.sync;
-      fs.copyFileSync(live, copy);
-      return Promise.reject(eio("fsync"));
-    };
-    await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
-    Object.assign(proto, orig);
-    fs.truncateSync(live, 0);
-    for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
-    await a.close();
-    return copy;
-  }
+  const forked = (more: number): Promise<string> => forkedLog({ live, proto, orig, track }, more);
 
   it("naive edits around a genuine fork break the chain: `rewound` removed, moved to the 2nd line, the fork line copied once more, the not-continued run copied into the live file, the copy's first not-continued line given `rewound`, files swapped", async () => {
-    const copy = await forkedLog(3);
+    const copy = await forked(3);
     const c = lines(copy), l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const cases: [string, string[], string[]][] = [
@@ -1015,7 +1004,7 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
   });
 
   it("a record with `rewound` copied (same line) to a file of its own after the file that holds it: broken; the same for a rotated file's first line", async () => {
-    const copy = await forkedLog(2);
+    const copy = await forked(2);
     const l = lines(live);
     const extra = path.join(dir, "audit.jsonl.extra");
     put(extra, [l[0]]);

@@ -20,7 +20,7 @@ import { verify } from "../../src/audit/chain.js";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.js";
 import { performUnlock } from "../../src/unlock/unlock.js";
 import { eio, type P, enospc, jsonLines, lines, rec, useAuditDir } from "../helpers/audit-faults.js";
-import { useSimWithFileFaults } from "../helpers/audit-runtime.js";
+import { useSim, useSimWithFileFaults } from "../helpers/audit-runtime.js";
 import { CREDS, accountNode, freshUserDir, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockNode, unlockRequests, until, waitReady, ALL_NODES, TAB, accountOf, catchModule, catchNode, lastStatus, unlockFlow } from "../helpers/flow.js";
 import { settle } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
@@ -176,16 +176,7 @@ describe("Never short a record: also when the device answers after the close bou
 describe("Never short a record: an account deleted or a runtime stopped during a slow unlock (docs/audit-log.md#never-short-a-record)", function () {
   this.timeout(60000);
   let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim();
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s));
 
   /**
    * A flow whose unlock is held 1.5 s at the service, with the PUT already there. The account
@@ -227,16 +218,7 @@ describe("Never short a record: an account deleted or a runtime stopped during a
 describe("Never short a record: an account deleted while the PUT is held at the service (docs/audit-log.md#never-short-a-record)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s), { rateLimit: false });
 
   it("the account deleted while the PUT is really held at the service (within the bound): the result is on disk when the deploy returns", async () => {
     const flow = [tab(), { ...accountNode(sim.url), id: "acc-h13" }, unlockNode({ account: "acc-h13" }), ...helperNodes("u1-ok", "u1-fail")];

@@ -23,7 +23,7 @@ import { listLogFiles } from "../../src/audit/reader.js";
 import { type RunningSimulator } from "../../src/simulator/index.js";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
 import { jsonLines } from "../helpers/audit-faults.js";
-import { useSimWithFileFaults } from "../helpers/audit-runtime.js";
+import { useSim, useSimWithFileFaults } from "../helpers/audit-runtime.js";
 import { DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, freshUserDir, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady, helper, lastStatus, CREDS, accountNode, helperNodes, tab, unlockNode, logins } from "../helpers/flow.js";
 import { filesNodeRedWrites, namesInNodeRedSource } from "../helpers/node-red-files.js";
 import { settle } from "../helpers/odd-messages.js";
@@ -173,15 +173,7 @@ describe("door-unlock's replay after a 401 has its own attempt record, marked re
 describe("An audit file that cannot be written: no unlock is sent (docs/audit-log.md#records)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim();
-  });
-  afterEach(async () => {
-    await teardown();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s)); // its afterEach also clears the simulator's faults: none is injected here
 
   it("a relative auditLog path is resolved in the Node-RED user directory", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "logs/doors.jsonl" }));
@@ -210,16 +202,7 @@ describe("An audit file that cannot be written: no unlock is sent (docs/audit-lo
 describe("An audit path that becomes a directory between unlocks: nothing is sent, the error says why (docs/audit-log.md#records)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s), { rateLimit: false });
 
   it("the audit path becomes a directory between unlocks: nothing is sent, the error says the audit log could not be written", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "d/audit.jsonl" }));
@@ -240,17 +223,7 @@ describe("An audit path that becomes a directory between unlocks: nothing is sen
 describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and one chain per path (docs/audit-log.md#rotation)", function () {
   this.timeout(120000);
   let sim: RunningSimulator;
-
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s), { rateLimit: false });
 
   // docs/audit-log.md#rotation (auditMaxBytes, auditKeep) and docs/audit-log.md#the-chain.
   it("2,000 unlocks with a small auditMaxBytes: every PUT has its attempt record in some file, verify passes over all files, seq has no gap", async () => {

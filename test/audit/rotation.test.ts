@@ -264,11 +264,6 @@ describe("Logrotate deletes the file between the name check and the write: no re
     return { actor: "alice", deviceId: 101, lockId: null, door: "Front", msgid };
   }
 
-  function lines(file: string): any[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-  }
-
   this.timeout(30000);
 
   // docs/audit-log.md#rotation: when something else renames or deletes the file, the next
@@ -296,7 +291,7 @@ describe("Logrotate deletes the file between the name check and the write: no re
       };
       await log.attempt(rec("2")).catch(() => undefined);
       proto.write = write;
-      const live = lines(file);
+      const live = jsonLines(file);
       assert.ok(live.some((r) => r.msgid === "2"), `the record that resolved is at the configured path: ${JSON.stringify(live)}`);
       await log.attempt(rec("3"));
       const report = await verify([file]);

@@ -814,11 +814,6 @@ describe("One file, one writer: a hard link is the same log (docs/audit-log.md#o
     return { actor: "alice", deviceId: 101, lockId: null, door: "Front", msgid };
   }
 
-  function lines(file: string): any[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-  }
-
   this.timeout(30000);
 
   // docs/audit-log.md#one-file-one-writer: accounts of one runtime whose audit files are the same path write
@@ -838,7 +833,7 @@ describe("One file, one writer: a hard link is the same log (docs/audit-log.md#o
       await lb.attempt(rec("2"));
       await la.attempt(rec("3"));
       await lb.attempt(rec("4"));
-      assert.deepEqual(lines(a).map((r) => r.seq), [1, 2, 3, 4]);
+      assert.deepEqual(jsonLines(a).map((r) => r.seq), [1, 2, 3, 4]);
       const report = await verify([a]);
       assert.equal(report.ok, true, report.message);
     } finally {

@@ -1,8 +1,9 @@
 /**
- * The set-up of a describe whose tests run door-unlock in a real Node-RED runtime and force audit
- * write faults by patching FileHandle.prototype (test/helpers/audit-faults.ts).
+ * The set-up of a describe whose tests run door-unlock in a real Node-RED runtime against the
+ * simulator, and may force audit write faults by patching FileHandle.prototype
+ * (test/helpers/audit-faults.ts).
  */
-import { type RunningSimulator } from "../../src/simulator/index.js";
+import { type RunningSimulator, type SimulatorOptions } from "../../src/simulator/index.js";
 import { fileHandlePrototype, type P } from "./audit-faults.js";
 import { startSim, teardown } from "./flow.js";
 
@@ -30,5 +31,24 @@ export function useSimWithFileFaults(set: (t: { sim: RunningSimulator; proto: P;
   afterEach(async () => {
     Object.assign(handle.proto, handle.orig);
     await teardown();
+  });
+}
+
+/**
+ * Mocha hooks of the describe it is called in: one simulator (started with `options`) for all its
+ * tests, handed to `set`; after each test the runtime torn down and the simulator's faults cleared.
+ */
+export function useSim(set: (sim: RunningSimulator) => void, options: SimulatorOptions = {}): void {
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim(options);
+    set(sim);
+  });
+  afterEach(async () => {
+    await teardown();
+    sim.control.clearFaults();
+  });
+  after(async () => {
+    await sim.close();
   });
 }
