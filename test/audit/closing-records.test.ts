@@ -27,7 +27,7 @@ import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { DEMO_PHONE } from "../helpers/session.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the change node is a CommonJS file of the installed Node-RED, found at run time
 const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
 
 /** A Node-RED change node: rules on msg properties, each a "set" to a string or a "delete". */
