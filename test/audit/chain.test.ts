@@ -14,22 +14,40 @@ import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
-import { AuditLog, type AuditBase, type AuditLog as AuditLogT } from "../../src/audit/audit-log.js";
+import { AuditLog, type AuditBase } from "../../src/audit/audit-log.js";
 import { GENESIS, lineHash, verify } from "../../src/audit/chain.js";
 import { main } from "../../src/audit/cli.js";
 import { listLogFiles, readAll } from "../../src/audit/reader.js";
-import { cliVerify, fileHandlePrototype, lines, type P, parsed, rec, eio, enospc, put, text } from "../helpers/audit-faults.js";
-import fsReal = require("node:fs");
+import { cliVerify, jsonLines, lines, type P, parsed, rec, eio, enospc, put, rotatedFiles, seqs, text, useAuditDir, writeOneByOne } from "../helpers/audit-faults.js";
+import fsReal from "node:fs";
 
 const BIN = path.join(process.cwd(), "bin", "door-access-audit.js");
 
-interface Proto {
-  write: (...a: unknown[]) => Promise<unknown>;
-  sync: (...a: unknown[]) => Promise<unknown>;
-}
-
 function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "b13-held-"));
+}
+
+/**
+ * A genuine fork in `live`: records 1, 2; a batch of two whose fsync fails while logrotate copies
+ * it (dateext), cut off again; logrotate's truncate; then `more` records, the first marked
+ * `rewound`. Returns the copy's path.
+ */
+async function forkedLog(t: { live: string; proto: P; orig: P; track: <L extends AuditLog>(log: L) => L }, more: number): Promise<string> {
+  const { live, proto, orig } = t;
+  const a = t.track(new AuditLog(live));
+  for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+  const copy = `${live}-20261124`;
+  proto.sync = function () {
+    proto.sync = orig.sync;
+    fs.copyFileSync(live, copy);
+    return Promise.reject(eio("fsync"));
+  };
+  await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
+  Object.assign(proto, orig);
+  fs.truncateSync(live, 0);
+  for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
+  await a.close();
+  return copy;
 }
 
 async function cli(args: string[]): Promise<{ code: number; text: string }> {
@@ -40,32 +58,8 @@ async function cli(args: string[]): Promise<{ code: number; text: string }> {
 }
 
 describe("Every record carries seq and prev; a line made ahead is used only where the chain stands (docs/audit-log.md#the-chain)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
-  let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("every record carries seq (1, 2, ...) and prev = SHA-256 of the previous line's exact bytes (64 zeros for seq 1)", async () => {
     const log = track(new AuditLog(live));
@@ -129,60 +123,13 @@ describe("Every record carries seq and prev; a line made ahead is used only wher
 });
 
 describe("The chain position is plain data, and 300 interleaved callers with rotation make one gapless chain (docs/audit-log.md#the-chain)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
-
-  function lines(file: string): string[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function parsed(file: string): { seq: number; msgid: string; type: string; prev: string }[] {
-    return lines(file).map((l) => JSON.parse(l));
-  }
-
-  let dir: string;
   let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-  const track = (log: AuditLogT): AuditLogT => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ live } = t));
 
   /** All files of the log, oldest first. */
-  function allFiles(): string[] {
-    const rotated = fs
-      .readdirSync(dir)
-      .map((n) => /^audit\.jsonl\.(\d+)$/.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => b - a)
-      .map((i) => `${live}.${i}`);
-    return fs.existsSync(live) ? [...rotated, live] : rotated;
-  }
+  const allFiles = (): string[] => (fs.existsSync(live) ? [...rotatedFiles(live), live] : rotatedFiles(live));
 
-  it("held: chainPosition() is a plain {seq, hash} after an attempt alone (lazy hash) and after a deferred result, and a new writer resumes exactly there", async () => {
+  it("chainPosition() is a plain {seq, hash} after an attempt alone (lazy hash) and after a deferred result, and a new writer resumes exactly there", async () => {
     let log = new M.AuditLog(live);
     assert.equal(log.chainPosition(), null);
     await log.attempt(rec(1));
@@ -200,7 +147,7 @@ describe("The chain position is plain data, and 300 interleaved callers with rot
     assert.equal((await verify([live])).ok, true);
   });
 
-  it("held: 300 concurrent callers (attempts, results, rejections interleaved, also from inside resolutions), small maxBytes with rotation: verify over all files, seq 1..N with no gap or duplicate", async () => {
+  it("300 concurrent callers (attempts, results, rejections interleaved, also from inside resolutions), small maxBytes with rotation: verify over all files, seq 1..N with no gap or duplicate", async () => {
     const log = track(new M.AuditLog(live, { maxBytes: 2000, keep: 1000 }));
     const ps: Promise<void>[] = [];
     for (let i = 0; i < 300; i++) {
@@ -214,43 +161,15 @@ describe("The chain position is plain data, and 300 interleaved callers with rot
     assert.ok(files.length > 1, `rotated: ${files.length}`);
     const v = await verify(files);
     assert.equal(v.ok, true, v.message);
-    const s = files.flatMap((f) => parsed(f).map((r) => r.seq));
+    const s = files.flatMap((f) => jsonLines(f).map((r) => r.seq));
     assert.equal(s.length, 300 + Math.ceil(300 / 7));
     assert.deepEqual(s, s.map((_, i) => i + 1));
   });
 });
 
 describe("A writer resumes from the last record on disk: the live file's, else the newest rotated file's (docs/audit-log.md#the-chain)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function seqs(file: string): number[] {
-    return lines(file).map((l) => JSON.parse(l).seq as number);
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
   let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ live } = t));
 
   it("a new writer resumes the chain from the live file's last record; with the live file absent, from the newest rotated file", async () => {
     const a = new AuditLog(live);
@@ -272,43 +191,12 @@ describe("A writer resumes from the last record on disk: the live file's, else t
 
 // Found by the review of abce9a2 (D1..D3); fixed in 4742801.
 describe("A writer never starts the chain again at seq 1 while it runs: a failed write after logrotate renamed the file (docs/audit-log.md#the-chain)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  interface Proto {
-    write: (...a: unknown[]) => Promise<unknown>;
-    truncate: (...a: unknown[]) => Promise<unknown>;
-    sync: (...a: unknown[]) => Promise<unknown>;
-  }
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let orig: Proto;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "rv-probe-"));
-    const probe = await fsp.open(path.join(tmp, "p"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    orig = { write: proto.write, truncate: proto.truncate, sync: proto.sync };
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rv-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
-
-  it("D3: logrotate renames the file (dateext) while a batch's fsync fails: the next record continues the chain (seq does not restart at 1)", async () => {
+  it("logrotate renames the file (dateext) while a batch's fsync fails: the next record continues the chain (seq does not restart at 1)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const rotated = `${live}-20261124`;
@@ -323,7 +211,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     assert.equal(v.ok, true, `${v.message}\n--- rotated:\n${text(rotated)}--- live:\n${text(live)}`);
   });
 
-  it("control: same dateext rename with no failure keeps the chain", async () => {
+  it("a dateext rename with no failed batch keeps the chain too", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const rotated = `${live}-20261124`;
@@ -336,27 +224,13 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
 
 // Found by the review of abce9a2 (D1..D3); fixed in 4742801.
 describe("A writer never starts the chain again at seq 1 while it runs: the first write to a renamed log's new file fails (docs/audit-log.md#the-chain)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  let dir: string;
-  let live: string;
-  const logs: AuditLog[] = [];
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rv2-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
-  it("D3b: logrotate renamed the file (dateext) and the first write to the new file fails (ENOSPC): the chain does not restart at seq 1", async () => {
-    const a = new AuditLog(live);
-    logs.push(a);
+  it("logrotate renamed the file (dateext) and the first write to the new file fails (ENOSPC): the chain does not restart at seq 1", async () => {
+    const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const rotated = `${live}-20261124`;
     fs.renameSync(live, rotated);
@@ -377,27 +251,12 @@ describe("A writer never starts the chain again at seq 1 while it runs: the firs
 });
 
 describe("A writer never starts the chain again at seq 1 while it runs: logrotate rename while a fsync fails (docs/audit-log.md#the-chain)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r15p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("H1 (held): logrotate rename to <name>.1 (create) while a batch's fsync fails: chain continues", async () => {
+  it("logrotate renames the file to <name>.1 (create) while a batch's fsync fails: the chain continues at seq 3, and the failed record is not in <name>.1", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     proto.sync = function () { fs.renameSync(live, `${live}.1`); proto.sync = orig.sync; return Promise.reject(Object.assign(new Error("f"), { code: "EIO" })); };
@@ -411,30 +270,13 @@ describe("A writer never starts the chain again at seq 1 while it runs: logrotat
 
 // Found by the review of 12520e7 (D1..D3); fixed in 5f59d11.
 describe("A writer never starts the chain again at seq 1 while it runs: a dateext copytruncate inside a failed batch (docs/audit-log.md#the-chain)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r3p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r3-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("D3: logrotate copytruncate with dateext between two writes of a failed batch (copy holds only a fragment): the chain restarts at seq 1", async () => {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    const copy = `${live}-20261124`;
+  /** The next batch's first write call writes 20 bytes, then logrotate copies the file to `copy` and truncates it; the second write call fails (ENOSPC). */
+  function copytruncateInFailedBatch(copy: string): void {
     let calls = 0;
     proto.write = function (this: unknown, ...args: unknown[]) {
       calls += 1;
@@ -443,6 +285,13 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
       return orig.write.apply(this, args);
     };
+  }
+
+  it("a dateext copytruncate between two write calls of a failed batch (the copy holds only a fragment of it): the next record continues the chain, verify passes over the copy and the live file", async () => {
+    const a = track(new AuditLog(live));
+    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
+    const copy = `${live}-20261124`;
+    copytruncateInFailedBatch(copy);
     await assert.rejects(a.attempt(rec("a")), /ENOSPC/);
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
@@ -450,19 +299,12 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
     assert.equal(v.ok, true, `${v.message}\n--- copy:\n${text(copy)}\n--- live:\n${text(live)}`);
   });
 
-  it("D3b: same with an older <name>.1 from the writer's own size rotation: the next record repeats a seq in the dateext copy", async () => {
+  it("the same with an older <name>.1 from the writer's own size rotation: the next record repeats no seq of the dateext copy, verify passes over all three files", async () => {
     const a = track(new AuditLog(live, { maxBytes: 800, keep: 3 }));
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     assert.ok(fs.existsSync(`${live}.1`));
     const copy = `${live}-20261124`;
-    let calls = 0;
-    proto.write = function (this: unknown, ...args: unknown[]) {
-      calls += 1;
-      const [buf, off] = args as [Buffer, number];
-      if (calls === 1) return orig.write.call(this, buf, off, 20).then((x) => { fs.copyFileSync(live, copy); fs.truncateSync(live, 0); return x; });
-      if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
-      return orig.write.apply(this, args);
-    };
+    copytruncateInFailedBatch(copy);
     await assert.rejects(a.attempt(rec("a")), /ENOSPC/);
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
@@ -473,14 +315,10 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
 
 // Found by the review of 7f1af60 (F1..F7); fixed in d62e4dc.
 describe("A writer never starts the chain again at seq 1 while it runs: a batch split more often than it may be rewritten (docs/audit-log.md#the-chain)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  it("F7: a batch split four times (the rewrite bound) while logrotate copies with dateext: the writer forgets where the chain stands and the next record restarts the chain at seq 1", async () => {
+  it("a batch split four times (the rewrite bound) while logrotate copies with dateext: the batch is refused, and the next record still continues the chain at seq 3", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let n = 0;
@@ -505,22 +343,16 @@ describe("A writer never starts the chain again at seq 1 while it runs: a batch 
 
 // Found by the review of d62e4dc (F1..F5); fixed in 81ac3b5.
 describe("A writer never starts the chain again at seq 1 while it runs: a failed reopen, a failed cut (docs/audit-log.md#the-chain)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let live: string, proto: P, orig: P;
   const origOpen = fsp.open;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     (fsp as { open: typeof fsp.open }).open = origOpen;
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  it("F3: logrotate renames the live file (dateext, create) and the new file cannot be opened once (EACCES): the writer, still running, starts the chain again at seq 1; the untampered log fails verify", async () => {
+  it("logrotate renames the live file (dateext, create) and the new file cannot be opened once (EACCES): that record is refused, the next one continues the chain at seq 4, and verify passes", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const dated = `${live}-20261124`;
@@ -542,7 +374,7 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
     assert.equal(v.ok, true, v.message);
   });
 
-  it("F5: a write that fails part-way and whose cut-off fails too, after a dateext copytruncate: the writer restarts the chain at seq 1 with `rewound: true`, and verify passes a log whose answered records 1..3 are 'not continued' and whose seqs 1..3 are given out twice", async () => {
+  it("a write that fails part-way and whose cut fails too, after a dateext copytruncate: that record is refused, and the first whole record in the emptied file continues the chain at seq 4 (no seq given out twice)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     const dated = `${live}-20261124`;
@@ -571,31 +403,8 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
 });
 
 describe("Verify: exit 0 on an intact log; an edited, deleted or reordered line is a break named by file and line (docs/audit-log.md#verify)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
   let live: string;
-  const logs: AuditLog[] = [];
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  useAuditDir((t) => ({ live } = t));
 
   it("verify (bin as a child process): intact → exit 0 with last seq and hash; an edited, a deleted and a reordered line → exit 1 naming file and line", async () => {
     const log = new AuditLog(live);
@@ -747,32 +556,18 @@ describe("Verify: files that do not exist are not a passing log (docs/audit-log.
 });
 
 describe("Verify: a torn fragment standing in for a record is a break (docs/audit-log.md#verify)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+  let live: string;
+  const track = useAuditDir((t) => ({ live } = t), "a.jsonl");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, stat: proto.stat };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-")); live = path.join(dir, "a.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  for (const tamper of ["{", '{"type":"unlock-']) it(`tamper: a middle record replaced by ${tamper} is a break`, async () => {
-    const a = new AuditLog(live); logs.push(a);
+  for (const tamper of ["{", '{"type":"unlock-']) it(`a middle record replaced by the fragment ${tamper} is a break`, async () => {
+    const a = track(new AuditLog(live));
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     const ls = fs.readFileSync(live, "utf8").split("\n"); ls[1] = tamper; fs.writeFileSync(live, ls.join("\n"));
     assert.equal((await verify([live])).ok, false);
   });
 
-  it("tamper: a fragment as the first line of the oldest file, then a record deleted after it, is a break", async () => {
-    const a = new AuditLog(live); logs.push(a);
+  it("a fragment as the first line of the oldest file, then a record deleted after it, is a break", async () => {
+    const a = track(new AuditLog(live));
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
     const ls = fs.readFileSync(live, "utf8").split("\n"); ls[0] = "{"; ls.splice(2, 1); fs.writeFileSync(live, ls.join("\n"));
     assert.equal((await verify([live])).ok, false);
@@ -781,12 +576,8 @@ describe("Verify: a torn fragment standing in for a record is a break (docs/audi
 
 // Found by the review of 5f59d11 (F1..F6); fixed in 64810c1 and 7f1af60.
 describe("Verify: a fork at a file boundary is accepted only where the next file goes on from the same seq and prev, and is named (docs/audit-log.md#verify)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   it("the fork rule accepts nothing else: a file whose first record repeats a seq of the file before it with another prev is a break", async () => {
     const a = track(new AuditLog(live));
@@ -819,7 +610,7 @@ describe("Verify: a fork at a file boundary is accepted only where the next file
     assert.match(v.broken?.reason ?? "", /reordered, repeated or inserted/);
   });
 
-  it("F1/F4's fork is named in verify's notes (which seqs of which file were not continued)", async () => {
+  it("the fork a failed fsync leaves during a logrotate copy is accepted and named in verify's notes (which seqs of which file were not continued)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;
@@ -840,12 +631,8 @@ describe("Verify: a fork at a file boundary is accepted only where the next file
 
 // Found by the review of 7f1af60 (F1..F7); fixed in d62e4dc.
 describe("Verify: a fork is accepted only at a record marked rewound: forged, duplicated or spliced records are a break (docs/audit-log.md#verify)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   /** A genuine log of `n` records, rotated by the writer's way (rename) after `cut` records: `<live>.1` then `<live>`. */
   async function rotatedLog(n: number, cut: number, file = live): Promise<void> {
@@ -857,7 +644,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     fs.writeFileSync(file, all.slice(cut).join("\n") + "\n");
   }
 
-  it("F1: one forged record appended to a rotated file (seq and prev copied from the next file's first line, no hash computed) passes `door-access-audit verify` (exit 0) and shows in the log's records", async () => {
+  it("one forged record appended to a rotated file (seq and prev copied from the next file's first line, no hash computed): the readers show it, and `door-access-audit verify` exits 1", async () => {
     await rotatedLog(6, 3);
     const next = JSON.parse(lines(live)[0]) as { seq: number; prev: string };
     const forged = { type: "unlock-attempt", ts: "2025-03-01T03:00:00.000Z", actor: "bob", deviceId: 999, lockId: null, door: "Vault", msgid: "forged", seq: next.seq, prev: next.prev };
@@ -869,7 +656,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     assert.equal(v.code, 1, `an inserted record must break the chain; verify said:\n${v.out}`);
   });
 
-  it("F2: records duplicated at a file boundary pass `door-access-audit verify` (exit 0): the last line of audit.jsonl.1 copied to the top of audit.jsonl, or the whole rotated file copied (`cp audit.jsonl.1 audit.jsonl.2`); tail/export read them twice", async () => {
+  it("records duplicated at a file boundary (the last line of audit.jsonl.1 copied to the top of audit.jsonl, or the whole rotated file copied: `cp audit.jsonl.1 audit.jsonl.2`): `door-access-audit verify` exits 1, though the readers read them twice", async () => {
     await rotatedLog(6, 3);
     const keep = { r: fs.readFileSync(`${live}.1`, "utf8"), l: fs.readFileSync(live, "utf8") };
     fs.writeFileSync(live, lines(`${live}.1`)[2] + "\n" + keep.l); // one line inserted: a copy of seq 3
@@ -883,7 +670,7 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     assert.deepEqual([oneLine.code, wholeFile.code], [1, 1], `inserted (duplicated) records must break the chain; verify said:\n${oneLine.out}\n${wholeFile.out}`);
   });
 
-  it("F3: two independent logs spliced (another log's file, or a one-line forged file with seq 1 and prev 64 zeros, put before a log that starts at seq 1) pass verify", async () => {
+  it("two independent logs spliced (another log's file, or a one-line forged file with seq 1 and prev 64 zeros, put before a log that starts at seq 1): a break", async () => {
     const other = path.join(dir, "other.jsonl");
     const o = track(new AuditLog(other));
     await o.attempt(rec("other", "mallory"));
@@ -901,18 +688,12 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
 });
 
 describe("Verify: naive edits around a fork are a break; the lookback is bounded (docs/audit-log.md#verify)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let live: string;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ live } = t));
 
   /** A genuine log of `n` records, split after `cut` records into `<live>.1` and `<live>` (a rename rotation). */
   async function rotatedLog(n: number, cut: number): Promise<string[]> {
@@ -924,7 +705,6 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
     fs.writeFileSync(live, all.slice(cut).join("\n") + "\n");
     return all;
   }
-  const put = (f: string, ls: string[]): void => fs.writeFileSync(f, ls.join("\n") + "\n");
 
   it("one line deleted, edited, swapped or duplicated inside a rotated file, or at the end of the rotated file, or at the start of the live file: broken at that point", async () => {
     const all = await rotatedLog(8, 4);
@@ -986,20 +766,14 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
 
 // Found by the review of d62e4dc (F1..F5); fixed in 81ac3b5.
 describe("Verify: a fork needs another record than the one already there; the records not continued are checked against each other (docs/audit-log.md#verify)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let live: string, proto: P, orig: P;
   const origOpen = fsp.open;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     (fsp as { open: typeof fsp.open }).open = origOpen;
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   /**
    * A genuine log with a `rewound` record inside the live file: records 1, 2; a batch whose first
@@ -1027,7 +801,7 @@ describe("Verify: a fork needs another record than the one already there; the re
     return all;
   }
 
-  it("F1: a rotated file's run starting at a `rewound` record, copied in again after it (records inserted twice: `cp`), passes `door-access-audit verify` (exit 0); tail/export read those records twice", async () => {
+  it("a rotated file's run starting at a `rewound` record, copied in again after it (`cp`: records inserted twice): `door-access-audit verify` exits 1 (0 on the untampered log), though the readers read those records three times", async () => {
     const all = await logWithRewound(3); // seq 1, 2, 3 (rewound), 4, 5
     const v0 = await cliVerify([live]);
     assert.equal(v0.code, 0, v0.out); // untampered: fine
@@ -1047,7 +821,7 @@ describe("Verify: a fork needs another record than the one already there; the re
     assert.equal(v.code, 1, `records inserted (copied) must break the chain; verify said:\n${v.out}`);
   });
 
-  it("F2 (a documented limit, README 'Checking it'): behind an accepted fork, the records not continued (their writes failed, their unlocks were never sent) are checked against each other: an edit to any but the last breaks the chain, and verify's note names the run; the last is pinned by nothing, like the last line of a log", async () => {
+  it("behind an accepted fork, the records not continued (their writes failed, their unlocks were never sent) are checked against each other: an edit to any but the last breaks the chain, and verify's note names the run; the last is pinned by nothing, like the last line of a log (a documented limit)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;
@@ -1075,37 +849,13 @@ describe("Verify: a fork needs another record than the one already there; the re
 });
 
 describe("Verify: the rewound mark cannot be added, moved or dropped by a naive edit (docs/audit-log.md#verify)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  /** A genuine fork: records 1, 2; a batch of two whose fsync fails while logrotate copies (dateext); truncate; then `more` records (the first `rewound`). */
-  async function forkedLog(more: number): Promise<{ copy: string }> {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    const copy = `${live}-20261124`;
-    proto.sync = function () {
-      proto.sync = orig.sync;
-      fs.copyFileSync(live, copy);
-      return Promise.reject(eio("fsync"));
-    };
-    await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
-    Object.assign(proto, orig);
-    fs.truncateSync(live, 0);
-    for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
-    await a.close();
-    return { copy };
-  }
+  const forked = (more: number): Promise<string> => forkedLog({ live, proto, orig, track }, more);
 
   it("a genuine fork passes; dropping its mark, adding a mark to a plain file start, copying the marked record into the middle of a file, or changing the fork's prev: broken", async () => {
-    const { copy } = await forkedLog(3); // copy: 1, 2, x(3), y(4); live: 3r, 4, 5
+    const copy = await forked(3); // copy: 1, 2, x(3), y(4); live: 3r, 4, 5
     const c = lines(copy), l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const got: string[] = [];
@@ -1139,16 +889,8 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
 // Fixed in 6ddd297.
 describe("A batch written again never repeats a line a copy may hold: each going back has its own `rewound` count (docs/audit-log.md#a-failed-write)", function () {
   this.timeout(60000);
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rewrite-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   /** A write call that writes the buffer up to its first record's newline, plus `extra` bytes of the next line (a short write). */
   const firstLinePlus = (buf: Buffer, off: number, len: number, extra: number): number => {
@@ -1226,44 +968,15 @@ describe("A batch written again never repeats a line a copy may hold: each going
 describe("Verify: around a genuine fork, a `rewound` mark removed, moved or added, a line or a run copied, or the files swapped, is a break (docs/audit-log.md#verify)", function () {
   let dir: string, live: string, proto: P, orig: P;
   const origOpen = fsp.open;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "forkp-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "fork-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     (fsp as { open: typeof fsp.open }).open = origOpen;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
-  /** A genuine fork: 1, 2; a failed batch (fsync) copied by logrotate (dateext) before the cut; truncate; then `more` records. */
-  async function forkedLog(more: number): Promise<string> {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    const copy = `${live}-20261124`;
-    proto.sync = function () {
-      proto.sync = orig.sync;
-      fs.copyFileSync(live, copy);
-      return Promise.reject(eio("fsync"));
-    };
-    await Promise.all([a.attempt(rec("x")), a.attempt(rec("y"))].map((p) => p.catch(() => undefined)));
-    Object.assign(proto, orig);
-    fs.truncateSync(live, 0);
-    for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
-    await a.close();
-    return copy;
-  }
+  const forked = (more: number): Promise<string> => forkedLog({ live, proto, orig, track }, more);
 
   it("naive edits around a genuine fork break the chain: `rewound` removed, moved to the 2nd line, the fork line copied once more, the not-continued run copied into the live file, the copy's first not-continued line given `rewound`, files swapped", async () => {
-    const copy = await forkedLog(3);
+    const copy = await forked(3);
     const c = lines(copy), l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const cases: [string, string[], string[]][] = [
@@ -1291,7 +1004,7 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
   });
 
   it("a record with `rewound` copied (same line) to a file of its own after the file that holds it: broken; the same for a rotated file's first line", async () => {
-    const copy = await forkedLog(2);
+    const copy = await forked(2);
     const l = lines(live);
     const extra = path.join(dir, "audit.jsonl.extra");
     put(extra, [l[0]]);
@@ -1306,25 +1019,12 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
 });
 
 describe("A writer keeps its chain position through a reopen that fails and a cut that fails, with size rotation after: no seq twice, verify passes (docs/audit-log.md#the-chain)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let live: string, proto: P, orig: P;
   const origOpen = fsp.open;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "keepp-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "keep-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     (fsp as { open: typeof fsp.open }).open = origOpen;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   it("a reopen after logrotate (rename + create) that fails twice, then works, with size rotation after: no seq given twice, verify over all files passes", async () => {
     const a = track(new AuditLog(live, { maxBytes: 900, keep: 50 }));
@@ -1343,7 +1043,7 @@ describe("A writer keeps its chain position through a reopen that fails and a cu
     await a.close();
     assert.match(r1, /open/);
     assert.match(r2, /open/);
-    const numbered = fs.readdirSync(dir).filter((n) => /^audit\.jsonl\.\d+$/.test(n)).sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop())).map((n) => path.join(dir, n));
+    const numbered = rotatedFiles(live);
     const files = [rotated, ...numbered, live];
     const seqs = files.flatMap((f) => parsed(f).map((r) => r.seq));
     assert.deepEqual(seqs, Array.from({ length: 12 }, (_, i) => i + 1), files.map(text).join("\n"));
@@ -1368,10 +1068,10 @@ describe("A writer keeps its chain position through a reopen that fails and a cu
     for (let i = 3; i <= 12; i++) await a.attempt(rec(i));
     await a.close();
     assert.deepEqual(out, ["failed", "failed", "failed"]);
-    const numbered = fs.readdirSync(dir).filter((n) => /^audit\.jsonl\.\d+$/.test(n)).sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop())).map((n) => path.join(dir, n));
+    const numbered = rotatedFiles(live);
     const files = [...numbered, live];
     const seqs = files.flatMap((f) => parsed(f).map((r) => r.seq));
-    assert.equal(new Set(seqs).size, seqs.length, `a seq repeats: ${seqs}`);
+    assert.equal(new Set(seqs).size, seqs.length, `a seq repeats: ${seqs.join(",")}`);
     const v = await verify(files);
     assert.equal(v.ok, true, `${v.message}\n${files.map(text).join("\n")}`);
   });

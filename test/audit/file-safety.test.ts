@@ -7,31 +7,13 @@
 import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
-import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { AuditLog, type AuditBase, auditRecordEvents } from "../../src/audit/audit-log.js";
+import { AuditLog, type AuditBase } from "../../src/audit/audit-log.js";
 import { verify } from "../../src/audit/chain.js";
 import { checkAuditPath, foreignContent, judgeOpenFileSync } from "../../src/audit/paths.js";
-import { fileHandlePrototype, type P, rec } from "../helpers/audit-faults.js";
-import fsReal = require("node:fs");
-
-function lines(file: string): string[] {
-  return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-}
-
-function seqs(file: string): number[] {
-  return lines(file).map((l) => JSON.parse(l).seq as number);
-}
-
-/** Calls `act(seq)` synchronously for every durable record of `log`, between batches. */
-function onDurable(log: AuditLog, act: (seq: number, line: string) => void): () => void {
-  const listener = (file: string, line: string) => {
-    if (file === log.filePath) act(JSON.parse(line).seq as number, line);
-  };
-  auditRecordEvents.on("record", listener);
-  return () => auditRecordEvents.off("record", listener);
-}
+import { onDurable, type P, rec, seqs, useAuditDir, writeOneByOne } from "../helpers/audit-faults.js";
+import fsReal from "node:fs";
 
 function tmp(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "b13-held-"));
@@ -42,20 +24,8 @@ const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8
 const fc = (s: string | Buffer): string | null => { const b = Buffer.isBuffer(s) ? s : Buffer.from(s, "utf8"); return foreignContent(b.subarray(0, 64 * 1024), b.length); };
 
 describe("The path check: a relative path resolves in the user directory; links, other programs' files and Node-RED's own files are refused (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  useAuditDir((t) => ({ dir } = t));
 
   const files = () => ({ userDir: dir });
 
@@ -115,28 +85,8 @@ describe("The path check: a path with .. reaching Node-RED's files or node_modul
 });
 
 describe("The writer never appends through a link or to another program's file, also when one replaces the log between batches (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
-  let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("the writer itself never appends through a symbolic link (O_NOFOLLOW) nor to a foreign file, and changes neither", async () => {
     const target = path.join(dir, "target.jsonl");
@@ -220,25 +170,10 @@ describe("The writer refuses a FIFO, a directory, a link and a foreign file at t
 
 // Found by the review of 4742801 (E1..E3); fixed in 12520e7.
 describe("Another program's JSON Lines file is never taken for ours, whatever its first line looks like (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r15p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("E2: an existing JSON Lines file of another program whose lines start {\"type\":\"unlock-... is refused (never appended to)", async () => {
+  it("an existing JSON Lines file of another program whose lines start {\"type\":\"unlock-... is refused (never appended to)", async () => {
     const foreign = '{"type":"unlock-door","entity":"lock.front","user":"bob"}\n';
     fs.writeFileSync(live, foreign);
     const c = checkAuditPath(live, { userDir: dir });
@@ -252,25 +187,10 @@ describe("Another program's JSON Lines file is never taken for ours, whatever it
 
 // Found by the review of 12520e7 (D1..D3); fixed in 5f59d11.
 describe("A foreign document is never taken for ours by its first line; the judgement probes (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r3p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r3-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("D2: a foreign JSON document whose first line starts {\"type\":\"unlock- is appended to; verify then calls line 2 not an audit record", async () => {
+  it("a foreign JSON document whose first line starts {\"type\":\"unlock- is refused by the path check and the writer (never appended to)", async () => {
     const foreign = '{"type":"unlock-schedule", "doors": [\n  {"id": 1, "open": "08:00"}\n]}\n';
     fs.writeFileSync(live, foreign);
     const c = checkAuditPath(live, { userDir: dir });
@@ -281,7 +201,7 @@ describe("A foreign document is never taken for ours by its first line; the judg
     assert.equal(wrote, false, `writer appended; verify: ${v.message}`);
   });
 
-  it("H: foreignContent judgments (probes)", () => {
+  it("prints foreignContent's judgement of odd file heads (BOM, CRLF, a torn first line, braces, pretty-printed JSON, binary after a record's start, a cut at the 64 KiB read boundary, another program's first line) for reading; it asserts nothing", () => {
     const r = '{"type":"unlock-attempt","ts":"2026-11-24T00:00:00.000Z","actor":"a","deviceId":1,"lockId":null,"door":"d","msgid":"m","seq":1,"prev":"' + "0".repeat(64) + '"}';
     const out: Record<string, string | null> = {
       bom: fc("\uFEFF" + r + "\n"),
@@ -301,14 +221,10 @@ describe("A foreign document is never taken for ours by its first line; the judg
 
 // Found by the review of 5f59d11 (F1..F6); fixed in 64810c1 and 7f1af60.
 describe("The open check judges the file as it is now, also when a copytruncate empties it meanwhile (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  it("F2: copytruncate between the open's fstat and its head read: the first unlock after a (re)open is refused as 'not a door-access audit record'", async () => {
+  it("a copytruncate between the open's fstat and its head read: the first unlock after a (re)open is written, not refused as 'not a door-access audit record'", async () => {
     const a0 = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
     await a0.close();
@@ -327,18 +243,12 @@ describe("The open check judges the file as it is now, also when a copytruncate 
 });
 
 describe("A foreign file behind blank lines, at the read boundary, or a FIFO is refused without blocking (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let dir: string, live: string;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("a foreign file preceded by 100 000 blank lines (LF, CRLF, spaces, tabs) is still refused by the path check and the writer, and left untouched", async () => {
     const bodies = ["\n".repeat(100000) + "export PATH=/x\n", "\r\n".repeat(50000) + "{\"name\":\"x\"}\n", " \t\n".repeat(40000) + "#!/bin/sh\n", "\r".repeat(70000) + "secret=1\n"];
@@ -354,7 +264,7 @@ describe("A foreign file behind blank lines, at the read boundary, or a FIFO is 
     assert.deepEqual(got, []);
   });
 
-  it("a foreign file whose blank prefix ends exactly at the 64 KiB read boundary, and one whose foreign line starts with spaces: refused", async () => {
+  it("a foreign file whose blank prefix ends exactly at the 64 KiB read boundary, and one whose foreign line starts with spaces: refused", () => {
     for (const body of ["\n".repeat(65536) + "x=1\n", "\n".repeat(65535) + " x=1\n", "   x=1\n"]) {
       fs.writeFileSync(live, body);
       const fd = fs.openSync(live, "r");
@@ -378,16 +288,8 @@ describe("A foreign file behind blank lines, at the read boundary, or a FIFO is 
 });
 
 describe("A foreign file disguised behind NUL lines is refused and left untouched (docs/security.md#files-the-audit-log-may-never-be)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("foreign files disguised behind NUL lines, mixed NUL/blank lines or NULs on the foreign line itself: refused by the path check and the writer, left untouched", async () => {
     const bodies = [

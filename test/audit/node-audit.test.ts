@@ -22,7 +22,8 @@ import { checkAuditPath } from "../../src/audit/paths.js";
 import { listLogFiles } from "../../src/audit/reader.js";
 import { type RunningSimulator } from "../../src/simulator/index.js";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
-import { fileHandlePrototype, type P } from "../helpers/audit-faults.js";
+import { jsonLines } from "../helpers/audit-faults.js";
+import { useSim, useSimWithFileFaults } from "../helpers/audit-runtime.js";
 import { DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, freshUserDir, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady, helper, lastStatus, CREDS, accountNode, helperNodes, tab, unlockNode, logins } from "../helpers/flow.js";
 import { filesNodeRedWrites, namesInNodeRedSource } from "../helpers/node-red-files.js";
 import { settle } from "../helpers/odd-messages.js";
@@ -35,11 +36,6 @@ async function recordsOf(userDir: string, msgid: string, file?: string): Promise
   const mine = () => (file ? readAudit(userDir, file) : readAudit(userDir)).filter((r) => r.msgid === msgid);
   await until(`the closing audit record of ${msgid}`, () => mine().some((r) => r.type === "unlock-result" || r.type === "unlock-rejected"), 5000, 2);
   return mine();
-}
-
-function records(file: string): any[] {
-  if (!fs.existsSync(file)) return [];
-  return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
 }
 
 /** Sends `n` unlocks to u1, `width` in flight at a time; returns their msgids. */
@@ -59,7 +55,7 @@ async function settled(live: string, ids: string[]): Promise<void> {
   await until("every result record", () => {
     const done = new Set<string>();
     for (const f of [...fs.readdirSync(path.dirname(live))].map((n) => path.join(path.dirname(live), n)).filter((f) => f.startsWith(live) && !f.endsWith(".gz"))) {
-      for (const r of records(f)) if (r.type === "unlock-result") done.add(r.msgid);
+      for (const r of jsonLines(f)) if (r.type === "unlock-result") done.add(r.msgid);
     }
     return ids.every((id) => done.has(id));
   }, 15000, 20);
@@ -157,25 +153,9 @@ describe("door-unlock writes an attempt before the request and a result after it
 describe("door-unlock's replay after a 401 has its own attempt record, marked replay (docs/audit-log.md#records)", function () {
   this.timeout(60000);
   let sim: RunningSimulator;
-  let proto: P;
-  let orig: P;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  after(async () => {
-    await sim.close();
-  });
-  beforeEach(() => {
-    sim.control.clearFaults();
-    sim.control.resetRequests();
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    await teardown();
-  });
+  useSimWithFileFaults((t) => ({ sim } = t));
 
-  it("held: 401 then refresh and the single replay: two PUTs, attempt, attempt (replay: true), result; status green at the end", async () => {
+  it("a 401, a refresh and the single replay: two PUTs; records attempt, attempt (replay: true), result; status green at the end", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url));
     await waitReady();
     sim.control.resetRequests();
@@ -193,15 +173,7 @@ describe("door-unlock's replay after a 401 has its own attempt record, marked re
 describe("An audit file that cannot be written: no unlock is sent (docs/audit-log.md#records)", function () {
   this.timeout(20000);
   let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim();
-  });
-  afterEach(async () => {
-    await teardown();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s)); // its afterEach also clears the simulator's faults: none is injected here
 
   it("a relative auditLog path is resolved in the Node-RED user directory", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "logs/doors.jsonl" }));
@@ -230,16 +202,7 @@ describe("An audit file that cannot be written: no unlock is sent (docs/audit-lo
 describe("An audit path that becomes a directory between unlocks: nothing is sent, the error says why (docs/audit-log.md#records)", function () {
   this.timeout(30000);
   let sim: RunningSimulator;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s), { rateLimit: false });
 
   it("the audit path becomes a directory between unlocks: nothing is sent, the error says the audit log could not be written", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "d/audit.jsonl" }));
@@ -260,17 +223,7 @@ describe("An audit path that becomes a directory between unlocks: nothing is sen
 describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and one chain per path (docs/audit-log.md#rotation)", function () {
   this.timeout(120000);
   let sim: RunningSimulator;
-
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-  });
-  afterEach(async () => {
-    await teardown();
-    sim.control.clearFaults();
-  });
-  after(async () => {
-    await sim.close();
-  });
+  useSim((s) => (sim = s), { rateLimit: false });
 
   // docs/audit-log.md#rotation (auditMaxBytes, auditKeep) and docs/audit-log.md#the-chain.
   it("2,000 unlocks with a small auditMaxBytes: every PUT has its attempt record in some file, verify passes over all files, seq has no gap", async () => {
@@ -283,7 +236,7 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     const files = await listLogFiles(live);
     assert.ok(files.length >= 10, `rotated into several files, got ${files.length}`);
     for (const f of files) assert.ok(fs.statSync(f).size <= 32768, `${f}: ${fs.statSync(f).size} bytes`);
-    const all = files.flatMap(records);
+    const all = files.flatMap(jsonLines);
     all.forEach((r, k) => assert.equal(r.seq, k + 1, "seq 1, 2, ... across the files, no gap"));
     const attempts = all.filter((r) => r.type === "unlock-attempt");
     const puts = sim.control.requests({ operation: "unlockDevice" });
@@ -307,10 +260,10 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "2000", auditKeep: "3" }), { userDir });
     await waitReady();
     await stream(30, 1, "blocked");
-    await until("30 result records", () => records(live).filter((r) => r.type === "unlock-result").length === 30);
+    await until("30 result records", () => jsonLines(live).filter((r) => r.type === "unlock-result").length === 30);
     assert.equal(fs.readFileSync(`${live}.1`, "utf8"), foreign);
     assert.ok(!fs.existsSync(`${live}.2`), "nothing shifted");
-    const all = records(live);
+    const all = jsonLines(live);
     all.forEach((r, k) => assert.equal(r.seq, k + 1));
     assert.equal(all.filter((r) => r.type === "unlock-attempt").length, 30);
     assert.equal((await verify([live])).ok, true);
@@ -340,13 +293,13 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     } finally {
       auditRecordEvents.off("record", listener);
     }
-    const renamed = records(`${live}.1`);
+    const renamed = jsonLines(`${live}.1`);
     assert.ok(renamedAt > 0);
     // The renamed file ends where it was renamed: a record of the same batch may follow the
     // listener's one, none of a later batch.
     const lastInRenamed = renamed[renamed.length - 1].seq;
     assert.ok(lastInRenamed >= renamedAt);
-    const fresh = records(live);
+    const fresh = jsonLines(live);
     assert.equal(fresh[0].seq, lastInRenamed + 1, "the new file continues the chain");
     // ... compress and delete.
     fs.writeFileSync(`${live}.1.gz`, zlib.gzipSync(fs.readFileSync(`${live}.1`)));
@@ -355,7 +308,7 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     fs.writeFileSync(restored, zlib.gunzipSync(fs.readFileSync(`${live}.1.gz`)));
     const v = await verify([restored, live]);
     assert.equal(v.ok, true, v.message);
-    const attempts = [...records(restored), ...fresh].filter((r) => r.type === "unlock-attempt");
+    const attempts = [...jsonLines(restored), ...fresh].filter((r) => r.type === "unlock-attempt");
     assert.equal(attempts.length, unlockRequests(sim), "every PUT has its attempt in the compressed or the live file");
     assert.deepEqual(new Set(attempts.map((r) => r.msgid)), new Set(ids!));
     assert.equal(accountOf().account.audit.stats().reopens, 1);
@@ -389,8 +342,8 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
       auditRecordEvents.off("record", listener);
     }
     assert.ok(truncated);
-    const copy = records(`${live}.1`);
-    const after = records(live);
+    const copy = jsonLines(`${live}.1`);
+    const after = jsonLines(live);
     const lastCopied = copy[copy.length - 1].seq;
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, false);
@@ -432,7 +385,7 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     outs.forEach(assertAccepted);
     const live = path.join(userDir, "shared.jsonl");
     await settled(live, Array.from({ length: 40 }, (_, i) => `sh-${i}`));
-    const all = records(live);
+    const all = jsonLines(live);
     assert.equal(all.length, 80);
     all.forEach((r, k) => assert.equal(r.seq, k + 1));
     assert.equal((await verify([live])).ok, true);

@@ -12,21 +12,12 @@ import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
-import { AuditLog, type AuditBase, auditRecordEvents, type AuditLog as AuditLogT, openAuditLog } from "../../src/audit/audit-log.js";
+import { AuditLog, type AuditBase, openAuditLog } from "../../src/audit/audit-log.js";
 import { verify } from "../../src/audit/chain.js";
 import { main } from "../../src/audit/cli.js";
 import { listLogFiles } from "../../src/audit/reader.js";
-import { fileHandlePrototype, type P, rec, text, lines, eio, parsed } from "../helpers/audit-faults.js";
-import fsReal = require("node:fs");
-
-/** Calls `act(seq)` synchronously for every durable record of `log`, between batches. */
-function onDurable(log: AuditLog, act: (seq: number, line: string) => void): () => void {
-  const listener = (file: string, line: string) => {
-    if (file === log.filePath) act(JSON.parse(line).seq as number, line);
-  };
-  auditRecordEvents.on("record", listener);
-  return () => auditRecordEvents.off("record", listener);
-}
+import { fileHandlePrototype, type P, rec, text, lines, eio, jsonLines, onDurable, parsed, raw, rotatedFiles, seqs, useAuditDir, wholeRecords, writeOneByOne } from "../helpers/audit-faults.js";
+import fsReal from "node:fs";
 
 async function runCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -35,42 +26,9 @@ async function runCli(args: string[]): Promise<{ code: number; out: string; err:
   return { code, out, err };
 }
 
-interface Proto {
-  write: (...a: unknown[]) => Promise<unknown>;
-  sync: (...a: unknown[]) => Promise<unknown>;
-}
-
 describe("Size rotation: live to .1, older files shift, the oldest beyond keep goes; only our files are renamed or deleted (docs/audit-log.md#rotation)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function seqs(file: string): number[] {
-    return lines(file).map((l) => JSON.parse(l).seq as number);
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
-  let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   // docs/audit-log.md#rotation: live -> <name>.1, older shift, oldest beyond auditKeep deleted.
   it("size rotation: live -> .1, older files shift, the oldest beyond keep is deleted; no file above maxBytes; the chain continues", async () => {
@@ -157,36 +115,8 @@ describe("Size rotation: live to .1, older files shift, the oldest beyond keep g
 });
 
 describe("Logrotate renames or deletes the file between two batches: later records go to a new file at the path (docs/audit-log.md#rotation)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function seqs(file: string): number[] {
-    return lines(file).map((l) => JSON.parse(l).seq as number);
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
   let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ live } = t));
 
   it("logrotate rename + compress + delete between two batches: later records go to a new file at the path, none to the renamed one; the chain continues", async () => {
     const log = track(new AuditLog(live));
@@ -239,98 +169,51 @@ describe("Logrotate renames or deletes the file between two batches: later recor
 
 // Found by the review of the writer's latency change (e1c28e8); fixed in d73274e.
 describe("Logrotate renames or deletes the file while a batch's fsync runs: every answered record is at the path (docs/audit-log.md#rotation)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
-
-  function lines(file: string): string[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function parsed(file: string): { seq: number; msgid: string; type: string; prev: string }[] {
-    return lines(file).map((l) => JSON.parse(l));
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-  const track = (log: AuditLogT): AuditLogT => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
   /** All files of the log, oldest first. */
-  function allFiles(): string[] {
-    const rotated = fs
-      .readdirSync(dir)
-      .map((n) => /^audit\.jsonl\.(\d+)$/.exec(n))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => b - a)
-      .map((i) => `${live}.${i}`);
-    return fs.existsSync(live) ? [...rotated, live] : rotated;
-  }
+  const allFiles = (): string[] => (fs.existsSync(live) ? [...rotatedFiles(live), live] : rotatedFiles(live));
 
   it("the file deleted while the batch's fsync is in flight: the record that resolved is at the configured path", async () => {
     const log = track(new M.AuditLog(live));
     await log.attempt(rec(1));
     let armed = true;
     proto.sync = function (this: unknown, ...a: unknown[]) {
-      if (!armed) return origSync.apply(this, a);
+      if (!armed) return orig.sync.apply(this, a);
       armed = false;
       // The fsync is under way (the kernel call runs on the thread pool); logrotate deletes the
       // file before it returns.
       return (async () => {
         await new Promise((r) => setImmediate(r));
         fs.unlinkSync(live);
-        return origSync.apply(this, a);
+        return orig.sync.apply(this, a);
       })();
     };
     await log.attempt(rec(2));
-    proto.sync = origSync;
+    proto.sync = orig.sync;
     await log.attempt(rec(3));
-    const msgids = parsed(live).map((r) => r.msgid);
+    const msgids = jsonLines(live).map((r) => r.msgid);
     assert.ok(msgids.includes("m2"), `attempt m2 resolved (told durable before its request leaves) but is in no file: live file holds ${JSON.stringify(msgids)}`);
   });
 
   // Same, with a rename (logrotate without delaycompress + a later compress/delete of .1 is the
   // same loss). Here the record is at least in the renamed file: documents the behaviour only.
-  it("held: the file renamed while the batch's fsync is in flight: every resolved record is in some file, and the chain verifies over both", async () => {
+  it("the file renamed while the batch's fsync is in flight: every resolved record is in some file, and the chain verifies over both", async () => {
     const log = track(new M.AuditLog(live));
     await log.attempt(rec(1));
     let armed = true;
     proto.sync = function (this: unknown, ...a: unknown[]) {
-      if (!armed) return origSync.apply(this, a);
+      if (!armed) return orig.sync.apply(this, a);
       armed = false;
       return (async () => {
         await new Promise((r) => setImmediate(r));
         fs.renameSync(live, `${live}.1`);
-        return origSync.apply(this, a);
+        return orig.sync.apply(this, a);
       })();
     };
     await log.attempt(rec(2));
-    proto.sync = origSync;
+    proto.sync = orig.sync;
     await log.attempt(rec(3));
     const all = [...parsed(`${live}.1`), ...parsed(live)].map((r) => r.msgid);
     for (const m of ["m1", "m2", "m3"]) assert.ok(all.includes(m), `${m} in ${JSON.stringify(all)}`);
@@ -338,7 +221,7 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
     assert.equal(v.ok, true, v.message);
   });
 
-  it("held: records queued while the writer rotates, and a logrotate rename between batches, and a copytruncate: chain continues, every record once", async () => {
+  it("records queued while the writer rotates, and a logrotate rename between batches, and a copytruncate: chain continues, every record once", async () => {
     const log = track(new M.AuditLog(live, { maxBytes: 1500, keep: 1000 }));
     let n = 0;
     const extra: Promise<void>[] = [];
@@ -363,9 +246,9 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
       M.auditRecordEvents.off("record", listener);
     }
     const files = [path.join(dir, "dated-1.log"), path.join(dir, "dated-2.log"), ...allFiles()]
-      .filter((f) => parsed(f).length > 0)
-      .sort((x, y) => parsed(x)[0].seq - parsed(y)[0].seq);
-    const s = files.flatMap((f) => parsed(f).map((r) => r.seq));
+      .filter((f) => jsonLines(f).length > 0)
+      .sort((x, y) => jsonLines(x)[0].seq - jsonLines(y)[0].seq);
+    const s = files.flatMap((f) => jsonLines(f).map((r) => r.seq));
     assert.equal(new Set(s).size, s.length, "no duplicate seq");
     assert.equal(s.length, n);
     const sorted = [...s].sort((a, b) => a - b);
@@ -379,11 +262,6 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
 describe("Logrotate deletes the file between the name check and the write: no record goes to a file without that name (docs/audit-log.md#rotation)", function () {
   function rec(msgid: string): AuditBase {
     return { actor: "alice", deviceId: 101, lockId: null, door: "Front", msgid };
-  }
-
-  function lines(file: string): any[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
   }
 
   this.timeout(30000);
@@ -413,7 +291,7 @@ describe("Logrotate deletes the file between the name check and the write: no re
       };
       await log.attempt(rec("2")).catch(() => undefined);
       proto.write = write;
-      const live = lines(file);
+      const live = jsonLines(file);
       assert.ok(live.some((r) => r.msgid === "2"), `the record that resolved is at the configured path: ${JSON.stringify(live)}`);
       await log.attempt(rec("3"));
       const report = await verify([file]);
@@ -426,36 +304,8 @@ describe("Logrotate deletes the file between the name check and the write: no re
 });
 
 describe("copytruncate: the writer goes on at the truncated file's end; verify names the seqs a late truncate lost (docs/audit-log.md#rotation)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function seqs(file: string): number[] {
-    return lines(file).map((l) => JSON.parse(l).seq as number);
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
   let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ live } = t));
 
   it("copytruncate: the writer continues in the truncated file; verify passes over copy + live when nothing was lost, and names the missing seqs when the copy missed records", async () => {
     const log = track(new AuditLog(live));
@@ -504,43 +354,12 @@ describe("copytruncate: the writer goes on at the truncated file's end; verify n
 
 // Found by the review of abce9a2 (D1..D3); fixed in 4742801.
 describe("copytruncate while a batch fails: no fragment of the cut batch is left (docs/audit-log.md#rotation)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  interface Proto {
-    write: (...a: unknown[]) => Promise<unknown>;
-    truncate: (...a: unknown[]) => Promise<unknown>;
-    sync: (...a: unknown[]) => Promise<unknown>;
-  }
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let orig: Proto;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "rv-probe-"));
-    const probe = await fsp.open(path.join(tmp, "p"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    orig = { write: proto.write, truncate: proto.truncate, sync: proto.sync };
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rv-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
-
-  it("D2: a copytruncate between two write calls of a batch whose fsync then fails: no fragment of the rejected batch is left, writer and verify go on", async () => {
+  it("a copytruncate between two write calls of a batch whose fsync then fails: no fragment of the rejected batch is left in the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let calls = 0;
@@ -566,7 +385,7 @@ describe("copytruncate while a batch fails: no fragment of the cut batch is left
     assert.ok(!/"msgid":"ma"/.test(after) && after.length === 0, `the rejected batch's tail is left in the live file: ${JSON.stringify(after)}`);
   });
 
-  it("D2b: same, then the writer goes on and verify runs over the log", async () => {
+  it("the same, then the next record is written and verify passes over the copy and the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let calls = 0;
@@ -593,27 +412,12 @@ describe("copytruncate while a batch fails: no fragment of the cut batch is left
 
 // Found by the review of 4742801 (E1..E3); fixed in 12520e7.
 describe("copytruncate while a batch fails: the next record repeats no seq of the copy (docs/audit-log.md#rotation)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r15p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("E1: copytruncate while a fully written batch's fsync runs, fsync fails: the next record does not repeat a seq already in <name>.1", async () => {
+  it("a copytruncate while a fully written batch's fsync runs, the fsync failing: the next record repeats no seq already in <name>.1 (verify passes)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let n = 0;
@@ -632,7 +436,7 @@ describe("copytruncate while a batch fails: the next record repeats no seq of th
     assert.equal(v.ok, true, `${v.message}\n--- .1:\n${text(`${live}.1`)}--- live:\n${text(live)}`);
   });
 
-  it("E1b: copytruncate between two write calls after a whole record of the batch was written, then ENOSPC", async () => {
+  it("a copytruncate between two write calls, after a whole record of the batch was written, then ENOSPC: the batch is rejected, the next record repeats no seq of <name>.1 (verify passes)", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let calls = 0;
@@ -661,14 +465,10 @@ describe("copytruncate while a batch fails: the next record repeats no seq of th
 
 // Found by the review of 5f59d11 (F1..F6); fixed in 64810c1 and 7f1af60.
 describe("copytruncate during a batch: the file is never extended with NUL bytes, a split batch is written again whole, a cut-off batch is a fork verify accepts (docs/audit-log.md#rotation)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  it("F1: copytruncate between cutBack's fstat and its ftruncate: the live file is extended with NUL bytes, the next unlock is refused, verify passes", async () => {
+  it("a copytruncate between the cut's fstat and its ftruncate: the next unlock is written and verify passes over the copy and the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     proto.sync = function () { return Promise.reject(Object.assign(new Error("injected fsync"), { code: "EIO" })); };
@@ -685,7 +485,7 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
   });
 
-  it("F3: a batch written in two write calls (short write) with a copytruncate between them, no failure: the live file starts mid-record; verify fails and a restarted writer refuses the file", async () => {
+  it("a batch written in two write calls (short write) with a copytruncate between them, no failure: verify passes and a restarted writer takes the file up", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let w = 0;
@@ -706,7 +506,7 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     assert.equal(err, null, `restart refused: ${err}`);
   });
 
-  it("F4: logrotate copies (dateext) while a batch's fsync fails, the writer cuts the batch off, logrotate then truncates: the next record repeats a seq in the copy; verify calls the untampered log 'repeated or inserted'", async () => {
+  it("logrotate copies (dateext) while a batch's fsync fails, the writer cuts the batch off, logrotate then truncates: verify passes over the copy and the live file, or names the records lost", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     const copy = `${live}-20261124`;
@@ -726,18 +526,9 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
 describe("copytruncate at every point of a failed multi-write batch: verify passes, or names the records lost (docs/audit-log.md#rotation)", function () {
   const rec = (i: number | string): AuditBase => ({ actor: "ålice😀€", deviceId: 101, lockId: null, door: "Frönt Döör", msgid: `m${i}` });
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown> };
-
   this.timeout(300_000); // 2,304 cases, each with two fsyncs: 20-40 s alone, far longer on two busy cores
   let proto: P, orig: P;
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r4mp-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync };
-  });
+  before(async () => ({ proto, orig } = await fileHandlePrototype()));
   afterEach(() => { Object.assign(proto, orig); });
 
   it("every copytruncate point x fail point x chunk x lead x lost", async () => {
@@ -748,7 +539,7 @@ describe("copytruncate at every point of a failed multi-write batch: verify pass
     for (const lost of [false, true])
     for (let ct = 0; ct <= 12; ct++)       // copytruncate after write call ct (0: before the first); 12 => during the failing sync
     for (let fail = 1; fail <= 12; fail++) { // fail at write call `fail` (ENOSPC), 12 => sync fails
-      if (lost && (ct === 12 || fail === ct + 1)) continue; // copy, then the writer's cut, then the truncate: F4 in break-13-torn4.test.ts
+      if (lost && (ct === 12 || fail === ct + 1)) continue; // copy, then the writer's cut, then the truncate: the case of "logrotate copies (dateext) while a batch's fsync fails" above
       const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4m-"));
       const live = path.join(dir, "audit.jsonl");
       const copy = `${live}-20261124`;
@@ -769,7 +560,7 @@ describe("copytruncate at every point of a failed multi-write batch: verify pass
           if (w === fail && fail < 12) return Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" }));
           return orig.write.call(this, buf, off, Math.min(chunk, len)).then((r) => { if (lost && w === ct + 1 && copied) doTrunc(); return r; });
         };
-        proto.sync = function (this: unknown, ...x: unknown[]) {
+        proto.sync = function (this: unknown) {
           if (ct >= 12 || (w < ct + 1)) { doCopy(); doTrunc(); }
           if (lost) { doTrunc(); }
           return Promise.reject(Object.assign(new Error("io"), { code: "EIO" }));
@@ -799,14 +590,10 @@ describe("copytruncate at every point of a failed multi-write batch: verify pass
 
 // Found by the review of 7f1af60 (F1..F7); fixed in d62e4dc.
 describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lookback; a batch split after a short write is written again whole before any fsync (docs/audit-log.md#rotation)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  it("F4: a failed batch of more than 4096 records (a burst) while logrotate copies: the untampered log is called broken ('repeated or inserted'), the fork is beyond verify's 4096-record lookback", async function () {
+  it("a burst of 4200 records queued at once, every batch failing (fsync) while logrotate copies: every record is refused, and the untampered log verifies (the fork lies within verify's 4096-record lookback)", async function () {
     this.timeout(60000);
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
@@ -827,7 +614,7 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
     assert.equal(v.ok, true, `untampered log: ${v.message}`);
   });
 
-  it("F5: a copytruncate right after a batch's short write (then ftruncate failing): the batch is written again whole in the emptied file before any fsync, no ftruncate needed; nothing rejected stays in the log, verify passes, the next unlock is written", async () => {
+  it("a copytruncate right after a batch's short write (then ftruncate failing): the batch is written again whole in the emptied file before any fsync, no ftruncate needed; nothing rejected stays in the log, verify passes, the next unlock is written", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let w = 0;
@@ -849,7 +636,7 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
   });
 
-  it("F5, the narrower case (a known limit, README): the copytruncate comes between the check after a short write and the next write call, and ftruncate fails: the batch is refused with a clear error, nothing is resolved, no unhandled rejection", async () => {
+  it("a known limit: the copytruncate comes between the check after a short write and the next write call, and ftruncate fails: the batch is refused with a clear error, nothing is resolved, no unhandled rejection", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     let w = 0;
@@ -868,26 +655,18 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
 });
 
 describe("copytruncate during a batch: a split batch is written again whole, bounded, never twice (docs/audit-log.md#rotation)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let live: string, proto: P, orig: P;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   /** First write call of the next batch writes only `first` bytes, then logrotate copytruncates (copy to `copy`). */
   function splitOnce(first: number, copy: string, times = 1): void {
-    let w = 0;
     let splits = 0;
     proto.write = function (this: unknown, ...x: unknown[]) {
       const [buf, off, len] = x as [Buffer, number, number];
-      w += 1;
       if (off === 0 && splits < times) {
         splits += 1;
         return orig.write.call(this, buf, off, first).then((r) => { fs.copyFileSync(live, splits === 1 ? copy : `${copy}.${splits}`); fs.truncateSync(live, 0); return r; });
@@ -984,16 +763,8 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
 });
 
 describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, and short writes at every size (docs/audit-log.md#rotation)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   it("the second of three MAX_BATCH batches fails (fsync) while logrotate copies, the truncate lands before the third: only the second is rejected, the third goes on with `rewound`, verify passes with a fork", async () => {
     const a = track(new AuditLog(live));
@@ -1034,8 +805,10 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
           const d = await fsp.mkdtemp(path.join(os.tmpdir(), "r6m-"));
           const f = path.join(d, "audit.jsonl");
           const copy = `${f}-20261124`;
+          const opened: AuditLog[] = [];
           try {
-            const a = track(new AuditLog(f));
+            const a = new AuditLog(f);
+            opened.push(a);
             for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
             let w = 0;
             let done = false;
@@ -1073,7 +846,7 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
             if (next !== "ok:md") problems.push(`${tag}: the next unlock failed`);
           } finally {
             Object.assign(proto, orig);
-            for (const l of logs.splice(0)) await l.close().catch(() => undefined);
+            for (const l of opened) await l.close().catch(() => undefined);
             await fsp.rm(d, { recursive: true, force: true });
           }
         }
@@ -1084,59 +857,8 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
 });
 
 describe("copytruncate during a batch: a failed write whose cut fails part-way is not extended with zero bytes (docs/audit-log.md#rotation)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function text(file: string): string {
-    return fs.readFileSync(file, "utf8");
-  }
-
-  /** The complete records of a file (a torn fragment is left out). */
-  function records(file: string): { seq: number; msgid: string; type: string }[] {
-    const out: { seq: number; msgid: string; type: string }[] = [];
-    for (const l of text(file).split("\n")) {
-      try {
-        out.push(JSON.parse(l));
-      } catch {
-        /* a torn fragment or a blank line */
-      }
-    }
-    return out;
-  }
-
-  interface Proto {
-    write: (...a: unknown[]) => Promise<unknown>;
-    truncate: (...a: unknown[]) => Promise<unknown>;
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origTruncate: Proto["truncate"];
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "torn-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origTruncate = proto.truncate;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "torn-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.truncate = origTruncate;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   it("a copytruncate just before a batch's write fails part-way: the file is not extended with zero bytes, verify passes", async () => {
     const log = track(new AuditLog(live));
@@ -1148,18 +870,18 @@ describe("copytruncate during a batch: a failed write whose cut fails part-way i
         const [buf, off] = a as [Buffer, number, number];
         fs.copyFileSync(live, `${live}.1`); // logrotate copytruncate, right before the write
         fs.truncateSync(live, 0);
-        return origWrite.call(this, buf, off, 10);
+        return orig.write.call(this, buf, off, 10);
       }
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
-      return origWrite.apply(this, a);
+      return orig.write.apply(this, a);
     };
     await assert.rejects(log.attempt(rec("a")), /ENOSPC/);
-    proto.write = origWrite;
+    proto.write = orig.write;
     await log.attempt(rec("z"));
-    const body = text(live);
+    const body = raw(live);
     assert.ok(!body.includes("\0"), `no zero bytes in the file: ${JSON.stringify(body)}`);
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, true, `${v.message}\n${body}`);
-    assert.deepEqual(records(live).map((r) => [r.msgid, r.seq]), [["mz", 4]]);
+    assert.deepEqual(wholeRecords(live).map((r) => [r.msgid, r.seq]), [["mz", 4]]);
   });
 });

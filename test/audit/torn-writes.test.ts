@@ -10,75 +10,27 @@
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
-import { AuditLog, MAX_BATCH, type AuditBase, type AuditLog as AuditLogT, readAuditFile } from "../../src/audit/audit-log.js";
+import { AuditLog, MAX_BATCH, type AuditBase, readAuditFile } from "../../src/audit/audit-log.js";
 import { verify } from "../../src/audit/chain.js";
 import { checkAuditPath, judgeOpenFileSync } from "../../src/audit/paths.js";
 import { tail } from "../../src/audit/reader.js";
-import { eio, enospc, fileHandlePrototype, lines, type P, parsed, rec, text } from "../helpers/audit-faults.js";
-import fsReal = require("node:fs");
+import { eio, enospc, lines, type P, parsed, raw, rec, rotatedFiles, text, useAuditDir, wholeRecords, writeOneByOne } from "../helpers/audit-faults.js";
+import fsReal from "node:fs";
 
-interface Proto {
-  write: (...a: unknown[]) => Promise<unknown>;
-  truncate: (...a: unknown[]) => Promise<unknown>;
+/** A record with deviceId 12 and msgid "m1", unless `over` says otherwise. */
+const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({ actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over });
+
+/** The seq of the whole records of `file` runs 1..N. */
+function assertSeqRun(file: string): void {
+  const s = wholeRecords(file).map((r) => r.seq);
+  assert.deepEqual(s, s.map((_, i) => i + 1), `seq must run 1..N without gap or repeat:\n${raw(file)}`);
 }
 
 describe("A write that fails part-way is cut off again; when the cut fails too, the torn end is skipped and seq never repeats (docs/audit-log.md#a-failed-write)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function text(file: string): string {
-    return fs.readFileSync(file, "utf8");
-  }
-
-  /** The complete records of a file (a torn fragment is left out). */
-  function records(file: string): { seq: number; msgid: string; type: string }[] {
-    const out: { seq: number; msgid: string; type: string }[] = [];
-    for (const l of text(file).split("\n")) {
-      try {
-        out.push(JSON.parse(l));
-      } catch {
-        /* a torn fragment or a blank line */
-      }
-    }
-    return out;
-  }
-
-  function assertSeqRun(file: string): void {
-    const s = records(file).map((r) => r.seq);
-    assert.deepEqual(s, s.map((_, i) => i + 1), `seq must run 1..N without gap or repeat:\n${text(file)}`);
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origTruncate: Proto["truncate"];
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "torn-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origTruncate = proto.truncate;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "torn-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.truncate = origTruncate;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   /**
    * Writes m1, then a batch (attempt + result of "a") whose first write call writes only `cut`
@@ -95,13 +47,13 @@ describe("A write that fails part-way is cut off again; when the cut fails too, 
       if (calls === 1) {
         const [buf, off, len] = a as [Buffer, number, number];
         behind = Promise.allSettled([log.result({ ...rec("b"), outcome: "accepted", status: 200 }), log.attempt(rec("c"))]);
-        return origWrite.call(this, buf, off, cut >= 0 ? cut : len + cut);
+        return orig.write.call(this, buf, off, cut >= 0 ? cut : len + cut);
       }
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
-      return origWrite.apply(this, a);
+      return orig.write.apply(this, a);
     };
     await assert.rejects(Promise.all([log.attempt(rec("a")), log.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /ENOSPC/);
-    proto.write = origWrite;
+    proto.write = orig.write;
     assert.ok(behind, "records were queued behind the failing batch");
     const settled = await (behind as unknown as Promise<PromiseSettledResult<void>[]>);
     await log.attempt(rec("z"));
@@ -116,10 +68,10 @@ describe("A write that fails part-way is cut off again; when the cut fails too, 
     it(`ENOSPC after ${label}: the batch is rejected and not in the file, the records behind it are, verify passes, seq runs without repeat`, async () => {
       const settled = await failedBatch(cut);
       assert.deepEqual(settled.map((r) => r.status), ["fulfilled", "fulfilled"]);
-      const msgids = records(live).map((r) => r.msgid);
-      assert.deepEqual(msgids, ["m1", "mb", "mc", "mz"], `the failed batch (ma) was answered "not written": it must not be in the log:\n${text(live)}`);
+      const msgids = wholeRecords(live).map((r) => r.msgid);
+      assert.deepEqual(msgids, ["m1", "mb", "mc", "mz"], `the failed batch (ma) was answered "not written": it must not be in the log:\n${raw(live)}`);
       const v = await verify([live]);
-      assert.equal(v.ok, true, `${v.message}\n${text(live)}`);
+      assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
       assertSeqRun(live);
     });
   }
@@ -133,54 +85,20 @@ describe("A write that fails part-way is cut off again; when the cut fails too, 
       const settled = await failedBatch(cut);
       assert.deepEqual(settled.map((r) => r.status), ["fulfilled", "fulfilled"]);
       const v = await verify([live]);
-      assert.equal(v.ok, true, `${v.message}\n${text(live)}`);
+      assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
       assertSeqRun(live);
-      const msgids = records(live).map((r) => r.msgid);
+      const msgids = wholeRecords(live).map((r) => r.msgid);
       for (const m of ["m1", "mb", "mc", "mz"]) assert.ok(msgids.includes(m), `${m} in ${JSON.stringify(msgids)}`);
     });
   }
 });
 
 describe("A write that fails part-way with records queued behind: verify passes, seq has no gap (docs/audit-log.md#a-failed-write)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
-
-  interface Proto {
-    write: (...a: unknown[]) => Promise<unknown>;
-    sync: (...a: unknown[]) => Promise<unknown>;
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-  const track = (log: AuditLogT): AuditLogT => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   for (const [label, cut] of [["a torn line of 40 bytes", 40]] as const) {
-    it(`held: ENOSPC after a partial write (${label}) with records queued behind: verify passes, seq has no gap`, async () => {
+    it(`ENOSPC after a partial write (${label}) with a result and an attempt queued behind: those two are written, verify passes`, async () => {
       const log = track(new M.AuditLog(live));
       await log.attempt(rec(1));
       let calls = 0;
@@ -190,13 +108,13 @@ describe("A write that fails part-way with records queued behind: verify passes,
         if (calls === 1) {
           const [buf, off, len] = a as [Buffer, number, number];
           behind = Promise.allSettled([log.result({ ...rec("b"), outcome: "accepted", status: 200 }), log.attempt(rec("c"))]);
-          return origWrite.call(this, buf, off, cut > 0 ? cut : len - 1);
+          return orig.write.call(this, buf, off, cut > 0 ? cut : len - 1);
         }
         if (calls === 2) return Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" }));
-        return origWrite.apply(this, a);
+        return orig.write.apply(this, a);
       };
       await assert.rejects(Promise.all([log.attempt(rec("a")), log.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /ENOSPC/);
-      proto.write = origWrite;
+      proto.write = orig.write;
       const settled = (await (behind as unknown as Promise<PromiseSettledResult<void>[]>)).map((r) => r.status);
       assert.deepEqual(settled, ["fulfilled", "fulfilled"]);
       await log.attempt(rec("z"));
@@ -208,46 +126,15 @@ describe("A write that fails part-way with records queued behind: verify passes,
 
 // Found by the review of abce9a2 (D1..D3); fixed in 4742801.
 describe("A write that fails part-way right after a rotation, and the cut fails: the torn new live file is still ours (docs/audit-log.md#a-failed-write)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
   const enospc = () => Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
 
-  interface Proto {
-    write: (...a: unknown[]) => Promise<unknown>;
-    truncate: (...a: unknown[]) => Promise<unknown>;
-    sync: (...a: unknown[]) => Promise<unknown>;
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let orig: Proto;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "rv-probe-"));
-    const probe = await fsp.open(path.join(tmp, "p"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    orig = { write: proto.write, truncate: proto.truncate, sync: proto.sync };
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rv-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   for (const cut of [10, 40]) {
-    it(`D1: rotation in the batch, ENOSPC after ${cut} bytes of the new live file, the cut fails: the writer still writes later records, also after a restart`, async () => {
+    it(`a size rotation in the batch, ENOSPC after ${cut} bytes of the new live file, the cut fails: the writer still writes later records, also after a restart`, async () => {
       const a = track(new AuditLog(live, { maxBytes: 400, keep: 3 }));
       await a.attempt(rec(1));
       await a.attempt(rec(2)); // next batch will rotate
@@ -263,10 +150,10 @@ describe("A write that fails part-way right after a rotation, and the cut fails:
       await assert.rejects(a.attempt(rec("a")), /ENOSPC/);
       Object.assign(proto, orig);
       assert.ok(fs.existsSync(`${live}.1`), "rotated");
-      await a.attempt(rec("z")); // D1 (10 bytes) fails here: "first line is not a door-access audit record"
+      await a.attempt(rec("z")); // with 10 bytes, this failed before the fix: "first line is not a door-access audit record"
       await a.close();
       const b = track(new AuditLog(live, { maxBytes: 400, keep: 3 })); // a restart / redeploy
-      await b.attempt(rec("y")); // D1 (40 bytes) fails here
+      await b.attempt(rec("y")); // with 40 bytes, this failed before the fix
       const v = await verify([`${live}.1`, live]);
       assert.equal(v.ok, true, `${v.message}\n${text(live)}`);
     });
@@ -275,27 +162,12 @@ describe("A write that fails part-way right after a rotation, and the cut fails:
 
 // Found by the review of 4742801 (E1..E3); fixed in 12520e7.
 describe("A write that fails part-way twice with the cut failing, or with a rotation in the batch (docs/audit-log.md#a-failed-write)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r15p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("E3b: the same produced by the writer itself: first batch torn at 5 bytes with the cut failing, next batch torn after 8 bytes with the cut failing", async () => {
+  it("two torn batches the writer itself leaves (the first torn at 5 bytes, the next after 8, the cut failing each time): the next record is written", async () => {
     const a = track(new AuditLog(live));
     let calls = 0;
     proto.truncate = () => Promise.reject(Object.assign(new Error("injected"), { code: "EIO" }));
@@ -314,7 +186,7 @@ describe("A write that fails part-way twice with the cut failing, or with a rota
     assert.equal(err, null, `file ${JSON.stringify(text(live))}; verify before: ${v0.message}`);
   });
 
-  it("H2 (held): size rotation inside the failed batch, partial write then ENOSPC, cut succeeds: chain continues from .1", async () => {
+  it("a size rotation inside a failed batch (partial write, then ENOSPC, the cut works): the chain continues from <name>.1, verify passes, last seq 3", async () => {
     const a = track(new AuditLog(live, { maxBytes: 400, keep: 3 }));
     await a.attempt(rec(1)); await a.attempt(rec(2));
     let calls = 0;
@@ -333,16 +205,8 @@ describe("A write that fails part-way twice with the cut failing, or with a rota
 });
 
 describe("A write that fails part-way is marked rewound where the chain goes on, also across a rotation (docs/audit-log.md#a-failed-write)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
   it("a failed write (short, then ENOSPC) cut off again, with no logrotate: the next record carries `rewound` mid-file, continues the same seq; verify passes; a restarted writer continues from it", async () => {
     const a = track(new AuditLog(live));
@@ -378,7 +242,7 @@ describe("A write that fails part-way is marked rewound where the chain goes on,
     assert.match(await a.attempt(rec("x")).then(() => "ok", (e: Error) => e.message), /fsync/);
     for (let i = 7; i <= 14; i++) await a.attempt(rec(i));
     await a.close();
-    const files = fs.readdirSync(dir).filter((n) => /^audit\.jsonl\.\d+$/.test(n)).sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop())).map((n) => path.join(dir, n));
+    const files = rotatedFiles(live);
     const v = await verify([...files, live]);
     assert.equal(v.ok, true, v.message);
     assert.equal(v.lastSeq, 14);
@@ -386,29 +250,12 @@ describe("A write that fails part-way is marked rewound where the chain goes on,
 });
 
 describe("A crash: a torn last line is reported, skipped, and the next record starts on a new line (docs/audit-log.md#a-crash)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => {
-    logs.push(log);
-    return log;
-  };
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir } = t));
 
   it("repairs a torn last line on the next write, and readAuditFile reports it", async function () {
     const file = path.join(dir, "torn.jsonl");
-    const good = JSON.stringify({ type: "unlock-attempt", ts: "2025-01-01T00:00:00.000Z", ...rec({ msgid: "ok" }) });
+    const good = JSON.stringify({ type: "unlock-attempt", ts: "2025-01-01T00:00:00.000Z", ...recWith({ msgid: "ok" }) });
     await fsp.writeFile(file, good + "\n" + '{"type":"unlock-result","ts":"2025-01-0', { mode: 0o600 });
 
     const before = await readAuditFile(file);
@@ -417,7 +264,7 @@ describe("A crash: a torn last line is reported, skipped, and the next record st
     assert.deepEqual(before.badLines, [], "a torn last line is reported as torn, not as a bad line");
 
     const log = track(new AuditLog(file));
-    await log.attempt(rec({ msgid: "after-crash" }));
+    await log.attempt(recWith({ msgid: "after-crash" }));
     const raw = fs.readFileSync(file, "utf8");
     assert.ok(raw.includes('"ts":"2025-01-0\n{"type":"unlock-attempt"'), "new record starts on its own line");
 
@@ -429,7 +276,7 @@ describe("A crash: a torn last line is reported, skipped, and the next record st
 
   it("readAuditFile keeps a complete last record that only lacks its newline, and lists bad lines", async function () {
     const file = path.join(dir, "mixed.jsonl");
-    const line = (msgid: string) => JSON.stringify({ type: "unlock-attempt", ts: "t", ...rec({ msgid }) });
+    const line = (msgid: string) => JSON.stringify({ type: "unlock-attempt", ts: "t", ...recWith({ msgid }) });
     await fsp.writeFile(file, [line("a"), "not json", '{"type":"other","ts":"x"}', "", line("b")].join("\n"));
     const r = await readAuditFile(file);
     assert.equal(r.tornLastLine, true);
@@ -441,28 +288,8 @@ describe("A crash: a torn last line is reported, skipped, and the next record st
 });
 
 describe("A crash: a torn last line is skipped on resume (docs/audit-log.md#a-crash)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  /** `n` attempts, one at a time (one batch each, so the listener acts between any two). */
-  async function writeOneByOne(log: AuditLog, from: number, n: number): Promise<void> {
-    for (let i = from; i < from + n; i++) await log.attempt(rec(i));
-  }
-
-  let dir: string;
   let live: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ live } = t));
 
   it("a torn last line (crash mid-write) is skipped on resume: the chain continues from the last complete record, and verify notes the fragment", async () => {
     const a = new AuditLog(live);
@@ -479,59 +306,8 @@ describe("A crash: a torn last line is skipped on resume (docs/audit-log.md#a-cr
 });
 
 describe("A crash: a lost newline, a torn fragment and a torn first line are read alike by the writer and verify; anything else is still refused (docs/audit-log.md#a-crash)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function text(file: string): string {
-    return fs.readFileSync(file, "utf8");
-  }
-
-  /** The complete records of a file (a torn fragment is left out). */
-  function records(file: string): { seq: number; msgid: string; type: string }[] {
-    const out: { seq: number; msgid: string; type: string }[] = [];
-    for (const l of text(file).split("\n")) {
-      try {
-        out.push(JSON.parse(l));
-      } catch {
-        /* a torn fragment or a blank line */
-      }
-    }
-    return out;
-  }
-
-  function assertSeqRun(file: string): void {
-    const s = records(file).map((r) => r.seq);
-    assert.deepEqual(s, s.map((_, i) => i + 1), `seq must run 1..N without gap or repeat:\n${text(file)}`);
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origTruncate: Proto["truncate"];
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "torn-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origTruncate = proto.truncate;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "torn-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.truncate = origTruncate;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("a crash took only the last record's newline: a new writer continues after that record (no repeated seq), and verify passes", async () => {
     const a = new AuditLog(live);
@@ -542,10 +318,10 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
     await b.attempt(rec(4));
     await b.attempt(rec(5));
     const v = await verify([live]);
-    assert.equal(v.ok, true, `${v.message}\n${text(live)}`);
+    assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
     assert.equal(v.lastSeq, 5);
     assertSeqRun(live);
-    assert.deepEqual(records(live).map((r) => r.msgid), ["m1", "m2", "m3", "m4", "m5"]);
+    assert.deepEqual(wholeRecords(live).map((r) => r.msgid), ["m1", "m2", "m3", "m4", "m5"]);
   });
 
   for (const fragment of ['{"type":"u', "{", '{"type":"unlock-attempt","ts":"2026-']) {
@@ -555,11 +331,11 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
       await a.close();
       fs.appendFileSync(live, fragment);
       const v0 = await verify([live]);
-      assert.equal(v0.ok, true, `${v0.message}\n${text(live)}`);
+      assert.equal(v0.ok, true, `${v0.message}\n${raw(live)}`);
       const b = track(new AuditLog(live));
       await b.attempt(rec(3));
       const v = await verify([live]);
-      assert.equal(v.ok, true, `${v.message}\n${text(live)}`);
+      assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
       assert.equal(v.lastSeq, 3);
       assert.ok(v.notes.some((n) => /line 3: a torn write/.test(n)), v.notes.join("; "));
       assertSeqRun(live);
@@ -576,7 +352,7 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
       fs.writeFileSync(live, body);
       const log = track(new AuditLog(live));
       await assert.rejects(log.attempt(rec(1)), /first line is not a door-access audit record/);
-      assert.equal(text(live), body, "the file is untouched");
+      assert.equal(raw(live), body, "the file is untouched");
       const check = checkAuditPath(live, { userDir: dir });
       assert.equal(check.ok, false);
     });
@@ -586,12 +362,12 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
     const a = new AuditLog(live);
     await a.attempt(rec(1));
     await a.close();
-    const whole = text(live);
+    const whole = raw(live);
     fs.writeFileSync(live, '{"type":"u\n' + whole);
     assert.equal(checkAuditPath(live, { userDir: dir }).ok, true);
     const b = track(new AuditLog(live));
     await b.attempt(rec(2));
-    assert.deepEqual(records(live).map((r) => r.seq), [1, 2]);
+    assert.deepEqual(wholeRecords(live).map((r) => r.seq), [1, 2]);
   });
 
   it("still refused: a line that does not start like a record is not taken for a torn write (verify names it)", async () => {
@@ -606,25 +382,11 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
 });
 
 describe("A crash: the reader and verify agree on a whole last record lacking its newline (docs/audit-log.md#a-crash)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, stat: proto.stat };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-")); live = path.join(dir, "a.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let live: string;
+  const track = useAuditDir((t) => ({ live } = t), "a.jsonl");
 
   it("reader and verify agree on a whole last record lacking its newline", async () => {
-    const a = new AuditLog(live); logs.push(a);
+    const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     fs.truncateSync(live, fs.statSync(live).size - 1);
     const v = await verify([live]); const t = await tail(live, 1);
@@ -634,21 +396,9 @@ describe("A crash: the reader and verify agree on a whole last record lacking it
 
 // Found by the review of abce9a2 (D1..D3); fixed in 4742801.
 describe("A crash: a new live file holding only a torn start is still ours (docs/audit-log.md#a-crash)", function () {
-  function rec(i: number | string): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  let dir: string;
   let live: string;
-  const logs: AuditLog[] = [];
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rv2-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ live } = t));
+
   async function seedRotated(): Promise<void> {
     const a = new AuditLog(live);
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
@@ -657,17 +407,15 @@ describe("A crash: a new live file holding only a torn start is still ours (docs
   }
 
   for (const fragment of ['{"type":"u', '{"type":"unlock-attempt","ts":"2026-']) {
-    it(`D1c: crash left only ${JSON.stringify(fragment)} in a new live file: verify passes; a new writer and then a restarted one both write`, async () => {
+    it(`a crash left only ${JSON.stringify(fragment)} in a new live file: verify passes; a new writer and then a restarted one both write`, async () => {
       await seedRotated();
       fs.writeFileSync(live, fragment);
       const v0 = await verify([`${live}.1`, live]);
       assert.equal(v0.ok, true, v0.message);
-      const b = new AuditLog(live);
-      logs.push(b);
+      const b = track(new AuditLog(live));
       await b.attempt(rec(3));
       await b.close();
-      const c = new AuditLog(live);
-      logs.push(c);
+      const c = track(new AuditLog(live));
       await c.attempt(rec(4));
       const v = await verify([`${live}.1`, live]);
       assert.equal(v.ok, true, v.message);
@@ -678,25 +426,10 @@ describe("A crash: a new live file holding only a torn start is still ours (docs
 
 // Found by the review of 4742801 (E1..E3); fixed in 12520e7.
 describe("A crash: a file whose first lines are all torn starts is still ours (docs/audit-log.md#a-crash)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r15p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("E3: a torn prefix first line followed by a torn second record (two crashes): verify accepts; the writer must not refuse it", async () => {
+  it("a torn first line followed by a torn second record (two crashes): verify accepts it, the path check and the writer take it as ours", async () => {
     fs.writeFileSync(live, '{"type":"unl\n{"type":"unlock-attempt","ts":"2026-11-24T');
     const v0 = await verify([live]);
     assert.notEqual(v0.ok, false, v0.message);
@@ -710,27 +443,12 @@ describe("A crash: a file whose first lines are all torn starts is still ours (d
 
 // Found by the review of 12520e7 (D1..D3); fixed in 5f59d11.
 describe("A crash: blank lines before the first record are skipped, as verify skips them (docs/audit-log.md#a-crash)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
-
   const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
-
   let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r3p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r3-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
-  it("D1: the writer itself writes a file starting with a blank line (torn tail + copytruncate before the write); after a restart it refuses that file though verify accepts it", async () => {
+  it("a file the writer itself starts with a blank line (a torn tail, then a copytruncate before the write): verify accepts it, and after a restart the path check and the writer take it up", async () => {
     const a0 = track(new AuditLog(live));
     await a0.attempt(rec(1));
     await a0.close();
@@ -753,7 +471,7 @@ describe("A crash: blank lines before the first record are skipped, as verify sk
     assert.equal(c.ok, true);
   });
 
-  it("D1b: a log emptied with `echo > audit.jsonl` (one newline): verify says empty log (exit 0), the writer refuses every unlock", async () => {
+  it("a log emptied with `echo > audit.jsonl` (one newline): the writer takes it up and writes the next record", async () => {
     fs.writeFileSync(live, "\n");
     const v = await verify([live]);
     const a = track(new AuditLog(live));
@@ -764,14 +482,10 @@ describe("A crash: blank lines before the first record are skipped, as verify sk
 
 // Found by the review of 5f59d11 (F1..F6); fixed in 64810c1 and 7f1af60.
 describe("A crash: more than 64 KiB of blank lines, and NUL bytes at the end, are skipped (docs/audit-log.md#a-crash)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
-  it("F5: a log that starts with more than 64 KiB of blank lines, then records: verify passes, the path check and the writer refuse it", async () => {
+  it("a log that starts with more than 64 KiB of blank lines, then records: verify passes and the path check takes it as ours", async () => {
     const a0 = track(new AuditLog(path.join(dir, "src.jsonl")));
     for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
     await a0.close();
@@ -784,7 +498,7 @@ describe("A crash: more than 64 KiB of blank lines, and NUL bytes at the end, ar
     assert.equal(c.ok, true, `checkAuditPath: ${c.ok ? "" : c.problem}; writer: ${err}`);
   });
 
-  it("F6: a crash left the live file's tail as NUL bytes (size extended, data not yet written: XFS/ext4 writeback): verify passes, the writer appends after it, then verify calls the untampered log broken", async () => {
+  it("a crash left the live file's tail as NUL bytes (size extended, data not yet written: XFS/ext4 writeback): the writer appends after them and verify passes", async () => {
     const a0 = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
     await a0.close();
@@ -799,14 +513,10 @@ describe("A crash: more than 64 KiB of blank lines, and NUL bytes at the end, ar
 
 // Found by the review of 7f1af60 (F1..F7); fixed in d62e4dc.
 describe("A crash: NUL bytes at the start of a file are skipped (docs/audit-log.md#a-crash)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
-  it("F6: a crash left more than 64 KiB of NUL bytes at the start of a fresh live file (a big batch, size extended, data not written): verify accepts it, the writer refuses its own log", async () => {
+  it("a crash left more than 64 KiB of NUL bytes at the start of a fresh live file (a big batch, size extended, data not written): verify, the path check and the writer all take it as ours", async () => {
     fs.writeFileSync(`${live}.1`, "");
     const a0 = track(new AuditLog(path.join(dir, "src.jsonl")));
     for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
@@ -824,18 +534,12 @@ describe("A crash: NUL bytes at the start of a file are skipped (docs/audit-log.
 });
 
 describe("A crash: blank and NUL-only files are ours, and a file that shrinks while it is read (docs/audit-log.md#a-crash)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let dir: string, live: string;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r5h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("a file of only blanks (CR-only, 200 000 newlines) or a few NUL bytes is accepted, as verify reads it; the writer appends a record verify accepts", async () => {
     const got: string[] = [];
@@ -851,7 +555,7 @@ describe("A crash: blank and NUL-only files are ours, and a file that shrinks wh
     assert.deepEqual(got, []);
   });
 
-  it("a file that shrinks to empty while its blank prefix is read: judged as empty (ours), no exception", async () => {
+  it("a file that shrinks to empty while its blank prefix is read: judged as empty (ours), no exception", () => {
     fs.writeFileSync(live, "\n".repeat(200000));
     const fd = fs.openSync(live, "r");
     let calls = 0;
@@ -870,22 +574,16 @@ describe("A crash: blank and NUL-only files are ours, and a file that shrinks wh
 
 // Found by the review of d62e4dc (F1..F5); fixed in 81ac3b5.
 describe("A crash: the open check reads at most 4 MiB of blank and NUL lines (docs/audit-log.md#a-crash)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let dir: string, live: string;
   const origOpen = fsp.open;
   const origReadSync = fsReal.readSync;
-  const logs: AuditLog[] = [];
-
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     (fsp as { open: typeof fsp.open }).open = origOpen;
     fsReal.readSync = origReadSync;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  useAuditDir((t) => ({ dir, live } = t));
 
-  it("F4: a sparse all-NUL file at the audit path: the open check reads all of it synchronously (256 MiB here; 4 GiB blocked the event loop 45 s) before it says 'ours'", async function () {
+  it("a sparse all-NUL file of 256 MiB at the audit path: the path check reads at most 16 MiB of it synchronously", function () {
     this.timeout(120000);
     const size = 256 * 1024 * 1024;
     const fd0 = fs.openSync(live, "w", 0o600);
@@ -908,16 +606,8 @@ describe("A crash: the open check reads at most 4 MiB of blank and NUL lines (do
 });
 
 describe("A crash: our own files a crash left with NUL lines are accepted (docs/audit-log.md#a-crash)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let dir: string, live: string;
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("our own files a crash left (NUL lines, a torn start with trailing NULs, then records) are accepted; the writer appends a record verify accepts", async () => {
     const a0 = track(new AuditLog(path.join(dir, "src.jsonl")));
@@ -942,15 +632,7 @@ describe("A crash: our own files a crash left with NUL lines are accepted (docs/
 describe("A crash: the writer never writes a batch larger than the open check reads, so the NUL bytes a crash leaves of one are still ours (docs/audit-log.md#a-crash)", function () {
   this.timeout(60000);
   let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "batch-size-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
   it("1024 records at the field caps (more than 4 MiB) queued at once go out in batches of at most about 3 MiB; a crash leaving the largest as NUL bytes at the start of a fresh live file: verify, the path check and the writer all take the log as ours", async () => {
     // Fields at their caps (MAX_TEXT 200 characters), characters JSON writes as \uXXXX.
@@ -988,25 +670,12 @@ describe("A crash: the writer never writes a batch larger than the open check re
 });
 
 describe("A crash: up to 4 MiB of NUL bytes before the first record are ours; more are refused quickly, and verify still reads the log (docs/audit-log.md#a-crash)", function () {
-  let dir: string, live: string, proto: P, orig: P;
+  let dir: string, live: string;
   const origOpen = fsp.open;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "nulp-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate, stat: proto.stat };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "nul-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
+  afterEach(() => {
     (fsp as { open: typeof fsp.open }).open = origOpen;
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
   });
+  const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("the open check's 4 MiB bound: 4 MiB - 64 KiB of NUL bytes then a record is ours; 4 MiB + 64 KiB of NULs is refused quickly, and verify still reads the log", async () => {
     const a0 = track(new AuditLog(path.join(dir, "src.jsonl")));

@@ -13,53 +13,29 @@ import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
-import { AuditLog, openAuditLog, readAuditFile, type AuditBase, type AuditLog as AuditLogT, MAX_BATCH, auditRecordEvents } from "../../src/audit/audit-log.js";
+import { AuditLog, openAuditLog, readAuditFile, type AuditBase, MAX_BATCH, auditRecordEvents } from "../../src/audit/audit-log.js";
 import { verify, GENESIS, lineHash } from "../../src/audit/chain.js";
 import { tail, readAll } from "../../src/audit/reader.js";
-import { type RunningSimulator } from "../../src/simulator/index.js";
-import { fileHandlePrototype, lines, type P, parsed, rec, eio } from "../helpers/audit-faults.js";
-import { startSim, teardown, until } from "../helpers/flow.js";
+import { fileHandlePrototype, jsonLines, lines, type P, parsed, rec, eio, seqs, useAuditDir } from "../helpers/audit-faults.js";
+import { until } from "../helpers/flow.js";
 
-function tmp(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), "b13-held-"));
-}
-
-interface Proto {
-  write: (...a: unknown[]) => Promise<unknown>;
-  sync: (...a: unknown[]) => Promise<unknown>;
-}
+/** A record with deviceId 12 and msgid "m1", unless `over` says otherwise. */
+const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({ actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over });
 
 describe("Records are JSON Lines in call order, with every field, their text capped (docs/audit-log.md#records)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => {
-    logs.push(log);
-    return log;
-  };
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir } = t));
 
   it("writes one JSON object per line, in call order, with all fields and the injected timestamp", async function () {
     let t = Date.parse("2025-01-02T03:04:05.000Z");
     const file = path.join(dir, "audit.jsonl");
     const log = track(new AuditLog(file, { now: () => new Date((t += 1000)) }));
     await Promise.all([
-      log.attempt(rec({ msgid: "a" })),
-      log.result({ ...rec({ msgid: "a" }), outcome: "accepted", status: 200 }),
-      log.attempt(rec({ msgid: "b", deviceId: 13, lockId: 2, door: null })),
-      log.result({ ...rec({ msgid: "b", deviceId: 13, lockId: 2, door: null }), outcome: "timeout", status: 504 }),
-      log.rejected({ ...rec({ msgid: "c", deviceId: null }), outcome: "invalid-input", reason: "door name is empty" }),
+      log.attempt(recWith({ msgid: "a" })),
+      log.result({ ...recWith({ msgid: "a" }), outcome: "accepted", status: 200 }),
+      log.attempt(recWith({ msgid: "b", deviceId: 13, lockId: 2, door: null })),
+      log.result({ ...recWith({ msgid: "b", deviceId: 13, lockId: 2, door: null }), outcome: "timeout", status: 504 }),
+      log.rejected({ ...recWith({ msgid: "c", deviceId: null }), outcome: "invalid-input", reason: "door name is empty" }),
     ]);
     const raw = fs.readFileSync(file, "utf8");
     assert.ok(raw.endsWith("\n"));
@@ -109,7 +85,7 @@ describe("Records are JSON Lines in call order, with every field, their text cap
       msgid: null,
     });
     // A cut that would split a surrogate pair drops the half character.
-    await log.attempt(rec({ door: "a".repeat(199) + "😀" + "tail" }));
+    await log.attempt(recWith({ door: "a".repeat(199) + "😀" + "tail" }));
     const { records } = await readAuditFile(file);
     const r0 = records[0] as Extract<(typeof records)[number], { type: "unlock-rejected" }>;
     assert.equal(r0.actor.length, 200);
@@ -128,9 +104,10 @@ describe("Records are JSON Lines: one line per record whatever the text, byte fo
   }
 
   this.timeout(20000);
+  let dir: string;
+  useAuditDir((t) => ({ dir } = t));
 
   it("unicode, U+2028, a lone surrogate, newlines and a 10,000-character actor/door: one line per record, capped, verify passes", async () => {
-    const dir = tmp();
     const f = path.join(dir, "u.jsonl");
     const log = new AuditLog(f);
     await log.attempt(rec("1", { actor: "a\nb\r\u2028\u2029\u0000\ud800x", door: "Tür \"1\"\n{\"type\":\"unlock-attempt\"}" }));
@@ -148,44 +125,10 @@ describe("Records are JSON Lines: one line per record whatever the text, byte fo
 });
 
 describe("Records are JSON Lines: a line made ahead is byte-identical to JSON.stringify of the record (docs/audit-log.md#records)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
-
-  function lines(file: string): string[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  let dir: string;
   let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-  const track = (log: AuditLogT): AuditLogT => (logs.push(log), log);
+  const track = useAuditDir((t) => ({ live } = t));
 
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
-
-  it("held: lines are byte-identical to JSON.stringify({...record, seq, prev}) for odd strings (quotes, backslashes, control chars, lone surrogates, emoji cut at 200, U+2028)", async () => {
+  it("lines are byte-identical to JSON.stringify({...record, seq, prev}) for odd strings (quotes, backslashes, control chars, lone surrogates, emoji cut at 200, U+2028)", async () => {
     const log = track(new M.AuditLog(live));
     const odd = [
       'he said "hi" \\ back\\slash',
@@ -226,30 +169,13 @@ describe("Records are JSON Lines: a line made ahead is byte-identical to JSON.st
 });
 
 describe("The file: created with mode 0600 in missing folders, appended to, never truncated (docs/audit-log.md#the-file)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => {
-    logs.push(log);
-    return log;
-  };
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir } = t));
 
   it("creates missing parent directories and the file with mode 0600", async function () {
     const file = path.join(dir, "a", "b", "c", "audit.jsonl");
     const log = track(new AuditLog(file));
-    await log.attempt(rec());
+    await log.attempt(recWith());
     const st = await fsp.stat(file);
     assert.equal(st.mode & 0o777, 0o600);
   });
@@ -259,17 +185,17 @@ describe("The file: created with mode 0600 in missing folders, appended to, neve
     await fsp.writeFile(file, "", { mode: 0o644 });
     await fsp.chmod(file, 0o644);
     const log = track(new AuditLog(file));
-    await log.attempt(rec());
+    await log.attempt(recWith());
     assert.equal((await fsp.stat(file)).mode & 0o777, 0o600);
   });
 
   it("appends to an existing file (O_APPEND) and never truncates it", async function () {
     const file = path.join(dir, "existing.jsonl");
     const log1 = new AuditLog(file);
-    await log1.attempt(rec({ msgid: "one" }));
+    await log1.attempt(recWith({ msgid: "one" }));
     await log1.close();
     const log2 = track(new AuditLog(file));
-    await log2.attempt(rec({ msgid: "two" }));
+    await log2.attempt(recWith({ msgid: "two" }));
     const { records } = await readAuditFile(file);
     assert.deepEqual(records.map((r) => r.msgid), ["one", "two"]);
   });
@@ -277,41 +203,24 @@ describe("The file: created with mode 0600 in missing folders, appended to, neve
   it("does not add a blank line when the file already ends with a newline", async function () {
     const file = path.join(dir, "clean.jsonl");
     const log1 = new AuditLog(file);
-    await log1.attempt(rec({ msgid: "1" }));
+    await log1.attempt(recWith({ msgid: "1" }));
     await log1.close();
     const log2 = track(new AuditLog(file));
-    await log2.attempt(rec({ msgid: "2" }));
+    await log2.attempt(recWith({ msgid: "2" }));
     assert.ok(!fs.readFileSync(file, "utf8").includes("\n\n"));
   });
 });
 
 describe("Group commit: a caller is answered once the fsync covering its line is done; records queued meanwhile share one write+fsync (docs/audit-log.md#group-commit)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => {
-    logs.push(log);
-    return log;
-  };
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir } = t));
 
   it("keeps call order across many concurrent batches", async function () {
     const file = path.join(dir, "order.jsonl");
     const log = track(new AuditLog(file));
     const all: Promise<void>[] = [];
     for (let i = 0; i < 300; i++) {
-      all.push(log.attempt(rec({ msgid: `m${i}` })));
+      all.push(log.attempt(recWith({ msgid: `m${i}` })));
       // Now and then wait for the latest record (not the others), so later records are
       // certain to land in later batches, some while earlier ones are still in flight.
       if (i % 37 === 0) await all[i];
@@ -335,7 +244,7 @@ describe("Group commit: a caller is answered once the fsync covering its line is
     const fsyncsAtResolve: number[] = [];
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        log.attempt(rec({ msgid: `d${i}` })).then(() => {
+        log.attempt(recWith({ msgid: `d${i}` })).then(() => {
           // Read synchronously at the moment of resolution: the line must already be there.
           const text = fs.readFileSync(file, "utf8");
           seenAtResolve.push(text.includes(`"msgid":"d${i}"`));
@@ -347,16 +256,16 @@ describe("Group commit: a caller is answered once the fsync covering its line is
     assert.ok(seenAtResolve.every(Boolean), "every line is in the file when its promise resolves");
     assert.ok(fsyncsAtResolve.every((n) => n >= 1), "every promise resolves after an fsync");
     // A single awaited call: the line is in the file right after the await.
-    await log.attempt(rec({ msgid: "single" }));
+    await log.attempt(recWith({ msgid: "single" }));
     assert.ok(fs.readFileSync(file, "utf8").includes('"msgid":"single"'));
   });
 
   it("group commit: 100 concurrent attempts share a few write+fsync batches", async function () {
     const file = path.join(dir, "group.jsonl");
     const log = track(new AuditLog(file));
-    await log.attempt(rec({ msgid: "warm-up" })); // file already open, as in steady state
+    await log.attempt(recWith({ msgid: "warm-up" })); // file already open, as in steady state
     const before = log.stats();
-    await Promise.all(Array.from({ length: 100 }, (_, i) => log.attempt(rec({ msgid: `g${i}` }))));
+    await Promise.all(Array.from({ length: 100 }, (_, i) => log.attempt(recWith({ msgid: `g${i}` }))));
     const after = log.stats();
     const fsyncs = after.fsyncs - before.fsyncs;
     const records = after.records - before.records;
@@ -372,10 +281,10 @@ describe("Group commit: a caller is answered once the fsync covering its line is
   it("group commit also batches calls arriving one event-loop turn apart", async function () {
     const file = path.join(dir, "staggered.jsonl");
     const log = track(new AuditLog(file));
-    await log.attempt(rec({ msgid: "warm-up" }));
+    await log.attempt(recWith({ msgid: "warm-up" }));
     const all: Promise<void>[] = [];
     for (let i = 0; i < 100; i++) {
-      all.push(log.attempt(rec({ msgid: `s${i}` })));
+      all.push(log.attempt(recWith({ msgid: `s${i}` })));
       await new Promise((r) => setImmediate(r));
     }
     await Promise.all(all);
@@ -390,12 +299,12 @@ describe("Group commit: a caller is answered once the fsync covering its line is
   it("records appended while a batch is in flight go into the next batch", async function () {
     const file = path.join(dir, "inflight.jsonl");
     const log = track(new AuditLog(file));
-    await log.attempt(rec({ msgid: "warm-up" }));
-    const first = log.attempt(rec({ msgid: "first" }));
+    await log.attempt(recWith({ msgid: "warm-up" }));
+    const first = log.attempt(recWith({ msgid: "first" }));
     // Yield so the first batch has started its write+fsync, then append 50 more.
     await new Promise((r) => setImmediate(r));
     const startedBatches = log.stats().batches;
-    const more = Array.from({ length: 50 }, (_, i) => log.attempt(rec({ msgid: `x${i}` })));
+    const more = Array.from({ length: 50 }, (_, i) => log.attempt(recWith({ msgid: `x${i}` })));
     await Promise.all([first, ...more]);
     const s = log.stats();
     assert.equal(startedBatches, 2, "the first record's batch was already in flight");
@@ -406,7 +315,7 @@ describe("Group commit: a caller is answered once the fsync covering its line is
   it("close() waits for queued records before closing", async function () {
     const file = path.join(dir, "close.jsonl");
     const log = new AuditLog(file);
-    const writes = Array.from({ length: 10 }, (_, i) => log.attempt(rec({ msgid: `c${i}` })));
+    const writes = Array.from({ length: 10 }, (_, i) => log.attempt(recWith({ msgid: `c${i}` })));
     await log.close();
     await Promise.all(writes);
     const { records } = await readAuditFile(file);
@@ -415,16 +324,8 @@ describe("Group commit: a caller is answered once the fsync covering its line is
 });
 
 describe("Group commit: at most MAX_BATCH records a batch; close() writes everything queued first (docs/audit-log.md#group-commit)", function () {
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r6h-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    for (const l of logs.splice(0)) await l.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  let live: string;
+  const track = useAuditDir((t) => ({ live } = t));
 
   it("MAX_BATCH: 2500 closing records queued in one tick go out in 3 batches (3 fsyncs), in order, each resolved, every line emitted once in file order; verify passes", async () => {
     const a = track(new AuditLog(live));
@@ -465,48 +366,10 @@ describe("Group commit: at most MAX_BATCH records a batch; close() writes everyt
 });
 
 describe("Group commit: close() answers every queued caller; later appends are refused (docs/audit-log.md#group-commit)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
-
-  function lines(file: string): string[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function parsed(file: string): { seq: number; msgid: string; type: string; prev: string }[] {
-    return lines(file).map((l) => JSON.parse(l));
-  }
-
-  let dir: string;
   let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-  const track = (log: AuditLogT): AuditLogT => (logs.push(log), log);
+  const track = useAuditDir((t) => ({ live } = t));
 
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
-
-  it("held: close() with attempts and deferred results queued (and one in flight): all resolve, a later append rejects, a new writer resumes the chain", async () => {
+  it("close() with attempts and deferred results queued (and one in flight): all resolve, a later append rejects, a new writer resumes the chain", async () => {
     const log = new M.AuditLog(live);
     const ps = [log.attempt(rec(1)), log.result({ ...rec(1), outcome: "accepted", status: 200 }), log.rejected({ ...rec(2), outcome: "x", reason: "y" })];
     await new Promise((r) => setImmediate(r));
@@ -519,30 +382,13 @@ describe("Group commit: close() answers every queued caller; later appends are r
     await again.attempt(rec(4));
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
-    assert.deepEqual(parsed(live).map((r) => r.seq), [1, 2, 3, 4, 5]);
+    assert.deepEqual(jsonLines(live).map((r) => r.seq), [1, 2, 3, 4, 5]);
   });
 });
 
 describe("A closing record waits for the next attempt record's write, DEFER_MS or close() (docs/audit-log.md#group-commit)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => {
-    logs.push(log);
-    return log;
-  };
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir } = t));
 
   // Issue 13: "The chain costs the unlock path no extra fsync". door-unlock queues an unlock's
   // result record once the next node has the outcome; in a stream of unlocks that is while the
@@ -554,16 +400,16 @@ describe("A closing record waits for the next attempt record's write, DEFER_MS o
    * function returning it would wait for it).
    */
   async function resultQueuedDuringNextAttempt(log: AuditLog): Promise<{ result1: Promise<void> }> {
-    await log.attempt(rec({ msgid: "a1" }));
+    await log.attempt(recWith({ msgid: "a1" }));
     const { proto, orig } = await fileHandlePrototype();
     let result1: Promise<void> | null = null;
     proto.write = function (this: unknown, ...a: unknown[]) {
       proto.write = orig.write;
-      result1 = log.result({ ...rec({ msgid: "a1" }), outcome: "accepted", status: 200 });
+      result1 = log.result({ ...recWith({ msgid: "a1" }), outcome: "accepted", status: 200 });
       return orig.write.apply(this, a as never);
     };
     try {
-      await log.attempt(rec({ msgid: "a2" }));
+      await log.attempt(recWith({ msgid: "a2" }));
     } finally {
       proto.write = orig.write;
     }
@@ -580,7 +426,7 @@ describe("A closing record waits for the next attempt record's write, DEFER_MS o
     // The next unlock's attempt comes after a request's round trip, not in the same turn.
     await new Promise((r) => setTimeout(r, 5));
     assert.equal(log.stats().fsyncs, afterA2, "no fsync for the result on its own");
-    await log.attempt(rec({ msgid: "a3" }));
+    await log.attempt(recWith({ msgid: "a3" }));
     await result1;
     const s = log.stats();
     assert.equal(s.fsyncs - afterA2, 1, `a1's result rode with a3's fsync: ${s.fsyncs - afterA2} fsync(s) after a2's`);
@@ -608,25 +454,8 @@ describe("A closing record waits for the next attempt record's write, DEFER_MS o
 });
 
 describe("A failed batch: every caller is rejected with an error naming the file, and the writer goes on (docs/audit-log.md#a-failed-write)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-  const track = (log: AuditLog): AuditLog => {
-    logs.push(log);
-    return log;
-  };
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  const track = useAuditDir((t) => ({ dir } = t));
 
   it("rejects every record of a failed batch with an Error naming the file, and recovers later", async function () {
     const file = path.join(dir, "is-a-dir.jsonl");
@@ -636,7 +465,7 @@ describe("A failed batch: every caller is rejected with an error naming the file
     process.on("unhandledRejection", onUnhandled);
     try {
       const log = track(new AuditLog(file));
-      const results = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => log.attempt(rec({ msgid: `f${i}` }))));
+      const results = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => log.attempt(recWith({ msgid: `f${i}` }))));
       for (const r of results) {
         assert.equal(r.status, "rejected");
         const err = (r).reason;
@@ -649,7 +478,7 @@ describe("A failed batch: every caller is rejected with an error naming the file
 
       // A later call tries again: once the obstacle is gone it succeeds.
       await fsp.rmdir(file);
-      await log.attempt(rec({ msgid: "recovered" }));
+      await log.attempt(recWith({ msgid: "recovered" }));
       const { records } = await readAuditFile(file);
       assert.deepEqual(records.map((x) => x.msgid), ["recovered"]);
       await new Promise((r) => setImmediate(r));
@@ -662,93 +491,42 @@ describe("A failed batch: every caller is rejected with an error naming the file
 
 // Found by the review of the writer's latency change (e1c28e8); fixed in d73274e.
 describe("A failed fsync: the batch is rejected and cut off, the records behind it continue the chain (docs/audit-log.md#a-failed-write)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  function lines(file: string): string[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function parsed(file: string): { seq: number; msgid: string; type: string; prev: string }[] {
-    return lines(file).map((l) => JSON.parse(l));
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-  const track = (log: AuditLogT): AuditLogT => (logs.push(log), log);
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
-
-  it("held: EIO on fsync (write done) with a result and an attempt queued behind: failed batch rejected, the rest chained after what is on disk", async () => {
+  it("EIO on fsync (write done) with a result and an attempt queued behind: failed batch rejected, the rest chained after what is on disk", async () => {
     const log = track(new M.AuditLog(live));
     await log.attempt(rec(1));
     let armed = true;
     let behind: Promise<PromiseSettledResult<void>[]> | null = null;
     proto.sync = function (this: unknown, ...a: unknown[]) {
-      if (!armed) return origSync.apply(this, a);
+      if (!armed) return orig.sync.apply(this, a);
       armed = false;
       behind = Promise.allSettled([log.result({ ...rec(2), outcome: "accepted", status: 200 }), log.attempt(rec(3))]);
       return Promise.reject(Object.assign(new Error("injected fsync failure"), { code: "EIO" }));
     };
     await assert.rejects(log.attempt(rec(2)), /EIO/);
-    proto.sync = origSync;
+    proto.sync = orig.sync;
     assert.ok(behind);
     const settled = (await (behind as unknown as Promise<PromiseSettledResult<void>[]>)).map((r) => r.status);
     assert.deepEqual(settled, ["fulfilled", "fulfilled"]);
     await log.attempt(rec(4));
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
-    const s = parsed(live).map((r) => r.seq);
+    const s = jsonLines(live).map((r) => r.seq);
     assert.deepEqual(s, s.map((_, i) => i + 1));
   });
 });
 
 describe("A failed fsync after a whole write: the batch is cut off again, also with a rotation in it (docs/audit-log.md#a-failed-write)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t), "a.jsonl");
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, stat: proto.stat };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "rh-")); live = path.join(dir, "a.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
   const msgids = async () => { const o: string[] = []; for await (const r of readAll(live)) o.push(String(r.msgid)); return o; };
 
   for (const rotate of [false, true]) for (const statFails of [false, true]) {
     it(`fsync fails after a full write (rotation ${rotate}, fstat fails ${statFails}), records queued behind`, async () => {
-      const a = new AuditLog(live, rotate ? { maxBytes: 500, keep: 3 } : {}); logs.push(a);
+      const a = track(new AuditLog(live, rotate ? { maxBytes: 500, keep: 3 } : {}));
       await a.attempt(rec(1)); await a.attempt(rec(2));
       let behind: Promise<unknown> | null = null; let n = 0;
       proto.sync = function (this: unknown, ...x: unknown[]) {
@@ -757,7 +535,7 @@ describe("A failed fsync after a whole write: the batch is cut off again, also w
       };
       await assert.rejects(Promise.all([a.attempt(rec("a")), a.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /EIO/);
       proto.stat = orig.stat;
-      await behind; Object.assign(proto, orig);
+      await (behind as Promise<unknown> | null); Object.assign(proto, orig); // the sync patch set it: TypeScript cannot see that
       await a.attempt(rec("z"));
       const files = [...(fs.existsSync(`${live}.1`) ? [`${live}.1`] : []), live];
       const v = await verify(files);
@@ -772,25 +550,10 @@ describe("A failed fsync after a whole write: the batch is cut off again, also w
 
 // Found by the review of 4742801 (E1..E3); fixed in 12520e7.
 describe("A write that always fails: nothing grows, every caller is rejected, the writer recovers (docs/audit-log.md#a-failed-write)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+  let live: string, proto: P, orig: P;
+  const track = useAuditDir((t) => ({ live, proto, orig } = t));
 
-  type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown> };
-
-  let dir: string, live: string, proto: P, orig: P;
-  const logs: AuditLog[] = [];
-  const track = (l: AuditLog): AuditLog => (logs.push(l), l);
-  before(async () => {
-    const t = await fsp.mkdtemp(path.join(os.tmpdir(), "r15p-"));
-    const h = await fsp.open(path.join(t, "p"), "w");
-    proto = Object.getPrototypeOf(h);
-    await h.close();
-    await fsp.rm(t, { recursive: true });
-    orig = { write: proto.write, sync: proto.sync, truncate: proto.truncate };
-  });
-  beforeEach(async () => { dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r15-")); live = path.join(dir, "audit.jsonl"); });
-  afterEach(async () => { Object.assign(proto, orig); for (const l of logs.splice(0)) await l.close().catch(() => undefined); await fsp.rm(dir, { recursive: true, force: true }); });
-
-  it("E4: ENOSPC forever: no growth, every caller rejected, writer recovers", async () => {
+  it("ENOSPC on every write (after a short write of 3 bytes), 50 batches: the file does not grow, every caller is rejected, the writer recovers and the chain goes on at seq 2", async () => {
     const a = track(new AuditLog(live));
     await a.attempt(rec(1));
     const size0 = fs.statSync(live).size;
@@ -811,24 +574,8 @@ describe("A write that always fails: nothing grows, every caller is rejected, th
 
 describe("A closing record held for the next attempt's write is still a record: one writer per path, logrotate, copytruncate, size rotation, a failed fsync (docs/audit-log.md#group-commit)", function () {
   this.timeout(60000);
-  let sim: RunningSimulator;
-  let proto: P;
-  let orig: P;
-  before(async () => {
-    sim = await startSim({ rateLimit: false });
-    ({ proto, orig } = await fileHandlePrototype());
-  });
-  after(async () => {
-    await sim.close();
-  });
-  beforeEach(() => {
-    sim.control.clearFaults();
-    sim.control.resetRequests();
-  });
-  afterEach(async () => {
-    Object.assign(proto, orig);
-    await teardown();
-  });
+  let dir: string, live: string, proto: P, orig: P;
+  useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
   /**
    * Appends the attempt record `m<during>` and, while its batch is being written (its first write
@@ -853,19 +600,12 @@ describe("A closing record held for the next attempt's write is still a record: 
   }
 
 
-  async function withDir<T>(f: (live: string, dir: string) => Promise<T>): Promise<T> {
-    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "b24w-"));
-    try {
-      return await f(path.join(dir, "audit.jsonl"), dir);
-    } finally {
-      Object.assign(proto, orig);
-      await fsp.rm(dir, { recursive: true, force: true });
-    }
-  }
+  /** Runs `f` with this test's live file and folder (useAuditDir removes them and puts FileHandle.prototype back). */
+  const withDir = <T>(f: (live: string, dir: string) => Promise<T>): Promise<T> => f(live, dir);
   const result = (i: string) => ({ ...rec(i), outcome: "accepted", status: 200 });
   const seqs = (files: string[]) => files.flatMap((f) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { seq: number; msgid: string; type: string }) : []));
 
-  it("held: one path opened by two accounts (one writer); the first closes while the other's unlock-result is held: it is written, and the last close() resolves only once it is on disk", async () => {
+  it("one path opened by two accounts (one writer); the first closes while the other's unlock-result is held: it is written, and the last close() resolves only once it is on disk", async () => {
     await withDir(async (live) => {
       const a = openAuditLog(live, { deferMs: 60_000 });
       const b = openAuditLog(live);
@@ -898,7 +638,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: redeploy on the same path while an unlock-result is held (the last close() not awaited, a new writer opened at once): the held record lands before the new writer's first record, one chain", async () => {
+  it("redeploy on the same path while an unlock-result is held (the last close() not awaited, a new writer opened at once): the held record lands before the new writer's first record, one chain", async () => {
     await withDir(async (live) => {
       const w1 = openAuditLog(live, { deferMs: 60_000 });
       await w1.attempt(rec("A"));
@@ -917,7 +657,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: logrotate renames the file while an unlock-result is held: the held record and the next attempt go to the new file, none to the renamed one; verify passes over both", async () => {
+  it("logrotate renames the file while an unlock-result is held: the held record and the next attempt go to the new file, none to the renamed one; verify passes over both", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       try {
@@ -937,7 +677,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: logrotate deletes the file while an unlock-result is held, and close() writes it: it is at the configured path", async () => {
+  it("logrotate deletes the file while an unlock-result is held, and close() writes it: it is at the configured path", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       await log.attempt(rec("A"));
@@ -949,7 +689,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: copytruncate while an unlock-result is held: the copy and the live file verify as one log; seq has no gap", async () => {
+  it("copytruncate while an unlock-result is held: the copy and the live file verify as one log; seq has no gap", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       try {
@@ -970,7 +710,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: size rotation (small maxBytes) with unlock-results held, 40 rounds: verify over all files, seq 1..n, every record once", async () => {
+  it("size rotation (small maxBytes) with unlock-results held, 40 times over: verify over all files, seq 1..n, every record once", async () => {
     await withDir(async (live, dir) => {
       const log = new AuditLog(live, { deferMs: 60_000, maxBytes: 900, keep: 1000 });
       try {
@@ -993,7 +733,7 @@ describe("A closing record held for the next attempt's write is still a record: 
     });
   });
 
-  it("held: (chain) the fsync of the batch carrying a held unlock-result and the next attempt fails: both callers told, the batch cut off, the next record continues the chain; verify passes", async () => {
+  it("the fsync of the batch carrying a held unlock-result and the next attempt fails: both callers told, the batch cut off, the next record continues the chain; verify passes", async () => {
     await withDir(async (live) => {
       const log = new AuditLog(live, { deferMs: 60_000 });
       try {
@@ -1019,21 +759,8 @@ describe("A closing record held for the next attempt's write is still a record: 
 });
 
 describe("One file, one writer: openAuditLog shares one instance per resolved path, reference-counted by close() (docs/audit-log.md#one-file-one-writer)", function () {
-  function rec(over: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over };
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-
-  beforeEach(async function () {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-"));
-  });
-
-  afterEach(async function () {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  useAuditDir((t) => ({ dir } = t));
 
   it("shares one instance per resolved path, reference-counted by close()", async function () {
     const file = path.join(dir, "shared.jsonl");
@@ -1044,17 +771,17 @@ describe("One file, one writer: openAuditLog shares one instance per resolved pa
     assert.notEqual(a, other);
     await other.close();
 
-    await a.attempt(rec({ msgid: "1" }));
+    await a.attempt(recWith({ msgid: "1" }));
     await a.close(); // one reference left
-    await b.attempt(rec({ msgid: "2" })); // still open
-    const pending = b.attempt(rec({ msgid: "3" }));
+    await b.attempt(recWith({ msgid: "2" })); // still open
+    const pending = b.attempt(recWith({ msgid: "3" }));
     await b.close(); // last reference: waits for the pending write, then closes
     await pending;
-    await assert.rejects(b.attempt(rec({ msgid: "4" })), /is closed/);
+    await assert.rejects(b.attempt(recWith({ msgid: "4" })), /is closed/);
 
     const c = openAuditLog(file);
     assert.notEqual(c, a, "a fresh instance after the last close");
-    await c.attempt(rec({ msgid: "5" }));
+    await c.attempt(recWith({ msgid: "5" }));
     await c.close();
     const { records } = await readAuditFile(file);
     assert.deepEqual(records.map((r) => r.msgid), ["1", "2", "3", "5"]);
@@ -1062,28 +789,8 @@ describe("One file, one writer: openAuditLog shares one instance per resolved pa
 });
 
 describe("One file, one writer: a path through a linked folder is the same log (docs/audit-log.md#one-file-one-writer)", function () {
-  function rec(i: number): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` };
-  }
-
-  function lines(file: string): string[] {
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function seqs(file: string): number[] {
-    return lines(file).map((l) => JSON.parse(l).seq as number);
-  }
-
   let dir: string;
-  const logs: AuditLog[] = [];
-
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-chain-"));
-  });
-  afterEach(async () => {
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
+  useAuditDir((t) => ({ dir } = t));
 
   it("one writer per path: two opens of one file (also through a linked folder) share the instance and the chain", async () => {
     fs.mkdirSync(path.join(dir, "real"));
@@ -1107,11 +814,6 @@ describe("One file, one writer: a hard link is the same log (docs/audit-log.md#o
     return { actor: "alice", deviceId: 101, lockId: null, door: "Front", msgid };
   }
 
-  function lines(file: string): any[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
-  }
-
   this.timeout(30000);
 
   // docs/audit-log.md#one-file-one-writer: accounts of one runtime whose audit files are the same path write
@@ -1131,7 +833,7 @@ describe("One file, one writer: a hard link is the same log (docs/audit-log.md#o
       await lb.attempt(rec("2"));
       await la.attempt(rec("3"));
       await lb.attempt(rec("4"));
-      assert.deepEqual(lines(a).map((r) => r.seq), [1, 2, 3, 4]);
+      assert.deepEqual(jsonLines(a).map((r) => r.seq), [1, 2, 3, 4]);
       const report = await verify([a]);
       assert.equal(report.ok, true, report.message);
     } finally {
@@ -1143,47 +845,10 @@ describe("One file, one writer: a hard link is the same log (docs/audit-log.md#o
 
 // Found by the review of the writer's latency change (e1c28e8); fixed in d73274e.
 describe("One file, one writer: concurrent appends through two opens make one chain; a redeploy's writer opens after the old one is done (docs/audit-log.md#one-file-one-writer)", function () {
-  function rec(i: number | string, extra: Partial<AuditBase> = {}): AuditBase {
-    return { actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}`, ...extra };
-  }
+  let live: string, proto: P, orig: P;
+  useAuditDir((t) => ({ live, proto, orig } = t));
 
-  function lines(file: string): string[] {
-    if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
-  }
-
-  function parsed(file: string): { seq: number; msgid: string; type: string; prev: string }[] {
-    return lines(file).map((l) => JSON.parse(l));
-  }
-
-  let dir: string;
-  let live: string;
-  let proto: Proto;
-  let origWrite: Proto["write"];
-  let origSync: Proto["sync"];
-  const logs: AuditLogT[] = [];
-
-  before(async () => {
-    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-probe-"));
-    const probe = await fsp.open(path.join(tmp, "probe"), "w");
-    proto = Object.getPrototypeOf(probe) as Proto;
-    await probe.close();
-    await fsp.rm(tmp, { recursive: true, force: true });
-    origWrite = proto.write;
-    origSync = proto.sync;
-  });
-  beforeEach(async () => {
-    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "bp13-"));
-    live = path.join(dir, "audit.jsonl");
-  });
-  afterEach(async () => {
-    proto.write = origWrite;
-    proto.sync = origSync;
-    for (const log of logs.splice(0)) await log.close().catch(() => undefined);
-    await fsp.rm(dir, { recursive: true, force: true });
-  });
-
-  it("held: openAuditLog twice on one path, concurrent appends from both: one chain", async () => {
+  it("openAuditLog twice on one path, concurrent appends from both: one chain", async () => {
     const a = M.openAuditLog(live);
     const b = M.openAuditLog(live);
     try {
@@ -1195,7 +860,7 @@ describe("One file, one writer: concurrent appends through two opens make one ch
       await a.close();
       await b.close();
     }
-    assert.deepEqual(parsed(live).map((r) => r.seq), Array.from({ length: 40 }, (_, i) => i + 1));
+    assert.deepEqual(jsonLines(live).map((r) => r.seq), Array.from({ length: 40 }, (_, i) => i + 1));
     assert.equal((await verify([live])).ok, true);
   });
 
@@ -1212,9 +877,9 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     let calls = 0;
     proto.write = function (this: unknown, ...a2: unknown[]) {
       calls += 1;
-      if (calls === 1) return gate.then(() => origWrite.apply(this, a2));
+      if (calls === 1) return gate.then(() => orig.write.apply(this, a2));
       release();
-      return origWrite.apply(this, a2);
+      return orig.write.apply(this, a2);
     };
     const pending = [a.attempt(rec(2)), a.result({ ...rec(2), outcome: "accepted", status: 200 })];
     const closing = a.close();
@@ -1222,11 +887,11 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     try {
       const pb = b.attempt(rec(3));
       await Promise.all([...pending, closing, pb]);
-      proto.write = origWrite;
+      proto.write = orig.write;
     } finally {
       await b.close();
     }
-    const s = parsed(live).map((r) => r.seq);
+    const s = jsonLines(live).map((r) => r.seq);
     const v = await verify([live]);
     assert.deepEqual(s, [1, 2, 3, 4], `seq on disk ${JSON.stringify(s)}; verify: ${v.message}`);
     assert.equal(v.ok, true, v.message);
