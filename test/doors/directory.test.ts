@@ -517,3 +517,28 @@ describe("device list: nothing of ours goes unhandled (docs/performance.md#relia
     }
   });
 });
+
+describe("a door stored without a location matches, by name, only a door of that name without a location (docs/doors.md#resolution-rules)", function () {
+  it("the only door of the stored name has a location: not opened in its place (named as a candidate); the same with the stored id gone", async function () {
+    const list: Device[] = [
+      { id: 1, name: "Front Door", locationName: "Main House" },
+      { id: 3, name: "Gate", locationId: 20, locationName: "Garage" },
+    ];
+    const dir = new DeviceDirectory(fakeFetch(list).fetch);
+    // Rule 2 looks for a door named "Gate" without a location: there is none, and "Garage / Gate" is not it.
+    const r = notOk(await dir.resolveIdentity({ id: 4, name: "Gate", location: null }));
+    assert.deepEqual(r.candidates, ["Gate"], r.message);
+    const byName = notOk(await dir.resolveIdentity({ id: null, name: "gate", location: null }));
+    assert.deepEqual(byName.candidates, ["Gate"], byName.message);
+  });
+
+  it("one door of the stored name without a location and one with: the one without is the door (rule 2), not an ambiguity", async function () {
+    const list: Device[] = [
+      { id: 3, name: "Gate", locationId: 20, locationName: "Garage" },
+      { id: 14, name: "Gate", locationId: null, locationName: null }, // the stored door, under a new id
+    ];
+    const dir = new DeviceDirectory(fakeFetch(list).fetch);
+    assert.equal(ok(await dir.resolveIdentity({ id: 4, name: "Gate", location: null })).id, 14);
+    assert.equal(ok(await dir.resolveIdentity({ id: null, name: "gate", location: null })).id, 14);
+  });
+});
