@@ -542,3 +542,34 @@ describe("a door stored without a location matches, by name, only a door of that
     assert.equal(ok(await dir.resolveIdentity({ id: null, name: "gate", location: null })).id, 14);
   });
 });
+
+describe("an unknown door name lists every door of an account with at most 25, else the 10 closest names (docs/doors.md#message-overrides)", function () {
+  const others = ["Alpha Gate", "Bravo Hall", "Charlie Yard", "Delta Dock", "Echo Lift", "Foxtrot Roof", "Golf Shed", "Hotel Lobby", "India Vault", "Juliet Porch", "Kilo Annex", "Lima Cellar", "Mike Attic", "November Wing", "Oscar Stair"];
+  const doors = (storeRooms: number, otherCount: number): Device[] => [
+    ...Array.from({ length: storeRooms }, (_, i) => ({ id: 1 + i, name: `Store Room ${i + 1}` })),
+    ...others.slice(0, otherCount).map((name, i) => ({ id: 100 + i, name })),
+  ];
+
+  it("25 named doors: an unknown name lists all 25 as candidates (the text names 10, 'and 15 more')", async function () {
+    const list = doors(10, 15);
+    assert.equal(list.length, 25);
+    const r = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Store Room"));
+    assert.equal(r.reason, "unknown");
+    assert.deepEqual([...r.candidates].sort(), list.map((d) => d.name!).sort());
+    assert.match(r.message, /known doors: .* and 15 more$/);
+  });
+
+  it("26 named doors: only the 10 closest names, closest first, the text says of how many doors", async function () {
+    const list = doors(12, 14);
+    assert.equal(list.length, 26);
+    const r = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Store Room"));
+    assert.equal(r.reason, "unknown");
+    assert.equal(r.candidates.length, 10);
+    assert.ok(r.candidates.every((c) => c.startsWith("Store Room ")), JSON.stringify(r.candidates));
+    assert.match(r.message, /closest names: .*\(of 26 doors\)$/);
+    assert.equal((r.message.match(/"Store Room \d+"/g) ?? []).length, 10);
+    const near = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Alpha Gat"));
+    assert.equal(near.candidates[0], "Alpha Gate", "closest first");
+    assert.ok(near.candidates.length <= 10);
+  });
+});
