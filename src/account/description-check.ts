@@ -121,7 +121,12 @@ export class ServiceDescriptionCheck {
     session.on("state", this.onState);
     this.latestTimer = this.clock.setTimeout(() => {
       this.latestTimer = null;
-      this.startUpSettled();
+      // Not settled within the limit: the check runs now, not one more second later.
+      this.detach();
+      if (this.closed || !this.first || this.timer !== null) return;
+      this.first = false;
+      this.schedule(DESCRIPTION_CHECK_INTERVAL_MS);
+      void this.checkNow();
     }, DESCRIPTION_FIRST_CHECK_LATEST_MS);
   }
 

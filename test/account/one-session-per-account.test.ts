@@ -273,3 +273,34 @@ describe("two door-account nodes with different logins (phone and email) to one 
     assert.ok(reason.includes(`another door-account node of this Node-RED on the same base URL may hold this account with another login: ${otherName}`), reason);
   });
 });
+
+describe("an email login in any letter case is the same login: one account key, one session (docs/session.md#one-session-per-account)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  afterEach(async () => {
+    await teardown();
+    await sim?.close();
+  });
+
+  it("two door-account nodes with the email typed as demo@example.com and DEMO@Example.COM: one shared core, 1 login, 0 answers 401, 20 messages accepted", async () => {
+    sim = await startSim();
+    const upper = DEMO_ACCOUNT.email.toUpperCase().replace("EXAMPLE.COM", "Example.COM");
+    assert.notEqual(upper, DEMO_ACCOUNT.email, "the two emails differ in case");
+    const flow: Flow = [
+      { id: TAB_A, type: "tab", label: "A" },
+      { id: TAB_B, type: "tab", label: "B" },
+      { id: "accL", type: "door-account", name: "lower", baseUrl: sim.url, loginMethod: "email", auditLog: "" },
+      { id: "accU", type: "door-account", name: "upper", baseUrl: sim.url, loginMethod: "email", auditLog: "" },
+      ...unlockOn("uL", TAB_A, "accL"),
+      ...unlockOn("uU", TAB_B, "accU"),
+    ];
+    await loadFlow(flow, { creds: { accL: { email: DEMO_ACCOUNT.email, password: PASSWORD }, accU: { email: upper, password: PASSWORD } } });
+    await waitReady("accL");
+    await waitReady("accU");
+    assert.equal(accountOf("accL").account.core, accountOf("accU").account.core, "one shared core");
+    assert.equal(registrySnapshot().length, 1, "one account in the registry");
+    await alternate(sim, ["uL", "uU"], 20);
+    assert.equal(logins(sim), 1, "one login for the two nodes");
+    assert.equal(answered401(sim), 0, "neither logged the other out");
+  });
+});

@@ -8,11 +8,13 @@
  * every case. Requests are counted and their headers read in the simulator's request log.
  */
 import { strict as assert } from "node:assert";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
 import * as path from "node:path";
 import { Account } from "../../src/account/account.js";
 import {
-  DESCRIPTION_CHECK_INTERVAL_MS, DESCRIPTION_FIRST_CHECK_DELAY_MS, ServiceDescriptionCheck, descriptionUrl,
+  DESCRIPTION_CHECK_INTERVAL_MS, DESCRIPTION_FIRST_CHECK_DELAY_MS, DESCRIPTION_FIRST_CHECK_LATEST_MS, DESCRIPTION_MAX_BYTES, ServiceDescriptionCheck,
+  descriptionUrl,
 } from "../../src/account/description-check.js";
 import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from "../../src/spec/description.js";
 import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../../src/simulator/index.js";
@@ -554,5 +556,137 @@ describe("service description check: a description that trickles in without end 
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe("service description check: a body over 4 MiB and a redirect are failed fetches; a start-up that has not settled within 60 s gets its check then (docs/service-description.md#when)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  const lines: string[] = [];
+  const log = { debug: (m: string) => lines.push(`debug ${m}`), info: (m: string) => lines.push(`info ${m}`), warn: (m: string) => lines.push(`warn ${m}`) };
+  const checks: ServiceDescriptionCheck[] = [];
+  const track = (c: ServiceDescriptionCheck): ServiceDescriptionCheck => (checks.push(c), c);
+
+  beforeEach(async () => {
+    lines.length = 0;
+    sim = await startSimulator({ rateLimit: false });
+  });
+  afterEach(async () => {
+    for (const c of checks.splice(0)) c.close();
+    await sim.close();
+  });
+
+  /** The simulator's own description as JSON, padded with spaces (still JSON) to `bytes`. */
+  function paddedTo(bytes: number): string {
+    const json = JSON.stringify(description());
+    assert.ok(Buffer.byteLength(json) < bytes);
+    return json + " ".repeat(bytes - Buffer.byteLength(json));
+  }
+
+  it("a description of exactly 4 MiB is read; one of 4 MiB and 1 byte is not: one debug line naming the size, nothing compared, next try in 24 h", async () => {
+    assert.equal(DESCRIPTION_MAX_BYTES, 4 * 1024 * 1024, "docs: 4 MiB");
+    sim.control.serveDescription({ body: paddedTo(DESCRIPTION_MAX_BYTES), contentType: "application/json" });
+    const atLimit = track(new ServiceDescriptionCheck({ url: descriptionUrl("", sim.url), log }));
+    await atLimit.checkNow();
+    assert.deepEqual(lines, []);
+    assert.notEqual(atLimit.report().checkedAt, null, "read and compared");
+
+    sim.control.serveDescription({ body: paddedTo(DESCRIPTION_MAX_BYTES + 1), contentType: "application/json" });
+    const over = track(new ServiceDescriptionCheck({ url: descriptionUrl("", sim.url), log }));
+    await over.checkNow();
+    assert.equal(lines.length, 1, lines.join("\n"));
+    assert.match(lines[0], /^debug service description check: .*\/openapi\.json could not be read \(the answer is larger than 4194304 bytes\); next try in 24 h$/);
+    assert.equal(over.report().checkedAt, null);
+    await waitUntil(() => docsRequests(sim).length === 2, 5000, "the cut-off request in the simulator's log");
+  });
+
+  it("a redirect (301, 302, 307, 308) to the simulator's description, even one carrying a description as its body: not followed, one debug line 'answered <status>', nothing compared", async () => {
+    const target = `${sim.url}/openapi.pinned.json`;
+    const body = JSON.stringify(description());
+    let status = 0;
+    const server = createHttpServer((_req, res) => {
+      res.writeHead(status, { Location: target, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+      res.end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const docsUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/openapi.json`;
+      for (const code of [301, 302, 307, 308]) {
+        status = code;
+        lines.length = 0;
+        const check = track(new ServiceDescriptionCheck({ url: descriptionUrl(docsUrl, sim.url), log }));
+        await check.checkNow();
+        assert.equal(lines.length, 1, `${code}: ${lines.join("\n")}`);
+        assert.match(lines[0], new RegExp(`^debug service description check: .* could not be read \\(answered ${code}\\); next try in 24 h$`));
+        assert.equal(check.report().checkedAt, null, `${code}: nothing read`);
+      }
+      assert.equal(sim.control.requests({ operation: "docs" }).length, 0, "the redirect's target was never asked");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  describe("the first check after a start-up (fake clock)", function () {
+    let clock: FakeClock;
+    let state = "logging-in";
+    const listeners = new Set<(snap: { state: string }) => void>();
+    const session = {
+      get state() {
+        return state;
+      },
+      on: (_e: "state", l: (snap: { state: string }) => void) => listeners.add(l),
+      off: (_e: "state", l: (snap: { state: string }) => void) => listeners.delete(l),
+    };
+    const settle = (to: string) => {
+      state = to;
+      for (const l of [...listeners]) l({ state });
+    };
+    const idle = (c: ServiceDescriptionCheck) => (c as unknown as { inflight: unknown }).inflight === null;
+
+    beforeEach(async () => {
+      await sim.close();
+      clock = fakeClock();
+      sim = await startSimulator({ rateLimit: false, now: () => clock.now() });
+      state = "logging-in";
+      listeners.clear();
+    });
+    afterEach(() => {
+      clock.uninstall();
+    });
+
+    it("a start-up still logging in: no request for 60 s, the check at 60 s, none more when it settles later; the next at the 24-hour mark from it", async () => {
+      assert.equal(DESCRIPTION_FIRST_CHECK_LATEST_MS, 60_000, "docs: 60 s");
+      const check = track(new ServiceDescriptionCheck({ url: descriptionUrl("", sim.url), clock, log }));
+      check.startAfter(session);
+      await clock.tickAsync(DESCRIPTION_FIRST_CHECK_LATEST_MS - 1);
+      assert.ok(idle(check), "no fetch started before 60 s");
+      assert.equal(docsRequests(sim).length, 0);
+      await clock.tickAsync(1);
+      await waitUntil(() => docsRequests(sim).length === 1 && idle(check), 5000, "the check at 60 s");
+      settle("ready");
+      await clock.tickAsync(10 * DESCRIPTION_FIRST_CHECK_DELAY_MS);
+      assert.ok(idle(check), "the start-up settling later adds no check");
+      assert.equal(docsRequests(sim).length, 1);
+      await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 10 * DESCRIPTION_FIRST_CHECK_DELAY_MS - 1);
+      assert.ok(idle(check));
+      await clock.tickAsync(1);
+      await waitUntil(() => docsRequests(sim).length === 2 && idle(check), 5000, "the check 24 h after the first");
+      assert.deepEqual(lines, []);
+    });
+
+    it("a start-up that settles at 30 s: the check one second later, none at 60 s", async () => {
+      const check = track(new ServiceDescriptionCheck({ url: descriptionUrl("", sim.url), clock, log }));
+      check.startAfter(session);
+      await clock.tickAsync(30_000);
+      settle("unreachable");
+      await clock.tickAsync(DESCRIPTION_FIRST_CHECK_DELAY_MS - 1);
+      assert.ok(idle(check), "not before one second");
+      await clock.tickAsync(1);
+      await waitUntil(() => docsRequests(sim).length === 1 && idle(check), 5000, "the check 1 s after the start-up");
+      await clock.tickAsync(DESCRIPTION_FIRST_CHECK_LATEST_MS);
+      assert.ok(idle(check));
+      assert.equal(docsRequests(sim).length, 1, "no second check at 60 s");
+    });
   });
 });

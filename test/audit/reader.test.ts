@@ -519,3 +519,50 @@ describe("The sidebar's chain check and live records: the same verify, each dura
     assert.equal(auditRecordEvents.listenerCount("record"), listenersBefore, "every listener this test added is gone");
   });
 });
+
+describe("door-access-audit tail shows at most 1,000 records; export's --from and --to: a date alone is its first instant in UTC, a time without an offset is local time (docs/audit-log.md#reading-and-exporting)", function () {
+  this.timeout(20_000);
+  let dir: string;
+  let live: string;
+  const bin = path.join(process.cwd(), "bin", "door-access-audit.js");
+
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-range-"));
+    live = path.join(dir, "door-access-audit.jsonl");
+  });
+  afterEach(async () => {
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("tail -n 1000 of 1,005 records prints the newest 1,000 (#6 to #1005); -n 1001 is a usage error (exit 2, nothing on stdout)", async () => {
+    writeRotated(live, chain(Array.from({ length: 1005 }, (_, k) => record(k + 1))), [505, 500]);
+    const a = cliIo();
+    assert.equal(await main(["tail", "-n", "1000", live], a.io), 0, a.err());
+    const seqs = a.out().trimEnd().split("\n").map((l) => Number(/#(\d+)/.exec(l)![1]));
+    assert.equal(seqs.length, 1000);
+    assert.equal(seqs[0], 6);
+    assert.equal(seqs[999], 1005);
+    for (const n of ["1001", "5000"]) {
+      const b = cliIo();
+      assert.equal(await main(["tail", "-n", n, live], b.io), 2, n);
+      assert.equal(b.out(), "", `nothing on stdout for -n ${n}`);
+      assert.match(b.err(), /-n must be a whole number from 1 to 1000/);
+    }
+  });
+
+  it("the bin run with TZ=Etc/GMT-3 (UTC+3): --from/--to 2025-03-02 mean 2025-03-02T00:00:00Z; 2025-03-02T03:00:00 means 03:00 there (00:00Z); an offset is taken as written", () => {
+    const times = ["2025-03-01T20:59:59.000Z", "2025-03-01T21:00:00.000Z", "2025-03-01T23:59:59.999Z", "2025-03-02T00:00:00.000Z", "2025-03-02T00:00:01.000Z", "2025-03-02T03:00:00.000Z"];
+    writeRotated(live, chain(times.map((ts, k) => record(k + 1, { ts }))), [times.length]);
+    const exported = (...range: string[]): string[] => {
+      const r = spawnSync(process.execPath, [bin, "export", "--csv", ...range, live], { encoding: "utf8", timeout: 15_000, env: { ...process.env, TZ: "Etc/GMT-3" } });
+      assert.equal(r.status, 0, r.stderr);
+      return parseCsv(r.stdout).slice(1).map((row) => row[0]);
+    };
+    assert.deepEqual(exported("--from", "2025-03-02"), ["4", "5", "6"], "a date alone: its first instant in UTC, not local midnight (21:00Z)");
+    assert.deepEqual(exported("--to", "2025-03-02"), ["1", "2", "3", "4"], "inclusive, up to 00:00Z");
+    assert.deepEqual(exported("--from", "2025-03-02T03:00:00"), ["4", "5", "6"], "a time without an offset: local time (UTC+3), 00:00Z");
+    assert.deepEqual(exported("--to", "2025-03-02T02:59:59.999"), ["1", "2", "3"], "23:59:59.999Z");
+    assert.deepEqual(exported("--from", "2025-03-02T03:00:00Z"), ["6"], "Z as written");
+    assert.deepEqual(exported("--to", "2025-03-02T00:00:00+03:00"), ["1", "2"], "an offset as written");
+  });
+});

@@ -885,3 +885,37 @@ describe("copytruncate during a batch: a failed write whose cut fails part-way i
     assert.deepEqual(wholeRecords(live).map((r) => [r.msgid, r.seq]), [["mz", 4]]);
   });
 });
+
+describe("auditKeep 0: the live file is deleted when it rotates, not renamed; the chain goes on in the new file (docs/audit-log.md#rotation)", function () {
+  let dir: string;
+  let live: string;
+  let log: AuditLog | null = null;
+  beforeEach(async () => {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-keep0-"));
+    live = path.join(dir, "audit.jsonl");
+  });
+  afterEach(async () => {
+    await log?.close().catch(() => undefined);
+    log = null;
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("keep 0, rotate at 1000 bytes, 40 records: no <name>.1 ever stands beside it, the live file holds the newest records, their seqs go on without a restart", async () => {
+    log = new AuditLog(live, { maxBytes: 1000, keep: 0 });
+    const seen = new Set<string>();
+    for (let i = 1; i <= 40; i++) {
+      await log.attempt({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `k${i}` });
+      for (const name of await fsp.readdir(dir)) seen.add(name);
+    }
+    assert.ok(log.stats().rotations >= 2, `rotated ${log.stats().rotations} times`);
+    assert.deepEqual([...seen].sort(), ["audit.jsonl"], "only the live file, ever");
+    assert.deepEqual(await listLogFiles(live), [live]);
+    const seqs = fs.readFileSync(live, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l).seq as number);
+    assert.ok(seqs[0] > 1, "the records before the last rotation went with the deleted file");
+    assert.equal(seqs[seqs.length - 1], 40);
+    seqs.forEach((s, k) => k > 0 && assert.equal(s, seqs[k - 1] + 1));
+    const v = await verify([live]);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.startsAfterGenesis, true);
+  });
+});

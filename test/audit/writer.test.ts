@@ -897,3 +897,25 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     assert.equal(v.ok, true, v.message);
   });
 });
+
+describe("The file: a missing folder of the audit file is created with mode 0700 (docs/audit-log.md#the-file)", function () {
+  let dir: string;
+  let log: AuditLog | null = null;
+  beforeEach(async function () {
+    dir = await fsp.mkdtemp(path.join(os.tmpdir(), "door-audit-folder-"));
+  });
+  afterEach(async function () {
+    await log?.close().catch(() => undefined);
+    log = null;
+    await fsp.rm(dir, { recursive: true, force: true });
+  });
+
+  it("two missing folders a/b: both created 0700, the file 0600", async function () {
+    const file = path.join(dir, "a", "b", "audit.jsonl");
+    log = new AuditLog(file);
+    await log.attempt({ actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1" });
+    assert.equal(((await fsp.stat(path.join(dir, "a"))).mode & 0o777).toString(8), "700");
+    assert.equal(((await fsp.stat(path.join(dir, "a", "b"))).mode & 0o777).toString(8), "700");
+    assert.equal(((await fsp.stat(file)).mode & 0o777).toString(8), "600");
+  });
+});

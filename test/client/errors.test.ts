@@ -6,7 +6,7 @@
  * counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { DoorApiClient } from "../../src/client/client.js";
+import { DoorApiClient, connectionProblem } from "../../src/client/client.js";
 import { DoorApiError } from "../../src/client/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { refusedPort } from "../helpers/refused-port.js";
@@ -117,5 +117,48 @@ describe("client: an answer that breaks the service description is a clear error
     );
     await c.close();
     assert.equal(sim.control.requests().length, 0);
+  });
+});
+
+describe("a connection error names the host cut at 80 characters and the base URL at 120, whatever was typed (docs/session.md#connection-errors)", function () {
+  this.timeout(20_000);
+  // Labels of 63 characters (the most DNS allows) under .invalid, which never resolves: 153 characters.
+  const longHost = `${"a".repeat(63)}.${"b".repeat(63)}.door-access-test.invalid`;
+  const named = (problem: string): string => {
+    const m = /\(host name (\S+) (?:not found|could not be resolved: the name server did not answer)\)/.exec(problem);
+    assert.ok(m, problem);
+    return m[1];
+  };
+
+  it("a host name of 153 characters that does not resolve: the text names its first 79 characters and '…', 80 in all", async () => {
+    const c = new DoorApiClient({ baseUrl: `https://${longHost}` });
+    let caught: unknown = null;
+    try {
+      await c.unlock("not-a-token", 101, null);
+    } catch (e) {
+      caught = e;
+    } finally {
+      await c.close();
+    }
+    assert.ok(caught instanceof DoorApiError, String(caught));
+    assert.equal(caught.kind, "network");
+    const host = named(caught.problem);
+    assert.equal(host.length, 80, host);
+    assert.equal(host, `${longHost.slice(0, 79)}…`);
+    const where = /^cannot connect to (\S+) \(/.exec(caught.problem);
+    assert.ok(where, caught.problem);
+    assert.equal(where[1].length, 120, where[1]);
+    assert.equal(where[1], `${`https://${longHost}`.slice(0, 119)}…`);
+  });
+
+  it("the host name is cut for both texts that name it (not found, name server did not answer); a host of exactly 80 characters is named whole", () => {
+    for (const code of ["ENOTFOUND", "EAI_AGAIN"]) {
+      assert.equal(named(connectionProblem(new URL(`https://${longHost}`), code, 10_000, 20_000).problem), `${longHost.slice(0, 79)}…`, code);
+      const host80 = `${"c".repeat(63)}.${"d".repeat(16)}`;
+      assert.equal(host80.length, 80);
+      assert.equal(named(connectionProblem(new URL(`https://${host80}`), code, 10_000, 20_000).problem), host80, code);
+      const host81 = `${"c".repeat(63)}.${"d".repeat(17)}`;
+      assert.equal(named(connectionProblem(new URL(`https://${host81}`), code, 10_000, 20_000).problem), `${host81.slice(0, 79)}…`, code);
+    }
   });
 });

@@ -18,7 +18,7 @@ function hostnameOf(input: string): string | null {
   }
 }
 
-describe("loopback rule: 127.0.0.0/8 in dotted decimal, ::1 in any spelling, localhost; nothing else", () => {
+describe("loopback rule: 127.0.0.0/8 in dotted decimal, ::1 in any spelling, localhost; nothing else (docs/security.md#plain-http-only-to-this-machine)", () => {
   for (const c of LOOPBACK_CASES) {
     it(`${JSON.stringify(c.input)} as typed is ${c.raw ? "" : "not "}loopback (${c.why})`, () => {
       assert.equal(isLoopbackHost(c.input), c.raw);
@@ -26,7 +26,7 @@ describe("loopback rule: 127.0.0.0/8 in dotted decimal, ::1 in any spelling, loc
   }
 });
 
-describe("loopback rule on the parsed hostname: what new URL(\"http://<host>/\").hostname gives is what the guard checks", () => {
+describe("loopback rule on the parsed hostname: what new URL(\"http://<host>/\").hostname gives is what the guard checks (docs/security.md#plain-http-only-to-this-machine)", () => {
   for (const c of LOOPBACK_CASES) {
     const outcome = c.hostname === null ? "does not parse" : `is ${c.hostname}, ${c.parsed ? "" : "not "}loopback`;
     it(`http://${c.input}/ ${outcome}`, () => {
@@ -44,7 +44,7 @@ describe("loopback rule on the parsed hostname: what new URL(\"http://<host>/\")
   });
 });
 
-describe("loopback rule: one self-contained function, so the editor can carry the same source", () => {
+describe("loopback rule: one self-contained function, so the editor can carry the same source (docs/security.md#plain-http-only-to-this-machine)", () => {
   it("its source, evaluated on its own, gives the same answers over the whole table", () => {
     // eslint-disable-next-line @typescript-eslint/no-implied-eval -- what is tested: the function's source text, run on its own
     const copy = new Function(`return ${isLoopbackHost.toString()}`)() as (host: unknown) => boolean;
@@ -61,7 +61,7 @@ describe("loopback rule: one self-contained function, so the editor can carry th
   });
 });
 
-describe("loopback rule: the editor uses the same function, generated from src/util/loopback.ts at build", () => {
+describe("loopback rule: the editor uses the same function, generated from src/util/loopback.ts at build (docs/security.md#plain-http-only-to-this-machine)", () => {
   const root = path.resolve(__dirname, "..", "..", "..");
 
   it("resources/loopback.js is the compiled rule, and gives the same answers over the whole table", () => {

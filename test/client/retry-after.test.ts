@@ -193,3 +193,62 @@ describe("the device list is never fetched within its Retry-After, nor once per 
     assert.equal(sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length, 0);
   });
 });
+
+describe("a Retry-After longer than about 24.8 days is read as 2,147,483 s, a wait the package keeps (docs/session.md#rate-limits)", function () {
+  this.timeout(30_000);
+  const LONGEST_S = 2_147_483;
+  let sim: RunningSimulator;
+  let clock: FakeClock;
+  let dir: string;
+  let account: Account | null = null;
+  const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
+  const unlock101 = (msgid: string) =>
+    performUnlock(account!, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid }, settings);
+
+  beforeEach(async () => {
+    clock = fakeClock();
+    sim = await startSimulator({ rateLimit: false });
+    dir = mkdtempSync(path.join(tmpdir(), "door-ra-cap-"));
+  });
+  afterEach(async () => {
+    await account?.close(0);
+    account = null;
+    await sim.close();
+    clock.uninstall();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function open(): Account {
+    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), clock, client: { random: () => 0 } });
+    return account;
+  }
+
+  it("an unlock answered 429 with Retry-After 2147484, 99999999999 or an HTTP date in 2099: rate-limited, retryAfter 2147483, the text names 2147483 s; 2147483 itself is taken as it is", async () => {
+    await open().start();
+    for (const retryAfter of [2_147_484, 99_999_999_999, "Thu, 01 Jan 2099 00:00:00 GMT", 2_147_483]) {
+      sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter, count: 1 });
+      const r = await unlock101(`m-${retryAfter}`);
+      assert.equal(r.outcome, "rate-limited", JSON.stringify(r));
+      assert.equal(r.status, 429);
+      assert.equal(assertRetryAfterInText(r, `Retry-After ${retryAfter}: `), LONGEST_S);
+    }
+  });
+
+  it("a login answered 429 with Retry-After 99999999999: messages fail rate-limited with retryAfter 2147483 and send nothing; once 2,147,483 s have passed the next message logs in and is accepted", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 99_999_999_999, count: 1 });
+    await open().start();
+    const first = await unlock101("m1");
+    assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
+    assert.equal(assertRetryAfterInText(first), LONGEST_S);
+    await clock.tickAsync((LONGEST_S - 1) * 1000);
+    const second = await unlock101("m2");
+    assert.equal(second.outcome, "rate-limited", JSON.stringify(second));
+    assert.equal(assertRetryAfterInText(second), 1, "1 s left of the wait");
+    assert.equal(count(sim, "loginByPhone"), 1, `nothing sent within the wait: ${JSON.stringify(ops(sim))}`);
+    assert.equal(sim.control.requests().filter((e) => e.operation.startsWith("unlock")).length, 0);
+    await clock.tickAsync(1000);
+    const third = await unlock101("m3");
+    assert.equal(third.outcome, "accepted", JSON.stringify(third));
+    assert.equal(count(sim, "loginByPhone"), 2);
+  });
+});

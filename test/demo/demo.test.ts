@@ -48,7 +48,7 @@ async function getJson(url: string): Promise<unknown> {
   return res.json();
 }
 
-describe("demo (npm start): the editor with our nodes, the examples and a ready account from the installed package; stop() leaves nothing running; a second start finds nothing stale", function () {
+describe("demo (npm start): the editor with our nodes, the examples and a ready account from the installed package; stop() leaves nothing running; a second start finds nothing stale (docs/runtimes.md#stopping-the-demo)", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-test-"));
   const running: RunningDemo[] = [];
@@ -257,7 +257,7 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it is
   });
 });
 
-describe("demo (npm start): the command line prints the addresses and never a credential; SIGINT or SIGTERM stops everything", function () {
+describe("demo (npm start): the command line prints the addresses and never a credential; SIGINT or SIGTERM stops everything (docs/runtimes.md#stopping-the-demo)", function () {
   this.timeout(90_000);
   const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-cli-"));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));

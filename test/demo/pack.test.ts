@@ -172,7 +172,7 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
   });
 });
 
-describe("npm pack: the tarball installed as the README says (`npm install ./<tarball>` in the Node-RED user directory) is a real copy with its dependencies, and Node-RED loads it", function () {
+describe("npm pack: the tarball installed as the README says (`npm install ./<tarball>` in the Node-RED user directory) is a real copy with its dependencies, and Node-RED loads it (docs/runtimes.md#tested-combinations)", function () {
   this.timeout(120_000);
   let work: string;
   let userDir: string;

@@ -518,3 +518,59 @@ describe("device list: nothing of ours goes unhandled (docs/performance.md#relia
     }
   });
 });
+
+describe("a door stored without a location matches, by name, only a door of that name without a location (docs/doors.md#resolution-rules)", function () {
+  it("the only door of the stored name has a location: not opened in its place (named as a candidate); the same with the stored id gone", async function () {
+    const list: Device[] = [
+      { id: 1, name: "Front Door", locationName: "Main House" },
+      { id: 3, name: "Gate", locationId: 20, locationName: "Garage" },
+    ];
+    const dir = new DeviceDirectory(fakeFetch(list).fetch);
+    // Rule 2 looks for a door named "Gate" without a location: there is none, and "Garage / Gate" is not it.
+    const r = notOk(await dir.resolveIdentity({ id: 4, name: "Gate", location: null }));
+    assert.deepEqual(r.candidates, ["Gate"], r.message);
+    const byName = notOk(await dir.resolveIdentity({ id: null, name: "gate", location: null }));
+    assert.deepEqual(byName.candidates, ["Gate"], byName.message);
+  });
+
+  it("one door of the stored name without a location and one with: the one without is the door (rule 2), not an ambiguity", async function () {
+    const list: Device[] = [
+      { id: 3, name: "Gate", locationId: 20, locationName: "Garage" },
+      { id: 14, name: "Gate", locationId: null, locationName: null }, // the stored door, under a new id
+    ];
+    const dir = new DeviceDirectory(fakeFetch(list).fetch);
+    assert.equal(ok(await dir.resolveIdentity({ id: 4, name: "Gate", location: null })).id, 14);
+    assert.equal(ok(await dir.resolveIdentity({ id: null, name: "gate", location: null })).id, 14);
+  });
+});
+
+describe("an unknown door name lists every door of an account with at most 25, else the 10 closest names (docs/doors.md#message-overrides)", function () {
+  const others = ["Alpha Gate", "Bravo Hall", "Charlie Yard", "Delta Dock", "Echo Lift", "Foxtrot Roof", "Golf Shed", "Hotel Lobby", "India Vault", "Juliet Porch", "Kilo Annex", "Lima Cellar", "Mike Attic", "November Wing", "Oscar Stair"];
+  const doors = (storeRooms: number, otherCount: number): Device[] => [
+    ...Array.from({ length: storeRooms }, (_, i) => ({ id: 1 + i, name: `Store Room ${i + 1}` })),
+    ...others.slice(0, otherCount).map((name, i) => ({ id: 100 + i, name })),
+  ];
+
+  it("25 named doors: an unknown name lists all 25 as candidates (the text names 10, 'and 15 more')", async function () {
+    const list = doors(10, 15);
+    assert.equal(list.length, 25);
+    const r = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Store Room"));
+    assert.equal(r.reason, "unknown");
+    assert.deepEqual([...r.candidates].sort(), list.map((d) => d.name!).sort());
+    assert.match(r.message, /known doors: .* and 15 more$/);
+  });
+
+  it("26 named doors: only the 10 closest names, closest first, the text says of how many doors", async function () {
+    const list = doors(12, 14);
+    assert.equal(list.length, 26);
+    const r = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Store Room"));
+    assert.equal(r.reason, "unknown");
+    assert.equal(r.candidates.length, 10);
+    assert.ok(r.candidates.every((c) => c.startsWith("Store Room ")), JSON.stringify(r.candidates));
+    assert.match(r.message, /closest names: .*\(of 26 doors\)$/);
+    assert.equal((r.message.match(/"Store Room \d+"/g) ?? []).length, 10);
+    const near = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Alpha Gat"));
+    assert.equal(near.candidates[0], "Alpha Gate", "closest first");
+    assert.ok(near.candidates.length <= 10);
+  });
+});

@@ -311,3 +311,35 @@ describe("door access sidebar on a real Node-RED 4: its answers are words from t
     assert.doesNotMatch(body.error, /^[a-z-]+(\.[a-z-]+)+$/, `the sidebar would show the untranslated key ${JSON.stringify(body.error)}`);
   });
 });
+
+describe("door access sidebar: the latest 50 records of the account's log, newest first; Older records pages back (docs/nodes.md#editor-sidebar)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+
+  before(async () => {
+    sim = await startSim();
+    await loadFlow(flow(sim.url), { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] });
+    await waitReady();
+    const audit = accountOf().account.audit as { attempt(r: Record<string, unknown>): Promise<unknown> };
+    for (let i = 1; i <= 60; i++) await audit.attempt({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `page${i}` });
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("60 records: the sidebar's page is #60 to #11 (50) with more; the next page, before #11, is #10 to #1 without more; the tab asks for 50", async () => {
+    const first = await helper.request().get(`${SIDEBAR}/acc1/records`).expect(200);
+    const seqs = (first.body.records as { seq: number }[]).map((r) => r.seq);
+    assert.equal(seqs.length, 50);
+    assert.deepEqual(seqs, Array.from({ length: 50 }, (_, k) => 60 - k), "the latest 50, newest first");
+    assert.equal(first.body.more, true);
+    assert.equal(first.body.lastSeq, 60);
+    const older = await helper.request().get(`${SIDEBAR}/acc1/records`).query({ beforeSeq: 11, limit: 50 }).expect(200);
+    assert.deepEqual((older.body.records as { seq: number }[]).map((r) => r.seq), Array.from({ length: 10 }, (_, k) => 10 - k));
+    assert.equal(older.body.more, false);
+    // The tab's own request (nodes/plugins/door-access-sidebar.html) names the same page size.
+    const tabSource = fs.readFileSync(path.join(REPO_ROOT, "nodes", "plugins", "door-access-sidebar.html"), "utf8");
+    assert.deepEqual([...tabSource.matchAll(/\bq\.limit = (\d+);/g)].map((m) => Number(m[1])), [50]);
+  });
+});

@@ -9,7 +9,7 @@
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import sinon from "sinon";
-import { checkAccountSettings } from "../../src/account/account.js";
+import { checkAccountSettings, checkStoreSettings } from "../../src/account/account.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { refusedPort } from "../helpers/refused-port.js";
 import { demoCreds, namedAccount } from "../helpers/account-flows.js";
@@ -510,5 +510,31 @@ describe("door-account sign-in: a stored login is used only towards the base URL
     await editorPost(`${ADMIN}/acc1/sign-in`).set("Authorization", `Bearer ${operatorToken}`)
       .send({ baseUrl: elsewhere.url, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__", sessionStore: "file" });
     assert.equal(demoLogins(elsewhere), 0, "the demo account's phone number and password reached a host the deployed node does not name");
+  });
+});
+
+describe("door-account: the Redis key prefix is at most 100 characters; a longer one is a configuration error at deploy, and nothing is sent (docs/nodes.md#door-account)", function () {
+  this.timeout(30_000);
+  const redis = (redisKeyPrefix: string) => ({ sessionStore: "redis", redisUrl: "redis://127.0.0.1:1", redisKeyPrefix });
+
+  it("100 characters are taken as they are; 101 are refused, saying so", () => {
+    const ok = checkStoreSettings(redis("p".repeat(100)));
+    assert.ok(ok.ok, JSON.stringify(ok));
+    assert.equal(ok.store.kind === "redis" && ok.store.keyPrefix, "p".repeat(100));
+    const long = checkStoreSettings(redis("p".repeat(101)));
+    assert.deepEqual(long, { ok: false, problems: ["the Redis key prefix must be at most 100 characters without spaces"] });
+  });
+
+  it("deployed with a 101-character prefix: the account's problem names it, a message fails as session-halted, nothing reaches the service", async () => {
+    const sim = await startSim();
+    try {
+      await loadFlow([tab(), accountNode(sim.url, redis("p".repeat(101))), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { creds: demoCreds(["acc1"]) });
+      assert.match(helper.getNode("acc1").problem ?? "", /Redis key prefix must be at most 100 characters/);
+      assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+      assert.equal(sim.control.requests().length, 0);
+    } finally {
+      await teardown();
+      await sim.close();
+    }
   });
 });

@@ -516,3 +516,38 @@ describe("Door names in an error are cut to 100 characters at whole characters; 
     });
   });
 });
+
+describe("door-unlock on an account with more than 25 doors: an unknown msg.door fails naming the 10 closest, all 10 whole in msg.payload.candidates, nothing sent (docs/doors.md#message-overrides)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let listed = 0;
+
+  before(async () => {
+    // The demo seed and 24 more doors at Main Street 1, one of the demo account's locations.
+    const seed = demoSeed();
+    for (let i = 1; i <= 24; i++) {
+      seed.doors.push({ id: 300 + i, locationId: 10, name: i <= 12 ? `Store Room ${i}` : `Office ${"ABCDEFGHIJKL"[i - 13]}` });
+      seed.keys.push({ accountId: "demo", deviceId: 300 + i });
+    }
+    sim = await startSim({ seed });
+    await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    await until("the device list", () => accountOf().account.directory.cached() !== null);
+    listed = (await accountOf().account.devices()).length;
+    assert.ok(listed > 25, `${listed} doors`);
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it('msg.door "Store Room": invalid-input, 10 candidates (the Store Rooms), the text names the same 10 and of how many doors; no PUT', async () => {
+    sim.control.resetRequests();
+    const out = assertFailed(await unlock({ door: "Store Room" }), "invalid-input", null);
+    assert.equal(out.candidates.length, 10, JSON.stringify(out.candidates));
+    assert.ok(out.candidates.every((c: string) => /^Store Room \d+$/.test(c)), JSON.stringify(out.candidates));
+    for (const c of out.candidates) assert.ok(out.message.includes(JSON.stringify(c)), `${c} named in: ${out.message}`);
+    assert.ok(out.message.includes("closest names: ") && out.message.endsWith(`(of ${listed} doors)`), out.message);
+    assert.equal(unlockRequests(sim), 0);
+  });
+});

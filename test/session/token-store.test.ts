@@ -8,7 +8,7 @@ import { strict as assert } from "node:assert";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync, readdirSync } from "node:fs";
 import * as path from "node:path";
-import { accountKey, accountStoreId } from "../../src/session/token-store.js";
+import { FileTokenStore, accountKey, accountStoreId } from "../../src/session/token-store.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { buildSession, ops, tempDir, waitUntil, type Built } from "../helpers/session.js";
 
@@ -157,5 +157,38 @@ describe("session: the token pair is stored atomically, privately and per accoun
     assert.equal(sim.control.requests({ operation: "refreshToken" }).length, 1, "one refresh across two processes");
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0, "no login");
     assert.equal(sim.control.requests({ operation: "getDevice" }).filter((r) => r.status === 200).length, 100);
+  });
+});
+
+describe("session: the folder of the token file is created with mode 0700 (docs/session.md#token-storage)", function () {
+  this.timeout(30_000);
+  const mode = (p: string) => statSync(p).mode & 0o777;
+
+  it("a session's first start in a user directory without door-access/: the folder it creates is 0700, the file 0600", async () => {
+    const sim = await startSimulator({ rateLimit: false });
+    const folder = path.join(tempDir(), "door-access");
+    const b = buildSession(sim, { tokenFile: path.join(folder, "session.json") });
+    try {
+      await b.session.start();
+      assert.equal(b.session.state, "ready");
+      assert.equal(mode(folder).toString(8), "700");
+      assert.equal(mode(path.join(folder, "session.json")).toString(8), "600");
+    } finally {
+      await b.session.close();
+      await b.client.close();
+      await sim.close();
+    }
+  });
+
+  it("whichever comes first, the pair written or the renewal lock taken: the folder is 0700", async () => {
+    const pair = { accessToken: "a.b.c", refreshToken: "r", obtainedAt: Date.now() };
+    const saved = path.join(tempDir(), "door-access");
+    await new FileTokenStore({ filePath: path.join(saved, "session.json"), accountKey: "k" }).save(pair);
+    assert.equal(mode(saved).toString(8), "700", "created by the write");
+    const locked = path.join(tempDir(), "door-access");
+    await new FileTokenStore({ filePath: path.join(locked, "session.json"), accountKey: "k" }).withRenewalLock(() => {
+      assert.equal(mode(locked).toString(8), "700", "created by the lock");
+      return Promise.resolve();
+    });
   });
 });
