@@ -31,7 +31,12 @@ function testFiles(dir) {
 
 function times() {
   try {
-    return JSON.parse(fs.readFileSync(path.join(__dirname, "node_modules", ".cache", "door-access-node-red", "test-times.json"), "utf8"));
+    return JSON.parse(
+      fs.readFileSync(
+        path.join(__dirname, "node_modules", ".cache", "door-access-node-red", "test-times.json"),
+        "utf8",
+      ),
+    );
   } catch {
     return {};
   }

@@ -23,13 +23,29 @@ const PIN = "482916";
 const COOLDOWN_S = 1;
 
 /** A door-unlock node with all four rules on `door`, and its two helper sinks. */
-export function rulesBenchNodes(tab: string, door: { deviceId: number; doorName: string; doorLocation: string }): Record<string, unknown>[] {
+export function rulesBenchNodes(
+  tab: string,
+  door: { deviceId: number; doorName: string; doorLocation: string },
+): Record<string, unknown>[] {
   return [
     {
-      id: RULES_NODE, type: "door-unlock", z: tab, name: "all four rules", account: "acc1", deviceId: String(door.deviceId), doorName: door.doorName, doorLocation: door.doorLocation,
-      lockId: "", actor: "", rejectRetained: true, wires: [[`${RULES_NODE}-ok`], [`${RULES_NODE}-fail`]],
+      id: RULES_NODE,
+      type: "door-unlock",
+      z: tab,
+      name: "all four rules",
+      account: "acc1",
+      deviceId: String(door.deviceId),
+      doorName: door.doorName,
+      doorLocation: door.doorLocation,
+      lockId: "",
+      actor: "",
+      rejectRetained: true,
+      wires: [[`${RULES_NODE}-ok`], [`${RULES_NODE}-fail`]],
       allowActors: ["cleaner-*", "alice", "bob", "node-red:*"],
-      schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }, { days: [5], from: "22:00", to: "02:00" }],
+      schedule: [
+        { days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" },
+        { days: [5], from: "22:00", to: "02:00" },
+      ],
       timeZone: "Europe/Oslo",
       cooldown: COOLDOWN_S,
     },
@@ -98,7 +114,10 @@ export async function measureRulesNode(opts: {
         const t0 = process.hrtime.bigint();
         const ok = await opts[kind](rulesBenchMessage());
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-        if (!ok) throw new Error(`access rules bench: the ${kind === "ruled" ? "rules" : "plain"} node did not accept its message`);
+        if (!ok)
+          throw new Error(
+            `access rules bench: the ${kind === "ruled" ? "rules" : "plain"} node did not accept its message`,
+          );
         if (timed) samples[kind].push(ms);
       };
       for (let i = 0; i < opts.warm + opts.n; i++) {
@@ -111,7 +130,9 @@ export async function measureRulesNode(opts: {
       p50.ruled.push(b);
       extra.push((b - a) * 1000);
       extraTrimmed.push((trimmedMean(samples.ruled) - trimmedMean(samples.plain)) * 1000);
-      opts.log?.(`access rules rep ${rep + 1}: p50 without rules ${a.toFixed(3)} ms, with all four ${b.toFixed(3)} ms: ${((b - a) * 1000).toFixed(1)} µs more (trimmed means: ${extraTrimmed[extraTrimmed.length - 1].toFixed(1)} µs)`);
+      opts.log?.(
+        `access rules rep ${rep + 1}: p50 without rules ${a.toFixed(3)} ms, with all four ${b.toFixed(3)} ms: ${((b - a) * 1000).toFixed(1)} µs more (trimmed means: ${extraTrimmed[extraTrimmed.length - 1].toFixed(1)} µs)`,
+      );
     }
   } finally {
     Date.now = realNow;

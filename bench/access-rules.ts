@@ -75,7 +75,13 @@ export function measureAccessRules(opts: { n?: number; reps?: number } = {}): Ac
 
   const cold = stateOf(ALL_FOUR);
   const allowedColdNs = timeIt(n, reps, (i) => {
-    const d = cold.check({ actor: "cleaner-anna", deviceId: 101, lockId: null, pin: "482916", now: START + (i % 3000) * 1001 });
+    const d = cold.check({
+      actor: "cleaner-anna",
+      deviceId: 101,
+      lockId: null,
+      pin: "482916",
+      now: START + (i % 3000) * 1001,
+    });
     if (!d.allowed) throw new Error(`bench: expected allowed, got ${d.reason}`);
     d.slot.release();
   });
@@ -89,7 +95,9 @@ export function measureAccessRules(opts: { n?: number; reps?: number } = {}): Ac
 
   const actor = stateOf(ALL_FOUR);
   const deniedActorNs = timeIt(n, reps, (i) => {
-    sink += actor.check({ actor: "mallory", deviceId: 101, lockId: null, pin: "482916", now: START + i }).allowed ? 1 : 0;
+    sink += actor.check({ actor: "mallory", deviceId: 101, lockId: null, pin: "482916", now: START + i }).allowed
+      ? 1
+      : 0;
   });
 
   const cd = stateOf(ALL_FOUR);

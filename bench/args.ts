@@ -12,7 +12,18 @@ export const REPO_ROOT = path.resolve(__dirname, "..", "..");
  * The measurements `--only` can pick, in the order main() runs them. A new measurement adds its
  * name here (and one line in main()).
  */
-export const PHASES = ["load", "scale", "logins", "latency", "rules", "tput", "status", "handbuilt", "refresh", "memory"] as const;
+export const PHASES = [
+  "load",
+  "scale",
+  "logins",
+  "latency",
+  "rules",
+  "tput",
+  "status",
+  "handbuilt",
+  "refresh",
+  "memory",
+] as const;
 export type Phase = (typeof PHASES)[number];
 
 export interface Args {
@@ -30,7 +41,17 @@ export interface Args {
 }
 
 export function parseArgs(argv: string[]): Args {
-  const a: Args = { quick: false, reps: 0, out: "", child: null, sim: null, base: 1000, total: 100_000, only: null, ha: null };
+  const a: Args = {
+    quick: false,
+    reps: 0,
+    out: "",
+    child: null,
+    sim: null,
+    base: 1000,
+    total: 100_000,
+    only: null,
+    ha: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const f = argv[i];
     const v = (): string => {
@@ -49,11 +70,15 @@ export function parseArgs(argv: string[]): Args {
     else if (f === "--ha") a.ha = true;
     else if (f === "--no-ha") a.ha = false;
     else if (f === "--help" || f === "-h") {
-      process.stdout.write(`usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only ${PHASES.join(",")}] [--ha|--no-ha]\n`);
+      process.stdout.write(
+        `usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only ${PHASES.join(",")}] [--ha|--no-ha]\n`,
+      );
       process.exit(0);
     } else throw new Error(`unknown option ${f}`);
   }
-  for (const p of a.only ?? []) if (!(PHASES as readonly string[]).includes(p)) throw new Error(`--only: unknown phase ${p} (phases: ${PHASES.join(",")})`);
+  for (const p of a.only ?? [])
+    if (!(PHASES as readonly string[]).includes(p))
+      throw new Error(`--only: unknown phase ${p} (phases: ${PHASES.join(",")})`);
   if (!a.reps) a.reps = a.quick ? 2 : 5;
   if (!Number.isInteger(a.reps) || a.reps < 1 || a.reps > 50) throw new Error("--reps must be 1..50");
   if (!a.out) a.out = process.env.BENCH_RESULTS || path.join(REPO_ROOT, "bench", "results.json");
@@ -64,8 +89,36 @@ export function parseArgs(argv: string[]): Args {
 /** Counts per mode. Bounded: the full run makes about 250,000 API calls in all. */
 export function counts(quick: boolean) {
   return quick
-    ? { logins: 300, seq: 60, seqWarm: 20, tput: 300, tputWarm: 60, status: 600, statusWarm: 200, hbSeq: 20, hbTput: 100, refresh: 1000, memBase: 200, memTotal: 2000, scaleLookups: 2000 }
-    : { logins: 10_000, seq: 1000, seqWarm: 100, tput: 5000, tputWarm: 500, status: 10_000, statusWarm: 1000, hbSeq: 300, hbTput: 1000, refresh: 1000, memBase: 1000, memTotal: 100_000, scaleLookups: 20_000 };
+    ? {
+        logins: 300,
+        seq: 60,
+        seqWarm: 20,
+        tput: 300,
+        tputWarm: 60,
+        status: 600,
+        statusWarm: 200,
+        hbSeq: 20,
+        hbTput: 100,
+        refresh: 1000,
+        memBase: 200,
+        memTotal: 2000,
+        scaleLookups: 2000,
+      }
+    : {
+        logins: 10_000,
+        seq: 1000,
+        seqWarm: 100,
+        tput: 5000,
+        tputWarm: 500,
+        status: 10_000,
+        statusWarm: 1000,
+        hbSeq: 300,
+        hbTput: 1000,
+        refresh: 1000,
+        memBase: 1000,
+        memTotal: 100_000,
+        scaleLookups: 20_000,
+      };
 }
 export type Counts = ReturnType<typeof counts>;
 

@@ -40,7 +40,9 @@ async function main(): Promise<void> {
           const msgid = `b${round}.${n}`;
           const t0 = process.hrtime.bigint();
           if (v === "raw") {
-            await raw.write(JSON.stringify({ type: "unlock-attempt", ts: new Date().toISOString(), ...rec, msgid }) + "\n");
+            await raw.write(
+              JSON.stringify({ type: "unlock-attempt", ts: new Date().toISOString(), ...rec, msgid }) + "\n",
+            );
             await raw.sync();
           } else {
             await log.attempt({ ...rec, msgid });
@@ -48,7 +50,8 @@ async function main(): Promise<void> {
           const us = Number(process.hrtime.bigint() - t0) / 1000;
           if (round > 0) t[v].push(us); // the first round warms up
           await new Promise((r) => setTimeout(r, 0));
-          if (v === "writer") void log.result({ ...rec, msgid, outcome: "accepted", status: 200 }).catch(() => undefined);
+          if (v === "writer")
+            void log.result({ ...rec, msgid, outcome: "accepted", status: 200 }).catch(() => undefined);
         }
       }
     }

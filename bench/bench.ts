@@ -75,7 +75,9 @@ async function main(args: Args): Promise<void> {
   const userDir = mkdtempSync(path.join(tmpdir(), "door-bench-"));
   let rig: Rig | null = null;
   try {
-    log(`simulator ${sim.url} (own process, rate limit off, no latency faults); ${args.quick ? "quick" : "full"} mode, ${R} repetitions`);
+    log(
+      `simulator ${sim.url} (own process, rate limit off, no latency faults); ${args.quick ? "quick" : "full"} mode, ${R} repetitions`,
+    );
 
     // Without a runtime: the load footprint in fresh child processes (5 of each, also in quick
     // mode: they are cheap), beside Home Assistant's nodes; then scale (pure CPU).
@@ -91,11 +93,16 @@ async function main(args: Args): Promise<void> {
       // A door-unlock node with all four access rules, interleaved with u1 (no rule) on the same door.
       const ruled = new Driver(RULES_NODE, [`${RULES_NODE}-ok`, `${RULES_NODE}-fail`], "r");
       const plain = rig.unlock;
-      record(await measureRulesNode({
-        plain: async (m) => (await plain.send(m)).port === 0,
-        ruled: async (m) => (await ruled.send(m)).port === 0,
-        n: C.seq, warm: C.seqWarm, reps: R, log,
-      }));
+      record(
+        await measureRulesNode({
+          plain: async (m) => (await plain.send(m)).port === 0,
+          ruled: async (m) => (await ruled.send(m)).port === 0,
+          n: C.seq,
+          warm: C.seqWarm,
+          reps: R,
+          log,
+        }),
+      );
     }
     if (want("tput")) record(await measureUnlockThroughput(rig));
     if (want("status")) record(await measureStatusThroughput(rig));
@@ -108,8 +115,12 @@ async function main(args: Args): Promise<void> {
     if (want("memory")) record(await measureMemory(sim.url, C));
 
     record({
-      reps: R, quick: args.quick ? 1 : 0, seconds: round((Date.now() - started) / 1000, 1),
-      node: process.version, nodeRed: versionOf("node-red"), at: new Date().toISOString(),
+      reps: R,
+      quick: args.quick ? 1 : 0,
+      seconds: round((Date.now() - started) / 1000, 1),
+      node: process.version,
+      nodeRed: versionOf("node-red"),
+      at: new Date().toISOString(),
     });
     await writeReport(args.out, results, footprint);
   } finally {
@@ -142,7 +153,10 @@ function reexecTarget(): string | null {
 }
 
 if (require.main === module && reexecTarget() !== null) {
-  const child = spawn(reexecTarget()!, [__filename, ...process.argv.slice(2)], { stdio: "inherit", env: { ...process.env, BENCH_REEXECED: "1" } });
+  const child = spawn(reexecTarget()!, [__filename, ...process.argv.slice(2)], {
+    stdio: "inherit",
+    env: { ...process.env, BENCH_REEXECED: "1" },
+  });
   for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => child.kill(sig));
   child.once("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 } else if (require.main === module) {

@@ -25,14 +25,28 @@ export class Raw {
   floorCount = 0;
   sameBytes = 0;
   sameCount = 0;
-  constructor(url: string, private readonly auditPath: string, private readonly token: () => string) {
-    this.pool = new Pool(url, { connections: 32, connect: { timeout: 10_000 }, headersTimeout: 20_000, bodyTimeout: 20_000, keepAliveTimeout: 10_000 });
+  constructor(
+    url: string,
+    private readonly auditPath: string,
+    private readonly token: () => string,
+  ) {
+    this.pool = new Pool(url, {
+      connections: 32,
+      connect: { timeout: 10_000 },
+      headersTimeout: 20_000,
+      bodyTimeout: 20_000,
+      keepAliveTimeout: 10_000,
+    });
   }
   async open(): Promise<void> {
     this.fh = await fsp.open(this.auditPath, "a", 0o600);
   }
   async put(): Promise<boolean> {
-    const res = await this.pool.request({ path: `/api/device/${DOOR}/unlock`, method: "PUT", headers: { accept: "application/json", authorization: `Bearer ${this.token()}` } });
+    const res = await this.pool.request({
+      path: `/api/device/${DOOR}/unlock`,
+      method: "PUT",
+      headers: { accept: "application/json", authorization: `Bearer ${this.token()}` },
+    });
     await res.body.dump();
     return res.statusCode === 200;
   }
@@ -42,14 +56,35 @@ export class Raw {
    */
   async auditedPut(result = false): Promise<boolean> {
     const msgid = `raw-${++this.seq}`;
-    const line = JSON.stringify({ type: "unlock-attempt", ts: new Date().toISOString(), actor: "bench", deviceId: DOOR, lockId: null, door: "Front Door", msgid }) + "\n";
+    const line =
+      JSON.stringify({
+        type: "unlock-attempt",
+        ts: new Date().toISOString(),
+        actor: "bench",
+        deviceId: DOOR,
+        lockId: null,
+        door: "Front Door",
+        msgid,
+      }) + "\n";
     this.bytes += line.length;
     this.floorCount++;
     await this.fh!.write(line);
     await this.fh!.sync();
     const ok = await this.put();
     if (result) {
-      await this.fh!.write(JSON.stringify({ type: "unlock-result", ts: new Date().toISOString(), actor: "bench", deviceId: DOOR, lockId: null, door: "Front Door", msgid, outcome: "accepted", status: 200 }) + "\n");
+      await this.fh!.write(
+        JSON.stringify({
+          type: "unlock-result",
+          ts: new Date().toISOString(),
+          actor: "bench",
+          deviceId: DOOR,
+          lockId: null,
+          door: "Front Door",
+          msgid,
+          outcome: "accepted",
+          status: 200,
+        }) + "\n",
+      );
       await this.fh!.sync();
     }
     return ok;
@@ -65,7 +100,15 @@ export class Raw {
     const chain = () => `,"seq":${this.seq * 2},"prev":"${SAME_PREV}"}`;
     const ts = new Date().toISOString();
     const fields = { actor: "node-red:u1", deviceId: DOOR, lockId: null, door: "Front Door" };
-    const result = JSON.stringify({ type: "unlock-result", ts, ...fields, msgid: `same-${this.seq - 1}`, outcome: "accepted", status: 200 }).slice(0, -1) + chain();
+    const result =
+      JSON.stringify({
+        type: "unlock-result",
+        ts,
+        ...fields,
+        msgid: `same-${this.seq - 1}`,
+        outcome: "accepted",
+        status: 200,
+      }).slice(0, -1) + chain();
     const attempt = JSON.stringify({ type: "unlock-attempt", ts, ...fields, msgid }).slice(0, -1) + chain();
     const text = `${result}\n${attempt}\n`;
     this.sameBytes += text.length;
@@ -75,7 +118,11 @@ export class Raw {
     return this.put();
   }
   async get(): Promise<boolean> {
-    const res = await this.pool.request({ path: `/api/device/${DOOR}`, method: "GET", headers: { accept: "application/json", authorization: `Bearer ${this.token()}` } });
+    const res = await this.pool.request({
+      path: `/api/device/${DOOR}`,
+      method: "GET",
+      headers: { accept: "application/json", authorization: `Bearer ${this.token()}` },
+    });
     const body = (await res.body.json()) as { id?: number };
     return res.statusCode === 200 && body.id === DOOR;
   }

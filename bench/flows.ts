@@ -18,7 +18,10 @@ function accountNode(baseUrl: string): FlowNode {
 
 /** The credentials of the flow: the account's login (a node's own credentials would go here too). */
 export function flowCredentials(): Record<string, Record<string, string>> {
-  return { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password }, ...rulesBenchCredentials() };
+  return {
+    acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+    ...rulesBenchCredentials(),
+  };
 }
 
 /**
@@ -28,8 +31,19 @@ export function flowCredentials(): Record<string, Record<string, string>> {
 export function unlockNode(id: string, extra: FlowNode = {}): FlowNode[] {
   return [
     {
-      id, type: "door-unlock", z: TAB, name: "", account: "acc1", deviceId: String(DOOR), doorName: "Front Door", doorLocation: "Main Street 1",
-      lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]], ...extra,
+      id,
+      type: "door-unlock",
+      z: TAB,
+      name: "",
+      account: "acc1",
+      deviceId: String(DOOR),
+      doorName: "Front Door",
+      doorLocation: "Main Street 1",
+      lockId: "",
+      actor: "",
+      rejectRetained: true,
+      wires: [[`${id}-ok`], [`${id}-fail`]],
+      ...extra,
     },
     { id: `${id}-ok`, type: "helper", z: TAB },
     { id: `${id}-fail`, type: "helper", z: TAB },
@@ -45,7 +59,17 @@ export function ourFlow(simUrl: string): FlowNode[] {
     { id: TAB, type: "tab", label: "bench" },
     accountNode(simUrl),
     ...unlockNode("u1"),
-    { id: "st", type: "door-status", z: TAB, name: "", account: "acc1", deviceId: String(DOOR), doorName: "Front Door", doorLocation: "Main Street 1", wires: [["st-out"]] },
+    {
+      id: "st",
+      type: "door-status",
+      z: TAB,
+      name: "",
+      account: "acc1",
+      deviceId: String(DOOR),
+      doorName: "Front Door",
+      doorLocation: "Main Street 1",
+      wires: [["st-out"]],
+    },
     { id: "catch1", type: "catch", z: TAB, name: "", scope: ["st"], uncaught: false, wires: [["st-err"]] },
     { id: "nrf", type: "bench-floor", z: TAB, wires: [["nrf-out"]] },
     ...["st-out", "st-err", "nrf-out"].map((id) => ({ id, type: "helper", z: TAB })),
@@ -66,11 +90,38 @@ export function unlockOnlyFlow(simUrl: string): FlowNode[] {
  * Uses the simulator's second account, so its logins do not supersede our node's session.
  */
 export function handBuiltFlow(simUrl: string): FlowNode[] {
-  const req = { z: TAB, tls: "", persist: false, proxy: "", insecureHTTPParser: false, authType: "", senderr: false, headers: [], paytoqs: "ignore" };
+  const req = {
+    z: TAB,
+    tls: "",
+    persist: false,
+    proxy: "",
+    insecureHTTPParser: false,
+    authType: "",
+    senderr: false,
+    headers: [],
+    paytoqs: "ignore",
+  };
   return [
-    { id: "hb-login", type: "http request", name: "login", method: "POST", ret: "obj", url: `${simUrl}/api/auth/login-by-phone`, ...req, wires: [["hb-auth"]] },
     {
-      id: "hb-auth", type: "change", z: TAB, name: "Authorization header", action: "", property: "", from: "", to: "", reg: false,
+      id: "hb-login",
+      type: "http request",
+      name: "login",
+      method: "POST",
+      ret: "obj",
+      url: `${simUrl}/api/auth/login-by-phone`,
+      ...req,
+      wires: [["hb-auth"]],
+    },
+    {
+      id: "hb-auth",
+      type: "change",
+      z: TAB,
+      name: "Authorization header",
+      action: "",
+      property: "",
+      from: "",
+      to: "",
+      reg: false,
       rules: [
         { t: "set", p: "headers", pt: "msg", to: "{}", tot: "json" },
         { t: "set", p: "headers.Authorization", pt: "msg", to: '"Bearer " & payload.AccessToken', tot: "jsonata" },
@@ -78,7 +129,16 @@ export function handBuiltFlow(simUrl: string): FlowNode[] {
       ],
       wires: [["hb-unlock"]],
     },
-    { id: "hb-unlock", type: "http request", name: "unlock", method: "PUT", ret: "txt", url: `${simUrl}/api/device/${HB_DOOR}/unlock`, ...req, wires: [["hb-out"]] },
+    {
+      id: "hb-unlock",
+      type: "http request",
+      name: "unlock",
+      method: "PUT",
+      ret: "txt",
+      url: `${simUrl}/api/device/${HB_DOOR}/unlock`,
+      ...req,
+      wires: [["hb-out"]],
+    },
     { id: "hb-out", type: "helper", z: TAB },
   ];
 }

@@ -57,7 +57,10 @@ function median(xs: number[]): number {
 /** One fresh process requiring `steps` (module specifiers, resolved from `from`) in order. */
 function runChild(steps: string[][], from: string): Promise<StepOut[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [LOAD_CHILD, JSON.stringify(steps), from], { cwd: from, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [LOAD_CHILD, JSON.stringify(steps), from], {
+      cwd: from,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
     child.stderr.on("data", (c: Buffer) => (out += c.toString("utf8")));
@@ -88,7 +91,9 @@ async function measure(steps: string[][], from: string, reps: number): Promise<M
 
 /** The files Node-RED would load for a package: its package.json `node-red.nodes`, absolute. */
 export function nodeFilesOf(packageDir: string): string[] {
-  const pkg = JSON.parse(readFileSync(path.join(packageDir, "package.json"), "utf8")) as { "node-red"?: { nodes?: Record<string, string> } };
+  const pkg = JSON.parse(readFileSync(path.join(packageDir, "package.json"), "utf8")) as {
+    "node-red"?: { nodes?: Record<string, string> };
+  };
   const nodes = Object.values(pkg["node-red"]?.nodes ?? {});
   if (nodes.length === 0) throw new Error(`${packageDir}/package.json lists no node-red.nodes`);
   return nodes.map((n) => path.resolve(packageDir, n));
@@ -104,7 +109,17 @@ function npmCommand(): [string, string[]] {
 function installHa(dir: string, log: (s: string) => void): Promise<string | null> {
   const [cmd, pre] = npmCommand();
   // --ignore-scripts: nothing of theirs runs here; loading their node files needs no build step.
-  const args = [...pre, "install", "--prefix", dir, "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error", HA_PACKAGE];
+  const args = [
+    ...pre,
+    "install",
+    "--prefix",
+    dir,
+    "--no-audit",
+    "--no-fund",
+    "--ignore-scripts",
+    "--loglevel=error",
+    HA_PACKAGE,
+  ];
   log(`footprint: npm install --prefix ${dir} ${HA_PACKAGE}`);
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
@@ -119,26 +134,45 @@ function installHa(dir: string, log: (s: string) => void): Promise<string | null
     child.once("exit", (code, signal) => {
       clearTimeout(timer);
       if (code === 0) return resolve(null);
-      const why = out.split("\n").filter((l) => l.trim() && !/Unknown user config/.test(l)).slice(-3).join(" / ");
+      const why = out
+        .split("\n")
+        .filter((l) => l.trim() && !/Unknown user config/.test(l))
+        .slice(-3)
+        .join(" / ");
       resolve(`npm install ${HA_PACKAGE} failed (${signal ?? `exit ${code}`}): ${why || "no output"}`);
     });
   });
 }
 
-export async function measureFootprint(opts: { reps: number; ha: boolean; log: (s: string) => void }): Promise<Footprint> {
+export async function measureFootprint(opts: {
+  reps: number;
+  ha: boolean;
+  log: (s: string) => void;
+}): Promise<Footprint> {
   const { reps, log } = opts;
   const ours = nodeFilesOf(REPO_ROOT);
   const figures: Record<string, number | string> = {};
 
   // The figure: the four node files alone, as Node-RED loads them.
   const [total] = await measure([ours], REPO_ROOT, reps);
-  Object.assign(figures, { loadMs: round(total.ms), loadRssMiB: round(total.rssMiB), loadModules: total.modules, loadReps: reps });
-  log(`footprint: our four node files: ${figures.loadMs} ms, ${figures.loadRssMiB} MiB, ${total.modules} CommonJS modules (median of ${reps} fresh processes)`);
+  Object.assign(figures, {
+    loadMs: round(total.ms),
+    loadRssMiB: round(total.rssMiB),
+    loadModules: total.modules,
+    loadReps: reps,
+  });
+  log(
+    `footprint: our four node files: ${figures.loadMs} ms, ${figures.loadRssMiB} MiB, ${total.modules} CommonJS modules (median of ${reps} fresh processes)`,
+  );
 
   // Which module costs what.
   const steps: [string, Footprint["breakdown"][string]["when"], string[]][] = [
     ["zod", "with the nodes", ["zod"]],
-    ["undici (Pool + request)", "with the nodes", ["undici/lib/dispatcher/pool.js", "undici/lib/dispatcher/dispatcher.js", "undici/lib/api/index.js"]],
+    [
+      "undici (Pool + request)",
+      "with the nodes",
+      ["undici/lib/dispatcher/pool.js", "undici/lib/dispatcher/dispatcher.js", "undici/lib/api/index.js"],
+    ],
     ["jose (decodeJwt)", "with the nodes", ["jose/jwt/decode"]],
     ["our code (dist/src)", "with the nodes", ours],
     ["@redis/client (an account on Redis)", "when used", ["@redis/client"]],
@@ -146,12 +180,19 @@ export async function measureFootprint(opts: { reps: number; ha: boolean; log: (
     ["rest of undici (fetch, WebSocket, mocks, ...)", "not loaded", ["undici"]],
     ["rest of jose (signing, JWE, JWK)", "not loaded", ["jose"]],
   ];
-  const costs = await measure(steps.map((s) => s[2]), REPO_ROOT, reps);
+  const costs = await measure(
+    steps.map((s) => s[2]),
+    REPO_ROOT,
+    reps,
+  );
   const breakdown: Footprint["breakdown"] = {};
   steps.forEach(([name, when], i) => {
     breakdown[name] = { when, ms: round(costs[i].ms), rssMiB: round(costs[i].rssMiB), modules: costs[i].modules };
   });
-  for (const [name, c] of Object.entries(breakdown)) log(`footprint:   ${name.padEnd(46)} ${String(c.ms).padStart(6)} ms ${String(c.rssMiB).padStart(5)} MiB ${String(c.modules).padStart(4)} files  (${c.when})`);
+  for (const [name, c] of Object.entries(breakdown))
+    log(
+      `footprint:   ${name.padEnd(46)} ${String(c.ms).padStart(6)} ms ${String(c.rssMiB).padStart(5)} MiB ${String(c.modules).padStart(4)} files  (${c.when})`,
+    );
 
   // Home Assistant's nodes, installed now.
   let haNote: string | null;
@@ -165,11 +206,17 @@ export async function measureFootprint(opts: { reps: number; ha: boolean; log: (
         const files = nodeFilesOf(haDir);
         const [ha] = await measure([files], dir, reps);
         Object.assign(figures, {
-          haVersion: (JSON.parse(readFileSync(path.join(haDir, "package.json"), "utf8")) as { version: string }).version,
-          haLoadMs: round(ha.ms), haLoadRssMiB: round(ha.rssMiB), haLoadModules: ha.modules,
-          loadMsRatio: round(total.ms / ha.ms, 2), loadRssRatio: round(total.rssMiB / ha.rssMiB, 2),
+          haVersion: (JSON.parse(readFileSync(path.join(haDir, "package.json"), "utf8")) as { version: string })
+            .version,
+          haLoadMs: round(ha.ms),
+          haLoadRssMiB: round(ha.rssMiB),
+          haLoadModules: ha.modules,
+          loadMsRatio: round(total.ms / ha.ms, 2),
+          loadRssRatio: round(total.rssMiB / ha.rssMiB, 2),
         });
-        log(`footprint: ${HA_PACKAGE} ${figures.haVersion} (${files.length} node file(s)): ${figures.haLoadMs} ms, ${figures.haLoadRssMiB} MiB; ours/HA: time ${figures.loadMsRatio}, RSS ${figures.loadRssRatio}`);
+        log(
+          `footprint: ${HA_PACKAGE} ${figures.haVersion} (${files.length} node file(s)): ${figures.haLoadMs} ms, ${figures.haLoadRssMiB} MiB; ours/HA: time ${figures.loadMsRatio}, RSS ${figures.loadRssRatio}`,
+        );
       }
     } catch (e) {
       haNote = `loading ${HA_PACKAGE} failed: ${(e as Error).message.split("\n")[0]}`;

@@ -36,12 +36,17 @@ export async function measureHandBuilt(rig: Rig): Promise<Figures> {
     const r = await inFlight(50, C.hbTput, ops.handBuilt);
     tput.push(r.perSec);
     share.push(r.ok / C.hbTput);
-    log(`hand-built rep ${rep + 1}: p50 ${pct(s.samples, 50).toFixed(3)} p99 ${pct(s.samples, 99).toFixed(3)} ms; 50 in flight ${r.perSec.toFixed(0)}/s with ${r.ok}/${C.hbTput} accepted`);
+    log(
+      `hand-built rep ${rep + 1}: p50 ${pct(s.samples, 50).toFixed(3)} p99 ${pct(s.samples, 99).toFixed(3)} ms; 50 in flight ${r.perSec.toFixed(0)}/s with ${r.ok}/${C.hbTput} accepted`,
+    );
   }
   await resetLog(rig.simUrl);
   return {
-    handBuiltP50Ms: round(median(p50)), handBuiltP99Ms: round(median(p99)), handBuiltP50VsNode: round(median(vsNode)),
-    handBuiltThroughput50: round(median(tput), 1), handBuiltAcceptedShare50: round(median(share)),
+    handBuiltP50Ms: round(median(p50)),
+    handBuiltP99Ms: round(median(p99)),
+    handBuiltP50VsNode: round(median(vsNode)),
+    handBuiltThroughput50: round(median(tput), 1),
+    handBuiltAcceptedShare50: round(median(share)),
     handBuiltCallsPerUnlock: round(calls / accepted, 4),
   };
 }

@@ -24,8 +24,17 @@ type BlockKind = (typeof BLOCK_KINDS)[number];
 
 export async function measureLatency(rig: Rig): Promise<Figures> {
   const { C, ops } = rig;
-  const blockOps: Record<BlockKind, () => Promise<boolean>> = { node: ops.node, floor: ops.floor, put: ops.put, both: ops.both, same: ops.same };
-  const lat = Object.fromEntries(BLOCK_KINDS.map((k) => [k, { p50: [] as number[], p99: [] as number[] }])) as Record<BlockKind, { p50: number[]; p99: number[] }>;
+  const blockOps: Record<BlockKind, () => Promise<boolean>> = {
+    node: ops.node,
+    floor: ops.floor,
+    put: ops.put,
+    both: ops.both,
+    same: ops.same,
+  };
+  const lat = Object.fromEntries(BLOCK_KINDS.map((k) => [k, { p50: [] as number[], p99: [] as number[] }])) as Record<
+    BlockKind,
+    { p50: number[]; p99: number[] }
+  >;
   const inter = { node: [] as number[], floor: [] as number[], nrfloor: [] as number[] };
   const r50: number[] = [];
   const r99: number[] = [];
@@ -61,7 +70,12 @@ export async function measureLatency(rig: Rig): Promise<Figures> {
     r50same.push(p.node.p50 / p.same.p50);
 
     // Interleaved: node, floor and the Node-RED floor in turn.
-    const i = await interleaved({ node: ops.node, floor: ops.floor, nrfloor: ops.nodeRedFloor }, C.seqWarm, C.seq, "latency");
+    const i = await interleaved(
+      { node: ops.node, floor: ops.floor, nrfloor: ops.nodeRedFloor },
+      C.seqWarm,
+      C.seq,
+      "latency",
+    );
     const q = { node: pct(i.node, 50), floor: pct(i.floor, 50), nrfloor: pct(i.nrfloor, 50) };
     inter.node.push(q.node);
     inter.floor.push(q.floor);
@@ -69,21 +83,36 @@ export async function measureLatency(rig: Rig): Promise<Figures> {
     ri50.push(q.node / q.floor);
     ri99.push(pct(i.node, 99) / pct(i.floor, 99));
     riNr.push(q.nrfloor / q.floor);
-    log(`latency rep ${rep + 1}: interleaved node p50 ${q.node.toFixed(3)} | floor ${q.floor.toFixed(3)} | Node-RED floor ${q.nrfloor.toFixed(3)} ms; node / floor ${(q.node / q.floor).toFixed(3)}`);
-    log(`latency rep ${rep + 1}: node p50 ${p.node.p50.toFixed(3)} p99 ${p.node.p99.toFixed(3)} | floor ${p.floor.p50.toFixed(3)} / ${p.floor.p99.toFixed(3)} | raw PUT ${p.put.p50.toFixed(3)} / ${p.put.p99.toFixed(3)} | both records ${p.both.p50.toFixed(3)} / ${p.both.p99.toFixed(3)} | same bytes ${p.same.p50.toFixed(3)} / ${p.same.p99.toFixed(3)} ms`);
+    log(
+      `latency rep ${rep + 1}: interleaved node p50 ${q.node.toFixed(3)} | floor ${q.floor.toFixed(3)} | Node-RED floor ${q.nrfloor.toFixed(3)} ms; node / floor ${(q.node / q.floor).toFixed(3)}`,
+    );
+    log(
+      `latency rep ${rep + 1}: node p50 ${p.node.p50.toFixed(3)} p99 ${p.node.p99.toFixed(3)} | floor ${p.floor.p50.toFixed(3)} / ${p.floor.p99.toFixed(3)} | raw PUT ${p.put.p50.toFixed(3)} / ${p.put.p99.toFixed(3)} | both records ${p.both.p50.toFixed(3)} / ${p.both.p99.toFixed(3)} | same bytes ${p.same.p50.toFixed(3)} / ${p.same.p99.toFixed(3)} ms`,
+    );
   }
 
   return {
-    unlockP50Ms: round(median(lat.node.p50)), unlockP99Ms: round(median(lat.node.p99)),
-    floorP50Ms: round(median(lat.floor.p50)), floorP99Ms: round(median(lat.floor.p99)),
-    rawPutP50Ms: round(median(lat.put.p50)), rawPutP99Ms: round(median(lat.put.p99)),
-    unlockP50Ratio: round(median(ri50)), unlockP99Ratio: round(median(ri99)),
-    unlockP50MsInterleaved: round(median(inter.node)), floorP50MsInterleaved: round(median(inter.floor)),
-    nodeRedFloorP50Ms: round(median(inter.nrfloor)), nodeRedFloorRatio: round(median(riNr)),
-    unlockP50RatioBlock: round(median(r50)), unlockP99RatioBlock: round(median(r99)),
-    unlockP50RatioNoAudit: round(median(r50put)), unlockP99RatioNoAudit: round(median(r99put)),
-    bothRecordsP50Ms: round(median(lat.both.p50)), bothRecordsP99Ms: round(median(lat.both.p99)), unlockP50RatioBothRecords: round(median(r50both)),
-    sameBytesP50Ms: round(median(lat.same.p50)), unlockP50RatioSameBytes: round(median(r50same)),
+    unlockP50Ms: round(median(lat.node.p50)),
+    unlockP99Ms: round(median(lat.node.p99)),
+    floorP50Ms: round(median(lat.floor.p50)),
+    floorP99Ms: round(median(lat.floor.p99)),
+    rawPutP50Ms: round(median(lat.put.p50)),
+    rawPutP99Ms: round(median(lat.put.p99)),
+    unlockP50Ratio: round(median(ri50)),
+    unlockP99Ratio: round(median(ri99)),
+    unlockP50MsInterleaved: round(median(inter.node)),
+    floorP50MsInterleaved: round(median(inter.floor)),
+    nodeRedFloorP50Ms: round(median(inter.nrfloor)),
+    nodeRedFloorRatio: round(median(riNr)),
+    unlockP50RatioBlock: round(median(r50)),
+    unlockP99RatioBlock: round(median(r99)),
+    unlockP50RatioNoAudit: round(median(r50put)),
+    unlockP99RatioNoAudit: round(median(r99put)),
+    bothRecordsP50Ms: round(median(lat.both.p50)),
+    bothRecordsP99Ms: round(median(lat.both.p99)),
+    unlockP50RatioBothRecords: round(median(r50both)),
+    sameBytesP50Ms: round(median(lat.same.p50)),
+    unlockP50RatioSameBytes: round(median(r50same)),
     ...growth.figures(rig.raw),
   };
 }

@@ -34,19 +34,27 @@ export async function measureMemory(simUrl: string, C: Counts): Promise<Figures>
   const mem = await runMemoryChild(simUrl, C.memBase, C.memTotal);
   if (mem.failed !== 0) throw new Error(`memory child: ${mem.failed} unlocks failed`);
   return {
-    rssGrowthMiB: round(MiB(mem.rssTotal - mem.rssBase), 2), heapGrowthMiB: round(MiB(mem.heapTotal - mem.heapBase), 2),
-    rssAfterBaseMiB: round(MiB(mem.rssBase), 1), rssAfterTotalMiB: round(MiB(mem.rssTotal), 1),
-    heapAfterBaseMiB: round(MiB(mem.heapBase), 1), heapAfterTotalMiB: round(MiB(mem.heapTotal), 1),
-    memoryBaseMessages: mem.base, memoryMessages: mem.total,
+    rssGrowthMiB: round(MiB(mem.rssTotal - mem.rssBase), 2),
+    heapGrowthMiB: round(MiB(mem.heapTotal - mem.heapBase), 2),
+    rssAfterBaseMiB: round(MiB(mem.rssBase), 1),
+    rssAfterTotalMiB: round(MiB(mem.rssTotal), 1),
+    heapAfterBaseMiB: round(MiB(mem.heapBase), 1),
+    heapAfterTotalMiB: round(MiB(mem.heapTotal), 1),
+    memoryBaseMessages: mem.base,
+    memoryMessages: mem.total,
   };
 }
 
 async function runMemoryChild(simUrl: string, base: number, total: number): Promise<MemoryOut> {
   const entry = path.join(__dirname, "bench.js");
-  const child = spawn(process.execPath, ["--expose-gc", entry, "--child", "memory", "--sim", simUrl, "--base", String(base), "--total", String(total)], {
-    stdio: ["ignore", "pipe", "pipe"],
-    cwd: REPO_ROOT,
-  });
+  const child = spawn(
+    process.execPath,
+    ["--expose-gc", entry, "--child", "memory", "--sim", simUrl, "--base", String(base), "--total", String(total)],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      cwd: REPO_ROOT,
+    },
+  );
   process.once("exit", () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   });
@@ -86,7 +94,10 @@ export async function memoryChild(args: Args): Promise<void> {
       }
       const m = process.memoryUsage();
       // Diagnostics: BENCH_HEAPSNAP=dir writes a heap snapshot at each measurement point.
-      if (process.env.BENCH_HEAPSNAP) (await import("node:v8")).writeHeapSnapshot(path.join(process.env.BENCH_HEAPSNAP, `bench-${sent}.heapsnapshot`));
+      if (process.env.BENCH_HEAPSNAP)
+        (await import("node:v8")).writeHeapSnapshot(
+          path.join(process.env.BENCH_HEAPSNAP, `bench-${sent}.heapsnapshot`),
+        );
       return { rss: m.rss, heap: m.heapUsed };
     };
     const runTo = async (target: number) => {
@@ -98,7 +109,9 @@ export async function memoryChild(args: Args): Promise<void> {
         await resetLog(simUrl);
         if (process.env.BENCH_MEM_TRACE) {
           const m = process.memoryUsage();
-          process.stderr.write(`memory after ${sent}: rss ${MiB(m.rss).toFixed(1)} heapUsed ${MiB(m.heapUsed).toFixed(1)} heapTotal ${MiB(m.heapTotal).toFixed(1)} external ${MiB(m.external).toFixed(1)} arrayBuffers ${MiB(m.arrayBuffers).toFixed(1)} MiB\n`);
+          process.stderr.write(
+            `memory after ${sent}: rss ${MiB(m.rss).toFixed(1)} heapUsed ${MiB(m.heapUsed).toFixed(1)} heapTotal ${MiB(m.heapTotal).toFixed(1)} external ${MiB(m.external).toFixed(1)} arrayBuffers ${MiB(m.arrayBuffers).toFixed(1)} MiB\n`,
+          );
         }
       }
     };
@@ -109,8 +122,15 @@ export async function memoryChild(args: Args): Promise<void> {
     const stats = accountOf().audit.stats();
     await unloadRuntime();
     const result: MemoryOut = {
-      base: args.base, total: args.total, failed,
-      rssBase: a.rss, rssTotal: b.rss, heapBase: a.heap, heapTotal: b.heap, auditRecords: stats.records, auditFsyncs: stats.fsyncs,
+      base: args.base,
+      total: args.total,
+      failed,
+      rssBase: a.rss,
+      rssTotal: b.rss,
+      heapBase: a.heap,
+      heapTotal: b.heap,
+      auditRecords: stats.records,
+      auditFsyncs: stats.fsyncs,
     };
     process.stdout.write("MEMORY " + JSON.stringify(result) + "\n");
   } finally {

@@ -51,9 +51,15 @@ interface TestHelper {
 const requireCjs = createRequire(__filename);
 const helper = requireCjs("node-red-node-test-helper") as TestHelper;
 helper.init(require.resolve("node-red", { paths: [REPO_ROOT] }));
-const nrNodes = path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [path.dirname(require.resolve("node-red", { paths: [REPO_ROOT] }))] }));
+const nrNodes = path.dirname(
+  require.resolve("@node-red/nodes/package.json", {
+    paths: [path.dirname(require.resolve("node-red", { paths: [REPO_ROOT] }))],
+  }),
+);
 const load = (p: string): unknown => requireCjs(p);
-const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"].map((n) => load(path.join(REPO_ROOT, "nodes", `${n}.js`)));
+const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"].map((n) =>
+  load(path.join(REPO_ROOT, "nodes", `${n}.js`)),
+);
 
 /**
  * The Node-RED floor: a node that does the floor's work (Raw.auditedPut: one audit line, fsync,
@@ -65,11 +71,21 @@ function benchFloorNode(RED: NodeAPI): void {
     RED.nodes.createNode(this, config);
     this.on("input", (msg, send, done) => {
       if (!floorForNode) return done(new Error("bench: no floor"));
-      floorForNode.auditedPut().then(() => { send(msg); done(); }, (e: Error) => done(e));
+      floorForNode.auditedPut().then(
+        () => {
+          send(msg);
+          done();
+        },
+        (e: Error) => done(e),
+      );
     });
   });
 }
-const CORE_NODES = [benchFloorNode, load(path.join(nrNodes, "core", "network", "21-httprequest.js")), load(path.join(nrNodes, "core", "function", "15-change.js"))];
+const CORE_NODES = [
+  benchFloorNode,
+  load(path.join(nrNodes, "core", "network", "21-httprequest.js")),
+  load(path.join(nrNodes, "core", "function", "15-change.js")),
+];
 
 export async function loadRuntime(flow: Record<string, unknown>[], userDir: string): Promise<void> {
   helper.settings({ userDir, logging: { console: { level: "off" } } });
@@ -83,14 +99,18 @@ export async function loadRuntime(flow: Record<string, unknown>[], userDir: stri
   const proto = helper._NodePrototype;
   for (const n of flow) {
     const node = typeof n.id === "string" ? helper.getNode(n.id) : null;
-    if (node && Object.prototype.hasOwnProperty.call(node, "send") && typeof node.send?.getCalls === "function") node.send = proto.send;
+    if (node && Object.prototype.hasOwnProperty.call(node, "send") && typeof node.send?.getCalls === "function")
+      node.send = proto.send;
   }
-  if (typeof proto.send.getCalls === "function" || typeof proto.status.getCalls === "function") throw new Error("the test helper's spies are still in place");
+  if (typeof proto.send.getCalls === "function" || typeof proto.status.getCalls === "function")
+    throw new Error("the test helper's spies are still in place");
 }
 
 export async function unloadRuntime(): Promise<void> {
   await helper.unload();
-  const registry = load(path.join(REPO_ROOT, "dist", "src", "account", "registry.js")) as { closeAllParked(): Promise<void> };
+  const registry = load(path.join(REPO_ROOT, "dist", "src", "account", "registry.js")) as {
+    closeAllParked(): Promise<void>;
+  };
   await registry.closeAllParked();
 }
 
@@ -131,7 +151,11 @@ function flowNode(id: string): RuntimeNode {
 export class Driver {
   private readonly pending = new Map<string, (port: number, msg: Msg) => void>();
   private seq = 0;
-  constructor(private readonly entry: string, sinks: string[], private readonly prefix: string) {
+  constructor(
+    private readonly entry: string,
+    sinks: string[],
+    private readonly prefix: string,
+  ) {
     sinks.forEach((id, port) => {
       flowNode(id).on("input", (m) => {
         const r = this.pending.get(m._msgid);
@@ -156,7 +180,11 @@ export class Driver {
  * A door-unlock node built by flows.unlockNode(id): its driver, and the op that sends it a
  * message made by `msg` (an empty one by default) and succeeds when it leaves by output 1 (accepted).
  */
-export function unlockDriver(id: string, prefix: string, msg: () => Record<string, unknown> = () => ({})): { driver: Driver; op: Op } {
+export function unlockDriver(
+  id: string,
+  prefix: string,
+  msg: () => Record<string, unknown> = () => ({}),
+): { driver: Driver; op: Op } {
   const driver = new Driver(id, [`${id}-ok`, `${id}-fail`], prefix);
   return { driver, op: async () => (await driver.send(msg())).port === 0 };
 }
@@ -216,7 +244,13 @@ export async function startRig(simUrl: string, userDir: string, C: Counts, reps:
   const nodeRedFloor = new Driver("nrf", ["nrf-out"], "f");
   let closed = false;
   return {
-    simUrl, C, reps, userDir, account, raw, refreshToken,
+    simUrl,
+    C,
+    reps,
+    userDir,
+    account,
+    raw,
+    refreshToken,
     unlock: u1.driver,
     ops: {
       node: u1.op,
@@ -228,7 +262,9 @@ export async function startRig(simUrl: string, userDir: string, C: Counts, reps:
       status: async () => (await status.send({})).port === 0,
       rawGet: () => raw.get(),
       // The hand-built flow's input: the login body, as an inject or change node would set it.
-      handBuilt: async () => (await hand.send({ payload: { phoneNumber: OTHER_ACCOUNT.phoneNumber, password: OTHER_ACCOUNT.password } })).msg.statusCode === 200,
+      handBuilt: async () =>
+        (await hand.send({ payload: { phoneNumber: OTHER_ACCOUNT.phoneNumber, password: OTHER_ACCOUNT.password } })).msg
+          .statusCode === 200,
     },
     close: async () => {
       if (closed) return;

@@ -19,7 +19,10 @@ export async function measureScale(reps: number, lookups: number): Promise<Figur
     locks: [{ id: 1, name: "Main lock" }],
   }));
   const text = JSON.stringify(devices);
-  const names = Array.from({ length: lookups }, (_, i) => `${i % 2 === 0 ? "North Campus" : "South Campus"} / Door ${(i * 7919) % 5000}`);
+  const names = Array.from(
+    { length: lookups },
+    (_, i) => `${i % 2 === 0 ? "North Campus" : "South Campus"} / Door ${(i * 7919) % 5000}`,
+  );
   const validate: number[] = [];
   const index: number[] = [];
   const lookup: number[] = [];
@@ -44,7 +47,12 @@ export async function measureScale(reps: number, lookups: number): Promise<Figur
   }
   const v = median(validate);
   const i = median(index);
-  const f = { deviceValidate10kMs: round(v), deviceIndexOnly10kMs: round(i), deviceIndex10kMs: round(v + i), nameLookupUs: round(median(lookup)) };
+  const f = {
+    deviceValidate10kMs: round(v),
+    deviceIndexOnly10kMs: round(i),
+    deviceIndex10kMs: round(v + i),
+    nameLookupUs: round(median(lookup)),
+  };
   log(`scale: ${JSON.stringify(f)}`);
   return f;
 }

@@ -39,6 +39,8 @@ export async function measureRefresh(rig: Rig): Promise<Figures> {
     refreshAccepted: outs.filter((o) => o.port === 0).length,
     loginsUnderExpiry: demo.filter(isLogin).length,
   };
-  log(`expired token: ${f.refreshesUnder1000} refresh(es), ${f.loginsUnderExpiry} login(s), ${f.refreshAccepted}/${n} accepted`);
+  log(
+    `expired token: ${f.refreshesUnder1000} refresh(es), ${f.loginsUnderExpiry} login(s), ${f.refreshAccepted}/${n} accepted`,
+  );
   return f;
 }

@@ -15,7 +15,9 @@ export interface SimProc {
 
 /** Starts the simulator on an ephemeral loopback port, rate limit off, no latency faults. */
 export async function startSimProcess(): Promise<SimProc> {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, "bin", "door-access-sim.js"), "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, "bin", "door-access-sim.js"), "--port", "0"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`door-access-sim did not start:\n${out}`)), 30_000);
@@ -73,9 +75,14 @@ export interface LogEntry {
 }
 
 export async function simRequests(url: string, accountId?: string): Promise<LogEntry[]> {
-  return simControl<LogEntry[]>(url, "GET", `/_sim/requests${accountId ? `?accountId=${encodeURIComponent(accountId)}` : ""}`);
+  return simControl<LogEntry[]>(
+    url,
+    "GET",
+    `/_sim/requests${accountId ? `?accountId=${encodeURIComponent(accountId)}` : ""}`,
+  );
 }
 export const resetLog = (url: string) => simControl(url, "DELETE", "/_sim/requests");
 /** Calls to the service's API (not the docs, not unknown paths). */
 export const apiCalls = (log: LogEntry[]) => log.filter((e) => e.operation !== "docs" && e.operation !== "unknown");
-export const isLogin = (e: LogEntry) => e.operation === "loginByPhone" || e.operation === "loginByEmail" || e.operation === "login";
+export const isLogin = (e: LogEntry) =>
+  e.operation === "loginByPhone" || e.operation === "loginByEmail" || e.operation === "login";

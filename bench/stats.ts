@@ -64,7 +64,12 @@ export async function inFlight(k: number, n: number, op: Op): Promise<{ perSec: 
  * alike, and each operation finds the caches as the other kinds left them. Latency samples in
  * ms per kind. Throws when an operation fails.
  */
-export async function interleaved<K extends string>(ops: Record<K, Op>, warm: number, n: number, what: string): Promise<Record<K, number[]>> {
+export async function interleaved<K extends string>(
+  ops: Record<K, Op>,
+  warm: number,
+  n: number,
+  what: string,
+): Promise<Record<K, number[]>> {
   const kinds = Object.keys(ops) as K[];
   const samples = Object.fromEntries(kinds.map((k) => [k, [] as number[]])) as Record<K, number[]>;
   for (let i = 0; i < warm + n; i++) {

@@ -44,15 +44,23 @@ export async function measureUnlockThroughput(rig: Rig): Promise<Figures> {
       cpu[v].push(r.cpuUs);
     }
     ratio.push(got.node / got.put);
-    log(`unlock throughput rep ${rep + 1} (50 in flight): node ${got.node.toFixed(0)}/s, floor ${got.floor.toFixed(0)}/s, raw PUT ${got.put.toFixed(0)}/s`);
+    log(
+      `unlock throughput rep ${rep + 1} (50 in flight): node ${got.node.toFixed(0)}/s, floor ${got.floor.toFixed(0)}/s, raw PUT ${got.put.toFixed(0)}/s`,
+    );
   }
   const { fsyncsPerRecord, fsyncsPerUnlock, auditRecordsPerUnlock } = commit.figures(accepted);
   return {
-    unlockThroughput50: round(median(t.node), 1), floorThroughput50: round(median(t.floor), 1), rawPutThroughput50: round(median(t.put), 1),
+    unlockThroughput50: round(median(t.node), 1),
+    floorThroughput50: round(median(t.floor), 1),
+    rawPutThroughput50: round(median(t.put), 1),
     unlockThroughputRatio50: round(median(ratio)),
-    unlockCpuUs: round(median(cpu.node), 1), floorCpuUs: round(median(cpu.floor), 1), rawPutCpuUs: round(median(cpu.put), 1),
+    unlockCpuUs: round(median(cpu.node), 1),
+    floorCpuUs: round(median(cpu.floor), 1),
+    rawPutCpuUs: round(median(cpu.put), 1),
     callsPerUnlock: round(calls / accepted, 4),
-    fsyncsPerRecord, fsyncsPerUnlock, auditRecordsPerUnlock,
+    fsyncsPerRecord,
+    fsyncsPerUnlock,
+    auditRecordsPerUnlock,
   };
 }
 
@@ -79,7 +87,10 @@ export async function measureStatusThroughput(rig: Rig): Promise<Figures> {
   }
   await resetLog(rig.simUrl);
   return {
-    statusThroughput200: round(median(t.node), 1), rawStatusThroughput200: round(median(t.raw), 1), statusThroughputRatio: round(median(ratio)),
-    statusCpuUs: round(median(cpu.node), 1), rawStatusCpuUs: round(median(cpu.raw), 1),
+    statusThroughput200: round(median(t.node), 1),
+    rawStatusThroughput200: round(median(t.raw), 1),
+    statusThroughputRatio: round(median(ratio)),
+    statusCpuUs: round(median(cpu.node), 1),
+    rawStatusCpuUs: round(median(cpu.raw), 1),
   };
 }

@@ -19,7 +19,8 @@ function files(dir: string, ext: string): string[] {
 
 /** A compiled file whose source is gone (a moved or deleted module) is stale output: not walked. */
 const live = (f: string): boolean =>
-  !f.endsWith(".js") || fs.existsSync(path.join(ROOT, path.relative(path.join(ROOT, "dist"), f)).replace(/\.js$/, ".ts"));
+  !f.endsWith(".js") ||
+  fs.existsSync(path.join(ROOT, path.relative(path.join(ROOT, "dist"), f)).replace(/\.js$/, ".ts"));
 
 /** The graph of relative imports: file → files it imports (resolved, same extension as the file). */
 function graph(dir: string, ext: ".js" | ".ts", pattern: RegExp): Map<string, string[]> {
@@ -54,7 +55,12 @@ function cycles(g: Map<string, string[]>): string[][] {
 
 const checks: [string, string, ".js" | ".ts", RegExp][] = [
   ["compiled requires", path.join(ROOT, "dist", "src"), ".js", /\brequire\("(\.{1,2}\/[^"]+)"\)/g],
-  ["source imports (import type included)", path.join(ROOT, "src"), ".ts", /\b(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g],
+  [
+    "source imports (import type included)",
+    path.join(ROOT, "src"),
+    ".ts",
+    /\b(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g,
+  ],
 ];
 let failed = false;
 for (const [name, dir, ext, pattern] of checks) {

@@ -89,7 +89,7 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       "Node-RED started by `npm start` with `@door-access/node-red` installed, a simulator of the door " +
       `service at ${o.simUrl} and ${o.mqttPort === null ? "no MQTT broker" : `an MQTT broker at 127.0.0.1:${o.mqttPort}`}.\n\n` +
       "Each example from Import > Examples is deployed on its own tab. The account " +
-      "\"Demo account (simulator)\" is logged in with the simulator's demo account (printed by `npm start`).",
+      '"Demo account (simulator)" is logged in with the simulator\'s demo account (printed by `npm start`).',
   });
   flows.push({
     id: "d00ac0dec0000001", // not d00ac0de000000NN: those are the example tabs (this id was the tab of example 01)
@@ -98,8 +98,8 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
     name: "Door access demo: one example per tab",
     info:
       `Simulator: ${o.simUrl} (control surface ${o.simUrl}/_sim/, e.g. GET /_sim/requests, GET /_sim/counts, ` +
-      "POST /_sim/devices/101/online {\"online\":false}, POST /_sim/accounts/demo/supersede).\n\n" +
-      "Start with the tab \"01 Button unlocks a door\": press the inject button and watch the debug sidebar.",
+      'POST /_sim/devices/101/online {"online":false}, POST /_sim/accounts/demo/supersede).\n\n' +
+      'Start with the tab "01 Button unlocks a door": press the inject button and watch the debug sidebar.',
     // Left edge at 40, on the grid (the comment is 340 px wide here): test/editor/example-layout.browser.test.ts.
     x: 210,
     y: 40,
@@ -108,11 +108,23 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
   o.examples.forEach((ex, i) => {
     const tabId = `d00ac0de${String(i + 1).padStart(8, "0")}`;
     const comment = ex.nodes.find((n) => n.type === "comment");
-    flows.push({ id: tabId, type: "tab", label: ex.title, disabled: false, info: typeof comment?.info === "string" ? comment.info : "" });
+    flows.push({
+      id: tabId,
+      type: "tab",
+      label: ex.title,
+      disabled: false,
+      info: typeof comment?.info === "string" ? comment.info : "",
+    });
     flows.push(...exampleOnTab(ex, tabId, o.accountId));
     for (const n of ex.nodes) if (isConfigNode(n) && !configs.has(n.id)) configs.set(n.id, { ...n });
   });
-  configs.set(o.accountId, { id: o.accountId, type: "door-account", name: "Demo account (simulator)", loginMethod: "phone", auditLog: "" });
+  configs.set(o.accountId, {
+    id: o.accountId,
+    type: "door-account",
+    name: "Demo account (simulator)",
+    loginMethod: "phone",
+    auditLog: "",
+  });
   for (const c of configs.values()) {
     if (c.type === "door-account") {
       c.baseUrl = o.simUrl;
@@ -143,5 +155,7 @@ export function encryptCredentials(secret: string, credentials: Record<string, u
   const key = createHash("sha256").update(secret).digest();
   const iv = randomBytes(16);
   const cipher = createCipheriv("aes-256-ctr", key, iv);
-  return { $: iv.toString("hex") + cipher.update(JSON.stringify(credentials), "utf8", "base64") + cipher.final("base64") };
+  return {
+    $: iv.toString("hex") + cipher.update(JSON.stringify(credentials), "utf8", "base64") + cipher.final("base64"),
+  };
 }

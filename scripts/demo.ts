@@ -35,7 +35,8 @@ import { startDemo, type DemoOptions, type RunningDemo } from "./start-demo.js";
 export function parseArgs(argv: string[]): DemoOptions {
   const o: DemoOptions = {};
   const port = (flag: string, v: string | undefined): number => {
-    if (v === undefined || !/^\d{1,5}$/.test(v) || Number(v) > 65535) throw new Error(`${flag} needs a port number (0 = any free port)`);
+    if (v === undefined || !/^\d{1,5}$/.test(v) || Number(v) > 65535)
+      throw new Error(`${flag} needs a port number (0 = any free port)`);
     return Number(v);
   };
   for (let i = 0; i < argv.length; i++) {
@@ -45,8 +46,13 @@ export function parseArgs(argv: string[]): DemoOptions {
     else if (a === "--sim-port") o.simPort = port(a, v);
     else if (a === "--editor-port") o.editorPort = port(a, v);
     else if (a === "--mqtt-port") o.mqttPort = v === "off" ? false : port(a, v);
-    else if (a === "--no-examples") { o.deployExamples = false; continue; }
-    else throw new Error(`unknown option ${a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`);
+    else if (a === "--no-examples") {
+      o.deployExamples = false;
+      continue;
+    } else
+      throw new Error(
+        `unknown option ${a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`,
+      );
     i++;
   }
   return o;

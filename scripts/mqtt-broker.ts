@@ -9,11 +9,16 @@ export interface Broker {
 /** An in-process MQTT broker (aedes) on 127.0.0.1: `preferred`, or an ephemeral port when busy. */
 export async function startBroker(preferred: number): Promise<Broker> {
   // aedes 1.x is ESM only, with no default export.
-  const { Aedes } = (await import("aedes")) as unknown as { Aedes: { createBroker(): Promise<{ handle: (s: net.Socket) => void; close(cb?: () => void): void }> } };
+  const { Aedes } = (await import("aedes")) as unknown as {
+    Aedes: { createBroker(): Promise<{ handle: (s: net.Socket) => void; close(cb?: () => void): void }> };
+  };
   const broker = await Aedes.createBroker();
   const server = net.createServer((socket) => broker.handle(socket));
   const sockets = new Set<net.Socket>();
-  server.on("connection", (s) => { sockets.add(s); s.once("close", () => sockets.delete(s)); });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+  });
   const listen = (port: number) =>
     new Promise<number>((resolve, reject) => {
       server.once("error", reject);

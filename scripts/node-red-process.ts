@@ -24,7 +24,17 @@ export function installPackageLink(userDir: string, repoRoot = REPO_ROOT): void 
   const rel = path.relative(userDir, repoRoot).split(path.sep).join("/") || ".";
   fs.writeFileSync(
     pkgFile,
-    JSON.stringify({ name: "door-access-demo-userdir", description: "Node-RED user directory of the door-access demo", version: "0.0.0", private: true, dependencies: { [PACKAGE_NAME]: `file:${rel}` } }, null, 2) + "\n",
+    JSON.stringify(
+      {
+        name: "door-access-demo-userdir",
+        description: "Node-RED user directory of the door-access demo",
+        version: "0.0.0",
+        private: true,
+        dependencies: { [PACKAGE_NAME]: `file:${rel}` },
+      },
+      null,
+      2,
+    ) + "\n",
   );
   const scopeDir = path.join(userDir, "node_modules", "@door-access");
   fs.mkdirSync(scopeDir, { recursive: true });
@@ -98,7 +108,8 @@ export async function freePort(preferred = 0, span = 1): Promise<number> {
  */
 export function nodeRedPackage(): string {
   const name = process.env.DOOR_ACCESS_NODE_RED?.trim() || "node-red";
-  if (!/^node-red(-\d+)?$/.test(name)) throw new Error(`DOOR_ACCESS_NODE_RED must be node-red or an alias like node-red-5, got ${JSON.stringify(name)}`);
+  if (!/^node-red(-\d+)?$/.test(name))
+    throw new Error(`DOOR_ACCESS_NODE_RED must be node-red or an alias like node-red-5, got ${JSON.stringify(name)}`);
   return name;
 }
 
@@ -125,7 +136,13 @@ export interface NodeRedProcess {
  * other program holding the port answers without it, and is never taken for the editor: Node-RED
  * then exits with "port in use", which the caller sees (and startNodeRedOnFreePort retries).
  */
-export async function startNodeRed(o: { userDir: string; settings: string; port: number; onLog?: (line: string) => void; timeoutMs?: number }): Promise<NodeRedProcess> {
+export async function startNodeRed(o: {
+  userDir: string;
+  settings: string;
+  port: number;
+  onLog?: (line: string) => void;
+  timeoutMs?: number;
+}): Promise<NodeRedProcess> {
   const instance = randomBytes(16).toString("hex");
   // stdin is a pipe this process holds and never writes to: when this process is gone, however
   // it ended, the pipe closes and the preloaded stop-with-parent stops Node-RED (an orphaned
@@ -148,12 +165,19 @@ export async function startNodeRed(o: { userDir: string; settings: string; port:
   child.stderr.on("data", onData);
   child.stdin.on("error", () => undefined); // never written to
   let exited = child.exitCode !== null;
-  const exitP = new Promise<void>((resolve) => child.once("exit", () => { exited = true; resolve(); }));
+  const exitP = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      exited = true;
+      resolve();
+    }),
+  );
 
   const stop = async () => {
     if (exited) return;
     child.kill("SIGINT");
-    const forced = setTimeout(() => { if (!exited) child.kill("SIGKILL"); }, 10_000);
+    const forced = setTimeout(() => {
+      if (!exited) child.kill("SIGKILL");
+    }, 10_000);
     await exitP;
     clearTimeout(forced);
   };
@@ -161,7 +185,8 @@ export async function startNodeRed(o: { userDir: string; settings: string; port:
   const url = `http://127.0.0.1:${o.port}`;
   const deadline = Date.now() + (o.timeoutMs ?? 60_000);
   for (;;) {
-    if (exited) throw new Error(`Node-RED exited before the editor answered (exit code ${child.exitCode}):\n${out.slice(-4000)}`);
+    if (exited)
+      throw new Error(`Node-RED exited before the editor answered (exit code ${child.exitCode}):\n${out.slice(-4000)}`);
     if (Date.now() > deadline) {
       await stop();
       throw new Error(`Node-RED did not answer at ${url} within ${o.timeoutMs ?? 60_000} ms:\n${out.slice(-4000)}`);
@@ -215,12 +240,19 @@ export function processAlive(pid: number): boolean {
 }
 
 /** Polls the account's admin state endpoint until it reports `state` (or the time is up). */
-export async function waitForAccountState(editorUrl: string, accountId: string, state = "ready", timeoutMs = 20_000): Promise<{ state: string; reason: string | null }> {
+export async function waitForAccountState(
+  editorUrl: string,
+  accountId: string,
+  state = "ready",
+  timeoutMs = 20_000,
+): Promise<{ state: string; reason: string | null }> {
   const deadline = Date.now() + timeoutMs;
   let last: { state: string; reason: string | null } = { state: "unknown", reason: null };
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(new URL(`door-access/accounts/${accountId}/state`, editorUrl), { signal: AbortSignal.timeout(2000) });
+      const res = await fetch(new URL(`door-access/accounts/${accountId}/state`, editorUrl), {
+        signal: AbortSignal.timeout(2000),
+      });
       if (res.ok) {
         last = (await res.json()) as { state: string; reason: string | null };
         if (last.state === state) return last;

@@ -7,9 +7,24 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../src/simulator/index.js";
-import { DASHBOARD_PACKAGE, buildDemoFlows, dashboardPath, encryptCredentials, loadExamples, newNodeId } from "./demo-flows.js";
+import {
+  DASHBOARD_PACKAGE,
+  buildDemoFlows,
+  dashboardPath,
+  encryptCredentials,
+  loadExamples,
+  newNodeId,
+} from "./demo-flows.js";
 import { startBroker, type Broker } from "./mqtt-broker.js";
-import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink, processAlive, settingsFile, startNodeRedOnFreePort } from "./node-red-process.js";
+import {
+  DEMO_CREDENTIAL_SECRET,
+  REPO_ROOT,
+  freePort,
+  installPackageLink,
+  processAlive,
+  settingsFile,
+  startNodeRedOnFreePort,
+} from "./node-red-process.js";
 
 export interface DemoOptions {
   /** Folder for the demo's files (default `<repo>/.demo`); `userdir/` inside it is wiped each start. */
@@ -54,12 +69,18 @@ export interface RunningDemo {
  * delete the running demo's flows, session and audit log under it: it refuses instead, naming
  * the running editor.
  */
-interface DemoLock { pid: number; token: string; editorUrl: string | null }
+interface DemoLock {
+  pid: number;
+  token: string;
+  editorUrl: string | null;
+}
 
 function readDemoLock(file: string): DemoLock | null {
   try {
     const v = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<DemoLock>;
-    return typeof v.pid === "number" && typeof v.token === "string" ? { pid: v.pid, token: v.token, editorUrl: typeof v.editorUrl === "string" ? v.editorUrl : null } : null;
+    return typeof v.pid === "number" && typeof v.token === "string"
+      ? { pid: v.pid, token: v.token, editorUrl: typeof v.editorUrl === "string" ? v.editorUrl : null }
+      : null;
   } catch {
     return null;
   }
@@ -146,12 +167,21 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     fs.writeFileSync(path.join(userDir, "flows.json"), JSON.stringify(flows, null, 4) + "\n");
     fs.writeFileSync(
       path.join(userDir, "flows_cred.json"),
-      JSON.stringify(encryptCredentials(DEMO_CREDENTIAL_SECRET, { [accountId]: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } }), null, 4) + "\n",
+      JSON.stringify(
+        encryptCredentials(DEMO_CREDENTIAL_SECRET, {
+          [accountId]: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+        }),
+        null,
+        4,
+      ) + "\n",
     );
 
     const nr = await startNodeRedOnFreePort({
       userDir,
-      pick: () => (options.editorPort === 0 ? freePort(0) : freePort(options.editorPort ?? 1880, options.editorPort === undefined ? 20 : 1)),
+      pick: () =>
+        options.editorPort === 0
+          ? freePort(0)
+          : freePort(options.editorPort ?? 1880, options.editorPort === undefined ? 20 : 1),
       // A port the user named (--editor-port N) is probed once (freePort falls back to a free one
       // if N is busy then) and not replaced after Node-RED was started on it; a port the demo
       // picked may be picked again when it was taken in between.

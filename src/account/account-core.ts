@@ -7,7 +7,14 @@
  */
 import { type ClientOptions, type Credentials, DoorApiClient } from "../client/client.js";
 import { DeviceDirectory } from "../doors/directory.js";
-import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, renewalLimited, retryAfterSecOf } from "../doors/list-policy.js";
+import {
+  DEVICE_LIST_TTL_MS,
+  DeviceListUnavailableError,
+  isRateLimit,
+  listRetryDelayMs,
+  renewalLimited,
+  retryAfterSecOf,
+} from "../doors/list-policy.js";
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
@@ -66,7 +73,13 @@ export class AccountCore {
   private locationCache: { at: number; list: Location[] } | null = null;
   private locationFetch: Promise<Location[]> | null = null;
   /** The location list's back-off, as the device list's (directory.ts): monotonic; no fetch within a Retry-After, one message try per window. */
-  private locationBackoff = { failures: 0, lastError: null as unknown, retryAt: Number.NEGATIVE_INFINITY, notBefore: Number.NEGATIVE_INFINITY, tryUsed: false };
+  private locationBackoff = {
+    failures: 0,
+    lastError: null as unknown,
+    retryAt: Number.NEGATIVE_INFINITY,
+    notBefore: Number.NEGATIVE_INFINITY,
+    tryUsed: false,
+  };
   private closed = false;
   private started: Promise<void> | null = null;
   private warmTimer: unknown = null;
@@ -219,7 +232,13 @@ export class AccountCore {
         .then(
           (list) => {
             this.locationCache = { at: this.clock.now(), list };
-            this.locationBackoff = { failures: 0, lastError: null, retryAt: Number.NEGATIVE_INFINITY, notBefore: Number.NEGATIVE_INFINITY, tryUsed: false };
+            this.locationBackoff = {
+              failures: 0,
+              lastError: null,
+              retryAt: Number.NEGATIVE_INFINITY,
+              notBefore: Number.NEGATIVE_INFINITY,
+              tryUsed: false,
+            };
             return list;
           },
           (e: unknown) => {

@@ -14,7 +14,11 @@ import { DEFAULT_KEY_PREFIX } from "../session/redis-store.js";
 import { LoginByEmailRequest, PHONE_PATTERN, type Device, type Location } from "../spec/schemas.js";
 import type { Clock } from "../util/clock.js";
 import { AccountCore, type AccountCoreOptions, type SessionStoreChoice } from "./account-core.js";
-import { type DescriptionCheckLog, type ServiceDescriptionCheck, acquireDescriptionCheck } from "./description-check.js";
+import {
+  type DescriptionCheckLog,
+  type ServiceDescriptionCheck,
+  acquireDescriptionCheck,
+} from "./description-check.js";
 
 export { AccountCore, type SessionStoreChoice };
 /** How long closing an account waits for unlocks in flight (Node-RED gives a node 15 s to close). */
@@ -34,7 +38,9 @@ export interface AccountSettings {
  * Checks the account's configuration. Returns the credentials ready to use, or the list of
  * problems in plain words (never echoing a secret value).
  */
-export function checkAccountSettings(s: AccountSettings): { ok: true; baseUrl: string; credentials: Credentials } | { ok: false; problems: string[] } {
+export function checkAccountSettings(
+  s: AccountSettings,
+): { ok: true; baseUrl: string; credentials: Credentials } | { ok: false; problems: string[] } {
   const problems: string[] = [];
   let baseUrl = "";
   try {
@@ -68,10 +74,17 @@ export type SessionStoreKind = "file" | "redis";
 export const SESSION_STORES: readonly SessionStoreKind[] = ["file", "redis"];
 
 /** Checks the session store part of an account's configuration. */
-export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unknown; redisKeyPrefix?: unknown; redisPassword?: unknown }): { ok: true; store: SessionStoreChoice } | { ok: false; problems: string[] } {
-  const kind = s.sessionStore === undefined || s.sessionStore === null || s.sessionStore === "" ? "file" : s.sessionStore;
+export function checkStoreSettings(s: {
+  sessionStore?: unknown;
+  redisUrl?: unknown;
+  redisKeyPrefix?: unknown;
+  redisPassword?: unknown;
+}): { ok: true; store: SessionStoreChoice } | { ok: false; problems: string[] } {
+  const kind =
+    s.sessionStore === undefined || s.sessionStore === null || s.sessionStore === "" ? "file" : s.sessionStore;
   if (kind === "file") return { ok: true, store: { kind: "file" } };
-  if (kind !== "redis") return { ok: false, problems: [`the session store must be one of ${SESSION_STORES.join(", ")}`] };
+  if (kind !== "redis")
+    return { ok: false, problems: [`the session store must be one of ${SESSION_STORES.join(", ")}`] };
   const problems: string[] = [];
   const raw = typeof s.redisUrl === "string" ? s.redisUrl.trim() : "";
   let url: URL | null = null;
@@ -85,10 +98,16 @@ export function checkStoreSettings(s: { sessionStore?: unknown; redisUrl?: unkno
   } else if (url.password) {
     // The URL is a node property, kept in the flow file; the password is a credential
     // (docs/security.md#secrets). The problem never quotes the URL.
-    problems.push("the Redis URL must not hold a password: put it in the Redis password field (an ACL user name may stay in the URL)");
+    problems.push(
+      "the Redis URL must not hold a password: put it in the Redis password field (an ACL user name may stay in the URL)",
+    );
   }
-  const prefix = s.redisKeyPrefix === undefined || s.redisKeyPrefix === null || s.redisKeyPrefix === "" ? DEFAULT_KEY_PREFIX : s.redisKeyPrefix;
-  if (typeof prefix !== "string" || prefix.length > 100 || /\s/.test(prefix)) problems.push("the Redis key prefix must be at most 100 characters without spaces");
+  const prefix =
+    s.redisKeyPrefix === undefined || s.redisKeyPrefix === null || s.redisKeyPrefix === ""
+      ? DEFAULT_KEY_PREFIX
+      : s.redisKeyPrefix;
+  if (typeof prefix !== "string" || prefix.length > 100 || /\s/.test(prefix))
+    problems.push("the Redis key prefix must be at most 100 characters without spaces");
   if (problems.length > 0) return { ok: false, problems };
   const password = typeof s.redisPassword === "string" && s.redisPassword.length > 0 ? s.redisPassword : null;
   return { ok: true, store: { kind: "redis", url: raw, password, keyPrefix: prefix as string } };

@@ -61,7 +61,9 @@ export function descriptionUrl(docsUrl: unknown, baseUrl: string): URL {
   try {
     url = parseBaseUrl(raw);
   } catch (e) {
-    throw new BaseUrlError(e instanceof BaseUrlError ? e.message.replace(/^base URL/, "the docs URL") : "the docs URL is invalid");
+    throw new BaseUrlError(
+      e instanceof BaseUrlError ? e.message.replace(/^base URL/, "the docs URL") : "the docs URL is invalid",
+    );
   }
   if (!/\.json$/i.test(url.pathname)) url.pathname = `${url.pathname.replace(/\/+$/, "")}/openapi.json`;
   return url;
@@ -210,7 +212,12 @@ export class ServiceDescriptionCheck {
       // No Authorization, no cookie: the description is public, and this request is not the session's.
       const headers: Record<string, string> = { accept: "application/json" };
       if (this.etag !== null) headers["if-none-match"] = this.etag;
-      const res = await pool.request({ path: this.url.pathname + this.url.search, method: "GET", headers, signal: abort.signal });
+      const res = await pool.request({
+        path: this.url.pathname + this.url.search,
+        method: "GET",
+        headers,
+        signal: abort.signal,
+      });
       const tag = res.headers.etag;
       etag = typeof tag === "string" && tag.length > 0 && tag.length <= 200 ? tag : null;
       if (res.statusCode === 304 && this.etag !== null) {
@@ -284,7 +291,8 @@ function describeFailure(e: unknown): string {
   let cur: unknown = e;
   for (let i = 0; i < 4 && cur && typeof cur === "object"; i++) {
     const code = (cur as { code?: unknown }).code;
-    if (typeof code === "string") return code === "ECONNREFUSED" ? "connection refused" : code === "ENOTFOUND" ? "host not found" : code;
+    if (typeof code === "string")
+      return code === "ECONNREFUSED" ? "connection refused" : code === "ENOTFOUND" ? "host not found" : code;
     cur = (cur as { cause?: unknown }).cause;
   }
   const message = e instanceof Error ? e.message : String(e);
@@ -304,7 +312,10 @@ type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[]
  */
 const sharedChecks = new WeakMap<Clock, Map<string, SharedCheck>>();
 
-export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): { check: ServiceDescriptionCheck; release(): void } {
+export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): {
+  check: ServiceDescriptionCheck;
+  release(): void;
+} {
   const clock = options.clock ?? systemClock;
   let byUrl = sharedChecks.get(clock);
   if (!byUrl) sharedChecks.set(clock, (byUrl = new Map<string, SharedCheck>()));
@@ -313,7 +324,11 @@ export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log:
   if (!entry) {
     const logs: DescriptionCheckLog[] = [];
     const first = (): DescriptionCheckLog | undefined => logs[0];
-    const log: DescriptionCheckLog = { debug: (m) => first()?.debug(m), info: (m) => first()?.info(m), warn: (m) => first()?.warn(m) };
+    const log: DescriptionCheckLog = {
+      debug: (m) => first()?.debug(m),
+      info: (m) => first()?.info(m),
+      warn: (m) => first()?.warn(m),
+    };
     entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log }), logs };
     byUrl.set(key, entry);
   }

@@ -171,7 +171,11 @@ function park(entry: Entry, ms: number): void {
 // superseded names the other nodes of this runtime that hold, or may hold, the same account.
 // The subject is compared only: it is never shown (it may be an email address).
 
-const METHOD_TEXT: Readonly<Record<string, string>> = { phone: "phone number login", email: "email login", login: "phone number login, generic endpoint" };
+const METHOD_TEXT: Readonly<Record<string, string>> = {
+  phone: "phone number login",
+  email: "email login",
+  login: "phone number login, generic endpoint",
+};
 
 /** Pairs of cores already warned about (once per pair; a redeploy's new cores are told again). */
 const toldSameAccount = new WeakMap<AccountCore, WeakSet<AccountCore>>();
@@ -212,13 +216,15 @@ function otherHolders(entry: Entry, core: AccountCore): string | null {
   const others = sameServiceCores(entry, core);
   if (others.length === 0) return null;
   const subject = core.session.subject;
-  const names = (list: { entry: Entry; core: AccountCore }[]) => list.map((o) => describeHolder(o.entry, o.core)).join(", ");
+  const names = (list: { entry: Entry; core: AccountCore }[]) =>
+    list.map((o) => describeHolder(o.entry, o.core)).join(", ");
   const same = subject === null ? [] : others.filter((o) => o.core.session.subject === subject);
   if (same.length > 0) {
     return `${names(same)} of this Node-RED logs in to the same service account with another login (the service's tokens name the same account): use one door-account node for it`;
   }
   const maybe = others.filter((o) => subject === null || o.core.session.subject === null);
-  if (maybe.length > 0) return `another door-account node of this Node-RED on the same base URL may hold this account with another login: ${names(maybe)}`;
+  if (maybe.length > 0)
+    return `another door-account node of this Node-RED on the same base URL may hold this account with another login: ${names(maybe)}`;
   return null;
 }
 
@@ -250,7 +256,9 @@ function reconcile(entry: Entry): void {
   const first = members[0];
   const differing = members.filter((m) => !same(m.settings, first.settings));
   if (differing.length > 0) {
-    const what = members.some((m) => !samePassword(m.settings, first.settings)) ? "a different password" : "a different session store";
+    const what = members.some((m) => !samePassword(m.settings, first.settings))
+      ? "a different password"
+      : "a different session store";
     const names = [...new Set(members.map((m) => quoted(m.hooks.label, 60)))].join(", ");
     const text = `configuration conflict: door-account nodes ${names} use the same login on the same base URL with ${what}; one account has one session, so none of them logs in until their settings agree`;
     if (entry.conflict !== text) {
@@ -279,7 +287,12 @@ function reconcile(entry: Entry): void {
 }
 
 /** A door-account node of this account starts. */
-export function join(key: string, settings: Settings, make: (log: SessionLog) => AccountCore, hooks: MemberHooks): Member {
+export function join(
+  key: string,
+  settings: Settings,
+  make: (log: SessionLog) => AccountCore,
+  hooks: MemberHooks,
+): Member {
   let entry = entries.get(key);
   if (entry && entry.members.size === 0 && !same(entry.settings, settings)) {
     // A parked (or signed-in) core with other settings: the account was changed, not copied.
@@ -290,7 +303,16 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
     entry = undefined;
   }
   if (!entry) {
-    entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
+    entry = {
+      key,
+      settings,
+      core: null,
+      members: new Set(),
+      leftByDeploy: false,
+      parkTimer: null,
+      conflict: null,
+      freshStartDue: false,
+    };
     entries.set(key, entry);
   }
   clearPark(entry);
@@ -298,7 +320,13 @@ export function join(key: string, settings: Settings, make: (log: SessionLog) =>
   const member = new Member(entry, settings, make, hooks);
   entry.members.add(member);
   const core = entry.core;
-  if (entry.freshStartDue && core && !core.isClosed && same(entry.settings, settings) && HALTED_STATES.has(core.session.state)) {
+  if (
+    entry.freshStartDue &&
+    core &&
+    !core.isClosed &&
+    same(entry.settings, settings) &&
+    HALTED_STATES.has(core.session.state)
+  ) {
     // docs/session.md#halts-and-reconnect: a redeploy clears a halt with one fresh start, one login.
     hooks.log.info("redeployed while halted: one fresh login");
     void core.session.reconnect().catch(() => undefined);
@@ -410,14 +438,22 @@ export function signIn(
   if (entry && entry.members.size > 0) {
     if (entry.conflict) return { kind: "conflict", message: entry.conflict };
     if (entry.settings.store !== settings.store) {
-      return { kind: "conflict", message: `configuration conflict: ${holderOf(entry)} uses this login with another session store; nothing was sent` };
+      return {
+        kind: "conflict",
+        message: `configuration conflict: ${holderOf(entry)} uses this login with another session store; nothing was sent`,
+      };
     }
-    if (!samePassword(entry.settings, settings)) return { kind: "password-differs", holder: holderOf(entry), live: open?.session.live ?? false };
+    if (!samePassword(entry.settings, settings))
+      return { kind: "password-differs", holder: holderOf(entry), live: open?.session.live ?? false };
     if (open) return { kind: "running", core: open };
-    return { kind: "conflict", message: `${holderOf(entry)} of this login is not running (a deploy is under way): nothing was sent; try again in a moment` };
+    return {
+      kind: "conflict",
+      message: `${holderOf(entry)} of this login is not running (a deploy is under way): nothing was sent; try again in a moment`,
+    };
   }
   if (entry && entry.members.size === 0 && open && !HALTED_STATES.has(open.session.state)) {
-    if (open.session.live && !samePassword(entry.settings, settings)) return { kind: "password-differs", holder: holderOf(entry), live: true };
+    if (open.session.live && !samePassword(entry.settings, settings))
+      return { kind: "password-differs", holder: holderOf(entry), live: true };
     if (same(entry.settings, settings)) {
       entry.leftByDeploy = false;
       park(entry, SIGN_IN_PARK_MS);
@@ -434,7 +470,16 @@ export function signIn(
     retire(key, entry.core);
     void entry.core?.close().catch(() => undefined);
   }
-  entry = { key, settings, core: null, members: new Set(), leftByDeploy: false, parkTimer: null, conflict: null, freshStartDue: false };
+  entry = {
+    key,
+    settings,
+    core: null,
+    members: new Set(),
+    leftByDeploy: false,
+    parkTimer: null,
+    conflict: null,
+    freshStartDue: false,
+  };
   entries.set(key, entry);
   const core = make(log, true);
   holdNew(key, core);
@@ -479,5 +524,10 @@ export async function closeAllParked(): Promise<void> {
 
 /** For tests: how many accounts have an entry, and their members. */
 export function registrySnapshot(): { key: string; members: number; conflict: boolean; running: boolean }[] {
-  return [...entries.values()].map((e) => ({ key: e.key, members: e.members.size, conflict: e.conflict !== null, running: !!e.core && !e.core.isClosed }));
+  return [...entries.values()].map((e) => ({
+    key: e.key,
+    members: e.members.size,
+    conflict: e.conflict !== null,
+    running: !!e.core && !e.core.isClosed,
+  }));
 }

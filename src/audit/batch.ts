@@ -71,7 +71,10 @@ export function chainBatch(batch: Pending[], start: ChainPosition, rewound: numb
   const afters: ChainPosition[] = [];
   for (const p of batch) {
     const mark = lines.length === 0 ? rewound : 0;
-    const made = mark === 0 && p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash ? p.line : chainLine(p.record, pos, mark);
+    const made =
+      mark === 0 && p.line !== undefined && p.line.at.seq === pos.seq && p.line.at.hash === pos.hash
+        ? p.line
+        : chainLine(p.record, pos, mark);
     lines.push(made.text);
     afters.push(made.after);
     pos = made.after;

@@ -199,7 +199,9 @@ class ChainWalk {
       const r = parseRecord(line);
       if (!r) {
         if (torn) {
-          this.notes.push(`${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`);
+          this.notes.push(
+            `${file} line ${n}: last line incomplete (a write in progress, or torn by a crash); not checked`,
+          );
           continue;
         }
         // A torn write starts like one of ours, or is the first bytes of that start (isTornWrite);
@@ -213,14 +215,29 @@ class ChainWalk {
       const seq = r.seq;
       const prev = r.prev;
       if (seq === undefined && prev === undefined) {
-        if (this.lastSeq !== null) return { file, line: n, reason: `record without seq/prev inside the chain (after seq ${this.lastSeq})` };
+        if (this.lastSeq !== null)
+          return { file, line: n, reason: `record without seq/prev inside the chain (after seq ${this.lastSeq})` };
         this.unchained++;
         continue;
       }
-      if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 1 || typeof prev !== "string" || !/^[0-9a-f]{64}$/.test(prev)) {
+      if (
+        typeof seq !== "number" ||
+        !Number.isSafeInteger(seq) ||
+        seq < 1 ||
+        typeof prev !== "string" ||
+        !/^[0-9a-f]{64}$/.test(prev)
+      ) {
         return { file, line: n, reason: "seq or prev malformed" };
       }
-      const broken = this.link({ file, line: n, seq, prev, hash, rewound: r.rewound, firstInFile: recordsInFile === 0 });
+      const broken = this.link({
+        file,
+        line: n,
+        seq,
+        prev,
+        hash,
+        rewound: r.rewound,
+        firstInFile: recordsInFile === 0,
+      });
       if (broken) return broken;
       if (tornInside) {
         this.notes.push(`${file} line ${tornInside.n}: a torn write (not a record); the chain holds across it`);
@@ -242,18 +259,28 @@ class ChainWalk {
    * Whether a chained record goes on from where the chain stands: seq one more, prev the hash of
    * the record before. The one exception is a fork at a file's first record (see verify).
    */
-  private link(at: { file: string; line: number; seq: number; prev: string; hash: string; rewound: unknown; firstInFile: boolean }): VerifyBreak | null {
+  private link(at: {
+    file: string;
+    line: number;
+    seq: number;
+    prev: string;
+    hash: string;
+    rewound: unknown;
+    firstInFile: boolean;
+  }): VerifyBreak | null {
     const { file, line: n, seq, prev, hash } = at;
     if (this.lastSeq === null) {
       this.firstSeq = seq;
-      if (this.unchained > 0) this.notes.push(`${this.unchained} record(s) before seq ${seq} were written before the hash chain`);
+      if (this.unchained > 0)
+        this.notes.push(`${this.unchained} record(s) before seq ${seq} were written before the hash chain`);
       if (seq === 1 && prev !== GENESIS) return { file, line: n, reason: "seq 1 must have prev = 64 zeros" };
       return null;
     }
     const last = this.last;
     const where = last && last.file === file ? `line ${last.line}` : last ? `${last.file} line ${last.line}` : "";
     // Only at a record the writer marked: the first one it wrote after going back.
-    const forkedFrom = at.firstInFile && seq <= this.lastSeq && isRewound(at.rewound) ? this.prevTail?.records.get(seq) : undefined;
+    const forkedFrom =
+      at.firstInFile && seq <= this.lastSeq && isRewound(at.rewound) ? this.prevTail?.records.get(seq) : undefined;
     if (forkedFrom && this.prevTail && forkedFrom.prev === prev && forkedFrom.hash !== hash) {
       // A file boundary where the new file goes on from a record the file before it holds
       // (same seq, same prev) with another line marked `rewound`: the records from that
@@ -277,12 +304,25 @@ class ChainWalk {
         const why = at.firstInFile
           ? "the file starts after a gap: the end of the file before it was cut off (a copytruncate that lost records, a truncation) or a file is missing"
           : "lines deleted";
-        return { file, line: n, reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`, missing };
+        return {
+          file,
+          line: n,
+          reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): ${count} record(s) missing (${range}; ${why})`,
+          missing,
+        };
       }
-      return { file, line: n, reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): records reordered, repeated or inserted` };
+      return {
+        file,
+        line: n,
+        reason: `seq ${seq} follows seq ${this.lastSeq} (${where}): records reordered, repeated or inserted`,
+      };
     }
     if (prev !== this.lastHash) {
-      return { file, line: n, reason: `prev does not match the hash of seq ${this.lastSeq} (${where}): that line or this one was changed` };
+      return {
+        file,
+        line: n,
+        reason: `prev does not match the hash of seq ${this.lastSeq} (${where}): that line or this one was changed`,
+      };
     }
     return null;
   }
@@ -297,7 +337,9 @@ class ChainWalk {
     } else if (lastSeq === null) {
       message = records > 0 ? `no chained records (${records} written before the hash chain)` : "empty log";
     } else {
-      message = `chain intact through seq ${lastSeq}` + (startsAfterGenesis ? ` (older records rotated away: starts at seq ${firstSeq})` : "");
+      message =
+        `chain intact through seq ${lastSeq}` +
+        (startsAfterGenesis ? ` (older records rotated away: starts at seq ${firstSeq})` : "");
     }
     return {
       ok: broken ? false : lastSeq === null ? null : true,

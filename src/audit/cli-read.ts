@@ -31,7 +31,10 @@ export function formatRecord(r: AuditEntry): string {
   return `${safe(r.ts)}  ${seq}  ${what}  ${door}  actor ${safe(r.actor)}`;
 }
 
-interface Parsed { flags: Map<string, string | true>; files: string[] }
+interface Parsed {
+  flags: Map<string, string | true>;
+  files: string[];
+}
 
 function parseArgs(args: string[], withValue: Set<string>, bare: Set<string>): Parsed | string {
   const flags = new Map<string, string | true>();
@@ -43,7 +46,9 @@ function parseArgs(args: string[], withValue: Set<string>, bare: Set<string>): P
       break;
     }
     if (a.startsWith("-") && a !== "-") {
-      const [name, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
+      const [name, inline] = a.includes("=")
+        ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]
+        : [a, undefined];
       if (withValue.has(name)) {
         const v = inline ?? args[++i];
         if (v === undefined) return `${name} needs a value`;
@@ -103,7 +108,9 @@ export async function exportCommand(args: string[], io: CliIo): Promise<number> 
     if (v === undefined) continue;
     const d = parseInstant(v as string);
     if (!d) {
-      io.err(`door-access-audit export: ${k} must be an ISO-8601 date or time, e.g. 2025-01-31 or 2025-01-31T08:00:00Z\n${EXPORT_USAGE}`);
+      io.err(
+        `door-access-audit export: ${k} must be an ISO-8601 date or time, e.g. 2025-01-31 or 2025-01-31T08:00:00Z\n${EXPORT_USAGE}`,
+      );
       return 2;
     }
     range[k === "--from" ? "from" : "to"] = d;

@@ -16,7 +16,8 @@ export const USAGE =
   "<file> is the live audit file (the account's audit path); its rotated files <file>.N are read too\n" +
   "(verify: when given one file; given several, exactly those, rotated ones oldest first, then the live file).\n";
 
-export const VERIFY_USAGE = "usage: door-access-audit verify <file>...   (rotated files oldest first, then the live file)\n";
+export const VERIFY_USAGE =
+  "usage: door-access-audit verify <file>...   (rotated files oldest first, then the live file)\n";
 
 /**
  * `verify`: prints the files checked, the last seq and the hash of the last line; exit 1 at the
@@ -48,7 +49,8 @@ export async function verifyCommand(args: string[], io: CliIo): Promise<number> 
   const safe = (s: string) => s.replace(/\p{Cc}/gu, "?"); // control characters (C0, DEL, C1)
   let out = `files: ${list.map(safe).join(", ")}\n`;
   for (const n of r.notes) out += `note: ${safe(n)}\n`;
-  if (r.startsAfterGenesis) out += `note: the oldest remaining file starts at seq ${r.firstSeq} (older records rotated away); checked from there\n`;
+  if (r.startsAfterGenesis)
+    out += `note: the oldest remaining file starts at seq ${r.firstSeq} (older records rotated away); checked from there\n`;
   out += `records: ${r.records}\nlast seq: ${r.lastSeq ?? "none"}\nlast hash: ${r.lastHash ?? "none"}\n`;
   if (r.ok === false && r.broken) {
     await io.out(`${out}BROKEN: ${safe(r.broken.file)} line ${r.broken.line}: ${safe(r.broken.reason)}\n`);
@@ -76,7 +78,10 @@ function writer(stream: NodeJS.WritableStream): (text: string) => Promise<void> 
   };
 }
 
-export async function main(argv: string[], io: CliIo = { out: writer(process.stdout), err: (t) => void process.stderr.write(t) }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIo = { out: writer(process.stdout), err: (t) => void process.stderr.write(t) },
+): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {

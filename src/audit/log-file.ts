@@ -163,7 +163,9 @@ export class LogFile {
         return named !== undefined && named.dev === own.exact.dev && named.ino === own.exact.ino ? named : undefined;
       }
       const named = fs.lstatSync(this.filePath, { bigint: true, throwIfNoEntry: false });
-      return named !== undefined && named.dev === own.dev && named.ino === own.ino ? { size: Number(named.size) } : undefined;
+      return named !== undefined && named.dev === own.dev && named.ino === own.ino
+        ? { size: Number(named.size) }
+        : undefined;
     } catch {
       return undefined; // cannot tell: treated as lost (the path is opened again, its checks decide)
     }
@@ -171,7 +173,9 @@ export class LogFile {
 
   /** Writing `text` would take the live file past `maxBytes`: rotate first. */
   isFull(text: string): boolean {
-    return this.options.maxBytes > 0 && this.size > 0 && this.size + Buffer.byteLength(text, "utf8") > this.options.maxBytes;
+    return (
+      this.options.maxBytes > 0 && this.size > 0 && this.size + Buffer.byteLength(text, "utf8") > this.options.maxBytes
+    );
   }
 
   /**
@@ -299,7 +303,9 @@ export class LogFile {
     this.counters.rotationsBlocked += 1;
     if (this.blockedBy !== inTheWay) {
       this.blockedBy = inTheWay;
-      this.options.warn?.(`audit log ${this.filePath}: not rotated: ${inTheWay} is not one of its audit logs (rotation never renames or deletes another program's file); the live file grows past its size limit until that file is moved away`);
+      this.options.warn?.(
+        `audit log ${this.filePath}: not rotated: ${inTheWay} is not one of its audit logs (rotation never renames or deletes another program's file); the live file grows past its size limit until that file is moved away`,
+      );
     }
     return handle;
   }
@@ -318,7 +324,8 @@ export class LogFile {
     try {
       handle = await fsp.open(this.filePath, OPEN_FLAGS, 0o600);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ELOOP") throw new Error("it is a symbolic link (the audit log is never written through a link)", { cause: err });
+      if ((err as NodeJS.ErrnoException).code === "ELOOP")
+        throw new Error("it is a symbolic link (the audit log is never written through a link)", { cause: err });
       throw err;
     }
     try {
@@ -339,7 +346,10 @@ export class LogFile {
       this.size = st.size;
       const resuming = this.options.onOpen();
       if (resuming) await resuming;
-      const exact = Number.isSafeInteger(Number(big.dev)) && Number.isSafeInteger(Number(big.ino)) ? { dev: Number(big.dev), ino: Number(big.ino) } : null;
+      const exact =
+        Number.isSafeInteger(Number(big.dev)) && Number.isSafeInteger(Number(big.ino))
+          ? { dev: Number(big.dev), ino: Number(big.ino) }
+          : null;
       this.identity.set(handle, { dev: big.dev, ino: big.ino, exact });
       return handle;
     } catch (err) {

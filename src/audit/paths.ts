@@ -18,7 +18,8 @@ import { isTornWrite, parseRecord } from "./record.js";
 export const DEFAULT_AUDIT_FILE = "door-access-audit.jsonl";
 
 /** Open flags of the writer: append, create, and never through a symbolic link (0 where the platform has no O_NOFOLLOW). */
-export const OPEN_FLAGS = fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_APPEND | (fs.constants.O_NOFOLLOW ?? 0);
+export const OPEN_FLAGS =
+  fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_APPEND | (fs.constants.O_NOFOLLOW ?? 0);
 
 export interface NodeRedFiles {
   userDir: string;
@@ -46,7 +47,8 @@ export const NODE_RED_FOLDERS = ["node_modules", "lib", "nodes", "projects", "co
  * `.config.<section>.json` that replaced it, and every flows file (`flows.json`,
  * `flows_<hostname>.json`, their `_cred` files).
  */
-const NODE_RED_NAMES = /^(settings\.js|package\.json|package-lock\.json|\.sessions\.json|\.config(\..+)?\.json|flows.*\.json)$/i;
+const NODE_RED_NAMES =
+  /^(settings\.js|package\.json|package-lock\.json|\.sessions\.json|\.config(\..+)?\.json|flows.*\.json)$/i;
 
 /**
  * The names a file may also have while Node-RED writes it: its backup (`X.backup`, and `.X.backup`
@@ -83,12 +85,15 @@ export function nodeRedOwnFile(p: string, files: NodeRedFiles): string | null {
   const userDirs = new Set([userDir, realPath(userDir)]);
   const paths = new Set([path.resolve(p), realTarget(path.resolve(p))]);
   for (const q of paths) {
-    if (q.split(path.sep).includes("node_modules")) return "it is inside a node_modules folder (installed code, not a place for a log)";
+    if (q.split(path.sep).includes("node_modules"))
+      return "it is inside a node_modules folder (installed code, not a place for a log)";
   }
   // The settings and flows files in use, wherever they are.
   const named: string[] = [path.resolve(userDir, files.settingsFile || "settings.js")];
   if (files.flowFile) {
-    const flowFiles = path.isAbsolute(files.flowFile) ? [files.flowFile] : [path.resolve(process.cwd(), files.flowFile), path.resolve(userDir, files.flowFile)];
+    const flowFiles = path.isAbsolute(files.flowFile)
+      ? [files.flowFile]
+      : [path.resolve(process.cwd(), files.flowFile), path.resolve(userDir, files.flowFile)];
     for (const f of flowFiles) {
       const ext = path.extname(f);
       const cred = path.basename(f, ext) + "_cred" + ext;
@@ -100,7 +105,8 @@ export function nodeRedOwnFile(p: string, files: NodeRedFiles): string | null {
     const dir = path.dirname(q);
     for (const name of standsFor(path.basename(q))) {
       const candidate = path.join(dir, name);
-      if ([...own].some((f) => sameFile(f, candidate))) return "it is one of Node-RED's own files (its settings or flows file, or their credentials, backup or temporary file)";
+      if ([...own].some((f) => sameFile(f, candidate)))
+        return "it is one of Node-RED's own files (its settings or flows file, or their credentials, backup or temporary file)";
     }
     for (const u of userDirs) {
       const rel = path.relative(u, q);
@@ -172,7 +178,8 @@ export function foreignContent(head: Buffer, size: number): string | null {
   return whole === pieces.length ? null : NOT_OURS;
 }
 
-const NOT_OURS = "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
+const NOT_OURS =
+  "it is an existing file whose first line is not a door-access audit record (the package never appends to a file that is not its own audit log)";
 
 /** The most bytes of blank and NUL-only lines read before a file's first other line. */
 const SKIP_MAX = 4 * 1024 * 1024;
@@ -193,7 +200,8 @@ export function judgeOpenFileSync(fd: number): string | null {
   let kind: "empty" | "blank" | "nul" = "empty";
   scan: for (;;) {
     // A crash leaves at most one batch's worth of NUL bytes: far more than that is not judged.
-    if (pos >= SKIP_MAX) return `it begins with more than ${SKIP_MAX / (1024 * 1024)} MiB of blank lines or NUL bytes (not judged as a door-access audit log; the package never appends to a file that is not its own)`;
+    if (pos >= SKIP_MAX)
+      return `it begins with more than ${SKIP_MAX / (1024 * 1024)} MiB of blank lines or NUL bytes (not judged as a door-access audit log; the package never appends to a file that is not its own)`;
     const n = fs.readSync(fd, buf, 0, FIRST_LINE_MAX, pos);
     if (n === 0) return null; // empty, or nothing verify reads as a line of ours or another's
     for (let i = 0; i < n; i++) {
@@ -247,7 +255,11 @@ export function checkAuditPath(configured: unknown, files: NodeRedFiles): AuditP
   const userDir = path.resolve(files.userDir);
   const raw = typeof configured === "string" ? configured.trim() : "";
   const resolved = path.resolve(userDir, raw || DEFAULT_AUDIT_FILE);
-  const refuse = (problem: string): AuditPathCheck => ({ ok: false, path: resolved, problem: `audit log ${resolved}: ${problem}` });
+  const refuse = (problem: string): AuditPathCheck => ({
+    ok: false,
+    path: resolved,
+    problem: `audit log ${resolved}: ${problem}`,
+  });
 
   const owned = nodeRedOwnFile(resolved, files);
   if (owned) return refuse(owned);

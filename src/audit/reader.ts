@@ -224,7 +224,9 @@ export async function* readAll(livePath: string, filter: AuditFilter = {}): Asyn
  * whole one), and the 1-based numbers of other lines that are not records (`badLines`). Blank
  * lines are skipped. A missing file reads as empty.
  */
-export async function readAuditFile(filePath: string): Promise<{ records: AuditRecord[]; tornLastLine: boolean; badLines: number[] }> {
+export async function readAuditFile(
+  filePath: string,
+): Promise<{ records: AuditRecord[]; tornLastLine: boolean; badLines: number[] }> {
   const records: AuditRecord[] = [];
   const badLines: number[] = [];
   let tornLastLine = false;
@@ -237,7 +239,12 @@ export async function readAuditFile(filePath: string): Promise<{ records: AuditR
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = err instanceof Error ? (code && !err.message.includes(code) ? `${code}: ${err.message}` : err.message) : String(err);
+    const why =
+      err instanceof Error
+        ? code && !err.message.includes(code)
+          ? `${code}: ${err.message}`
+          : err.message
+        : String(err);
     throw new Error(`audit log ${filePath}: cannot read: ${why}`, { cause: err });
   }
   return { records, tornLastLine, badLines };
@@ -251,7 +258,20 @@ export async function tail(livePath: string, n: number, filter: AuditFilter = {}
 
 // ---- CSV -------------------------------------------------------------------------------------
 
-export const CSV_COLUMNS = ["seq", "ts", "type", "actor", "door", "deviceId", "lockId", "outcome", "status", "replay", "reason", "msgid"] as const;
+export const CSV_COLUMNS = [
+  "seq",
+  "ts",
+  "type",
+  "actor",
+  "door",
+  "deviceId",
+  "lockId",
+  "outcome",
+  "status",
+  "replay",
+  "reason",
+  "msgid",
+] as const;
 
 /**
  * One CSV cell (RFC 4180; docs/security.md#csv-export). Quoted (quotes doubled) when it holds
@@ -280,7 +300,9 @@ export function csvHeader(): string {
 
 export function csvRow(r: AuditEntry): string {
   const row = r as unknown as Record<string, unknown>;
-  return CSV_COLUMNS.map((c) => csvCell(c === "replay" ? (r.replay === true ? "true" : null) : row[c])).join(",") + "\r\n";
+  return (
+    CSV_COLUMNS.map((c) => csvCell(c === "replay" ? (r.replay === true ? "true" : null) : row[c])).join(",") + "\r\n"
+  );
 }
 
 /** The log (or a time range of it) as CSV, header first, oldest record first, CRLF line ends. */

@@ -82,8 +82,13 @@ function base(r: AuditBase): AuditBase {
 export function attemptRecord(ts: string, r: AuditBase & { replay?: boolean }): AuditRecord {
   // Fields written out rather than spread: this is on the door's path (bench: unlockP50Ratio).
   const record: AuditRecord = {
-    type: "unlock-attempt", ts,
-    actor: cap(r.actor, MAX_TEXT) ?? "", deviceId: intOrNull(r.deviceId), lockId: intOrNull(r.lockId), door: cap(r.door, MAX_TEXT), msgid: cap(r.msgid, MAX_SHORT_TEXT),
+    type: "unlock-attempt",
+    ts,
+    actor: cap(r.actor, MAX_TEXT) ?? "",
+    deviceId: intOrNull(r.deviceId),
+    lockId: intOrNull(r.lockId),
+    door: cap(r.door, MAX_TEXT),
+    msgid: cap(r.msgid, MAX_SHORT_TEXT),
   };
   if (r.replay === true) record.replay = true;
   return record;

@@ -53,6 +53,8 @@ export async function verifyAuditLog(livePath: string): Promise<ChainReport> {
     firstSeq: r.firstSeq,
     records: r.records,
     message: r.message,
-    ...(r.broken ? { file: r.broken.file, line: r.broken.line, ...(r.broken.missing ? { missing: r.broken.missing } : {}) } : {}),
+    ...(r.broken
+      ? { file: r.broken.file, line: r.broken.line, ...(r.broken.missing ? { missing: r.broken.missing } : {}) }
+      : {}),
   };
 }

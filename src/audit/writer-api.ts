@@ -60,7 +60,11 @@ export function checkCount(v: number | undefined, dflt: number, what: string): n
  * goes on after it: not durable for sure, but a second copy would be a second record.
  */
 export class AuditWriteFailed extends Error {
-  constructor(message: string, readonly inLog: boolean, cause: unknown) {
+  constructor(
+    message: string,
+    readonly inLog: boolean,
+    cause: unknown,
+  ) {
     super(message, { cause });
     this.name = "AuditWriteFailed";
   }

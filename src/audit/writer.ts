@@ -104,7 +104,17 @@ export class AuditLog {
   private refs = 1;
   /** Set by openAuditLog so the last close() removes the shared instance. */
   private onFinalClose: ((closing: Promise<void>) => void) | null = null;
-  private readonly counters: AuditStats = { writes: 0, fsyncs: 0, records: 0, batches: 0, failedRecords: 0, rotations: 0, reopens: 0, truncations: 0, rotationsBlocked: 0 };
+  private readonly counters: AuditStats = {
+    writes: 0,
+    fsyncs: 0,
+    records: 0,
+    batches: 0,
+    failedRecords: 0,
+    rotations: 0,
+    reopens: 0,
+    truncations: 0,
+    rotationsBlocked: 0,
+  };
 
   constructor(filePath: string, options: AuditLogOptions = {}) {
     if (typeof filePath !== "string" || filePath.length === 0) {
@@ -116,7 +126,11 @@ export class AuditLog {
     this.maxBytes = checkCount(options.maxBytes, DEFAULT_MAX_BYTES, "maxBytes");
     this.keep = checkCount(options.keep, DEFAULT_KEEP, "keep");
     const onOpen = () => this.resumeChain();
-    this.file = new LogFile(this.filePath, { maxBytes: this.maxBytes, keep: this.keep, warn: options.warn, onOpen }, this.counters);
+    this.file = new LogFile(
+      this.filePath,
+      { maxBytes: this.maxBytes, keep: this.keep, warn: options.warn, onOpen },
+      this.counters,
+    );
   }
 
   /**
@@ -213,7 +227,10 @@ export class AuditLog {
     }
     return new Promise<void>((resolve, reject) => {
       const entry: Pending = { record, urgent, resolve, reject };
-      const at = this.queue.length > 0 ? (this.queue[this.queue.length - 1].line?.after ?? null) : (this.lastLinePos ?? this.position);
+      const at =
+        this.queue.length > 0
+          ? (this.queue[this.queue.length - 1].line?.after ?? null)
+          : (this.lastLinePos ?? this.position);
       if (at) {
         entry.line = chainLine(record, at);
         this.lastLinePos = entry.line.after;
@@ -337,7 +354,12 @@ export class AuditLog {
   }
 
   /** The write or the fsync failed (or the batch must be written again whole): cut it off again. */
-  private async afterFailedWrite(batch: Pending[], chained: ChainedBatch, progress: WriteProgress, err: unknown): Promise<BatchOutcome> {
+  private async afterFailedWrite(
+    batch: Pending[],
+    chained: ChainedBatch,
+    progress: WriteProgress,
+    err: unknown,
+  ): Promise<BatchOutcome> {
     if (err === RESTART && ++this.again <= MAX_AGAIN) {
       this.writeAgainWhole(batch, chained.start);
       return "again";
@@ -363,7 +385,10 @@ export class AuditLog {
 
   /** The file was split under the batch (see writeDurably): emptied and the batch written again whole. */
   private async afterSplit(handle: fsp.FileHandle, batch: Pending[], start: ChainPosition): Promise<BatchOutcome> {
-    const emptied = await handle.truncate(0).then(() => true, () => false);
+    const emptied = await handle.truncate(0).then(
+      () => true,
+      () => false,
+    );
     if (emptied && ++this.again <= MAX_AGAIN) {
       this.writeAgainWhole(batch, start);
       return "again";
@@ -389,7 +414,10 @@ export class AuditLog {
       this.queue.unshift(...batch);
       return "again";
     }
-    return { err: new Error("the file kept losing its name while being written (renamed or deleted by something else)"), inLog: 0 };
+    return {
+      err: new Error("the file kept losing its name while being written (renamed or deleted by something else)"),
+      inLog: 0,
+    };
   }
 
   /** The batch is durable: the chain moves on and its callers are told. */
@@ -414,7 +442,11 @@ export class AuditLog {
     }
     if (auditRecordEvents.listenerCount("record") > 0) {
       for (const line of chained.lines) {
-        try { auditRecordEvents.emit("record", this.filePath, line); } catch { /* a listener's problem, not the log's */ }
+        try {
+          auditRecordEvents.emit("record", this.filePath, line);
+        } catch {
+          /* a listener's problem, not the log's */
+        }
       }
     }
   }

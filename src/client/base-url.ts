@@ -28,7 +28,9 @@ export function parseBaseUrl(value: unknown): URL {
   if (url.protocol === "https:") return url;
   if (url.protocol === "http:" && isLoopbackHost(url.hostname)) return url;
   if (url.protocol === "http:") {
-    throw new BaseUrlError(`base URL must use https:// (http:// is allowed only for a loopback host such as 127.0.0.1), got host ${quoted(url.hostname)}`);
+    throw new BaseUrlError(
+      `base URL must use https:// (http:// is allowed only for a loopback host such as 127.0.0.1), got host ${quoted(url.hostname)}`,
+    );
   }
   throw new BaseUrlError(`base URL must use https://, got ${quoted(url.protocol, 20)}`);
 }

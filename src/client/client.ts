@@ -60,7 +60,14 @@ interface Req {
   body?: unknown;
 }
 
-const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 /** Certificate checks that fail the TLS handshake (Node's codes, from OpenSSL's verify results). */
 const CERT_TEXT: Readonly<Record<string, string>> = {
@@ -87,27 +94,48 @@ function isTlsCode(code: string): boolean {
  * DoorApiError without an HTTP answer (docs/session.md#connection-errors). Built from the base
  * URL (which never holds a user name or password) and the error code alone.
  */
-export function connectionProblem(baseUrl: URL, code: string, connectTimeoutMs: number, headersTimeoutMs: number): { problem: string; brief: string; sent: boolean } {
+export function connectionProblem(
+  baseUrl: URL,
+  code: string,
+  connectTimeoutMs: number,
+  headersTimeoutMs: number,
+): { problem: string; brief: string; sent: boolean } {
   // Clipped: a base URL typed or imported may be of any length, and this text reaches a node's
   // status, a message and the editor.
   const where = clipText(baseUrl.href.replace(/\/+$/, ""), 120, "…");
   const host = clipText(baseUrl.hostname, 80, "…");
-  const cannot = (why: string, fix: string, brief: string) => ({ problem: `cannot connect to ${where} (${why}): ${fix}`, brief, sent: false });
+  const cannot = (why: string, fix: string, brief: string) => ({
+    problem: `cannot connect to ${where} (${why}): ${fix}`,
+    brief,
+    sent: false,
+  });
   switch (code) {
     case "ECONNREFUSED":
       return cannot("connection refused", "check the base URL", "connection refused");
     case "ENOTFOUND":
       return cannot(`host name ${host} not found`, "check the base URL", "host name not found");
     case "EAI_AGAIN":
-      return cannot(`host name ${host} could not be resolved: the name server did not answer`, "check the base URL and this machine's DNS", "host name not resolved");
+      return cannot(
+        `host name ${host} could not be resolved: the name server did not answer`,
+        "check the base URL and this machine's DNS",
+        "host name not resolved",
+      );
     case "EHOSTUNREACH":
       return cannot("no route to the host", "check the base URL and the network", "host unreachable");
     case "ENETUNREACH":
       return cannot("the network is unreachable", "check this machine's network connection", "network unreachable");
     case "UND_ERR_CONNECT_TIMEOUT":
-      return cannot(`no connection within ${seconds(connectTimeoutMs)}`, "check the base URL and the network (a firewall may drop the connection)", "connect timed out");
+      return cannot(
+        `no connection within ${seconds(connectTimeoutMs)}`,
+        "check the base URL and the network (a firewall may drop the connection)",
+        "connect timed out",
+      );
     case "UND_ERR_HEADERS_TIMEOUT":
-      return { problem: `no answer from ${where} within ${seconds(headersTimeoutMs)}`, brief: "no answer in time", sent: true };
+      return {
+        problem: `no answer from ${where} within ${seconds(headersTimeoutMs)}`,
+        brief: "no answer in time",
+        sent: true,
+      };
     case "UND_ERR_BODY_TIMEOUT":
       return { problem: `the answer from ${where} stalled`, brief: "the answer stalled", sent: true };
     case "UND_ERR_SOCKET":
@@ -115,13 +143,30 @@ export function connectionProblem(baseUrl: URL, code: string, connectTimeoutMs: 
       return { problem: `the connection to ${where} closed without an answer`, brief: "connection closed", sent: true };
   }
   if (isTlsCode(code)) {
-    if (CERT_TEXT[code]) return cannot(`TLS: ${CERT_TEXT[code]}, ${code}`, "check the base URL and the service's certificate", "TLS certificate refused");
+    if (CERT_TEXT[code])
+      return cannot(
+        `TLS: ${CERT_TEXT[code]}, ${code}`,
+        "check the base URL and the service's certificate",
+        "TLS certificate refused",
+      );
     if (code === "ERR_SSL_WRONG_VERSION_NUMBER" || code === "EPROTO") {
-      return cannot(`TLS handshake failed, ${code}: the port does not answer TLS`, "check the base URL's scheme and port", "TLS handshake failed");
+      return cannot(
+        `TLS handshake failed, ${code}: the port does not answer TLS`,
+        "check the base URL's scheme and port",
+        "TLS handshake failed",
+      );
     }
-    return cannot(`TLS handshake failed, ${code}`, "check the base URL and the service's certificate", "TLS handshake failed");
+    return cannot(
+      `TLS handshake failed, ${code}`,
+      "check the base URL and the service's certificate",
+      "TLS handshake failed",
+    );
   }
-  return { problem: `the connection to ${where} failed${code ? ` (${code})` : ""}`, brief: "connection failed", sent: true };
+  return {
+    problem: `the connection to ${where} failed${code ? ` (${code})` : ""}`,
+    brief: "connection failed",
+    sent: true,
+  };
 }
 
 export class DoorApiClient {
@@ -168,17 +213,31 @@ export class DoorApiClient {
   async login(credentials: Credentials, signal?: AbortSignal) {
     this.hideInErrors(credentials);
     if (credentials.method === "email") {
-      const body = validateBody("loginByEmail", LoginByEmailRequest, { email: credentials.email, password: credentials.password });
-      return this.send({ op: "loginByEmail", path: OPERATIONS.loginByEmail.path, body }, (b) => parseJson("loginByEmail", TokenPair, b), signal);
+      const body = validateBody("loginByEmail", LoginByEmailRequest, {
+        email: credentials.email,
+        password: credentials.password,
+      });
+      return this.send(
+        { op: "loginByEmail", path: OPERATIONS.loginByEmail.path, body },
+        (b) => parseJson("loginByEmail", TokenPair, b),
+        signal,
+      );
     }
     const op = credentials.method === "login" ? "login" : "loginByPhone";
-    const body = validateBody(op, LoginRequest, { phoneNumber: credentials.phoneNumber, password: credentials.password });
+    const body = validateBody(op, LoginRequest, {
+      phoneNumber: credentials.phoneNumber,
+      password: credentials.password,
+    });
     return this.send({ op, path: OPERATIONS[op].path, body }, (b) => parseJson(op, TokenPair, b), signal);
   }
 
   async refresh(refreshToken: string, signal?: AbortSignal) {
     const body = validateBody("refreshToken", RefreshSessionRequest, { refreshToken });
-    return this.send({ op: "refreshToken", path: OPERATIONS.refreshToken.path, body }, (b) => parseJson("refreshToken", TokenPair, b), signal);
+    return this.send(
+      { op: "refreshToken", path: OPERATIONS.refreshToken.path, body },
+      (b) => parseJson("refreshToken", TokenPair, b),
+      signal,
+    );
   }
 
   async logout(accessToken: string, signal?: AbortSignal): Promise<void> {
@@ -186,11 +245,19 @@ export class DoorApiClient {
   }
 
   async listDevices(accessToken: string, signal?: AbortSignal): Promise<Device[]> {
-    return this.send({ op: "listUserDevices", path: OPERATIONS.listUserDevices.path, token: accessToken }, (b) => parseJson("listUserDevices", DeviceList, b), signal);
+    return this.send(
+      { op: "listUserDevices", path: OPERATIONS.listUserDevices.path, token: accessToken },
+      (b) => parseJson("listUserDevices", DeviceList, b),
+      signal,
+    );
   }
 
   async listLocations(accessToken: string, signal?: AbortSignal): Promise<Location[]> {
-    return this.send({ op: "listUserLocations", path: OPERATIONS.listUserLocations.path, token: accessToken }, (b) => parseJson("listUserLocations", LocationList, b), signal);
+    return this.send(
+      { op: "listUserLocations", path: OPERATIONS.listUserLocations.path, token: accessToken },
+      (b) => parseJson("listUserLocations", LocationList, b),
+      signal,
+    );
   }
 
   async getDevice(accessToken: string, deviceId: number, signal?: AbortSignal): Promise<Device> {
@@ -202,10 +269,18 @@ export class DoorApiClient {
   async unlock(accessToken: string, deviceId: number, lockId: number | null, signal?: AbortSignal): Promise<void> {
     const d = checkId("unlockDevice", "deviceId", deviceId);
     if (lockId === null) {
-      await this.send({ op: "unlockDevice", path: `/api/device/${d}/unlock`, token: accessToken }, () => undefined, signal);
+      await this.send(
+        { op: "unlockDevice", path: `/api/device/${d}/unlock`, token: accessToken },
+        () => undefined,
+        signal,
+      );
     } else {
       const l = checkId("unlockDeviceLock", "lockId", lockId);
-      await this.send({ op: "unlockDeviceLock", path: `/api/device/${d}/unlock/${l}`, token: accessToken }, () => undefined, signal);
+      await this.send(
+        { op: "unlockDeviceLock", path: `/api/device/${d}/unlock/${l}`, token: accessToken },
+        () => undefined,
+        signal,
+      );
     }
   }
 
@@ -270,7 +345,10 @@ export class DoorApiClient {
       if (!isJson) {
         await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
         throw new DoorApiError({
-          operation: req.op, kind: "invalid-response", status, mayHaveReached: true,
+          operation: req.op,
+          kind: "invalid-response",
+          status,
+          mayHaveReached: true,
           message: `${req.op}: the service answered ${status} with content type "${contentType.slice(0, 60) || "none"}" instead of JSON`,
         });
       }
@@ -298,7 +376,13 @@ export class DoorApiClient {
       await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
     }
     throw new DoorApiError({
-      operation: req.op, kind: "http", status, title, detail, retryAfter, mayHaveReached: true,
+      operation: req.op,
+      kind: "http",
+      status,
+      title,
+      detail,
+      retryAfter,
+      mayHaveReached: true,
       message: `${req.op}: the service answered ${status}${title ? ` (${title})` : ""}`,
     });
   }
@@ -338,8 +422,12 @@ export class DoorApiClient {
       if (e instanceof DoorApiError) throw e;
       const t = this.transportError(op, e, signal);
       throw new DoorApiError({
-        operation: op, kind: t.kind === "aborted" ? "aborted" : "invalid-response", status: res.statusCode, mayHaveReached: true,
-        message: `${op}: the response body from the service was cut off (${t.kind})`, cause: e,
+        operation: op,
+        kind: t.kind === "aborted" ? "aborted" : "invalid-response",
+        status: res.statusCode,
+        mayHaveReached: true,
+        message: `${op}: the response body from the service was cut off (${t.kind})`,
+        cause: e,
       });
     }
     return Buffer.concat(chunks);
@@ -369,14 +457,22 @@ function clip(s: string | null | undefined): string | null {
 
 function tooLarge(op: OperationId, max: number): DoorApiError {
   return new DoorApiError({
-    operation: op, kind: "invalid-response", status: 200, mayHaveReached: true,
+    operation: op,
+    kind: "invalid-response",
+    status: 200,
+    mayHaveReached: true,
     message: `${op}: the response body is larger than ${max} bytes and was not read`,
   });
 }
 
 function checkId(op: OperationId, field: string, value: number): number {
   if (!Number.isInteger(value) || value < 1 || value > 2147483647) {
-    throw new DoorApiError({ operation: op, kind: "invalid-response", mayHaveReached: false, message: `${op}: ${field} must be a positive 32-bit integer` });
+    throw new DoorApiError({
+      operation: op,
+      kind: "invalid-response",
+      mayHaveReached: false,
+      message: `${op}: ${field} must be a positive 32-bit integer`,
+    });
   }
   return value;
 }
@@ -386,7 +482,12 @@ function validateBody<S extends z.ZodType>(op: OperationId, schema: S, value: un
   if (!parsed.success) {
     // Name the fields only: the values are credentials.
     const fields = [...new Set(parsed.error.issues.map((i) => i.path.join(".") || "body"))].join(", ");
-    throw new DoorApiError({ operation: op, kind: "invalid-response", mayHaveReached: false, message: `${op}: request not sent, invalid ${fields}` });
+    throw new DoorApiError({
+      operation: op,
+      kind: "invalid-response",
+      mayHaveReached: false,
+      message: `${op}: request not sent, invalid ${fields}`,
+    });
   }
   return parsed.data;
 }
@@ -396,18 +497,39 @@ function parseJson<S extends z.ZodType>(op: OperationId, schema: S, body: Buffer
   try {
     json = JSON.parse((body ?? Buffer.alloc(0)).toString("utf8"));
   } catch {
-    throw new DoorApiError({ operation: op, kind: "invalid-response", status: 200, mayHaveReached: true, message: `${op}: the service answered 200 with a body that is not JSON` });
+    throw new DoorApiError({
+      operation: op,
+      kind: "invalid-response",
+      status: 200,
+      mayHaveReached: true,
+      message: `${op}: the service answered 200 with a body that is not JSON`,
+    });
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ");
-    throw new DoorApiError({ operation: op, kind: "invalid-response", status: 200, mayHaveReached: true, message: `${op}: the response does not match the spec (${where})` });
+    const where = parsed.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.join(".") || "body"}: ${i.message}`)
+      .join("; ");
+    throw new DoorApiError({
+      operation: op,
+      kind: "invalid-response",
+      status: 200,
+      mayHaveReached: true,
+      message: `${op}: the response does not match the spec (${where})`,
+    });
   }
   return parsed.data;
 }
 
 function abortedError(op: OperationId, cause: unknown): DoorApiError {
-  return new DoorApiError({ operation: op, kind: "aborted", mayHaveReached: false, message: `${op}: cancelled`, cause });
+  return new DoorApiError({
+    operation: op,
+    kind: "aborted",
+    mayHaveReached: false,
+    message: `${op}: cancelled`,
+    cause,
+  });
 }
 
 function errorCode(e: unknown): string {
@@ -421,13 +543,37 @@ function errorCode(e: unknown): string {
 }
 
 /** Maps an undici/socket failure to a DoorApiError: was it sent, did it time out? */
-function transportError(op: OperationId, e: unknown, signal: AbortSignal | undefined, baseUrl: URL, timeouts: { connectMs: number; headersMs: number }): DoorApiError {
+function transportError(
+  op: OperationId,
+  e: unknown,
+  signal: AbortSignal | undefined,
+  baseUrl: URL,
+  timeouts: { connectMs: number; headersMs: number },
+): DoorApiError {
   if (signal?.aborted || errorCode(e) === "UND_ERR_ABORTED" || (e as Error)?.name === "AbortError") {
-    return new DoorApiError({ operation: op, kind: "aborted", mayHaveReached: true, message: `${op}: cancelled`, cause: e });
+    return new DoorApiError({
+      operation: op,
+      kind: "aborted",
+      mayHaveReached: true,
+      message: `${op}: cancelled`,
+      cause: e,
+    });
   }
   const code = errorCode(e);
   const { problem, brief, sent } = connectionProblem(baseUrl, code, timeouts.connectMs, timeouts.headersMs);
   const notSent = NOT_SENT_CODES.has(code) || isTlsCode(code) || !sent;
-  const kind: FailureKind = code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" ? "timeout" : "network";
-  return new DoorApiError({ operation: op, kind, mayHaveReached: !notSent, message: `${op}: ${problem}`, problem, brief, code: code || null, cause: e });
+  const kind: FailureKind =
+    code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT"
+      ? "timeout"
+      : "network";
+  return new DoorApiError({
+    operation: op,
+    kind,
+    mayHaveReached: !notSent,
+    message: `${op}: ${problem}`,
+    problem,
+    brief,
+    code: code || null,
+    cause: e,
+  });
 }

@@ -68,7 +68,9 @@ export class DoorApiError extends Error {
     this.retryAfter = init.retryAfter ?? null;
     this.mayHaveReached = init.mayHaveReached;
     this.attempts = init.attempts ?? 1;
-    this.problem = init.problem ?? (init.message.startsWith(`${init.operation}: `) ? init.message.slice(init.operation.length + 2) : init.message);
+    this.problem =
+      init.problem ??
+      (init.message.startsWith(`${init.operation}: `) ? init.message.slice(init.operation.length + 2) : init.message);
     this.brief = init.brief ?? null;
     this.code = init.code ?? null;
   }

@@ -10,7 +10,14 @@
  * the constructor, which is expected to validate the raw list already.
  */
 import type { Device } from "../spec/schemas.js";
-import { DEVICE_LIST_TTL_MS, DeviceListUnavailableError, isRateLimit, listRetryDelayMs, renewalLimited, retryAfterSecOf } from "./list-policy.js";
+import {
+  DEVICE_LIST_TTL_MS,
+  DeviceListUnavailableError,
+  isRateLimit,
+  listRetryDelayMs,
+  renewalLimited,
+  retryAfterSecOf,
+} from "./list-policy.js";
 import { MAX_LISTED, levenshtein, listCandidates, normalizeDoorKey, quote, text } from "./names.js";
 import { type DoorIdentity, describeIdentity, validateIdentity, validateQuery } from "./door-input.js";
 
@@ -194,7 +201,11 @@ export class DeviceDirectory {
    */
   async resolveIdentity(identity: DoorIdentity, force = false): Promise<Resolution> {
     const known = this.found.get(identity);
-    const same = known !== undefined && known.id === identity.id && known.name === identity.name && known.location === identity.location;
+    const same =
+      known !== undefined &&
+      known.id === identity.id &&
+      known.name === identity.name &&
+      known.location === identity.location;
     if (!same) {
       const invalid = validateIdentity(identity);
       if (invalid) return invalid;
@@ -204,7 +215,8 @@ export class DeviceDirectory {
     // answer is kept per list (a new list, or other fields in the identity, resolve again).
     if (same && known.snap === snap) return known.resolution;
     const resolution = this.resolveIdentityIn(snap, identity);
-    if (resolution.ok) this.found.set(identity, { snap, id: identity.id, name: identity.name, location: identity.location, resolution });
+    if (resolution.ok)
+      this.found.set(identity, { snap, id: identity.id, name: identity.name, location: identity.location, resolution });
     else this.found.delete(identity);
     return resolution;
   }
@@ -214,7 +226,10 @@ export class DeviceDirectory {
    * found for. Only a door found is kept: a failure's candidates go out on a message, where a
    * flow may change them.
    */
-  private readonly found = new WeakMap<DoorIdentity, { snap: Snapshot; id: number | null; name: string | null; location: string | null; resolution: Resolution }>();
+  private readonly found = new WeakMap<
+    DoorIdentity,
+    { snap: Snapshot; id: number | null; name: string | null; location: string | null; resolution: Resolution }
+  >();
 
   /**
    * After a 404 for a known id (identity.id = the id the request was sent to): re-fetch the
@@ -247,7 +262,13 @@ export class DeviceDirectory {
   label(device: Device): string {
     const snap = this.snapshot;
     const known = this.labels.get(device);
-    if (known !== undefined && known.snap === snap && known.name === device.name && known.location === device.locationName) return known.label;
+    if (
+      known !== undefined &&
+      known.snap === snap &&
+      known.name === device.name &&
+      known.location === device.locationName
+    )
+      return known.label;
     const name = text(device.name);
     if (name === null) return `#${device.id}`;
     const loc = text(device.locationName);
@@ -258,7 +279,10 @@ export class DeviceDirectory {
   }
 
   /** Each device's label, for the list it was made with (the label depends on the names in it). */
-  private readonly labels = new WeakMap<Device, { snap: Snapshot | null; name: unknown; location: unknown; label: string }>();
+  private readonly labels = new WeakMap<
+    Device,
+    { snap: Snapshot | null; name: unknown; location: unknown; label: string }
+  >();
 
   /**
    * `serve-stale` (the unlock and status paths): an expired list is served at once and a new
@@ -267,7 +291,11 @@ export class DeviceDirectory {
    * Without any list, both fetch, within the back-off after a failure (one try per back-off
    * window when a message needs the list; otherwise the last error).
    */
-  private load(force: boolean, mode: "serve-stale" | "wait", fetchDevices?: () => Promise<Device[]>): Promise<Snapshot> {
+  private load(
+    force: boolean,
+    mode: "serve-stale" | "wait",
+    fetchDevices?: () => Promise<Device[]>,
+  ): Promise<Snapshot> {
     const snap = this.snapshot;
     if (!force && snap && this.now() - snap.fetchedAt < this.ttlMs) return Promise.resolve(snap);
     if (!force && snap && mode === "serve-stale") {
@@ -429,7 +457,10 @@ export class DeviceDirectory {
       candidates = ordered.map(([label]) => label);
       message = `${subject} — known doors: ${listCandidates(candidates)}`;
     } else {
-      candidates = ordered.filter(([, s]) => s < limit).slice(0, MAX_LISTED).map(([label]) => label);
+      candidates = ordered
+        .filter(([, s]) => s < limit)
+        .slice(0, MAX_LISTED)
+        .map(([label]) => label);
       message = candidates.length
         ? `${subject} — closest names: ${listCandidates(candidates)} (of ${ordered.length} doors)`
         : `${subject} — no similar name among ${ordered.length} doors`;

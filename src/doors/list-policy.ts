@@ -18,7 +18,10 @@ export const LIST_RETRY_CAP_MS = 15 * 60_000;
  * when there was none).
  */
 export function listRetryDelayMs(failures: number, retryAfterSec: number): number {
-  return Math.max(Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(failures - 1, 10)), retryAfterSec * 1000);
+  return Math.max(
+    Math.min(LIST_RETRY_CAP_MS, LIST_RETRY_BASE_MS * 2 ** Math.min(failures - 1, 10)),
+    retryAfterSec * 1000,
+  );
 }
 
 /** The `Retry-After` (s) a failed fetch carries (a 429's), or 0. */
@@ -35,8 +38,13 @@ export class DeviceListUnavailableError extends Error {
   override readonly name: string = "DeviceListUnavailableError";
   /** Which list, in words ("device list", "location list"). */
   readonly list: string = "device list";
-  constructor(override readonly cause: unknown, readonly retryInMs: number) {
-    super(`the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`);
+  constructor(
+    override readonly cause: unknown,
+    readonly retryInMs: number,
+  ) {
+    super(
+      `the device list is unavailable (${(cause as Error)?.message ?? String(cause)}); next try in ${Math.ceil(retryInMs / 1000)} s`,
+    );
   }
 }
 

@@ -38,7 +38,10 @@ export function quote(s: string): string {
 
 /** `"a", "b", "c"` with at most MAX_LISTED entries, then "and N more". */
 export function listCandidates(items: string[]): string {
-  const shown = items.slice(0, MAX_LISTED).map((label) => quote(clipLabel(label))).join(", ");
+  const shown = items
+    .slice(0, MAX_LISTED)
+    .map((label) => quote(clipLabel(label)))
+    .join(", ");
   const more = items.length - MAX_LISTED;
   return more > 0 ? `${shown} and ${more} more` : shown;
 }

@@ -51,13 +51,16 @@ export function doorInputProblem(choice: DoorChoice): { message: string; candida
     return bad === null ? null : { message: `${prefix}${bad}`, candidates: [] };
   };
   if (choice.msgDeviceId !== undefined) {
-    if (!isDeviceId(choice.msgDeviceId)) return { message: `msg.deviceId must be a positive 32-bit integer, got ${describeValue(choice.msgDeviceId)}` };
+    if (!isDeviceId(choice.msgDeviceId))
+      return { message: `msg.deviceId must be a positive 32-bit integer, got ${describeValue(choice.msgDeviceId)}` };
     if (choice.msgDoor === undefined) return null;
-    if (typeof choice.msgDoor !== "string") return { message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
+    if (typeof choice.msgDoor !== "string")
+      return { message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
     return nameProblem(choice.msgDoor, `msg.deviceId is ${choice.msgDeviceId}, but msg.door does not name one door: `);
   }
   if (choice.msgDoor !== undefined) {
-    if (typeof choice.msgDoor !== "string") return { message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
+    if (typeof choice.msgDoor !== "string")
+      return { message: `msg.door must be a door name or "Location / Door", got ${describeValue(choice.msgDoor)}` };
     return nameProblem(choice.msgDoor, "");
   }
   const c = choice.configured;
@@ -73,30 +76,68 @@ export async function selectDoor(directory: DeviceDirectory, choice: DoorChoice)
     if (typeof choice.msgDoor === "string") {
       // Both given: they must name the same door, else the message identified none (nothing is sent).
       const r = await directory.resolveName(choice.msgDoor);
-      if (!r.ok) return { ok: false, message: `msg.deviceId is ${id}, but msg.door does not name one door: ${r.message}`, candidates: r.candidates };
+      if (!r.ok)
+        return {
+          ok: false,
+          message: `msg.deviceId is ${id}, but msg.door does not name one door: ${r.message}`,
+          candidates: r.candidates,
+        };
       if (r.device.id !== id) {
-        return { ok: false, message: `msg.deviceId ${id} and msg.door ${describeValue(choice.msgDoor)} (${clipLabel(directory.label(r.device))}, #${r.device.id}) name different doors; send one of them` };
+        return {
+          ok: false,
+          message: `msg.deviceId ${id} and msg.door ${describeValue(choice.msgDoor)} (${clipLabel(directory.label(r.device))}, #${r.device.id}) name different doors; send one of them`,
+        };
       }
-      return { ok: true, deviceId: id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, id) };
+      return {
+        ok: true,
+        deviceId: id,
+        device: r.device,
+        label: directory.label(r.device),
+        identity: identityOf(r.device, id),
+      };
     }
     const device = directory.cached()?.devices.find((d) => d.id === id) ?? null;
-    return { ok: true, deviceId: id, device, label: device ? directory.label(device) : `#${id}`, identity: identityOf(device, id) };
+    return {
+      ok: true,
+      deviceId: id,
+      device,
+      label: device ? directory.label(device) : `#${id}`,
+      identity: identityOf(device, id),
+    };
   }
   if (typeof choice.msgDoor === "string") {
     const r = await directory.resolveName(choice.msgDoor);
     if (!r.ok) return { ok: false, message: r.message, candidates: r.candidates };
-    return { ok: true, deviceId: r.device.id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, r.device.id) };
+    return {
+      ok: true,
+      deviceId: r.device.id,
+      device: r.device,
+      label: directory.label(r.device),
+      identity: identityOf(r.device, r.device.id),
+    };
   }
   const c = choice.configured;
   if (c) {
     // With a stored id and no list yet, use the id as is: the unlock path never waits for a
     // list fetch. With a list, the stored identity (name, location) decides.
     if (c.id !== null && directory.cached() === null) {
-      return { ok: true, deviceId: c.id, device: null, label: c.name ? (c.location ? `${c.location} / ${c.name}` : c.name) : `#${c.id}`, identity: c };
+      return {
+        ok: true,
+        deviceId: c.id,
+        device: null,
+        label: c.name ? (c.location ? `${c.location} / ${c.name}` : c.name) : `#${c.id}`,
+        identity: c,
+      };
     }
     const r = await directory.resolveIdentity(c);
     if (!r.ok) return { ok: false, message: r.message, candidates: r.candidates };
-    return { ok: true, deviceId: r.device.id, device: r.device, label: directory.label(r.device), identity: identityOf(r.device, r.device.id) };
+    return {
+      ok: true,
+      deviceId: r.device.id,
+      device: r.device,
+      label: directory.label(r.device),
+      identity: identityOf(r.device, r.device.id),
+    };
   }
   return { ok: false, message: "no door selected: pick a door in the node, or set msg.deviceId or msg.door" };
 }
@@ -109,14 +150,21 @@ function identityOf(device: Device | null, id: number): DoorIdentity {
 export function locksOf(device: Device | null): { id: number; name?: string }[] | null {
   const locks = (device as { locks?: unknown } | null)?.locks;
   if (!Array.isArray(locks)) return null;
-  return locks.filter((l): l is { id: number; name?: string } => typeof l === "object" && l !== null && isDeviceId((l as { id?: unknown }).id));
+  return locks.filter(
+    (l): l is { id: number; name?: string } =>
+      typeof l === "object" && l !== null && isDeviceId((l as { id?: unknown }).id),
+  );
 }
 
 /** `msg.lockId` / the node's lock: absent → null (whole device); else a positive int32 (the editor's may be text). */
-export function parseLockId(value: unknown, fromEditor = false): { ok: true; lockId: number | null } | { ok: false; message: string } {
+export function parseLockId(
+  value: unknown,
+  fromEditor = false,
+): { ok: true; lockId: number | null } | { ok: false; message: string } {
   if (value === undefined || value === null || (fromEditor && value === "")) return { ok: true, lockId: null };
   // The editor stores its fields as text; a message must carry a real integer.
-  if (fromEditor && typeof value === "string" && /^\d{1,10}$/.test(value.trim()) && isDeviceId(Number(value))) return { ok: true, lockId: Number(value) };
+  if (fromEditor && typeof value === "string" && /^\d{1,10}$/.test(value.trim()) && isDeviceId(Number(value)))
+    return { ok: true, lockId: Number(value) };
   if (isDeviceId(value)) return { ok: true, lockId: value };
   return { ok: false, message: `lockId must be a positive 32-bit integer, got ${describeValue(value)}` };
 }
@@ -127,6 +175,7 @@ export function checkLock(device: Device | null, label: string, lockId: number |
   const locks = locksOf(device);
   if (locks === null) return null;
   if (locks.length <= 1) return `door ${clipLabel(label)} has a single lock: send no lockId for it`;
-  if (!locks.some((l) => l.id === lockId)) return `door ${clipLabel(label)} has no lock ${lockId} (its locks: ${locks.map((l) => l.id).join(", ")})`;
+  if (!locks.some((l) => l.id === lockId))
+    return `door ${clipLabel(label)} has no lock ${lockId} (its locks: ${locks.map((l) => l.id).join(", ")})`;
   return null;
 }

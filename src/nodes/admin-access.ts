@@ -29,18 +29,28 @@ export type Middleware = (req: Request, res: Response, next: NextFunction) => vo
  * either (a script, curl, Node-RED's own tools) is not a browser's and passes.
  */
 export function otherOrigin(req: Request): string | null {
-  const site = String(req.headers["sec-fetch-site"] ?? "").trim().toLowerCase();
-  if (site) return site === "same-origin" || site === "none" ? null : `the browser sent it for a page of another origin (Sec-Fetch-Site: ${site.slice(0, 20)})`;
+  const site = String(req.headers["sec-fetch-site"] ?? "")
+    .trim()
+    .toLowerCase();
+  if (site)
+    return site === "same-origin" || site === "none"
+      ? null
+      : `the browser sent it for a page of another origin (Sec-Fetch-Site: ${site.slice(0, 20)})`;
   const origin = req.headers.origin;
   if (origin === undefined) return null;
-  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "").split(",")[0].trim().toLowerCase();
+  const host = String(req.headers["x-forwarded-host"] ?? req.headers.host ?? "")
+    .split(",")[0]
+    .trim()
+    .toLowerCase();
   let from: string | null = null;
   try {
     from = new URL(String(origin)).host.toLowerCase();
   } catch {
     /* "null" (a sandboxed page, a file) or garbage: not this origin */
   }
-  return from !== null && from !== "" && from === host ? null : "the browser sent it for a page of another origin (Origin)";
+  return from !== null && from !== "" && from === host
+    ? null
+    : "the browser sent it for a page of another origin (Origin)";
 }
 
 /** Refuses, with 403, a request a browser sends for a page of another origin (otherOrigin). */
@@ -51,7 +61,9 @@ export function fromThisOrigin(): Middleware {
       next();
       return;
     }
-    res.status(403).json({ error: `refused: ${why}; the door-access routes answer only the Node-RED editor's own page` });
+    res
+      .status(403)
+      .json({ error: `refused: ${why}; the door-access routes answer only the Node-RED editor's own page` });
   };
 }
 
@@ -77,8 +89,12 @@ export function permission(RED: NodeAPI, name: "door-account.read" | "door-accou
 
 export function fromEditor(): Middleware {
   return (req, res, next) => {
-    const type = String(req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
-    const marked = String(req.headers[EDITOR_HEADER.toLowerCase()] ?? "").toLowerCase() === EDITOR_HEADER_VALUE.toLowerCase();
+    const type = String(req.headers["content-type"] ?? "")
+      .split(";")[0]
+      .trim()
+      .toLowerCase();
+    const marked =
+      String(req.headers[EDITOR_HEADER.toLowerCase()] ?? "").toLowerCase() === EDITOR_HEADER_VALUE.toLowerCase();
     if (type === "application/json" && marked) {
       next();
       return;
@@ -94,13 +110,21 @@ export function fromEditor(): Middleware {
  * request): true without adminAuth. For a route that a user with less may call but that does
  * more for a user with that permission.
  */
-export function hasPermission(RED: NodeAPI, name: "door-account.read" | "door-account.write"): (req: Request) => Promise<boolean> {
+export function hasPermission(
+  RED: NodeAPI,
+  name: "door-account.read" | "door-account.write",
+): (req: Request) => Promise<boolean> {
   const check = RED.auth.needsPermission(name) as unknown as Middleware;
   return (req) =>
     new Promise<boolean>((resolve) => {
       const refused = () => resolve(false);
       // Node-RED refuses with res.status(401).end(); passport with statusCode, setHeader and end.
-      const probe = { statusCode: 200, setHeader: () => undefined, end: refused, status: () => ({ end: refused, json: refused, send: refused }) };
+      const probe = {
+        statusCode: 200,
+        setHeader: () => undefined,
+        end: refused,
+        status: () => ({ end: refused, json: refused, send: refused }),
+      };
       try {
         check(req, probe as unknown as Response, (err?: unknown) => resolve(!err));
       } catch {

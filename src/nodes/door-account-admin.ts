@@ -44,7 +44,12 @@ export interface AccountAdminContext {
     credentials: Credentials,
     store: SessionStoreChoice,
     legacyNodeId: string | null,
-  ) => { key: string; settings: Settings; make: (log: SessionLog, checkCredentials?: boolean) => AccountCore; tokenFile: string };
+  ) => {
+    key: string;
+    settings: Settings;
+    make: (log: SessionLog, checkCredentials?: boolean) => AccountCore;
+    tokenFile: string;
+  };
 }
 
 export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContext): void {
@@ -71,7 +76,9 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       reason: n.problem ?? snap?.reason ?? null,
       since: snap ? new Date(snap.since).toISOString() : null,
       status: n.statusFor(),
-      halted: snap ? snap.state.startsWith("halted") || snap.state === "unreachable" || snap.state === "store-unreachable" : false,
+      halted: snap
+        ? snap.state.startsWith("halted") || snap.state === "unreachable" || snap.state === "store-unreachable"
+        : false,
     });
   });
 
@@ -82,7 +89,11 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       return;
     }
     if (!n.account) {
-      res.status(409).json({ error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}` });
+      res
+        .status(409)
+        .json({
+          error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}`,
+        });
       return;
     }
     // The outcome shows as the account state (the session logs a failed login itself); a
@@ -105,7 +116,8 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
     /** Sign in only: the operator confirmed a login while another login's session runs on the same service. */
     confirm?: unknown;
   }
-  const typed = (v: unknown): string | undefined => (typeof v === "string" && v !== "" && v !== "__PWRD__" ? v : undefined);
+  const typed = (v: unknown): string | undefined =>
+    typeof v === "string" && v !== "" && v !== "__PWRD__" ? v : undefined;
 
   /** The edited account's settings checked, secrets not typed taken from the deployed node of that id. */
   function editedSettings(id: string, body: EditedAccount, needPassword: boolean) {
@@ -113,19 +125,32 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
     // A stored secret (the editor sends "__PWRD__" for it) is used only towards where the
     // deployed node sends it: a sign-in to another base URL (or Redis URL) needs it typed.
     const target = n ? deployedTarget.get(n) : undefined;
-    const sameService = !needPassword || (target !== undefined && target.baseUrl !== null && normalisedBaseUrl(body.baseUrl) === target.baseUrl);
-    const sameRedis = target !== undefined && typeof body.redisUrl === "string" && body.redisUrl.trim() === target.redisUrl;
-    const all = n ? deployedCreds.get(n) ?? {} : {};
-    const stored: AccountCreds = sameService ? { ...all, redisPassword: sameRedis ? all.redisPassword : undefined } : {};
+    const sameService =
+      !needPassword ||
+      (target !== undefined && target.baseUrl !== null && normalisedBaseUrl(body.baseUrl) === target.baseUrl);
+    const sameRedis =
+      target !== undefined && typeof body.redisUrl === "string" && body.redisUrl.trim() === target.redisUrl;
+    const all = n ? (deployedCreds.get(n) ?? {}) : {};
+    const stored: AccountCreds = sameService
+      ? { ...all, redisPassword: sameRedis ? all.redisPassword : undefined }
+      : {};
     const checked = checkAccountSettings({
       baseUrl: body.baseUrl,
       loginMethod: body.loginMethod,
       phoneNumber: typed(body.phoneNumber) ?? stored.phoneNumber,
-      email: typeof body.email === "string" && body.email.trim() && body.email !== "__PWRD__" ? body.email : stored.email,
-      password: needPassword ? typed(body.password) ?? stored.password : "not needed to find a session",
+      email:
+        typeof body.email === "string" && body.email.trim() && body.email !== "__PWRD__" ? body.email : stored.email,
+      password: needPassword ? (typed(body.password) ?? stored.password) : "not needed to find a session",
     });
-    if (!checked.ok && !sameService && n && (body.password === "__PWRD__" || body.phoneNumber === "__PWRD__" || body.email === "__PWRD__")) {
-      checked.problems.push("the stored credentials are used only with the deployed base URL: type them again to sign in at another one");
+    if (
+      !checked.ok &&
+      !sameService &&
+      n &&
+      (body.password === "__PWRD__" || body.phoneNumber === "__PWRD__" || body.email === "__PWRD__")
+    ) {
+      checked.problems.push(
+        "the stored credentials are used only with the deployed base URL: type them again to sign in at another one",
+      );
     }
     const store = checkStoreSettings({
       sessionStore: body.sessionStore,
@@ -173,7 +198,9 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
     }
     const pending = core.directory.inFlight();
     if (!pending) {
-      res.status(503).json({ error: "the account has no device list yet: Refresh fetches it (door-account.write)", refresh: true });
+      res
+        .status(503)
+        .json({ error: "the account has no device list yet: Refresh fetches it (door-account.write)", refresh: true });
       return;
     }
     pending.then((devices) => res.json(listAnswer(core, devices)), failedList(res));
@@ -187,7 +214,12 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
    */
   function sendRefreshed(core: AccountCore, res: Answer): void {
     if (core.session.heldToken() === null) {
-      res.status(503).json({ error: `${core.session.noSessionError().message}; the editor never logs in: Reconnect (or Sign in) first`, state: core.session.state });
+      res
+        .status(503)
+        .json({
+          error: `${core.session.noSessionError().message}; the editor never logs in: Reconnect (or Sign in) first`,
+          state: core.session.state,
+        });
       return;
     }
     const now = core.clock.monotonic();
@@ -196,7 +228,13 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       const retryInSeconds = Math.max(1, Math.ceil((EDITOR_REFRESH_MS - (now - last)) / 1000));
       const cached = core.directory.cached();
       if (!cached) {
-        res.status(429).json({ error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`, throttled: true, retryInSeconds });
+        res
+          .status(429)
+          .json({
+            error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`,
+            throttled: true,
+            retryInSeconds,
+          });
         return;
       }
       res.json(listAnswer(core, cached.devices, { throttled: true, retryInSeconds }));
@@ -207,8 +245,10 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
   }
 
   const refreshWanted = (v: unknown) => v === "1" || v === "true" || v === true;
-  const TYPED_LOGIN_IS_A_WRITE = "a login typed in the dialog is looked up only for a user who may change the account (door-account.write); the door list of the deployed account is shown with its stored login";
-  const REFRESH_IS_A_WRITE = "this route serves the list the runtime holds; a refresh from the service is POST .../devices/refresh (door-account.write)";
+  const TYPED_LOGIN_IS_A_WRITE =
+    "a login typed in the dialog is looked up only for a user who may change the account (door-account.write); the door list of the deployed account is shown with its stored login";
+  const REFRESH_IS_A_WRITE =
+    "this route serves the list the runtime holds; a refresh from the service is POST .../devices/refresh (door-account.write)";
 
   RED.httpAdmin.get(`${ADMIN_PREFIX}/:id/devices`, read, (req, res) => {
     if (refreshWanted(req.query.refresh)) {
@@ -221,7 +261,11 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       return;
     }
     if (!n.account) {
-      res.status(409).json({ error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}` });
+      res
+        .status(409)
+        .json({
+          error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}`,
+        });
       return;
     }
     sendHeld(n.account.core, res);
@@ -258,14 +302,16 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       return;
     }
     const typedLogin = typed(body.phoneNumber) !== undefined || typed(body.email) !== undefined;
-    void (typedLogin ? mayWrite(req) : Promise.resolve(true)).then((allowed) => {
-      if (!allowed) {
-        res.status(403).json({ error: TYPED_LOGIN_IS_A_WRITE });
-        return;
-      }
-      const core = editedCore(String(req.params.id), body, res);
-      if (core) sendHeld(core, res);
-    }).catch(() => undefined);
+    void (typedLogin ? mayWrite(req) : Promise.resolve(true))
+      .then((allowed) => {
+        if (!allowed) {
+          res.status(403).json({ error: TYPED_LOGIN_IS_A_WRITE });
+          return;
+        }
+        const core = editedCore(String(req.params.id), body, res);
+        if (core) sendHeld(core, res);
+      })
+      .catch(() => undefined);
   });
 
   // The picker's Refresh: the same account as edited, the list fetched again from the service.
@@ -284,12 +330,23 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
     const body = (req.body ?? {}) as EditedAccount;
     const { checked, store } = editedSettings(String(req.params.id), body, true);
     if (!checked.ok || !store.ok) {
-      res.status(400).json({ error: `configuration: ${[...(checked.ok ? [] : checked.problems), ...(store.ok ? [] : store.problems)].join("; ")}` });
+      res
+        .status(400)
+        .json({
+          error: `configuration: ${[...(checked.ok ? [] : checked.problems), ...(store.ok ? [] : store.problems)].join("; ")}`,
+        });
       return;
     }
     const setup = accountSetup(checked.baseUrl, checked.credentials, store.store, null);
-    const log: SessionLog = { info: (m) => RED.log.info(`door-account (editor sign-in): ${m}`), warn: (m) => RED.log.warn(`door-account (editor sign-in): ${m}`), error: (m) => RED.log.error(`door-account (editor sign-in): ${m}`) };
-    const got = signIn(setup.key, setup.settings, setup.make, log, { baseUrl: checked.baseUrl, confirm: body.confirm === true });
+    const log: SessionLog = {
+      info: (m) => RED.log.info(`door-account (editor sign-in): ${m}`),
+      warn: (m) => RED.log.warn(`door-account (editor sign-in): ${m}`),
+      error: (m) => RED.log.error(`door-account (editor sign-in): ${m}`),
+    };
+    const got = signIn(setup.key, setup.settings, setup.make, log, {
+      baseUrl: checked.baseUrl,
+      confirm: body.confirm === true,
+    });
     if (got.kind === "other-login") {
       // The runtime cannot know before a login whether two logins (a phone number, an email) are
       // one service account: the operator decides (docs/session.md#signing-in-from-the-editor).
@@ -328,7 +385,13 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       } else if (snap.state === "ready") {
         // A session resumed from a stored pair runs with the password typed: the door pickers
         // use it, but only a login could check the password, and a login would end the session.
-        res.json({ signedIn: false, already: true, passwordChecked: false, state: snap.state, message: PASSWORD_NOT_CHECKED });
+        res.json({
+          signedIn: false,
+          already: true,
+          passwordChecked: false,
+          state: snap.state,
+          message: PASSWORD_NOT_CHECKED,
+        });
       } else if (snap.state === "halted-login-failed") {
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(422).json({ error: RED._("door-account.errors.sign-in-refused"), state: snap.state });
@@ -336,7 +399,12 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(409).json({ error: RED._("door-account.errors.sign-in-superseded"), state: snap.state });
       } else {
-        res.status(502).json({ error: note ?? `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`, state: snap.state });
+        res
+          .status(502)
+          .json({
+            error: note ?? `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`,
+            state: snap.state,
+          });
       }
     };
     const timer = setTimeout(answer, 30_000);

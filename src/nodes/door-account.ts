@@ -6,7 +6,14 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
 import { parseBaseUrl } from "../client/base-url.js";
-import { ACCOUNT_DRAIN_MS, Account, AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
+import {
+  ACCOUNT_DRAIN_MS,
+  Account,
+  AccountCore,
+  checkAccountSettings,
+  checkStoreSettings,
+  type SessionStoreChoice,
+} from "../account/account.js";
 import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../audit/audit-log.js";
 import { checkAuditPath } from "../audit/paths.js";
 import { descriptionUrl } from "../account/description-check.js";
@@ -17,7 +24,13 @@ import { accountKey, tokenFileFor } from "../session/token-store.js";
 import { textOf } from "../util/text.js";
 import { type Member, deployStarted, join, settingsOf } from "../account/registry.js";
 import { type AccountCreds, registerAccountAdminRoutes } from "./door-account-admin.js";
-import { type AccountUser, type NodeStatus, type DoorAccountNode, ACCOUNT_CLOSE_GUARD_MS, stateStatus } from "./shared.js";
+import {
+  type AccountUser,
+  type NodeStatus,
+  type DoorAccountNode,
+  ACCOUNT_CLOSE_GUARD_MS,
+  stateStatus,
+} from "./shared.js";
 
 /** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
 const deployHooked = new WeakSet<object>();
@@ -81,14 +94,27 @@ export = function register(RED: NodeAPI): void {
    * file is named from the account key, so a restart resumes the pair whichever node names it;
    * a file of the 0.1 layout (named from this node id) is taken over once.
    */
-  function accountSetup(baseUrl: string, credentials: Credentials, store: SessionStoreChoice, legacyNodeId: string | null) {
+  function accountSetup(
+    baseUrl: string,
+    credentials: Credentials,
+    store: SessionStoreChoice,
+    legacyNodeId: string | null,
+  ) {
     const identity = credentials.method === "email" ? credentials.email : credentials.phoneNumber;
     const key = accountKey(baseUrl, credentials.method, identity);
     const tokenFile = tokenFileFor(userDir(), key);
     const settings = settingsOf(credentials.password, store);
     const make = (log: SessionLog, checkCredentials = false) => {
       if (legacyNodeId && store.kind === "file") adoptLegacyTokenFile(legacyNodeId, key, tokenFile);
-      return new AccountCore({ baseUrl, credentials, tokenFile, secret: credentialSecret(), sessionStore: store, log, checkCredentials });
+      return new AccountCore({
+        baseUrl,
+        credentials,
+        tokenFile,
+        secret: credentialSecret(),
+        sessionStore: store,
+        log,
+        checkCredentials,
+      });
     };
     return { key, settings, make, tokenFile };
   }
@@ -117,7 +143,10 @@ export = function register(RED: NodeAPI): void {
 
     const creds = node.credentials ?? {};
     deployedCreds.set(node, { ...creds });
-    deployedTarget.set(node, { baseUrl: normalisedBaseUrl(config.baseUrl), redisUrl: typeof config.redisUrl === "string" ? config.redisUrl.trim() : "" });
+    deployedTarget.set(node, {
+      baseUrl: normalisedBaseUrl(config.baseUrl),
+      redisUrl: typeof config.redisUrl === "string" ? config.redisUrl.trim() : "",
+    });
     const checked = checkAccountSettings({
       baseUrl: config.baseUrl,
       loginMethod: config.loginMethod,
@@ -126,10 +155,16 @@ export = function register(RED: NodeAPI): void {
       password: creds.password,
     });
 
-    const translateState = (snap: SessionSnapshot): NodeStatus => stateStatus(snap, (k) => RED._(`door-account.state.${k}`));
+    const translateState = (snap: SessionSnapshot): NodeStatus =>
+      stateStatus(snap, (k) => RED._(`door-account.state.${k}`));
 
     node.statusFor = (): NodeStatus => {
-      if (node.problem) return { fill: "red", shape: "ring", text: node.problem.startsWith("configuration") ? node.problem : `configuration: ${node.problem}` };
+      if (node.problem)
+        return {
+          fill: "red",
+          shape: "ring",
+          text: node.problem.startsWith("configuration") ? node.problem : `configuration: ${node.problem}`,
+        };
       if (!node.account) return { fill: "grey", shape: "ring", text: RED._("door-account.state.closed") };
       return translateState(node.account.snapshot());
     };
@@ -165,9 +200,18 @@ export = function register(RED: NodeAPI): void {
       }
     };
 
-    const storeChecked = checkStoreSettings({ sessionStore: config.sessionStore, redisUrl: config.redisUrl, redisKeyPrefix: config.redisKeyPrefix, redisPassword: creds.redisPassword });
+    const storeChecked = checkStoreSettings({
+      sessionStore: config.sessionStore,
+      redisUrl: config.redisUrl,
+      redisKeyPrefix: config.redisKeyPrefix,
+      redisPassword: creds.redisPassword,
+    });
     const settings = RED.settings as unknown as { settingsFile?: string; flowFile?: string };
-    const auditChecked = checkAuditPath(config.auditLog, { userDir: userDir(), settingsFile: settings.settingsFile ?? null, flowFile: settings.flowFile ?? null });
+    const auditChecked = checkAuditPath(config.auditLog, {
+      userDir: userDir(),
+      settingsFile: settings.settingsFile ?? null,
+      flowFile: settings.flowFile ?? null,
+    });
     const auditLog = auditChecked.path;
     const auditOptions = auditSettings(config);
     const label = config.name || node.id;
@@ -181,7 +225,11 @@ export = function register(RED: NodeAPI): void {
         node.warn(`door-account "${label}": ${(e as Error).message}; the service description check is off`);
       }
     }
-    const descriptionLog = { debug: (m: string) => node.debug(m), info: (m: string) => node.log(m), warn: (m: string) => node.warn(m) };
+    const descriptionLog = {
+      debug: (m: string) => node.debug(m),
+      info: (m: string) => node.log(m),
+      warn: (m: string) => node.warn(m),
+    };
 
     /** Follows the account's shared core: a new one after a conflict is resolved, none during a conflict. */
     const attach = () => {
@@ -196,11 +244,18 @@ export = function register(RED: NodeAPI): void {
       }
       if (core && !node.account && checked.ok && !("problems" in auditOptions)) {
         node.account = new Account({
-          baseUrl: checked.baseUrl, credentials: checked.credentials, tokenFile: core.options.tokenFile, auditLogPath: auditLog, audit: auditOptions, core,
+          baseUrl: checked.baseUrl,
+          credentials: checked.credentials,
+          tokenFile: core.options.tokenFile,
+          auditLogPath: auditLog,
+          audit: auditOptions,
+          core,
           descriptionCheck: docs ? { url: docs, log: descriptionLog } : null,
         });
         if (!sameOptions(node.account.audit, auditOptions)) {
-          node.warn(`door-account "${label}": another account writes the same audit log ${auditLog} with other rotation settings; its settings apply (one writer per file)`);
+          node.warn(
+            `door-account "${label}": another account writes the same audit log ${auditLog} with other rotation settings; its settings apply (one writer per file)`,
+          );
         }
         node.account.on("state", fanOut);
         node.account.on("halt", onHalt);
@@ -219,7 +274,12 @@ export = function register(RED: NodeAPI): void {
       node.problem = configProblem;
       node.error(`door-account "${label}": ${configProblem}`);
     } else {
-      const setup = accountSetup(checked.baseUrl, checked.credentials, storeChecked.store, (config as { _alias?: string })._alias ? null : node.id);
+      const setup = accountSetup(
+        checked.baseUrl,
+        checked.credentials,
+        storeChecked.store,
+        (config as { _alias?: string })._alias ? null : node.id,
+      );
       member = join(setup.key, setup.settings, setup.make, {
         label,
         log: { info: (m) => node.log(m), warn: (m) => node.warn(m), error: (m) => node.error(m) },
@@ -242,7 +302,10 @@ export = function register(RED: NodeAPI): void {
       const deadline = Date.now() + ACCOUNT_DRAIN_MS;
       const work = (async () => {
         let t: NodeJS.Timeout | null = null;
-        await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => (t = setTimeout(r, ACCOUNT_DRAIN_MS)))]);
+        await Promise.race([
+          Promise.allSettled([...inflight]),
+          new Promise((r) => (t = setTimeout(r, ACCOUNT_DRAIN_MS))),
+        ]);
         if (t) clearTimeout(t);
         if (account) await account.drain(Math.max(0, deadline - Date.now()));
         await Promise.allSettled([m ? m.leave(removed) : Promise.resolve(), account?.close(0)]);
@@ -260,7 +323,9 @@ export = function register(RED: NodeAPI): void {
   }
 
   /** auditMaxBytes and auditKeep from the node's configuration: whole numbers >= 0, empty = default. */
-  function auditSettings(config: AccountDef): { maxBytes: number; keep: number; warn: (m: string) => void } | { problems: string[] } {
+  function auditSettings(
+    config: AccountDef,
+  ): { maxBytes: number; keep: number; warn: (m: string) => void } | { problems: string[] } {
     const problems: string[] = [];
     const num = (v: unknown, dflt: number, what: string): number => {
       if (v === undefined || v === null || (typeof v === "string" && v.trim() === "")) return dflt;

@@ -25,13 +25,21 @@ export = function register(RED: NodeAPI): void {
       const work = (async () => {
         const got = binding.account();
         if ("problem" in got) {
-          failMessage(RED, "door-devices", binding, m, done, { outcome: "session-halted", status: null, message: `door-devices: ${got.problem}` });
+          failMessage(RED, "door-devices", binding, m, done, {
+            outcome: "session-halted",
+            status: null,
+            message: `door-devices: ${got.problem}`,
+          });
           return;
         }
         const fields = new MessageFields(m);
         const force = fields.read("refresh") === true;
         if (fields.unreadable !== undefined) {
-          failMessage(RED, "door-devices", binding, m, done, { outcome: "invalid-input", status: null, message: `door-devices: ${fields.unreadable}` });
+          failMessage(RED, "door-devices", binding, m, done, {
+            outcome: "invalid-input",
+            status: null,
+            message: `door-devices: ${fields.unreadable}`,
+          });
           return;
         }
         try {
@@ -41,14 +49,22 @@ export = function register(RED: NodeAPI): void {
           // not how door names resolve.
           m.payload = structuredClone(list);
           binding.setResult({
-            fill: "green", shape: "dot",
-            text: RED._("door-devices.status.ok", { count: list.length, kind: RED._(`door-devices.status.${kind}`), time: clockTime(Date.now()) }),
+            fill: "green",
+            shape: "dot",
+            text: RED._("door-devices.status.ok", {
+              count: list.length,
+              kind: RED._(`door-devices.status.${kind}`),
+              time: clockTime(Date.now()),
+            }),
           });
           send(m);
           done();
         } catch (e) {
           const c = classifyFailure(e, false);
-          failMessage(RED, "door-devices", binding, m, done, { ...c, message: `door-devices: reading the ${kind} failed: ${c.message}` });
+          failMessage(RED, "door-devices", binding, m, done, {
+            ...c,
+            message: `door-devices: reading the ${kind} failed: ${c.message}`,
+          });
         }
       })();
       binding.track(work).catch((e: Error) => done(e));

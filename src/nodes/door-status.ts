@@ -6,7 +6,15 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { selectDoor } from "../doors/select.js";
 import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, MessageFields, clockTime, configuredDoor, describeThrown, failMessage, endMessage } from "./shared.js";
+import {
+  FlowNodeBinding,
+  MessageFields,
+  clockTime,
+  configuredDoor,
+  describeThrown,
+  failMessage,
+  endMessage,
+} from "./shared.js";
 
 interface StatusDef extends NodeDef {
   account: string;
@@ -50,7 +58,10 @@ export = function register(RED: NodeAPI): void {
           device = await account.getDevice(deviceId);
         } catch (e) {
           const c = classifyFailure(e, false);
-          if (c.outcome === "not-found") void account.directory.refreshAfterNotFound({ id: deviceId, name: null, location: null }).catch(() => undefined);
+          if (c.outcome === "not-found")
+            void account.directory
+              .refreshAfterNotFound({ id: deviceId, name: null, location: null })
+              .catch(() => undefined);
           try {
             m.deviceId = deviceId;
           } catch {
@@ -58,8 +69,17 @@ export = function register(RED: NodeAPI): void {
           }
           return fail(c.outcome, `door-status: ${c.message}`, c.status, c.retryAfter);
         }
-        const state = device.online === true ? RED._("door-status.status.online") : device.online === false ? RED._("door-status.status.offline") : RED._("door-status.status.unknown");
-        binding.setResult({ fill: device.online === false ? "yellow" : "green", shape: "dot", text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }) });
+        const state =
+          device.online === true
+            ? RED._("door-status.status.online")
+            : device.online === false
+              ? RED._("door-status.status.offline")
+              : RED._("door-status.status.unknown");
+        binding.setResult({
+          fill: device.online === false ? "yellow" : "green",
+          shape: "dot",
+          text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }),
+        });
         try {
           m.payload = device;
           m.deviceId = device.id;
@@ -67,7 +87,11 @@ export = function register(RED: NodeAPI): void {
         } catch (e) {
           // The door was read; the message cannot carry it (frozen, a setter that throws, a field
           // Node-RED cannot copy for a second wire).
-          return done(new Error(`door-status: door #${device.id} was read (${state}) but the message could not carry it or be sent to every wire: ${describeThrown(e)}`));
+          return done(
+            new Error(
+              `door-status: door #${device.id} was read (${state}) but the message could not carry it or be sent to every wire: ${describeThrown(e)}`,
+            ),
+          );
         }
         done();
       })();

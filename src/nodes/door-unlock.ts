@@ -11,8 +11,23 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../unlock/access-rules.js";
-import { AuditRecordLost, performUnlock, type NodeAccess, type UnlockInput, type UnlockResult } from "../unlock/unlock.js";
-import { FlowNodeBinding, MessageFields, type NodeStatus, briefReason, clockTime, configuredDoor, describeThrown, endMessage } from "./shared.js";
+import {
+  AuditRecordLost,
+  performUnlock,
+  type NodeAccess,
+  type UnlockInput,
+  type UnlockResult,
+} from "../unlock/unlock.js";
+import {
+  FlowNodeBinding,
+  MessageFields,
+  type NodeStatus,
+  briefReason,
+  clockTime,
+  configuredDoor,
+  describeThrown,
+  endMessage,
+} from "./shared.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -30,10 +45,19 @@ interface UnlockDef extends NodeDef {
 
 /** Reads the node's rules (the `pin` credential included); null when it has none. */
 function readRules(config: UnlockDef, pin: unknown): NodeAccess | null {
-  const cfg: AccessRulesConfig = { allowActors: config.allowActors, schedule: config.schedule, timeZone: config.timeZone, cooldown: config.cooldown, pin };
+  const cfg: AccessRulesConfig = {
+    allowActors: config.allowActors,
+    schedule: config.schedule,
+    timeZone: config.timeZone,
+    cooldown: config.cooldown,
+    pin,
+  };
   const parsed = parseAccessRules(cfg);
   if (!parsed.ok) {
-    return { ok: false, message: `${parsed.message}. This node refuses every message until its rules are corrected and deployed` };
+    return {
+      ok: false,
+      message: `${parsed.message}. This node refuses every message until its rules are corrected and deployed`,
+    };
   }
   return parsed.rules.active ? { ok: true, state: parsed.rules.newState() } : null;
 }
@@ -66,13 +90,17 @@ export = function register(RED: NodeAPI): void {
     const rules: AccessState | null = access?.ok ? access.state : null;
     if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
     /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
-    const rulesWord = access === null ? "" : RED._(access.ok ? "door-unlock.status.rules" : "door-unlock.status.rules-error");
-    const decorate = access === null ? undefined : (status: NodeStatus): NodeStatus => {
-      if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord };
-      const locked = access.state.lockoutText(Date.now());
-      if (locked !== null) return { fill: "red", shape: "dot", text: locked };
-      return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
-    };
+    const rulesWord =
+      access === null ? "" : RED._(access.ok ? "door-unlock.status.rules" : "door-unlock.status.rules-error");
+    const decorate =
+      access === null
+        ? undefined
+        : (status: NodeStatus): NodeStatus => {
+            if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord };
+            const locked = access.state.lockoutText(Date.now());
+            if (locked !== null) return { fill: "red", shape: "dot", text: locked };
+            return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
+          };
     const binding = new FlowNodeBinding(RED, node, config.account, decorate);
     const settings = {
       nodeId: node.id,
@@ -88,11 +116,14 @@ export = function register(RED: NodeAPI): void {
       if (rules === null || lockoutTimer !== null) return;
       const l = rules.lockout(Date.now());
       if (!l.locked) return;
-      lockoutTimer = setTimeout(() => {
-        lockoutTimer = null;
-        binding.refresh();
-        watchLockout();
-      }, Math.max(1000, l.until! - Date.now()));
+      lockoutTimer = setTimeout(
+        () => {
+          lockoutTimer = null;
+          binding.refresh();
+          watchLockout();
+        },
+        Math.max(1000, l.until! - Date.now()),
+      );
       lockoutTimer.unref();
     };
     node.on("close", () => {
@@ -121,7 +152,9 @@ export = function register(RED: NodeAPI): void {
         // It would leave the node on an output, or to a Catch node with the message: the message
         // goes nowhere, and nothing is sent for it.
         try {
-          node.error("door-unlock: msg.pin could not be removed from the message (a frozen message?): nothing was sent, and the message is not passed on so that the PIN goes no further");
+          node.error(
+            "door-unlock: msg.pin could not be removed from the message (a frozen message?): nothing was sent, and the message is not passed on so that the PIN goes no further",
+          );
         } catch {
           /* nothing left to tell it with */
         }
@@ -142,9 +175,11 @@ export = function register(RED: NodeAPI): void {
           // denied: the rule word; an input refused before anything was sent: why, in a few words
           // ('no door named "X"').
           const reason =
-            outcome === "denied" ? (result.reason ?? null)
-            : outcome === "invalid-input" && typeof result.message === "string" ? briefReason(result.message)
-            : null;
+            outcome === "denied"
+              ? (result.reason ?? null)
+              : outcome === "invalid-input" && typeof result.message === "string"
+                ? briefReason(result.message)
+                : null;
           let step = "set on the message";
           try {
             m.payload = result;
@@ -166,14 +201,30 @@ export = function register(RED: NodeAPI): void {
               binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
             } else if (outcome === "denied") {
               // The rule word only: the message's own text may name an actor.
-              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.denied", { reason: String(reason), time }) });
+              binding.setResult({
+                fill: "red",
+                shape: "ring",
+                text: RED._("door-unlock.status.denied", { reason: String(reason), time }),
+              });
               watchLockout();
             } else if (status !== null) {
-              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed", { outcome, status, time }) });
+              binding.setResult({
+                fill: "red",
+                shape: "ring",
+                text: RED._("door-unlock.status.failed", { outcome, status, time }),
+              });
             } else if (reason !== null) {
-              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-reason", { outcome, reason, time }) });
+              binding.setResult({
+                fill: "red",
+                shape: "ring",
+                text: RED._("door-unlock.status.failed-reason", { outcome, reason, time }),
+              });
             } else {
-              binding.setResult({ fill: "red", shape: "ring", text: RED._("door-unlock.status.failed-nostatus", { outcome, time }) });
+              binding.setResult({
+                fill: "red",
+                shape: "ring",
+                text: RED._("door-unlock.status.failed-nostatus", { outcome, time }),
+              });
             }
           });
         };
@@ -181,7 +232,11 @@ export = function register(RED: NodeAPI): void {
         // bad input, answered invalid-input by performUnlock, and nothing is sent.
         const msgid = fields.read("_msgid");
         const input: UnlockInput = {
-          msgDeviceId: fields.read("deviceId"), msgDoor: fields.read("door"), msgLockId: fields.read("lockId"), msgActor: fields.read("actor"), msgRetain: fields.read("retain"),
+          msgDeviceId: fields.read("deviceId"),
+          msgDoor: fields.read("door"),
+          msgLockId: fields.read("lockId"),
+          msgActor: fields.read("actor"),
+          msgRetain: fields.read("retain"),
           msgid: typeof msgid === "string" ? msgid : null,
           msgPin: pin,
         };
@@ -189,13 +244,28 @@ export = function register(RED: NodeAPI): void {
         if ("problem" in got && access !== null && !access.ok) {
           // Rules that cannot be read refuse every message, also without an account (nor its audit log).
           emit({
-            outcome: "denied", status: null, reason: "configuration", deviceId: null, lockId: null, door: null,
-            actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: access.message, mayHaveOpened: false,
+            outcome: "denied",
+            status: null,
+            reason: "configuration",
+            deviceId: null,
+            lockId: null,
+            door: null,
+            actor: settings.actor || `node-red:${node.id}`,
+            at: new Date().toISOString(),
+            message: access.message,
+            mayHaveOpened: false,
           });
         } else if ("problem" in got) {
           emit({
-            outcome: "session-halted", status: null, deviceId: null, lockId: null, door: null,
-            actor: settings.actor || `node-red:${node.id}`, at: new Date().toISOString(), message: got.problem, mayHaveOpened: false,
+            outcome: "session-halted",
+            status: null,
+            deviceId: null,
+            lockId: null,
+            door: null,
+            actor: settings.actor || `node-red:${node.id}`,
+            at: new Date().toISOString(),
+            message: got.problem,
+            mayHaveOpened: false,
           });
         } else {
           try {
@@ -205,7 +275,8 @@ export = function register(RED: NodeAPI): void {
                 // turn (off the door's path), and never over an outcome already known: a message that
                 // sends nothing never shows it.
                 later(() => {
-                  if (!sent) binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
+                  if (!sent)
+                    binding.setResult({ fill: "blue", shape: "dot", text: RED._("door-unlock.status.sending") });
                 }),
               ),
             );

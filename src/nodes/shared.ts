@@ -117,7 +117,9 @@ export function endMessage(node: Node, done: (err?: Error) => void, err?: Error)
     done(err);
   } catch (e) {
     try {
-      node.error(`${err ? `${err.message}; ` : ""}the message could not be handed on to Catch or Complete nodes: ${describeThrown(e)}`);
+      node.error(
+        `${err ? `${err.message}; ` : ""}the message could not be handed on to Catch or Complete nodes: ${describeThrown(e)}`,
+      );
     } catch {
       /* nothing left to tell it with */
     }
@@ -142,19 +144,26 @@ export function failMessage(
   try {
     msg.outcome = failure.outcome;
     if (failure.status !== null) msg.statusCode = failure.status;
-    if (failure.outcome === "rate-limited" && typeof failure.retryAfter === "number") msg.retryAfter = failure.retryAfter;
+    if (failure.outcome === "rate-limited" && typeof failure.retryAfter === "number")
+      msg.retryAfter = failure.retryAfter;
   } catch (e) {
     // A frozen message, a setter that throws: the error still ends the message and the status shows it.
     message += ` (msg.outcome could not be set on the message: ${describeThrown(e)})`;
   }
   const time = clockTime(Date.now());
   binding.setResult({
-    fill: "red", shape: "ring",
-    text: failure.status !== null
-      ? RED._(`${type}.status.failed-status`, { outcome: failure.outcome, status: failure.status, time })
-      : failure.outcome === "invalid-input"
-        ? RED._(`${type}.status.failed-reason`, { outcome: failure.outcome, reason: briefReason(failure.message), time })
-        : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
+    fill: "red",
+    shape: "ring",
+    text:
+      failure.status !== null
+        ? RED._(`${type}.status.failed-status`, { outcome: failure.outcome, status: failure.status, time })
+        : failure.outcome === "invalid-input"
+          ? RED._(`${type}.status.failed-reason`, {
+              outcome: failure.outcome,
+              reason: briefReason(failure.message),
+              time,
+            })
+          : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
   });
   done(new Error(message));
 }
@@ -206,7 +215,8 @@ export class FlowNodeBinding implements AccountUser {
   /** The account, or a reason why there is none (shown to the user as a session halt). */
   account(): { account: Account } | { problem: string } {
     if (!this.accountNode) return { problem: "no door-account is configured for this node" };
-    if (!this.accountNode.account) return { problem: `the door-account is not usable: ${this.accountNode.problem ?? "not started"}` };
+    if (!this.accountNode.account)
+      return { problem: `the door-account is not usable: ${this.accountNode.problem ?? "not started"}` };
     return { account: this.accountNode.account };
   }
 
@@ -216,7 +226,11 @@ export class FlowNodeBinding implements AccountUser {
   }
 
   onAccountHalt(error: SessionHaltedError): void {
-    this.node.error(error, { topic: "door-access/session-halted", payload: { state: error.state, reason: error.message }, outcome: "session-halted" });
+    this.node.error(error, {
+      topic: "door-access/session-halted",
+      payload: { state: error.state, reason: error.message },
+      outcome: "session-halted",
+    });
   }
 
   /** The node's own last result; shown while the account is ready. */
@@ -245,11 +259,20 @@ export class FlowNodeBinding implements AccountUser {
 }
 
 /** The door picked in the editor: its identity and the id seen when it was picked. */
-export function configuredDoor(config: { deviceId?: unknown; doorName?: unknown; doorLocation?: unknown }): DoorIdentity | null {
-  const idNum = typeof config.deviceId === "number" ? config.deviceId : typeof config.deviceId === "string" && /^\d{1,10}$/.test(config.deviceId) ? Number(config.deviceId) : null;
+export function configuredDoor(config: {
+  deviceId?: unknown;
+  doorName?: unknown;
+  doorLocation?: unknown;
+}): DoorIdentity | null {
+  const idNum =
+    typeof config.deviceId === "number"
+      ? config.deviceId
+      : typeof config.deviceId === "string" && /^\d{1,10}$/.test(config.deviceId)
+        ? Number(config.deviceId)
+        : null;
   const id = idNum !== null && Number.isInteger(idNum) && idNum >= 1 && idNum <= 2147483647 ? idNum : null;
   const name = typeof config.doorName === "string" && config.doorName.trim() ? config.doorName.trim() : null;
-  const location = typeof config.doorLocation === "string" && config.doorLocation.trim() ? config.doorLocation.trim() : null;
+  const location =
+    typeof config.doorLocation === "string" && config.doorLocation.trim() ? config.doorLocation.trim() : null;
   return id === null && name === null ? null : { id, name, location };
 }
-

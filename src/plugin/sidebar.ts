@@ -47,7 +47,9 @@ function publishNotice(): void {
   pendingFiles = new Set();
   if (!RED) return;
   try {
-    const accounts = deployedAccounts(RED).filter((a) => a.account && files.has(a.account.audit.filePath)).map((a) => a.id);
+    const accounts = deployedAccounts(RED)
+      .filter((a) => a.account && files.has(a.account.audit.filePath))
+      .map((a) => a.id);
     if (accounts.length > 0) RED.comms.publish(COMMS_TOPIC, { accounts }, false);
   } catch {
     /* the editor misses one live update; the runtime carries on */
@@ -78,7 +80,8 @@ function describeAccount(n: DoorAccountNode & { name?: string }) {
 }
 
 function filterFrom(q: Request["query"]): AuditFilter | string {
-  const str = (k: string): string | undefined => (typeof q[k] === "string" && (q[k]).trim() ? (q[k]).trim().slice(0, 200) : undefined);
+  const str = (k: string): string | undefined =>
+    typeof q[k] === "string" && q[k].trim() ? q[k].trim().slice(0, 200) : undefined;
   const f: AuditFilter = { door: str("door"), actor: str("actor"), outcome: str("outcome"), reason: str("reason") };
   for (const k of ["from", "to"] as const) {
     const v = str(k);
@@ -94,7 +97,10 @@ export = function register(RED: NodeAPI): void {
   current = RED;
   // The plugin's editor half (the .html) is what the editor shows; registering lets Node-RED list it.
   try {
-    (RED as unknown as { plugins?: { registerPlugin(id: string, def: object): void } }).plugins?.registerPlugin("door-access-sidebar", { type: "door-access-sidebar" });
+    (RED as unknown as { plugins?: { registerPlugin(id: string, def: object): void } }).plugins?.registerPlugin(
+      "door-access-sidebar",
+      { type: "door-access-sidebar" },
+    );
   } catch {
     /* already registered (a second load in one process) */
   }
@@ -116,7 +122,8 @@ export = function register(RED: NodeAPI): void {
     return n;
   };
   const failed = (res: Response) => (e: unknown) => {
-    if (!res.headersSent) res.status(500).json({ error: `cannot read the audit log: ${e instanceof Error ? e.message : String(e)}` });
+    if (!res.headersSent)
+      res.status(500).json({ error: `cannot read the audit log: ${e instanceof Error ? e.message : String(e)}` });
     else res.end();
   };
 
@@ -134,16 +141,17 @@ export = function register(RED: NodeAPI): void {
     }
     const limit = /^\d{1,4}$/.test(textOf(req.query.limit ?? "")) ? Number(req.query.limit) : 50;
     const beforeSeq = /^\d{1,15}$/.test(textOf(req.query.beforeSeq ?? "")) ? Number(req.query.beforeSeq) : undefined;
-    readPage(n.account!.audit.filePath, f, { limit, beforeSeq }).then(
-      (page) => res.json({ account: describeAccount(n), ...page }),
-      failed(res),
-    ).catch(() => undefined); // an answer that cannot be sent (the editor went away) is nobody's error
+    readPage(n.account!.audit.filePath, f, { limit, beforeSeq })
+      .then((page) => res.json({ account: describeAccount(n), ...page }), failed(res))
+      .catch(() => undefined); // an answer that cannot be sent (the editor went away) is nobody's error
   });
 
   RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/verify`, read, (req, res) => {
     const n = accountFor(req, res);
     if (!n) return;
-    verifyAuditLog(n.account!.audit.filePath).then((report) => res.json(report), failed(res)).catch(() => undefined);
+    verifyAuditLog(n.account!.audit.filePath)
+      .then((report) => res.json(report), failed(res))
+      .catch(() => undefined);
   });
 
   RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/export.csv`, read, (req, res) => {
@@ -160,10 +168,16 @@ export = function register(RED: NodeAPI): void {
     res.setHeader("Cache-Control", "no-store");
     void (async () => {
       for await (const chunk of exportCsv(n.account!.audit.filePath, f)) {
-        if (!res.write(chunk)) await new Promise<void>((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+        if (!res.write(chunk))
+          await new Promise<void>((resolve) => {
+            res.once("drain", resolve);
+            res.once("close", resolve);
+          });
         if (res.destroyed) return;
       }
       res.end();
-    })().catch(failed(res)).catch(() => undefined);
+    })()
+      .catch(failed(res))
+      .catch(() => undefined);
   });
 };

@@ -5,7 +5,10 @@
 export class SessionHaltedError extends Error {
   override readonly name = "SessionHaltedError";
   readonly outcome = "session-halted" as const;
-  constructor(readonly state: string, message: string) {
+  constructor(
+    readonly state: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -14,7 +17,10 @@ export class SessionUnavailableError extends Error {
   override readonly name: string = "SessionUnavailableError";
   readonly outcome = "service-unreachable" as const;
   /** Seconds until the session will try to log in again, when known. */
-  constructor(message: string, readonly retryAfter: number | null = null) {
+  constructor(
+    message: string,
+    readonly retryAfter: number | null = null,
+  ) {
     super(message);
   }
 }
@@ -45,7 +51,12 @@ export class RenewalFailedError extends SessionUnavailableError {
    * wait (a device list's) can say it without naming two.
    */
   readonly limited: string | null;
-  constructor(message: string, readonly rateLimited: boolean, retryAfter: number | null, limited: string | null = null) {
+  constructor(
+    message: string,
+    readonly rateLimited: boolean,
+    retryAfter: number | null,
+    limited: string | null = null,
+  ) {
     super(message, retryAfter);
     this.limited = limited;
   }

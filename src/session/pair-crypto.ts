@@ -27,12 +27,21 @@ export function derivePairKey(secret: string, accountKey: string, info: string):
 }
 
 export function sealPair(key: Buffer | null, pair: PairRecord): SealedPair {
-  const json = JSON.stringify({ accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: pair.obtainedAt });
+  const json = JSON.stringify({
+    accessToken: pair.accessToken,
+    refreshToken: pair.refreshToken,
+    obtainedAt: pair.obtainedAt,
+  });
   if (!key) return { enc: "none", data: Buffer.from(json, "utf8").toString("base64") };
   const iv = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", key, iv);
   const data = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
-  return { enc: "aes-256-gcm", iv: iv.toString("base64"), tag: cipher.getAuthTag().toString("base64"), data: data.toString("base64") };
+  return {
+    enc: "aes-256-gcm",
+    iv: iv.toString("base64"),
+    tag: cipher.getAuthTag().toString("base64"),
+    data: data.toString("base64"),
+  };
 }
 
 /** The pair inside `sealed`; throws (with a message naming no secret) when it cannot be read. */
@@ -50,7 +59,12 @@ export function openPair(key: Buffer | null, sealed: SealedPair): PairRecord {
     throw new Error("unknown encryption");
   }
   const pair = JSON.parse(json) as Partial<PairRecord>;
-  if (typeof pair.accessToken !== "string" || typeof pair.refreshToken !== "string" || !pair.accessToken || !pair.refreshToken) {
+  if (
+    typeof pair.accessToken !== "string" ||
+    typeof pair.refreshToken !== "string" ||
+    !pair.accessToken ||
+    !pair.refreshToken
+  ) {
     throw new Error("incomplete pair");
   }
   return { accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: Number(pair.obtainedAt) || 0 };

@@ -11,7 +11,8 @@ import { RenewalFailedError } from "./errors.js";
  * operation was limited; its wait is the session's `renewNotBefore`, and every text about it is
  * made from what is left of that wait when it is said.
  */
-export type RenewalFailure = { rateLimited: true; operation: "refresh" | "login" } | { rateLimited: false; message: string };
+export type RenewalFailure =
+  { rateLimited: true; operation: "refresh" | "login" } | { rateLimited: false; message: string };
 
 /**
  * How long nothing is sent after the `run`-th 429 in a row on a login or refresh. The first 429
@@ -20,7 +21,12 @@ export type RenewalFailure = { rateLimited: true; operation: "refresh" | "login"
  * from 500 ms), plus jitter, up to `capMs` (15 min); never shorter than the Retry-After of that
  * answer, however long it is.
  */
-export function rateLimitWaitMs(run: number, retryAfterSec: number | null, capMs: number, random: () => number): number {
+export function rateLimitWaitMs(
+  run: number,
+  retryAfterSec: number | null,
+  capMs: number,
+  random: () => number,
+): number {
   const asked = retryAfterSec === null ? 0 : retryAfterSec * 1000;
   if (run === 1 && retryAfterSec !== null) return asked;
   const unit = Math.max(asked, BACKOFF.baseMs);
@@ -33,11 +39,20 @@ export function rateLimitWaitMs(run: number, retryAfterSec: number | null, capMs
  * it names the whole seconds until the session sends again (`leftMs` of the wait, rounded up), as
  * `retryAfter` and once in its text; otherwise why the renewal failed (`failure`, else `fallback`).
  */
-export function renewalFailedError(failure: RenewalFailure | null, leftMs: number, fallback: string, what: string): RenewalFailedError {
+export function renewalFailedError(
+  failure: RenewalFailure | null,
+  leftMs: number,
+  fallback: string,
+  what: string,
+): RenewalFailedError {
   if (failure?.rateLimited) {
     const left = Math.max(0, Math.ceil(leftMs / 1000));
     const limited = `the session could not be renewed: the ${failure.operation} was rate-limited by the service (429)`;
     return new RenewalFailedError(`${limited}; retry after ${left} s; ${what}`, true, left, limited);
   }
-  return new RenewalFailedError(`the session could not be renewed (${failure?.message ?? fallback}); ${what}`, false, null);
+  return new RenewalFailedError(
+    `the session could not be renewed (${failure?.message ?? fallback}); ${what}`,
+    false,
+    null,
+  );
 }

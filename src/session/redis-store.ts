@@ -161,7 +161,8 @@ export class RedisTokenStore implements TokenStore {
     this.cipherKey = options.secret ? derivePairKeyScrypt(options.secret, options.accountKey) : null;
     this.cipherKey?.catch(() => undefined); // reported by the load/save that awaits it
     const url = new URL(options.url);
-    if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("the Redis URL must start with redis:// or rediss://");
+    if (url.protocol !== "redis:" && url.protocol !== "rediss:")
+      throw new Error("the Redis URL must start with redis:// or rediss://");
     this.description = `Redis session store ${url.protocol}//${url.host}`;
     const tls = url.protocol === "rediss:" || options.tls === true;
     this.client = redisClient().createClient({
@@ -189,15 +190,28 @@ export class RedisTokenStore implements TokenStore {
       if (rec.v !== 1) throw new Error("unknown format");
       return openPair(await this.keyFor(rec), rec);
     } catch (e) {
-      this.options.onProblem?.(`the pair in the ${this.description} is unreadable (${(e as Error).message}); treated as absent`);
+      this.options.onProblem?.(
+        `the pair in the ${this.description} is unreadable (${(e as Error).message}); treated as absent`,
+      );
       return null;
     }
   }
 
   async save(pair: StoredPair): Promise<void> {
     const rec: StoredRecord = await this.seal(pair);
-    const g = await this.exec<number>(["EVAL", SAVE, "2", this.keys.pair, this.keys.lock, JSON.stringify(rec), this.owner ?? "", this.keys.channel, this.instanceId]);
-    if (Number(g) === -1) throw new Error("the renewal lock was taken over by another instance; the pair was not written");
+    const g = await this.exec<number>([
+      "EVAL",
+      SAVE,
+      "2",
+      this.keys.pair,
+      this.keys.lock,
+      JSON.stringify(rec),
+      this.owner ?? "",
+      this.keys.channel,
+      this.instanceId,
+    ]);
+    if (Number(g) === -1)
+      throw new Error("the renewal lock was taken over by another instance; the pair was not written");
   }
 
   async restore(pair: StoredPair): Promise<boolean> {
@@ -269,7 +283,10 @@ export class RedisTokenStore implements TokenStore {
       const left = deadline - Date.now();
       if (left <= 0) break;
       try {
-        const r = await this.exec<string | null>(["SET", this.keys.lock, owner, "NX", "PX", String(this.lockTtlMs)], left);
+        const r = await this.exec<string | null>(
+          ["SET", this.keys.lock, owner, "NX", "PX", String(this.lockTtlMs)],
+          left,
+        );
         if (r === "OK") return owner;
         lastError = null;
       } catch (e) {
@@ -280,7 +297,9 @@ export class RedisTokenStore implements TokenStore {
       delay = Math.min(delay * 2, 250);
     }
     if (lastError) throw lastError;
-    throw new StoreUnreachableError(`another instance has held the session's renewal lock in the ${this.description} for more than ${Math.round(waitMs / 1000)} s`);
+    throw new StoreUnreachableError(
+      `another instance has held the session's renewal lock in the ${this.description} for more than ${Math.round(waitMs / 1000)} s`,
+    );
   }
 
   /** Extends the lock to a full TTL, only if `owner` still holds it. */
@@ -303,10 +322,13 @@ export class RedisTokenStore implements TokenStore {
       throw new StoreUnreachableError(`the ${this.description} cannot be reached`);
     }
     try {
-      return (await this.client.sendCommand(args, { timeout: this.commandTimeoutMs }));
+      return await this.client.sendCommand(args, { timeout: this.commandTimeoutMs });
     } catch (e) {
-      if (e instanceof redisClient().ErrorReply) throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`, { cause: e });
-      throw new StoreUnreachableError(`the ${this.description} cannot be reached (${(e as Error).message || (e as Error).name})`);
+      if (e instanceof redisClient().ErrorReply)
+        throw new Error(`the ${this.description} refused ${args[0]}: ${e.message}`, { cause: e });
+      throw new StoreUnreachableError(
+        `the ${this.description} cannot be reached (${(e as Error).message || (e as Error).name})`,
+      );
     }
   }
 
@@ -325,10 +347,13 @@ export class RedisTokenStore implements TokenStore {
         clearTimeout(t);
         resolve(true);
       };
-      const t = setTimeout(() => {
-        this.client.off("ready", onReady);
-        resolve(this.client.isReady);
-      }, Math.max(0, ms));
+      const t = setTimeout(
+        () => {
+          this.client.off("ready", onReady);
+          resolve(this.client.isReady);
+        },
+        Math.max(0, ms),
+      );
       this.client.once("ready", onReady);
     });
   }
@@ -341,7 +366,8 @@ export class RedisTokenStore implements TokenStore {
     try {
       await sub.connect();
       await sub.subscribe(this.keys.channel, (message: string) => {
-        if (!String(message).startsWith(`${this.instanceId}:`)) this.events.emit("event", "changed" satisfies StoreEvent);
+        if (!String(message).startsWith(`${this.instanceId}:`))
+          this.events.emit("event", "changed" satisfies StoreEvent);
       });
     } catch {
       /* closed while connecting */
@@ -351,7 +377,9 @@ export class RedisTokenStore implements TokenStore {
   private wentDown(e: Error): void {
     if (this.down || this.closed) return;
     this.down = true;
-    this.options.onUnreachable?.(`the ${this.description} cannot be reached (${e.message || e.name}); using the session in memory`);
+    this.options.onUnreachable?.(
+      `the ${this.description} cannot be reached (${e.message || e.name}); using the session in memory`,
+    );
   }
 
   private cameBack(): void {

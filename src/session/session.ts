@@ -49,9 +49,25 @@ import { type RenewalFailure, rateLimitWaitMs, renewalFailedError } from "./rate
 import { OneShotTimer, settledWithin, within } from "./timers.js";
 import { type LivePair, isExpired, localExpiry, readPair, renewalDue } from "./token-pair.js";
 import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
-import { DEFAULT_TIMINGS, HALTED_STATES, type SessionLog, type SessionOptions, type SessionSnapshot, type SessionState, type SessionTimings } from "./types.js";
+import {
+  DEFAULT_TIMINGS,
+  HALTED_STATES,
+  type SessionLog,
+  type SessionOptions,
+  type SessionSnapshot,
+  type SessionState,
+  type SessionTimings,
+} from "./types.js";
 
-export { DEFAULT_TIMINGS, HALTED_STATES, type SessionLog, type SessionOptions, type SessionSnapshot, type SessionState, type SessionTimings };
+export {
+  DEFAULT_TIMINGS,
+  HALTED_STATES,
+  type SessionLog,
+  type SessionOptions,
+  type SessionSnapshot,
+  type SessionState,
+  type SessionTimings,
+};
 
 const silent: SessionLog = { info() {}, warn() {}, error() {} };
 
@@ -146,7 +162,14 @@ export class Session extends EventEmitter {
   }
 
   snapshot(): SessionSnapshot {
-    return { state: this._state, reason: this.reason, detail: this.detail, since: this.since, accessExpiresAt: this.pair?.exp ?? null, renewAt: this.renewTimer.at };
+    return {
+      state: this._state,
+      reason: this.reason,
+      detail: this.detail,
+      since: this.since,
+      accessExpiresAt: this.pair?.exp ?? null,
+      renewAt: this.renewTimer.at,
+    };
   }
 
   /**
@@ -250,7 +273,9 @@ export class Session extends EventEmitter {
       if (this._state !== "ready" || second === undefined || second === first) {
         if (HALTED_STATES.has(this._state) || this._state === "closed") await this.token(); // throws SessionHaltedError
         if (this._state === "store-unreachable") {
-          throw new StoreUnreachableError(`session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}; the request was not repeated`);
+          throw new StoreUnreachableError(
+            `session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}; the request was not repeated`,
+          );
         }
         throw this.renewalFailedError("the request was answered 401 and was not repeated");
       }
@@ -262,8 +287,17 @@ export class Session extends EventEmitter {
       } catch (e2) {
         // Halted only when the rejected token came from a renewal after this call's 401
         // (docs/session.md#a-401-and-its-replay; a token renewed before it proves no takeover).
-        if (is401(e2) && renewedAfter && this.pair?.accessToken === second && this.renewalsStarted === renewals && !this.inflight) {
-          this.halt("halted-superseded", "the service rejected a freshly renewed token: another login has taken over this account");
+        if (
+          is401(e2) &&
+          renewedAfter &&
+          this.pair?.accessToken === second &&
+          this.renewalsStarted === renewals &&
+          !this.inflight
+        ) {
+          this.halt(
+            "halted-superseded",
+            "the service rejected a freshly renewed token: another login has taken over this account",
+          );
         }
         throw e2;
       }
@@ -279,7 +313,10 @@ export class Session extends EventEmitter {
           throw new SessionHaltedError("closed", "the account is closed (redeploy in progress or node removed)");
         case "halted-login-failed":
         case "halted-superseded":
-          throw new SessionHaltedError(this._state, `account halted: ${this.haltText(this.reason ?? this._state)}; an operator must redeploy or press reconnect`);
+          throw new SessionHaltedError(
+            this._state,
+            `account halted: ${this.haltText(this.reason ?? this._state)}; an operator must redeploy or press reconnect`,
+          );
         case "ready":
           if (this.pair && this.pair.accessToken === this.rejectedAccess) {
             // The service answered 401 to this token and its renewal failed: never send it
@@ -291,13 +328,15 @@ export class Session extends EventEmitter {
             } else {
               throw this.renewalFailedError("nothing was sent");
             }
-            if (this.pair && this.pair.accessToken === this.rejectedAccess && this._state === "ready") throw this.renewalFailedError("nothing was sent");
+            if (this.pair && this.pair.accessToken === this.rejectedAccess && this._state === "ready")
+              throw this.renewalFailedError("nothing was sent");
             break;
           }
           if (this.pair && !this.isExpired()) return this.pair.accessToken;
           // Expired (or the wall clock says so) within a refresh's Retry-After: nothing is sent
           // before it has passed (docs/session.md#rate-limits), measured on the monotonic clock.
-          if (!this.inflight && this.mono() < this.renewNotBefore && this.lastRenewalFailure?.rateLimited) throw this.renewalFailedError("nothing was sent");
+          if (!this.inflight && this.mono() < this.renewNotBefore && this.lastRenewalFailure?.rateLimited)
+            throw this.renewalFailedError("nothing was sent");
           await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
           break;
         case "unreachable": {
@@ -305,13 +344,17 @@ export class Session extends EventEmitter {
           // After a 429 the service's wait is the only one (docs/session.md#rate-limits); the
           // once-a-minute spacing is for logins that failed on 5xx or the network.
           const limited = this.lastRenewalFailure?.rateLimited === true;
-          const next = limited ? this.loginNotBefore : Math.max(this.lastLoginAttemptAt + this.timings.loginRetryMs, this.loginNotBefore);
+          const next = limited
+            ? this.loginNotBefore
+            : Math.max(this.lastLoginAttemptAt + this.timings.loginRetryMs, this.loginNotBefore);
           if (this.inflight) {
             await this.waitFor(this.inflight);
           } else if (now >= next) {
             // A pair still held (its refresh was rate-limited after the access token expired) is
             // renewed with its refresh token: a login would end the session for nothing.
-            await this.waitFor(this.pair ? this.refresh("a message needs the session") : this.login("a message needs the session"));
+            await this.waitFor(
+              this.pair ? this.refresh("a message needs the session") : this.login("a message needs the session"),
+            );
           } else if (limited) {
             throw this.renewalFailedError("nothing was sent");
           } else {
@@ -324,14 +367,19 @@ export class Session extends EventEmitter {
         }
         case "store-unreachable":
           // Keep using the pair in memory while it is good; renew only through the store.
-          if (this.pair && !this.isExpired() && this.pair.accessToken !== this.rejectedAccess) return this.pair.accessToken;
+          if (this.pair && !this.isExpired() && this.pair.accessToken !== this.rejectedAccess)
+            return this.pair.accessToken;
           if (this.inflight) {
             await this.waitFor(this.inflight);
           } else if (!storeTried) {
             storeTried = true;
-            await this.waitFor(this.pair ? this.refresh("the access token needs renewal") : this.login("a message needs the session"));
+            await this.waitFor(
+              this.pair ? this.refresh("the access token needs renewal") : this.login("a message needs the session"),
+            );
           } else {
-            throw new StoreUnreachableError(`session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}`);
+            throw new StoreUnreachableError(
+              `session store unreachable: ${this.reason ?? "the renewal lock could not be taken"}`,
+            );
           }
           break;
         default:
@@ -357,7 +405,9 @@ export class Session extends EventEmitter {
 
   /** What callWithHeldToken throws when there is no token to use. */
   noSessionError(): SessionUnavailableError {
-    return new SessionUnavailableError(`the account has no session now (${this._state}${this.reason ? `: ${this.reason}` : ""}); nothing was sent`);
+    return new SessionUnavailableError(
+      `the account has no session now (${this._state}${this.reason ? `: ${this.reason}` : ""}); nothing was sent`,
+    );
   }
 
   /** The access token a call could use without a login or renewal, or null. */
@@ -378,7 +428,10 @@ export class Session extends EventEmitter {
     // within it, the login is made once it has passed (one, however often Reconnect is pressed).
     this.lastReloginAfterRejectAt = Number.NEGATIVE_INFINITY;
     // A refresh answered 429 binds the login too: its Retry-After is the service's word for the account.
-    const notBefore = Math.max(this.loginNotBefore, this.lastRenewalFailure?.rateLimited ? this.renewNotBefore : Number.NEGATIVE_INFINITY);
+    const notBefore = Math.max(
+      this.loginNotBefore,
+      this.lastRenewalFailure?.rateLimited ? this.renewNotBefore : Number.NEGATIVE_INFINITY,
+    );
     const wait = notBefore - this.mono();
     if (wait > 0) {
       if (!this.reconnectTimer.pending) {
@@ -386,7 +439,14 @@ export class Session extends EventEmitter {
         this.reconnectTimer.start(wait, () => {
           if (this._state === "closed" || this.inflight) return;
           // Something renewed meanwhile (a message after the Retry-After): that session is kept.
-          if (this._state === "ready" && this.pair !== pairAtPress && this.pair && this.pair.accessToken !== this.rejectedAccess && !this.isExpired()) return;
+          if (
+            this._state === "ready" &&
+            this.pair !== pairAtPress &&
+            this.pair &&
+            this.pair.accessToken !== this.rejectedAccess &&
+            !this.isExpired()
+          )
+            return;
           void this.login("operator reconnect").catch(() => undefined);
         });
       }
@@ -429,7 +489,9 @@ export class Session extends EventEmitter {
     if (this.store.shared) {
       // The pair is the account's, used by other instances too: removing this node must not
       // end their session. Stop here; the pair stays in the shared store.
-      this.log.info("session: removed from this instance; the shared session stays for the other instances (no logout)");
+      this.log.info(
+        "session: removed from this instance; the shared session stays for the other instances (no logout)",
+      );
       await this.close();
       return;
     }
@@ -492,7 +554,12 @@ export class Session extends EventEmitter {
 
   /** The error for a call whose token could not be renewed (nothing executed). */
   private renewalFailedError(what: string): RenewalFailedError {
-    return renewalFailedError(this.lastRenewalFailure, this.renewNotBefore - this.mono(), this.reason ?? this._state, what);
+    return renewalFailedError(
+      this.lastRenewalFailure,
+      this.renewNotBefore - this.mono(),
+      this.reason ?? this._state,
+      what,
+    );
   }
 
   /** Single flight: a second caller gets the refresh (or login) already in flight. */
@@ -531,7 +598,12 @@ export class Session extends EventEmitter {
     await this.underLock(async () => {
       // Another process on the same store may have renewed while we waited for the lock.
       const stored = await this.reread();
-      if (stored && this.pair && stored.refreshToken !== this.pair.refreshToken && stored.refreshToken !== this.deadRefresh) {
+      if (
+        stored &&
+        this.pair &&
+        stored.refreshToken !== this.pair.refreshToken &&
+        stored.refreshToken !== this.deadRefresh
+      ) {
         this.adoptStored(stored);
         if (!this.isExpired()) {
           this.log.info("session: adopted the pair renewed by another process");
@@ -554,7 +626,10 @@ export class Session extends EventEmitter {
           this.pair = null;
           const now = this.mono();
           if (now - this.lastReloginAfterRejectAt < this.timings.reloginWindowMs) {
-            this.halt("halted-superseded", `the refresh token was rejected (${e.status}) twice within an hour: another client is using this account`);
+            this.halt(
+              "halted-superseded",
+              `the refresh token was rejected (${e.status}) twice within an hour: another client is using this account`,
+            );
             return;
           }
           this.lastReloginAfterRejectAt = now;
@@ -573,15 +648,26 @@ export class Session extends EventEmitter {
             this.becomeReady(wait);
           } else {
             this.loginNotBefore = this.renewNotBefore;
-            this.setState("unreachable", `refresh rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`);
+            this.setState(
+              "unreachable",
+              `refresh rate-limited by the service; next try in ${Math.ceil(wait / 1000)} s`,
+            );
           }
           return;
         }
         this.rateLimitRun = 0;
         // 5xx, network, timeout, bad body — the client already retried once. A proactive
         // renewal may keep a token that is still good; after a 401 the token is known bad.
-        this.lastRenewalFailure = { rateLimited: false, message: `refresh failed: ${e.status !== null ? e.status : e.problem}` };
-        if (why !== AFTER_401 && this.pair && this.pair.lifetimeMs !== null && localExpiry(this.pair) - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs) {
+        this.lastRenewalFailure = {
+          rateLimited: false,
+          message: `refresh failed: ${e.status !== null ? e.status : e.problem}`,
+        };
+        if (
+          why !== AFTER_401 &&
+          this.pair &&
+          this.pair.lifetimeMs !== null &&
+          localExpiry(this.pair) - this.clock.now() > this.timings.refreshRetryMs + this.timings.expirySkewMs
+        ) {
           this.log.warn(`session: refresh failed (${e.message}); keeping the current token and trying again later`);
           this.renewNotBefore = this.mono() + this.timings.minRenewalIntervalMs;
           this.becomeReady(this.timings.refreshRetryMs);
@@ -652,7 +738,9 @@ export class Session extends EventEmitter {
       const failed = e.status !== null ? `login failed with ${e.status}` : e.problem;
       this.lastRenewalFailure = { rateLimited: false, message: failed };
       this.setState("unreachable", failed, e.status !== null ? `login answered ${e.status}` : e.brief);
-      this.log.warn(`session: ${e.message}${e.code ? ` [${e.code}]` : ""}; will try again when a message needs the session (at most once a minute)`);
+      this.log.warn(
+        `session: ${e.message}${e.code ? ` [${e.code}]` : ""}; will try again when a message needs the session (at most once a minute)`,
+      );
       return;
     }
     this.log.info(`session: logged in (${why})`);
@@ -662,7 +750,11 @@ export class Session extends EventEmitter {
 
   /** A new pair from login or refresh: persist it as a pair, then use it. */
   private async accept(fresh: { accessToken: string; refreshToken: string }): Promise<void> {
-    const pair: StoredPair = { accessToken: fresh.accessToken, refreshToken: fresh.refreshToken, obtainedAt: this.clock.now() };
+    const pair: StoredPair = {
+      accessToken: fresh.accessToken,
+      refreshToken: fresh.refreshToken,
+      obtainedAt: this.clock.now(),
+    };
     const base = this.unsaved ? this.unsavedBase : (this.pair?.refreshToken ?? this.deadRefresh);
     this.adopt(pair);
     this.lastRenewalFailure = null;
@@ -676,7 +768,9 @@ export class Session extends EventEmitter {
         this.unsaved = true;
         this.unsavedBase = base;
       }
-      this.log.error(`session: could not persist the token pair to the ${this.store.description} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a restart will have to log in again`);
+      this.log.error(
+        `session: could not persist the token pair to the ${this.store.description} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); a restart will have to log in again`,
+      );
     }
     if (this._state !== "closed") this.becomeReady();
   }
@@ -731,7 +825,11 @@ export class Session extends EventEmitter {
             const stored = await this.store.load();
             if (this.pair !== mine || !this.unsaved) return;
             this.unsaved = false;
-            if (stored === null || stored.refreshToken === this.unsavedBase || stored.refreshToken === mine.refreshToken) {
+            if (
+              stored === null ||
+              stored.refreshToken === this.unsavedBase ||
+              stored.refreshToken === mine.refreshToken
+            ) {
               await this.store.save(mine);
               this.log.info("session: wrote the pair the session store missed while it was away");
             }
@@ -755,7 +853,8 @@ export class Session extends EventEmitter {
     }
     if (event === "reconnected" && this._state === "store-unreachable" && !this.inflight) {
       if (!this.pair) void this.login("the session store is reachable again");
-      else if (this.isExpired() || this.pair.accessToken === this.rejectedAccess) void this.refresh("the session store is reachable again");
+      else if (this.isExpired() || this.pair.accessToken === this.rejectedAccess)
+        void this.refresh("the session store is reachable again");
       else this.becomeReady();
     }
   }
@@ -770,7 +869,8 @@ export class Session extends EventEmitter {
   private adopt(pair: StoredPair): void {
     const { live, subject } = readPair(pair, this.timings.minRenewalIntervalMs);
     if (subject !== null) this.subjectSeen = subject;
-    if (live.exp === null) this.log.warn("session: the access token carries no readable exp claim; renewing on the 36 h schedule only");
+    if (live.exp === null)
+      this.log.warn("session: the access token carries no readable exp claim; renewing on the 36 h schedule only");
     this.pair = live;
   }
 
@@ -800,20 +900,24 @@ export class Session extends EventEmitter {
     const due = inMs !== undefined ? inMs : renewalDue(this.pair, this.timings) - now;
     const spacing = this.lastRenewalStartedAt + this.timings.minRenewalIntervalMs - this.mono();
     const delay = Math.max(due, 0, spacing);
-    this.renewTimer.start(delay, () => {
-      const renew = () => {
-        if (this._state === "ready" || this._state === "store-unreachable") void this.refresh("scheduled renewal");
-      };
-      if (!this.inflight) return renew();
-      // A login or refresh is still in flight (e.g. releasing its lock): refresh() would just
-      // hand back that one and this renewal would be lost. Once it settles, renew if still due,
-      // else keep the schedule of the pair it brought.
-      void this.inflight.then(() => {
-        if (this.renewTimer.pending || this.inflight) return;
-        if (this.needsRenewal()) renew();
-        else if (this._state === "ready") this.scheduleRenewal();
-      });
-    }, now);
+    this.renewTimer.start(
+      delay,
+      () => {
+        const renew = () => {
+          if (this._state === "ready" || this._state === "store-unreachable") void this.refresh("scheduled renewal");
+        };
+        if (!this.inflight) return renew();
+        // A login or refresh is still in flight (e.g. releasing its lock): refresh() would just
+        // hand back that one and this renewal would be lost. Once it settles, renew if still due,
+        // else keep the schedule of the pair it brought.
+        void this.inflight.then(() => {
+          if (this.renewTimer.pending || this.inflight) return;
+          if (this.needsRenewal()) renew();
+          else if (this._state === "ready") this.scheduleRenewal();
+        });
+      },
+      now,
+    );
   }
 
   private clearRenewal(): void {
@@ -822,7 +926,9 @@ export class Session extends EventEmitter {
 
   /** A halt's reason as told in the log and in errors: a refused login says what to check. */
   private haltText(reason: string): string {
-    return this._state === "halted-login-failed" ? `${reason}: check the account's phone number (or email) and password` : reason;
+    return this._state === "halted-login-failed"
+      ? `${reason}: check the account's phone number (or email) and password`
+      : reason;
   }
 
   private halt(state: "halted-login-failed" | "halted-superseded", reason: string): void {
@@ -860,6 +966,11 @@ export class Session extends EventEmitter {
   /** Waits for a login/refresh, at most `waitMs`; then the caller fails as unreachable. */
   private waitFor(p: Promise<void>): Promise<void> {
     const s = Math.round(this.timings.waitMs / 1000);
-    return within(this.clock, p, this.timings.waitMs, () => new SessionUnavailableError(`the account is still ${this._state} after ${s} s`));
+    return within(
+      this.clock,
+      p,
+      this.timings.waitMs,
+      () => new SessionUnavailableError(`the account is still ${this._state} after ${s} s`),
+    );
   }
 }

@@ -57,7 +57,9 @@ export interface TokenStore {
  * in clear.
  */
 export function accountKey(baseUrl: string, method: string, identity: string): string {
-  return createHash("sha256").update(`${new URL(baseUrl).origin}\n${method === "email" ? "email" : "phone"}\n${identity.trim().toLowerCase()}`).digest("hex");
+  return createHash("sha256")
+    .update(`${new URL(baseUrl).origin}\n${method === "email" ? "email" : "phone"}\n${identity.trim().toLowerCase()}`)
+    .digest("hex");
 }
 
 const storeIds = new Map<string, string>();
@@ -126,7 +128,9 @@ export class FileTokenStore implements TokenStore {
       text = await fs.readFile(this.options.filePath, "utf8");
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-      this.problem(`cannot read the ${this.description} (${(e as NodeJS.ErrnoException).code ?? "error"}); logging in instead`);
+      this.problem(
+        `cannot read the ${this.description} (${(e as NodeJS.ErrnoException).code ?? "error"}); logging in instead`,
+      );
       return null;
     }
     try {

@@ -44,7 +44,8 @@ export function parseArgs(argv: string[]): CliArgs {
     return v;
   };
   const seconds = (v: string, flag: string): number => {
-    if (!/^[0-9]+$/.test(v) || Number(v) < 1) throw new Error(`${flag} must be a positive whole number of seconds, got ${JSON.stringify(v)}`);
+    if (!/^[0-9]+$/.test(v) || Number(v) < 1)
+      throw new Error(`${flag} must be a positive whole number of seconds, got ${JSON.stringify(v)}`);
     return Number(v);
   };
   for (let i = 0; i < argv.length; i++) {
@@ -72,7 +73,8 @@ export function parseArgs(argv: string[]): CliArgs {
         break;
       case "--port": {
         const v = take();
-        if (!/^[0-9]+$/.test(v) || Number(v) > 65535) throw new Error(`--port must be 0-65535, got ${JSON.stringify(v)}`);
+        if (!/^[0-9]+$/.test(v) || Number(v) > 65535)
+          throw new Error(`--port must be 0-65535, got ${JSON.stringify(v)}`);
         args.options.port = Number(v);
         break;
       }
@@ -107,7 +109,9 @@ export function banner(sim: RunningSimulator, seedFile?: string): string {
     lines.push(
       // The phone number and password are in the README and the seed, never printed.
       `  Demo account (built-in demo seed): ${DEMO_ACCOUNT.email}; its phone number and password are in the README ("No door at hand?") and docs/simulator.md ("Demo accounts")`,
-      `  Demo doors: ${Object.values(DEMO_DOORS).filter((id) => id !== DEMO_DOORS.notVisible).join(", ")}`,
+      `  Demo doors: ${Object.values(DEMO_DOORS)
+        .filter((id) => id !== DEMO_DOORS.notVisible)
+        .join(", ")}`,
     );
   }
   lines.push("  Stop with Ctrl+C.");

@@ -29,8 +29,20 @@ import { OPERATIONS, type OperationId } from "../spec/schemas.js";
 import type { FaultKind, FaultSpec } from "./types.js";
 
 export const FAULT_KINDS = [
-  "429", "500", "502", "503", "504", "latency", "drop", "non-json", "truncated", "huge",
-  "empty-token-pair", "jwt-without-exp", "wrong-content-type", "slow-headers",
+  "429",
+  "500",
+  "502",
+  "503",
+  "504",
+  "latency",
+  "drop",
+  "non-json",
+  "truncated",
+  "huge",
+  "empty-token-pair",
+  "jwt-without-exp",
+  "wrong-content-type",
+  "slow-headers",
 ] as const satisfies readonly FaultKind[];
 
 const OperationIdSchema = z.enum(Object.keys(OPERATIONS) as [OperationId, ...OperationId[]]);
@@ -43,14 +55,23 @@ export const FaultSpecSchema = z.strictObject({
   count: z.number().int().min(1).max(1_000_000).optional(),
   retryAfter: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
   latencyMs: z.number().int().min(0).max(600_000).optional(),
-  sizeBytes: z.number().int().min(2).max(256 * 1024 * 1024).optional(),
+  sizeBytes: z
+    .number()
+    .int()
+    .min(2)
+    .max(256 * 1024 * 1024)
+    .optional(),
   executed: z.boolean().optional(),
   title: z.string().max(1000).optional(),
 });
 
 export const TOKEN_OPERATIONS: readonly OperationId[] = ["login", "loginByPhone", "loginByEmail", "refreshToken"];
 
-export interface ActiveFault { id: string; spec: FaultSpec; remaining: number }
+export interface ActiveFault {
+  id: string;
+  spec: FaultSpec;
+  remaining: number;
+}
 
 export class FaultStore {
   private faults: ActiveFault[] = [];
@@ -90,11 +111,17 @@ export class FaultStore {
   }
 }
 
-function matches(spec: FaultSpec, call: { operation: OperationId; deviceId: number | null; accountId: string | null }): boolean {
+function matches(
+  spec: FaultSpec,
+  call: { operation: OperationId; deviceId: number | null; accountId: string | null },
+): boolean {
   if (spec.endpoint !== undefined) {
     const ops = Array.isArray(spec.endpoint) ? spec.endpoint : [spec.endpoint];
     if (!ops.includes(call.operation)) return false;
-  } else if ((spec.kind === "empty-token-pair" || spec.kind === "jwt-without-exp") && !TOKEN_OPERATIONS.includes(call.operation)) {
+  } else if (
+    (spec.kind === "empty-token-pair" || spec.kind === "jwt-without-exp") &&
+    !TOKEN_OPERATIONS.includes(call.operation)
+  ) {
     return false;
   }
   if (spec.deviceId !== undefined && spec.deviceId !== call.deviceId) return false;

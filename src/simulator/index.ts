@@ -37,8 +37,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Ru
   }
   const accessTtl = options.accessTtlSec ?? DEFAULT_ACCESS_TTL_SEC;
   const refreshTtl = options.refreshTtlSec ?? DEFAULT_REFRESH_TTL_SEC;
-  for (const [name, v] of [["accessTtlSec", accessTtl], ["refreshTtlSec", refreshTtl]] as const) {
-    if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer number of seconds, got ${v}`);
+  for (const [name, v] of [
+    ["accessTtlSec", accessTtl],
+    ["refreshTtlSec", refreshTtl],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 1)
+      throw new Error(`${name} must be a positive integer number of seconds, got ${v}`);
   }
   const seed = validateSeed(options.seed ?? demoSeed(), options.seed ? "seed" : "built-in demo seed");
   const now = options.now ?? Date.now;

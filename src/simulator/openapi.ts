@@ -49,11 +49,17 @@ const tokenPairResponse: Json = {
 };
 const noBody: Json = { description: "OK, no body" };
 const deviceIdParam: Json = {
-  name: "deviceId", in: "path", required: true, schema: { type: "integer", format: "int32" },
+  name: "deviceId",
+  in: "path",
+  required: true,
+  schema: { type: "integer", format: "int32" },
   description: "The `id` of a device from GET /api/user/device",
 };
 const lockIdParam: Json = {
-  name: "lockId", in: "path", required: true, schema: { type: "integer", format: "int32" },
+  name: "lockId",
+  in: "path",
+  required: true,
+  schema: { type: "integer", format: "int32" },
   description: "The id of one lock on the device",
 };
 const bearer: Json = [{ bearerAuth: [] }];
@@ -79,28 +85,44 @@ export function buildOpenApi(serverUrl?: string): Json {
   doc.paths = {
     "/api/auth/login": {
       post: {
-        operationId: "login", tags: ["auth"], summary: "Log in with phone number and password (generic)",
+        operationId: "login",
+        tags: ["auth"],
+        summary: "Log in with phone number and password (generic)",
         requestBody: jsonBody("LoginRequest"),
-        responses: responses(tokenPairResponse, [[400, "Malformed body or phoneNumber not matching its pattern"], [401, "Wrong credentials"], 429]),
+        responses: responses(tokenPairResponse, [
+          [400, "Malformed body or phoneNumber not matching its pattern"],
+          [401, "Wrong credentials"],
+          429,
+        ]),
       },
     },
     "/api/auth/login-by-phone": {
       post: {
-        operationId: "loginByPhone", tags: ["auth"], summary: "Log in with phone number and password (recommended)",
+        operationId: "loginByPhone",
+        tags: ["auth"],
+        summary: "Log in with phone number and password (recommended)",
         requestBody: jsonBody("LoginRequest"),
-        responses: responses(tokenPairResponse, [[400, "Malformed body or phoneNumber not matching its pattern"], [401, "Wrong credentials"], 429]),
+        responses: responses(tokenPairResponse, [
+          [400, "Malformed body or phoneNumber not matching its pattern"],
+          [401, "Wrong credentials"],
+          429,
+        ]),
       },
     },
     "/api/auth/login-by-email": {
       post: {
-        operationId: "loginByEmail", tags: ["auth"], summary: "Log in with email and password",
+        operationId: "loginByEmail",
+        tags: ["auth"],
+        summary: "Log in with email and password",
         requestBody: jsonBody("LoginByEmailRequest"),
         responses: responses(tokenPairResponse, [[400, "Malformed body"], [401, "Wrong credentials"], 429]),
       },
     },
     "/api/auth/refresh": {
       post: {
-        operationId: "refreshToken", tags: ["auth"], summary: "Exchange the refresh token for a new pair (both values new)",
+        operationId: "refreshToken",
+        tags: ["auth"],
+        summary: "Exchange the refresh token for a new pair (both values new)",
         requestBody: jsonBody("RefreshSessionRequest"),
         responses: responses(tokenPairResponse, [
           [400, "Refresh token missing, malformed or already consumed"],
@@ -111,56 +133,100 @@ export function buildOpenApi(serverUrl?: string): Json {
     },
     "/api/auth/logout": {
       post: {
-        operationId: "logout", tags: ["auth"], summary: "End the account's single active session",
+        operationId: "logout",
+        tags: ["auth"],
+        summary: "End the account's single active session",
         security: bearer,
         responses: responses(noBody, [[401, "Access token missing, expired or invalid"]]),
       },
     },
     "/api/device/{deviceId}": {
       get: {
-        operationId: "getDevice", tags: ["device"], summary: "The device's current state",
-        security: bearer, parameters: [deviceIdParam],
+        operationId: "getDevice",
+        tags: ["device"],
+        summary: "The device's current state",
+        security: bearer,
+        parameters: [deviceIdParam],
         responses: responses(
-          { description: "The device", content: { "application/json": { schema: { $ref: "#/components/schemas/Device" } } } },
-          [[401, "Access token missing, expired or invalid"], 403, [404, "Unknown deviceId or not belonging to the account"], 429],
+          {
+            description: "The device",
+            content: { "application/json": { schema: { $ref: "#/components/schemas/Device" } } },
+          },
+          [
+            [401, "Access token missing, expired or invalid"],
+            403,
+            [404, "Unknown deviceId or not belonging to the account"],
+            429,
+          ],
         ),
       },
     },
     "/api/device/{deviceId}/unlock": {
       put: {
-        operationId: "unlockDevice", tags: ["device"], summary: "Send an unlock command (never repeat automatically)",
-        security: bearer, parameters: [deviceIdParam],
-        responses: responses(noBody, [[401, "Access token missing, expired or invalid"], 403, [404, "Unknown deviceId"], 429, 502, 503, 504]),
+        operationId: "unlockDevice",
+        tags: ["device"],
+        summary: "Send an unlock command (never repeat automatically)",
+        security: bearer,
+        parameters: [deviceIdParam],
+        responses: responses(noBody, [
+          [401, "Access token missing, expired or invalid"],
+          403,
+          [404, "Unknown deviceId"],
+          429,
+          502,
+          503,
+          504,
+        ]),
       },
     },
     "/api/device/{deviceId}/unlock/{lockId}": {
       put: {
-        operationId: "unlockDeviceLock", tags: ["device"], summary: "Unlock one lock of a multi-lock device",
-        security: bearer, parameters: [deviceIdParam, lockIdParam],
+        operationId: "unlockDeviceLock",
+        tags: ["device"],
+        summary: "Unlock one lock of a multi-lock device",
+        security: bearer,
+        parameters: [deviceIdParam, lockIdParam],
         responses: responses(noBody, [
           [401, "Access token missing, expired or invalid"],
           [403, "The account holds no key to the device or lock"],
           [404, "Unknown deviceId or lockId"],
-          429, 502, 503, 504,
+          429,
+          502,
+          503,
+          504,
         ]),
       },
     },
     "/api/user/location": {
       get: {
-        operationId: "listUserLocations", tags: ["user"], summary: "Locations visible to the account",
+        operationId: "listUserLocations",
+        tags: ["user"],
+        summary: "Locations visible to the account",
         security: bearer,
         responses: responses(
-          { description: "Locations", content: { "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/Location" } } } } },
+          {
+            description: "Locations",
+            content: {
+              "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/Location" } } },
+            },
+          },
           [[401, "Access token missing, expired or invalid"], 429],
         ),
       },
     },
     "/api/user/device": {
       get: {
-        operationId: "listUserDevices", tags: ["user"], summary: "Devices the account owns or holds a shared key to",
+        operationId: "listUserDevices",
+        tags: ["user"],
+        summary: "Devices the account owns or holds a shared key to",
         security: bearer,
         responses: responses(
-          { description: "Devices", content: { "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/Device" } } } } },
+          {
+            description: "Devices",
+            content: {
+              "application/json": { schema: { type: "array", items: { $ref: "#/components/schemas/Device" } } },
+            },
+          },
           [[401, "Access token missing, expired or invalid"], 429],
         ),
       },
@@ -172,32 +238,40 @@ export function buildOpenApi(serverUrl?: string): Json {
     securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
     schemas: {
       LoginRequest: {
-        type: "object", additionalProperties: false, required: ["phoneNumber", "password"],
+        type: "object",
+        additionalProperties: false,
+        required: ["phoneNumber", "password"],
         properties: {
           phoneNumber: { type: "string", format: "tel", minLength: 1, pattern: "^[+][0-9]{9,13}$" },
           password: { type: "string", minLength: 1 },
         },
       },
       LoginByEmailRequest: {
-        type: "object", additionalProperties: false, required: ["email", "password"],
+        type: "object",
+        additionalProperties: false,
+        required: ["email", "password"],
         properties: {
           email: { type: "string", format: "email", minLength: 1 },
           password: { type: "string", minLength: 1 },
         },
       },
       RefreshSessionRequest: {
-        type: "object", additionalProperties: false, required: ["refreshToken"],
+        type: "object",
+        additionalProperties: false,
+        required: ["refreshToken"],
         properties: { refreshToken: { type: "string", minLength: 1 } },
       },
       TokenPair: {
-        type: "object", required: ["AccessToken", "RefreshToken"],
+        type: "object",
+        required: ["AccessToken", "RefreshToken"],
         properties: {
           AccessToken: { type: "string", description: "JWT; its exp claim is the authoritative expiry" },
           RefreshToken: { type: "string", description: "Single use; consumed by the next refresh call" },
         },
       },
       Device: {
-        type: "object", required: ["id"],
+        type: "object",
+        required: ["id"],
         properties: {
           id: { type: "integer", format: "int32" },
           name: nullableString,
@@ -210,7 +284,8 @@ export function buildOpenApi(serverUrl?: string): Json {
       },
       Location: { type: "object", description: "Fields not specified; the simulator sends id, name, companyName" },
       ErrorResponse: {
-        type: "object", required: ["status"],
+        type: "object",
+        required: ["status"],
         properties: { status: { type: "integer", format: "int32" }, title: nullableString, detail: nullableString },
       },
     },
@@ -245,7 +320,10 @@ function key(k: string): string {
 }
 
 function isEmptyCollection(v: Json): boolean {
-  return (Array.isArray(v) && v.length === 0) || (v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0);
+  return (
+    (Array.isArray(v) && v.length === 0) ||
+    (v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length === 0)
+  );
 }
 
 function inline(v: Json): string {

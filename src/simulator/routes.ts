@@ -42,10 +42,22 @@ export function createHandler(rt: Runtime, control: SimulatorControl) {
         return;
       }
       const entry: RequestLogEntry = {
-        seq: state.nextSeq(), method, path, operation: "unknown", status: 0, accountId: null,
-        deviceId: null, lockId: null, fault: null, startedAt: state.now(), endedAt: 0, tokenId: null, issuedTokenId: null,
+        seq: state.nextSeq(),
+        method,
+        path,
+        operation: "unknown",
+        status: 0,
+        accountId: null,
+        deviceId: null,
+        lockId: null,
+        fault: null,
+        startedAt: state.now(),
+        endedAt: 0,
+        tokenId: null,
+        issuedTokenId: null,
         headers: headerNames(req),
-        ifNoneMatch: typeof req.headers["if-none-match"] === "string" ? req.headers["if-none-match"].slice(0, 200) : null,
+        ifNoneMatch:
+          typeof req.headers["if-none-match"] === "string" ? req.headers["if-none-match"].slice(0, 200) : null,
       };
       let logged = false;
       state.open.add(entry);

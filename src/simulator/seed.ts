@@ -63,18 +63,39 @@ export function demoSeed(): Seed {
       { id: 20, companyId: 2, name: "Neighbour HQ" },
     ],
     doors: [
-      { id: 101, locationId: 10, name: "Front Door", doorType: "entrance", online: true, locks: [{ id: 1, name: "Main lock" }] },
+      {
+        id: 101,
+        locationId: 10,
+        name: "Front Door",
+        doorType: "entrance",
+        online: true,
+        locks: [{ id: 1, name: "Main lock" }],
+      },
       { id: 102, locationId: 10, name: "Back Door", doorType: "service", online: true },
       { id: 103, locationId: 11, name: "Back Door", doorType: "service", online: true },
       {
-        id: 104, locationId: 11, name: "Loading Bay", doorType: "gate", online: true,
-        locks: [{ id: 1, name: "Upper lock" }, { id: 2, name: "Lower lock" }],
+        id: 104,
+        locationId: 11,
+        name: "Loading Bay",
+        doorType: "gate",
+        online: true,
+        locks: [
+          { id: 1, name: "Upper lock" },
+          { id: 2, name: "Lower lock" },
+        ],
       },
       { id: 105, locationId: 10, name: "Server Room", doorType: "interior", online: false },
       { id: 106, locationId: 11, name: "Boiler Room", doorType: "interior", online: true },
       {
-        id: 107, locationId: 11, name: "Garage", doorType: "garage", online: true,
-        locks: [{ id: 1, name: "Gate" }, { id: 2, name: "Side door" }],
+        id: 107,
+        locationId: 11,
+        name: "Garage",
+        doorType: "garage",
+        online: true,
+        locks: [
+          { id: 1, name: "Gate" },
+          { id: 2, name: "Side door" },
+        ],
       },
       { id: 201, locationId: 20, name: "Shared Lobby", doorType: "entrance", online: true },
       { id: 202, locationId: 20, name: "Neighbour Office", doorType: "interior", online: true },
@@ -108,7 +129,10 @@ const SeedSchema = z
         name: z.string().min(1),
         doorType: z.string().optional(),
         online: z.boolean().optional(),
-        locks: z.array(z.strictObject({ id: PositiveInt32, name: z.string().optional() })).min(1).optional(),
+        locks: z
+          .array(z.strictObject({ id: PositiveInt32, name: z.string().optional() }))
+          .min(1)
+          .optional(),
       }),
     ),
     accounts: z

@@ -5,15 +5,7 @@
  */
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { rememberIssued } from "./issued.js";
-import type {
-  DeviceState,
-  RequestLogEntry,
-  Seed,
-  SeedAccount,
-  SeedDoor,
-  SeedKey,
-  UnlockRecord,
-} from "./types.js";
+import type { DeviceState, RequestLogEntry, Seed, SeedAccount, SeedDoor, SeedKey, UnlockRecord } from "./types.js";
 
 export const REFRESH_TOKEN_PATTERN = /^rt_[A-Za-z0-9_-]{43}$/;
 export const MAX_LOG_ENTRIES = 100_000;
@@ -52,7 +44,10 @@ export interface RefreshTokenRecord {
   forcedExpired: boolean;
 }
 
-export interface LockView { id: number; name: string }
+export interface LockView {
+  id: number;
+  name: string;
+}
 
 export interface DoorRecord {
   seed: SeedDoor;
@@ -64,7 +59,10 @@ export interface DoorRecord {
 export type AuthFailure = { ok: false; reason: string };
 export type AuthSuccess = { ok: true; accountId: string; sid: string; jti: string };
 
-export interface RateLimit { capacity: number; refillPerSec: number }
+export interface RateLimit {
+  capacity: number;
+  refillPerSec: number;
+}
 
 /** Bounded insertion-ordered map: the oldest entries go first when it is full. */
 function boundedSet<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
@@ -76,7 +74,12 @@ function boundedSet<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
 }
 
 /** A change to a door (control surface): see SimState.editDoor. */
-export interface DoorChange { name?: string; locationId?: number; newId?: number; remove?: boolean }
+export interface DoorChange {
+  name?: string;
+  locationId?: number;
+  newId?: number;
+  remove?: boolean;
+}
 
 /** A control request that names something impossible (answered 400 on the HTTP surface). */
 export class SimInputError extends Error {}
@@ -118,7 +121,10 @@ export class SimState {
       if (a.email) this.byEmail.set(a.email.toLowerCase(), a);
     }
     for (const d of seed.doors) {
-      const locks = (d.locks ?? [{ id: 1 }]).map((l, i) => ({ id: l.id, name: l.name ?? (i === 0 ? "Main lock" : `Lock ${l.id}`) }));
+      const locks = (d.locks ?? [{ id: 1 }]).map((l, i) => ({
+        id: l.id,
+        name: l.name ?? (i === 0 ? "Main lock" : `Lock ${l.id}`),
+      }));
       this.doors.set(d.id, { seed: { ...d }, locks, online: d.online ?? true, unlocks: [] });
     }
     for (const k of seed.keys) this.keys.set(`${k.accountId}/${k.deviceId}`, { ...k });
@@ -152,7 +158,13 @@ export class SimState {
   startSession(accountId: string): Session {
     this.endSession(accountId, "superseded");
     const session: Session = {
-      sid: randomUUID(), accountId, active: true, endReason: null, createdAt: this.now(), refreshToken: null, accessJtis: [],
+      sid: randomUUID(),
+      accountId,
+      active: true,
+      endReason: null,
+      createdAt: this.now(),
+      refreshToken: null,
+      accessJtis: [],
     };
     boundedSet(this.sessions, session.sid, session, MAX_TOKEN_RECORDS);
     this.currentSession.set(accountId, session.sid);
@@ -179,7 +191,10 @@ export class SimState {
   }
 
   /** Registers a new access token (the JWT is signed by the caller) and a new refresh token. */
-  issueTokens(session: Session, withExp: boolean): { access: AccessTokenRecord; refresh: RefreshTokenRecord; iat: number; exp: number | null } {
+  issueTokens(
+    session: Session,
+    withExp: boolean,
+  ): { access: AccessTokenRecord; refresh: RefreshTokenRecord; iat: number; exp: number | null } {
     const iat = Math.floor(this.now() / 1000);
     const exp = withExp ? iat + this.accessTtlSec : null;
     const access: AccessTokenRecord = {
@@ -212,7 +227,9 @@ export class SimState {
    * concurrent refresh with the same token sees it consumed).
    * 400: malformed, unknown or already consumed. 401: expired or revoked.
    */
-  consumeRefreshToken(token: string): { ok: true; session: Session } | { ok: false; status: 400 | 401; detail: string } {
+  consumeRefreshToken(
+    token: string,
+  ): { ok: true; session: Session } | { ok: false; status: 400 | 401; detail: string } {
     if (!REFRESH_TOKEN_PATTERN.test(token)) return { ok: false, status: 400, detail: "refresh token is malformed" };
     const rt = this.refreshTokens.get(token);
     if (!rt) return { ok: false, status: 400, detail: "refresh token is unknown" };
@@ -238,10 +255,17 @@ export class SimState {
       return { ok: false, reason: "access token lacks sub, sid or jti" };
     }
     const rec = this.accessTokens.get(claims.jti);
-    if (!rec || rec.accountId !== claims.sub || rec.sid !== claims.sid) return { ok: false, reason: "access token is unknown" };
+    if (!rec || rec.accountId !== claims.sub || rec.sid !== claims.sid)
+      return { ok: false, reason: "access token is unknown" };
     const session = this.sessions.get(rec.sid);
     if (!session || !session.active) {
-      return { ok: false, reason: session?.endReason === "logged-out" ? "session has ended (logged out)" : "session was superseded by a newer login" };
+      return {
+        ok: false,
+        reason:
+          session?.endReason === "logged-out"
+            ? "session has ended (logged out)"
+            : "session was superseded by a newer login",
+      };
     }
     if (rec.revoked) return { ok: false, reason: "access token was revoked" };
     if (rec.forcedExpired || (rec.expiresAt !== null && rec.expiresAt <= this.now())) {
@@ -263,7 +287,9 @@ export class SimState {
   private currentAccessTokens(accountId: string): AccessTokenRecord[] {
     const session = this.current(accountId);
     if (!session) return [];
-    return session.accessJtis.map((jti) => this.accessTokens.get(jti)).filter((t): t is AccessTokenRecord => t !== undefined);
+    return session.accessJtis
+      .map((jti) => this.accessTokens.get(jti))
+      .filter((t): t is AccessTokenRecord => t !== undefined);
   }
 
   expireAccess(accountId: string): void {
@@ -336,15 +362,17 @@ export class SimState {
     for (const l of this.locationById.values()) if (account && l.companyId === account.companyId) ids.add(l.id);
     const doors = this.visibleDoors(accountId);
     for (const d of doors) ids.add(d.seed.locationId);
-    return [...ids].sort((a, b) => a - b).map((id) => {
-      const l = this.locationById.get(id)!;
-      return {
-        id: l.id,
-        name: l.name,
-        companyName: this.companyName.get(l.companyId) ?? null,
-        deviceCount: doors.filter((d) => d.seed.locationId === id).length,
-      };
-    });
+    return [...ids]
+      .sort((a, b) => a - b)
+      .map((id) => {
+        const l = this.locationById.get(id)!;
+        return {
+          id: l.id,
+          name: l.name,
+          companyName: this.companyName.get(l.companyId) ?? null,
+          deviceCount: doors.filter((d) => d.seed.locationId === id).length,
+        };
+      });
   }
 
   /**
@@ -385,7 +413,8 @@ export class SimState {
 
   recordUnlock(door: DoorRecord, accountId: string, lockId: number | null): void {
     door.unlocks.push({ at: this.now(), accountId, lockId });
-    if (door.unlocks.length > MAX_UNLOCKS_PER_DEVICE) door.unlocks.splice(0, door.unlocks.length - MAX_UNLOCKS_PER_DEVICE);
+    if (door.unlocks.length > MAX_UNLOCKS_PER_DEVICE)
+      door.unlocks.splice(0, door.unlocks.length - MAX_UNLOCKS_PER_DEVICE);
     this.counters.unlocks++;
   }
 
@@ -426,7 +455,8 @@ export class SimState {
       bucket.tokens -= 1;
       return { ok: true };
     }
-    const retryAfterSec = limit.refillPerSec > 0 ? Math.max(1, Math.ceil((1 - bucket.tokens) / limit.refillPerSec)) : 3600;
+    const retryAfterSec =
+      limit.refillPerSec > 0 ? Math.max(1, Math.ceil((1 - bucket.tokens) / limit.refillPerSec)) : 3600;
     return { ok: false, retryAfterSec };
   }
 

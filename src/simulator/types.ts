@@ -4,9 +4,19 @@
  */
 import type { OperationId } from "../spec/schemas.js";
 
-export interface SeedCompany { id: number; name: string }
-export interface SeedLocation { id: number; companyId: number; name: string }
-export interface SeedLock { id: number; name?: string }
+export interface SeedCompany {
+  id: number;
+  name: string;
+}
+export interface SeedLocation {
+  id: number;
+  companyId: number;
+  name: string;
+}
+export interface SeedLock {
+  id: number;
+  name?: string;
+}
 export interface SeedDoor {
   id: number;
   locationId: number;
@@ -39,7 +49,11 @@ export interface Seed {
 }
 
 export type FaultKind =
-  | "429" | "500" | "502" | "503" | "504"
+  | "429"
+  | "500"
+  | "502"
+  | "503"
+  | "504"
   /** Adds `latencyMs` before the call is handled normally. */
   | "latency"
   /** Reads the whole request, then destroys the socket without answering. */
@@ -118,7 +132,11 @@ export type DescriptionOverride =
   | { status: number }
   | { drop: true };
 
-export interface UnlockRecord { at: number; accountId: string; lockId: number | null }
+export interface UnlockRecord {
+  at: number;
+  accountId: string;
+  lockId: number | null;
+}
 
 export interface DeviceState {
   id: number;
@@ -130,11 +148,11 @@ export interface DeviceState {
 }
 
 export interface SimulatorOptions {
-  host?: string;           // default 127.0.0.1
-  port?: number;           // default 0 for startSimulator (the bin defaults to 8787)
-  seed?: Seed;             // default: the built-in demo seed
-  accessTtlSec?: number;   // default 48 h
-  refreshTtlSec?: number;  // default 30 days
+  host?: string; // default 127.0.0.1
+  port?: number; // default 0 for startSimulator (the bin defaults to 8787)
+  seed?: Seed; // default: the built-in demo seed
+  accessTtlSec?: number; // default 48 h
+  refreshTtlSec?: number; // default 30 days
   /** Token bucket per account; default generous (capacity 1000, 500 per second). */
   rateLimit?: { capacity: number; refillPerSec: number } | false;
   /** The control surface refuses a non-loopback host unless this is true. */

@@ -26,7 +26,12 @@ export const PINNED_DESCRIPTION: unknown = pinnedDescription;
 export const BRANCHED_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 429, 502, 503, 504]);
 
 /** Operations whose token pair fields are read case-insensitively (src/spec/schemas.ts TokenPair). */
-const CASE_INSENSITIVE_RESPONSE: ReadonlySet<OperationId> = new Set(["login", "loginByPhone", "loginByEmail", "refreshToken"]);
+const CASE_INSENSITIVE_RESPONSE: ReadonlySet<OperationId> = new Set([
+  "login",
+  "loginByPhone",
+  "loginByEmail",
+  "refreshToken",
+]);
 
 /** Header parameters the package sends itself or that HTTP sets (not reported when required). */
 const OWN_HEADERS = new Set(["authorization", "accept", "content-type", "content-length", "host"]);
@@ -82,7 +87,8 @@ function deref(doc: unknown, value: unknown, depth = 0): unknown {
 
 function typeOf(schema: Obj): FieldType {
   const raw = schema.type;
-  const list = typeof raw === "string" ? [raw] : Array.isArray(raw) ? raw.filter((t): t is string => typeof t === "string") : [];
+  const list =
+    typeof raw === "string" ? [raw] : Array.isArray(raw) ? raw.filter((t): t is string => typeof t === "string") : [];
   return {
     types: [...new Set(list.filter((t) => t !== "null"))].sort(),
     nullable: schema.nullable === true || list.includes("null"),
@@ -99,7 +105,13 @@ function typeOf(schema: Obj): FieldType {
 const flattened = new WeakMap<object, { done: WeakMap<object, Flat>; making: WeakSet<object> }>();
 
 function flatten(doc: unknown, value: unknown, depth = 0): Flat {
-  const opaque: Flat = { type: { types: [], nullable: false }, properties: null, required: new Set(), items: undefined, opaque: true };
+  const opaque: Flat = {
+    type: { types: [], nullable: false },
+    properties: null,
+    required: new Set(),
+    items: undefined,
+    opaque: true,
+  };
   const schema = deref(doc, value);
   if (!isObj(schema) || depth > 10) return opaque;
   let memo = isObj(doc) ? flattened.get(doc) : undefined;
@@ -121,7 +133,9 @@ function flattenOnce(doc: unknown, schema: Obj, depth: number): Flat {
   const flat: Flat = {
     type: typeOf(schema),
     properties: isObj(schema.properties) ? { ...schema.properties } : null,
-    required: new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : []),
+    required: new Set(
+      Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === "string") : [],
+    ),
     items: schema.items,
     opaque: "oneOf" in schema || "anyOf" in schema || "not" in schema,
   };
@@ -131,7 +145,8 @@ function flattenOnce(doc: unknown, schema: Obj, depth: number): Flat {
       if (p.opaque) flat.opaque = true;
       if (p.properties) flat.properties = { ...(flat.properties ?? {}), ...p.properties };
       for (const r of p.required) flat.required.add(r);
-      if (flat.type.types.length === 0) flat.type = { types: p.type.types, nullable: flat.type.nullable || p.type.nullable };
+      if (flat.type.types.length === 0)
+        flat.type = { types: p.type.types, nullable: flat.type.nullable || p.type.nullable };
       if (flat.items === undefined) flat.items = p.items;
     }
   }
@@ -189,7 +204,9 @@ function find(doc: unknown, method: string, path: string): Found | undefined {
 function successOf(op: Obj): unknown {
   const responses = isObj(op.responses) ? op.responses : {};
   const keys = Object.keys(responses);
-  const key = keys.includes("200") ? "200" : keys.find((k) => /^2\d\d$/.test(k)) ?? keys.find((k) => /^2XX$/i.test(k));
+  const key = keys.includes("200")
+    ? "200"
+    : (keys.find((k) => /^2\d\d$/.test(k)) ?? keys.find((k) => /^2XX$/i.test(k)));
   return key === undefined ? undefined : responses[key];
 }
 
@@ -205,7 +222,11 @@ function parameterKeys(doc: unknown, params: unknown[], onlyRequired: boolean): 
   return out;
 }
 
-function fieldTypes(doc: unknown, properties: Record<string, unknown> | null, names: Iterable<string>): Record<string, FieldType> {
+function fieldTypes(
+  doc: unknown,
+  properties: Record<string, unknown> | null,
+  names: Iterable<string>,
+): Record<string, FieldType> {
   const out: Record<string, FieldType> = {};
   for (const name of names) {
     const f = flatten(doc, properties?.[name]);
@@ -235,8 +256,20 @@ export function reliedOn(pinned: unknown = PINNED_DESCRIPTION): ReliedOperation[
       response = { type: top.type, list, required: fieldTypes(pinned, shape.properties, shape.required) };
     }
     const responses = isObj(found.op.responses) ? Object.keys(found.op.responses) : [];
-    const statuses = responses.filter((k) => /^\d{3}$/.test(k)).map(Number).filter((s) => BRANCHED_STATUSES.has(s)).sort((a, b) => a - b);
-    out.push({ id, method: spec.method, path: spec.path, sends, parameters: parameterKeys(pinned, found.parameters, false), response, statuses });
+    const statuses = responses
+      .filter((k) => /^\d{3}$/.test(k))
+      .map(Number)
+      .filter((s) => BRANCHED_STATUSES.has(s))
+      .sort((a, b) => a - b);
+    out.push({
+      id,
+      method: spec.method,
+      path: spec.path,
+      sends,
+      parameters: parameterKeys(pinned, found.parameters, false),
+      response,
+      statuses,
+    });
   }
   return out;
 }
@@ -276,7 +309,9 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
     const found = find(live, r.method, r.path);
     if (!found) {
       const moved = all.find((f) => f.op.operationId === r.id);
-      diff(moved ? `moved to ${clean(`${moved.method} ${moved.path}`)}` : "gone (the description has no such operation)");
+      diff(
+        moved ? `moved to ${clean(`${moved.method} ${moved.path}`)}` : "gone (the description has no such operation)",
+      );
       continue;
     }
     const op = found.op;
@@ -294,11 +329,16 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
               diff(`request field "${field}" was removed`);
               continue;
             }
-            const changed = typeChange(`request field "${field}"`, type, fieldTypes(live, flat.properties, [field])[field]);
+            const changed = typeChange(
+              `request field "${field}"`,
+              type,
+              fieldTypes(live, flat.properties, [field])[field],
+            );
             if (changed) diff(changed);
           }
           for (const req of [...flat.required].sort()) {
-            if (!Object.prototype.hasOwnProperty.call(r.sends, req)) diff(`request field "${clean(req, 60)}" is now required`);
+            if (!Object.prototype.hasOwnProperty.call(r.sends, req))
+              diff(`request field "${clean(req, 60)}" is now required`);
           }
         }
       }
@@ -325,7 +365,9 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
         const top = flatten(live, json.schema);
         if (!top.opaque) {
           if (top.type.types.length > 0 && !sameTypes(top.type, r.response.type)) {
-            diff(`the success response changed type from ${showType(r.response.type)} to ${clean(showType(top.type), 60)}`);
+            diff(
+              `the success response changed type from ${showType(r.response.type)} to ${clean(showType(top.type), 60)}`,
+            );
           } else {
             if (top.type.nullable && !r.response.type.nullable) diff("the success response may now be null");
             const shape = r.response.list ? flatten(live, top.items) : top;
@@ -333,7 +375,8 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
               const where = r.response.list ? " of each list item" : "";
               const keys = Object.keys(shape.properties ?? {});
               const lookup = (field: string): string | undefined => {
-                if (!CASE_INSENSITIVE_RESPONSE.has(r.id)) return keys.includes(field) || shape.required.has(field) ? field : undefined;
+                if (!CASE_INSENSITIVE_RESPONSE.has(r.id))
+                  return keys.includes(field) || shape.required.has(field) ? field : undefined;
                 const lower = field.toLowerCase();
                 return [...keys, ...shape.required].find((k) => k.toLowerCase() === lower);
               };
@@ -357,7 +400,9 @@ export function compareDescription(live: unknown, relied: ReliedOperation[] = re
 
     // The error statuses the package branches on.
     const keys = Object.keys(responses);
-    const missing = r.statuses.filter((s) => !keys.includes(String(s)) && !keys.some((k) => k.toUpperCase() === `${String(s)[0]}XX`));
+    const missing = r.statuses.filter(
+      (s) => !keys.includes(String(s)) && !keys.some((k) => k.toUpperCase() === `${String(s)[0]}XX`),
+    );
     if (missing.length === 1) diff(`status ${missing[0]} is no longer listed`);
     else if (missing.length > 1) diff(`statuses ${missing.join(", ")} are no longer listed`);
   }

@@ -65,25 +65,23 @@ export type ErrorResponse = z.infer<typeof ErrorResponse>;
  * TokenPair: the service capitalises the fields (`AccessToken`, `RefreshToken`); the spec
  * allows reading them case-insensitively, which this schema does.
  */
-export const TokenPair = z
-  .record(z.string(), z.unknown())
-  .transform((raw, ctx) => {
-    const pick = (name: string): unknown => {
-      const key = Object.keys(raw).find((k) => k.toLowerCase() === name);
-      return key === undefined ? undefined : raw[key];
-    };
-    const accessToken = pick("accesstoken");
-    const refreshToken = pick("refreshtoken");
-    if (typeof accessToken !== "string" || accessToken.length === 0) {
-      ctx.addIssue({ code: "custom", message: "AccessToken missing or not a non-empty string" });
-      return z.NEVER;
-    }
-    if (typeof refreshToken !== "string" || refreshToken.length === 0) {
-      ctx.addIssue({ code: "custom", message: "RefreshToken missing or not a non-empty string" });
-      return z.NEVER;
-    }
-    return { accessToken, refreshToken };
-  });
+export const TokenPair = z.record(z.string(), z.unknown()).transform((raw, ctx) => {
+  const pick = (name: string): unknown => {
+    const key = Object.keys(raw).find((k) => k.toLowerCase() === name);
+    return key === undefined ? undefined : raw[key];
+  };
+  const accessToken = pick("accesstoken");
+  const refreshToken = pick("refreshtoken");
+  if (typeof accessToken !== "string" || accessToken.length === 0) {
+    ctx.addIssue({ code: "custom", message: "AccessToken missing or not a non-empty string" });
+    return z.NEVER;
+  }
+  if (typeof refreshToken !== "string" || refreshToken.length === 0) {
+    ctx.addIssue({ code: "custom", message: "RefreshToken missing or not a non-empty string" });
+    return z.NEVER;
+  }
+  return { accessToken, refreshToken };
+});
 export type TokenPair = { accessToken: string; refreshToken: string };
 
 /** The spec's operationIds, numbered as in its endpoint table. */

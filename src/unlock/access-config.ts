@@ -153,9 +153,7 @@ function parseCooldown(value: unknown, problems: string[]): number {
   if (value === undefined || value === null || value === "") return 0;
   const n = typeof value === "string" && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
   if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n > MAX_COOLDOWN_SECONDS) {
-    problems.push(
-      `cooldown must be whole seconds from 0 (off) to ${MAX_COOLDOWN_SECONDS}, got ${shortText(value)}`,
-    );
+    problems.push(`cooldown must be whole seconds from 0 (off) to ${MAX_COOLDOWN_SECONDS}, got ${shortText(value)}`);
     return 0;
   }
   return n;

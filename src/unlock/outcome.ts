@@ -76,7 +76,14 @@ export interface Classified {
 /** Maps any failure of a service call (or of getting a session for it) to an outcome. */
 export function classifyFailure(error: unknown, isUnlock: boolean): Classified {
   if (error instanceof SessionHaltedError) {
-    return { outcome: "session-halted", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: error.message };
+    return {
+      outcome: "session-halted",
+      status: null,
+      retryAfter: null,
+      mayHaveOpened: false,
+      sent: false,
+      message: error.message,
+    };
   }
   if (error instanceof DeviceListUnavailableError) {
     // Still in the back-off after a failed list fetch, or this message's fetch was rate-limited:
@@ -84,18 +91,43 @@ export function classifyFailure(error: unknown, isUnlock: boolean): Classified {
     const c = { ...classifyFailure(error.cause, false), sent: false, mayHaveOpened: false, message: error.message };
     if (c.outcome !== "rate-limited") return c;
     const left = Math.ceil(error.retryInMs / 1000);
-    return { ...c, retryAfter: left, message: `the ${error.list} is unavailable (${limitedText(error.cause)}); ${retryAfterText(left)}` };
+    return {
+      ...c,
+      retryAfter: left,
+      message: `the ${error.list} is unavailable (${limitedText(error.cause)}); ${retryAfterText(left)}`,
+    };
   }
   if (error instanceof RenewalFailedError && error.rateLimited) {
-    return { outcome: "rate-limited", status: 429, retryAfter: error.retryAfter, mayHaveOpened: false, sent: false, message: error.message };
+    return {
+      outcome: "rate-limited",
+      status: 429,
+      retryAfter: error.retryAfter,
+      mayHaveOpened: false,
+      sent: false,
+      message: error.message,
+    };
   }
   if (error instanceof SessionUnavailableError) {
-    return { outcome: "service-unreachable", status: null, retryAfter: error.retryAfter, mayHaveOpened: false, sent: false, message: error.message };
+    return {
+      outcome: "service-unreachable",
+      status: null,
+      retryAfter: error.retryAfter,
+      mayHaveOpened: false,
+      sent: false,
+      message: error.message,
+    };
   }
   if (error instanceof DoorApiError) {
     if (error.kind === "http" && error.status === 429) {
       const left = error.retryAfter ?? Math.ceil((BACKOFF.baseMs * 2 ** (error.attempts - 1)) / 1000);
-      return { outcome: "rate-limited", status: 429, retryAfter: left, mayHaveOpened: false, sent: true, message: `${limitedText(error)}; ${retryAfterText(left)}` };
+      return {
+        outcome: "rate-limited",
+        status: 429,
+        retryAfter: left,
+        mayHaveOpened: false,
+        sent: true,
+        message: `${limitedText(error)}; ${retryAfterText(left)}`,
+      };
     }
     if (error.kind === "http" && error.status !== null) {
       const outcome = BY_STATUS[error.status] ?? "error";
@@ -119,9 +151,23 @@ export function classifyFailure(error: unknown, isUnlock: boolean): Classified {
       };
     }
     // invalid-response: the service answered 2xx with a body we could not use.
-    return { outcome: "error", status: error.status, retryAfter: null, mayHaveOpened: false, sent: error.mayHaveReached, message: error.message };
+    return {
+      outcome: "error",
+      status: error.status,
+      retryAfter: null,
+      mayHaveOpened: false,
+      sent: error.mayHaveReached,
+      message: error.message,
+    };
   }
-  return { outcome: "error", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: (error as Error)?.message ?? String(error) };
+  return {
+    outcome: "error",
+    status: null,
+    retryAfter: null,
+    mayHaveOpened: false,
+    sent: false,
+    message: (error as Error)?.message ?? String(error),
+  };
 }
 
 /** How every rate-limited text names its wait: once, in whole seconds. */

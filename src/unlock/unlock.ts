@@ -65,7 +65,8 @@ const MAX_ACTOR = 100;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function checkActor(value: unknown): string | null {
-  if (typeof value !== "string" || value.trim() === "") return `msg.actor must be a non-empty string, got ${describeValue(value)}`;
+  if (typeof value !== "string" || value.trim() === "")
+    return `msg.actor must be a non-empty string, got ${describeValue(value)}`;
   if (value.length > MAX_ACTOR) return `msg.actor is longer than ${MAX_ACTOR} characters`;
   if (CONTROL.test(value)) return "msg.actor contains control characters";
   return null;
@@ -129,7 +130,11 @@ async function unlockOnce(
    * batch failed (a write that fails once, or the next message's attempt write it rode with) is
    * appended again, in CLOSING_TRIES batches at most: the request was sent, its record is owed.
    */
-  const closeWith = async (type: "unlock-result" | "unlock-rejected", outcome: Outcome, write: () => Promise<void>): Promise<void> => {
+  const closeWith = async (
+    type: "unlock-result" | "unlock-rejected",
+    outcome: Outcome,
+    write: () => Promise<void>,
+  ): Promise<void> => {
     await afterDelivery();
     for (let tries = 1; ; tries++) {
       try {
@@ -147,10 +152,30 @@ async function unlockOnce(
     }
   };
 
-  const reject = async (outcome: Outcome, message: string, extra: Partial<UnlockResult> = {}): Promise<UnlockResult> => {
+  const reject = async (
+    outcome: Outcome,
+    message: string,
+    extra: Partial<UnlockResult> = {},
+  ): Promise<UnlockResult> => {
     // A denied message's record names the rule (its word), every other rejection says why in words.
-    const rejected = { actor: base.actor, deviceId: base.deviceId, lockId: base.lockId, door: base.door, msgid: input.msgid, outcome, reason: extra.reason ?? message };
-    const r: UnlockResult = { ...base, ...extra, outcome, status: extra.status ?? null, at: at(), message, mayHaveOpened: false };
+    const rejected = {
+      actor: base.actor,
+      deviceId: base.deviceId,
+      lockId: base.lockId,
+      door: base.door,
+      msgid: input.msgid,
+      outcome,
+      reason: extra.reason ?? message,
+    };
+    const r: UnlockResult = {
+      ...base,
+      ...extra,
+      outcome,
+      status: extra.status ?? null,
+      at: at(),
+      message,
+      mayHaveOpened: false,
+    };
     tell(r);
     // The rejection is audited too.
     await closeWith("unlock-rejected", outcome, () => account.audit.rejected(rejected));
@@ -159,7 +184,11 @@ async function unlockOnce(
 
   /** An access rule refused the message: output 2, nothing sent (docs/access-rules.md#the-node-at-run-time). */
   const deny = (d: Denied): Promise<UnlockResult> =>
-    reject("denied", d.message, d.retryAfter !== undefined ? { reason: d.reason, retryAfter: d.retryAfter } : { reason: d.reason });
+    reject(
+      "denied",
+      d.message,
+      d.retryAfter !== undefined ? { reason: d.reason, retryAfter: d.retryAfter } : { reason: d.reason },
+    );
 
   // Rules that cannot be read refuse every message, before anything else is looked at.
   if (node.access && !node.access.ok) return reject("denied", node.access.message, { reason: "configuration" });
@@ -168,9 +197,15 @@ async function unlockOnce(
   if (input.unreadable !== undefined) return reject("invalid-input", input.unreadable);
   if (actorProblem) return reject("invalid-input", actorProblem);
   if (input.msgRetain === true && node.rejectRetained) {
-    return reject("retained-rejected", "retained message rejected: a retained MQTT message is replayed on every reconnect and must not open a door (turn off rejectRetained to allow it)");
+    return reject(
+      "retained-rejected",
+      "retained message rejected: a retained MQTT message is replayed on every reconnect and must not open a door (turn off rejectRetained to allow it)",
+    );
   }
-  const lock = parseLockId(input.msgLockId !== undefined ? input.msgLockId : node.lockId, input.msgLockId === undefined);
+  const lock = parseLockId(
+    input.msgLockId !== undefined ? input.msgLockId : node.lockId,
+    input.msgLockId === undefined,
+  );
   if (!lock.ok) return reject("invalid-input", input.msgLockId !== undefined ? `msg.${lock.message}` : lock.message);
   base.lockId = lock.lockId;
 
@@ -195,10 +230,15 @@ async function unlockOnce(
   } catch (e) {
     // The device list could not be read (session halted, service down, rate-limited): nothing was sent.
     const c = classifyFailure(e, false);
-    if (c.outcome === "rate-limited") return reject("rate-limited", `the door could not be resolved: ${c.message}`, rateLimited(c));
-    return reject(c.outcome === "session-halted" || c.outcome === "service-unreachable" ? c.outcome : "error", `the door could not be resolved: ${c.message}`);
+    if (c.outcome === "rate-limited")
+      return reject("rate-limited", `the door could not be resolved: ${c.message}`, rateLimited(c));
+    return reject(
+      c.outcome === "session-halted" || c.outcome === "service-unreachable" ? c.outcome : "error",
+      `the door could not be resolved: ${c.message}`,
+    );
   }
-  if (!selection.ok) return reject("invalid-input", selection.message, selection.candidates ? { candidates: selection.candidates } : {});
+  if (!selection.ok)
+    return reject("invalid-input", selection.message, selection.candidates ? { candidates: selection.candidates } : {});
   base.deviceId = selection.deviceId;
   base.door = selection.label;
   const lockProblem = checkLock(selection.device, selection.label, lock.lockId);
@@ -210,12 +250,24 @@ async function unlockOnce(
   // command leaves (sent) or nothing is sent (released in the finally below).
   let slot: CooldownSlot | null = null;
   if (access) {
-    const d = access.check({ actor, deviceId: selection.deviceId, lockId: lock.lockId, pin: input.msgPin, now: account.clock.now() });
+    const d = access.check({
+      actor,
+      deviceId: selection.deviceId,
+      lockId: lock.lockId,
+      pin: input.msgPin,
+      now: account.clock.now(),
+    });
     if (!d.allowed) return deny(d);
     slot = d.slot;
   }
   try {
-    const record = { actor, deviceId: selection.deviceId, lockId: lock.lockId, door: selection.label, msgid: input.msgid };
+    const record = {
+      actor,
+      deviceId: selection.deviceId,
+      lockId: lock.lockId,
+      door: selection.label,
+      msgid: input.msgid,
+    };
     let sends = 0;
     try {
       await account.session.call(async (token) => {
@@ -243,7 +295,14 @@ async function unlockOnce(
     } catch (e) {
       let c: Classified;
       if (e instanceof AuditWriteError) {
-        c = { outcome: "error", status: null, retryAfter: null, mayHaveOpened: false, sent: false, message: `not sent: the audit log could not be written (${e.message})` };
+        c = {
+          outcome: "error",
+          status: null,
+          retryAfter: null,
+          mayHaveOpened: false,
+          sent: false,
+          message: `not sent: the audit log could not be written (${e.message})`,
+        };
       } else {
         c = classifyFailure(e, true);
       }
@@ -252,7 +311,13 @@ async function unlockOnce(
         // the account (refresh rejected twice within the hour): no replay. The contract's word for
         // a request answered 401 is unauthorized. A renewal that failed on 429/5xx/network instead
         // stays rate-limited / service-unreachable (docs/session.md#a-401-and-its-replay).
-        c = { ...c, outcome: "unauthorized", status: 401, sent: true, message: `the service answered 401 and the session could not be renewed: ${c.message}` };
+        c = {
+          ...c,
+          outcome: "unauthorized",
+          status: 401,
+          sent: true,
+          message: `the service answered 401 and the session could not be renewed: ${c.message}`,
+        };
       } else if (sends > 0 && (c.outcome === "service-unreachable" || (c.outcome === "rate-limited" && !c.sent))) {
         c = { ...c, sent: true, mayHaveOpened: false };
       }
@@ -264,7 +329,14 @@ async function unlockOnce(
         // Re-fetch the list so the door-name mapping follows the door; the command is not repeated.
         void account.directory.refreshAfterNotFound(selection.identity).catch(() => undefined);
       }
-      const result: UnlockResult = { ...base, outcome: c.outcome, status: c.status, at: at(), message: c.message, mayHaveOpened: c.mayHaveOpened };
+      const result: UnlockResult = {
+        ...base,
+        outcome: c.outcome,
+        status: c.status,
+        at: at(),
+        message: c.message,
+        mayHaveOpened: c.mayHaveOpened,
+      };
       if (c.retryAfter !== null) result.retryAfter = c.retryAfter;
       const closing = { ...record, outcome: c.outcome, status: c.status };
       tell(result);
@@ -272,9 +344,19 @@ async function unlockOnce(
       return passOn(result);
     }
     // Fields written out rather than spread: this is on the door's path (bench: unlockP50Ratio).
-    const accepted: UnlockResult = { deviceId: base.deviceId, lockId: base.lockId, door: base.door, actor: base.actor, outcome: "accepted", status: 200, at: at() };
+    const accepted: UnlockResult = {
+      deviceId: base.deviceId,
+      lockId: base.lockId,
+      door: base.door,
+      actor: base.actor,
+      outcome: "accepted",
+      status: 200,
+      at: at(),
+    };
     tell(accepted);
-    await closeWith("unlock-result", "accepted", () => account.audit.result({ ...record, outcome: "accepted", status: 200 }));
+    await closeWith("unlock-result", "accepted", () =>
+      account.audit.result({ ...record, outcome: "accepted", status: 200 }),
+    );
     return passOn(accepted);
   } finally {
     slot?.release();
@@ -286,7 +368,11 @@ async function unlockOnce(
  * its door is resolved): a valid msg.deviceId (labelled from the cached list when it is there),
  * else, without msg.door, the node's stored door; a door name is not looked up.
  */
-function doorKnownLocally(directory: DeviceDirectory, input: UnlockInput, configured: DoorIdentity | null): { deviceId: number | null; door: string | null } {
+function doorKnownLocally(
+  directory: DeviceDirectory,
+  input: UnlockInput,
+  configured: DoorIdentity | null,
+): { deviceId: number | null; door: string | null } {
   if (input.msgDeviceId !== undefined) {
     if (!isDeviceId(input.msgDeviceId)) return { deviceId: null, door: null };
     const id = input.msgDeviceId;
@@ -295,9 +381,20 @@ function doorKnownLocally(directory: DeviceDirectory, input: UnlockInput, config
   }
   if (input.msgDoor !== undefined || configured === null) return { deviceId: null, door: null };
   // The listed door when the stored id still has the stored name; else the door as it was stored.
-  const device = configured.id === null ? undefined : directory.cached()?.devices.find((d) => d.id === configured.id && (configured.name === null || d.name === configured.name));
+  const device =
+    configured.id === null
+      ? undefined
+      : directory
+          .cached()
+          ?.devices.find((d) => d.id === configured.id && (configured.name === null || d.name === configured.name));
   if (device) return { deviceId: device.id, door: directory.label(device) };
-  const label = configured.name ? (configured.location ? `${configured.location} / ${configured.name}` : configured.name) : configured.id !== null ? `#${configured.id}` : null;
+  const label = configured.name
+    ? configured.location
+      ? `${configured.location} / ${configured.name}`
+      : configured.name
+    : configured.id !== null
+      ? `#${configured.id}`
+      : null;
   return { deviceId: configured.id, door: label };
 }
 
@@ -326,7 +423,12 @@ export const CLOSING_TRIES = 3;
  */
 export class AuditRecordLost extends Error {
   constructor(type: "unlock-result" | "unlock-rejected", outcome: Outcome, cause: unknown) {
-    const what = outcome === "accepted" ? "the door was unlocked (accepted)" : type === "unlock-result" ? `the unlock's outcome was ${outcome}` : `nothing was sent (${outcome})`;
+    const what =
+      outcome === "accepted"
+        ? "the door was unlocked (accepted)"
+        : type === "unlock-result"
+          ? `the unlock's outcome was ${outcome}`
+          : `nothing was sent (${outcome})`;
     super(`${what}, but its ${type} record could not be written to the audit log: ${describeThrown(cause)}`, { cause });
     this.name = "AuditRecordLost";
   }

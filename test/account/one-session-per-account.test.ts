@@ -10,10 +10,34 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import type { SimulatorOptions } from "../../src/simulator/types.js";
 import { registrySnapshot } from "../../src/account/registry.js";
 import {
-  DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, count, freshUserDir, helper, lastStatus, loadFlow, logins, startSim,
-  teardown, unlock, unlockRequests, until, waitReady, waitState,
+  DEMO_ACCOUNT,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  count,
+  freshUserDir,
+  helper,
+  lastStatus,
+  loadFlow,
+  logins,
+  startSim,
+  teardown,
+  unlock,
+  unlockRequests,
+  until,
+  waitReady,
+  waitState,
 } from "../helpers/flow.js";
-import { type Flow, TAB_A, TAB_B, demoCreds, subflowFlow, tabNode, twoTabs, unlockOn } from "../helpers/account-flows.js";
+import {
+  type Flow,
+  TAB_A,
+  TAB_B,
+  demoCreds,
+  subflowFlow,
+  tabNode,
+  twoTabs,
+  unlockOn,
+} from "../helpers/account-flows.js";
 import { RedisServer } from "../helpers/redis.js";
 
 const PHONE = DEMO_ACCOUNT.phoneNumber;
@@ -31,7 +55,13 @@ async function deploy(flow: Flow, type: "full" | "nodes", credentials: Record<st
   await helper.setFlows(flow, type, credentials);
 }
 
-function cases(storeName: string, store: () => Record<string, unknown>, setup: () => Promise<void>, cleanup: () => Promise<void>, beforeEachCase: () => void): void {
+function cases(
+  storeName: string,
+  store: () => Record<string, unknown>,
+  setup: () => Promise<void>,
+  cleanup: () => Promise<void>,
+  beforeEachCase: () => void,
+): void {
   describe(`all door-account nodes of one login share one session, whatever the flows look like (${storeName} store; docs/session.md#one-session-per-account)`, function () {
     this.timeout(30000);
     let sim: RunningSimulator;
@@ -69,7 +99,9 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
 
     it("a subflow holding a door-account, used by three instances: 1 login, 0 answers 401, all accepted", async () => {
       await loadFlow(subflowFlow(sim.url, store(), 3), { creds: demoCreds(["sacc"]) });
-      await until("the three cloned accounts ready", () => registrySnapshot().some((e) => e.members === 3 && e.running));
+      await until("the three cloned accounts ready", () =>
+        registrySnapshot().some((e) => e.members === 3 && e.running),
+      );
       await waitState("ready", "inst1-sacc");
       await alternate(sim, ["inst1", "inst2", "inst3"], 21);
       assert.equal(logins(sim), 1);
@@ -80,15 +112,28 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
       const flow = twoTabs(sim.url, store());
       const c = { ...demoCreds(["accA"]), ...demoCreds(["accB"], "another-password") };
       await loadFlow(flow, { creds: c });
-      await until("the conflict on both nodes", () => ["accA", "accB"].every((id) => /configuration conflict/.test(accountOf(id).statusFor().text ?? "")));
+      await until("the conflict on both nodes", () =>
+        ["accA", "accB"].every((id) => /configuration conflict/.test(accountOf(id).statusFor().text ?? "")),
+      );
       for (const id of ["accA", "accB"]) {
         const text = accountOf(id).statusFor().text as string;
         assert.match(text, /same login on the same base URL with a different password/, text);
-        assert.ok(!text.includes(PASSWORD) && !text.includes("another-password") && !text.includes(PHONE), "no secret in the text");
-        const logged = accountOf(id).error.getCalls().filter((call: any) => call.thisValue === accountOf(id)).map((call: any) => String(call.args[0]));
-        assert.ok(logged.some((m: string) => /configuration conflict/.test(m)), `${id} logged the conflict: ${JSON.stringify(logged)}`);
+        assert.ok(
+          !text.includes(PASSWORD) && !text.includes("another-password") && !text.includes(PHONE),
+          "no secret in the text",
+        );
+        const logged = accountOf(id)
+          .error.getCalls()
+          .filter((call: any) => call.thisValue === accountOf(id))
+          .map((call: any) => String(call.args[0]));
+        assert.ok(
+          logged.some((m: string) => /configuration conflict/.test(m)),
+          `${id} logged the conflict: ${JSON.stringify(logged)}`,
+        );
       }
-      await until("the flow nodes show it", () => /configuration conflict/.test(lastStatus(helper.getNode("uB"))?.text ?? ""));
+      await until("the flow nodes show it", () =>
+        /configuration conflict/.test(lastStatus(helper.getNode("uB"))?.text ?? ""),
+      );
       const out = assertFailed(await unlock({ deviceId: 101 }, "uA"), "session-halted", null);
       assert.match(out.message, /configuration conflict/);
       await new Promise((r) => setImmediate(r));
@@ -122,7 +167,11 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
       await waitReady("accA");
       const core = accountOf("accA").account.core;
       await deploy(flow, "full", c);
-      await deploy(flow.map((n) => (n.id === "accA" ? { ...n, name: "renamed" } : n)), "nodes", c);
+      await deploy(
+        flow.map((n) => (n.id === "accA" ? { ...n, name: "renamed" } : n)),
+        "nodes",
+        c,
+      );
       assert.equal(accountOf("accA").account.core, core, "the same session after both deploys");
       assertAccepted(await unlock({ deviceId: 101 }, "uA"));
       assert.equal(logins(sim), 1, "0 logins for the redeploys");
@@ -146,7 +195,13 @@ function cases(storeName: string, store: () => Record<string, unknown>, setup: (
   });
 }
 
-cases("file", () => ({}), () => Promise.resolve(), () => Promise.resolve(), () => undefined);
+cases(
+  "file",
+  () => ({}),
+  () => Promise.resolve(),
+  () => Promise.resolve(),
+  () => undefined,
+);
 
 let redis: RedisServer | null = null;
 let prefix = 0;
@@ -211,26 +266,36 @@ describe("two door-account nodes with different logins (phone and email) to one 
       ...unlockOn("uE", TAB_A, "accE"),
     ];
   }
-  const bothCreds = { accP: { phoneNumber: PHONE, password: PASSWORD }, accE: { email: DEMO_ACCOUNT.email, password: PASSWORD } };
+  const bothCreds = {
+    accP: { phoneNumber: PHONE, password: PASSWORD },
+    accE: { email: DEMO_ACCOUNT.email, password: PASSWORD },
+  };
 
   /** Every warning and error the two account nodes wrote. */
   const written = (): string[] =>
     ["accP", "accE"].flatMap((id) => {
       const node = accountOf(id);
       // The test helper's spies are shared by every node: each node's own calls.
-      return [...node.warn.getCalls(), ...node.error.getCalls()].filter((c: any) => c.thisValue === node).map((c: any) => `${id}: ${String(c.args[0])}`);
+      return [...node.warn.getCalls(), ...node.error.getCalls()]
+        .filter((c: any) => c.thisValue === node)
+        .map((c: any) => `${id}: ${String(c.args[0])}`);
     });
 
   /** Messages through both nodes in turn until one account halts (each login ends the other's session). */
   async function fightUntilHalted(): Promise<{ halted: string; other: string; reason: string }> {
     for (let i = 0; i < 12; i++) {
       await unlock({ deviceId: 101 }, i % 2 === 0 ? "uP" : "uE");
-      for (const [id, other] of [["accP", "accE"], ["accE", "accP"]]) {
+      for (const [id, other] of [
+        ["accP", "accE"],
+        ["accE", "accP"],
+      ]) {
         const snap = accountOf(id).account.session.snapshot();
         if (snap.state === "halted-superseded") return { halted: id, other, reason: snap.reason };
       }
     }
-    return assert.fail(`no halt after 12 messages: ${JSON.stringify(["accP", "accE"].map((id) => accountOf(id).account.session.snapshot()))}`);
+    return assert.fail(
+      `no halt after 12 messages: ${JSON.stringify(["accP", "accE"].map((id) => accountOf(id).account.session.snapshot()))}`,
+    );
   }
 
   async function start(options: SimulatorOptions): Promise<void> {
@@ -238,39 +303,60 @@ describe("two door-account nodes with different logins (phone and email) to one 
     await loadFlow(twoLogins(sim.url), { creds: bothCreds });
     // Each login ends the other's session, so their start-ups (login, device list) may already
     // fight to a halt: both settled, ready or halted as superseded (fightUntilHalted sees either).
-    const settled = (id: string): boolean => ["ready", "halted-superseded"].includes(accountOf(id).account.session.state as string);
+    const settled = (id: string): boolean =>
+      ["ready", "halted-superseded"].includes(accountOf(id).account.session.state as string);
     await until("both accounts past their start-up", () => settled("accP") && settled("accE"));
   }
 
   it("the tokens name the account (sub): recognised at deploy, one warning on each node naming both; the halt names the other node; never the phone number, email or subject", async () => {
     await start({});
     // The deploy-time warning, not the halt (which may already have come: each login ends the other's session).
-    const deployWarnings = (): string[] => written().filter((t) => /same service account/.test(t) && !/session halted/.test(t));
+    const deployWarnings = (): string[] =>
+      written().filter((t) => /same service account/.test(t) && !/session halted/.test(t));
     await until("the warning", () => deployWarnings().length >= 2);
     const warnings = deployWarnings();
     assert.equal(warnings.length, 2, `once on each node: ${JSON.stringify(warnings)}`);
     for (const w of warnings) {
       assert.match(w, /door-account "front desk" \(phone number login\)|door-account "back office" \(email login\)/);
-      assert.ok(w.includes('door-account "front desk" (phone number login)') && w.includes('door-account "back office" (email login)'), w);
+      assert.ok(
+        w.includes('door-account "front desk" (phone number login)') &&
+          w.includes('door-account "back office" (email login)'),
+        w,
+      );
       assert.match(w, /the service keeps one session per account, so each login ends the other's session/);
     }
     const { other, reason } = await fightUntilHalted();
     assert.equal(deployWarnings().length, 2, `still once on each node after the halt: ${JSON.stringify(written())}`);
-    const otherName = other === "accP" ? 'door-account "front desk" (phone number login)' : 'door-account "back office" (email login)';
+    const otherName =
+      other === "accP" ? 'door-account "front desk" (phone number login)' : 'door-account "back office" (email login)';
     assert.match(reason, /another client is using this account|another login has taken over this account/);
-    assert.ok(reason.includes(`${otherName} of this Node-RED logs in to the same service account with another login`), reason);
+    assert.ok(
+      reason.includes(`${otherName} of this Node-RED logs in to the same service account with another login`),
+      reason,
+    );
     for (const text of [...written(), reason]) {
-      for (const secret of [PHONE, PHONE.slice(1), DEMO_ACCOUNT.email, PASSWORD, '"demo"']) assert.ok(!text.includes(secret), `no login, password or subject in: ${text}`);
+      for (const secret of [PHONE, PHONE.slice(1), DEMO_ACCOUNT.email, PASSWORD, '"demo"'])
+        assert.ok(!text.includes(secret), `no login, password or subject in: ${text}`);
     }
   });
 
   it("tokens without a sub claim: nothing can be recognised at deploy; the halt says another node of this Node-RED on the same base URL may hold the account, and names it", async () => {
     await start({ subClaim: false });
     await new Promise((r) => setTimeout(r, 100));
-    assert.deepEqual(written().filter((t) => /same service account/.test(t)), [], "no claim of a shared account without a sign of it");
+    assert.deepEqual(
+      written().filter((t) => /same service account/.test(t)),
+      [],
+      "no claim of a shared account without a sign of it",
+    );
     const { other, reason } = await fightUntilHalted();
-    const otherName = other === "accP" ? 'door-account "front desk" (phone number login)' : 'door-account "back office" (email login)';
-    assert.ok(reason.includes(`another door-account node of this Node-RED on the same base URL may hold this account with another login: ${otherName}`), reason);
+    const otherName =
+      other === "accP" ? 'door-account "front desk" (phone number login)' : 'door-account "back office" (email login)';
+    assert.ok(
+      reason.includes(
+        `another door-account node of this Node-RED on the same base URL may hold this account with another login: ${otherName}`,
+      ),
+      reason,
+    );
   });
 });
 
@@ -294,7 +380,9 @@ describe("an email login in any letter case is the same login: one account key, 
       ...unlockOn("uL", TAB_A, "accL"),
       ...unlockOn("uU", TAB_B, "accU"),
     ];
-    await loadFlow(flow, { creds: { accL: { email: DEMO_ACCOUNT.email, password: PASSWORD }, accU: { email: upper, password: PASSWORD } } });
+    await loadFlow(flow, {
+      creds: { accL: { email: DEMO_ACCOUNT.email, password: PASSWORD }, accU: { email: upper, password: PASSWORD } },
+    });
     await waitReady("accL");
     await waitReady("accU");
     assert.equal(accountOf("accL").account.core, accountOf("accU").account.core, "one shared core");

@@ -13,18 +13,40 @@ import { createServer, type Server, type Socket } from "node:net";
 import * as path from "node:path";
 import { Account } from "../../src/account/account.js";
 import {
-  DESCRIPTION_CHECK_INTERVAL_MS, DESCRIPTION_FIRST_CHECK_DELAY_MS, DESCRIPTION_FIRST_CHECK_LATEST_MS, DESCRIPTION_MAX_BYTES, ServiceDescriptionCheck,
+  DESCRIPTION_CHECK_INTERVAL_MS,
+  DESCRIPTION_FIRST_CHECK_DELAY_MS,
+  DESCRIPTION_FIRST_CHECK_LATEST_MS,
+  DESCRIPTION_MAX_BYTES,
+  ServiceDescriptionCheck,
   descriptionUrl,
 } from "../../src/account/description-check.js";
 import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from "../../src/spec/description.js";
-import { buildOpenApi, startSimulator, type RequestLogEntry, type RunningSimulator } from "../../src/simulator/index.js";
+import {
+  buildOpenApi,
+  startSimulator,
+  type RequestLogEntry,
+  type RunningSimulator,
+} from "../../src/simulator/index.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
 import {
-  CREDS, accountModule, accountOf, assertAccepted, helper, helperNodes, loadFlow, pluginModule, startSim, teardown, unlock, unlockFlow, unlockModule,
-  unlockNode, until, waitReady,
+  CREDS,
+  accountModule,
+  accountOf,
+  assertAccepted,
+  helper,
+  helperNodes,
+  loadFlow,
+  pluginModule,
+  startSim,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockModule,
+  unlockNode,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import { DEMO_PHONE, tempDir, waitUntil } from "../helpers/session.js";
-
 
 type Doc = any;
 
@@ -54,7 +76,9 @@ function irrelevantlyChanged(): Doc {
   d.info.description = "A new text about the service.";
   d.info.version = "v1.1";
   d.paths["/api/device/{deviceId}/unlock"].put.summary = "Unlock (reworded)";
-  d.paths["/api/device/{deviceId}/unlock"].put.responses["409"] = { description: "A new status the package does not branch on" };
+  d.paths["/api/device/{deviceId}/unlock"].put.responses["409"] = {
+    description: "A new status the package does not branch on",
+  };
   d.paths["/api/user/key"] = { get: { operationId: "listKeys", responses: { "200": { description: "keys" } } } };
   d.components.schemas.Device.properties.batteryLevel = { type: "integer", nullable: true };
   d.components.schemas.TokenPair.properties.ExpiresIn = { type: "integer" };
@@ -77,7 +101,10 @@ function assertNoCredential(entry: RequestLogEntry): void {
 /** Calls of a node's log method (Node.prototype's methods are sinon spies under the test helper). */
 function logged(node: any, level: "warn" | "debug" | "log" | "error"): string[] {
   const spy = node[level];
-  return spy.getCalls().filter((c: any) => c.thisValue === node).map((c: any) => String(c.args[0]));
+  return spy
+    .getCalls()
+    .filter((c: any) => c.thisValue === node)
+    .map((c: any) => String(c.args[0]));
 }
 
 const descriptionWarnings = (node: any) => logged(node, "warn").filter((m) => m.includes("service description"));
@@ -92,7 +119,10 @@ describe("service description check: what the package relies on (docs/service-de
     const relied = reliedOn();
     assert.equal(relied.length, 10);
     const unlockOp = relied.find((r) => r.id === "unlockDevice")!;
-    assert.deepEqual([unlockOp.method, unlockOp.path, unlockOp.sends, unlockOp.response], ["PUT", "/api/device/{deviceId}/unlock", null, null]);
+    assert.deepEqual(
+      [unlockOp.method, unlockOp.path, unlockOp.sends, unlockOp.response],
+      ["PUT", "/api/device/{deviceId}/unlock", null, null],
+    );
     assert.deepEqual(unlockOp.statuses, [401, 403, 404, 429, 502, 503, 504]);
     const login = relied.find((r) => r.id === "loginByPhone")!;
     assert.deepEqual(Object.keys(login.sends!), ["phoneNumber", "password"]);
@@ -130,8 +160,13 @@ describe("service description check: what the package relies on (docs/service-de
     d.components.schemas.Device.properties.id = { type: "string" };
     delete d.paths["/api/device/{deviceId}/unlock"].put.responses["503"];
     delete d.paths["/api/device/{deviceId}/unlock"].put.responses["504"];
-    d.paths["/api/user/location"].get.parameters = [{ name: "page", in: "query", required: true, schema: { type: "integer" } }];
-    d.paths["/api/auth/logout"].post.responses = { "204": { description: "no body" }, "401": d.paths["/api/auth/logout"].post.responses["401"] };
+    d.paths["/api/user/location"].get.parameters = [
+      { name: "page", in: "query", required: true, schema: { type: "integer" } },
+    ];
+    d.paths["/api/auth/logout"].post.responses = {
+      "204": { description: "no body" },
+      "401": d.paths["/api/auth/logout"].post.responses["401"],
+    };
     assert.deepEqual(compareDescription(d), [
       'POST /api/auth/login: response field "RefreshToken" is no longer required',
       'POST /api/auth/login-by-phone: response field "RefreshToken" is no longer required',
@@ -175,13 +210,22 @@ describe("service description check: what the package relies on (docs/service-de
       "GET /api/user/device: no success (2xx) response is listed any more",
       "GET /api/user/device: statuses 401, 429 are no longer listed",
     ]);
-    for (const notOne of [null, [], "openapi", { openapi: "3.0.3" }, { swagger: "2.0", paths: {} }, { openapi: 3, paths: {} }]) assert.equal(isDescription(notOne), false);
+    for (const notOne of [
+      null,
+      [],
+      "openapi",
+      { openapi: "3.0.3" },
+      { swagger: "2.0", paths: {} },
+      { openapi: 3, paths: {} },
+    ])
+      assert.equal(isDescription(notOne), false);
   });
 
   it("the token pair's fields are read case-insensitively: a renamed case is no difference", () => {
     const d = description();
     d.components.schemas.TokenPair = {
-      type: "object", required: ["accessToken", "refreshToken"],
+      type: "object",
+      required: ["accessToken", "refreshToken"],
       properties: { accessToken: { type: "string" }, refreshToken: { type: "string" } },
     };
     assert.deepEqual(compareDescription(d), []);
@@ -199,10 +243,22 @@ describe("service description check: what the package relies on (docs/service-de
   it("the docs URL: empty is the base URL; /openapi.json is appended unless a .json file is named; the base URL's rules apply", () => {
     assert.equal(descriptionUrl("", "https://svc.example").href, "https://svc.example/openapi.json");
     assert.equal(descriptionUrl(undefined, "https://svc.example/door/").href, "https://svc.example/door/openapi.json");
-    assert.equal(descriptionUrl(" https://docs.example/v1 ", "https://svc.example").href, "https://docs.example/v1/openapi.json");
-    assert.equal(descriptionUrl("https://docs.example/spec/openapi.pinned.json", "https://svc.example").href, "https://docs.example/spec/openapi.pinned.json");
-    assert.throws(() => descriptionUrl("http://docs.example", "https://svc.example"), /^BaseUrlError: the docs URL must use https/);
-    assert.throws(() => descriptionUrl("https://user:pw@docs.example", "https://svc.example"), /the docs URL must not contain a user name or password/);
+    assert.equal(
+      descriptionUrl(" https://docs.example/v1 ", "https://svc.example").href,
+      "https://docs.example/v1/openapi.json",
+    );
+    assert.equal(
+      descriptionUrl("https://docs.example/spec/openapi.pinned.json", "https://svc.example").href,
+      "https://docs.example/spec/openapi.pinned.json",
+    );
+    assert.throws(
+      () => descriptionUrl("http://docs.example", "https://svc.example"),
+      /^BaseUrlError: the docs URL must use https/,
+    );
+    assert.throws(
+      () => descriptionUrl("https://user:pw@docs.example", "https://svc.example"),
+      /the docs URL must not contain a user name or password/,
+    );
   });
 });
 
@@ -220,7 +276,9 @@ describe("service description check: in a Node-RED runtime against the simulator
   });
 
   async function deploy(accountExtra: Record<string, unknown> = {}): Promise<any> {
-    await loadFlow(unlockFlow(sim.url, { deviceId: "101" }, accountExtra), { nodes: [accountModule, unlockModule, pluginModule] });
+    await loadFlow(unlockFlow(sim.url, { deviceId: "101" }, accountExtra), {
+      nodes: [accountModule, unlockModule, pluginModule],
+    });
     await waitReady();
     return accountOf();
   }
@@ -282,19 +340,39 @@ describe("service description check: in a Node-RED runtime against the simulator
   // account. The description is the service's: one request and one warning, whatever the copies.
   it("two copies of one account node (a copied flow): one description request, one warning, the list in the sidebar for both", async () => {
     sim.control.serveDescription({ description: drifted() });
-    const copy = { id: "acc2", type: "door-account", name: "demo (copy)", baseUrl: sim.url, loginMethod: "phone", auditLog: "" };
-    const flow = [...unlockFlow(sim.url, { deviceId: "101" }), copy, unlockNode({ deviceId: "101", account: "acc2" }, "u2"), ...helperNodes("u2-ok", "u2-fail")];
+    const copy = {
+      id: "acc2",
+      type: "door-account",
+      name: "demo (copy)",
+      baseUrl: sim.url,
+      loginMethod: "phone",
+      auditLog: "",
+    };
+    const flow = [
+      ...unlockFlow(sim.url, { deviceId: "101" }),
+      copy,
+      unlockNode({ deviceId: "101", account: "acc2" }, "u2"),
+      ...helperNodes("u2-ok", "u2-fail"),
+    ];
     await loadFlow(flow, { nodes: [accountModule, unlockModule, pluginModule], creds: { ...CREDS, acc2: CREDS.acc1 } });
     await waitReady("acc1");
     await waitReady("acc2");
     const nodes = [accountOf("acc1"), accountOf("acc2")];
-    await until("each node's check to have read the description", () => nodes.every((n) => n.account.descriptionCheck.report().checkedAt !== null), 8000);
+    await until(
+      "each node's check to have read the description",
+      () => nodes.every((n) => n.account.descriptionCheck.report().checkedAt !== null),
+      8000,
+    );
     assert.equal(docsRequests(sim).length, 1, "one request for the description");
     const warnings = nodes.flatMap((n) => descriptionWarnings(n));
     assert.equal(warnings.length, 1, warnings.join("\n---\n"));
     const res = await helper.request().get(SIDEBAR).expect(200);
     for (const id of ["acc1", "acc2"]) {
-      assert.deepEqual(res.body.accounts.find((a: any) => a.id === id).serviceDescription.differences, DRIFT_DIFFERENCES, id);
+      assert.deepEqual(
+        res.body.accounts.find((a: any) => a.id === id).serviceDescription.differences,
+        DRIFT_DIFFERENCES,
+        id,
+      );
     }
     assertAccepted(await unlock({}, "u2"));
   });
@@ -328,7 +406,10 @@ describe("service description check: in a Node-RED runtime against the simulator
       const node = await deploy({ docsUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}` });
       await until("the description request to hang", () => sockets.size === 1, 8000);
       assertAccepted(await unlock({}));
-      assert.ok([...sockets].every((sock) => !sock.destroyed), "the description request is still open");
+      assert.ok(
+        [...sockets].every((sock) => !sock.destroyed),
+        "the description request is still open",
+      );
       assert.ok(node.account.descriptionCheck.inflight !== null);
       assert.deepEqual(logged(node, "debug"), []);
     } finally {
@@ -343,9 +424,14 @@ describe("service description check: in a Node-RED runtime against the simulator
   // had each part been followed anew, ten levels deep, the runtime would stand still for seconds.
   it("a description whose schemas refer back to themselves through allOf is read at once: the runtime never stands still, the unlock is accepted", async () => {
     const d = description();
-    d.components.schemas.LoginRequest = { allOf: [1, 2, 3, 4].map(() => ({ $ref: "#/components/schemas/LoginRequest" })) };
+    d.components.schemas.LoginRequest = {
+      allOf: [1, 2, 3, 4].map(() => ({ $ref: "#/components/schemas/LoginRequest" })),
+    };
     const chain = [...Array(12).keys()];
-    for (const i of chain) d.components.schemas[`Part${i}`] = { allOf: [1, 2, 3, 4].map(() => ({ $ref: `#/components/schemas/Part${i + 1}` })) };
+    for (const i of chain)
+      d.components.schemas[`Part${i}`] = {
+        allOf: [1, 2, 3, 4].map(() => ({ $ref: `#/components/schemas/Part${i + 1}` })),
+      };
     d.components.schemas.Part12 = d.components.schemas.Device;
     d.components.schemas.Device = { $ref: "#/components/schemas/Part0" };
     sim.control.serveDescription({ description: d });
@@ -380,7 +466,11 @@ describe("service description check: in a Node-RED runtime against the simulator
     try {
       docsSim.control.serveDescription({ description: drifted() });
       const node = await deploy({ docsUrl: docsSim.url });
-      assert.equal((await until("the description request at the docs URL", () => docsRequests(docsSim).length === 1, 8000), docsRequests(docsSim)[0].status), 200);
+      assert.equal(
+        (await until("the description request at the docs URL", () => docsRequests(docsSim).length === 1, 8000),
+        docsRequests(docsSim)[0].status),
+        200,
+      );
       await until("the warning", () => descriptionWarnings(node).length === 1, 8000);
       assert.equal(docsRequests(sim).length, 0);
       assertAccepted(await unlock({}));
@@ -390,7 +480,9 @@ describe("service description check: in a Node-RED runtime against the simulator
     await teardown();
     const node = await deploy({ docsUrl: "http://docs.example" });
     assert.equal(node.account.descriptionCheck, null);
-    assert.ok(logged(node, "warn").some((m) => /the docs URL must use https.*the service description check is off/.test(m)));
+    assert.ok(
+      logged(node, "warn").some((m) => /the docs URL must use https.*the service description check is off/.test(m)),
+    );
     assertAccepted(await unlock({}));
   });
 });
@@ -408,10 +500,18 @@ describe("service description check: every 24 hours, on the account's clock (doc
     sim = await startSimulator({ rateLimit: false, now: () => clock.now() });
     const dir = tempDir();
     account = new Account({
-      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "session.json"), auditLogPath: path.join(dir, "audit.jsonl"), clock,
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "session.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      clock,
       descriptionCheck: {
         url: descriptionUrl("", sim.url),
-        log: { debug: (m) => lines.push(`debug ${m}`), info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`) },
+        log: {
+          debug: (m) => lines.push(`debug ${m}`),
+          info: (m) => lines.push(`info ${m}`),
+          warn: (m) => lines.push(`warn ${m}`),
+        },
       },
     });
   });
@@ -424,7 +524,11 @@ describe("service description check: every 24 hours, on the account's clock (doc
   /** Advances the fake clock, then waits (real time) until `count` description requests were answered and handled. */
   async function tickTo(ms: number, count: number): Promise<RequestLogEntry> {
     await clock.tickAsync(ms);
-    await waitUntil(() => docsRequests(sim).length === count && (account.descriptionCheck as any).inflight === null, 5000, `${count} description requests`);
+    await waitUntil(
+      () => docsRequests(sim).length === count && (account.descriptionCheck as any).inflight === null,
+      5000,
+      `${count} description requests`,
+    );
     return docsRequests(sim)[count - 1];
   }
 
@@ -443,7 +547,11 @@ describe("service description check: every 24 hours, on the account's clock (doc
 
     // 24 h later: conditional, answered 304, silent.
     await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 1);
-    assert.equal(docsRequests(sim).length, 1, `not before the 24-hour mark: ${JSON.stringify(docsRequests(sim).map((e) => [e.startedAt - first.startedAt, e.status]))}`);
+    assert.equal(
+      docsRequests(sim).length,
+      1,
+      `not before the 24-hour mark: ${JSON.stringify(docsRequests(sim).map((e) => [e.startedAt - first.startedAt, e.status]))}`,
+    );
     const second = await tickTo(1, 2);
     assert.equal(second.ifNoneMatch, etag);
     assert.equal(second.status, 304);
@@ -456,7 +564,10 @@ describe("service description check: every 24 hours, on the account's clock (doc
     assert.equal(third.ifNoneMatch, etag);
     assert.equal(third.status, 200);
     assert.equal(lines.length, 1, lines.join("\n"));
-    assert.match(lines[0], /^warn the service description at .*\/openapi\.json differs .* in 3 things the package relies on/);
+    assert.match(
+      lines[0],
+      /^warn the service description at .*\/openapi\.json differs .* in 3 things the package relies on/,
+    );
     for (const d of DRIFT_DIFFERENCES) assert.ok(lines[0].includes(`  - ${d}`), d);
     assert.deepEqual(account.descriptionCheck!.report().differences, DRIFT_DIFFERENCES);
     const fourth = await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 4);
@@ -538,7 +649,11 @@ describe("service description check: a description that trickles in without end 
     const check = new ServiceDescriptionCheck({
       url: descriptionUrl("", `http://127.0.0.1:${(server.address() as { port: number }).port}`),
       clock,
-      log: { debug: (m) => lines.push(`debug ${m}`), info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`) },
+      log: {
+        debug: (m) => lines.push(`debug ${m}`),
+        info: (m) => lines.push(`info ${m}`),
+        warn: (m) => lines.push(`warn ${m}`),
+      },
     });
     try {
       check.startAfter({ state: "ready", on: () => undefined, off: () => undefined });
@@ -546,7 +661,11 @@ describe("service description check: a description that trickles in without end 
       await waitUntil(() => requests === 1, 5000, "the description request");
       await new Promise((r) => setTimeout(r, 300)); // a few bytes arrive
       await clock.tickAsync(60_000);
-      await waitUntil(() => lines.length === 1, 5000, () => `the fetch to be cut off: ${JSON.stringify(lines)}`);
+      await waitUntil(
+        () => lines.length === 1,
+        5000,
+        () => `the fetch to be cut off: ${JSON.stringify(lines)}`,
+      );
       assert.match(lines[0], /^debug service description check: .* could not be read \(.+\); next try in 24 h$/);
       await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 60_000);
       await waitUntil(() => requests === 2, 5000, "the description read again at the next mark");
@@ -563,7 +682,11 @@ describe("service description check: a body over 4 MiB and a redirect are failed
   this.timeout(30_000);
   let sim: RunningSimulator;
   const lines: string[] = [];
-  const log = { debug: (m: string) => lines.push(`debug ${m}`), info: (m: string) => lines.push(`info ${m}`), warn: (m: string) => lines.push(`warn ${m}`) };
+  const log = {
+    debug: (m: string) => lines.push(`debug ${m}`),
+    info: (m: string) => lines.push(`info ${m}`),
+    warn: (m: string) => lines.push(`warn ${m}`),
+  };
   const checks: ServiceDescriptionCheck[] = [];
   const track = (c: ServiceDescriptionCheck): ServiceDescriptionCheck => (checks.push(c), c);
 
@@ -595,7 +718,10 @@ describe("service description check: a body over 4 MiB and a redirect are failed
     const over = track(new ServiceDescriptionCheck({ url: descriptionUrl("", sim.url), log }));
     await over.checkNow();
     assert.equal(lines.length, 1, lines.join("\n"));
-    assert.match(lines[0], /^debug service description check: .*\/openapi\.json could not be read \(the answer is larger than 4194304 bytes\); next try in 24 h$/);
+    assert.match(
+      lines[0],
+      /^debug service description check: .*\/openapi\.json could not be read \(the answer is larger than 4194304 bytes\); next try in 24 h$/,
+    );
     assert.equal(over.report().checkedAt, null);
     await waitUntil(() => docsRequests(sim).length === 2, 5000, "the cut-off request in the simulator's log");
   });
@@ -605,7 +731,11 @@ describe("service description check: a body over 4 MiB and a redirect are failed
     const body = JSON.stringify(description());
     let status = 0;
     const server = createHttpServer((_req, res) => {
-      res.writeHead(status, { Location: target, "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+      res.writeHead(status, {
+        Location: target,
+        "Content-Type": "application/json",
+        "Content-Length": Buffer.byteLength(body),
+      });
       res.end(body);
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -617,7 +747,12 @@ describe("service description check: a body over 4 MiB and a redirect are failed
         const check = track(new ServiceDescriptionCheck({ url: descriptionUrl(docsUrl, sim.url), log }));
         await check.checkNow();
         assert.equal(lines.length, 1, `${code}: ${lines.join("\n")}`);
-        assert.match(lines[0], new RegExp(`^debug service description check: .* could not be read \\(answered ${code}\\); next try in 24 h$`));
+        assert.match(
+          lines[0],
+          new RegExp(
+            `^debug service description check: .* could not be read \\(answered ${code}\\); next try in 24 h$`,
+          ),
+        );
         assert.equal(check.report().checkedAt, null, `${code}: nothing read`);
       }
       assert.equal(sim.control.requests({ operation: "docs" }).length, 0, "the redirect's target was never asked");

@@ -10,7 +10,14 @@ import { existsSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import { AccountCore } from "../../src/account/account-core.js";
-import { SIGN_IN_PARK_MS, closeAllParked, registrySnapshot, runningCore, settingsOf, signIn } from "../../src/account/registry.js";
+import {
+  SIGN_IN_PARK_MS,
+  closeAllParked,
+  registrySnapshot,
+  runningCore,
+  settingsOf,
+  signIn,
+} from "../../src/account/registry.js";
 import type { SessionLog } from "../../src/session/session.js";
 import { accountKey } from "../../src/session/token-store.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
@@ -61,11 +68,22 @@ describe("a session signed in from the editor with no deployed node stays open 1
 
   it("signed in, no node deployed: open (the same core, running) until SIGN_IN_PARK_MS (10 min) has passed, closed after; a core started next resumes the stored pair without a login", async () => {
     assert.equal(SIGN_IN_PARK_MS, 10 * 60_000, "docs: 10 minutes");
-    const key = accountKey(sim.url, DEMO_PHONE.method, DEMO_PHONE.method === "email" ? DEMO_PHONE.email : DEMO_PHONE.phoneNumber);
+    const key = accountKey(
+      sim.url,
+      DEMO_PHONE.method,
+      DEMO_PHONE.method === "email" ? DEMO_PHONE.email : DEMO_PHONE.phoneNumber,
+    );
     const settings = settingsOf(DEMO_PHONE.password, { kind: "file" });
     const tokenFile = path.join(dir, "session.json");
     const make = (log: SessionLog, checkCredentials = false): AccountCore => {
-      const core = new AccountCore({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile, clock: realClock, log, checkCredentials });
+      const core = new AccountCore({
+        baseUrl: sim.url,
+        credentials: DEMO_PHONE,
+        tokenFile,
+        clock: realClock,
+        log,
+        checkCredentials,
+      });
       cores.push(core);
       return core;
     };
@@ -79,7 +97,10 @@ describe("a session signed in from the editor with no deployed node stays open 1
     timers.tick(SIGN_IN_PARK_MS - 1);
     assert.equal(runningCore(key), core, "still open just before 10 minutes");
     assert.equal(core.isClosed, false);
-    assert.deepEqual(registrySnapshot().map((e) => [e.key, e.members, e.running]), [[key, 0, true]]);
+    assert.deepEqual(
+      registrySnapshot().map((e) => [e.key, e.members, e.running]),
+      [[key, 0, true]],
+    );
 
     timers.tick(1);
     assert.equal(runningCore(key), null, "closed once 10 minutes have passed");

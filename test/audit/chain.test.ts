@@ -18,7 +18,22 @@ import { AuditLog, type AuditBase } from "../../src/audit/audit-log.js";
 import { GENESIS, lineHash, verify } from "../../src/audit/chain.js";
 import { main } from "../../src/audit/cli.js";
 import { listLogFiles, readAll } from "../../src/audit/reader.js";
-import { cliVerify, jsonLines, lines, type P, parsed, rec, eio, enospc, put, rotatedFiles, seqs, text, useAuditDir, writeOneByOne } from "../helpers/audit-faults.js";
+import {
+  cliVerify,
+  jsonLines,
+  lines,
+  type P,
+  parsed,
+  rec,
+  eio,
+  enospc,
+  put,
+  rotatedFiles,
+  seqs,
+  text,
+  useAuditDir,
+  writeOneByOne,
+} from "../helpers/audit-faults.js";
 import fsReal from "node:fs";
 
 const BIN = path.join(process.cwd(), "bin", "door-access-audit.js");
@@ -32,7 +47,10 @@ function tmp(): string {
  * it (dateext), cut off again; logrotate's truncate; then `more` records, the first marked
  * `rewound`. Returns the copy's path.
  */
-async function forkedLog(t: { live: string; proto: P; orig: P; track: <L extends AuditLog>(log: L) => L }, more: number): Promise<string> {
+async function forkedLog(
+  t: { live: string; proto: P; orig: P; track: <L extends AuditLog>(log: L) => L },
+  more: number,
+): Promise<string> {
   const { live, proto, orig } = t;
   const a = t.track(new AuditLog(live));
   for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
@@ -63,7 +81,11 @@ describe("Every record carries seq and prev; a line made ahead is used only wher
 
   it("every record carries seq (1, 2, ...) and prev = SHA-256 of the previous line's exact bytes (64 zeros for seq 1)", async () => {
     const log = track(new AuditLog(live));
-    await Promise.all([log.attempt(rec(1)), log.result({ ...rec(1), outcome: "accepted", status: 200 }), log.rejected({ ...rec(2), outcome: "invalid-input", reason: "x" })]);
+    await Promise.all([
+      log.attempt(rec(1)),
+      log.result({ ...rec(1), outcome: "accepted", status: 200 }),
+      log.rejected({ ...rec(2), outcome: "invalid-input", reason: "x" }),
+    ]);
     await writeOneByOne(log, 3, 3);
     const ls = lines(live);
     assert.equal(ls.length, 6);
@@ -97,7 +119,10 @@ describe("Every record carries seq and prev; a line made ahead is used only wher
     proto.write = function (this: unknown, ...a: unknown[]) {
       if (!armed) return write.apply(this, a);
       armed = false;
-      queued.behind = Promise.allSettled([log.result({ ...rec(2), outcome: "accepted", status: 200 }), log.attempt(rec(3))]);
+      queued.behind = Promise.allSettled([
+        log.result({ ...rec(2), outcome: "accepted", status: 200 }),
+        log.attempt(rec(3)),
+      ]);
       return Promise.reject(Object.assign(new Error("injected write failure"), { code: "EIO" }));
     };
     try {
@@ -107,15 +132,21 @@ describe("Every record carries seq and prev; a line made ahead is used only wher
     }
     assert.ok(queued.behind, "records were queued while the failing batch was written");
     const behind = await queued.behind;
-    assert.deepEqual(behind.map((r) => r.status), ["fulfilled", "fulfilled"]);
+    assert.deepEqual(
+      behind.map((r) => r.status),
+      ["fulfilled", "fulfilled"],
+    );
     await log.attempt(rec(4));
     const written = lines(live).map((l) => JSON.parse(l) as { seq: number; msgid: string; type: string });
-    assert.deepEqual(written.map((r) => [r.seq, r.msgid, r.type]), [
-      [1, "m1", "unlock-attempt"],
-      [2, "m2", "unlock-result"],
-      [3, "m3", "unlock-attempt"],
-      [4, "m4", "unlock-attempt"],
-    ]);
+    assert.deepEqual(
+      written.map((r) => [r.seq, r.msgid, r.type]),
+      [
+        [1, "m1", "unlock-attempt"],
+        [2, "m2", "unlock-result"],
+        [3, "m3", "unlock-attempt"],
+        [4, "m4", "unlock-attempt"],
+      ],
+    );
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
     assert.equal(v.lastSeq, 4);
@@ -152,7 +183,12 @@ describe("The chain position is plain data, and 300 interleaved callers with rot
     const ps: Promise<void>[] = [];
     for (let i = 0; i < 300; i++) {
       const k = i % 3;
-      const p = k === 0 ? log.attempt(rec(i)) : k === 1 ? log.result({ ...rec(i), outcome: "accepted", status: 200 }) : log.rejected({ ...rec(i), outcome: "invalid-input", reason: "r" });
+      const p =
+        k === 0
+          ? log.attempt(rec(i))
+          : k === 1
+            ? log.result({ ...rec(i), outcome: "accepted", status: 200 })
+            : log.rejected({ ...rec(i), outcome: "invalid-input", reason: "r" });
       ps.push(p.then(() => (i % 7 === 0 ? log.attempt(rec(`x${i}`)) : undefined)));
       if (i % 50 === 0) await new Promise((r) => setImmediate(r));
     }
@@ -163,7 +199,10 @@ describe("The chain position is plain data, and 300 interleaved callers with rot
     assert.equal(v.ok, true, v.message);
     const s = files.flatMap((f) => jsonLines(f).map((r) => r.seq));
     assert.equal(s.length, 300 + Math.ceil(300 / 7));
-    assert.deepEqual(s, s.map((_, i) => i + 1));
+    assert.deepEqual(
+      s,
+      s.map((_, i) => i + 1),
+    );
   });
 });
 
@@ -259,11 +298,16 @@ describe("A writer never starts the chain again at seq 1 while it runs: logrotat
   it("logrotate renames the file to <name>.1 (create) while a batch's fsync fails: the chain continues at seq 3, and the failed record is not in <name>.1", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    proto.sync = function () { fs.renameSync(live, `${live}.1`); proto.sync = orig.sync; return Promise.reject(Object.assign(new Error("f"), { code: "EIO" })); };
+    proto.sync = function () {
+      fs.renameSync(live, `${live}.1`);
+      proto.sync = orig.sync;
+      return Promise.reject(Object.assign(new Error("f"), { code: "EIO" }));
+    };
     await assert.rejects(a.attempt(rec("a")), /EIO/);
     await a.attempt(rec("z"));
     const v = await verify([`${live}.1`, live]);
-    assert.equal(v.ok, true, v.message); assert.equal(v.lastSeq, 3);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.lastSeq, 3);
     assert.ok(!text(`${live}.1`).includes('"ma"'));
   });
 });
@@ -281,7 +325,12 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
     proto.write = function (this: unknown, ...args: unknown[]) {
       calls += 1;
       const [buf, off] = args as [Buffer, number];
-      if (calls === 1) return orig.write.call(this, buf, off, 20).then((x) => { fs.copyFileSync(live, copy); fs.truncateSync(live, 0); return x; });
+      if (calls === 1)
+        return orig.write.call(this, buf, off, 20).then((x) => {
+          fs.copyFileSync(live, copy);
+          fs.truncateSync(live, 0);
+          return x;
+        });
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
       return orig.write.apply(this, args);
     };
@@ -309,7 +358,11 @@ describe("A writer never starts the chain again at seq 1 while it runs: a dateex
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
     const v = await verify([`${live}.1`, copy, live]);
-    assert.equal(v.ok, true, `${v.message}\n--- .1:\n${text(`${live}.1`)}--- copy:\n${text(copy)}\n--- live:\n${text(live)}`);
+    assert.equal(
+      v.ok,
+      true,
+      `${v.message}\n--- .1:\n${text(`${live}.1`)}--- copy:\n${text(copy)}\n--- live:\n${text(live)}`,
+    );
   });
 });
 
@@ -326,18 +379,29 @@ describe("A writer never starts the chain again at seq 1 while it runs: a batch 
       const [buf, off, len] = x as [Buffer, number, number];
       if (off === 0 && n < 4) {
         n += 1;
-        return orig.write.call(this, buf, off, 30).then((r) => { fs.copyFileSync(live, `${live}-2026112${n}`); fs.truncateSync(live, 0); return r; });
+        return orig.write.call(this, buf, off, 30).then((r) => {
+          fs.copyFileSync(live, `${live}-2026112${n}`);
+          fs.truncateSync(live, 0);
+          return r;
+        });
       }
       return orig.write.call(this, buf, off, len);
     };
-    const r = await a.attempt(rec("a")).then(() => "ok", (e: Error) => e.message);
+    const r = await a.attempt(rec("a")).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
     await a.close();
     const z = JSON.parse(lines(live)[0]) as { seq: number };
     const v = await verify([1, 2, 3, 4].map((k) => `${live}-2026112${k}`).concat(live));
     assert.match(r, /truncated while the batch was written/);
-    assert.equal(z.seq, 3, `the next record after seq 2 got seq ${z.seq}; verify: ${v.ok} ${v.message} ${v.notes.join("; ")}`);
+    assert.equal(
+      z.seq,
+      3,
+      `the next record after seq 2 got seq ${z.seq}; verify: ${v.ok} ${v.message} ${v.notes.join("; ")}`,
+    );
   });
 });
 
@@ -363,7 +427,10 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
       if (n++ === 0) return Promise.reject(Object.assign(new Error("injected EACCES"), { code: "EACCES" }));
       return origOpen.apply(fsp, x);
     };
-    const r4 = await a.attempt(rec(4)).then(() => "ok", (e: Error) => e.message);
+    const r4 = await a.attempt(rec(4)).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
     (fsp as { open: typeof fsp.open }).open = origOpen;
     await a.attempt(rec(5));
     await a.close();
@@ -388,17 +455,34 @@ describe("A writer never starts the chain again at seq 1 while it runs: a failed
       if (w === 2) return Promise.reject(enospc());
       return orig.write.call(this, buf, off, len);
     };
-    proto.truncate = function () { return Promise.reject(eio("ftruncate")); }; // the cut-off fails
-    const r4 = await a.attempt(rec(4)).then(() => "ok", (e: Error) => e.message);
+    proto.truncate = function () {
+      return Promise.reject(eio("ftruncate"));
+    }; // the cut-off fails
+    const r4 = await a.attempt(rec(4)).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
     Object.assign(proto, orig);
     await a.attempt(rec(5));
     await a.attempt(rec(6));
     await a.close();
-    const recs = lines(live).map((l) => { try { return JSON.parse(l) as { seq: number; msgid: string; rewound?: number }; } catch { return null; } }).filter((r) => r !== null);
+    const recs = lines(live)
+      .map((l) => {
+        try {
+          return JSON.parse(l) as { seq: number; msgid: string; rewound?: number };
+        } catch {
+          return null;
+        }
+      })
+      .filter((r) => r !== null);
     const v = await verify([dated, live]);
     assert.match(r4, /ENOSPC/);
     const seqs = recs.map((r) => r.seq);
-    assert.equal(seqs[0], 4, `after seq 3 (durable, answered) the writer went on with seq ${seqs.join(",")}; verify: ok=${v.ok} ${v.message}; ${v.notes.join("; ")}\nlive: ${text(live)}`);
+    assert.equal(
+      seqs[0],
+      4,
+      `after seq 3 (durable, answered) the writer went on with seq ${seqs.join(",")}; verify: ok=${v.ok} ${v.message}; ${v.notes.join("; ")}\nlive: ${text(live)}`,
+    );
   });
 });
 
@@ -411,7 +495,8 @@ describe("Verify: exit 0 on an intact log; an edited, deleted or reordered line 
     await writeOneByOne(log, 1, 8);
     await log.close();
     const good = lines(live);
-    const run = (...files: string[]) => spawnSync(process.execPath, [BIN, "verify", ...files], { encoding: "utf8", timeout: 15_000 });
+    const run = (...files: string[]) =>
+      spawnSync(process.execPath, [BIN, "verify", ...files], { encoding: "utf8", timeout: 15_000 });
 
     let r = run(live);
     assert.equal(r.status, 0, r.stdout + r.stderr);
@@ -425,7 +510,10 @@ describe("Verify: exit 0 on an intact log; an edited, deleted or reordered line 
     write(edited);
     r = run(live);
     assert.equal(r.status, 1);
-    assert.match(r.stdout, new RegExp(`BROKEN: .*audit\\.jsonl line 4: prev does not match the hash of seq 3 \\(line 3\\)`));
+    assert.match(
+      r.stdout,
+      new RegExp(`BROKEN: .*audit\\.jsonl line 4: prev does not match the hash of seq 3 \\(line 3\\)`),
+    );
 
     write([...good.slice(0, 4), ...good.slice(5)]); // line 5 (seq 5) deleted
     r = run(live);
@@ -470,18 +558,38 @@ describe("Verify: every edit is a break, files in the wrong order too; an empty 
     return cli(["verify", f]);
   };
   const cases: [string, () => string[], RegExp][] = [
-    ["an edited line", () => orig.map((l, i) => (i === 4 ? l.replace('"alice"', '"mallory"') : l)), /line 6: prev does not match/],
+    [
+      "an edited line",
+      () => orig.map((l, i) => (i === 4 ? l.replace('"alice"', '"mallory"') : l)),
+      /line 6: prev does not match/,
+    ],
     ["a deleted line", () => orig.filter((_, i) => i !== 4), /line 5: seq 6 follows seq 4/],
-    ["an inserted (copied) line", () => [...orig.slice(0, 5), orig[2], ...orig.slice(5)], /line 6: seq 3 follows seq 5/],
-    ["two lines swapped", () => [...orig.slice(0, 4), orig[5], orig[4], ...orig.slice(6)], /line 5: seq 6 follows seq 4/],
+    [
+      "an inserted (copied) line",
+      () => [...orig.slice(0, 5), orig[2], ...orig.slice(5)],
+      /line 6: seq 3 follows seq 5/,
+    ],
+    [
+      "two lines swapped",
+      () => [...orig.slice(0, 4), orig[5], orig[4], ...orig.slice(6)],
+      /line 5: seq 6 follows seq 4/,
+    ],
     ["a duplicated line", () => [...orig.slice(0, 5), orig[4], ...orig.slice(5)], /line 6: seq 5 follows seq 5/],
-    ["a valid-looking prev with a wrong seq", () => {
-      const o = JSON.parse(orig[5]);
-      o.seq = 99;
-      return [...orig.slice(0, 5), JSON.stringify(o), ...orig.slice(6)];
-    }, /line 6: seq 99 follows seq 5/],
+    [
+      "a valid-looking prev with a wrong seq",
+      () => {
+        const o = JSON.parse(orig[5]);
+        o.seq = 99;
+        return [...orig.slice(0, 5), JSON.stringify(o), ...orig.slice(6)];
+      },
+      /line 6: seq 99 follows seq 5/,
+    ],
     ["a CRLF-converted file", () => orig.map((l) => l + "\r"), /line 2: prev does not match/],
-    ["a torn line inside the file", () => [...orig.slice(0, 4), orig[4].slice(0, 20), ...orig.slice(5)], /line 6: seq 6 follows seq 4/],
+    [
+      "a torn line inside the file",
+      () => [...orig.slice(0, 4), orig[4].slice(0, 20), ...orig.slice(5)],
+      /line 6: seq 6 follows seq 4/,
+    ],
   ];
 
   for (const [what, make, where] of cases) {
@@ -523,12 +631,16 @@ describe("Verify: every edit is a break, files in the wrong order too; an empty 
   it("100,000 lines: verify in bounded time and memory (streamed)", async () => {
     const f = path.join(dir, "big.jsonl");
     const log = new AuditLog(f, { maxBytes: 0 });
-    for (let k = 0; k < 10; k++) await Promise.all(Array.from({ length: 10000 }, (_, i) => log.attempt(rec(`b${k}-${i}`))));
+    for (let k = 0; k < 10; k++)
+      await Promise.all(Array.from({ length: 10000 }, (_, i) => log.attempt(rec(`b${k}-${i}`))));
     await log.close();
     const t0 = Date.now();
-    const out = execFileSync(process.execPath, ["-e", `
+    const out = execFileSync(process.execPath, [
+      "-e",
+      `
       const { verify } = require(${JSON.stringify(path.join(process.cwd(), "dist/src/audit/chain.js"))});
-      verify([${JSON.stringify(f)}]).then((r) => console.log(JSON.stringify({ ok: r.ok, last: r.lastSeq, rss: process.memoryUsage().rss })));`]).toString();
+      verify([${JSON.stringify(f)}]).then((r) => console.log(JSON.stringify({ ok: r.ok, last: r.lastSeq, rss: process.memoryUsage().rss })));`,
+    ]).toString();
     const r = JSON.parse(out);
     assert.equal(r.ok, true);
     assert.equal(r.last, 100000);
@@ -559,17 +671,23 @@ describe("Verify: a torn fragment standing in for a record is a break (docs/audi
   let live: string;
   const track = useAuditDir((t) => ({ live } = t), "a.jsonl");
 
-  for (const tamper of ["{", '{"type":"unlock-']) it(`a middle record replaced by the fragment ${tamper} is a break`, async () => {
-    const a = track(new AuditLog(live));
-    for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
-    const ls = fs.readFileSync(live, "utf8").split("\n"); ls[1] = tamper; fs.writeFileSync(live, ls.join("\n"));
-    assert.equal((await verify([live])).ok, false);
-  });
+  for (const tamper of ["{", '{"type":"unlock-'])
+    it(`a middle record replaced by the fragment ${tamper} is a break`, async () => {
+      const a = track(new AuditLog(live));
+      for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
+      const ls = fs.readFileSync(live, "utf8").split("\n");
+      ls[1] = tamper;
+      fs.writeFileSync(live, ls.join("\n"));
+      assert.equal((await verify([live])).ok, false);
+    });
 
   it("a fragment as the first line of the oldest file, then a record deleted after it, is a break", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 4; i++) await a.attempt(rec(i));
-    const ls = fs.readFileSync(live, "utf8").split("\n"); ls[0] = "{"; ls.splice(2, 1); fs.writeFileSync(live, ls.join("\n"));
+    const ls = fs.readFileSync(live, "utf8").split("\n");
+    ls[0] = "{";
+    ls.splice(2, 1);
+    fs.writeFileSync(live, ls.join("\n"));
     assert.equal((await verify([live])).ok, false);
   });
 });
@@ -625,7 +743,10 @@ describe("Verify: a fork at a file boundary is accepted only where the next file
     const v = await verify([copy, live]);
     assert.equal(v.ok, true, v.message);
     assert.equal(v.lastSeq, 3);
-    assert.ok(v.notes.some((n) => n.startsWith(`${copy} lines 3-3 (seq 3): not continued`)), v.notes.join("\n"));
+    assert.ok(
+      v.notes.some((n) => n.startsWith(`${copy} lines 3-3 (seq 3): not continued`)),
+      v.notes.join("\n"),
+    );
   });
 });
 
@@ -647,7 +768,17 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
   it("one forged record appended to a rotated file (seq and prev copied from the next file's first line, no hash computed): the readers show it, and `door-access-audit verify` exits 1", async () => {
     await rotatedLog(6, 3);
     const next = JSON.parse(lines(live)[0]) as { seq: number; prev: string };
-    const forged = { type: "unlock-attempt", ts: "2025-03-01T03:00:00.000Z", actor: "bob", deviceId: 999, lockId: null, door: "Vault", msgid: "forged", seq: next.seq, prev: next.prev };
+    const forged = {
+      type: "unlock-attempt",
+      ts: "2025-03-01T03:00:00.000Z",
+      actor: "bob",
+      deviceId: 999,
+      lockId: null,
+      door: "Vault",
+      msgid: "forged",
+      seq: next.seq,
+      prev: next.prev,
+    };
     fs.appendFileSync(`${live}.1`, JSON.stringify(forged) + "\n");
     const shown = [];
     for await (const r of readAll(live)) shown.push(r.msgid);
@@ -667,7 +798,11 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     for await (const r of readAll(live)) if (r.msgid === "m1") count++;
     const wholeFile = await cliVerify([live]);
     assert.equal(count, 2, "m1 read twice");
-    assert.deepEqual([oneLine.code, wholeFile.code], [1, 1], `inserted (duplicated) records must break the chain; verify said:\n${oneLine.out}\n${wholeFile.out}`);
+    assert.deepEqual(
+      [oneLine.code, wholeFile.code],
+      [1, 1],
+      `inserted (duplicated) records must break the chain; verify said:\n${oneLine.out}\n${wholeFile.out}`,
+    );
   });
 
   it("two independent logs spliced (another log's file, or a one-line forged file with seq 1 and prev 64 zeros, put before a log that starts at seq 1): a break", async () => {
@@ -680,10 +815,24 @@ describe("Verify: a fork is accepted only at a record marked rewound: forged, du
     await a.close();
     const spliced = await verify([other, live]);
     const forgedFile = path.join(dir, "forged.jsonl");
-    const forged = { type: "unlock-attempt", ts: "2025-03-01T03:00:00.000Z", actor: "bob", deviceId: 999, lockId: null, door: "Vault", msgid: "forged", seq: 1, prev: "0".repeat(64) };
+    const forged = {
+      type: "unlock-attempt",
+      ts: "2025-03-01T03:00:00.000Z",
+      actor: "bob",
+      deviceId: 999,
+      lockId: null,
+      door: "Vault",
+      msgid: "forged",
+      seq: 1,
+      prev: "0".repeat(64),
+    };
     fs.writeFileSync(forgedFile, JSON.stringify(forged) + "\n");
     const withForged = await verify([forgedFile, live]);
-    assert.deepEqual([spliced.ok, withForged.ok], [false, false], `spliced: ${spliced.message} ${spliced.notes.join("; ")}\nforged file first: ${withForged.message} ${withForged.notes.join("; ")}`);
+    assert.deepEqual(
+      [spliced.ok, withForged.ok],
+      [false, false],
+      `spliced: ${spliced.message} ${spliced.notes.join("; ")}\nforged file first: ${withForged.message} ${withForged.notes.join("; ")}`,
+    );
   });
 });
 
@@ -708,7 +857,8 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
 
   it("one line deleted, edited, swapped or duplicated inside a rotated file, or at the end of the rotated file, or at the start of the live file: broken at that point", async () => {
     const all = await rotatedLog(8, 4);
-    const r = all.slice(0, 4), l = all.slice(4);
+    const r = all.slice(0, 4),
+      l = all.slice(4);
     const edit = (s: string) => s.replace('"alice"', '"bob"');
     const cases: [string, string[], string[], string, number][] = [
       ["delete .1 line 2", [r[0], r[2], r[3]], l, `${live}.1`, 2],
@@ -725,7 +875,8 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
       put(`${live}.1`, a);
       put(live, b);
       const v = await verify([`${live}.1`, live]);
-      if (v.ok !== false || v.broken?.file !== file || v.broken?.line !== line) got.push(`${name}: ${v.ok} ${v.message}`);
+      if (v.ok !== false || v.broken?.file !== file || v.broken?.line !== line)
+        got.push(`${name}: ${v.ok} ${v.message}`);
     }
     assert.deepEqual(got, [], got.join("\n"));
   });
@@ -743,8 +894,11 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
     const middleGone = await verify([`${live}.2`, live]);
     fs.copyFileSync(`${live}.2`, `${live}.1`);
     const middleCopied = await verify([`${live}.2`, `${live}.1`, live]);
-    assert.deepEqual([reversed.ok, liveFirst.ok, middleGone.ok, middleCopied.ok], [false, false, false, false],
-      [reversed, liveFirst, middleGone, middleCopied].map((v) => v.message).join("\n"));
+    assert.deepEqual(
+      [reversed.ok, liveFirst.ok, middleGone.ok, middleCopied.ok],
+      [false, false, false, false],
+      [reversed, liveFirst, middleGone, middleCopied].map((v) => v.message).join("\n"),
+    );
   });
 
   it("a fork more than 4096 records back from the end of the file before is not accepted (bounded lookback)", async () => {
@@ -753,7 +907,17 @@ describe("Verify: naive edits around a fork are a break; the lookback is bounded
     const out: string[] = [];
     let prev = "0".repeat(64);
     for (let s = 1; s <= 5000; s++) {
-      const l = JSON.stringify({ type: "unlock-attempt", ts: "2025-01-01T00:00:00.000Z", actor: "a", deviceId: 1, lockId: null, door: "d", msgid: `m${s}`, seq: s, prev });
+      const l = JSON.stringify({
+        type: "unlock-attempt",
+        ts: "2025-01-01T00:00:00.000Z",
+        actor: "a",
+        deviceId: 1,
+        lockId: null,
+        door: "d",
+        msgid: `m${s}`,
+        seq: s,
+        prev,
+      });
       out.push(l);
       prev = lineHash(l);
     }
@@ -791,7 +955,10 @@ describe("Verify: a fork needs another record than the one already there; the re
       if (w === 2) return Promise.reject(enospc());
       return orig.write.call(this, buf, off, len);
     };
-    const failed = await a.attempt(rec("x")).then(() => "ok", (e: Error) => e.message);
+    const failed = await a.attempt(rec("x")).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
     Object.assign(proto, orig);
     assert.match(failed, /ENOSPC/);
     for (let i = 3; i < 3 + more; i++) await a.attempt(rec(i));
@@ -830,18 +997,35 @@ describe("Verify: a fork needs another record than the one already there; the re
       fs.copyFileSync(live, copy); // logrotate's copy while the fsync runs (and fails)
       return Promise.reject(eio("fsync"));
     };
-    const failed = await Promise.all([a.attempt(rec(3)), a.attempt(rec(4))].map((p) => p.then(() => "ok", (e: Error) => e.message)));
+    const failed = await Promise.all(
+      [a.attempt(rec(3)), a.attempt(rec(4))].map((p) =>
+        p.then(
+          () => "ok",
+          (e: Error) => e.message,
+        ),
+      ),
+    );
     Object.assign(proto, orig);
-    assert.ok(failed.every((f) => /fsync/.test(f)), failed.join("\n"));
+    assert.ok(
+      failed.every((f) => /fsync/.test(f)),
+      failed.join("\n"),
+    );
     fs.truncateSync(live, 0); // logrotate's truncate
     await a.attempt(rec("z"));
     await a.close();
     const v0 = await verify([copy, live]);
     assert.equal(v0.ok, true, `untampered: ${v0.message}`); // the fork is accepted (rewound)
-    assert.ok(v0.notes.some((n) => n.startsWith(`${copy} lines 3-4 (seq 3 to 4): not continued`)), v0.notes.join("\n"));
+    assert.ok(
+      v0.notes.some((n) => n.startsWith(`${copy} lines 3-4 (seq 3 to 4): not continued`)),
+      v0.notes.join("\n"),
+    );
     const keep = lines(copy);
     // Edit the first record not continued (seq 3): another actor and door. No hash is computed.
-    put(copy, [...keep.slice(0, 2), keep[2].replace('"actor":"alice"', '"actor":"mallory"').replace('"Front Door"', '"Vault"'), keep[3]]);
+    put(copy, [
+      ...keep.slice(0, 2),
+      keep[2].replace('"actor":"alice"', '"actor":"mallory"').replace('"Front Door"', '"Vault"'),
+      keep[3],
+    ]);
     const edited = await cliVerify([copy, live]);
     assert.equal(edited.code, 1, `an edited record must break the chain; verify said:\n${edited.out}`);
     assert.match(edited.out, /line 4/);
@@ -856,7 +1040,8 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
 
   it("a genuine fork passes; dropping its mark, adding a mark to a plain file start, copying the marked record into the middle of a file, or changing the fork's prev: broken", async () => {
     const copy = await forked(3); // copy: 1, 2, x(3), y(4); live: 3r, 4, 5
-    const c = lines(copy), l = lines(live);
+    const c = lines(copy),
+      l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const got: string[] = [];
     const check = async (name: string, cl: string[], ll: string[]) => {
@@ -866,10 +1051,17 @@ describe("Verify: the rewound mark cannot be added, moved or dropped by a naive 
       if (v.ok !== false) got.push(`${name}: ${v.message}`);
     };
     await check("mark dropped", c, [l[0].replace(/,"rewound":\d+/, ""), ...l.slice(1)]);
-    await check("mark moved to line 2 of live", c, [l[0].replace(/,"rewound":\d+/, ""), l[1].replace(',"seq"', ',"rewound":1,"seq"'), l[2]]);
+    await check("mark moved to line 2 of live", c, [
+      l[0].replace(/,"rewound":\d+/, ""),
+      l[1].replace(',"seq"', ',"rewound":1,"seq"'),
+      l[2],
+    ]);
     await check("marked record copied into the middle of the copy", [c[0], c[1], l[0], c[2], c[3]], l);
     await check("marked record duplicated at the top of live", c, [l[0], ...l]);
-    await check("fork record's prev replaced by the copy's line 3 prev's neighbour", c, [l[0].replace(/"prev":"[0-9a-f]{64}"/, `"prev":"${(JSON.parse(c[0]) as { prev: string }).prev}"`), ...l.slice(1)]);
+    await check("fork record's prev replaced by the copy's line 3 prev's neighbour", c, [
+      l[0].replace(/"prev":"[0-9a-f]{64}"/, `"prev":"${(JSON.parse(c[0]) as { prev: string }).prev}"`),
+      ...l.slice(1),
+    ]);
     await check("live line 2 deleted after the fork", c, [l[0], l[2]]);
     assert.deepEqual(got, []);
   });
@@ -908,7 +1100,10 @@ describe("A batch written again never repeats a line a copy may hold: each going
       proto.sync = orig.sync;
       return Promise.reject(eio("fsync"));
     };
-    const failed = await a.attempt(rec("x")).then(() => "ok", (e: Error) => e.message);
+    const failed = await a.attempt(rec("x")).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
     assert.match(failed, /fsync/);
     // 2. The next batch (its first record marked `rewound`): the first write call is short (the
     //    first line and 2 bytes of the second), then logrotate copytruncate (dateext copy).
@@ -925,17 +1120,46 @@ describe("A batch written again never repeats a line a copy may hold: each going
       }
       return orig.write.call(this, buf, off, len);
     };
-    const outcomes = await Promise.all(["a", "b", "c"].map((k) => a.attempt(rec(k)).then(() => "ok", (e: Error) => e.message)));
+    const outcomes = await Promise.all(
+      ["a", "b", "c"].map((k) =>
+        a.attempt(rec(k)).then(
+          () => "ok",
+          (e: Error) => e.message,
+        ),
+      ),
+    );
     Object.assign(proto, orig);
     await a.attempt(rec("d"));
     await a.close();
     assert.deepEqual(outcomes, ["ok", "ok", "ok"]);
-    const c = parsed(copy), l = parsed(live);
+    const c = parsed(copy),
+      l = parsed(live);
     // The copy ends with seq 3 (ma, rewound), whole; the live file starts with the same line.
-    assert.deepEqual(c.map((r) => [r.seq, r.msgid, typeof r.rewound === "number"]), [[1, "m1", false], [2, "m2", false], [3, "ma", true]], text(copy));
-    assert.deepEqual(l.map((r) => [r.seq, r.msgid, typeof r.rewound === "number"]), [[3, "ma", true], [4, "mb", false], [5, "mc", false], [6, "md", false]], text(live));
+    assert.deepEqual(
+      c.map((r) => [r.seq, r.msgid, typeof r.rewound === "number"]),
+      [
+        [1, "m1", false],
+        [2, "m2", false],
+        [3, "ma", true],
+      ],
+      text(copy),
+    );
+    assert.deepEqual(
+      l.map((r) => [r.seq, r.msgid, typeof r.rewound === "number"]),
+      [
+        [3, "ma", true],
+        [4, "mb", false],
+        [5, "mc", false],
+        [6, "md", false],
+      ],
+      text(live),
+    );
     const v = await cliVerify([copy, live]);
-    assert.equal(v.code, 0, `untampered log (every record written by the writer, faults only) must verify; verify said:\n${v.out}\ncopy: ${text(copy)}\nlive: ${text(live)}`);
+    assert.equal(
+      v.code,
+      0,
+      `untampered log (every record written by the writer, faults only) must verify; verify said:\n${v.out}\ncopy: ${text(copy)}\nlive: ${text(live)}`,
+    );
   });
 
   it("a batch split twice by two copytruncates (dateext copies, within the rewrite bound): each rewrite marks its own `rewound` line, and verify accepts the untampered log", async () => {
@@ -954,14 +1178,25 @@ describe("A batch written again never repeats a line a copy may hold: each going
       }
       return orig.write.call(this, buf, off, len);
     };
-    const outcomes = await Promise.all(["a", "b"].map((k) => a.attempt(rec(k)).then(() => "ok", (e: Error) => e.message)));
+    const outcomes = await Promise.all(
+      ["a", "b"].map((k) =>
+        a.attempt(rec(k)).then(
+          () => "ok",
+          (e: Error) => e.message,
+        ),
+      ),
+    );
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
     await a.close();
     assert.deepEqual(outcomes, ["ok", "ok"]);
     const files = [`${live}-20261121`, `${live}-20261122`, live];
     const v = await verify(files);
-    assert.equal(v.ok, true, `untampered log must verify: ${v.message}\n${files.map((f) => `${path.basename(f)}: ${text(f)}`).join("\n")}`);
+    assert.equal(
+      v.ok,
+      true,
+      `untampered log must verify: ${v.message}\n${files.map((f) => `${path.basename(f)}: ${text(f)}`).join("\n")}`,
+    );
   });
 });
 
@@ -977,11 +1212,16 @@ describe("Verify: around a genuine fork, a `rewound` mark removed, moved or adde
 
   it("naive edits around a genuine fork break the chain: `rewound` removed, moved to the 2nd line, the fork line copied once more, the not-continued run copied into the live file, the copy's first not-continued line given `rewound`, files swapped", async () => {
     const copy = await forked(3);
-    const c = lines(copy), l = lines(live);
+    const c = lines(copy),
+      l = lines(live);
     assert.equal((await verify([copy, live])).ok, true);
     const cases: [string, string[], string[]][] = [
       ["rewound removed", c, [l[0].replace(/,"rewound":\d+/, ""), ...l.slice(1)]],
-      ["rewound moved", c, [l[0].replace(/,"rewound":\d+/, ""), l[1].replace(',"seq"', ',"rewound":1,"seq"'), ...l.slice(2)]],
+      [
+        "rewound moved",
+        c,
+        [l[0].replace(/,"rewound":\d+/, ""), l[1].replace(',"seq"', ',"rewound":1,"seq"'), ...l.slice(2)],
+      ],
       ["fork line twice", c, [l[0], ...l]],
       ["not-continued run into live", c, [...c.slice(2), ...l]],
       ["rewound added to copy's x", [...c.slice(0, 2), c[2].replace(',"seq"', ',"rewound":1,"seq"'), c[3]], l],
@@ -1032,12 +1272,21 @@ describe("A writer keeps its chain position through a reopen that fails and a cu
     const rotated = `${live}-20261124`;
     fs.renameSync(live, rotated);
     let fails = 0;
-    (fsp as { open: typeof fsp.open }).open = (async (...x: Parameters<typeof fsp.open>) => {
-      if (x[0] === live && fails < 2) { fails++; throw eio("open"); }
+    (fsp as { open: typeof fsp.open }).open = async (...x: Parameters<typeof fsp.open>) => {
+      if (x[0] === live && fails < 2) {
+        fails++;
+        throw eio("open");
+      }
       return origOpen(...x);
-    });
-    const r1 = await a.attempt(rec("f1")).then(() => "ok", (e: Error) => e.message);
-    const r2 = await a.attempt(rec("f2")).then(() => "ok", (e: Error) => e.message);
+    };
+    const r1 = await a.attempt(rec("f1")).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
+    const r2 = await a.attempt(rec("f2")).then(
+      () => "ok",
+      (e: Error) => e.message,
+    );
     (fsp as { open: typeof fsp.open }).open = origOpen;
     for (let i = 4; i <= 12; i++) await a.attempt(rec(i));
     await a.close();
@@ -1046,7 +1295,11 @@ describe("A writer keeps its chain position through a reopen that fails and a cu
     const numbered = rotatedFiles(live);
     const files = [rotated, ...numbered, live];
     const seqs = files.flatMap((f) => parsed(f).map((r) => r.seq));
-    assert.deepEqual(seqs, Array.from({ length: 12 }, (_, i) => i + 1), files.map(text).join("\n"));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: 12 }, (_, i) => i + 1),
+      files.map(text).join("\n"),
+    );
     const v = await verify(files);
     assert.equal(v.ok, true, v.message);
   });
@@ -1058,12 +1311,24 @@ describe("A writer keeps its chain position through a reopen that fails and a cu
     proto.write = function (this: unknown, ...x: unknown[]) {
       const [buf, off, len] = x as [Buffer, number, number];
       w += 1;
-      if (w === 1) { const nl = buf.indexOf(0x0a, off); return orig.write.call(this, buf, off, nl - off + 10); }
+      if (w === 1) {
+        const nl = buf.indexOf(0x0a, off);
+        return orig.write.call(this, buf, off, nl - off + 10);
+      }
       if (w === 2) return Promise.reject(enospc());
       return orig.write.call(this, buf, off, len);
     };
-    proto.truncate = function () { return Promise.reject(eio("ftruncate")); };
-    const out = await Promise.all(["a", "b", "c"].map((k) => a.attempt(rec(k)).then(() => "ok", () => "failed")));
+    proto.truncate = function () {
+      return Promise.reject(eio("ftruncate"));
+    };
+    const out = await Promise.all(
+      ["a", "b", "c"].map((k) =>
+        a.attempt(rec(k)).then(
+          () => "ok",
+          () => "failed",
+        ),
+      ),
+    );
     Object.assign(proto, orig);
     for (let i = 3; i <= 12; i++) await a.attempt(rec(i));
     await a.close();

@@ -21,7 +21,30 @@ import { type RunningSimulator, startSimulator } from "../../src/simulator/index
 import { performUnlock } from "../../src/unlock/unlock.js";
 import { eio, type P, enospc, jsonLines, lines, rec, useAuditDir } from "../helpers/audit-faults.js";
 import { useSim, useSimWithFileFaults } from "../helpers/audit-runtime.js";
-import { CREDS, accountNode, freshUserDir, helper, helperNodes, loadFlow, readAudit, startSim, tab, teardown, unlock, unlockNode, unlockRequests, until, waitReady, ALL_NODES, TAB, accountOf, catchModule, catchNode, lastStatus, unlockFlow } from "../helpers/flow.js";
+import {
+  CREDS,
+  accountNode,
+  freshUserDir,
+  helper,
+  helperNodes,
+  loadFlow,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockNode,
+  unlockRequests,
+  until,
+  waitReady,
+  ALL_NODES,
+  TAB,
+  accountOf,
+  catchModule,
+  catchNode,
+  lastStatus,
+  unlockFlow,
+} from "../helpers/flow.js";
 import { settle } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { DEMO_PHONE } from "../helpers/session.js";
@@ -31,10 +54,19 @@ import { unhandledSeen } from "../hooks/no-unhandled.js";
 const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
 
 /** A Node-RED change node: rules on msg properties, each a "set" to a string or a "delete". */
-function changeNode(id: string, rules: { t: "set" | "delete"; p: string; to?: string }[], wires: string[]): Record<string, unknown> {
+function changeNode(
+  id: string,
+  rules: { t: "set" | "delete"; p: string; to?: string }[],
+  wires: string[],
+): Record<string, unknown> {
   return {
-    id, type: "change", z: TAB, name: "",
-    rules: rules.map((r) => (r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" })),
+    id,
+    type: "change",
+    z: TAB,
+    name: "",
+    rules: rules.map((r) =>
+      r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" },
+    ),
     wires: [wires],
   };
 }
@@ -54,7 +86,8 @@ function continued(files: string[]): R[] {
         continue;
       }
       if (typeof r.seq !== "number") continue;
-      if (first && out.length > 0 && r.seq <= out[out.length - 1].seq && r.rewound) out = out.filter((x) => x.seq < r.seq);
+      if (first && out.length > 0 && r.seq <= out[out.length - 1].seq && r.rewound)
+        out = out.filter((x) => x.seq < r.seq);
       first = false;
       out.push(r);
     }
@@ -79,7 +112,15 @@ async function closeLike(write: () => Promise<void>): Promise<{ tries: number; i
 
 const DOOR = "Tür 😀 Ünïcødé — 東京";
 
-const result = (i: string, actor = "ålice 😀") => ({ actor, deviceId: 101, lockId: null, door: DOOR, msgid: `m${i}`, outcome: "accepted", status: 200 });
+const result = (i: string, actor = "ålice 😀") => ({
+  actor,
+  deviceId: 101,
+  lockId: null,
+  door: DOOR,
+  msgid: `m${i}`,
+  outcome: "accepted",
+  status: 200,
+});
 
 const stats = { iter: 0, inLog: 0, retried: 0 };
 
@@ -91,17 +132,46 @@ describe("Never short a record: Account.close() and destroy() write the unlock-r
       const sim = await startSimulator({ rateLimit: false });
       const dir = freshUserDir();
       const audit = path.join(dir, "a.jsonl");
-      const account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: audit, client: { random: () => 0 } });
+      const account = new Account({
+        baseUrl: sim.url,
+        credentials: DEMO_PHONE,
+        tokenFile: path.join(dir, "s.json"),
+        auditLogPath: audit,
+        client: { random: () => 0 },
+      });
       try {
         await account.start();
         await account.devices();
         sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1000 });
-        const unlocking = performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "held" }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
+        const unlocking = performUnlock(
+          account,
+          {
+            msgDeviceId: 101,
+            msgDoor: undefined,
+            msgLockId: undefined,
+            msgActor: undefined,
+            msgRetain: undefined,
+            msgid: "held",
+          },
+          { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true },
+        );
         // Held at the service: inFlight() lists it (requests() lists only what was answered).
-    await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
+        await until(
+          "the PUT held at the service",
+          () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1,
+          5000,
+          2,
+        );
         assert.equal(account.unlocksInFlight, 1);
         await account[how]();
-        assert.deepEqual(jsonLines(audit).map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]], "the result is on disk when close returns");
+        assert.deepEqual(
+          jsonLines(audit).map((r) => [r.type, r.outcome]),
+          [
+            ["unlock-attempt", undefined],
+            ["unlock-result", "accepted"],
+          ],
+          "the result is on disk when close returns",
+        );
         assert.equal((await unlocking).outcome, "accepted");
       } finally {
         await account.close().catch(() => undefined);
@@ -124,20 +194,51 @@ describe("Never short a record: also when the device answers after the close bou
       const sim = await startSimulator({ host: "127.0.0.1", port: 0, rateLimit: false });
       const dir = freshUserDir();
       const audit = path.join(dir, "a.jsonl");
-      const account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: audit, client: { random: () => 0 } });
+      const account = new Account({
+        baseUrl: sim.url,
+        credentials: DEMO_PHONE,
+        tokenFile: path.join(dir, "s.json"),
+        auditLogPath: audit,
+        client: { random: () => 0 },
+      });
       try {
         await account.start();
         await account.devices();
         sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 800 });
-        const unlocking = performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "slow" }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
+        const unlocking = performUnlock(
+          account,
+          {
+            msgDeviceId: 101,
+            msgDoor: undefined,
+            msgLockId: undefined,
+            msgActor: undefined,
+            msgRetain: undefined,
+            msgid: "slow",
+          },
+          { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true },
+        );
         // Held at the service: in flight there (the request log lists a request only once answered).
-        await until("the PUT held at the service", () => sim.control.inFlight().some((e) => e.operation === "unlockDevice" && e.fault === "latency"), 5000, 2);
+        await until(
+          "the PUT held at the service",
+          () => sim.control.inFlight().some((e) => e.operation === "unlockDevice" && e.fault === "latency"),
+          5000,
+          2,
+        );
         // The bound expires while the service still holds the PUT (forced: 50 ms < 800 ms).
         await account[how](50);
         await unlocking.catch(() => undefined);
-        await until("the result record", () => jsonLines(audit).some((r) => r.type === "unlock-result" && r.msgid === "slow"), 3000, 10).catch(() => undefined);
+        await until(
+          "the result record",
+          () => jsonLines(audit).some((r) => r.type === "unlock-result" && r.msgid === "slow"),
+          3000,
+          10,
+        ).catch(() => undefined);
         const mine = jsonLines(audit).filter((r) => r.msgid === "slow");
-        assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"], "the PUT reached the service: its result is in the log");
+        assert.deepEqual(
+          mine.map((r) => r.type),
+          ["unlock-attempt", "unlock-result"],
+          "the PUT reached the service: its result is in the log",
+        );
         assert.equal(sim.control.requests({ operation: "unlockDevice" }).length, 1);
         const report = await verify([audit]);
         assert.equal(report.ok, true, report.message);
@@ -155,16 +256,34 @@ describe("Never short a record: also when the device answers after the close bou
     this.timeout(40000);
     const sim = await startSim({ rateLimit: false });
     try {
-      const flow = [tab(), { ...accountNode(sim.url), id: "acc-b13" }, unlockNode({ account: "acc-b13" }), ...helperNodes("u1-ok", "u1-fail")];
+      const flow = [
+        tab(),
+        { ...accountNode(sim.url), id: "acc-b13" },
+        unlockNode({ account: "acc-b13" }),
+        ...helperNodes("u1-ok", "u1-fail"),
+      ];
       const { userDir } = await loadFlow(flow, { creds: { "acc-b13": CREDS.acc1 } });
       await waitReady("acc-b13");
       sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 11_000 });
       void unlock({ deviceId: 101, _msgid: "b13-slow" }, "u1", 30000).catch(() => undefined);
-      await until("the PUT held at the service", () => sim.control.inFlight().some((e) => e.operation === "unlockDevice" && e.fault === "latency"), 5000, 2);
+      await until(
+        "the PUT held at the service",
+        () => sim.control.inFlight().some((e) => e.operation === "unlockDevice" && e.fault === "latency"),
+        5000,
+        2,
+      );
       await helper.setFlows([tab()], "full", {});
-      await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "b13-slow" && r.type === "unlock-result"), 15000, 20).catch(() => undefined);
+      await until(
+        "the result record",
+        () => readAudit(userDir).some((r) => r.msgid === "b13-slow" && r.type === "unlock-result"),
+        15000,
+        20,
+      ).catch(() => undefined);
       const mine = readAudit(userDir).filter((r) => r.msgid === "b13-slow");
-      assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+      assert.deepEqual(
+        mine.map((r) => r.type),
+        ["unlock-attempt", "unlock-result"],
+      );
       assert.equal(sim.control.requests({ operation: "unlockDevice" }).length, 1);
     } finally {
       await teardown();
@@ -184,7 +303,12 @@ describe("Never short a record: an account deleted or a runtime stopped during a
    * node's credentials out of later loads of the same id (seen on the base commit too).
    */
   async function slowUnlockInFlight(msgid: string, accountId = "acc1"): Promise<string> {
-    const flow = [tab(), { ...accountNode(sim.url), id: accountId }, unlockNode({ account: accountId }), ...helperNodes("u1-ok", "u1-fail")];
+    const flow = [
+      tab(),
+      { ...accountNode(sim.url), id: accountId },
+      unlockNode({ account: accountId }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
     const { userDir } = await loadFlow(flow, { creds: { [accountId]: CREDS.acc1 } });
     await waitReady(accountId);
     sim.control.resetRequests();
@@ -192,8 +316,18 @@ describe("Never short a record: an account deleted or a runtime stopped during a
     void unlock({ deviceId: 101, _msgid: msgid }).catch(() => undefined);
     // The PUT has left (its attempt record is on disk and the service holds the request).
     // Held at the service: inFlight() lists it (requests() lists only what was answered).
-    await until("the PUT held at the service", () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1, 5000, 2);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === msgid).map((r) => r.type), ["unlock-attempt"]);
+    await until(
+      "the PUT held at the service",
+      () => sim.control.inFlight().filter((r) => r.operation === "unlockDevice").length === 1,
+      5000,
+      2,
+    );
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === msgid)
+        .map((r) => r.type),
+      ["unlock-attempt"],
+    );
     return userDir;
   }
 
@@ -201,7 +335,11 @@ describe("Never short a record: an account deleted or a runtime stopped during a
     const userDir = await slowUnlockInFlight("deleted-mid", "acc-deleted");
     await helper.setFlows([tab()], "full", {});
     const mine = readAudit(userDir).filter((r) => r.msgid === "deleted-mid");
-    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"], "the result is on disk when the deploy returns");
+    assert.deepEqual(
+      mine.map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+      "the result is on disk when the deploy returns",
+    );
     assert.equal(mine[1].outcome, "accepted");
     assert.equal(unlockRequests(sim), 1);
   });
@@ -210,7 +348,10 @@ describe("Never short a record: an account deleted or a runtime stopped during a
     const userDir = await slowUnlockInFlight("stopped-mid");
     await helper.unload();
     const mine = readAudit(userDir).filter((r) => r.msgid === "stopped-mid");
-    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(
+      mine.map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+    );
     assert.equal(mine[1].outcome, "accepted");
   });
 });
@@ -221,17 +362,38 @@ describe("Never short a record: an account deleted while the PUT is held at the 
   useSim((s) => (sim = s), { rateLimit: false });
 
   it("the account deleted while the PUT is really held at the service (within the bound): the result is on disk when the deploy returns", async () => {
-    const flow = [tab(), { ...accountNode(sim.url), id: "acc-h13" }, unlockNode({ account: "acc-h13" }), ...helperNodes("u1-ok", "u1-fail")];
+    const flow = [
+      tab(),
+      { ...accountNode(sim.url), id: "acc-h13" },
+      unlockNode({ account: "acc-h13" }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
     const { userDir } = await loadFlow(flow, { creds: { "acc-h13": CREDS.acc1 } });
     await until("ready", () => helper.getNode("acc-h13")?.account?.session.state === "ready");
     sim.control.resetRequests();
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 1500 });
     void unlock({ deviceId: 101, _msgid: "held-mid" }).catch(() => undefined);
-    await until("the PUT held at the service", () => sim.control.inFlight().some((e) => e.operation === "unlockDevice" && e.fault === "latency"), 5000, 2);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "held-mid").map((r) => r.type), ["unlock-attempt"]);
+    await until(
+      "the PUT held at the service",
+      () => sim.control.inFlight().some((e) => e.operation === "unlockDevice" && e.fault === "latency"),
+      5000,
+      2,
+    );
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "held-mid")
+        .map((r) => r.type),
+      ["unlock-attempt"],
+    );
     await helper.setFlows([tab()], "full", {});
     const mine = readAudit(userDir).filter((r) => r.msgid === "held-mid");
-    assert.deepEqual(mine.map((r) => [r.type, r.outcome]), [["unlock-attempt", undefined], ["unlock-result", "accepted"]]);
+    assert.deepEqual(
+      mine.map((r) => [r.type, r.outcome]),
+      [
+        ["unlock-attempt", undefined],
+        ["unlock-result", "accepted"],
+      ],
+    );
     assert.equal(unlockRequests(sim), 1);
   });
 });
@@ -245,9 +407,21 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
    * One message to u1 whose closing record is made only once `act` (started by the node after
    * door-unlock, in the turn it has the outcome) has got as far as `until`.
    */
-  async function inTheGap(accountId: string, msgid: string, act: () => Promise<unknown>, begun: () => boolean): Promise<{ userDir: string; acted: Promise<unknown> }> {
-    const flow = [tab(), { ...accountNode(sim.url), id: accountId }, unlockNode({ account: accountId }), ...helperNodes("u1-ok", "u1-fail")];
-    const { userDir } = await loadFlow(flow, { creds: { [accountId]: { phoneNumber: "+15550000001", password: "demo-password" } } });
+  async function inTheGap(
+    accountId: string,
+    msgid: string,
+    act: () => Promise<unknown>,
+    begun: () => boolean,
+  ): Promise<{ userDir: string; acted: Promise<unknown> }> {
+    const flow = [
+      tab(),
+      { ...accountNode(sim.url), id: accountId },
+      unlockNode({ account: accountId }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
+    const { userDir } = await loadFlow(flow, {
+      creds: { [accountId]: { phoneNumber: "+15550000001", password: "demo-password" } },
+    });
     await waitReady(accountId);
     sim.control.resetRequests();
     const log = accountOf(accountId).account.audit as AuditLog;
@@ -270,13 +444,23 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
 
   it("the account node deleted (deploy without it) by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns; one PUT; verify passes", async () => {
     let accNode: any = null;
-    const { userDir, acted } = await inTheGap("acc-b24del", "b24-del", () => {
-      accNode = accountOf("acc-b24del");
-      return helper.setFlows([tab()], "full", {});
-    }, () => accNode !== null && accNode.account === null);
+    const { userDir, acted } = await inTheGap(
+      "acc-b24del",
+      "b24-del",
+      () => {
+        accNode = accountOf("acc-b24del");
+        return helper.setFlows([tab()], "full", {});
+      },
+      () => accNode !== null && accNode.account === null,
+    );
     await acted;
-    const mine = readAudit(userDir).filter((r) => r.msgid === "b24-del").map((r) => [r.type, r.outcome]);
-    assert.deepEqual(mine, [["unlock-attempt", undefined], ["unlock-result", "accepted"]]);
+    const mine = readAudit(userDir)
+      .filter((r) => r.msgid === "b24-del")
+      .map((r) => [r.type, r.outcome]);
+    assert.deepEqual(mine, [
+      ["unlock-attempt", undefined],
+      ["unlock-result", "accepted"],
+    ]);
     assert.equal(unlockRequests(sim), 1);
     const v = await verify([path.join(userDir, "door-access-audit.jsonl")]);
     assert.equal(v.ok, true, v.message);
@@ -284,21 +468,46 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
 
   it("a redeploy that changes the account (auditMaxBytes) started by the node after door-unlock, before the unlock-result is made: the record is on disk when the deploy returns, the new account's first record continues the chain", async () => {
     let accNode: any = null;
-    const changed = [tab(), { ...accountNode(sim.url), id: "acc-b24re", auditMaxBytes: "1000000" }, unlockNode({ account: "acc-b24re" }), ...helperNodes("u1-ok", "u1-fail")];
-    const { userDir, acted } = await inTheGap("acc-b24re", "b24-re", () => {
-      accNode = accountOf("acc-b24re");
-      return helper.setFlows(changed, "full", { "acc-b24re": { phoneNumber: "+15550000001", password: "demo-password" } });
-    }, () => accNode !== null && accNode.account === null);
+    const changed = [
+      tab(),
+      { ...accountNode(sim.url), id: "acc-b24re", auditMaxBytes: "1000000" },
+      unlockNode({ account: "acc-b24re" }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
+    const { userDir, acted } = await inTheGap(
+      "acc-b24re",
+      "b24-re",
+      () => {
+        accNode = accountOf("acc-b24re");
+        return helper.setFlows(changed, "full", {
+          "acc-b24re": { phoneNumber: "+15550000001", password: "demo-password" },
+        });
+      },
+      () => accNode !== null && accNode.account === null,
+    );
     await acted;
-    const mine = readAudit(userDir).filter((r) => r.msgid === "b24-re").map((r) => [r.type, r.outcome]);
-    assert.deepEqual(mine, [["unlock-attempt", undefined], ["unlock-result", "accepted"]]);
+    const mine = readAudit(userDir)
+      .filter((r) => r.msgid === "b24-re")
+      .map((r) => [r.type, r.outcome]);
+    assert.deepEqual(mine, [
+      ["unlock-attempt", undefined],
+      ["unlock-result", "accepted"],
+    ]);
     assert.notEqual(accountOf("acc-b24re"), accNode, "a new account node");
     await waitReady("acc-b24re");
     const out = await unlock({ deviceId: 101, _msgid: "b24-re2" });
     assert.equal(out.msg.payload.outcome, "accepted");
-    await until("the second message's result record", () => readAudit(userDir).some((r) => r.msgid === "b24-re2" && r.type === "unlock-result"), 5000);
+    await until(
+      "the second message's result record",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-re2" && r.type === "unlock-result"),
+      5000,
+    );
     const all = readAudit(userDir);
-    assert.deepEqual(all.map((r) => r.seq), all.map((_, i) => i + 1), "seq 1..n, no gap or repeat");
+    assert.deepEqual(
+      all.map((r) => r.seq),
+      all.map((_, i) => i + 1),
+      "seq 1..n, no gap or repeat",
+    );
     const v = await verify([path.join(userDir, "door-access-audit.jsonl")]);
     assert.equal(v.ok, true, v.message);
     assert.equal(unlockRequests(sim), 2);
@@ -307,19 +516,32 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
   it("Reconnect pressed by the node after door-unlock, before the unlock-result is made: the record is written; one PUT; the next message works", async () => {
     let accNode: any = null;
     let reconnected = false;
-    const { userDir, acted } = await inTheGap("acc-b24rc", "b24-rc", () => {
-      accNode = accountOf("acc-b24rc");
-      const p = (accNode.account.session.reconnect() as Promise<unknown>).catch(() => undefined);
-      reconnected = true;
-      return p;
-    }, () => reconnected);
+    const { userDir, acted } = await inTheGap(
+      "acc-b24rc",
+      "b24-rc",
+      () => {
+        accNode = accountOf("acc-b24rc");
+        const p = (accNode.account.session.reconnect() as Promise<unknown>).catch(() => undefined);
+        reconnected = true;
+        return p;
+      },
+      () => reconnected,
+    );
     await acted;
-    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "b24-rc" && r.type === "unlock-result"), 5000);
+    await until(
+      "the result record",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-rc" && r.type === "unlock-result"),
+      5000,
+    );
     assert.equal(unlockRequests(sim), 1);
     await waitReady("acc-b24rc");
     const out = await unlock({ deviceId: 101, _msgid: "b24-rc2" });
     assert.equal(out.msg.payload.outcome, "accepted");
-    await until("the second result record", () => readAudit(userDir).some((r) => r.msgid === "b24-rc2" && r.type === "unlock-result"), 5000);
+    await until(
+      "the second result record",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-rc2" && r.type === "unlock-result"),
+      5000,
+    );
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
   });
 
@@ -328,10 +550,14 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
       tab(),
       { ...accountNode(sim.url), id: "accA", auditLog: "shared.jsonl" },
       { ...accountNode(sim.url), id: "accB", auditLog: "shared.jsonl", loginMethod: "phone" },
-      unlockNode({ account: "accA" }, "u1"), unlockNode({ account: "accB" }, "u2"),
+      unlockNode({ account: "accA" }, "u1"),
+      unlockNode({ account: "accB" }, "u2"),
       ...helperNodes("u1-ok", "u1-fail", "u2-ok", "u2-fail"),
     ];
-    const creds = { accA: { phoneNumber: "+15550000001", password: "demo-password" }, accB: { phoneNumber: "+15550000002", password: "other-password" } };
+    const creds = {
+      accA: { phoneNumber: "+15550000001", password: "demo-password" },
+      accB: { phoneNumber: "+15550000002", password: "other-password" },
+    };
     const { userDir } = await loadFlow(flow, { creds });
     await waitReady("accA");
     await until("accB ready", () => accountOf("accB")?.account?.session.state === "ready");
@@ -342,10 +568,20 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     const own = log.result.bind(log);
     let deploy: Promise<unknown> | null = null;
     helper.getNode("u2-ok").on("input", (m: any) => {
-      if (m._msgid === "b24-two") deploy = helper.setFlows(flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"), "full", { accA: creds.accA });
+      if (m._msgid === "b24-two")
+        deploy = helper.setFlows(
+          flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"),
+          "full",
+          { accA: creds.accA },
+        );
     });
     helper.getNode("u2-fail").on("input", (m: any) => {
-      if (m._msgid === "b24-two") deploy = helper.setFlows(flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"), "full", { accA: creds.accA });
+      if (m._msgid === "b24-two")
+        deploy = helper.setFlows(
+          flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"),
+          "full",
+          { accA: creds.accA },
+        );
     });
     (log as any).result = function (this: AuditLog, r: any) {
       if (r.msgid !== "b24-two") return own.call(this, r);
@@ -354,14 +590,23 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     const out = await unlock({ deviceId: 201, _msgid: "b24-two" }, "u2");
     assert.ok(deploy, `the deploy was started (${JSON.stringify(out.msg.payload)})`);
     await (deploy as Promise<unknown> | null); // set by the input handler: TypeScript cannot see that
-    const mine = readAudit(userDir, "shared.jsonl").filter((r) => r.msgid === "b24-two").map((r) => r.type);
+    const mine = readAudit(userDir, "shared.jsonl")
+      .filter((r) => r.msgid === "b24-two")
+      .map((r) => r.type);
     assert.deepEqual(mine, ["unlock-attempt", "unlock-result"]);
     await waitReady("accA");
     const out2 = await unlock({ deviceId: 101, _msgid: "b24-two-a" }, "u1");
     assert.equal(out2.msg.payload.outcome, "accepted");
-    await until("accA's result", () => readAudit(userDir, "shared.jsonl").some((r) => r.msgid === "b24-two-a" && r.type === "unlock-result"), 5000);
+    await until(
+      "accA's result",
+      () => readAudit(userDir, "shared.jsonl").some((r) => r.msgid === "b24-two-a" && r.type === "unlock-result"),
+      5000,
+    );
     const all = readAudit(userDir, "shared.jsonl");
-    assert.deepEqual(all.map((r) => r.seq), all.map((_, i) => i + 1));
+    assert.deepEqual(
+      all.map((r) => r.seq),
+      all.map((_, i) => i + 1),
+    );
     assert.equal((await verify([path.join(userDir, "shared.jsonl")])).ok, true);
   });
 });
@@ -374,13 +619,18 @@ describe("Every message gets exactly one closing record, and it says what door-u
 
   it("a change node after door-unlock that rewrites msg.payload.actor/deviceId/door of a rejected message leaves its unlock-rejected record as it was: the record is what door-unlock rejected", async () => {
     const flow = [
-      tab(), accountNode(sim.url),
+      tab(),
+      accountNode(sim.url),
       unlockNode({ wires: [["u1-ok"], ["chg"]] }),
-      changeNode("chg", [
-        { t: "set", p: "payload.actor", to: "mallory" },
-        { t: "set", p: "payload.deviceId", to: "104" },
-        { t: "set", p: "payload.door", to: "Loading Bay" },
-      ], ["u1-fail"]),
+      changeNode(
+        "chg",
+        [
+          { t: "set", p: "payload.actor", to: "mallory" },
+          { t: "set", p: "payload.deviceId", to: "104" },
+          { t: "set", p: "payload.door", to: "Loading Bay" },
+        ],
+        ["u1-fail"],
+      ),
       ...helperNodes("u1-ok", "u1-fail"),
     ];
     const { userDir } = await loadFlow(flow, { nodes: [...ALL_NODES, changeModule] });
@@ -404,13 +654,22 @@ describe("Every message gets exactly one closing record, and it says what door-u
   });
 
   it("a node after door-unlock that puts a value without a text form into msg.payload.door: the rejected message still gets its one unlock-rejected record, and no rejection goes unhandled", async () => {
-    const flow = [tab(), accountNode(sim.url), unlockNode({ wires: [["u1-ok"], ["mut"]] }), { id: "mut", type: "helper", z: TAB, wires: [["u1-fail"]] }, ...helperNodes("u1-ok", "u1-fail")];
+    const flow = [
+      tab(),
+      accountNode(sim.url),
+      unlockNode({ wires: [["u1-ok"], ["mut"]] }),
+      { id: "mut", type: "helper", z: TAB, wires: [["u1-fail"]] },
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
     const { userDir } = await loadFlow(flow);
     await waitReady();
     const errors: string[] = [];
     const u1 = helper.getNode("u1");
     const ownErr = u1.error;
-    u1.error = function (this: unknown, e: unknown, m: unknown) { errors.push(String(e)); return ownErr.call(this, e, m); };
+    u1.error = function (this: unknown, e: unknown, m: unknown) {
+      errors.push(String(e));
+      return ownErr.call(this, e, m);
+    };
     // What a function node does with an object from a library (querystring.parse gives one
     // without a prototype): the next node's input, in the turn Node-RED delivers the message.
     helper.getNode("mut").on("input", (m: any) => {
@@ -421,30 +680,48 @@ describe("Every message gets exactly one closing record, and it says what door-u
     const out = await unlock({ deviceId: 101, lockId: 1, _msgid: "b24-norec" });
     assert.equal(out.msg.payload.outcome, "invalid-input");
     await settle();
-    await until("the unlock-rejected record (or an error from door-unlock)", () => readAudit(userDir).some((r) => r.msgid === "b24-norec") || errors.length > 0, 5000);
+    await until(
+      "the unlock-rejected record (or an error from door-unlock)",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-norec") || errors.length > 0,
+      5000,
+    );
     await settle();
     assert.equal(unhandledSeen().length, u0, "no unhandled rejection");
     const mine = readAudit(userDir).filter((r) => r.msgid === "b24-norec");
-    assert.deepEqual(mine.map((r) => r.type), ["unlock-rejected"], `one unlock-rejected record; door-unlock said: ${JSON.stringify(errors)}`);
+    assert.deepEqual(
+      mine.map((r) => r.type),
+      ["unlock-rejected"],
+      `one unlock-rejected record; door-unlock said: ${JSON.stringify(errors)}`,
+    );
   });
-
 
   it("50 messages in one tick (30 valid, 10 invalid, 10 retained): one PUT per valid message, each message its closing record, seq 1..n, verify passes; the node ends showing the outcome of the last message out", async () => {
     const { userDir } = await loadFlow(unlockFlow(sim.url));
     await waitReady();
     sim.control.resetRequests();
     const outs: { id: string; outcome: string }[] = [];
-    for (const h of ["u1-ok", "u1-fail"]) helper.getNode(h).on("input", (m: any) => outs.push({ id: m._msgid, outcome: m.payload.outcome }));
+    for (const h of ["u1-ok", "u1-fail"])
+      helper.getNode(h).on("input", (m: any) => outs.push({ id: m._msgid, outcome: m.payload.outcome }));
     const kinds = new Map<string, "valid" | "invalid" | "retained">();
     const u1 = helper.getNode("u1");
     for (let i = 0; i < 50; i++) {
       const kind = i % 5 === 1 ? "invalid" : i % 5 === 3 ? "retained" : "valid";
       const id = `b24-s${i}`;
       kinds.set(id, kind);
-      u1.receive(kind === "valid" ? { _msgid: id, deviceId: 101 } : kind === "invalid" ? { _msgid: id, deviceId: "x" } : { _msgid: id, deviceId: 101, retain: true });
+      u1.receive(
+        kind === "valid"
+          ? { _msgid: id, deviceId: 101 }
+          : kind === "invalid"
+            ? { _msgid: id, deviceId: "x" }
+            : { _msgid: id, deviceId: 101, retain: true },
+      );
     }
     await until("50 outputs", () => outs.length === 50, 15000);
-    await until("50 closing records", () => readAudit(userDir).filter((r) => r.type !== "unlock-attempt").length === 50, 15000);
+    await until(
+      "50 closing records",
+      () => readAudit(userDir).filter((r) => r.type !== "unlock-attempt").length === 50,
+      15000,
+    );
     await settle();
     assert.equal(unlockRequests(sim), 30);
     const all = readAudit(userDir);
@@ -452,11 +729,18 @@ describe("Every message gets exactly one closing record, and it says what door-u
       const types = all.filter((r) => r.msgid === id).map((r) => r.type);
       assert.deepEqual(types, kind === "valid" ? ["unlock-attempt", "unlock-result"] : ["unlock-rejected"], id);
     }
-    assert.deepEqual(all.map((r) => r.seq), all.map((_, i) => i + 1));
+    assert.deepEqual(
+      all.map((r) => r.seq),
+      all.map((_, i) => i + 1),
+    );
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
     const last = outs[outs.length - 1];
     const s = lastStatus(u1);
-    assert.equal(s?.fill, last.outcome === "accepted" ? "green" : "red", `last out ${JSON.stringify(last)}, status ${JSON.stringify(s)}`);
+    assert.equal(
+      s?.fill,
+      last.outcome === "accepted" ? "green" : "red",
+      `last out ${JSON.stringify(last)}, status ${JSON.stringify(s)}`,
+    );
   });
 });
 
@@ -483,7 +767,13 @@ describe("A closing record whose batch failed is written again, three tries at m
     const u1 = helper.getNode("u1");
     const outs = new Map<string, any>();
     // E and F only take D's result to disk (a result rides with the attempt after the next one).
-    const next: Record<string, string> = { "b24-A": "b24-B", "b24-B": "b24-C", "b24-C": "b24-D", "b24-D": "b24-E", "b24-E": "b24-F" };
+    const next: Record<string, string> = {
+      "b24-A": "b24-B",
+      "b24-B": "b24-C",
+      "b24-C": "b24-D",
+      "b24-D": "b24-E",
+      "b24-E": "b24-F",
+    };
     for (const h of ["u1-ok", "u1-fail"]) {
       helper.getNode(h).on("input", (m: any) => {
         outs.set(m._msgid, m.payload);
@@ -502,11 +792,24 @@ describe("A closing record whose batch failed is written again, three tries at m
     };
     u1.receive({ _msgid: "b24-A", deviceId: 101 });
     await until("six outcomes", () => outs.size === 6, 8000);
-    const types = (id: string) => readAudit(userDir).filter((r) => r.msgid === id).map((r) => r.type);
-    await until("every closing record", () => ["b24-A", "b24-B", "b24-D"].every((id) => types(id).includes("unlock-result")) && types("b24-C").includes("unlock-rejected"), 5000).catch((e: Error) => {
+    const types = (id: string) =>
+      readAudit(userDir)
+        .filter((r) => r.msgid === id)
+        .map((r) => r.type);
+    await until(
+      "every closing record",
+      () =>
+        ["b24-A", "b24-B", "b24-D"].every((id) => types(id).includes("unlock-result")) &&
+        types("b24-C").includes("unlock-rejected"),
+      5000,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}: ${JSON.stringify(readAudit(userDir).map((r) => [r.type, r.msgid]))}`);
     });
-    assert.equal(carried, true, "the failed write carried A's held result (the race is forced by the stream and the deferral)");
+    assert.equal(
+      carried,
+      true,
+      "the failed write carried A's held result (the race is forced by the stream and the deferral)",
+    );
     assert.equal(outs.get("b24-C").outcome, "error", "C's attempt was not written: C is not sent");
     assert.equal(unlockRequests(sim), 5, "A, B, D, E and F reached the service");
     for (const id of ["b24-A", "b24-B", "b24-D"]) assert.deepEqual(types(id), ["unlock-attempt", "unlock-result"], id);
@@ -537,19 +840,37 @@ describe("A closing record whose batch failed is written again, three tries at m
     // The log works again: the next message gets both its records.
     const out2 = await unlock({ deviceId: 101, _msgid: "b24-next" });
     assert.equal(out2.msg.payload.outcome, "accepted");
-    await until("the next message's result record", () => readAudit(userDir).some((r) => r.msgid === "b24-next" && r.type === "unlock-result"), 5000).catch((e: Error) => {
-      throw new Error(`${e.message}: ${JSON.stringify(readAudit(userDir).map((r) => [r.type, r.msgid]))} ${JSON.stringify(writer.stats())}`);
+    await until(
+      "the next message's result record",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-next" && r.type === "unlock-result"),
+      5000,
+    ).catch((e: Error) => {
+      throw new Error(
+        `${e.message}: ${JSON.stringify(readAudit(userDir).map((r) => [r.type, r.msgid]))} ${JSON.stringify(writer.stats())}`,
+      );
     });
-    assert.equal(sim.control.requests({ operation: "unlockDevice" }).length, 2, "two PUTs: both messages reached the service");
-    const mine = readAudit(userDir).filter((r) => r.msgid === "b24-lost").map((r) => r.type);
-    assert.deepEqual(mine, ["unlock-attempt", "unlock-result"], "the message that reached the service has its unlock-result");
+    assert.equal(
+      sim.control.requests({ operation: "unlockDevice" }).length,
+      2,
+      "two PUTs: both messages reached the service",
+    );
+    const mine = readAudit(userDir)
+      .filter((r) => r.msgid === "b24-lost")
+      .map((r) => r.type);
+    assert.deepEqual(
+      mine,
+      ["unlock-attempt", "unlock-result"],
+      "the message that reached the service has its unlock-result",
+    );
   });
 
   // The fix of the defect above retries a closing record in CLOSING_TRIES batches; a log that
   // keeps failing gives it up, and door-unlock says so (done(err): Catch nodes and the debug
   // sidebar) instead of nothing at all. The outcome already went out and stands.
   it("an unlock-result that cannot be written in any of its tries: the message keeps its outcome (accepted) and door-unlock's error says the door was unlocked but the record is not in the audit log; one PUT; the next message works", async () => {
-    const { userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()], { nodes: [...ALL_NODES, catchModule] });
+    const { userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()], {
+      nodes: [...ALL_NODES, catchModule],
+    });
     await waitReady();
     sim.control.resetRequests();
     let failures = 0;
@@ -571,13 +892,29 @@ describe("A closing record whose batch failed is written again, three tries at m
     assert.equal(failures, 3, "three tries (CLOSING_TRIES), then given up");
     assert.equal(caught.length, 1);
     assert.equal(caught[0]._msgid, "b24-gone");
-    assert.match(caught[0].error.message, /the door was unlocked \(accepted\), but its unlock-result record could not be written to the audit log: audit log .*EIO/);
+    assert.match(
+      caught[0].error.message,
+      /the door was unlocked \(accepted\), but its unlock-result record could not be written to the audit log: audit log .*EIO/,
+    );
     assert.equal(unlockRequests(sim), 1, "one PUT: nothing repeated");
-    assert.equal((accountOf().account.audit as AuditLog).stats().failedRecords, 3, "each try a record the writer failed");
+    assert.equal(
+      (accountOf().account.audit as AuditLog).stats().failedRecords,
+      3,
+      "each try a record the writer failed",
+    );
     const next = await unlock({ deviceId: 101, _msgid: "b24-after" });
     assert.equal(next.msg.payload.outcome, "accepted");
-    await until("the next result record", () => readAudit(userDir).some((r) => r.msgid === "b24-after" && r.type === "unlock-result"), 5000);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b24-gone").map((r) => r.type), ["unlock-attempt"]);
+    await until(
+      "the next result record",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-after" && r.type === "unlock-result"),
+      5000,
+    );
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "b24-gone")
+        .map((r) => r.type),
+      ["unlock-attempt"],
+    );
   });
 });
 
@@ -593,7 +930,9 @@ describe("A closing record is never written twice: not again once its line staye
     Buffer.isBuffer(buf) && buf.includes(`"msgid":"${msgid}"`) && buf.includes('"type":"unlock-result"');
 
   async function setup(): Promise<{ userDir: string; caught: any[] }> {
-    const { userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()], { nodes: [...ALL_NODES, catchModule] });
+    const { userDir } = await loadFlow([...unlockFlow(sim.url), ...catchNode()], {
+      nodes: [...ALL_NODES, catchModule],
+    });
     await waitReady();
     sim.control.resetRequests();
     const caught: any[] = [];
@@ -630,18 +969,32 @@ describe("A closing record is never written twice: not again once its line staye
     };
     const out = await unlock({ deviceId: 101, _msgid: "b25-dup" });
     assert.equal(out.msg.payload.outcome, "accepted");
-    await until("a result record for b25-dup", () => readAudit(userDir).some((r) => r.msgid === "b25-dup" && r.type === "unlock-result"), 5000);
+    await until(
+      "a result record for b25-dup",
+      () => readAudit(userDir).some((r) => r.msgid === "b25-dup" && r.type === "unlock-result"),
+      5000,
+    );
     // The next message: whatever was retried is written by now.
     await unlock({ deviceId: 101, _msgid: "b25-dup-next" });
-    await until("next result", () => readAudit(userDir).some((r) => r.msgid === "b25-dup-next" && r.type === "unlock-result"), 5000);
+    await until(
+      "next result",
+      () => readAudit(userDir).some((r) => r.msgid === "b25-dup-next" && r.type === "unlock-result"),
+      5000,
+    );
     Object.assign(proto, orig);
     assert.equal(syncFailed, 1, "the fsync failed once");
     assert.equal(truncFailed, 1, "the cut-back failed once");
     assert.equal(unlockRequests(sim), 2);
     const v = await verify([path.join(userDir, "door-access-audit.jsonl")]);
     assert.equal(v.ok, true, v.message);
-    const mine = readAudit(userDir).filter((r) => r.msgid === "b25-dup").map((r) => `${r.type}#${r.seq}`);
-    assert.equal(mine.filter((t) => t.startsWith("unlock-result")).length, 1, `one unlock-result per message; the log has ${JSON.stringify(mine)}`);
+    const mine = readAudit(userDir)
+      .filter((r) => r.msgid === "b25-dup")
+      .map((r) => `${r.type}#${r.seq}`);
+    assert.equal(
+      mine.filter((t) => t.startsWith("unlock-result")).length,
+      1,
+      `one unlock-result per message; the log has ${JSON.stringify(mine)}`,
+    );
   });
 
   it("the fsync of the unlock-result's batch fails after the whole write, the cut-back works: the record is written again once; one unlock-result, no error, verify passes", async () => {
@@ -662,12 +1015,25 @@ describe("A closing record is never written twice: not again once its line staye
     };
     const out = await unlock({ deviceId: 101, _msgid: "b25-once" });
     assert.equal(out.msg.payload.outcome, "accepted");
-    await until("result", () => readAudit(userDir).some((r) => r.msgid === "b25-once" && r.type === "unlock-result"), 5000);
+    await until(
+      "result",
+      () => readAudit(userDir).some((r) => r.msgid === "b25-once" && r.type === "unlock-result"),
+      5000,
+    );
     await unlock({ deviceId: 101, _msgid: "b25-once-next" });
-    await until("next result", () => readAudit(userDir).some((r) => r.msgid === "b25-once-next" && r.type === "unlock-result"), 5000);
+    await until(
+      "next result",
+      () => readAudit(userDir).some((r) => r.msgid === "b25-once-next" && r.type === "unlock-result"),
+      5000,
+    );
     await settle();
     assert.equal(syncFailed, 1);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b25-once").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "b25-once")
+        .map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+    );
     assert.equal(caught.length, 0);
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
   });
@@ -685,18 +1051,30 @@ describe("A closing record is never written twice: not again once its line staye
     const errors: string[] = [];
     const node = helper.getNode("u1");
     const origError = node.error.bind(node);
-    node.error = (e: any, m?: any) => { errors.push(String(e?.message ?? e)); return origError(e, m); };
+    node.error = (e: any, m?: any) => {
+      errors.push(String(e?.message ?? e));
+      return origError(e, m);
+    };
     node.receive(Object.freeze({ _msgid: "b25-frozen", deviceId: 101 }));
     await until("the error on the Catch node", () => caught.length > 0, 8000);
     await settle();
     Object.assign(proto, orig);
     assert.equal(failures, 3, "three tries, all failed");
     assert.equal(unlockRequests(sim), 1);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b25-frozen").map((r) => r.type), ["unlock-attempt"]);
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "b25-frozen")
+        .map((r) => r.type),
+      ["unlock-attempt"],
+    );
     assert.equal(caught.length, 1, "done() once");
     const said = caught.map((c) => c.error?.message).join(" | ");
     assert.match(said, /could not be set on the message/, "the undelivered outcome is said");
-    assert.match(said, /unlock-result record could not be written to the audit log/, `the lost record is said too; done() said: ${said}`);
+    assert.match(
+      said,
+      /unlock-result record could not be written to the audit log/,
+      `the lost record is said too; done() said: ${said}`,
+    );
   });
 
   it("the account node deleted while the unlock-result is being retried (two tries failed): deploy returns after the third try wrote it; one record, one PUT, verify passes, done once without error", async () => {
@@ -721,7 +1099,13 @@ describe("A closing record is never written twice: not again once its line staye
     await (deploy as Promise<unknown> | null); // set by the write patch: TypeScript cannot see that
     assert.ok(accNode);
     assert.equal(failures, 2);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b25-del").map((r) => r.type), ["unlock-attempt", "unlock-result"], "written by the time the deploy returned");
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "b25-del")
+        .map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+      "written by the time the deploy returned",
+    );
     assert.equal(unlockRequests(sim), 1);
     assert.equal((await verify([path.join(userDir, "door-access-audit.jsonl")])).ok, true);
     assert.equal(caught.filter((c) => c._msgid === "b25-del").length, 0);
@@ -749,7 +1133,10 @@ describe("A closing record is never written twice: not again once its line staye
     assert.ok(Date.now() - t0 < 5000);
     assert.equal(failures, 1);
     assert.equal(caught.length, 1);
-    assert.match(caught[0].error.message, /the door was unlocked \(accepted\), but its unlock-result record could not be written.*closed/);
+    assert.match(
+      caught[0].error.message,
+      /the door was unlocked \(accepted\), but its unlock-result record could not be written.*closed/,
+    );
     assert.equal(unlockRequests(sim), 1);
     assert.equal(unhandledSeen().length, u0);
   });
@@ -798,7 +1185,10 @@ describe("A closing record is never written twice: not again once its line staye
     await settle();
     assert.equal(failures, 3);
     assert.equal(caught.length, 1);
-    assert.match(caught[0].error.message, /nothing was sent \(invalid-input\), but its unlock-rejected record could not be written/);
+    assert.match(
+      caught[0].error.message,
+      /nothing was sent \(invalid-input\), but its unlock-rejected record could not be written/,
+    );
     assert.equal(unlockRequests(sim), 0);
     assert.equal(readAudit(userDir).filter((r) => r.msgid === "b25-rej").length, 0);
   });
@@ -809,7 +1199,8 @@ describe("A closing record is never written twice: inLog is right at every byte 
   let dir: string, live: string, proto: P, orig: P;
   const track = useAuditDir((t) => ({ dir, live, proto, orig } = t));
 
-  const count = (files: string[], msgid: string, type = "unlock-result") => continued(files).filter((r) => r.msgid === msgid && r.type === type).length;
+  const count = (files: string[], msgid: string, type = "unlock-result") =>
+    continued(files).filter((r) => r.msgid === msgid && r.type === type).length;
   const isBatch = (buf: unknown, msgid: string): boolean => Buffer.isBuffer(buf) && buf.includes(`"msgid":"${msgid}"`);
 
   /**
@@ -834,7 +1225,7 @@ describe("A closing record is never written twice: inLog is right at every byte 
       if (state === "arm" && isBatch(a[0], "m0")) {
         const buf = a[0] as Buffer;
         const off = a[1] as number;
-        batchLen = (a[2] as number);
+        batchLen = a[2] as number;
         state = "fail";
         return orig.write.apply(this, [buf, off, Math.min(k, batchLen)]);
       }
@@ -851,7 +1242,10 @@ describe("A closing record is never written twice: inLog is right at every byte 
       }
       return orig.truncate.apply(this, a);
     };
-    const att = log.attempt(rec(1)).then(() => "ok", (e) => e);
+    const att = log.attempt(rec(1)).then(
+      () => "ok",
+      (e) => e,
+    );
     const res = closeLike(() => log.result(result("0")));
     const c = await res;
     await att;
@@ -874,7 +1268,9 @@ describe("A closing record is never written twice: inLog is right at every byte 
   for (const cutFails of [false, true]) {
     for (const torn of [false, true]) {
       it(`short write of k bytes (every k) then ENOSPC, cut ${cutFails ? "fails" : "works"}, ${torn ? "torn tail (lead \\n)" : "no lead"}, result second line with multi-byte door/actor: one unlock-result, verify passes`, async () => {
-        stats.iter = 0; stats.inLog = 0; stats.retried = 0;
+        stats.iter = 0;
+        stats.inLog = 0;
+        stats.retried = 0;
         const bad: string[] = [];
         for (let k = 1; k < 2000; k++) {
           const r = await shortThenEnospc(k, cutFails, torn);
@@ -883,7 +1279,10 @@ describe("A closing record is never written twice: inLog is right at every byte 
           if (bad.length > 3) break;
         }
         assert.deepEqual(bad, []);
-        assert.ok(stats.iter > 100 && stats.retried > 0 && (cutFails ? stats.inLog > 0 : stats.inLog === 0), JSON.stringify(stats));
+        assert.ok(
+          stats.iter > 100 && stats.retried > 0 && (cutFails ? stats.inLog > 0 : stats.inLog === 0),
+          JSON.stringify(stats),
+        );
       });
     }
   }
@@ -899,7 +1298,10 @@ describe("A closing record is never written twice: inLog is right at every byte 
       fs.truncateSync(live, 0);
       return Promise.reject(eio("fsync"));
     };
-    const att = log.attempt(rec(1)).then(() => "ok", (e) => e);
+    const att = log.attempt(rec(1)).then(
+      () => "ok",
+      (e) => e,
+    );
     const r = await closeLike(() => log.result(result("0")));
     await att;
     Object.assign(proto, orig);
@@ -932,7 +1334,10 @@ describe("A closing record is never written twice: inLog is right at every byte 
         return x;
       });
     };
-    const att = log.attempt(rec(1)).then(() => "ok", (e) => e);
+    const att = log.attempt(rec(1)).then(
+      () => "ok",
+      (e) => e,
+    );
     const r = await closeLike(() => log.result(result("0")));
     await att;
     Object.assign(proto, orig);

@@ -21,7 +21,10 @@ function tmp(): string {
 
 const text = (f: string): string => (fs.existsSync(f) ? fs.readFileSync(f, "utf8") : "<missing>");
 
-const fc = (s: string | Buffer): string | null => { const b = Buffer.isBuffer(s) ? s : Buffer.from(s, "utf8"); return foreignContent(b.subarray(0, 64 * 1024), b.length); };
+const fc = (s: string | Buffer): string | null => {
+  const b = Buffer.isBuffer(s) ? s : Buffer.from(s, "utf8");
+  return foreignContent(b.subarray(0, 64 * 1024), b.length);
+};
 
 describe("The path check: a relative path resolves in the user directory; links, other programs' files and Node-RED's own files are refused (docs/security.md#files-the-audit-log-may-never-be)", function () {
   let dir: string;
@@ -74,8 +77,13 @@ describe("The path check: a path with .. reaching Node-RED's files or node_modul
     fs.symlinkSync(userDir, path.join(os.tmpdir(), `b13-link-${process.pid}`));
     const base = path.basename(userDir);
     for (const p of [
-      `../${base}/flows_cred.json`, "sub/../flows.json", "./settings.js", ".config.runtime.json", "node_modules/x/audit.jsonl",
-      `${path.join(os.tmpdir(), `b13-link-${process.pid}`)}/flows_cred.json`, `${path.join(os.tmpdir(), `b13-link-${process.pid}`)}/.flows.json.backup`,
+      `../${base}/flows_cred.json`,
+      "sub/../flows.json",
+      "./settings.js",
+      ".config.runtime.json",
+      "node_modules/x/audit.jsonl",
+      `${path.join(os.tmpdir(), `b13-link-${process.pid}`)}/flows_cred.json`,
+      `${path.join(os.tmpdir(), `b13-link-${process.pid}`)}/.flows.json.backup`,
     ]) {
       const r = checkAuditPath(p, { userDir });
       assert.equal(r.ok, false, `${p} accepted`);
@@ -173,14 +181,21 @@ describe("Another program's JSON Lines file is never taken for ours, whatever it
   let dir: string, live: string;
   const track = useAuditDir((t) => ({ dir, live } = t));
 
-  it("an existing JSON Lines file of another program whose lines start {\"type\":\"unlock-... is refused (never appended to)", async () => {
+  it('an existing JSON Lines file of another program whose lines start {"type":"unlock-... is refused (never appended to)', async () => {
     const foreign = '{"type":"unlock-door","entity":"lock.front","user":"bob"}\n';
     fs.writeFileSync(live, foreign);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const wrote = await a.attempt(rec(1)).then(() => true, () => false);
+    const wrote = await a.attempt(rec(1)).then(
+      () => true,
+      () => false,
+    );
     const v = await verify([live]);
-    assert.equal(c.ok, false, `checkAuditPath accepted it; writer wrote: ${wrote}; verify: ${v.message}\n${text(live)}`);
+    assert.equal(
+      c.ok,
+      false,
+      `checkAuditPath accepted it; writer wrote: ${wrote}; verify: ${v.message}\n${text(live)}`,
+    );
     assert.equal(wrote, false, `writer appended to it; verify: ${v.message}\n${text(live)}`);
   });
 });
@@ -190,19 +205,29 @@ describe("A foreign document is never taken for ours by its first line (docs/sec
   let dir: string, live: string;
   const track = useAuditDir((t) => ({ dir, live } = t));
 
-  it("a foreign JSON document whose first line starts {\"type\":\"unlock- is refused by the path check and the writer (never appended to)", async () => {
+  it('a foreign JSON document whose first line starts {"type":"unlock- is refused by the path check and the writer (never appended to)', async () => {
     const foreign = '{"type":"unlock-schedule", "doors": [\n  {"id": 1, "open": "08:00"}\n]}\n';
     fs.writeFileSync(live, foreign);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const wrote = await a.attempt(rec(1)).then(() => true, () => false);
+    const wrote = await a.attempt(rec(1)).then(
+      () => true,
+      () => false,
+    );
     const v = await verify([live]);
-    assert.equal(c.ok, false, `checkAuditPath accepted; writer appended: ${wrote}; verify: ${v.message}\n${text(live)}`);
+    assert.equal(
+      c.ok,
+      false,
+      `checkAuditPath accepted; writer appended: ${wrote}; verify: ${v.message}\n${text(live)}`,
+    );
     assert.equal(wrote, false, `writer appended; verify: ${v.message}`);
   });
 
   it("odd file heads: ours only when a record comes first, after nothing but blank lines and lines torn at a record's start that our writer could have left (BOM, a torn line ending in CR, pretty-printed JSON, binary, another program's JSON: foreign; CRLF after a record, brace-only torn lines, a cut at the 64 KiB read boundary after a record: ours)", () => {
-    const r = '{"type":"unlock-attempt","ts":"2026-11-24T00:00:00.000Z","actor":"a","deviceId":1,"lockId":null,"door":"d","msgid":"m","seq":1,"prev":"' + "0".repeat(64) + '"}';
+    const r =
+      '{"type":"unlock-attempt","ts":"2026-11-24T00:00:00.000Z","actor":"a","deviceId":1,"lockId":null,"door":"d","msgid":"m","seq":1,"prev":"' +
+      "0".repeat(64) +
+      '"}';
     const out: Record<string, string | null> = {
       bom: fc("\uFEFF" + r + "\n"),
       crlf: fc(r + "\r\n"),
@@ -243,11 +268,17 @@ describe("The open check judges the file as it is now, also when a copytruncate 
     let s = 0;
     proto.stat = function (this: unknown, ...x: unknown[]) {
       return orig.stat.apply(this, x).then((st) => {
-        if (++s === 1) { fs.copyFileSync(live, `${live}.1`); fs.truncateSync(live, 0); }
+        if (++s === 1) {
+          fs.copyFileSync(live, `${live}.1`);
+          fs.truncateSync(live, 0);
+        }
         return st;
       });
     };
-    const err = await a.attempt(rec(3)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(3)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     Object.assign(proto, orig);
     assert.equal(err, null, `refused: ${err}`);
   });
@@ -262,15 +293,24 @@ describe("A foreign file behind blank lines, at the read boundary, or a FIFO is 
   const track = useAuditDir((t) => ({ dir, live } = t));
 
   it("a foreign file preceded by 100 000 blank lines (LF, CRLF, spaces, tabs) is still refused by the path check and the writer, and left untouched", async () => {
-    const bodies = ["\n".repeat(100000) + "export PATH=/x\n", "\r\n".repeat(50000) + "{\"name\":\"x\"}\n", " \t\n".repeat(40000) + "#!/bin/sh\n", "\r".repeat(70000) + "secret=1\n"];
+    const bodies = [
+      "\n".repeat(100000) + "export PATH=/x\n",
+      "\r\n".repeat(50000) + '{"name":"x"}\n',
+      " \t\n".repeat(40000) + "#!/bin/sh\n",
+      "\r".repeat(70000) + "secret=1\n",
+    ];
     const got: string[] = [];
     for (const body of bodies) {
       fs.writeFileSync(live, body);
       const c = checkAuditPath(live, { userDir: dir });
       const a = track(new AuditLog(live));
-      const err = await a.attempt(rec(1)).then(() => null, (e: Error) => e.message);
+      const err = await a.attempt(rec(1)).then(
+        () => null,
+        (e: Error) => e.message,
+      );
       await a.close();
-      if (c.ok || err === null || fs.readFileSync(live, "utf8") !== body) got.push(`${JSON.stringify(body.slice(-20))}: check ${c.ok}, writer ${err}`);
+      if (c.ok || err === null || fs.readFileSync(live, "utf8") !== body)
+        got.push(`${JSON.stringify(body.slice(-20))}: check ${c.ok}, writer ${err}`);
     }
     assert.deepEqual(got, []);
   });
@@ -292,7 +332,10 @@ describe("A foreign file behind blank lines, at the read boundary, or a FIFO is 
     execFileSync("mkfifo", [live]);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const err = await a.attempt(rec(1)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(1)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(c.ok, true); // the writer reports it
     assert.match(err ?? "", /not a regular file/);
   });
@@ -317,9 +360,13 @@ describe("A foreign file disguised behind NUL lines is refused and left untouche
       fs.writeFileSync(live, body);
       const c = checkAuditPath(live, { userDir: dir });
       const a = track(new AuditLog(live));
-      const err = await a.attempt(rec(1)).then(() => null, (e: Error) => e.message);
+      const err = await a.attempt(rec(1)).then(
+        () => null,
+        (e: Error) => e.message,
+      );
       await a.close();
-      if (c.ok || err === null || fs.readFileSync(live, "utf8") !== body) got.push(`${JSON.stringify(body.slice(-24))}: check ${c.ok}, writer ${err}`);
+      if (c.ok || err === null || fs.readFileSync(live, "utf8") !== body)
+        got.push(`${JSON.stringify(body.slice(-24))}: check ${c.ok}, writer ${err}`);
     }
     assert.deepEqual(got, []);
   });

@@ -24,7 +24,30 @@ import { type RunningSimulator } from "../../src/simulator/index.js";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
 import { jsonLines } from "../helpers/audit-faults.js";
 import { useSim, useSimWithFileFaults } from "../helpers/audit-runtime.js";
-import { DEMO_ACCOUNT, accountOf, assertAccepted, assertFailed, freshUserDir, loadFlow, readAudit, startSim, teardown, unlock, unlockFlow, unlockRequests, until, waitReady, helper, lastStatus, CREDS, accountNode, helperNodes, tab, unlockNode, logins } from "../helpers/flow.js";
+import {
+  DEMO_ACCOUNT,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  freshUserDir,
+  loadFlow,
+  readAudit,
+  startSim,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockRequests,
+  until,
+  waitReady,
+  helper,
+  lastStatus,
+  CREDS,
+  accountNode,
+  helperNodes,
+  tab,
+  unlockNode,
+  logins,
+} from "../helpers/flow.js";
 import { filesNodeRedWrites, namesInNodeRedSource } from "../helpers/node-red-files.js";
 import { settle } from "../helpers/odd-messages.js";
 
@@ -34,7 +57,12 @@ import { settle } from "../helpers/odd-messages.js";
  */
 async function recordsOf(userDir: string, msgid: string, file?: string): Promise<any[]> {
   const mine = () => (file ? readAudit(userDir, file) : readAudit(userDir)).filter((r) => r.msgid === msgid);
-  await until(`the closing audit record of ${msgid}`, () => mine().some((r) => r.type === "unlock-result" || r.type === "unlock-rejected"), 5000, 2);
+  await until(
+    `the closing audit record of ${msgid}`,
+    () => mine().some((r) => r.type === "unlock-result" || r.type === "unlock-rejected"),
+    5000,
+    2,
+  );
   return mine();
 }
 
@@ -52,13 +80,20 @@ async function stream(n: number, width: number, prefix: string): Promise<string[
 
 /** Waits until every message has its closing record somewhere in the log's files. */
 async function settled(live: string, ids: string[]): Promise<void> {
-  await until("every result record", () => {
-    const done = new Set<string>();
-    for (const f of [...fs.readdirSync(path.dirname(live))].map((n) => path.join(path.dirname(live), n)).filter((f) => f.startsWith(live) && !f.endsWith(".gz"))) {
-      for (const r of jsonLines(f)) if (r.type === "unlock-result") done.add(r.msgid);
-    }
-    return ids.every((id) => done.has(id));
-  }, 15000, 20);
+  await until(
+    "every result record",
+    () => {
+      const done = new Set<string>();
+      for (const f of [...fs.readdirSync(path.dirname(live))]
+        .map((n) => path.join(path.dirname(live), n))
+        .filter((f) => f.startsWith(live) && !f.endsWith(".gz"))) {
+        for (const r of jsonLines(f)) if (r.type === "unlock-result") done.add(r.msgid);
+      }
+      return ids.every((id) => done.has(id));
+    },
+    15000,
+    20,
+  );
 }
 
 describe("door-unlock writes an attempt before the request and a result after it, one unlock-rejected for a refused input, no secret (docs/audit-log.md#records)", function () {
@@ -83,7 +118,10 @@ describe("door-unlock writes an attempt before the request and a result after it
   it("accepted: an unlock-attempt then an unlock-result for the same msgid, in the default file of the user directory (mode 0600)", async () => {
     assertAccepted(await unlock({ deviceId: 104, lockId: 2, _msgid: "audit-ok" }));
     const mine = await recordsOf(userDir, "audit-ok");
-    assert.deepEqual(mine.map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(
+      mine.map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+    );
     const [attempt, result] = mine;
     assert.equal(attempt.actor, "flow-actor");
     assert.equal(attempt.deviceId, 104);
@@ -103,10 +141,17 @@ describe("door-unlock writes an attempt before the request and a result after it
     const pending = unlock({ deviceId: 101, _msgid: "audit-early" });
     await until("the attempt record", () => readAudit(userDir).some((r) => r.msgid === "audit-early"), 5000, 2);
     const early = readAudit(userDir).filter((r) => r.msgid === "audit-early");
-    assert.deepEqual(early.map((r) => r.type), ["unlock-attempt"], "attempt written, result not yet");
+    assert.deepEqual(
+      early.map((r) => r.type),
+      ["unlock-attempt"],
+      "attempt written, result not yet",
+    );
     assert.equal(sim.control.device(101).unlocks.length, executed, "the service has not executed it yet");
     assertAccepted(await pending);
-    assert.deepEqual((await recordsOf(userDir, "audit-early")).map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(
+      (await recordsOf(userDir, "audit-early")).map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+    );
     const [put] = sim.control.requests({ operation: "unlockDevice" });
     assert.ok(Date.parse(early[0].ts) <= put.startedAt, "the attempt's timestamp is not later than the PUT's arrival");
     assert.equal(sim.control.device(101).unlocks.length, executed + 1);
@@ -115,14 +160,23 @@ describe("door-unlock writes an attempt before the request and a result after it
   it("a failed unlock: attempt then result with the outcome and status", async () => {
     assertFailed(await unlock({ deviceId: 105, _msgid: "audit-offline" }), "offline", 503);
     const mine = await recordsOf(userDir, "audit-offline");
-    assert.deepEqual(mine.map((r) => [r.type, r.outcome ?? null, r.status ?? null]), [["unlock-attempt", null, null], ["unlock-result", "offline", 503]]);
+    assert.deepEqual(
+      mine.map((r) => [r.type, r.outcome ?? null, r.status ?? null]),
+      [
+        ["unlock-attempt", null, null],
+        ["unlock-result", "offline", 503],
+      ],
+    );
   });
 
   it("the 401 replay has its own attempt record: attempt, attempt, result", async () => {
     sim.control.expireAccessToken("demo");
     assertAccepted(await unlock({ deviceId: 101, _msgid: "audit-401" }));
     assert.equal(unlockRequests(sim), 2);
-    assert.deepEqual((await recordsOf(userDir, "audit-401")).map((r) => r.type), ["unlock-attempt", "unlock-attempt", "unlock-result"]);
+    assert.deepEqual(
+      (await recordsOf(userDir, "audit-401")).map((r) => r.type),
+      ["unlock-attempt", "unlock-attempt", "unlock-result"],
+    );
   });
 
   it("a rejected input gets exactly one unlock-rejected record and nothing else", async () => {
@@ -134,7 +188,10 @@ describe("door-unlock writes an attempt before the request and a result after it
     assert.equal(bad[0].outcome, "invalid-input");
     assert.match(bad[0].reason, /deviceId/);
     const retained = await recordsOf(userDir, "audit-retained");
-    assert.deepEqual(retained.map((r) => [r.type, r.outcome]), [["unlock-rejected", "retained-rejected"]]);
+    assert.deepEqual(
+      retained.map((r) => [r.type, r.outcome]),
+      [["unlock-rejected", "retained-rejected"]],
+    );
     assert.equal(unlockRequests(sim), 0);
   });
 
@@ -162,9 +219,22 @@ describe("door-unlock's replay after a 401 has its own attempt record, marked re
     sim.control.revokeAccessToken("demo");
     const out = await unlock({ deviceId: 101, _msgid: "b24-401" });
     assert.equal(out.msg.payload.outcome, "accepted");
-    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "b24-401" && r.type === "unlock-result"), 5000);
+    await until(
+      "the result record",
+      () => readAudit(userDir).some((r) => r.msgid === "b24-401" && r.type === "unlock-result"),
+      5000,
+    );
     assert.equal(unlockRequests(sim), 2);
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "b24-401").map((r) => [r.type, r.replay ?? false]), [["unlock-attempt", false], ["unlock-attempt", true], ["unlock-result", false]]);
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "b24-401")
+        .map((r) => [r.type, r.replay ?? false]),
+      [
+        ["unlock-attempt", false],
+        ["unlock-attempt", true],
+        ["unlock-result", false],
+      ],
+    );
     await settle();
     assert.equal(lastStatus(helper.getNode("u1"))?.fill, "green");
   });
@@ -179,7 +249,10 @@ describe("An audit file that cannot be written: no unlock is sent (docs/audit-lo
     const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "logs/doors.jsonl" }));
     await waitReady();
     assertAccepted(await unlock({ deviceId: 101, _msgid: "custom-path" }));
-    assert.deepEqual((await recordsOf(userDir, "custom-path", "logs/doors.jsonl")).map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.deepEqual(
+      (await recordsOf(userDir, "custom-path", "logs/doors.jsonl")).map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+    );
     assert.equal(readAudit(userDir).length, 0, "nothing in the default file");
   });
 
@@ -227,7 +300,9 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
 
   // docs/audit-log.md#rotation (auditMaxBytes, auditKeep) and docs/audit-log.md#the-chain.
   it("2,000 unlocks with a small auditMaxBytes: every PUT has its attempt record in some file, verify passes over all files, seq has no gap", async () => {
-    const { userDir } = await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "32768", auditKeep: "1000" }));
+    const { userDir } = await loadFlow(
+      unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "32768", auditKeep: "1000" }),
+    );
     await waitReady();
     sim.control.resetRequests();
     const live = path.join(userDir, "rot", "audit.jsonl");
@@ -257,7 +332,9 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     const live = path.join(userDir, "rot", "audit.jsonl");
     const foreign = "someone else's data\n";
     fs.writeFileSync(`${live}.1`, foreign);
-    await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "2000", auditKeep: "3" }), { userDir });
+    await loadFlow(unlockFlow(sim.url, {}, { auditLog: "rot/audit.jsonl", auditMaxBytes: "2000", auditKeep: "3" }), {
+      userDir,
+    });
     await waitReady();
     await stream(30, 1, "blocked");
     await until("30 result records", () => jsonLines(live).filter((r) => r.type === "unlock-result").length === 30);
@@ -267,7 +344,11 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     all.forEach((r, k) => assert.equal(r.seq, k + 1));
     assert.equal(all.filter((r) => r.type === "unlock-attempt").length, 30);
     assert.equal((await verify([live])).ok, true);
-    const warned = helper.log().getCalls().map((c: any) => c.args[0]).filter((m: any) => typeof m?.msg === "string" && /not rotated/.test(m.msg));
+    const warned = helper
+      .log()
+      .getCalls()
+      .map((c: any) => c.args[0])
+      .filter((m: any) => typeof m?.msg === "string" && /not rotated/.test(m.msg));
     assert.equal(warned.length, 1, JSON.stringify(warned));
     assert.ok(warned[0].msg.includes(`${live}.1`), warned[0].msg);
   });
@@ -337,7 +418,10 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     auditRecordEvents.on("record", listener);
     try {
       const ids = await stream(60, 5, "ct");
-      await settled(live, ids.filter((_, k) => k >= 40)); // the later ones are in the live file
+      await settled(
+        live,
+        ids.filter((_, k) => k >= 40),
+      ); // the later ones are in the live file
     } finally {
       auditRecordEvents.off("record", listener);
     }
@@ -352,7 +436,11 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     assert.deepEqual(v.broken!.missing, { fromSeq: lastCopied + 1, toSeq: after[0].seq - 1 });
     assert.ok(after[0].seq - 1 > lastCopied, "records were lost between copy and truncate");
     assert.ok(accountOf().account.audit.stats().truncations >= 1);
-    assert.equal(after.every((r, k) => k === 0 || r.seq === after[k - 1].seq + 1), true, "the live file's own chain holds after the truncation");
+    assert.equal(
+      after.every((r, k) => k === 0 || r.seq === after[k - 1].seq + 1),
+      true,
+      "the live file's own chain holds after the truncation",
+    );
   });
 
   it("the 401 replay's attempt record carries replay: true; the first attempt does not", async () => {
@@ -362,9 +450,18 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     sim.control.expireAccessToken("demo");
     assertAccepted(await unlock({ deviceId: 101, _msgid: "replayed" }));
     assert.equal(unlockRequests(sim), 2);
-    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "replayed" && r.type === "unlock-result"));
+    await until("the result record", () =>
+      readAudit(userDir).some((r) => r.msgid === "replayed" && r.type === "unlock-result"),
+    );
     const mine = readAudit(userDir).filter((r) => r.msgid === "replayed");
-    assert.deepEqual(mine.map((r) => [r.type, r.replay]), [["unlock-attempt", undefined], ["unlock-attempt", true], ["unlock-result", undefined]]);
+    assert.deepEqual(
+      mine.map((r) => [r.type, r.replay]),
+      [
+        ["unlock-attempt", undefined],
+        ["unlock-attempt", true],
+        ["unlock-result", undefined],
+      ],
+    );
   });
 
   // docs/audit-log.md#one-file-one-writer: accounts of one runtime whose audit files are the same path write through one writer and one chain.
@@ -381,10 +478,15 @@ describe("In a runtime: rotation, logrotate, copytruncate, the replay mark and o
     await waitReady();
     await waitReady("acc2");
     assert.equal(accountOf("acc1").account.audit, accountOf("acc2").account.audit, "one writer");
-    const outs = await Promise.all(Array.from({ length: 40 }, (_, i) => unlock({ deviceId: 101, _msgid: `sh-${i}` }, i % 2 ? "u2" : "u1")));
+    const outs = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => unlock({ deviceId: 101, _msgid: `sh-${i}` }, i % 2 ? "u2" : "u1")),
+    );
     outs.forEach(assertAccepted);
     const live = path.join(userDir, "shared.jsonl");
-    await settled(live, Array.from({ length: 40 }, (_, i) => `sh-${i}`));
+    await settled(
+      live,
+      Array.from({ length: 40 }, (_, i) => `sh-${i}`),
+    );
     const all = jsonLines(live);
     assert.equal(all.length, 80);
     all.forEach((r, k) => assert.equal(r.seq, k + 1));
@@ -421,23 +523,68 @@ describe("Refused audit paths: a configuration error before any unlock, nothing 
       auditLog: "../.bashrc",
       prepare: (u) => {
         const f = path.join(u, "..", ".bashrc");
-        fs.writeFileSync(f, "# ~/.bashrc: executed by bash(1) for non-login shells.\nexport PATH=\"$HOME/bin:$PATH\"\n", { mode: 0o644 });
+        fs.writeFileSync(f, '# ~/.bashrc: executed by bash(1) for non-login shells.\nexport PATH="$HOME/bin:$PATH"\n', {
+          mode: 0o644,
+        });
         fs.chmodSync(f, 0o644);
         return f;
       },
       why: /first line is not a door-access audit record/,
     },
-    { name: "the flows file", auditLog: "flows.json", prepare: (u) => (fs.writeFileSync(path.join(u, "flows.json"), "[]"), path.join(u, "flows.json")), why: /Node-RED's own files/ },
+    {
+      name: "the flows file",
+      auditLog: "flows.json",
+      prepare: (u) => (fs.writeFileSync(path.join(u, "flows.json"), "[]"), path.join(u, "flows.json")),
+      why: /Node-RED's own files/,
+    },
     { name: "the credentials file", auditLog: "flows_cred.json", prepare: () => null, why: /Node-RED's own files/ },
-    { name: "the settings file", auditLog: "settings.js", prepare: (u) => (fs.writeFileSync(path.join(u, "settings.js"), "module.exports = {}\n"), path.join(u, "settings.js")), why: /Node-RED's own files/ },
-    { name: "a .config.*.json of the user directory", auditLog: ".config.nodes.json", prepare: () => null, why: /Node-RED's own files/ },
+    {
+      name: "the settings file",
+      auditLog: "settings.js",
+      prepare: (u) => (
+        fs.writeFileSync(path.join(u, "settings.js"), "module.exports = {}\n"),
+        path.join(u, "settings.js")
+      ),
+      why: /Node-RED's own files/,
+    },
+    {
+      name: "a .config.*.json of the user directory",
+      auditLog: ".config.nodes.json",
+      prepare: () => null,
+      why: /Node-RED's own files/,
+    },
     // docs/security.md#files-the-audit-log-may-never-be: Node-RED takes a .config.json for its
     // old settings file at the next start and rewrites every .config.*.json from it.
-    { name: "the old settings file .config.json (not there yet)", auditLog: ".config.json", prepare: () => null, why: /Node-RED's own files/ },
-    { name: "a settings backup .config.runtime.json.backup", auditLog: ".config.runtime.json.backup", prepare: () => null, why: /Node-RED's own files/ },
-    { name: "the flows backup .flows.json.backup", auditLog: ".flows.json.backup", prepare: () => null, why: /Node-RED's own files/ },
-    { name: "a file in Node-RED's library folder lib/", auditLog: "lib/flows/audit.json", prepare: () => null, why: /Node-RED's own files/ },
-    { name: "a path under node_modules", auditLog: "node_modules/door/audit.jsonl", prepare: () => null, why: /node_modules/ },
+    {
+      name: "the old settings file .config.json (not there yet)",
+      auditLog: ".config.json",
+      prepare: () => null,
+      why: /Node-RED's own files/,
+    },
+    {
+      name: "a settings backup .config.runtime.json.backup",
+      auditLog: ".config.runtime.json.backup",
+      prepare: () => null,
+      why: /Node-RED's own files/,
+    },
+    {
+      name: "the flows backup .flows.json.backup",
+      auditLog: ".flows.json.backup",
+      prepare: () => null,
+      why: /Node-RED's own files/,
+    },
+    {
+      name: "a file in Node-RED's library folder lib/",
+      auditLog: "lib/flows/audit.json",
+      prepare: () => null,
+      why: /Node-RED's own files/,
+    },
+    {
+      name: "a path under node_modules",
+      auditLog: "node_modules/door/audit.jsonl",
+      prepare: () => null,
+      why: /node_modules/,
+    },
     // Another Node-RED on this machine (a second instance, the default ~/.node-red of a runtime
     // started with -u elsewhere): its .config.json would wipe its credential secret at its next start.
     ...[
@@ -449,7 +596,10 @@ describe("Refused audit paths: a configuration error before any unlock, nothing 
       prepare: (u: string) => {
         const other = path.resolve(u, path.dirname(o.auditLog));
         fs.mkdirSync(other, { recursive: true });
-        fs.writeFileSync(path.join(other, ".config.runtime.json"), JSON.stringify({ _credentialSecret: "the other runtime's" }));
+        fs.writeFileSync(
+          path.join(other, ".config.runtime.json"),
+          JSON.stringify({ _credentialSecret: "the other runtime's" }),
+        );
         return path.join(other, ".config.runtime.json");
       },
       why: /Node-RED's own files/,
@@ -494,16 +644,33 @@ describe("Refused audit paths: a configuration error before any unlock, nothing 
       for (const flowFile of [undefined, "flows.json"]) {
         const w = filesNodeRedWrites(nodeRedDir, flowFile);
         try {
-          for (const expected of ["package.json", ".sessions.json", ".config.runtime.json", ".config.runtime.json.backup", "lib", "node_modules", "context"]) {
+          for (const expected of [
+            "package.json",
+            ".sessions.json",
+            ".config.runtime.json",
+            ".config.runtime.json.backup",
+            "lib",
+            "node_modules",
+            "context",
+          ]) {
             assert.ok(w.paths.includes(expected), `${pkg} wrote no ${expected}: ${w.paths.join(" ")}`);
           }
-          assert.ok(w.paths.some((p) => /^\.flows.*\.json\.backup$/.test(p)), `a flows backup: ${w.paths.join(" ")}`);
+          assert.ok(
+            w.paths.some((p) => /^\.flows.*\.json\.backup$/.test(p)),
+            `a flows backup: ${w.paths.join(" ")}`,
+          );
           for (const rel of w.paths) {
             const r = checkAuditPath(rel, { userDir: w.userDir, flowFile: flowFile ?? null });
             assert.equal(r.ok, false, `${pkg} wrote ${rel}, and it is accepted as an audit path`);
             if (!r.ok) assert.match(r.problem, /Node-RED's own files|node_modules/);
           }
-          for (const ours of ["", "door-access-audit.jsonl", "audit/door.jsonl", "flows-audit.jsonl", ".config-audit.jsonl"]) {
+          for (const ours of [
+            "",
+            "door-access-audit.jsonl",
+            "audit/door.jsonl",
+            "flows-audit.jsonl",
+            ".config-audit.jsonl",
+          ]) {
             const r = checkAuditPath(ours, { userDir: w.userDir, flowFile: flowFile ?? null });
             assert.equal(r.ok, true, `${JSON.stringify(ours)}: ${r.ok ? "" : r.problem}`);
           }
@@ -512,12 +679,21 @@ describe("Refused audit paths: a configuration error before any unlock, nothing 
         }
       }
       const names = namesInNodeRedSource(nodeRedDir);
-      assert.ok(names.files.includes(".config.json") && names.files.includes(".config.runtime.json") && names.folders.includes("projects"), JSON.stringify(names));
+      assert.ok(
+        names.files.includes(".config.json") &&
+          names.files.includes(".config.runtime.json") &&
+          names.folders.includes("projects"),
+        JSON.stringify(names),
+      );
       const userDir = freshUserDir();
       const relPaths = [...names.files, ...names.folders, ...names.folders.map((d) => `${d}/audit.jsonl`)];
       for (const rel of relPaths) {
         const r = checkAuditPath(rel, { userDir });
-        assert.equal(r.ok, false, `${pkg}'s source puts ${rel} in the user directory, and it is accepted as an audit path`);
+        assert.equal(
+          r.ok,
+          false,
+          `${pkg}'s source puts ${rel} in the user directory, and it is accepted as an audit path`,
+        );
       }
     });
   }
@@ -541,6 +717,9 @@ describe("Refused audit paths: a configuration error before any unlock, nothing 
     await waitReady();
     assertAccepted(await unlock({ deviceId: 101, _msgid: "two" }));
     await until("result", () => readAudit(userDir).length === 4);
-    assert.deepEqual(readAudit(userDir).map((r) => r.seq), [1, 2, 3, 4]);
+    assert.deepEqual(
+      readAudit(userDir).map((r) => r.seq),
+      [1, 2, 3, 4],
+    );
   });
 });

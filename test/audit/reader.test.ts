@@ -14,7 +14,16 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { AuditLog, auditRecordEvents, type AuditBase } from "../../src/audit/audit-log.js";
 import { main } from "../../src/audit/cli.js";
-import { type AuditEntry, csvCell, exportCsv, linesBackwards, listLogFiles, readAll, readPage, tail } from "../../src/audit/reader.js";
+import {
+  type AuditEntry,
+  csvCell,
+  exportCsv,
+  linesBackwards,
+  listLogFiles,
+  readAll,
+  readPage,
+  tail,
+} from "../../src/audit/reader.js";
 import { onAuditRecord, verifyAuditLog } from "../../src/audit/source.js";
 
 const ZERO = "0".repeat(64);
@@ -32,7 +41,9 @@ function record(i: number, over: Partial<AuditEntry> = {}): AuditEntry {
     lockId: null,
     door: ["Front Door", "Garage", "Back Door"][Math.ceil(i / 2) % 3],
     msgid: `m${Math.ceil(i / 2)}`,
-    ...(type === "unlock-result" ? { outcome: i % 4 === 0 ? "forbidden" : "accepted", status: i % 4 === 0 ? 403 : 200 } : {}),
+    ...(type === "unlock-result"
+      ? { outcome: i % 4 === 0 ? "forbidden" : "accepted", status: i % 4 === 0 ? 403 : 200 }
+      : {}),
     ...over,
   };
 }
@@ -54,7 +65,13 @@ function writeRotated(live: string, lines: string[], sizes: number[]): void {
   sizes.forEach((n, k) => {
     const index = sizes.length - 1 - k; // 0 = live
     const file = index === 0 ? live : `${live}.${index}`;
-    fs.writeFileSync(file, lines.slice(at, at + n).map((l) => l + "\n").join(""));
+    fs.writeFileSync(
+      file,
+      lines
+        .slice(at, at + n)
+        .map((l) => l + "\n")
+        .join(""),
+    );
     at += n;
   });
   assert.equal(at, lines.length);
@@ -73,15 +90,42 @@ function parseCsv(text: string, sep = ","): string[][] {
   while (i < text.length) {
     const c = text[i];
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { cell += '"'; i += 2; continue; }
-      if (c === '"') { quoted = false; i++; continue; }
-      cell += c; i++; continue;
+      if (c === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i += 2;
+        continue;
+      }
+      if (c === '"') {
+        quoted = false;
+        i++;
+        continue;
+      }
+      cell += c;
+      i++;
+      continue;
     }
-    if (c === '"') { quoted = true; i++; continue; }
-    if (c === sep) { row.push(cell); cell = ""; i++; continue; }
-    if (c === "\r" && text[i + 1] === "\n") { row.push(cell); rows.push(row); row = []; cell = ""; i += 2; continue; }
+    if (c === '"') {
+      quoted = true;
+      i++;
+      continue;
+    }
+    if (c === sep) {
+      row.push(cell);
+      cell = "";
+      i++;
+      continue;
+    }
+    if (c === "\r" && text[i + 1] === "\n") {
+      row.push(cell);
+      rows.push(row);
+      row = [];
+      cell = "";
+      i += 2;
+      continue;
+    }
     assert.notEqual(c, "\n", "a bare LF outside quotes: not RFC 4180");
-    cell += c; i++;
+    cell += c;
+    i++;
   }
   assert.equal(cell, "", "the CSV ends with CRLF");
   assert.equal(row.length, 0);
@@ -105,8 +149,15 @@ function readAsSpreadsheet(text: string, sep: string): string[][] {
       if (line[i] === '"') {
         i++;
         while (i < line.length) {
-          if (line[i] === '"' && line[i + 1] === '"') { cell += '"'; i += 2; continue; }
-          if (line[i] === '"') { i++; break; }
+          if (line[i] === '"' && line[i + 1] === '"') {
+            cell += '"';
+            i += 2;
+            continue;
+          }
+          if (line[i] === '"') {
+            i++;
+            break;
+          }
           cell += line[i++];
         }
       }
@@ -129,7 +180,11 @@ async function collect<T>(gen: AsyncGenerator<T>): Promise<T[]> {
 function cliIo() {
   let out = "";
   let err = "";
-  return { io: { out: (t: string) => void (out += t), err: (t: string) => void (err += t) }, out: () => out, err: () => err };
+  return {
+    io: { out: (t: string) => void (out += t), err: (t: string) => void (err += t) },
+    out: () => out,
+    err: () => err,
+  };
 }
 
 function rec(msgid: string, over: Partial<AuditBase> = {}): AuditBase {
@@ -153,13 +208,26 @@ describe("Reading: a log's files oldest first, records newest first with filters
   });
 
   it("lists a log's files oldest first: <name>.N … <name>.1, then the live file; not .gz copies, not other logs, not folders", async () => {
-    for (const n of ["door-access-audit.jsonl", "door-access-audit.jsonl.1", "door-access-audit.jsonl.10", "door-access-audit.jsonl.2",
-      "door-access-audit.jsonl.1.gz", "door-access-audit.jsonl.x", "other.jsonl.1", "door-access-audit.jsonl.bak"]) {
+    for (const n of [
+      "door-access-audit.jsonl",
+      "door-access-audit.jsonl.1",
+      "door-access-audit.jsonl.10",
+      "door-access-audit.jsonl.2",
+      "door-access-audit.jsonl.1.gz",
+      "door-access-audit.jsonl.x",
+      "other.jsonl.1",
+      "door-access-audit.jsonl.bak",
+    ]) {
       fs.writeFileSync(path.join(dir, n), "");
     }
     fs.mkdirSync(path.join(dir, "door-access-audit.jsonl.3"));
     const files = (await listLogFiles(live)).map((f) => path.basename(f));
-    assert.deepEqual(files, ["door-access-audit.jsonl.10", "door-access-audit.jsonl.2", "door-access-audit.jsonl.1", "door-access-audit.jsonl"]);
+    assert.deepEqual(files, [
+      "door-access-audit.jsonl.10",
+      "door-access-audit.jsonl.2",
+      "door-access-audit.jsonl.1",
+      "door-access-audit.jsonl",
+    ]);
     assert.deepEqual(await listLogFiles(path.join(dir, "nowhere", "x.jsonl")), [], "a missing folder is an empty log");
   });
 
@@ -167,7 +235,10 @@ describe("Reading: a log's files oldest first, records newest first with filters
     const lines = chain(Array.from({ length: 25 }, (_, k) => record(k + 1)));
     writeRotated(live, lines, [10, 10, 5]);
     const p1 = await readPage(live, {}, { limit: 7 });
-    assert.deepEqual(p1.records.map((r) => r.seq), [25, 24, 23, 22, 21, 20, 19]);
+    assert.deepEqual(
+      p1.records.map((r) => r.seq),
+      [25, 24, 23, 22, 21, 20, 19],
+    );
     assert.equal(p1.more, true);
     assert.equal(p1.lastSeq, 25);
     const seen = [...p1.records];
@@ -176,8 +247,16 @@ describe("Reading: a log's files oldest first, records newest first with filters
       page = await readPage(live, {}, { limit: 7, beforeSeq: page.records[page.records.length - 1].seq });
       seen.push(...page.records);
     }
-    assert.deepEqual(seen.map((r) => r.seq), Array.from({ length: 25 }, (_, k) => 25 - k), "every record once, newest first");
-    assert.deepEqual((await collect(readAll(live))).map((r) => r.seq), Array.from({ length: 25 }, (_, k) => k + 1), "readAll: oldest first");
+    assert.deepEqual(
+      seen.map((r) => r.seq),
+      Array.from({ length: 25 }, (_, k) => 25 - k),
+      "every record once, newest first",
+    );
+    assert.deepEqual(
+      (await collect(readAll(live))).map((r) => r.seq),
+      Array.from({ length: 25 }, (_, k) => k + 1),
+      "readAll: oldest first",
+    );
   });
 
   it("filters by door (name part or device id), actor, outcome (incl. attempt / rejected) and an inclusive time range", async () => {
@@ -186,10 +265,20 @@ describe("Reading: a log's files oldest first, records newest first with filters
       record(2, { door: "Front Door", deviceId: 101, actor: "Alice Smith", outcome: "accepted", status: 200 }),
       record(3, { door: "Garage", deviceId: 102, actor: "bob" }),
       record(4, { door: "Garage", deviceId: 102, actor: "bob", outcome: "forbidden", status: 403 }),
-      { ...record(5, { door: null, deviceId: null, actor: "carol" }), type: "unlock-rejected", outcome: "invalid-input", reason: "no such door" } as AuditEntry,
+      {
+        ...record(5, { door: null, deviceId: null, actor: "carol" }),
+        type: "unlock-rejected",
+        outcome: "invalid-input",
+        reason: "no such door",
+      } as AuditEntry,
       record(7, { door: "Back Door", deviceId: 103, actor: "alice", replay: true }),
     ];
-    fs.writeFileSync(live, chain(recs).map((l) => l + "\n").join(""));
+    fs.writeFileSync(
+      live,
+      chain(recs)
+        .map((l) => l + "\n")
+        .join(""),
+    );
     const seqs = async (f: Parameters<typeof readPage>[1]) => (await readPage(live, f)).records.map((r) => r.seq);
     assert.deepEqual(await seqs({ door: "front" }), [2, 1]);
     assert.deepEqual(await seqs({ door: "102" }), [4, 3]);
@@ -207,11 +296,23 @@ describe("Reading: a log's files oldest first, records newest first with filters
 
   it("a torn last line, blank lines and foreign lines are skipped, never thrown", async () => {
     const lines = chain([record(1), record(2), record(3)]);
-    fs.writeFileSync(live, `${lines[0]}\n\nnot json at all\n{"type":"something-else","ts":"x"}\n${lines[1]}\n${lines[2].slice(0, 40)}`);
+    fs.writeFileSync(
+      live,
+      `${lines[0]}\n\nnot json at all\n{"type":"something-else","ts":"x"}\n${lines[1]}\n${lines[2].slice(0, 40)}`,
+    );
     const page = await readPage(live);
-    assert.deepEqual(page.records.map((r) => r.seq), [2, 1]);
-    assert.deepEqual((await collect(readAll(live))).map((r) => r.seq), [1, 2]);
-    assert.deepEqual((await tail(live, 10)).map((r) => r.seq), [1, 2]);
+    assert.deepEqual(
+      page.records.map((r) => r.seq),
+      [2, 1],
+    );
+    assert.deepEqual(
+      (await collect(readAll(live))).map((r) => r.seq),
+      [1, 2],
+    );
+    assert.deepEqual(
+      (await tail(live, 10)).map((r) => r.seq),
+      [1, 2],
+    );
   });
 
   it("reads a file larger than its 64 KiB chunks backwards exactly as forwards, multi-byte characters across chunk edges included", async () => {
@@ -222,7 +323,10 @@ describe("Reading: a log's files oldest first, records newest first with filters
     const back = await collect(linesBackwards(live));
     assert.deepEqual(back.reverse(), lines);
     const newest = await readPage(live, {}, { limit: 1000 });
-    assert.deepEqual(newest.records.map((r) => r.actor), recs.map((r) => r.actor).reverse());
+    assert.deepEqual(
+      newest.records.map((r) => r.actor),
+      recs.map((r) => r.actor).reverse(),
+    );
   });
 });
 
@@ -245,7 +349,7 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
     assert.equal(csvCell("a,b"), '"a,b"');
     assert.equal(csvCell('say "hi"'), '"say ""hi"""');
     assert.equal(csvCell("two\nlines"), '"two\nlines"');
-    assert.equal(csvCell("=HYPERLINK(\"http://x\")"), '"\'=HYPERLINK(""http://x"")"');
+    assert.equal(csvCell('=HYPERLINK("http://x")'), '"\'=HYPERLINK(""http://x"")"');
     assert.equal(csvCell("+1+2"), "'+1+2");
     assert.equal(csvCell("-2+3"), "'-2+3");
     assert.equal(csvCell("@SUM(A1)"), "'@SUM(A1)");
@@ -261,16 +365,37 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
       record(1, { actor: '=cmd|" /C calc"!A0', door: "Front, Door" }),
       record(2, { actor: "line\nbreak", outcome: "accepted", status: 200 }),
       record(3, { actor: "@evil", replay: true }),
-      { ...record(5, { actor: "-1+1" }), type: "unlock-rejected", outcome: "invalid-input", reason: 'bad "door"' } as AuditEntry,
+      {
+        ...record(5, { actor: "-1+1" }),
+        type: "unlock-rejected",
+        outcome: "invalid-input",
+        reason: 'bad "door"',
+      } as AuditEntry,
     ];
     const lines = chain(recs);
     writeRotated(live, lines, [2, 2]);
     const text = (await collect(exportCsv(live))).join("");
     const rows = parseCsv(text);
-    assert.deepEqual(rows[0], ["seq", "ts", "type", "actor", "door", "deviceId", "lockId", "outcome", "status", "replay", "reason", "msgid"]);
+    assert.deepEqual(rows[0], [
+      "seq",
+      "ts",
+      "type",
+      "actor",
+      "door",
+      "deviceId",
+      "lockId",
+      "outcome",
+      "status",
+      "replay",
+      "reason",
+      "msgid",
+    ]);
     assert.equal(rows.length, 5);
-    assert.deepEqual(rows.slice(1).map((r) => r[0]), ["1", "2", "3", "4"]);
-    assert.equal(rows[1][3], "'=cmd|\" /C calc\"!A0");
+    assert.deepEqual(
+      rows.slice(1).map((r) => r[0]),
+      ["1", "2", "3", "4"],
+    );
+    assert.equal(rows[1][3], '\'=cmd|" /C calc"!A0');
     assert.equal(rows[1][4], "Front, Door");
     assert.equal(rows[2][3], "line\nbreak");
     assert.equal(rows[2][7], "accepted");
@@ -279,9 +404,15 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
     assert.equal(rows[3][9], "true");
     assert.equal(rows[4][3], "'-1+1");
     assert.equal(rows[4][10], 'bad "door"');
-    for (const r of rows.slice(1)) for (const cell of r) assert.ok(!/^[=+\-@]/.test(cell), `no cell starts a formula: ${cell}`);
-    const ranged = parseCsv((await collect(exportCsv(live, { from: new Date(T0 + 2 * 60_000), to: new Date(T0 + 3 * 60_000) }))).join(""));
-    assert.deepEqual(ranged.slice(1).map((r) => r[0]), ["2", "3"]);
+    for (const r of rows.slice(1))
+      for (const cell of r) assert.ok(!/^[=+\-@]/.test(cell), `no cell starts a formula: ${cell}`);
+    const ranged = parseCsv(
+      (await collect(exportCsv(live, { from: new Date(T0 + 2 * 60_000), to: new Date(T0 + 3 * 60_000) }))).join(""),
+    );
+    assert.deepEqual(
+      ranged.slice(1).map((r) => r[0]),
+      ["2", "3"],
+    );
   });
 
   // docs/security.md#csv-export
@@ -302,16 +433,38 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
       const rows = parseCsv(text, sep);
       assert.equal(rows.length, doors.length + 1);
       for (const r of rows.slice(1)) {
-        assert.equal(r.length, rows[0].length, `read with ${JSON.stringify(sep)}: a door name split a cell: ${JSON.stringify(r)}`);
-        for (const cell of r) assert.ok(!/^\s*[=+\-@]/.test(cell), `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)}`);
+        assert.equal(
+          r.length,
+          rows[0].length,
+          `read with ${JSON.stringify(sep)}: a door name split a cell: ${JSON.stringify(r)}`,
+        );
+        for (const cell of r)
+          assert.ok(
+            !/^\s*[=+\-@]/.test(cell),
+            `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)}`,
+          );
       }
     }
     // An import that splits at every separator and ignores the quotes.
     for (const row of text.split("\r\n").slice(1)) {
-      for (const part of row.split(/[,;\t\r\n]/)) assert.ok(!/^[\s"]*[=+\-@]/.test(part), `split ignoring quotes, a part starts a formula: ${JSON.stringify(part)} in ${JSON.stringify(row)}`);
+      for (const part of row.split(/[,;\t\r\n]/))
+        assert.ok(
+          !/^[\s"]*[=+\-@]/.test(part),
+          `split ignoring quotes, a part starts a formula: ${JSON.stringify(part)} in ${JSON.stringify(row)}`,
+        );
     }
-    const byComma = parseCsv(text).slice(1).map((r) => r[4]);
-    assert.deepEqual(byComma, ["Lobby;'=cmd|' /C calc'!A0", "Hall\t'=1+1", "Gate,'@SUM(A1)", "Yard;'-2+3", "Dock;' +1", "Roof\r\n'=1", "Plain; door"]);
+    const byComma = parseCsv(text)
+      .slice(1)
+      .map((r) => r[4]);
+    assert.deepEqual(byComma, [
+      "Lobby;'=cmd|' /C calc'!A0",
+      "Hall\t'=1+1",
+      "Gate,'@SUM(A1)",
+      "Yard;'-2+3",
+      "Dock;' +1",
+      "Roof\r\n'=1",
+      "Plain; door",
+    ]);
   });
 });
 
@@ -350,27 +503,45 @@ describe("door-access-audit tail and export, as functions and as the bin (docs/a
   it("CSV: a part after a separator that starts with quotes (and spaces) and then = + - @ is neutralised too: a spreadsheet reading with ; or tab takes a quote at a cell's start as opening a quoted cell, and reads the formula behind it", async () => {
     const doors = [
       "Lobby;\"=cmd|' /C calc'!A0;",
-      "Hall\t\"=1+1",
-      "Gate;\"\"@SUM(A1)",
-      "Yard;\" -2+3",
-      "Dock,\"+1",
-      "Roof\r\n\"=1",
-      "Plain; \"door\"",
+      'Hall\t"=1+1',
+      'Gate;""@SUM(A1)',
+      'Yard;" -2+3',
+      'Dock,"+1',
+      'Roof\r\n"=1',
+      'Plain; "door"',
     ];
     const lines = chain(doors.map((door, k) => record(2 * k + 1, { door })));
     writeRotated(live, lines, [lines.length]);
     const text = (await collect(exportCsv(live))).join("");
     for (const sep of [",", ";", "\t"]) {
       for (const r of readAsSpreadsheet(text, sep).slice(1)) {
-        for (const cell of r) assert.ok(!/^\s*[=+\-@]/.test(cell), `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)} in ${JSON.stringify(r)}`);
+        for (const cell of r)
+          assert.ok(
+            !/^\s*[=+\-@]/.test(cell),
+            `read with ${JSON.stringify(sep)}: a cell starts a formula: ${JSON.stringify(cell)} in ${JSON.stringify(r)}`,
+          );
       }
     }
     for (const row of text.split("\r\n").slice(1)) {
-      for (const part of row.split(/[,;\t\r\n]/)) assert.ok(!/^[\s"]*[=+\-@]/.test(part), `split ignoring quotes, a part starts a formula: ${JSON.stringify(part)} in ${JSON.stringify(row)}`);
+      for (const part of row.split(/[,;\t\r\n]/))
+        assert.ok(
+          !/^[\s"]*[=+\-@]/.test(part),
+          `split ignoring quotes, a part starts a formula: ${JSON.stringify(part)} in ${JSON.stringify(row)}`,
+        );
     }
     // Only apostrophes are added: read as RFC 4180 with commas, each door is itself with an apostrophe in front of each such part.
-    const byComma = parseCsv(text).slice(1).map((r) => r[4]);
-    assert.deepEqual(byComma, ["Lobby;'\"=cmd|' /C calc'!A0;", "Hall\t'\"=1+1", "Gate;'\"\"@SUM(A1)", "Yard;'\" -2+3", "Dock,'\"+1", "Roof\r\n'\"=1", "Plain; \"door\""]);
+    const byComma = parseCsv(text)
+      .slice(1)
+      .map((r) => r[4]);
+    assert.deepEqual(byComma, [
+      "Lobby;'\"=cmd|' /C calc'!A0;",
+      "Hall\t'\"=1+1",
+      'Gate;\'""@SUM(A1)',
+      "Yard;'\" -2+3",
+      "Dock,'\"+1",
+      "Roof\r\n'\"=1",
+      'Plain; "door"',
+    ]);
   });
 
   it("door-access-audit tail: the newest N, oldest first, readable; --json gives the records; control characters are escaped", async () => {
@@ -390,14 +561,39 @@ describe("door-access-audit tail and export, as functions and as the bin (docs/a
     assert.equal(d.out().trimEnd().split("\n").length, 10, "10 by default");
     const j = cliIo();
     assert.equal(await main(["tail", "-n", "2", "--json", live], j.io), 0);
-    assert.deepEqual(j.out().trimEnd().split("\n").map((l) => JSON.parse(l).seq), [11, 12]);
+    assert.deepEqual(
+      j
+        .out()
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l).seq),
+      [11, 12],
+    );
   });
 
   it("door-access-audit export --csv --from --to writes the range; bad arguments exit 2 with the usage and write nothing", async () => {
     writeRotated(live, chain(Array.from({ length: 6 }, (_, k) => record(k + 1))), [3, 3]);
     const e = cliIo();
-    assert.equal(await main(["export", "--csv", "--from", new Date(T0 + 2 * 60_000).toISOString(), "--to=" + new Date(T0 + 4 * 60_000).toISOString(), live], e.io), 0);
-    assert.deepEqual(parseCsv(e.out()).slice(1).map((r) => r[0]), ["2", "3", "4"]);
+    assert.equal(
+      await main(
+        [
+          "export",
+          "--csv",
+          "--from",
+          new Date(T0 + 2 * 60_000).toISOString(),
+          "--to=" + new Date(T0 + 4 * 60_000).toISOString(),
+          live,
+        ],
+        e.io,
+      ),
+      0,
+    );
+    assert.deepEqual(
+      parseCsv(e.out())
+        .slice(1)
+        .map((r) => r[0]),
+      ["2", "3", "4"],
+    );
     assert.equal(e.err(), "");
     for (const args of [
       ["export", live], // no --csv
@@ -424,7 +620,13 @@ describe("door-access-audit tail and export, as functions and as the bin (docs/a
     const bin = path.join(process.cwd(), "bin", "door-access-audit.js");
     const t = spawnSync(process.execPath, [bin, "tail", "-n", "2", live], { encoding: "utf8", timeout: 15_000 });
     assert.equal(t.status, 0, t.stderr);
-    assert.deepEqual(t.stdout.trimEnd().split("\n").map((l) => /#(\d+)/.exec(l)![1]), ["3", "4"]);
+    assert.deepEqual(
+      t.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => /#(\d+)/.exec(l)![1]),
+      ["3", "4"],
+    );
     const x = spawnSync(process.execPath, [bin, "export", "--csv", live], { encoding: "utf8", timeout: 15_000 });
     assert.equal(x.status, 0, x.stderr);
     assert.equal(parseCsv(x.stdout).length, 5);
@@ -506,7 +708,15 @@ describe("The sidebar's chain check and live records: the same verify, each dura
     const other = onAuditRecord(path.join(dir, "other.jsonl"), () => assert.fail("another log's listener was called"));
     try {
       await log.attempt({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: "a" });
-      await log.result({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: "a", outcome: "accepted", status: 200 });
+      await log.result({
+        actor: "alice",
+        deviceId: 101,
+        lockId: null,
+        door: "Front Door",
+        msgid: "a",
+        outcome: "accepted",
+        status: 200,
+      });
       await log.attempt({ actor: "bob", deviceId: 102, lockId: null, door: "Garage", msgid: "b" });
     } finally {
       off();
@@ -514,7 +724,11 @@ describe("The sidebar's chain check and live records: the same verify, each dura
       auditRecordEvents.off("record", boom);
       await log.close();
     }
-    assert.deepEqual(seen, fs.readFileSync(live, "utf8").trimEnd().split("\n"), "every line, exactly as written, in order");
+    assert.deepEqual(
+      seen,
+      fs.readFileSync(live, "utf8").trimEnd().split("\n"),
+      "every line, exactly as written, in order",
+    );
     assert.equal(log.stats().failedRecords, 0);
     assert.equal(auditRecordEvents.listenerCount("record"), listenersBefore, "every listener this test added is gone");
   });
@@ -538,7 +752,11 @@ describe("door-access-audit tail shows at most 1,000 records; export's --from an
     writeRotated(live, chain(Array.from({ length: 1005 }, (_, k) => record(k + 1))), [505, 500]);
     const a = cliIo();
     assert.equal(await main(["tail", "-n", "1000", live], a.io), 0, a.err());
-    const seqs = a.out().trimEnd().split("\n").map((l) => Number(/#(\d+)/.exec(l)![1]));
+    const seqs = a
+      .out()
+      .trimEnd()
+      .split("\n")
+      .map((l) => Number(/#(\d+)/.exec(l)![1]));
     assert.equal(seqs.length, 1000);
     assert.equal(seqs[0], 6);
     assert.equal(seqs[999], 1005);
@@ -551,16 +769,37 @@ describe("door-access-audit tail shows at most 1,000 records; export's --from an
   });
 
   it("the bin run with TZ=Etc/GMT-3 (UTC+3): --from/--to 2025-03-02 mean 2025-03-02T00:00:00Z; 2025-03-02T03:00:00 means 03:00 there (00:00Z); an offset is taken as written", () => {
-    const times = ["2025-03-01T20:59:59.000Z", "2025-03-01T21:00:00.000Z", "2025-03-01T23:59:59.999Z", "2025-03-02T00:00:00.000Z", "2025-03-02T00:00:01.000Z", "2025-03-02T03:00:00.000Z"];
+    const times = [
+      "2025-03-01T20:59:59.000Z",
+      "2025-03-01T21:00:00.000Z",
+      "2025-03-01T23:59:59.999Z",
+      "2025-03-02T00:00:00.000Z",
+      "2025-03-02T00:00:01.000Z",
+      "2025-03-02T03:00:00.000Z",
+    ];
     writeRotated(live, chain(times.map((ts, k) => record(k + 1, { ts }))), [times.length]);
     const exported = (...range: string[]): string[] => {
-      const r = spawnSync(process.execPath, [bin, "export", "--csv", ...range, live], { encoding: "utf8", timeout: 15_000, env: { ...process.env, TZ: "Etc/GMT-3" } });
+      const r = spawnSync(process.execPath, [bin, "export", "--csv", ...range, live], {
+        encoding: "utf8",
+        timeout: 15_000,
+        env: { ...process.env, TZ: "Etc/GMT-3" },
+      });
       assert.equal(r.status, 0, r.stderr);
-      return parseCsv(r.stdout).slice(1).map((row) => row[0]);
+      return parseCsv(r.stdout)
+        .slice(1)
+        .map((row) => row[0]);
     };
-    assert.deepEqual(exported("--from", "2025-03-02"), ["4", "5", "6"], "a date alone: its first instant in UTC, not local midnight (21:00Z)");
+    assert.deepEqual(
+      exported("--from", "2025-03-02"),
+      ["4", "5", "6"],
+      "a date alone: its first instant in UTC, not local midnight (21:00Z)",
+    );
     assert.deepEqual(exported("--to", "2025-03-02"), ["1", "2", "3", "4"], "inclusive, up to 00:00Z");
-    assert.deepEqual(exported("--from", "2025-03-02T03:00:00"), ["4", "5", "6"], "a time without an offset: local time (UTC+3), 00:00Z");
+    assert.deepEqual(
+      exported("--from", "2025-03-02T03:00:00"),
+      ["4", "5", "6"],
+      "a time without an offset: local time (UTC+3), 00:00Z",
+    );
     assert.deepEqual(exported("--to", "2025-03-02T02:59:59.999"), ["1", "2", "3"], "23:59:59.999Z");
     assert.deepEqual(exported("--from", "2025-03-02T03:00:00Z"), ["6"], "Z as written");
     assert.deepEqual(exported("--to", "2025-03-02T00:00:00+03:00"), ["1", "2"], "an offset as written");

@@ -16,7 +16,23 @@ import { AuditLog, type AuditBase, openAuditLog } from "../../src/audit/audit-lo
 import { verify } from "../../src/audit/chain.js";
 import { main } from "../../src/audit/cli.js";
 import { listLogFiles } from "../../src/audit/reader.js";
-import { fileHandlePrototype, type P, rec, text, lines, eio, jsonLines, onDurable, parsed, raw, rotatedFiles, seqs, useAuditDir, wholeRecords, writeOneByOne } from "../helpers/audit-faults.js";
+import {
+  fileHandlePrototype,
+  type P,
+  rec,
+  text,
+  lines,
+  eio,
+  jsonLines,
+  onDurable,
+  parsed,
+  raw,
+  rotatedFiles,
+  seqs,
+  useAuditDir,
+  wholeRecords,
+  writeOneByOne,
+} from "../helpers/audit-faults.js";
 import fsReal from "node:fs";
 
 async function runCli(args: string[]): Promise<{ code: number; out: string; err: string }> {
@@ -74,10 +90,18 @@ describe("Size rotation: live to .1, older files shift, the oldest beyond keep g
     assert.equal(fs.readFileSync(`${live}.1`, "utf8"), foreign1, "<name>.1 unchanged");
     assert.equal(fs.readFileSync(`${live}.7`, "utf8"), foreign7, "<name>.7 unchanged (not deleted)");
     assert.ok(fs.lstatSync(`${live}.2`).isSymbolicLink(), "the link <name>.2 is still a link");
-    assert.deepEqual({ one: ino(`${live}.1`), seven: ino(`${live}.7`), two: ino(`${live}.2`) }, before, "the same files at the same names");
+    assert.deepEqual(
+      { one: ino(`${live}.1`), seven: ino(`${live}.7`), two: ino(`${live}.2`) },
+      before,
+      "the same files at the same names",
+    );
     assert.ok(!fs.existsSync(`${live}.3`), "nothing shifted to <name>.3");
     assert.equal(fs.readFileSync(path.join(dir, "target"), "utf8"), "", "nothing written through the link");
-    assert.deepEqual(seqs(live), Array.from({ length: 40 }, (_, k) => k + 1), "every record in the live file, in order");
+    assert.deepEqual(
+      seqs(live),
+      Array.from({ length: 40 }, (_, k) => k + 1),
+      "every record in the live file, in order",
+    );
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
     assert.equal(log.stats().rotations, 0);
@@ -96,7 +120,11 @@ describe("Size rotation: live to .1, older files shift, the oldest beyond keep g
     assert.ok(!fs.existsSync(`${live}.8`), "nothing shifted past it");
     const ours = [6, 5, 4, 3, 2, 1].map((i) => `${live}.${i}`);
     for (const f of ours) assert.ok(fs.existsSync(f), `${f} exists`);
-    assert.deepEqual([...ours, live].flatMap(seqs), Array.from({ length: 60 }, (_, k) => k + 1), "seq 1..60 across our files, in order");
+    assert.deepEqual(
+      [...ours, live].flatMap(seqs),
+      Array.from({ length: 60 }, (_, k) => k + 1),
+      "seq 1..60 across our files, in order",
+    );
     let v = await verify([...ours, live]);
     assert.equal(v.ok, true, v.message);
     assert.ok(fs.statSync(live).size > 1000, "the live file grew while rotation waited");
@@ -161,7 +189,11 @@ describe("Logrotate renames or deletes the file between two batches: later recor
     const buf = Buffer.alloc(size);
     fs.readSync(held, buf, 0, size, 0);
     fs.closeSync(held);
-    const deleted = buf.toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).seq);
+    const deleted = buf
+      .toString("utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).seq);
     assert.deepEqual(deleted, [1, 2, 3, 4], "the deleted file got no record after its deletion");
     assert.deepEqual(seqs(live), [5, 6, 7, 8]);
   });
@@ -194,7 +226,10 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
     proto.sync = orig.sync;
     await log.attempt(rec(3));
     const msgids = jsonLines(live).map((r) => r.msgid);
-    assert.ok(msgids.includes("m2"), `attempt m2 resolved (told durable before its request leaves) but is in no file: live file holds ${JSON.stringify(msgids)}`);
+    assert.ok(
+      msgids.includes("m2"),
+      `attempt m2 resolved (told durable before its request leaves) but is in no file: live file holds ${JSON.stringify(msgids)}`,
+    );
   });
 
   // Same, with a rename (logrotate without delaycompress + a later compress/delete of .1 is the
@@ -252,7 +287,10 @@ describe("Logrotate renames or deletes the file while a batch's fsync runs: ever
     assert.equal(new Set(s).size, s.length, "no duplicate seq");
     assert.equal(s.length, n);
     const sorted = [...s].sort((a, b) => a - b);
-    assert.deepEqual(sorted, sorted.map((_, i) => i + 1));
+    assert.deepEqual(
+      sorted,
+      sorted.map((_, i) => i + 1),
+    );
     const v = await verify(files);
     assert.equal(v.ok, true, v.message);
   });
@@ -292,7 +330,10 @@ describe("Logrotate deletes the file between the name check and the write: no re
       await log.attempt(rec("2")).catch(() => undefined);
       proto.write = write;
       const live = jsonLines(file);
-      assert.ok(live.some((r) => r.msgid === "2"), `the record that resolved is at the configured path: ${JSON.stringify(live)}`);
+      assert.ok(
+        live.some((r) => r.msgid === "2"),
+        `the record that resolved is at the configured path: ${JSON.stringify(live)}`,
+      );
       await log.attempt(rec("3"));
       const report = await verify([file]);
       assert.equal(report.ok, true, report.message);
@@ -348,7 +389,10 @@ describe("copytruncate: the writer goes on at the truncated file's end; verify n
     assert.match(v.message, /2 record\(s\) missing \(seq 9 to 10/);
     const cli = await runCli(["verify", `${live}.1`, live]);
     assert.equal(cli.code, 1);
-    assert.match(cli.out, new RegExp(`BROKEN: ${live.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} line 1: seq 11 follows seq 8`));
+    assert.match(
+      cli.out,
+      new RegExp(`BROKEN: ${live.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} line 1: seq 11 follows seq 8`),
+    );
   });
 });
 
@@ -382,7 +426,10 @@ describe("copytruncate while a batch fails: no fragment of the cut batch is left
     await assert.rejects(a.attempt(rec("a")), /EIO/);
     Object.assign(proto, orig);
     const after = text(live);
-    assert.ok(!/"msgid":"ma"/.test(after) && after.length === 0, `the rejected batch's tail is left in the live file: ${JSON.stringify(after)}`);
+    assert.ok(
+      !/"msgid":"ma"/.test(after) && after.length === 0,
+      `the rejected batch's tail is left in the live file: ${JSON.stringify(after)}`,
+    );
   });
 
   it("the same, then the next record is written and verify passes over the copy and the live file", async () => {
@@ -471,15 +518,23 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
   it("a copytruncate between the cut's fstat and its ftruncate: the next unlock is written and verify passes over the copy and the live file", async () => {
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
-    proto.sync = function () { return Promise.reject(Object.assign(new Error("injected fsync"), { code: "EIO" })); };
+    proto.sync = function () {
+      return Promise.reject(Object.assign(new Error("injected fsync"), { code: "EIO" }));
+    };
     let t = 0;
     proto.truncate = function (this: unknown, ...x: unknown[]) {
-      if (++t === 1) { fs.copyFileSync(live, `${live}.1`); fs.truncateSync(live, 0); } // logrotate copytruncate in that instant
+      if (++t === 1) {
+        fs.copyFileSync(live, `${live}.1`);
+        fs.truncateSync(live, 0);
+      } // logrotate copytruncate in that instant
       return orig.truncate.apply(this, x);
     };
     await assert.rejects(a.attempt(rec("a")), /EIO/);
     Object.assign(proto, orig);
-    const err = await a.attempt(rec("z")).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec("z")).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     const v = await verify([`${live}.1`, live]);
     assert.equal(err, null, `next unlock refused; verify ok=${v.ok} ${v.message}\nlive: ${text(live)}`);
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
@@ -492,7 +547,12 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     proto.write = function (this: unknown, ...x: unknown[]) {
       const [buf, off, len] = x as [Buffer, number, number];
       w += 1;
-      if (w === 1) return orig.write.call(this, buf, off, 30).then((r) => { fs.copyFileSync(live, `${live}.1`); fs.truncateSync(live, 0); return r; });
+      if (w === 1)
+        return orig.write.call(this, buf, off, 30).then((r) => {
+          fs.copyFileSync(live, `${live}.1`);
+          fs.truncateSync(live, 0);
+          return r;
+        });
       return orig.write.call(this, buf, off, len);
     };
     await a.attempt(rec(3));
@@ -501,7 +561,10 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     await a.close();
     const v = await verify([`${live}.1`, live]);
     const b = track(new AuditLog(live));
-    const err = await b.attempt(rec(5)).then(() => null, (e: Error) => e.message);
+    const err = await b.attempt(rec(5)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(v.ok, true, `${v.message}\nlive: ${text(live)}`);
     assert.equal(err, null, `restart refused: ${err}`);
   });
@@ -519,70 +582,119 @@ describe("copytruncate during a batch: the file is never extended with NUL bytes
     fs.truncateSync(live, 0); // logrotate's truncate, after the writer's cut
     await a.attempt(rec("z"));
     const v = await verify([copy, live]);
-    assert.ok(v.ok === true || v.broken?.missing !== undefined, `${v.message}\ncopy: ${text(copy)}\nlive: ${text(live)}`);
+    assert.ok(
+      v.ok === true || v.broken?.missing !== undefined,
+      `${v.message}\ncopy: ${text(copy)}\nlive: ${text(live)}`,
+    );
   });
 });
 
 describe("copytruncate at every point of a failed multi-write batch: verify passes, or names the records lost (docs/audit-log.md#rotation)", function () {
-  const rec = (i: number | string): AuditBase => ({ actor: "ålice😀€", deviceId: 101, lockId: null, door: "Frönt Döör", msgid: `m${i}` });
+  const rec = (i: number | string): AuditBase => ({
+    actor: "ålice😀€",
+    deviceId: 101,
+    lockId: null,
+    door: "Frönt Döör",
+    msgid: `m${i}`,
+  });
 
   this.timeout(300_000); // 2,304 cases, each with two fsyncs: 20-40 s alone, far longer on two busy cores
   let proto: P, orig: P;
   before(async () => ({ proto, orig } = await fileHandlePrototype()));
-  afterEach(() => { Object.assign(proto, orig); });
+  afterEach(() => {
+    Object.assign(proto, orig);
+  });
 
   it("every copytruncate point x fail point x chunk x lead x lost", async () => {
     const problems: string[] = [];
     let cases = 0;
     for (const lead of [false, true])
-    for (const chunk of [7, 61, 150, 100000])
-    for (const lost of [false, true])
-    for (let ct = 0; ct <= 12; ct++)       // copytruncate after write call ct (0: before the first); 12 => during the failing sync
-    for (let fail = 1; fail <= 12; fail++) { // fail at write call `fail` (ENOSPC), 12 => sync fails
-      if (lost && (ct === 12 || fail === ct + 1)) continue; // copy, then the writer's cut, then the truncate: the case of "logrotate copies (dateext) while a batch's fsync fails" above
-      const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4m-"));
-      const live = path.join(dir, "audit.jsonl");
-      const copy = `${live}-20261124`;
-      try {
-        const a0 = new AuditLog(live);
-        for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
-        await a0.close();
-        if (lead) fs.appendFileSync(live, '{"type":"unlock-att');
-        const a = new AuditLog(live, { deferMs: 1 }); // the closing records here always ride with an attempt; the last one need not wait 20 ms
-        await a.attempt(rec("open")); // opened, position known
-        let w = 0, copied = false, truncated = false;
-        const doCopy = () => { if (!copied) { fs.copyFileSync(live, copy); copied = true; } };
-        const doTrunc = () => { if (!truncated) { fs.truncateSync(live, 0); truncated = true; } };
-        proto.write = function (this: unknown, ...x: unknown[]) {
-          const [buf, off, len] = x as [Buffer, number, number];
-          w += 1;
-          if (w === ct + 1 && ct < 12) { if (lost) doCopy(); else { doCopy(); doTrunc(); } }
-          if (w === fail && fail < 12) return Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" }));
-          return orig.write.call(this, buf, off, Math.min(chunk, len)).then((r) => { if (lost && w === ct + 1 && copied) doTrunc(); return r; });
-        };
-        proto.sync = function (this: unknown) {
-          if (ct >= 12 || (w < ct + 1)) { doCopy(); doTrunc(); }
-          if (lost) { doTrunc(); }
-          return Promise.reject(Object.assign(new Error("io"), { code: "EIO" }));
-        };
-        const ps = [a.result({ ...rec("r1"), outcome: "accepted", status: 200 }), a.rejected({ ...rec("x"), outcome: "bad", reason: "ü".repeat(30) }), a.attempt(rec("b"))];
-        const rs = await Promise.allSettled(ps);
-        Object.assign(proto, orig);
-        if (rs.some((r) => r.status === "fulfilled")) { problems.push(`lead=${lead} chunk=${chunk} lost=${lost} ct=${ct} fail=${fail}: some fulfilled`); }
-        if (!copied) doCopy(); // copytruncate never happened during the batch: do it now (after)
-        doTrunc();
-        await a.attempt(rec("z"));
-        await a.result({ ...rec("z"), outcome: "accepted", status: 200 });
-        await a.close();
-        const v = await verify([copy, live]);
-        cases++;
-        const ok = v.ok === true || (lost && v.ok === false && v.broken?.missing !== undefined);
-        if (!ok) problems.push(`lead=${lead} chunk=${chunk} lost=${lost} ct=${ct} fail=${fail}: ${v.message}\n   copy=${JSON.stringify(fs.readFileSync(copy, "utf8").slice(0,80))}...${JSON.stringify(fs.readFileSync(copy, "utf8").slice(-120))}\n   live=${JSON.stringify(fs.readFileSync(live, "utf8").slice(0, 160))}`);
-      } finally {
-        Object.assign(proto, orig);
-        await fsp.rm(dir, { recursive: true, force: true });
-      }
-    }
+      for (const chunk of [7, 61, 150, 100000])
+        for (const lost of [false, true])
+          for (let ct = 0; ct <= 12; ct++)
+            // copytruncate after write call ct (0: before the first); 12 => during the failing sync
+            for (let fail = 1; fail <= 12; fail++) {
+              // fail at write call `fail` (ENOSPC), 12 => sync fails
+              if (lost && (ct === 12 || fail === ct + 1)) continue; // copy, then the writer's cut, then the truncate: the case of "logrotate copies (dateext) while a batch's fsync fails" above
+              const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "r4m-"));
+              const live = path.join(dir, "audit.jsonl");
+              const copy = `${live}-20261124`;
+              try {
+                const a0 = new AuditLog(live);
+                for (let i = 1; i <= 2; i++) await a0.attempt(rec(i));
+                await a0.close();
+                if (lead) fs.appendFileSync(live, '{"type":"unlock-att');
+                const a = new AuditLog(live, { deferMs: 1 }); // the closing records here always ride with an attempt; the last one need not wait 20 ms
+                await a.attempt(rec("open")); // opened, position known
+                let w = 0,
+                  copied = false,
+                  truncated = false;
+                const doCopy = () => {
+                  if (!copied) {
+                    fs.copyFileSync(live, copy);
+                    copied = true;
+                  }
+                };
+                const doTrunc = () => {
+                  if (!truncated) {
+                    fs.truncateSync(live, 0);
+                    truncated = true;
+                  }
+                };
+                proto.write = function (this: unknown, ...x: unknown[]) {
+                  const [buf, off, len] = x as [Buffer, number, number];
+                  w += 1;
+                  if (w === ct + 1 && ct < 12) {
+                    if (lost) doCopy();
+                    else {
+                      doCopy();
+                      doTrunc();
+                    }
+                  }
+                  if (w === fail && fail < 12)
+                    return Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" }));
+                  return orig.write.call(this, buf, off, Math.min(chunk, len)).then((r) => {
+                    if (lost && w === ct + 1 && copied) doTrunc();
+                    return r;
+                  });
+                };
+                proto.sync = function (this: unknown) {
+                  if (ct >= 12 || w < ct + 1) {
+                    doCopy();
+                    doTrunc();
+                  }
+                  if (lost) {
+                    doTrunc();
+                  }
+                  return Promise.reject(Object.assign(new Error("io"), { code: "EIO" }));
+                };
+                const ps = [
+                  a.result({ ...rec("r1"), outcome: "accepted", status: 200 }),
+                  a.rejected({ ...rec("x"), outcome: "bad", reason: "ü".repeat(30) }),
+                  a.attempt(rec("b")),
+                ];
+                const rs = await Promise.allSettled(ps);
+                Object.assign(proto, orig);
+                if (rs.some((r) => r.status === "fulfilled")) {
+                  problems.push(`lead=${lead} chunk=${chunk} lost=${lost} ct=${ct} fail=${fail}: some fulfilled`);
+                }
+                if (!copied) doCopy(); // copytruncate never happened during the batch: do it now (after)
+                doTrunc();
+                await a.attempt(rec("z"));
+                await a.result({ ...rec("z"), outcome: "accepted", status: 200 });
+                await a.close();
+                const v = await verify([copy, live]);
+                cases++;
+                const ok = v.ok === true || (lost && v.ok === false && v.broken?.missing !== undefined);
+                if (!ok)
+                  problems.push(
+                    `lead=${lead} chunk=${chunk} lost=${lost} ct=${ct} fail=${fail}: ${v.message}\n   copy=${JSON.stringify(fs.readFileSync(copy, "utf8").slice(0, 80))}...${JSON.stringify(fs.readFileSync(copy, "utf8").slice(-120))}\n   live=${JSON.stringify(fs.readFileSync(live, "utf8").slice(0, 160))}`,
+                  );
+              } finally {
+                Object.assign(proto, orig);
+                await fsp.rm(dir, { recursive: true, force: true });
+              }
+            }
     console.log(`cases: ${cases}, problems: ${problems.length}`);
     assert.equal(problems.length, 0, problems.slice(0, 12).join("\n"));
   });
@@ -603,9 +715,17 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
       return Promise.reject(Object.assign(new Error("injected fsync"), { code: "EIO" }));
     };
     // A burst: 4200 rejected inputs queued within one 20 ms window: one batch.
-    const burst = Array.from({ length: 4200 }, (_, i) => a.rejected({ ...rec(`b${i}`), outcome: "rejected", reason: "invalid input" }).then(() => "ok", () => "failed"));
+    const burst = Array.from({ length: 4200 }, (_, i) =>
+      a.rejected({ ...rec(`b${i}`), outcome: "rejected", reason: "invalid input" }).then(
+        () => "ok",
+        () => "failed",
+      ),
+    );
     const results = await Promise.all(burst);
-    assert.ok(results.every((r) => r === "failed"), "the burst's batch failed");
+    assert.ok(
+      results.every((r) => r === "failed"),
+      "the burst's batch failed",
+    );
     Object.assign(proto, orig);
     fs.truncateSync(live, 0); // logrotate's truncate
     await a.attempt(rec("z"));
@@ -620,19 +740,38 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
     let w = 0;
     proto.write = function (this: unknown, ...x: unknown[]) {
       const [buf, off, len] = x as [Buffer, number, number];
-      if (++w === 1) return orig.write.call(this, buf, off, 30).then((r) => { fs.copyFileSync(live, `${live}.1`); fs.truncateSync(live, 0); return r; });
+      if (++w === 1)
+        return orig.write.call(this, buf, off, 30).then((r) => {
+          fs.copyFileSync(live, `${live}.1`);
+          fs.truncateSync(live, 0);
+          return r;
+        });
       return orig.write.call(this, buf, off, len);
     };
-    proto.truncate = function () { return Promise.reject(Object.assign(new Error("injected ftruncate"), { code: "EIO" })); };
+    proto.truncate = function () {
+      return Promise.reject(Object.assign(new Error("injected ftruncate"), { code: "EIO" }));
+    };
     // Three records in one batch: the first write call takes 30 bytes, copytruncate, the rest.
-    const batch = [a.attempt(rec("a")), a.attempt(rec("b")), a.attempt(rec("c"))].map((p) => p.then(() => "ok", (e: Error) => e.message));
+    const batch = [a.attempt(rec("a")), a.attempt(rec("b")), a.attempt(rec("c"))].map((p) =>
+      p.then(
+        () => "ok",
+        (e: Error) => e.message,
+      ),
+    );
     const outcomes = await Promise.all(batch);
     Object.assign(proto, orig);
-    const next = await a.attempt(rec("d")).then(() => null, (e: Error) => e.message);
+    const next = await a.attempt(rec("d")).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     const v = await verify([`${live}.1`, live]);
     assert.deepEqual(outcomes, ["ok", "ok", "ok"]);
     assert.equal(next, null);
-    assert.deepEqual(lines(live).map((l) => (JSON.parse(l) as { msgid: string }).msgid), ["ma", "mb", "mc", "md"], text(live));
+    assert.deepEqual(
+      lines(live).map((l) => (JSON.parse(l) as { msgid: string }).msgid),
+      ["ma", "mb", "mc", "md"],
+      text(live),
+    );
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
   });
 
@@ -644,11 +783,23 @@ describe("copytruncate during a batch: MAX_BATCH keeps a fork within verify's lo
       const [buf, off, len] = x as [Buffer, number, number];
       w += 1;
       if (w === 1) return orig.write.call(this, buf, off, 30);
-      if (w === 2) { fs.copyFileSync(live, `${live}.1`); fs.truncateSync(live, 0); }
+      if (w === 2) {
+        fs.copyFileSync(live, `${live}.1`);
+        fs.truncateSync(live, 0);
+      }
       return orig.write.call(this, buf, off, len);
     };
-    proto.truncate = function () { return Promise.reject(Object.assign(new Error("injected ftruncate"), { code: "EIO" })); };
-    const outcomes = await Promise.all([a.attempt(rec("a")), a.attempt(rec("b"))].map((p) => p.then(() => "ok", (e: Error) => e.message)));
+    proto.truncate = function () {
+      return Promise.reject(Object.assign(new Error("injected ftruncate"), { code: "EIO" }));
+    };
+    const outcomes = await Promise.all(
+      [a.attempt(rec("a")), a.attempt(rec("b"))].map((p) =>
+        p.then(
+          () => "ok",
+          (e: Error) => e.message,
+        ),
+      ),
+    );
     Object.assign(proto, orig);
     for (const o of outcomes) assert.match(o, /truncated while the batch was written/);
   });
@@ -669,7 +820,11 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
       const [buf, off, len] = x as [Buffer, number, number];
       if (off === 0 && splits < times) {
         splits += 1;
-        return orig.write.call(this, buf, off, first).then((r) => { fs.copyFileSync(live, splits === 1 ? copy : `${copy}.${splits}`); fs.truncateSync(live, 0); return r; });
+        return orig.write.call(this, buf, off, first).then((r) => {
+          fs.copyFileSync(live, splits === 1 ? copy : `${copy}.${splits}`);
+          fs.truncateSync(live, 0);
+          return r;
+        });
       }
       return orig.write.call(this, buf, off, len);
     };
@@ -690,11 +845,17 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, true, `${v.message}\n.1: ${text(`${live}.1`)}\nlive: ${text(live)}`);
     assert.equal(v.lastSeq, 6);
-    assert.deepEqual(lines(live).map((l) => (JSON.parse(l) as { msgid: string }).msgid), ["ma", "mb", "mc", "md"]);
+    assert.deepEqual(
+      lines(live).map((l) => (JSON.parse(l) as { msgid: string }).msgid),
+      ["ma", "mb", "mc", "md"],
+    );
     // The split is seen right after the short write (the file is empty), before any fsync: the
     // rewrite and "d" (3 on 7f1af60, which saw it only after the fsync).
     assert.equal(after.fsyncs - before.fsyncs, 2);
-    assert.ok(v.notes.some((n) => /not continued/.test(n)), v.notes.join("\n"));
+    assert.ok(
+      v.notes.some((n) => /not continued/.test(n)),
+      v.notes.join("\n"),
+    );
   });
 
   it("a batch after a torn last line (leading newline) split by a copytruncate: rewritten without the newline; verify passes", async () => {
@@ -717,11 +878,24 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
     splitOnce(30, `${live}.1`, 4);
-    const r = await Promise.all([a.attempt(rec("a")), a.attempt(rec("b"))].map((p) => p.then(() => "ok", (e: Error) => e.message)));
+    const r = await Promise.all(
+      [a.attempt(rec("a")), a.attempt(rec("b"))].map((p) =>
+        p.then(
+          () => "ok",
+          (e: Error) => e.message,
+        ),
+      ),
+    );
     Object.assign(proto, orig);
-    assert.ok(r.every((x) => /truncated while the batch was written/.test(x)), r.join("\n"));
+    assert.ok(
+      r.every((x) => /truncated while the batch was written/.test(x)),
+      r.join("\n"),
+    );
     assert.equal(fs.statSync(live).size, 0, text(live));
-    const next = await a.attempt(rec("z")).then(() => null, (e: Error) => e.message);
+    const next = await a.attempt(rec("z")).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(next, null, next ?? "");
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, true, `${v.message}\n.1 ${text(`${live}.1`)}\nlive ${text(live)}`);
@@ -741,8 +915,15 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
     await a.close();
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, true, v.message);
-    assert.equal(v.notes.some((n) => /not continued/.test(n)), false, v.notes.join("\n"));
-    assert.deepEqual(lines(live).map((l) => (JSON.parse(l) as { seq: number }).seq), [4]);
+    assert.equal(
+      v.notes.some((n) => /not continued/.test(n)),
+      false,
+      v.notes.join("\n"),
+    );
+    assert.deepEqual(
+      lines(live).map((l) => (JSON.parse(l) as { seq: number }).seq),
+      [4],
+    );
   });
 
   it("the file renamed away between a batch's two write calls (not truncated): no split rewrite, the batch goes again to a new file and verify passes", async () => {
@@ -751,7 +932,11 @@ describe("copytruncate during a batch: a split batch is written again whole, bou
     let w = 0;
     proto.write = function (this: unknown, ...x: unknown[]) {
       const [buf, off, len] = x as [Buffer, number, number];
-      if (++w === 1) return orig.write.call(this, buf, off, 30).then((r) => { fs.renameSync(live, `${live}.1`); return r; });
+      if (++w === 1)
+        return orig.write.call(this, buf, off, 30).then((r) => {
+          fs.renameSync(live, `${live}.1`);
+          return r;
+        });
       return orig.write.call(this, buf, off, len);
     };
     await Promise.all([a.attempt(rec("a")), a.attempt(rec("b"))]);
@@ -770,22 +955,42 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
     const a = track(new AuditLog(live));
     await a.attempt(rec(0));
     let syncs = 0;
-    let copied = false, truncated = false;
+    let copied = false,
+      truncated = false;
     const copy = `${live}-20261124`;
     proto.sync = function (this: unknown, ...x: unknown[]) {
-      if (++syncs === 2) { fs.copyFileSync(live, copy); copied = true; return Promise.reject(eio("fsync")); }
+      if (++syncs === 2) {
+        fs.copyFileSync(live, copy);
+        copied = true;
+        return Promise.reject(eio("fsync"));
+      }
       return orig.sync.apply(this, x);
     };
     proto.write = function (this: unknown, ...x: unknown[]) {
-      if (copied && !truncated) { truncated = true; fs.truncateSync(live, 0); } // logrotate's truncate, after the writer's cut
+      if (copied && !truncated) {
+        truncated = true;
+        fs.truncateSync(live, 0);
+      } // logrotate's truncate, after the writer's cut
       return orig.write.apply(this, x);
     };
-    const ps = Array.from({ length: 2500 }, (_, i) => a.rejected({ ...rec(`b${i}`), outcome: "rejected", reason: "x" }).then(() => "ok", () => "failed"));
+    const ps = Array.from({ length: 2500 }, (_, i) =>
+      a.rejected({ ...rec(`b${i}`), outcome: "rejected", reason: "x" }).then(
+        () => "ok",
+        () => "failed",
+      ),
+    );
     const out = await Promise.all(ps);
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
     await a.close();
-    assert.deepEqual([out.slice(0, 1024).every((o) => o === "ok"), out.slice(1024, 2048).every((o) => o === "failed"), out.slice(2048).every((o) => o === "ok")], [true, true, true]);
+    assert.deepEqual(
+      [
+        out.slice(0, 1024).every((o) => o === "ok"),
+        out.slice(1024, 2048).every((o) => o === "failed"),
+        out.slice(2048).every((o) => o === "ok"),
+      ],
+      [true, true, true],
+    );
     const r = parsed(live);
     assert.equal(typeof r[0].rewound, "number");
     assert.equal(r[0].seq, 1026);
@@ -797,7 +1002,9 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
 
   it("matrix: first write short at several sizes x copytruncate after write 1 / before write 2 / after fsync x fsync ok / failing: verify passes; every resolved record is in the copy or the live file; no rejected record is in the live file", async function () {
     this.timeout(60000);
-    const probeLen = Buffer.byteLength(`{"type":"unlock-attempt","ts":"${new Date().toISOString()}","actor":"alice","deviceId":101,"lockId":null,"door":"Front Door","msgid":"ma","seq":3,"prev":"${"0".repeat(64)}"}\n`);
+    const probeLen = Buffer.byteLength(
+      `{"type":"unlock-attempt","ts":"${new Date().toISOString()}","actor":"alice","deviceId":101,"lockId":null,"door":"Front Door","msgid":"ma","seq":3,"prev":"${"0".repeat(64)}"}\n`,
+    );
     const problems: string[] = [];
     for (const first of [1, 30, probeLen + 3, 2 * probeLen + 5]) {
       for (const when of ["afterWrite1", "beforeWrite2", "afterSync"] as const) {
@@ -812,11 +1019,21 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
             for (let i = 1; i <= 2; i++) await a.attempt(rec(i));
             let w = 0;
             let done = false;
-            const ct = () => { if (!done) { done = true; fs.copyFileSync(f, copy); fs.truncateSync(f, 0); } };
+            const ct = () => {
+              if (!done) {
+                done = true;
+                fs.copyFileSync(f, copy);
+                fs.truncateSync(f, 0);
+              }
+            };
             proto.write = function (this: unknown, ...x: unknown[]) {
               const [buf, off, len] = x as [Buffer, number, number];
               w += 1;
-              if (w === 1) return orig.write.call(this, buf, off, Math.min(first, len)).then((r) => { if (when === "afterWrite1") ct(); return r; });
+              if (w === 1)
+                return orig.write.call(this, buf, off, Math.min(first, len)).then((r) => {
+                  if (when === "afterWrite1") ct();
+                  return r;
+                });
               if (w === 2 && when === "beforeWrite2") ct();
               return orig.write.call(this, buf, off, len);
             };
@@ -829,18 +1046,30 @@ describe("copytruncate during a batch: a failed batch among MAX_BATCH batches, a
               }
               return orig.sync.apply(this, x);
             };
-            const out = await Promise.all(["a", "b", "c"].map((k) => a.attempt(rec(k)).then(() => `ok:m${k}`, () => `fail:m${k}`)));
+            const out = await Promise.all(
+              ["a", "b", "c"].map((k) =>
+                a.attempt(rec(k)).then(
+                  () => `ok:m${k}`,
+                  () => `fail:m${k}`,
+                ),
+              ),
+            );
             Object.assign(proto, orig);
             if (!done) ct();
-            const next = await a.attempt(rec("d")).then(() => "ok:md", () => "fail:md");
+            const next = await a.attempt(rec("d")).then(
+              () => "ok:md",
+              () => "fail:md",
+            );
             await a.close();
             const v = await verify([copy, f]);
-            const inCopy = parsed(copy).map((r) => r.msgid), inLive = parsed(f).map((r) => r.msgid);
+            const inCopy = parsed(copy).map((r) => r.msgid),
+              inLive = parsed(f).map((r) => r.msgid);
             const tag = `first=${first} ${when} syncFails=${syncFails}`;
             if (v.ok !== true) problems.push(`${tag}: verify ${v.message}\ncopy ${text(copy)}\nlive ${text(f)}`);
             for (const o of [...out, next]) {
               const [st, id] = o.split(":") as [string, string];
-              if (st === "ok" && !inCopy.includes(id) && !inLive.includes(id)) problems.push(`${tag}: ${id} resolved but in no file`);
+              if (st === "ok" && !inCopy.includes(id) && !inLive.includes(id))
+                problems.push(`${tag}: ${id} resolved but in no file`);
               if (st === "fail" && inLive.includes(id)) problems.push(`${tag}: ${id} rejected but in the live file`);
             }
             if (next !== "ok:md") problems.push(`${tag}: the next unlock failed`);
@@ -882,7 +1111,10 @@ describe("copytruncate during a batch: a failed write whose cut fails part-way i
     assert.ok(!body.includes("\0"), `no zero bytes in the file: ${JSON.stringify(body)}`);
     const v = await verify([`${live}.1`, live]);
     assert.equal(v.ok, true, `${v.message}\n${body}`);
-    assert.deepEqual(wholeRecords(live).map((r) => [r.msgid, r.seq]), [["mz", 4]]);
+    assert.deepEqual(
+      wholeRecords(live).map((r) => [r.msgid, r.seq]),
+      [["mz", 4]],
+    );
   });
 });
 
@@ -910,7 +1142,11 @@ describe("auditKeep 0: the live file is deleted when it rotates, not renamed; th
     assert.ok(log.stats().rotations >= 2, `rotated ${log.stats().rotations} times`);
     assert.deepEqual([...seen].sort(), ["audit.jsonl"], "only the live file, ever");
     assert.deepEqual(await listLogFiles(live), [live]);
-    const seqs = fs.readFileSync(live, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l).seq as number);
+    const seqs = fs
+      .readFileSync(live, "utf8")
+      .split("\n")
+      .filter((l) => l.length > 0)
+      .map((l) => JSON.parse(l).seq as number);
     assert.ok(seqs[0] > 1, "the records before the last rotation went with the deleted file");
     assert.equal(seqs[seqs.length - 1], 40);
     seqs.forEach((s, k) => k > 0 && assert.equal(s, seqs[k - 1] + 1));

@@ -16,16 +16,40 @@ import { AuditLog, MAX_BATCH, type AuditBase, readAuditFile } from "../../src/au
 import { verify } from "../../src/audit/chain.js";
 import { checkAuditPath, judgeOpenFileSync } from "../../src/audit/paths.js";
 import { tail } from "../../src/audit/reader.js";
-import { eio, enospc, lines, type P, parsed, raw, rec, rotatedFiles, text, useAuditDir, wholeRecords, writeOneByOne } from "../helpers/audit-faults.js";
+import {
+  eio,
+  enospc,
+  lines,
+  type P,
+  parsed,
+  raw,
+  rec,
+  rotatedFiles,
+  text,
+  useAuditDir,
+  wholeRecords,
+  writeOneByOne,
+} from "../helpers/audit-faults.js";
 import fsReal from "node:fs";
 
 /** A record with deviceId 12 and msgid "m1", unless `over` says otherwise. */
-const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({ actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over });
+const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({
+  actor: "alice",
+  deviceId: 12,
+  lockId: null,
+  door: "Front Door",
+  msgid: "m1",
+  ...over,
+});
 
 /** The seq of the whole records of `file` runs 1..N. */
 function assertSeqRun(file: string): void {
   const s = wholeRecords(file).map((r) => r.seq);
-  assert.deepEqual(s, s.map((_, i) => i + 1), `seq must run 1..N without gap or repeat:\n${raw(file)}`);
+  assert.deepEqual(
+    s,
+    s.map((_, i) => i + 1),
+    `seq must run 1..N without gap or repeat:\n${raw(file)}`,
+  );
 }
 
 describe("A write that fails part-way is cut off again; when the cut fails too, the torn end is skipped and seq never repeats (docs/audit-log.md#a-failed-write)", function () {
@@ -46,13 +70,19 @@ describe("A write that fails part-way is cut off again; when the cut fails too, 
       calls += 1;
       if (calls === 1) {
         const [buf, off, len] = a as [Buffer, number, number];
-        behind = Promise.allSettled([log.result({ ...rec("b"), outcome: "accepted", status: 200 }), log.attempt(rec("c"))]);
+        behind = Promise.allSettled([
+          log.result({ ...rec("b"), outcome: "accepted", status: 200 }),
+          log.attempt(rec("c")),
+        ]);
         return orig.write.call(this, buf, off, cut >= 0 ? cut : len + cut);
       }
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
       return orig.write.apply(this, a);
     };
-    await assert.rejects(Promise.all([log.attempt(rec("a")), log.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /ENOSPC/);
+    await assert.rejects(
+      Promise.all([log.attempt(rec("a")), log.result({ ...rec("a"), outcome: "accepted", status: 200 })]),
+      /ENOSPC/,
+    );
     proto.write = orig.write;
     assert.ok(behind, "records were queued behind the failing batch");
     const settled = await (behind as unknown as Promise<PromiseSettledResult<void>[]>);
@@ -67,9 +97,16 @@ describe("A write that fails part-way is cut off again; when the cut fails too, 
   ] as const) {
     it(`ENOSPC after ${label}: the batch is rejected and not in the file, the records behind it are, verify passes, seq runs without repeat`, async () => {
       const settled = await failedBatch(cut);
-      assert.deepEqual(settled.map((r) => r.status), ["fulfilled", "fulfilled"]);
+      assert.deepEqual(
+        settled.map((r) => r.status),
+        ["fulfilled", "fulfilled"],
+      );
       const msgids = wholeRecords(live).map((r) => r.msgid);
-      assert.deepEqual(msgids, ["m1", "mb", "mc", "mz"], `the failed batch (ma) was answered "not written": it must not be in the log:\n${raw(live)}`);
+      assert.deepEqual(
+        msgids,
+        ["m1", "mb", "mc", "mz"],
+        `the failed batch (ma) was answered "not written": it must not be in the log:\n${raw(live)}`,
+      );
       const v = await verify([live]);
       assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
       assertSeqRun(live);
@@ -83,7 +120,10 @@ describe("A write that fails part-way is cut off again; when the cut fails too, 
     it(`ENOSPC after ${label}, and the cut fails too: the torn end stays, yet verify passes and seq runs without repeat`, async () => {
       proto.truncate = () => Promise.reject(Object.assign(new Error("injected truncate failure"), { code: "EIO" }));
       const settled = await failedBatch(cut);
-      assert.deepEqual(settled.map((r) => r.status), ["fulfilled", "fulfilled"]);
+      assert.deepEqual(
+        settled.map((r) => r.status),
+        ["fulfilled", "fulfilled"],
+      );
       const v = await verify([live]);
       assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
       assertSeqRun(live);
@@ -107,13 +147,19 @@ describe("A write that fails part-way with records queued behind: verify passes,
         calls += 1;
         if (calls === 1) {
           const [buf, off, len] = a as [Buffer, number, number];
-          behind = Promise.allSettled([log.result({ ...rec("b"), outcome: "accepted", status: 200 }), log.attempt(rec("c"))]);
+          behind = Promise.allSettled([
+            log.result({ ...rec("b"), outcome: "accepted", status: 200 }),
+            log.attempt(rec("c")),
+          ]);
           return orig.write.call(this, buf, off, cut > 0 ? cut : len - 1);
         }
         if (calls === 2) return Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" }));
         return orig.write.apply(this, a);
       };
-      await assert.rejects(Promise.all([log.attempt(rec("a")), log.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /ENOSPC/);
+      await assert.rejects(
+        Promise.all([log.attempt(rec("a")), log.result({ ...rec("a"), outcome: "accepted", status: 200 })]),
+        /ENOSPC/,
+      );
       proto.write = orig.write;
       const settled = (await (behind as unknown as Promise<PromiseSettledResult<void>[]>)).map((r) => r.status);
       assert.deepEqual(settled, ["fulfilled", "fulfilled"]);
@@ -182,25 +228,34 @@ describe("A write that fails part-way twice with the cut failing, or with a rota
     await assert.rejects(a.attempt(rec("b")), /ENOSPC/);
     Object.assign(proto, orig);
     const v0 = await verify([live]);
-    const err = await a.attempt(rec("z")).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec("z")).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(err, null, `file ${JSON.stringify(text(live))}; verify before: ${v0.message}`);
   });
 
   it("a size rotation inside a failed batch (partial write, then ENOSPC, the cut works): the chain continues from <name>.1, verify passes, last seq 3", async () => {
     const a = track(new AuditLog(live, { maxBytes: 400, keep: 3 }));
-    await a.attempt(rec(1)); await a.attempt(rec(2));
+    await a.attempt(rec(1));
+    await a.attempt(rec(2));
     let calls = 0;
     proto.write = function (this: unknown, ...args: unknown[]) {
-      calls += 1; const [buf, off] = args as [Buffer, number];
+      calls += 1;
+      const [buf, off] = args as [Buffer, number];
       if (calls === 1) return orig.write.call(this, buf, off, 30);
       if (calls === 2) return Promise.reject(Object.assign(new Error("no space"), { code: "ENOSPC" }));
       return orig.write.apply(this, args);
     };
-    await assert.rejects(Promise.all([a.attempt(rec("a")), a.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /ENOSPC/);
+    await assert.rejects(
+      Promise.all([a.attempt(rec("a")), a.result({ ...rec("a"), outcome: "accepted", status: 200 })]),
+      /ENOSPC/,
+    );
     Object.assign(proto, orig);
     await a.attempt(rec("z"));
     const v = await verify([`${live}.1`, live]);
-    assert.equal(v.ok, true, v.message); assert.equal(v.lastSeq, 3);
+    assert.equal(v.ok, true, v.message);
+    assert.equal(v.lastSeq, 3);
   });
 });
 
@@ -219,7 +274,13 @@ describe("A write that fails part-way is marked rewound where the chain goes on,
       if (w === 2) return Promise.reject(enospc());
       return orig.write.call(this, buf, off, len);
     };
-    assert.match(await a.attempt(rec("x")).then(() => "", (e: Error) => e.message), /ENOSPC/);
+    assert.match(
+      await a.attempt(rec("x")).then(
+        () => "",
+        (e: Error) => e.message,
+      ),
+      /ENOSPC/,
+    );
     Object.assign(proto, orig);
     await a.attempt(rec(3));
     await a.close();
@@ -227,7 +288,16 @@ describe("A write that fails part-way is marked rewound where the chain goes on,
     await b.attempt(rec(4));
     await b.close();
     const r = parsed(live);
-    assert.deepEqual(r.map((x) => [x.seq, x.msgid, typeof x.rewound === "number"]), [[1, "m1", false], [2, "m2", false], [3, "m3", true], [4, "m4", false]], text(live));
+    assert.deepEqual(
+      r.map((x) => [x.seq, x.msgid, typeof x.rewound === "number"]),
+      [
+        [1, "m1", false],
+        [2, "m2", false],
+        [3, "m3", true],
+        [4, "m4", false],
+      ],
+      text(live),
+    );
     assert.equal((await verify([live])).ok, true);
   });
 
@@ -239,7 +309,13 @@ describe("A write that fails part-way is marked rewound where the chain goes on,
       proto.sync = orig.sync;
       return Promise.reject(eio("fsync"));
     };
-    assert.match(await a.attempt(rec("x")).then(() => "ok", (e: Error) => e.message), /fsync/);
+    assert.match(
+      await a.attempt(rec("x")).then(
+        () => "ok",
+        (e: Error) => e.message,
+      ),
+      /fsync/,
+    );
     for (let i = 7; i <= 14; i++) await a.attempt(rec(i));
     await a.close();
     const files = rotatedFiles(live);
@@ -255,12 +331,19 @@ describe("A crash: a torn last line is reported, skipped, and the next record st
 
   it("repairs a torn last line on the next write, and readAuditFile reports it", async function () {
     const file = path.join(dir, "torn.jsonl");
-    const good = JSON.stringify({ type: "unlock-attempt", ts: "2025-01-01T00:00:00.000Z", ...recWith({ msgid: "ok" }) });
+    const good = JSON.stringify({
+      type: "unlock-attempt",
+      ts: "2025-01-01T00:00:00.000Z",
+      ...recWith({ msgid: "ok" }),
+    });
     await fsp.writeFile(file, good + "\n" + '{"type":"unlock-result","ts":"2025-01-0', { mode: 0o600 });
 
     const before = await readAuditFile(file);
     assert.equal(before.tornLastLine, true);
-    assert.deepEqual(before.records.map((r) => r.msgid), ["ok"]);
+    assert.deepEqual(
+      before.records.map((r) => r.msgid),
+      ["ok"],
+    );
     assert.deepEqual(before.badLines, [], "a torn last line is reported as torn, not as a bad line");
 
     const log = track(new AuditLog(file));
@@ -270,7 +353,10 @@ describe("A crash: a torn last line is reported, skipped, and the next record st
 
     const after = await readAuditFile(file);
     assert.equal(after.tornLastLine, false);
-    assert.deepEqual(after.records.map((r) => r.msgid), ["ok", "after-crash"]);
+    assert.deepEqual(
+      after.records.map((r) => r.msgid),
+      ["ok", "after-crash"],
+    );
     assert.deepEqual(after.badLines, [2], "the old fragment is now a bad middle line");
   });
 
@@ -280,7 +366,10 @@ describe("A crash: a torn last line is reported, skipped, and the next record st
     await fsp.writeFile(file, [line("a"), "not json", '{"type":"other","ts":"x"}', "", line("b")].join("\n"));
     const r = await readAuditFile(file);
     assert.equal(r.tornLastLine, true);
-    assert.deepEqual(r.records.map((x) => x.msgid), ["a", "b"]);
+    assert.deepEqual(
+      r.records.map((x) => x.msgid),
+      ["a", "b"],
+    );
     assert.deepEqual(r.badLines, [2, 3]);
     const missing = await readAuditFile(path.join(dir, "nope.jsonl"));
     assert.deepEqual(missing, { records: [], tornLastLine: false, badLines: [] });
@@ -301,7 +390,10 @@ describe("A crash: a torn last line is skipped on resume (docs/audit-log.md#a-cr
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
     assert.equal(v.lastSeq, 3);
-    assert.ok(v.notes.some((n) => /line 3: a torn write/.test(n)), v.notes.join("; "));
+    assert.ok(
+      v.notes.some((n) => /line 3: a torn write/.test(n)),
+      v.notes.join("; "),
+    );
   });
 });
 
@@ -321,7 +413,10 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
     assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
     assert.equal(v.lastSeq, 5);
     assertSeqRun(live);
-    assert.deepEqual(wholeRecords(live).map((r) => r.msgid), ["m1", "m2", "m3", "m4", "m5"]);
+    assert.deepEqual(
+      wholeRecords(live).map((r) => r.msgid),
+      ["m1", "m2", "m3", "m4", "m5"],
+    );
   });
 
   for (const fragment of ['{"type":"u', "{", '{"type":"unlock-attempt","ts":"2026-']) {
@@ -337,7 +432,10 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
       const v = await verify([live]);
       assert.equal(v.ok, true, `${v.message}\n${raw(live)}`);
       assert.equal(v.lastSeq, 3);
-      assert.ok(v.notes.some((n) => /line 3: a torn write/.test(n)), v.notes.join("; "));
+      assert.ok(
+        v.notes.some((n) => /line 3: a torn write/.test(n)),
+        v.notes.join("; "),
+      );
       assertSeqRun(live);
     });
   }
@@ -346,7 +444,7 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
   // audit logs. A torn first line counts as ours; a file that merely starts with "{" does not.
   for (const [label, body] of [
     ["a pretty-printed JSON file", '{\n  "type": "unlock-attempt"\n}\n'],
-    ["a file of one \"{\" line and text after it", "{\nhello\n"],
+    ['a file of one "{" line and text after it', "{\nhello\n"],
   ] as const) {
     it(`still refused: ${label} is not taken for a log with a torn first line (writer and the path check)`, async () => {
       fs.writeFileSync(live, body);
@@ -367,7 +465,10 @@ describe("A crash: a lost newline, a torn fragment and a torn first line are rea
     assert.equal(checkAuditPath(live, { userDir: dir }).ok, true);
     const b = track(new AuditLog(live));
     await b.attempt(rec(2));
-    assert.deepEqual(wholeRecords(live).map((r) => r.seq), [1, 2]);
+    assert.deepEqual(
+      wholeRecords(live).map((r) => r.seq),
+      [1, 2],
+    );
   });
 
   it("still refused: a line that does not start like a record is not taken for a torn write (verify names it)", async () => {
@@ -389,8 +490,10 @@ describe("A crash: the reader and verify agree on a whole last record lacking it
     const a = track(new AuditLog(live));
     for (let i = 1; i <= 3; i++) await a.attempt(rec(i));
     fs.truncateSync(live, fs.statSync(live).size - 1);
-    const v = await verify([live]); const t = await tail(live, 1);
-    assert.equal(v.lastSeq, 3); assert.equal(t[0].seq, 3);
+    const v = await verify([live]);
+    const t = await tail(live, 1);
+    assert.equal(v.lastSeq, 3);
+    assert.equal(t[0].seq, 3);
   });
 });
 
@@ -435,7 +538,10 @@ describe("A crash: a file whose first lines are all torn starts is still ours (d
     assert.notEqual(v0.ok, false, v0.message);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const err = await a.attempt(rec(1)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(1)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(c.ok, true, `checkAuditPath: ${c.ok ? "" : c.problem}; writer: ${err}`);
     assert.equal(err, null);
   });
@@ -456,7 +562,10 @@ describe("A crash: blank lines before the first record are skipped, as verify sk
     const a = track(new AuditLog(live));
     let n = 0;
     proto.write = function (this: unknown, ...args: unknown[]) {
-      if (++n === 1) { fs.copyFileSync(live, `${live}.1`); fs.truncateSync(live, 0); } // logrotate copytruncate
+      if (++n === 1) {
+        fs.copyFileSync(live, `${live}.1`);
+        fs.truncateSync(live, 0);
+      } // logrotate copytruncate
       return orig.write.apply(this, args);
     };
     await a.attempt(rec(2));
@@ -466,8 +575,15 @@ describe("A crash: blank lines before the first record are skipped, as verify sk
     assert.equal(v.ok, true, v.message);
     const c = checkAuditPath(live, { userDir: dir });
     const b = track(new AuditLog(live)); // Node-RED restarted
-    const err = await b.attempt(rec(3)).then(() => null, (e: Error) => e.message);
-    assert.equal(err, null, `live ${JSON.stringify(text(live).slice(0, 40))}...; verify: ${v.message}; checkAuditPath ok=${c.ok}`);
+    const err = await b.attempt(rec(3)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
+    assert.equal(
+      err,
+      null,
+      `live ${JSON.stringify(text(live).slice(0, 40))}...; verify: ${v.message}; checkAuditPath ok=${c.ok}`,
+    );
     assert.equal(c.ok, true);
   });
 
@@ -475,7 +591,10 @@ describe("A crash: blank lines before the first record are skipped, as verify sk
     fs.writeFileSync(live, "\n");
     const v = await verify([live]);
     const a = track(new AuditLog(live));
-    const err = await a.attempt(rec(1)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(1)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(err, null, `verify: ok=${v.ok} ${v.message}`);
   });
 });
@@ -493,7 +612,10 @@ describe("A crash: more than 64 KiB of blank lines, and NUL bytes at the end, ar
     const v = await verify([live]);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const err = await a.attempt(rec(3)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(3)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(v.ok, true, v.message);
     assert.equal(c.ok, true, `checkAuditPath: ${c.ok ? "" : c.problem}; writer: ${err}`);
   });
@@ -526,7 +648,10 @@ describe("A crash: NUL bytes at the start of a file are skipped (docs/audit-log.
     const v = await verify([`${live}.1`, live]);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const err = await a.attempt(rec(3)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(3)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(v.ok, true, v.message);
     assert.equal(c.ok, true, `checkAuditPath: ${c.ok ? "" : c.problem}; writer: ${err}`);
     assert.equal(err, null, `writer: ${err}`);
@@ -547,10 +672,14 @@ describe("A crash: blank and NUL-only files are ours, and a file that shrinks wh
       fs.writeFileSync(live, body);
       const c = checkAuditPath(live, { userDir: dir });
       const a = track(new AuditLog(live));
-      const err = await a.attempt(rec(1)).then(() => null, (e: Error) => e.message);
+      const err = await a.attempt(rec(1)).then(
+        () => null,
+        (e: Error) => e.message,
+      );
       await a.close();
       const v = await verify([live]);
-      if (!c.ok || err !== null || v.ok !== true) got.push(`${JSON.stringify(body.slice(0, 5))}: check ${c.ok}, writer ${err}, verify ${v.message}`);
+      if (!c.ok || err !== null || v.ok !== true)
+        got.push(`${JSON.stringify(body.slice(0, 5))}: check ${c.ok}, writer ${err}, verify ${v.message}`);
     }
     assert.deepEqual(got, []);
   });
@@ -601,7 +730,10 @@ describe("A crash: the open check reads at most 4 MiB of blank and NUL lines (do
     fsReal.readSync = origReadSync;
     // A crash leaves at most one batch's bytes as NULs (MAX_BATCH records of well under 2 KiB):
     // anything past a few MiB of NULs is not a crash's. 16 MiB is a generous bound.
-    assert.ok(bytes <= 16 * 1024 * 1024, `the open check read ${bytes} bytes synchronously (${ms.toFixed(0)} ms with the event loop blocked); check ok=${c.ok}`);
+    assert.ok(
+      bytes <= 16 * 1024 * 1024,
+      `the open check read ${bytes} bytes synchronously (${ms.toFixed(0)} ms with the event loop blocked); check ok=${c.ok}`,
+    );
   });
 });
 
@@ -615,14 +747,23 @@ describe("A crash: our own files a crash left with NUL lines are accepted (docs/
     await a0.close();
     const recs = fs.readFileSync(path.join(dir, "src.jsonl"), "utf8");
     const got: string[] = [];
-    for (const prefix of ["\0".repeat(5000) + "\n", "\0\0\n\n\0\n", '{"type":"unlock-att' + "\0".repeat(100) + "\n", "\0".repeat(100)]) {
+    for (const prefix of [
+      "\0".repeat(5000) + "\n",
+      "\0\0\n\n\0\n",
+      '{"type":"unlock-att' + "\0".repeat(100) + "\n",
+      "\0".repeat(100),
+    ]) {
       fs.writeFileSync(live, prefix + (prefix.endsWith("\n") ? "" : "\n") + recs);
       const c = checkAuditPath(live, { userDir: dir });
       const a = track(new AuditLog(live));
-      const err = await a.attempt(rec(3)).then(() => null, (e: Error) => e.message);
+      const err = await a.attempt(rec(3)).then(
+        () => null,
+        (e: Error) => e.message,
+      );
       await a.close();
       const v = await verify([live]);
-      if (!c.ok || err !== null || v.ok !== true || v.lastSeq !== 3) got.push(`${JSON.stringify(prefix.slice(0, 12))}: check ${c.ok}, writer ${err}, verify ${v.message}`);
+      if (!c.ok || err !== null || v.ok !== true || v.lastSeq !== 3)
+        got.push(`${JSON.stringify(prefix.slice(0, 12))}: check ${c.ok}, writer ${err}, verify ${v.message}`);
     }
     assert.deepEqual(got, []);
   });
@@ -647,8 +788,19 @@ describe("A crash: the writer never writes a batch larger than the open check re
       writes.push(len);
       return orig.write.apply(this, x);
     };
-    await Promise.all(Array.from({ length: MAX_BATCH }, (_, i) =>
-      a0.rejected({ actor: big, deviceId: 101, lockId: null, door: big, msgid: big.slice(0, 190) + String(i).padStart(10, "0"), outcome: big, reason: big })));
+    await Promise.all(
+      Array.from({ length: MAX_BATCH }, (_, i) =>
+        a0.rejected({
+          actor: big,
+          deviceId: 101,
+          lockId: null,
+          door: big,
+          msgid: big.slice(0, 190) + String(i).padStart(10, "0"),
+          outcome: big,
+          reason: big,
+        }),
+      ),
+    );
     Object.assign(proto, orig);
     await a0.close();
     const total = fs.statSync(src).size - before;
@@ -662,7 +814,10 @@ describe("A crash: the writer never writes a batch larger than the open check re
     const v = await verify([`${live}.1`, live]);
     const c = checkAuditPath(live, { userDir: dir });
     const a = track(new AuditLog(live));
-    const err = await a.attempt(rec(2)).then(() => null, (e: Error) => e.message);
+    const err = await a.attempt(rec(2)).then(
+      () => null,
+      (e: Error) => e.message,
+    );
     assert.equal(v.ok, true, v.message);
     assert.equal(c.ok, true, `checkAuditPath: ${c.ok ? "" : c.problem}`);
     assert.equal(err, null, `the writer refuses its own log: ${err}`);

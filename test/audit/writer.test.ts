@@ -13,14 +13,38 @@ import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
-import { AuditLog, openAuditLog, readAuditFile, type AuditBase, MAX_BATCH, auditRecordEvents } from "../../src/audit/audit-log.js";
+import {
+  AuditLog,
+  openAuditLog,
+  readAuditFile,
+  type AuditBase,
+  MAX_BATCH,
+  auditRecordEvents,
+} from "../../src/audit/audit-log.js";
 import { verify, GENESIS, lineHash } from "../../src/audit/chain.js";
 import { tail, readAll } from "../../src/audit/reader.js";
-import { fileHandlePrototype, jsonLines, lines, type P, parsed, rec, eio, seqs, useAuditDir } from "../helpers/audit-faults.js";
+import {
+  fileHandlePrototype,
+  jsonLines,
+  lines,
+  type P,
+  parsed,
+  rec,
+  eio,
+  seqs,
+  useAuditDir,
+} from "../helpers/audit-faults.js";
 import { until } from "../helpers/flow.js";
 
 /** A record with deviceId 12 and msgid "m1", unless `over` says otherwise. */
-const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({ actor: "alice", deviceId: 12, lockId: null, door: "Front Door", msgid: "m1", ...over });
+const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({
+  actor: "alice",
+  deviceId: 12,
+  lockId: null,
+  door: "Front Door",
+  msgid: "m1",
+  ...over,
+});
 
 describe("Records are JSON Lines in call order, with every field, their text capped (docs/audit-log.md#records)", function () {
   let dir: string;
@@ -35,7 +59,11 @@ describe("Records are JSON Lines in call order, with every field, their text cap
       log.result({ ...recWith({ msgid: "a" }), outcome: "accepted", status: 200 }),
       log.attempt(recWith({ msgid: "b", deviceId: 13, lockId: 2, door: null })),
       log.result({ ...recWith({ msgid: "b", deviceId: 13, lockId: 2, door: null }), outcome: "timeout", status: 504 }),
-      log.rejected({ ...recWith({ msgid: "c", deviceId: null }), outcome: "invalid-input", reason: "door name is empty" }),
+      log.rejected({
+        ...recWith({ msgid: "c", deviceId: null }),
+        outcome: "invalid-input",
+        reason: "door name is empty",
+      }),
     ]);
     const raw = fs.readFileSync(file, "utf8");
     assert.ok(raw.endsWith("\n"));
@@ -110,7 +138,9 @@ describe("Records are JSON Lines: one line per record whatever the text, byte fo
   it("unicode, U+2028, a lone surrogate, newlines and a 10,000-character actor/door: one line per record, capped, verify passes", async () => {
     const f = path.join(dir, "u.jsonl");
     const log = new AuditLog(f);
-    await log.attempt(rec("1", { actor: "a\nb\r\u2028\u2029\u0000\ud800x", door: "Tür \"1\"\n{\"type\":\"unlock-attempt\"}" }));
+    await log.attempt(
+      rec("1", { actor: "a\nb\r\u2028\u2029\u0000\ud800x", door: 'Tür "1"\n{"type":"unlock-attempt"}' }),
+    );
     await log.attempt(rec("2", { actor: "x".repeat(10000), door: "\ud83d\ude00".repeat(5000) }));
     await log.close();
     const lines = fs.readFileSync(f, "utf8").split("\n");
@@ -139,13 +169,41 @@ describe("Records are JSON Lines: a line made ahead is byte-identical to JSON.st
       "😀".repeat(150),
       "}",
       "",
-      "{\"seq\":1}",
+      '{"seq":1}',
     ];
     const ps: Promise<void>[] = [];
     for (let i = 0; i < odd.length; i++) {
-      ps.push(log.attempt({ actor: odd[i], deviceId: 1, lockId: 2, door: odd[(i + 1) % odd.length], msgid: odd[(i + 2) % odd.length] }));
-      ps.push(log.result({ actor: odd[i], deviceId: null, lockId: null, door: null, msgid: null, outcome: odd[i], status: 200 }));
-      ps.push(log.rejected({ actor: odd[i], deviceId: 1.5, lockId: Number.MAX_SAFE_INTEGER + 2, door: odd[i], msgid: `r${i}`, outcome: "invalid-input", reason: odd[i] }));
+      ps.push(
+        log.attempt({
+          actor: odd[i],
+          deviceId: 1,
+          lockId: 2,
+          door: odd[(i + 1) % odd.length],
+          msgid: odd[(i + 2) % odd.length],
+        }),
+      );
+      ps.push(
+        log.result({
+          actor: odd[i],
+          deviceId: null,
+          lockId: null,
+          door: null,
+          msgid: null,
+          outcome: odd[i],
+          status: 200,
+        }),
+      );
+      ps.push(
+        log.rejected({
+          actor: odd[i],
+          deviceId: 1.5,
+          lockId: Number.MAX_SAFE_INTEGER + 2,
+          door: odd[i],
+          msgid: `r${i}`,
+          outcome: "invalid-input",
+          reason: odd[i],
+        }),
+      );
       if (i % 3 === 0) ps.push(log.attempt({ ...rec(i), replay: true }));
     }
     await Promise.all(ps);
@@ -197,7 +255,10 @@ describe("The file: created with mode 0600 in missing folders, appended to, neve
     const log2 = track(new AuditLog(file));
     await log2.attempt(recWith({ msgid: "two" }));
     const { records } = await readAuditFile(file);
-    assert.deepEqual(records.map((r) => r.msgid), ["one", "two"]);
+    assert.deepEqual(
+      records.map((r) => r.msgid),
+      ["one", "two"],
+    );
   });
 
   it("does not add a blank line when the file already ends with a newline", async function () {
@@ -254,7 +315,10 @@ describe("Group commit: a caller is answered once the fsync covering its line is
     );
     assert.equal(seenAtResolve.length, 20);
     assert.ok(seenAtResolve.every(Boolean), "every line is in the file when its promise resolves");
-    assert.ok(fsyncsAtResolve.every((n) => n >= 1), "every promise resolves after an fsync");
+    assert.ok(
+      fsyncsAtResolve.every((n) => n >= 1),
+      "every promise resolves after an fsync",
+    );
     // A single awaited call: the line is in the file right after the await.
     await log.attempt(recWith({ msgid: "single" }));
     assert.ok(fs.readFileSync(file, "utf8").includes('"msgid":"single"'));
@@ -270,7 +334,9 @@ describe("Group commit: a caller is answered once the fsync covering its line is
     const fsyncs = after.fsyncs - before.fsyncs;
     const records = after.records - before.records;
     // Reported for the benchmark summary.
-    console.log(`      100 concurrent attempts: ${fsyncs} fsync(s), ${after.writes - before.writes} write(s), ${after.batches - before.batches} batch(es)`);
+    console.log(
+      `      100 concurrent attempts: ${fsyncs} fsync(s), ${after.writes - before.writes} write(s), ${after.batches - before.batches} batch(es)`,
+    );
     assert.equal(records, 100);
     assert.ok(fsyncs >= 1);
     assert.ok(fsyncs <= 5, `expected a few fsyncs for 100 concurrent records, got ${fsyncs}`);
@@ -293,7 +359,10 @@ describe("Group commit: a caller is answered once the fsync covering its line is
     assert.equal(s.records, 101);
     assert.ok(s.fsyncs - 1 < 100, `each fsync should cover several records, got ${s.fsyncs - 1} for 100`);
     const { records } = await readAuditFile(file);
-    assert.deepEqual(records.slice(1).map((r) => r.msgid), Array.from({ length: 100 }, (_, i) => `s${i}`));
+    assert.deepEqual(
+      records.slice(1).map((r) => r.msgid),
+      Array.from({ length: 100 }, (_, i) => `s${i}`),
+    );
   });
 
   it("records appended while a batch is in flight go into the next batch", async function () {
@@ -308,7 +377,10 @@ describe("Group commit: a caller is answered once the fsync covering its line is
     await Promise.all([first, ...more]);
     const s = log.stats();
     assert.equal(startedBatches, 2, "the first record's batch was already in flight");
-    assert.ok(s.batches <= 4, `50 records queued behind one batch should need at most a couple more, got ${s.batches - 1}`);
+    assert.ok(
+      s.batches <= 4,
+      `50 records queued behind one batch should need at most a couple more, got ${s.batches - 1}`,
+    );
     assert.equal(s.records, 52);
   });
 
@@ -335,7 +407,9 @@ describe("Group commit: at most MAX_BATCH records a batch; close() writes everyt
     auditRecordEvents.on("record", on);
     try {
       const before = a.stats();
-      const ps = Array.from({ length: 2500 }, (_, i) => a.rejected({ ...rec(`b${i}`), outcome: "rejected", reason: "invalid" }));
+      const ps = Array.from({ length: 2500 }, (_, i) =>
+        a.rejected({ ...rec(`b${i}`), outcome: "rejected", reason: "invalid" }),
+      );
       await Promise.all(ps);
       const after = a.stats();
       assert.equal(after.fsyncs - before.fsyncs, Math.ceil(2500 / MAX_BATCH));
@@ -346,8 +420,16 @@ describe("Group commit: at most MAX_BATCH records a batch; close() writes everyt
     await a.close();
     const all = lines(live);
     assert.deepEqual(emitted, all.slice(1));
-    assert.deepEqual(parsed(live).map((r) => r.seq), Array.from({ length: 2501 }, (_, i) => i + 1));
-    assert.deepEqual(parsed(live).slice(1).map((r) => r.msgid), Array.from({ length: 2500 }, (_, i) => `mb${i}`));
+    assert.deepEqual(
+      parsed(live).map((r) => r.seq),
+      Array.from({ length: 2501 }, (_, i) => i + 1),
+    );
+    assert.deepEqual(
+      parsed(live)
+        .slice(1)
+        .map((r) => r.msgid),
+      Array.from({ length: 2500 }, (_, i) => `mb${i}`),
+    );
     assert.equal((await verify([live])).ok, true);
   });
 
@@ -371,7 +453,11 @@ describe("Group commit: close() answers every queued caller; later appends are r
 
   it("close() with attempts and deferred results queued (and one in flight): all resolve, a later append rejects, a new writer resumes the chain", async () => {
     const log = new M.AuditLog(live);
-    const ps = [log.attempt(rec(1)), log.result({ ...rec(1), outcome: "accepted", status: 200 }), log.rejected({ ...rec(2), outcome: "x", reason: "y" })];
+    const ps = [
+      log.attempt(rec(1)),
+      log.result({ ...rec(1), outcome: "accepted", status: 200 }),
+      log.rejected({ ...rec(2), outcome: "x", reason: "y" }),
+    ];
     await new Promise((r) => setImmediate(r));
     ps.push(log.result({ ...rec(3), outcome: "accepted", status: 200 }));
     const closing = log.close();
@@ -382,7 +468,10 @@ describe("Group commit: close() answers every queued caller; later appends are r
     await again.attempt(rec(4));
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
-    assert.deepEqual(jsonLines(live).map((r) => r.seq), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      jsonLines(live).map((r) => r.seq),
+      [1, 2, 3, 4, 5],
+    );
   });
 });
 
@@ -432,12 +521,15 @@ describe("A closing record waits for the next attempt record's write, DEFER_MS o
     assert.equal(s.fsyncs - afterA2, 1, `a1's result rode with a3's fsync: ${s.fsyncs - afterA2} fsync(s) after a2's`);
     assert.equal(s.records, 4);
     const { records } = await readAuditFile(file);
-    assert.deepEqual(records.map((r) => [r.type, r.msgid]), [
-      ["unlock-attempt", "a1"],
-      ["unlock-attempt", "a2"],
-      ["unlock-result", "a1"],
-      ["unlock-attempt", "a3"],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r.type, r.msgid]),
+      [
+        ["unlock-attempt", "a1"],
+        ["unlock-attempt", "a2"],
+        ["unlock-result", "a1"],
+        ["unlock-attempt", "a3"],
+      ],
+    );
   });
 
   it("a closing record held that way is written within DEFER_MS when no attempt follows, and by close()", async function () {
@@ -448,7 +540,15 @@ describe("A closing record waits for the next attempt record's write, DEFER_MS o
       if (how === "close") await log.close();
       await result1;
       const { records } = await readAuditFile(file);
-      assert.deepEqual(records.map((r) => [r.type, r.msgid]), [["unlock-attempt", "a1"], ["unlock-attempt", "a2"], ["unlock-result", "a1"]], how);
+      assert.deepEqual(
+        records.map((r) => [r.type, r.msgid]),
+        [
+          ["unlock-attempt", "a1"],
+          ["unlock-attempt", "a2"],
+          ["unlock-result", "a1"],
+        ],
+        how,
+      );
     }
   });
 });
@@ -465,10 +565,12 @@ describe("A failed batch: every caller is rejected with an error naming the file
     process.on("unhandledRejection", onUnhandled);
     try {
       const log = track(new AuditLog(file));
-      const results = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => log.attempt(recWith({ msgid: `f${i}` }))));
+      const results = await Promise.allSettled(
+        Array.from({ length: 5 }, (_, i) => log.attempt(recWith({ msgid: `f${i}` }))),
+      );
       for (const r of results) {
         assert.equal(r.status, "rejected");
-        const err = (r).reason;
+        const err = r.reason;
         assert.ok(err instanceof Error);
         assert.ok(err.message.includes(file), `message names the file: ${err.message}`);
         assert.match(err.message, /^audit log .*: cannot (open|write): /);
@@ -480,7 +582,10 @@ describe("A failed batch: every caller is rejected with an error naming the file
       await fsp.rmdir(file);
       await log.attempt(recWith({ msgid: "recovered" }));
       const { records } = await readAuditFile(file);
-      assert.deepEqual(records.map((x) => x.msgid), ["recovered"]);
+      assert.deepEqual(
+        records.map((x) => x.msgid),
+        ["recovered"],
+      );
       await new Promise((r) => setImmediate(r));
       assert.deepEqual(unhandled, []);
     } finally {
@@ -514,7 +619,10 @@ describe("A failed fsync: the batch is rejected and cut off, the records behind 
     const v = await verify([live]);
     assert.equal(v.ok, true, v.message);
     const s = jsonLines(live).map((r) => r.seq);
-    assert.deepEqual(s, s.map((_, i) => i + 1));
+    assert.deepEqual(
+      s,
+      s.map((_, i) => i + 1),
+    );
   });
 });
 
@@ -522,30 +630,46 @@ describe("A failed fsync after a whole write: the batch is cut off again, also w
   let live: string, proto: P, orig: P;
   const track = useAuditDir((t) => ({ live, proto, orig } = t), "a.jsonl");
 
-  const msgids = async () => { const o: string[] = []; for await (const r of readAll(live)) o.push(String(r.msgid)); return o; };
+  const msgids = async () => {
+    const o: string[] = [];
+    for await (const r of readAll(live)) o.push(String(r.msgid));
+    return o;
+  };
 
-  for (const rotate of [false, true]) for (const statFails of [false, true]) {
-    it(`fsync fails after a full write (rotation ${rotate}, fstat fails ${statFails}), records queued behind`, async () => {
-      const a = track(new AuditLog(live, rotate ? { maxBytes: 500, keep: 3 } : {}));
-      await a.attempt(rec(1)); await a.attempt(rec(2));
-      let behind: Promise<unknown> | null = null; let n = 0;
-      proto.sync = function (this: unknown, ...x: unknown[]) {
-        if (!fs.fstatSync((this as { fd: number }).fd).isDirectory() && ++n === 1) { behind = Promise.all([a.attempt(rec("b")), a.attempt(rec("c"))]); if (statFails) proto.stat = () => Promise.reject(new Error("stat EIO")); return Promise.reject(Object.assign(new Error("fsync"), { code: "EIO" })); }
-        return orig.sync.apply(this, x);
-      };
-      await assert.rejects(Promise.all([a.attempt(rec("a")), a.result({ ...rec("a"), outcome: "accepted", status: 200 })]), /EIO/);
-      proto.stat = orig.stat;
-      await (behind as Promise<unknown> | null); Object.assign(proto, orig); // the sync patch set it: TypeScript cannot see that
-      await a.attempt(rec("z"));
-      const files = [...(fs.existsSync(`${live}.1`) ? [`${live}.1`] : []), live];
-      const v = await verify(files);
-      assert.equal(v.ok, true, v.message);
-      const ids = await msgids();
-      if (!statFails) assert.deepEqual(ids, ["m1", "m2", "mb", "mc", "mz"]);
-      else for (const m of ["mb", "mc", "mz"]) assert.ok(ids.includes(m));
-      const t = await tail(live, 1); assert.equal(t[0].msgid, "mz");
-    });
-  }
+  for (const rotate of [false, true])
+    for (const statFails of [false, true]) {
+      it(`fsync fails after a full write (rotation ${rotate}, fstat fails ${statFails}), records queued behind`, async () => {
+        const a = track(new AuditLog(live, rotate ? { maxBytes: 500, keep: 3 } : {}));
+        await a.attempt(rec(1));
+        await a.attempt(rec(2));
+        let behind: Promise<unknown> | null = null;
+        let n = 0;
+        proto.sync = function (this: unknown, ...x: unknown[]) {
+          if (!fs.fstatSync((this as { fd: number }).fd).isDirectory() && ++n === 1) {
+            behind = Promise.all([a.attempt(rec("b")), a.attempt(rec("c"))]);
+            if (statFails) proto.stat = () => Promise.reject(new Error("stat EIO"));
+            return Promise.reject(Object.assign(new Error("fsync"), { code: "EIO" }));
+          }
+          return orig.sync.apply(this, x);
+        };
+        await assert.rejects(
+          Promise.all([a.attempt(rec("a")), a.result({ ...rec("a"), outcome: "accepted", status: 200 })]),
+          /EIO/,
+        );
+        proto.stat = orig.stat;
+        await (behind as Promise<unknown> | null);
+        Object.assign(proto, orig); // the sync patch set it: TypeScript cannot see that
+        await a.attempt(rec("z"));
+        const files = [...(fs.existsSync(`${live}.1`) ? [`${live}.1`] : []), live];
+        const v = await verify(files);
+        assert.equal(v.ok, true, v.message);
+        const ids = await msgids();
+        if (!statFails) assert.deepEqual(ids, ["m1", "m2", "mb", "mc", "mz"]);
+        else for (const m of ["mb", "mc", "mz"]) assert.ok(ids.includes(m));
+        const t = await tail(live, 1);
+        assert.equal(t[0].msgid, "mz");
+      });
+    }
 });
 
 // Found by the review of 4742801 (E1..E3); fixed in 12520e7.
@@ -562,7 +686,10 @@ describe("A write that always fails: nothing grows, every caller is rejected, th
       if (buf.length - off > 3) return orig.write.call(this, buf, off, 3);
       return Promise.reject(Object.assign(new Error("no space left on device"), { code: "ENOSPC" }));
     };
-    for (let i = 0; i < 50; i++) await assert.rejects(Promise.all([a.attempt(rec(`x${i}`)), a.result({ ...rec(`x${i}`), outcome: "accepted", status: 200 })]));
+    for (let i = 0; i < 50; i++)
+      await assert.rejects(
+        Promise.all([a.attempt(rec(`x${i}`)), a.result({ ...rec(`x${i}`), outcome: "accepted", status: 200 })]),
+      );
     Object.assign(proto, orig);
     assert.equal(fs.statSync(live).size, size0);
     await a.attempt(rec("z"));
@@ -582,7 +709,11 @@ describe("A closing record held for the next attempt's write is still a record: 
    * call), queues `closing()`: what an unlock's result made after its message was delivered is, in
    * a stream. Returns the closing record's promise (a rejection is handled here too).
    */
-  async function queueDuring(log: AuditLog, during: string, closing: () => Promise<void>): Promise<{ closing: Promise<void> }> {
+  async function queueDuring(
+    log: AuditLog,
+    during: string,
+    closing: () => Promise<void>,
+  ): Promise<{ closing: Promise<void> }> {
     let queued: Promise<void> | null = null;
     proto.write = function (this: unknown, ...a: unknown[]) {
       proto.write = orig.write;
@@ -599,11 +730,19 @@ describe("A closing record held for the next attempt's write is still a record: 
     return { closing: queued as unknown as Promise<void> };
   }
 
-
   /** Runs `f` with this test's live file and folder (useAuditDir removes them and puts FileHandle.prototype back). */
   const withDir = <T>(f: (live: string, dir: string) => Promise<T>): Promise<T> => f(live, dir);
   const result = (i: string) => ({ ...rec(i), outcome: "accepted", status: 200 });
-  const seqs = (files: string[]) => files.flatMap((f) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { seq: number; msgid: string; type: string }) : []));
+  const seqs = (files: string[]) =>
+    files.flatMap((f) =>
+      fs.existsSync(f)
+        ? fs
+            .readFileSync(f, "utf8")
+            .split("\n")
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { seq: number; msgid: string; type: string })
+        : [],
+    );
 
   it("one path opened by two accounts (one writer); the first closes while the other's unlock-result is held: it is written, and the last close() resolves only once it is on disk", async () => {
     await withDir(async (live) => {
@@ -613,7 +752,12 @@ describe("A closing record held for the next attempt's write is still a record: 
       await a.attempt(rec("A"));
       const held = (await queueDuring(b, "B", () => b.result(result("A")))).closing;
       let heldDone = false;
-      void held.then(() => { heldDone = true; }, () => undefined);
+      void held.then(
+        () => {
+          heldDone = true;
+        },
+        () => undefined,
+      );
       await a.close(); // one reference released: nothing closes
       for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
       assert.equal(heldDone, false, "still held (60 s deferral, no attempt came)");
@@ -626,14 +770,23 @@ describe("A closing record held for the next attempt's write is still a record: 
         return gate.then(() => orig.sync.apply(this, x));
       };
       let closed = false;
-      const closing = b.close().then(() => { closed = true; });
+      const closing = b.close().then(() => {
+        closed = true;
+      });
       await until("the flush's fsync", () => syncs > 0, 5000, 1);
       for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
       assert.equal(closed, false, "close() waits for the held record's fsync");
       release();
       await closing;
       await held;
-      assert.deepEqual(seqs([live]).map((r) => [r.seq, r.type, r.msgid]), [[1, "unlock-attempt", "mA"], [2, "unlock-attempt", "mB"], [3, "unlock-result", "mA"]]);
+      assert.deepEqual(
+        seqs([live]).map((r) => [r.seq, r.type, r.msgid]),
+        [
+          [1, "unlock-attempt", "mA"],
+          [2, "unlock-attempt", "mB"],
+          [3, "unlock-result", "mA"],
+        ],
+      );
       assert.equal((await verify([live])).ok, true);
     });
   });
@@ -652,7 +805,15 @@ describe("A closing record held for the next attempt's write is still a record: 
       } finally {
         await w2.close();
       }
-      assert.deepEqual(seqs([live]).map((r) => [r.seq, r.type, r.msgid]), [[1, "unlock-attempt", "mA"], [2, "unlock-attempt", "mB"], [3, "unlock-result", "mA"], [4, "unlock-attempt", "mC"]]);
+      assert.deepEqual(
+        seqs([live]).map((r) => [r.seq, r.type, r.msgid]),
+        [
+          [1, "unlock-attempt", "mA"],
+          [2, "unlock-attempt", "mB"],
+          [3, "unlock-result", "mA"],
+          [4, "unlock-attempt", "mC"],
+        ],
+      );
       assert.equal((await verify([live])).ok, true);
     });
   });
@@ -667,8 +828,17 @@ describe("A closing record held for the next attempt's write is still a record: 
         await log.attempt(rec("C"));
         await held;
         await log.close();
-        assert.deepEqual(seqs([`${live}.1`]).map((r) => r.msgid), ["mA", "mB"]);
-        assert.deepEqual(seqs([live]).map((r) => [r.seq, r.type, r.msgid]), [[3, "unlock-result", "mA"], [4, "unlock-attempt", "mC"]]);
+        assert.deepEqual(
+          seqs([`${live}.1`]).map((r) => r.msgid),
+          ["mA", "mB"],
+        );
+        assert.deepEqual(
+          seqs([live]).map((r) => [r.seq, r.type, r.msgid]),
+          [
+            [3, "unlock-result", "mA"],
+            [4, "unlock-attempt", "mC"],
+          ],
+        );
         const v = await verify([`${live}.1`, live]);
         assert.equal(v.ok, true, v.message);
       } finally {
@@ -685,7 +855,10 @@ describe("A closing record held for the next attempt's write is still a record: 
       fs.rmSync(live);
       await log.close();
       await held;
-      assert.deepEqual(seqs([live]).map((r) => [r.seq, r.type, r.msgid]), [[3, "unlock-result", "mA"]]);
+      assert.deepEqual(
+        seqs([live]).map((r) => [r.seq, r.type, r.msgid]),
+        [[3, "unlock-result", "mA"]],
+      );
     });
   });
 
@@ -701,7 +874,10 @@ describe("A closing record held for the next attempt's write is still a record: 
         await held;
         await log.close();
         const all = seqs([`${live}-copy`, live]);
-        assert.deepEqual(all.map((r) => r.seq), [1, 2, 3, 4]);
+        assert.deepEqual(
+          all.map((r) => r.seq),
+          [1, 2, 3, 4],
+        );
         const v = await verify([`${live}-copy`, live]);
         assert.equal(v.ok, true, v.message);
       } finally {
@@ -716,14 +892,22 @@ describe("A closing record held for the next attempt's write is still a record: 
       try {
         await log.attempt(rec("0"));
         const helds: Promise<void>[] = [];
-        for (let i = 1; i <= 40; i++) helds.push((await queueDuring(log, String(i), () => log.result(result(String(i - 1))))).closing);
+        for (let i = 1; i <= 40; i++)
+          helds.push((await queueDuring(log, String(i), () => log.result(result(String(i - 1))))).closing);
         await log.close();
         await Promise.all(helds);
-        const files = fs.readdirSync(dir).filter((n) => /^audit\.jsonl\.\d+$/.test(n)).sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop())).map((n) => path.join(dir, n));
+        const files = fs
+          .readdirSync(dir)
+          .filter((n) => /^audit\.jsonl\.\d+$/.test(n))
+          .sort((x, y) => Number(y.split(".").pop()) - Number(x.split(".").pop()))
+          .map((n) => path.join(dir, n));
         files.push(live);
         assert.ok(files.length > 5, `rotated: ${files.length} files`);
         const all = seqs(files);
-        assert.deepEqual(all.map((r) => r.seq), all.map((_, i) => i + 1));
+        assert.deepEqual(
+          all.map((r) => r.seq),
+          all.map((_, i) => i + 1),
+        );
         assert.equal(all.length, 81);
         const v = await verify(files);
         assert.equal(v.ok, true, v.message);
@@ -748,7 +932,14 @@ describe("A closing record held for the next attempt's write is still a record: 
         await log.attempt(rec("D"));
         await log.close();
         const all = seqs([live]);
-        assert.deepEqual(all.map((r) => [r.seq, r.msgid]), [[1, "mA"], [2, "mB"], [3, "mD"]]);
+        assert.deepEqual(
+          all.map((r) => [r.seq, r.msgid]),
+          [
+            [1, "mA"],
+            [2, "mB"],
+            [3, "mD"],
+          ],
+        );
         const v = await verify([live]);
         assert.equal(v.ok, true, v.message);
       } finally {
@@ -784,7 +975,10 @@ describe("One file, one writer: openAuditLog shares one instance per resolved pa
     await c.attempt(recWith({ msgid: "5" }));
     await c.close();
     const { records } = await readAuditFile(file);
-    assert.deepEqual(records.map((r) => r.msgid), ["1", "2", "3", "5"]);
+    assert.deepEqual(
+      records.map((r) => r.msgid),
+      ["1", "2", "3", "5"],
+    );
   });
 });
 
@@ -833,7 +1027,10 @@ describe("One file, one writer: a hard link is the same log (docs/audit-log.md#o
       await lb.attempt(rec("2"));
       await la.attempt(rec("3"));
       await lb.attempt(rec("4"));
-      assert.deepEqual(jsonLines(a).map((r) => r.seq), [1, 2, 3, 4]);
+      assert.deepEqual(
+        jsonLines(a).map((r) => r.seq),
+        [1, 2, 3, 4],
+      );
       const report = await verify([a]);
       assert.equal(report.ok, true, report.message);
     } finally {
@@ -854,13 +1051,17 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     try {
       assert.equal(a, b);
       const ps: Promise<void>[] = [];
-      for (let i = 0; i < 40; i++) ps.push((i % 2 ? a : b)[i % 3 ? "attempt" : "result"]({ ...rec(i), outcome: "o", status: 1 }));
+      for (let i = 0; i < 40; i++)
+        ps.push((i % 2 ? a : b)[i % 3 ? "attempt" : "result"]({ ...rec(i), outcome: "o", status: 1 }));
       await Promise.all(ps);
     } finally {
       await a.close();
       await b.close();
     }
-    assert.deepEqual(jsonLines(live).map((r) => r.seq), Array.from({ length: 40 }, (_, i) => i + 1));
+    assert.deepEqual(
+      jsonLines(live).map((r) => r.seq),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
     assert.equal((await verify([live])).ok, true);
   });
 
@@ -873,7 +1074,10 @@ describe("One file, one writer: concurrent appends through two opens make one ch
     await a.attempt(rec(1));
     // A's next write waits until B's first write has started (or 1 s), so B opens meanwhile.
     let release!: () => void;
-    const gate = new Promise<void>((r) => { release = r; setTimeout(r, 1000).unref(); });
+    const gate = new Promise<void>((r) => {
+      release = r;
+      setTimeout(r, 1000).unref();
+    });
     let calls = 0;
     proto.write = function (this: unknown, ...a2: unknown[]) {
       calls += 1;

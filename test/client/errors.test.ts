@@ -63,7 +63,10 @@ describe("client: an answer that breaks the service description is a clear error
   for (const f of bodyFaults) {
     it(`a ${f.kind} body is a clear invalid-response error, not retried, no crash`, async () => {
       sim.control.inject({ kind: f.kind, endpoint: "getDevice" });
-      await assert.rejects(client.getDevice(token, 101), isApiError((e) => e.kind === "invalid-response" && f.pattern.test(e.message)));
+      await assert.rejects(
+        client.getDevice(token, 101),
+        isApiError((e) => e.kind === "invalid-response" && f.pattern.test(e.message)),
+      );
       // The simulator logs a call when its answer ends; a body we stopped reading ends a moment later.
       await waitUntil(() => sim.control.requests({ operation: "getDevice" }).length >= 1);
       assert.equal(sim.control.requests({ operation: "getDevice" }).length, 1);
@@ -73,12 +76,18 @@ describe("client: an answer that breaks the service description is a clear error
 
   it("a TokenPair without its fields is a clear error", async () => {
     sim.control.inject({ kind: "empty-token-pair", endpoint: "loginByPhone" });
-    await assert.rejects(client.login(DEMO_PHONE), isApiError((e) => e.kind === "invalid-response" && /AccessToken/.test(e.message)));
+    await assert.rejects(
+      client.login(DEMO_PHONE),
+      isApiError((e) => e.kind === "invalid-response" && /AccessToken/.test(e.message)),
+    );
   });
 
   it("a slow-loris answer times out (headers timeout) instead of hanging", async () => {
     sim.control.inject({ kind: "slow-headers", endpoint: "unlockDevice", latencyMs: 5000 });
-    await assert.rejects(client.unlock(token, 101, null), isApiError((e) => e.kind === "timeout" && e.mayHaveReached));
+    await assert.rejects(
+      client.unlock(token, 101, null),
+      isApiError((e) => e.kind === "timeout" && e.mayHaveReached),
+    );
     assert.equal(sim.control.requests({ operation: "unlockDevice" }).length <= 1, true);
   });
 
@@ -88,14 +97,20 @@ describe("client: an answer that breaks the service description is a clear error
       isApiError((e) => !e.mayHaveReached && /phoneNumber/.test(e.message) && !e.message.includes("0701234567")),
     );
     await assert.rejects(client.login({ method: "email", email: "not-an-email", password: "x" }));
-    await assert.rejects(client.unlock(token, -1, null), isApiError((e) => !e.mayHaveReached));
+    await assert.rejects(
+      client.unlock(token, -1, null),
+      isApiError((e) => !e.mayHaveReached),
+    );
     await assert.rejects(client.unlock(token, 2 ** 31, null));
     await assert.rejects(client.unlock(token, 101, 1.5));
     assert.equal(sim.control.requests().length, 0);
   });
 
   it("carries status, title and detail of an ErrorResponse, and never the token in its message", async () => {
-    const e = await client.unlock(token, 106, null).then(() => null, (x: unknown) => x);
+    const e = await client.unlock(token, 106, null).then(
+      () => null,
+      (x: unknown) => x,
+    );
     assert.ok(e instanceof DoorApiError);
     assert.equal(e.status, 403);
     assert.equal(e.kind, "http");
@@ -105,7 +120,10 @@ describe("client: an answer that breaks the service description is a clear error
 
   it("a refused connection is a network error that never left (mayHaveReached false)", async () => {
     const c = new DoorApiClient({ baseUrl: `http://127.0.0.1:${await refusedPort()}` });
-    await assert.rejects(c.unlock(token, 101, null), isApiError((e) => e.kind === "network" && e.mayHaveReached === false));
+    await assert.rejects(
+      c.unlock(token, 101, null),
+      isApiError((e) => e.kind === "network" && e.mayHaveReached === false),
+    );
     await c.close();
   });
 
@@ -113,7 +131,14 @@ describe("client: an answer that breaks the service description is a clear error
     const c = new DoorApiClient({ baseUrl: sim.url.replace(/^http:/, "https:") });
     await assert.rejects(
       c.unlock(token, 101, null),
-      isApiError((e) => e.kind === "network" && e.mayHaveReached === false && /\(TLS handshake failed, [A-Z_]+: the port does not answer TLS\): check the base URL's scheme and port$/.test(e.message)),
+      isApiError(
+        (e) =>
+          e.kind === "network" &&
+          e.mayHaveReached === false &&
+          /\(TLS handshake failed, [A-Z_]+: the port does not answer TLS\): check the base URL's scheme and port$/.test(
+            e.message,
+          ),
+      ),
     );
     await c.close();
     assert.equal(sim.control.requests().length, 0);
@@ -153,12 +178,20 @@ describe("a connection error names the host cut at 80 characters and the base UR
 
   it("the host name is cut for both texts that name it (not found, name server did not answer); a host of exactly 80 characters is named whole", () => {
     for (const code of ["ENOTFOUND", "EAI_AGAIN"]) {
-      assert.equal(named(connectionProblem(new URL(`https://${longHost}`), code, 10_000, 20_000).problem), `${longHost.slice(0, 79)}…`, code);
+      assert.equal(
+        named(connectionProblem(new URL(`https://${longHost}`), code, 10_000, 20_000).problem),
+        `${longHost.slice(0, 79)}…`,
+        code,
+      );
       const host80 = `${"c".repeat(63)}.${"d".repeat(16)}`;
       assert.equal(host80.length, 80);
       assert.equal(named(connectionProblem(new URL(`https://${host80}`), code, 10_000, 20_000).problem), host80, code);
       const host81 = `${"c".repeat(63)}.${"d".repeat(17)}`;
-      assert.equal(named(connectionProblem(new URL(`https://${host81}`), code, 10_000, 20_000).problem), `${host81.slice(0, 79)}…`, code);
+      assert.equal(
+        named(connectionProblem(new URL(`https://${host81}`), code, 10_000, 20_000).problem),
+        `${host81.slice(0, 79)}…`,
+        code,
+      );
     }
   });
 });

@@ -26,7 +26,7 @@ describe("loopback rule: 127.0.0.0/8 in dotted decimal, ::1 in any spelling, loc
   }
 });
 
-describe("loopback rule on the parsed hostname: what new URL(\"http://<host>/\").hostname gives is what the guard checks (docs/security.md#plain-http-only-to-this-machine)", () => {
+describe('loopback rule on the parsed hostname: what new URL("http://<host>/").hostname gives is what the guard checks (docs/security.md#plain-http-only-to-this-machine)', () => {
   for (const c of LOOPBACK_CASES) {
     const outcome = c.hostname === null ? "does not parse" : `is ${c.hostname}, ${c.parsed ? "" : "not "}loopback`;
     it(`http://${c.input}/ ${outcome}`, () => {
@@ -79,12 +79,19 @@ describe("loopback rule: the editor uses the same function, generated from src/u
 
   it("no editor file carries a loopback rule of its own: the account dialog loads the generated one", () => {
     const html = readFileSync(path.join(root, "nodes", "door-account.html"), "utf8");
-    assert.match(html, /<script type="text\/javascript" src="resources\/@door-access\/node-red\/loopback\.js"><\/script>/);
+    assert.match(
+      html,
+      /<script type="text\/javascript" src="resources\/@door-access\/node-red\/loopback\.js"><\/script>/,
+    );
     assert.match(html, /window\.DoorAccessLoopback\.isLoopbackHost\(u\.hostname\)/);
     for (const dir of ["nodes", "nodes/plugins", "resources"]) {
       for (const f of readdirSync(path.join(root, dir)).filter((n) => /\.(html|js)$/.test(n) && n !== "loopback.js")) {
         const text = readFileSync(path.join(root, dir, f), "utf8");
-        assert.doesNotMatch(text, /function isLoopbackHost|127\\\.|\[::1\]/, `${dir}/${f} decides loopback hosts by itself`);
+        assert.doesNotMatch(
+          text,
+          /function isLoopbackHost|127\\\.|\[::1\]/,
+          `${dir}/${f} decides loopback hosts by itself`,
+        );
       }
     }
   });

@@ -66,7 +66,11 @@ describe("session waits run on a monotonic clock, and a Retry-After binds Reconn
     killPair();
     await assert.rejects(call());
     assert.equal(b.session.state, "halted-superseded", JSON.stringify(ops(sim)));
-    assert.equal(count(sim, "loginByPhone"), 1, `a second re-login 10 min after the first: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      count(sim, "loginByPhone"),
+      1,
+      `a second re-login 10 min after the first: ${JSON.stringify(ops(sim))}`,
+    );
   });
 
   // The same rule read the other way: a clock set back must not turn a rejection 61 min later into a halt.
@@ -132,10 +136,18 @@ describe("session waits run on a monotonic clock, and a Retry-After binds Reconn
     assert.equal(b.session.state, "unreachable");
     await b.session.reconnect();
     await b.session.reconnect();
-    assert.equal(count(sim, "loginByPhone"), 1, `Reconnect logged in within the Retry-After: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      count(sim, "loginByPhone"),
+      1,
+      `Reconnect logged in within the Retry-After: ${JSON.stringify(ops(sim))}`,
+    );
     assert.match(b.session.snapshot().reason ?? "", /\d+ s/, "the state says when the login will be tried");
     await clock.tickAsync(600_000);
-    await waitUntil(() => b.session.state === "ready", 5000, () => `ready after the Retry-After: ${b.session.state} ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => b.session.state === "ready",
+      5000,
+      () => `ready after the Retry-After: ${b.session.state} ${JSON.stringify(ops(sim))}`,
+    );
     assert.equal(count(sim, "loginByPhone"), 2, "exactly one login for two presses");
   });
 });
@@ -157,13 +169,30 @@ describe("the device list is never fetched within its Retry-After, nor once per 
 
   it("no list yet, listDevices 429 Retry-After 120 s: six messages by name within it are rate-limited with retryAfter, and send no list fetch and no PUT", async () => {
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 120, count: 10 });
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      client: { random: () => 0 },
+    });
     await account.start();
     account.warmDevices();
     await waitUntil(() => account.directory.nextRetryAt() !== null, 10000, "the start-up list fetch to fail");
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
     for (let i = 0; i < 6; i++) {
-      const r = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` }, settings);
+      const r = await performUnlock(
+        account,
+        {
+          msgDeviceId: undefined,
+          msgDoor: "Front Door",
+          msgLockId: undefined,
+          msgActor: undefined,
+          msgRetain: undefined,
+          msgid: `m${i}`,
+        },
+        settings,
+      );
       // docs/session.md#rate-limits: a limited list fetch is rate-limited like any other
       // rate limit, with the seconds until the list is fetched again, named in its text.
       assert.equal(r.outcome, "rate-limited", JSON.stringify(r));
@@ -178,13 +207,30 @@ describe("the device list is never fetched within its Retry-After, nor once per 
 
   it("no list yet, listDevices 503 (no Retry-After): six messages in the first back-off window make at most one extra fetch", async () => {
     sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 100 });
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      client: { random: () => 0 },
+    });
     await account.start();
     account.warmDevices();
     await waitUntil(() => account.directory.nextRetryAt() !== null, 10000, "the start-up list fetch to fail");
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
     for (let i = 0; i < 6; i++) {
-      const r = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` }, settings);
+      const r = await performUnlock(
+        account,
+        {
+          msgDeviceId: undefined,
+          msgDoor: "Front Door",
+          msgLockId: undefined,
+          msgActor: undefined,
+          msgRetain: undefined,
+          msgid: `m${i}`,
+        },
+        settings,
+      );
       assert.equal(r.outcome, "error", JSON.stringify(r)); // outcome table, last row; nothing was sent
       assert.equal(r.mayHaveOpened, false);
     }
@@ -203,7 +249,11 @@ describe("a Retry-After longer than about 24.8 days is read as 2,147,483 s, a wa
   let account: Account | null = null;
   const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
   const unlock101 = (msgid: string) =>
-    performUnlock(account!, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid }, settings);
+    performUnlock(
+      account!,
+      { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid },
+      settings,
+    );
 
   beforeEach(async () => {
     clock = fakeClock();
@@ -219,7 +269,14 @@ describe("a Retry-After longer than about 24.8 days is read as 2,147,483 s, a wa
   });
 
   function open(): Account {
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), clock, client: { random: () => 0 } });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      clock,
+      client: { random: () => 0 },
+    });
     return account;
   }
 

@@ -46,7 +46,10 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
 
   it("idempotent GET on 503: at most 4 attempts, 500 ms doubling (500, 1000, 2000)", async () => {
     sim.control.inject({ kind: "503", endpoint: "getDevice", count: 10 });
-    const p = client.getDevice(token, 101).then(() => null, (e: unknown) => e);
+    const p = client.getDevice(token, 101).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await waitUntil(() => count() === 1);
     await backingOff();
     await clock.tickAsync(499);
@@ -73,7 +76,12 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
 
   for (const status of ["429", "500", "502", "504"] as const) {
     it(`idempotent GET retries ${status} and succeeds`, async () => {
-      sim.control.inject({ kind: status, endpoint: "listUserDevices", count: 1, retryAfter: status === "429" ? 1 : undefined });
+      sim.control.inject({
+        kind: status,
+        endpoint: "listUserDevices",
+        count: 1,
+        retryAfter: status === "429" ? 1 : undefined,
+      });
       const p = client.listDevices(token);
       await waitUntil(() => count() === 1);
       await backingOff();
@@ -111,13 +119,19 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
 
   it("a Retry-After beyond 60 s is not waited for: the call fails with retryAfter", async () => {
     sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 120 });
-    await assert.rejects(client.getDevice(token, 101), isApiError((e) => e.status === 429 && e.retryAfter === 120));
+    await assert.rejects(
+      client.getDevice(token, 101),
+      isApiError((e) => e.status === 429 && e.retryAfter === 120),
+    );
     assert.equal(count(), 1);
   });
 
   it("stops within the total time bound (30 s) even if attempts remain", async () => {
     sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 20, count: 4 });
-    const p = client.getDevice(token, 101).then(() => null, (e: unknown) => e);
+    const p = client.getDevice(token, 101).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await waitUntil(() => count() === 1);
     await backingOff();
     await clock.tickAsync(20_000);
@@ -139,8 +153,16 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
 
   for (const kind of ["429", "500", "502", "503", "504", "drop"] as const) {
     it(`unlock is never repeated: ${kind} → exactly one PUT`, async () => {
-      sim.control.inject({ kind, endpoint: ["unlockDevice", "unlockDeviceLock"], retryAfter: kind === "429" ? 1 : undefined, count: 5 });
-      await assert.rejects(client.unlock(token, 101, null), isApiError((e) => e.attempts === 1));
+      sim.control.inject({
+        kind,
+        endpoint: ["unlockDevice", "unlockDeviceLock"],
+        retryAfter: kind === "429" ? 1 : undefined,
+        count: 5,
+      });
+      await assert.rejects(
+        client.unlock(token, 101, null),
+        isApiError((e) => e.attempts === 1),
+      );
       await clock.tickAsync(60_000);
       await assert.rejects(client.unlock(token, 104, 2));
       await clock.tickAsync(60_000);
@@ -150,10 +172,16 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
   }
 
   it("login: never retried on 401; at most one retry on 5xx", async () => {
-    await assert.rejects(client.login({ ...DEMO_PHONE, password: "wrong" }), isApiError((e) => e.status === 401));
+    await assert.rejects(
+      client.login({ ...DEMO_PHONE, password: "wrong" }),
+      isApiError((e) => e.status === 401),
+    );
     assert.equal(count(), 1);
     sim.control.inject({ kind: "500", endpoint: "loginByPhone", count: 5 });
-    const p = client.login(DEMO_PHONE).then(() => null, (e: unknown) => e);
+    const p = client.login(DEMO_PHONE).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await waitUntil(() => count() === 2);
     await backingOff();
     await clock.tickAsync(500);
@@ -166,14 +194,20 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
 
   it("login: a 429 is not retried (the session decides when to try again)", async () => {
     sim.control.inject({ kind: "429", endpoint: "loginByEmail", retryAfter: 1 });
-    await assert.rejects(client.login({ method: "email", email: "demo@example.com", password: "demo-password" }), isApiError((e) => e.status === 429));
+    await assert.rejects(
+      client.login({ method: "email", email: "demo@example.com", password: "demo-password" }),
+      isApiError((e) => e.status === 429),
+    );
     await clock.tickAsync(5000);
     assert.equal(count(), 1);
   });
 
   it("refresh: one retry on 5xx, never on 400/401", async () => {
     sim.control.inject({ kind: "502", endpoint: "refreshToken", count: 5 });
-    const p = client.refresh("rt_" + "A".repeat(43)).then(() => null, (e: unknown) => e);
+    const p = client.refresh("rt_" + "A".repeat(43)).then(
+      () => null,
+      (e: unknown) => e,
+    );
     await waitUntil(() => count() === 1);
     await backingOff();
     await clock.tickAsync(500);
@@ -183,7 +217,10 @@ describe("client: a read is retried up to 4 times within 30 s after Retry-After,
     assert.equal(count(), 2);
     sim.control.clearFaults();
     sim.control.resetRequests();
-    await assert.rejects(client.refresh("rt_" + "A".repeat(43)), isApiError((e) => e.status === 400 || e.status === 401));
+    await assert.rejects(
+      client.refresh("rt_" + "A".repeat(43)),
+      isApiError((e) => e.status === 400 || e.status === 401),
+    );
     await clock.tickAsync(60_000);
     assert.equal(count(), 1);
   });

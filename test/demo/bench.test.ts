@@ -17,16 +17,56 @@ const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 const BENCH = path.join(REPO_ROOT, "dist", "bench", "bench.js");
 
 const NUMBER_KEYS = [
-  "unlockP50Ratio", "unlockP99Ratio", "statusThroughputRatio", "callsPerUnlock", "handBuiltCallsPerUnlock",
-  "loginsPer10k", "refreshesUnder1000", "rssGrowthMiB", "deviceIndex10kMs", "nameLookupUs",
-  "unlockP50Ms", "unlockP99Ms", "floorP50Ms", "floorP99Ms", "rawPutP50Ms", "rawPutP99Ms",
-  "unlockP50RatioNoAudit", "unlockP99RatioNoAudit", "unlockThroughput50", "floorThroughput50", "rawPutThroughput50",
-  "fsyncsPerRecord", "statusThroughput200", "rawStatusThroughput200", "handBuiltP50Ms", "handBuiltP99Ms",
-  "handBuiltThroughput50", "heapGrowthMiB", "deviceValidate10kMs", "statusCpuUs", "rawStatusCpuUs", "unlockCpuUs",
-  "loadMs", "loadRssMiB", "loadModules",
-  "sameBytesP50Ms", "unlockP50RatioSameBytes", "nodeAuditBytesPerUnlock", "sameBytesPerUnlock", "floorBytesPerUnlock",
-  "unlockP50RatioBlock", "unlockP99RatioBlock", "unlockP50MsInterleaved", "floorP50MsInterleaved", "nodeRedFloorP50Ms", "nodeRedFloorRatio",
-  "rulesPlainP50Ms", "rulesNodeP50Ms", "rulesExtraP50Us", "rulesExtraTrimmedUs",
+  "unlockP50Ratio",
+  "unlockP99Ratio",
+  "statusThroughputRatio",
+  "callsPerUnlock",
+  "handBuiltCallsPerUnlock",
+  "loginsPer10k",
+  "refreshesUnder1000",
+  "rssGrowthMiB",
+  "deviceIndex10kMs",
+  "nameLookupUs",
+  "unlockP50Ms",
+  "unlockP99Ms",
+  "floorP50Ms",
+  "floorP99Ms",
+  "rawPutP50Ms",
+  "rawPutP99Ms",
+  "unlockP50RatioNoAudit",
+  "unlockP99RatioNoAudit",
+  "unlockThroughput50",
+  "floorThroughput50",
+  "rawPutThroughput50",
+  "fsyncsPerRecord",
+  "statusThroughput200",
+  "rawStatusThroughput200",
+  "handBuiltP50Ms",
+  "handBuiltP99Ms",
+  "handBuiltThroughput50",
+  "heapGrowthMiB",
+  "deviceValidate10kMs",
+  "statusCpuUs",
+  "rawStatusCpuUs",
+  "unlockCpuUs",
+  "loadMs",
+  "loadRssMiB",
+  "loadModules",
+  "sameBytesP50Ms",
+  "unlockP50RatioSameBytes",
+  "nodeAuditBytesPerUnlock",
+  "sameBytesPerUnlock",
+  "floorBytesPerUnlock",
+  "unlockP50RatioBlock",
+  "unlockP99RatioBlock",
+  "unlockP50MsInterleaved",
+  "floorP50MsInterleaved",
+  "nodeRedFloorP50Ms",
+  "nodeRedFloorRatio",
+  "rulesPlainP50Ms",
+  "rulesNodeP50Ms",
+  "rulesExtraP50Us",
+  "rulesExtraTrimmedUs",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
 /** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */
@@ -88,11 +128,14 @@ describe("the benchmark runs by itself, reports every figure, and its counts are
   it("measures the load footprint per module, and notes that quick mode skips the Home Assistant comparison", () => {
     const b = results.loadBreakdown as Record<string, { when: string; ms: number; rssMiB: number; modules: number }>;
     assert.equal(typeof b, "object");
-    const withNodes = Object.entries(b).filter(([, c]) => c.when === "with the nodes").map(([n]) => n);
+    const withNodes = Object.entries(b)
+      .filter(([, c]) => c.when === "with the nodes")
+      .map(([n]) => n);
     assert.deepEqual(withNodes, ["zod", "undici (Pool + request)", "jose (decodeJwt)", "our code (dist/src)"]);
     assert.ok(Object.keys(b).some((n) => n.startsWith("@redis/client") && b[n].when === "when used"));
     for (const [n, c] of Object.entries(b)) {
-      for (const f of ["ms", "rssMiB", "modules"] as const) assert.ok(Number.isFinite(c[f]), `${n}.${f} is finite: ${c[f]}`);
+      for (const f of ["ms", "rssMiB", "modules"] as const)
+        assert.ok(Number.isFinite(c[f]), `${n}.${f} is finite: ${c[f]}`);
     }
     assert.ok((results.loadModules as number) > 0, "the node files were loaded in the child");
     assert.equal(results.loadReps, 5, "median of 5 fresh processes");
@@ -108,7 +151,11 @@ describe("the benchmark runs by itself, reports every figure, and its counts are
     // Quick mode sends fewer than 10,000 messages; the figure is the logins counted while they are sent.
     assert.equal(results.loginsPer10k, 1);
     assert.equal(results.refreshesUnder1000, 1);
-    assert.equal(results.refreshAccepted, results.refreshMessages, "every message meeting the expired token is accepted");
+    assert.equal(
+      results.refreshAccepted,
+      results.refreshMessages,
+      "every message meeting the expired token is accepted",
+    );
     assert.equal(results.loginsUnderExpiry, 0, "an expired token is refreshed, not logged in again");
     assert.equal(results.auditRecordsPerUnlock, 2, "an attempt and a result record per unlock");
     assert.ok((results.fsyncsPerRecord as number) > 0 && (results.fsyncsPerRecord as number) <= 1);

@@ -14,7 +14,15 @@ import * as http from "node:http";
 import * as net from "node:net";
 import * as vm from "node:vm";
 import { loadExamples } from "../../scripts/demo-flows.js";
-import { INSTANCE_HEADER, PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, waitForAccountState } from "../../scripts/node-red-process.js";
+import {
+  INSTANCE_HEADER,
+  PACKAGE_NAME,
+  REPO_ROOT,
+  freePort,
+  settingsFile,
+  startNodeRedOnFreePort,
+  waitForAccountState,
+} from "../../scripts/node-red-process.js";
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import type { FlowNode } from "../../scripts/demo-flows.js";
 
@@ -70,7 +78,12 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
     assert.equal(editor.status, 200);
     assert.match(await editor.text(), /Node-RED/);
 
-    const nodes = (await getJson(new URL("nodes", demo.editorUrl).href)) as Array<{ module: string; types: string[]; enabled: boolean; err?: string }>;
+    const nodes = (await getJson(new URL("nodes", demo.editorUrl).href)) as Array<{
+      module: string;
+      types: string[];
+      enabled: boolean;
+      err?: string;
+    }>;
     const ours = nodes.filter((n) => n.module === PACKAGE_NAME);
     assert.deepEqual(ours.flatMap((n) => n.types).sort(), TYPES);
     for (const n of ours) {
@@ -80,16 +93,32 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
 
     const modules = (await getJson(new URL("library/examples/flows/", demo.editorUrl).href)) as string[];
     assert.ok(modules.includes(PACKAGE_NAME), `examples of ${PACKAGE_NAME} listed: ${JSON.stringify(modules)}`);
-    const listing = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}`, demo.editorUrl).href)) as Array<string | { fn?: string }>;
-    const titles = listing.map((e) => (typeof e === "string" ? e : e.fn)).filter(Boolean).sort();
-    assert.deepEqual(titles, loadExamples().map((e) => e.title).sort());
-    const first = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}/${encodeURIComponent(titles[0])}`, demo.editorUrl).href)) as unknown[];
+    const listing = (await getJson(new URL(`library/examples/flows/${PACKAGE_NAME}`, demo.editorUrl).href)) as Array<
+      string | { fn?: string }
+    >;
+    const titles = listing
+      .map((e) => (typeof e === "string" ? e : e.fn))
+      .filter(Boolean)
+      .sort();
+    assert.deepEqual(
+      titles,
+      loadExamples()
+        .map((e) => e.title)
+        .sort(),
+    );
+    const first = (await getJson(
+      new URL(`library/examples/flows/${PACKAGE_NAME}/${encodeURIComponent(titles[0])}`, demo.editorUrl).href,
+    )) as unknown[];
     assert.ok(Array.isArray(first) && first.length > 0, "an example can be fetched like Import > Examples does");
 
     const state = await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
     assert.equal(state.state, "ready", `account state: ${JSON.stringify(state)}`);
 
-    const flows = (await getJson(new URL("flows", demo.editorUrl).href)) as Array<{ type: string; label?: string; id: string }>;
+    const flows = (await getJson(new URL("flows", demo.editorUrl).href)) as Array<{
+      type: string;
+      label?: string;
+      id: string;
+    }>;
     const tabs = flows.filter((n) => n.type === "tab").map((n) => n.label);
     for (const ex of loadExamples()) assert.ok(tabs.includes(ex.title), `tab for ${ex.title}`);
     assert.equal(flows.filter((n) => n.type === "door-account").length, 1, "one account shared by every example");
@@ -111,8 +140,14 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
     const demo = await start();
     assert.match(demo.editorUrl, /^http:\/\/127\.0\.0\.1:\d+\/$/);
     const link = path.join(demo.userDir, "node_modules", "@door-access", "node-red");
-    assert.equal(fs.realpathSync(link), fs.realpathSync(REPO_ROOT), "the package is installed into the user dir as a link to the repository");
-    const pkg = JSON.parse(fs.readFileSync(path.join(demo.userDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    assert.equal(
+      fs.realpathSync(link),
+      fs.realpathSync(REPO_ROOT),
+      "the package is installed into the user dir as a link to the repository",
+    );
+    const pkg = JSON.parse(fs.readFileSync(path.join(demo.userDir, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
     assert.match(pkg.dependencies[PACKAGE_NAME], /^file:/);
     const flowText = fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8");
     assert.doesNotMatch(flowText, /demo-password|15550000001/, "no credential in the flow file");
@@ -173,7 +208,10 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it is
         assert.equal(picks.length, 2, `picked ${JSON.stringify(picks)}`);
         assert.equal(nr.url, `http://127.0.0.1:${picks[1]}`);
         assert.ok(await answers(`${nr.url}/settings`), "the editor answers on the second port");
-        assert.ok(logs.some((l) => l.includes(`port ${held.port} was taken`)), logs.slice(-5).join("\n"));
+        assert.ok(
+          logs.some((l) => l.includes(`port ${held.port} was taken`)),
+          logs.slice(-5).join("\n"),
+        );
       } finally {
         await nr.stop();
       }
@@ -208,7 +246,11 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it is
         assert.equal(nr.child.exitCode, null, "the Node-RED it returns is running");
         const res = await fetch(`${nr.url}/settings`);
         assert.equal(res.status, 200);
-        assert.match(res.headers.get("x-door-access-demo-instance") ?? "", /^[0-9a-f]{32}$/, "the editor answering is the one started");
+        assert.match(
+          res.headers.get("x-door-access-demo-instance") ?? "",
+          /^[0-9a-f]{32}$/,
+          "the editor answering is the one started",
+        );
       } finally {
         await nr.stop();
       }
@@ -264,10 +306,24 @@ describe("demo (npm start): the command line prints the addresses and never a cr
 
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     it(`prints the URLs and the demo account (no phone number or password), and ${signal} stops Node-RED, the broker and the simulator`, async () => {
-      const child = spawn(process.execPath, [path.join(REPO_ROOT, "dist", "scripts", "demo.js"), "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], {
-        cwd: REPO_ROOT,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const child = spawn(
+        process.execPath,
+        [
+          path.join(REPO_ROOT, "dist", "scripts", "demo.js"),
+          "--dir",
+          dir,
+          "--sim-port",
+          "0",
+          "--editor-port",
+          "0",
+          "--mqtt-port",
+          "0",
+        ],
+        {
+          cwd: REPO_ROOT,
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
       let out = "";
       child.stdout.on("data", (c: Buffer) => (out += c.toString()));
       child.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -288,7 +344,10 @@ describe("demo (npm start): the command line prints the addresses and never a cr
         assert.match(out, /"Demo account \(simulator\)": ready/);
         assert.equal(await answers(editor), true);
         child.kill(signal);
-        const code = await Promise.race([exited, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 20_000))]);
+        const code = await Promise.race([
+          exited,
+          new Promise<"timeout">((r) => setTimeout(() => r("timeout"), 20_000)),
+        ]);
         assert.equal(code, 0, `exit code after ${signal}:\n${out.slice(-2000)}`);
         assert.equal(alive(pid), false, "Node-RED was stopped too");
         assert.equal(await answers(editor), false);
@@ -318,11 +377,14 @@ describe("demo (npm start): a second start from the same folder while the first 
     assert.equal((await waitForAccountState(a.editorUrl, a.accountId)).state, "ready");
     const flowsFile = path.join(a.userDir, "flows.json");
     const flowsA = fs.readFileSync(flowsFile, "utf8");
-    const button = (JSON.parse(flowsA) as FlowNode[]).find((n) => n.type === "inject" && n.name === "Unlock Front Door")!;
+    const button = (JSON.parse(flowsA) as FlowNode[]).find(
+      (n) => n.type === "inject" && n.name === "Unlock Front Door",
+    )!;
     await fetch(`${a.editorUrl}inject/${button.id}`, { method: "POST" });
     const audit = path.join(a.userDir, "door-access-audit.jsonl");
     const deadline = Date.now() + 10_000;
-    while (!(fs.existsSync(audit) && /unlock-result/.test(fs.readFileSync(audit, "utf8"))) && Date.now() < deadline) await sleep(100);
+    while (!(fs.existsSync(audit) && /unlock-result/.test(fs.readFileSync(audit, "utf8"))) && Date.now() < deadline)
+      await sleep(100);
     const auditA = fs.readFileSync(audit, "utf8");
 
     let second: string | null = null;
@@ -331,10 +393,21 @@ describe("demo (npm start): a second start from the same folder while the first 
     } catch (e) {
       second = (e as Error).message; // refusing, with a reason, is fine
     }
-    assert.equal(fs.existsSync(flowsFile) && fs.readFileSync(flowsFile, "utf8") === flowsA, true,
-      "the running demo's flows.json was replaced by the second start (it now points at another simulator)");
-    assert.equal(fs.existsSync(audit) && fs.readFileSync(audit, "utf8").startsWith(auditA), true,
-      "the running demo's audit log was deleted by the second start");
-    if (second !== null) assert.match(second, new RegExp(a.editorUrl.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")), `the refusal names the running editor: ${second}`);
+    assert.equal(
+      fs.existsSync(flowsFile) && fs.readFileSync(flowsFile, "utf8") === flowsA,
+      true,
+      "the running demo's flows.json was replaced by the second start (it now points at another simulator)",
+    );
+    assert.equal(
+      fs.existsSync(audit) && fs.readFileSync(audit, "utf8").startsWith(auditA),
+      true,
+      "the running demo's audit log was deleted by the second start",
+    );
+    if (second !== null)
+      assert.match(
+        second,
+        new RegExp(a.editorUrl.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")),
+        `the refusal names the running editor: ${second}`,
+      );
   });
 });

@@ -9,25 +9,79 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { ACCOUNT_USERS, EXAMPLE_BROKER_ID, isConfigNode, newNodeId, loadExamples, type ExampleFlow, type FlowNode } from "../../scripts/demo-flows.js";
+import {
+  ACCOUNT_USERS,
+  EXAMPLE_BROKER_ID,
+  isConfigNode,
+  newNodeId,
+  loadExamples,
+  type ExampleFlow,
+  type FlowNode,
+} from "../../scripts/demo-flows.js";
 import { startBroker, type Broker } from "../../scripts/mqtt-broker.js";
-import { DEMO_CREDENTIAL_SECRET, PACKAGE_NAME, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, waitForAccountState, type NodeRedProcess } from "../../scripts/node-red-process.js";
+import {
+  DEMO_CREDENTIAL_SECRET,
+  PACKAGE_NAME,
+  REPO_ROOT,
+  freePort,
+  installPackageLink,
+  settingsFile,
+  startNodeRedOnFreePort,
+  waitForAccountState,
+  type NodeRedProcess,
+} from "../../scripts/node-red-process.js";
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { parseAccessRules } from "../../src/unlock/access-rules.js";
 
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 /** Core node types the examples may use (checked again against the running Node-RED's core set). */
 const CORE_TYPES = new Set([
-  "tab", "group", "comment", "inject", "debug", "function", "change", "switch", "delay", "trigger", "template", "split", "join",
-  "catch", "status", "complete", "link in", "link out", "link call", "rbe", "range", "json", "mqtt in", "mqtt out", "mqtt-broker",
+  "tab",
+  "group",
+  "comment",
+  "inject",
+  "debug",
+  "function",
+  "change",
+  "switch",
+  "delay",
+  "trigger",
+  "template",
+  "split",
+  "join",
+  "catch",
+  "status",
+  "complete",
+  "link in",
+  "link out",
+  "link call",
+  "rbe",
+  "range",
+  "json",
+  "mqtt in",
+  "mqtt out",
+  "mqtt-broker",
 ]);
 const examples = loadExamples();
 /** Dashboard 2 (a devDependency the demo loads): its node types are allowed in an example whose comment names the package. */
 const DASHBOARD = "@flowfuse/node-red-dashboard";
-const DASHBOARD_TYPES = new Set(Object.keys((JSON.parse(fs.readFileSync(require.resolve(`${DASHBOARD}/package.json`, { paths: [REPO_ROOT] }), "utf8")) as { "node-red": { nodes: Record<string, string> } })["node-red"].nodes));
+const DASHBOARD_TYPES = new Set(
+  Object.keys(
+    (
+      JSON.parse(fs.readFileSync(require.resolve(`${DASHBOARD}/package.json`, { paths: [REPO_ROOT] }), "utf8")) as {
+        "node-red": { nodes: Record<string, string> };
+      }
+    )["node-red"].nodes,
+  ),
+);
 function needsDashboard(ex: ExampleFlow): boolean {
   const c = ex.nodes.find((n) => n.type === "comment");
-  return typeof c?.name === "string" && c.name.includes(DASHBOARD) && typeof c.info === "string" && c.info.includes(DASHBOARD);
+  return (
+    typeof c?.name === "string" &&
+    c.name.includes(DASHBOARD) &&
+    typeof c.info === "string" &&
+    c.info.includes(DASHBOARD)
+  );
 }
 
 function byTitle(prefix: string): ExampleFlow {
@@ -49,7 +103,11 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
 
   it("they are numbered 01, 02, ... without a gap, and the README's table lists each under its number and title", () => {
     const numbers = examples.map((e) => Number(e.title.slice(0, 2))).sort((a, b) => a - b);
-    assert.deepEqual(numbers, numbers.map((_, i) => i + 1), examples.map((e) => e.title).join("; "));
+    assert.deepEqual(
+      numbers,
+      numbers.map((_, i) => i + 1),
+      examples.map((e) => e.title).join("; "),
+    );
     const readme = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8");
     for (const ex of examples) {
       const short = ex.title.replace(/ \(.*\)$/, "");
@@ -75,15 +133,21 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
           ids.add(n.id);
         }
         for (const n of ex.nodes) {
-          for (const port of (n.wires as string[][] | undefined) ?? []) for (const t of port) assert.ok(ids.has(t), `${n.id} wired to missing ${t}`);
-          for (const t of (n.scope as string[] | null | undefined) ?? []) assert.ok(ids.has(t), `${n.id} scoped to missing ${t}`);
+          for (const port of (n.wires as string[][] | undefined) ?? [])
+            for (const t of port) assert.ok(ids.has(t), `${n.id} wired to missing ${t}`);
+          for (const t of (n.scope as string[] | null | undefined) ?? [])
+            assert.ok(ids.has(t), `${n.id} scoped to missing ${t}`);
         }
       });
 
       it("uses only core node types plus ours (plus Dashboard 2's when its comment names that package)", () => {
         for (const n of ex.nodes) {
-          const ok = CORE_TYPES.has(n.type) || OUR_TYPES.includes(n.type) || (needsDashboard(ex) && DASHBOARD_TYPES.has(n.type));
-          assert.ok(ok, `unexpected node type ${n.type}${DASHBOARD_TYPES.has(n.type) ? ` (a ${DASHBOARD} node: the comment's title and text must name the package)` : ""}`);
+          const ok =
+            CORE_TYPES.has(n.type) || OUR_TYPES.includes(n.type) || (needsDashboard(ex) && DASHBOARD_TYPES.has(n.type));
+          assert.ok(
+            ok,
+            `unexpected node type ${n.type}${DASHBOARD_TYPES.has(n.type) ? ` (a ${DASHBOARD} node: the comment's title and text must name the package)` : ""}`,
+          );
         }
       });
 
@@ -98,7 +162,10 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
       // every Node-RED that imported it, a target a page on another site could name
       // (docs/security.md#cross-site-requests). The user adds or picks an account instead.
       it("brings no door-account (no account id that every import shares) and no credential; its door nodes name no account", () => {
-        assert.deepEqual(ex.nodes.filter((n) => n.type === "door-account").map((n) => n.id), []);
+        assert.deepEqual(
+          ex.nodes.filter((n) => n.type === "door-account").map((n) => n.id),
+          [],
+        );
         const text = fs.readFileSync(ex.file, "utf8");
         assert.doesNotMatch(text, /password"\s*:|phoneNumber"\s*:|demo-password|\+1555/);
         const users = ex.nodes.filter((x) => ACCOUNT_USERS.includes(x.type));
@@ -114,7 +181,12 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
 
       it("its door-unlock nodes' access rules are readable by the runtime (docs/access-rules.md#configuration-errors)", () => {
         for (const n of ex.nodes.filter((x) => x.type === "door-unlock")) {
-          const parsed = parseAccessRules({ allowActors: n.allowActors, schedule: n.schedule, timeZone: n.timeZone, cooldown: n.cooldown });
+          const parsed = parseAccessRules({
+            allowActors: n.allowActors,
+            schedule: n.schedule,
+            timeZone: n.timeZone,
+            cooldown: n.cooldown,
+          });
           assert.ok(parsed.ok, `${n.id}: ${parsed.ok ? "" : parsed.message}`);
           assert.equal(n.credentials, undefined, "an example carries no PIN");
         }
@@ -122,7 +194,11 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
 
       it("names its doors: never a device id as the only reference", () => {
         for (const n of ex.nodes.filter((x) => x.type === "door-unlock" || x.type === "door-status")) {
-          if (n.deviceId !== "" && n.deviceId !== undefined) assert.ok(typeof n.doorName === "string" && n.doorName !== "", `${n.id}: a deviceId needs the door's name beside it`);
+          if (n.deviceId !== "" && n.deviceId !== undefined)
+            assert.ok(
+              typeof n.doorName === "string" && n.doorName !== "",
+              `${n.id}: a deviceId needs the door's name beside it`,
+            );
         }
         for (const n of ex.nodes) {
           const values = JSON.stringify([n.props, n.payload, n.rules]);
@@ -165,7 +241,13 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const list = (await res.json()) as Array<{ module: string; types: string[]; err?: string }>;
     for (const set of list) if (set.module === "node-red") for (const t of set.types) coreTypes.add(t);
     for (const set of list) if (set.module === DASHBOARD && !set.err) for (const t of set.types) dashboardTypes.add(t);
-    assert.deepEqual(list.filter((s) => s.module === PACKAGE_NAME).flatMap((s) => s.types).sort(), OUR_TYPES);
+    assert.deepEqual(
+      list
+        .filter((s) => s.module === PACKAGE_NAME)
+        .flatMap((s) => s.types)
+        .sort(),
+      OUR_TYPES,
+    );
   });
 
   after(async () => {
@@ -193,7 +275,15 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const tab = "d00a7e57ab000001";
     const out: FlowNode[] = [
       { id: tab, type: "tab", label: ex.title, disabled: false, info: "" },
-      { id: accountId, type: "door-account", name: "Demo account (simulator)", baseUrl: sim.url, loginMethod: "phone", auditLog: "", credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } },
+      {
+        id: accountId,
+        type: "door-account",
+        name: "Demo account (simulator)",
+        baseUrl: sim.url,
+        loginMethod: "phone",
+        auditLog: "",
+        credentials: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+      },
     ];
     for (const n of ex.nodes) {
       if (ACCOUNT_USERS.includes(n.type)) out.push(tweak({ ...n, z: tab, account: accountId }));
@@ -227,14 +317,20 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const state = await waitForAccountState(`${nr.url}/`, accountId, "ready", 20_000);
     assert.equal(state.state, "ready", JSON.stringify(state));
     // Read back what runs: every node of the example is in the deployed configuration.
-    const back = (await (await fetch(`${nr.url}/flows`, { headers: { "Node-RED-API-Version": "v2" } })).json()) as { flows: FlowNode[] };
+    const back = (await (await fetch(`${nr.url}/flows`, { headers: { "Node-RED-API-Version": "v2" } })).json()) as {
+      flows: FlowNode[];
+    };
     const deployed = new Set(back.flows.map((n) => n.id));
     for (const n of ex.nodes) assert.ok(deployed.has(n.id), `${n.type} ${n.id} deployed`);
     return mark;
   }
 
   function assertCleanLog(log: string): void {
-    assert.doesNotMatch(log, /\[error\]|\[warn\]|missing types|Failed to|TypeError/, `Node-RED's log after the deploy:\n${log}`);
+    assert.doesNotMatch(
+      log,
+      /\[error\]|\[warn\]|missing types|Failed to|TypeError/,
+      `Node-RED's log after the deploy:\n${log}`,
+    );
   }
 
   async function inject(id: string): Promise<void> {
@@ -243,8 +339,10 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
   }
 
   function unlocks(deviceId?: number): number {
-    return sim.control.requests({ operation: "unlockDevice", ...(deviceId ? { deviceId } : {}) }).length +
-      sim.control.requests({ operation: "unlockDeviceLock", ...(deviceId ? { deviceId } : {}) }).length;
+    return (
+      sim.control.requests({ operation: "unlockDevice", ...(deviceId ? { deviceId } : {}) }).length +
+      sim.control.requests({ operation: "unlockDeviceLock", ...(deviceId ? { deviceId } : {}) }).length
+    );
   }
 
   async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
@@ -257,12 +355,16 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
 
   it("uses only node types the running Node-RED reports as core, plus ours (and Dashboard 2's, loaded from the devDependency)", () => {
     assert.ok(coreTypes.has("inject") && coreTypes.has("mqtt in"), "core node set read from GET /nodes");
-    assert.ok(dashboardTypes.has("ui-template") && dashboardTypes.has("ui-notification"), `${DASHBOARD} loaded without an error`);
-    for (const ex of examples) for (const n of ex.nodes) {
-      if (n.type === "tab" || OUR_TYPES.includes(n.type)) continue;
-      if (needsDashboard(ex) && dashboardTypes.has(n.type)) continue;
-      assert.ok(coreTypes.has(n.type), `${ex.title}: ${n.type} is not a core node of this Node-RED`);
-    }
+    assert.ok(
+      dashboardTypes.has("ui-template") && dashboardTypes.has("ui-notification"),
+      `${DASHBOARD} loaded without an error`,
+    );
+    for (const ex of examples)
+      for (const n of ex.nodes) {
+        if (n.type === "tab" || OUR_TYPES.includes(n.type)) continue;
+        if (needsDashboard(ex) && dashboardTypes.has(n.type)) continue;
+        assert.ok(coreTypes.has(n.type), `${ex.title}: ${n.type} is not a core node of this Node-RED`);
+      }
   });
 
   for (const ex of examples) {
@@ -271,7 +373,9 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       const mark = await deploy(ex);
       // Its inject nodes with "once" fire after their delay (3 s): wait that out, plus a second;
       // an example without one has nothing left to start once its account is ready.
-      const once = ex.nodes.filter((n) => n.type === "inject" && n.once === true).map((n) => Number(n.onceDelay ?? 0.1) * 1000);
+      const once = ex.nodes
+        .filter((n) => n.type === "inject" && n.once === true)
+        .map((n) => Number(n.onceDelay ?? 0.1) * 1000);
       await sleep(once.length > 0 ? Math.max(...once) + 1000 : 500);
       assertCleanLog(nr.output().slice(mark));
       assert.equal(unlocks(), 0, "deploying an example never unlocks a door");
@@ -299,7 +403,10 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       sim.control.resetRequests();
       await deploy(ex);
       const audit = path.join(userDir, "door-access-audit.jsonl");
-      await until("the rejection in the audit log", () => fs.existsSync(audit) && /"outcome":"retained-rejected"/.test(fs.readFileSync(audit, "utf8")));
+      await until(
+        "the rejection in the audit log",
+        () => fs.existsSync(audit) && /"outcome":"retained-rejected"/.test(fs.readFileSync(audit, "utf8")),
+      );
       await sleep(1000);
       assert.equal(unlocks(), 0, "retained command rejected");
       await client.publishAsync(topic, "", { retain: true, qos: 1 }); // clear it: an empty message reaches the flow
@@ -333,11 +440,18 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const ex = byTitle("04");
     sim.control.resetRequests();
     await deploy(ex);
-    await until("the forced device list fetch", () => sim.control.requests({ operation: "listUserDevices" }).length >= 1, 10_000);
+    await until(
+      "the forced device list fetch",
+      () => sim.control.requests({ operation: "listUserDevices" }).length >= 1,
+      10_000,
+    );
     await sleep(500);
     await inject(nodeNamed(ex, "inject", "Harbour Warehouse / Back Door").id);
     await until("the status read", () => sim.control.requests({ operation: "getDevice" }).length >= 1);
-    assert.deepEqual(sim.control.requests({ operation: "getDevice" }).map((r) => r.deviceId), [103]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "getDevice" }).map((r) => r.deviceId),
+      [103],
+    );
   });
 
   it("06 Home Assistant: retained discovery per door, availability from online, UNLOCK goes through door-unlock once", async () => {
@@ -345,18 +459,27 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const seen = new Map<string, { payload: string; retain: boolean }>();
     const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06" });
     try {
-      client.on("message", (topic, payload, packet) => seen.set(topic, { payload: payload.toString(), retain: packet.retain }));
+      client.on("message", (topic, payload, packet) =>
+        seen.set(topic, { payload: payload.toString(), retain: packet.retain }),
+      );
       await client.subscribeAsync(["homeassistant/lock/#", "door-access/lock/#"], { qos: 1 });
       await deploy(ex);
       await until("discovery of the Front Door", () => seen.has("homeassistant/lock/door_access_101/config"), 10_000);
       await sleep(500);
-      const config = JSON.parse(seen.get("homeassistant/lock/door_access_101/config")!.payload) as Record<string, unknown>;
+      const config = JSON.parse(seen.get("homeassistant/lock/door_access_101/config")!.payload) as Record<
+        string,
+        unknown
+      >;
       assert.equal(config.command_topic, "door-access/lock/101/set");
       assert.equal(config.payload_unlock, "UNLOCK");
       assert.equal(config.availability_topic, "door-access/lock/101/availability");
       assert.equal((config.device as { name: string }).name, "Front Door");
       assert.equal(seen.get("door-access/lock/101/availability")?.payload, "online");
-      assert.equal(seen.get("door-access/lock/105/availability")?.payload, "offline", "the offline door is unavailable");
+      assert.equal(
+        seen.get("door-access/lock/105/availability")?.payload,
+        "offline",
+        "the offline door is unavailable",
+      );
 
       sim.control.resetRequests();
       await client.publishAsync("door-access/lock/101/set", "UNLOCK", { qos: 1 });
@@ -376,7 +499,13 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     return (n: FlowNode): FlowNode => {
       if (n.type === "door-unlock") return { ...n, credentials: { pin: PIN } };
       if (n.type === "inject" && pinRequired === "true") {
-        return { ...n, props: [...(n.props as { p: string }[]).filter((p) => p.p !== "pinRequired"), { p: "pinRequired", v: "true", vt: "bool" }] };
+        return {
+          ...n,
+          props: [
+            ...(n.props as { p: string }[]).filter((p) => p.p !== "pinRequired"),
+            { p: "pinRequired", v: "true", vt: "bool" },
+          ],
+        };
       }
       return n;
     };
@@ -388,11 +517,17 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06-pin" });
     try {
       // What the flow publishes now (a retained copy from an earlier deploy arrives with retain set).
-      client.on("message", (topic, payload, packet) => { if (!packet.retain) seen.set(topic, payload.toString()); });
+      client.on("message", (topic, payload, packet) => {
+        if (!packet.retain) seen.set(topic, payload.toString());
+      });
       await client.subscribeAsync(["homeassistant/lock/#"], { qos: 1 });
       seen.clear();
       await deploy(ex, { tweak: with06Pin("true") });
-      await until("discovery with code_format", () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""), 10_000);
+      await until(
+        "discovery with code_format",
+        () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""),
+        10_000,
+      );
       const config = JSON.parse(seen.get("homeassistant/lock/door_access_101/config")!) as Record<string, unknown>;
       // Home Assistant's MQTT lock: code_format is the regular expression a code must match;
       // command_template renders the command from `value` (payload_unlock) and `code`.
@@ -400,7 +535,9 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       assert.equal(config.command_template, '{{ {"action": value, "code": code} | to_json }}');
       assert.ok(new RegExp(String(config.code_format)).test(PIN));
       sim.control.resetRequests();
-      await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: PIN }), { qos: 1 });
+      await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: PIN }), {
+        qos: 1,
+      });
       await until("the unlock", () => unlocks() >= 1);
       await sleep(1000);
       assert.equal(unlocks(101), 1);
@@ -419,11 +556,22 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       await deploy(ex, { tweak: with06Pin("true") });
       sim.control.resetRequests();
       const before = auditRecords(userDir).length;
-      await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: "86420975" }), { qos: 1 });
-      await until("the refusal in the audit log", () => auditRecords(userDir).slice(before).some((r) => r.outcome === "denied"));
+      await client.publishAsync("door-access/lock/101/set", JSON.stringify({ action: "UNLOCK", code: "86420975" }), {
+        qos: 1,
+      });
+      await until("the refusal in the audit log", () =>
+        auditRecords(userDir)
+          .slice(before)
+          .some((r) => r.outcome === "denied"),
+      );
       await sleep(500);
       assert.equal(unlocks(), 0);
-      assert.equal(auditRecords(userDir).slice(before).find((r) => r.outcome === "denied")!.reason, "pin");
+      assert.equal(
+        auditRecords(userDir)
+          .slice(before)
+          .find((r) => r.outcome === "denied")!.reason,
+        "pin",
+      );
     } finally {
       await client.endAsync();
     }
@@ -435,17 +583,27 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-06-learn" });
     try {
       // What the flow publishes now (a retained copy from an earlier deploy arrives with retain set).
-      client.on("message", (topic, payload, packet) => { if (!packet.retain) seen.set(topic, payload.toString()); });
+      client.on("message", (topic, payload, packet) => {
+        if (!packet.retain) seen.set(topic, payload.toString());
+      });
       await client.subscribeAsync(["homeassistant/lock/#"], { qos: 1 });
       // The earlier deploys asked with pinRequired true and never set the flow context: nothing learnt yet.
       await deploy(ex, { tweak: with06Pin("learn") });
       await until("the first discovery", () => seen.has("homeassistant/lock/door_access_101/config"), 10_000);
       await sleep(500);
-      assert.doesNotMatch(seen.get("homeassistant/lock/door_access_101/config")!, /code_format/, "not asked for a code yet");
+      assert.doesNotMatch(
+        seen.get("homeassistant/lock/door_access_101/config")!,
+        /code_format/,
+        "not asked for a code yet",
+      );
       sim.control.resetRequests();
       seen.clear();
       await client.publishAsync("door-access/lock/101/set", "UNLOCK", { qos: 1 });
-      await until("the discovery again, with code_format", () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""), 10_000);
+      await until(
+        "the discovery again, with code_format",
+        () => /code_format/.test(seen.get("homeassistant/lock/door_access_101/config") ?? ""),
+        10_000,
+      );
       assert.equal(unlocks(), 0, "nothing sent without the code");
     } finally {
       await client.endAsync();
@@ -455,7 +613,12 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
   it("08 cleaner: in the schedule the badge opens once, a second read within the cooldown is denied, the visitor's badge is denied; nothing else sent", async () => {
     const ex = byTitle("08");
     // The schedule widened to every day and hour (the example's Tuesday morning may be far off).
-    await deploy(ex, { tweak: (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] } : n) });
+    await deploy(ex, {
+      tweak: (n) =>
+        n.type === "door-unlock"
+          ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] }
+          : n,
+    });
     sim.control.resetRequests();
     const before = auditRecords(userDir).length;
     const cleaner = nodeNamed(ex, "inject", "cleaner's badge").id;
@@ -463,31 +626,61 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     await until("the unlock", () => unlocks() >= 1);
     await inject(cleaner);
     await inject(nodeNamed(ex, "inject", "visitor's badge").id);
-    await until("two refusals", () => auditRecords(userDir).slice(before).filter((r) => r.outcome === "denied").length >= 2);
+    await until(
+      "two refusals",
+      () =>
+        auditRecords(userDir)
+          .slice(before)
+          .filter((r) => r.outcome === "denied").length >= 2,
+    );
     await sleep(500);
     assert.equal(unlocks(), 1);
     assert.equal(unlocks(102), 1, "the Back Door of Main Street 1");
-    assert.deepEqual(auditRecords(userDir).slice(before).filter((r) => r.outcome === "denied").map((r) => [r.actor, r.reason]), [["cleaner-anna", "cooldown"], ["visitor", "actor"]]);
+    assert.deepEqual(
+      auditRecords(userDir)
+        .slice(before)
+        .filter((r) => r.outcome === "denied")
+        .map((r) => [r.actor, r.reason]),
+      [
+        ["cleaner-anna", "cooldown"],
+        ["visitor", "actor"],
+      ],
+    );
   });
 
   it("08 cleaner: outside the schedule the badge opens nothing (denied, schedule)", async () => {
     const ex = byTitle("08");
     // A window on another weekday than today in Oslo.
-    const today = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Oslo", weekday: "short" }).format(Date.now())) + 1;
+    const today =
+      ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(
+        new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Oslo", weekday: "short" }).format(Date.now()),
+      ) + 1;
     const other = (today % 7) + 1;
-    await deploy(ex, { tweak: (n) => (n.type === "door-unlock" ? { ...n, schedule: [{ days: [other], from: "07:00", to: "12:00" }] } : n) });
+    await deploy(ex, {
+      tweak: (n) =>
+        n.type === "door-unlock" ? { ...n, schedule: [{ days: [other], from: "07:00", to: "12:00" }] } : n,
+    });
     sim.control.resetRequests();
     const before = auditRecords(userDir).length;
     await inject(nodeNamed(ex, "inject", "cleaner's badge").id);
-    await until("the refusal", () => auditRecords(userDir).slice(before).some((r) => r.outcome === "denied"));
+    await until("the refusal", () =>
+      auditRecords(userDir)
+        .slice(before)
+        .some((r) => r.outcome === "denied"),
+    );
     await sleep(500);
     assert.equal(unlocks(), 0);
-    assert.equal(auditRecords(userDir).slice(before).find((r) => r.outcome === "denied")!.reason, "schedule");
+    assert.equal(
+      auditRecords(userDir)
+        .slice(before)
+        .find((r) => r.outcome === "denied")!.reason,
+      "schedule",
+    );
   });
 
   // Last: its steps halt the account's session at the simulator.
   // Fixed in 665123b: the comment's steps (one supersede, one press) raised no alert.
-  it("05: doing what its comment's \"Try it\" says (simulator supersede, press the button) raises the ALERT", async () => {
+  it('05: doing what its comment\'s "Try it" says (simulator supersede, press the button) raises the ALERT', async () => {
     const ex = byTitle("05");
     const comment = ex.nodes.find((n) => n.type === "comment")!;
     const info = String(comment.info);
@@ -508,9 +701,12 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     const deadline = Date.now() + 5000;
     while (!/\[debug:ALERT\]/.test(nr.output().slice(mark)) && Date.now() < deadline) await sleep(200);
     const log = nr.output().slice(mark);
-    assert.match(log, /\[debug:ALERT\][\s\S]*session halted|\[debug:ALERT\][\s\S]*stopped working/,
+    assert.match(
+      log,
+      /\[debug:ALERT\][\s\S]*session halted|\[debug:ALERT\][\s\S]*stopped working/,
       `no ALERT after the comment's steps (${rounds} round(s) of: ${url}, press). Unlocks answered 200: ` +
-      `${sim.control.requests({ operation: "unlockDevice" }).filter((r) => r.status === 200).length}. Log:\n${log}`);
+        `${sim.control.requests({ operation: "unlockDevice" }).filter((r) => r.status === 200).length}. Log:\n${log}`,
+    );
   });
 });
 
@@ -519,7 +715,13 @@ const PIN = "73190264";
 
 function auditRecords(dir: string): Record<string, unknown>[] {
   const file = path.join(dir, "door-access-audit.jsonl");
-  return fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : [];
+  return fs.existsSync(file)
+    ? fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
 }
 
 function sleep(ms: number): Promise<void> {

@@ -83,7 +83,10 @@ interface ChildOut {
 
 function runChild(dir: string): Promise<ChildOut> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", CHILD, REPO_ROOT, dir], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["-e", CHILD, REPO_ROOT, dir], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString("utf8")));
@@ -92,7 +95,8 @@ function runChild(dir: string): Promise<ChildOut> {
     child.once("exit", (code) => {
       clearTimeout(timer);
       const line = out.split("\n").find((l) => l.startsWith("{"));
-      if (code !== 0 || !line) return reject(new Error(`child exited ${code}:\n${err.slice(-3000)}\n${out.slice(-1000)}`));
+      if (code !== 0 || !line)
+        return reject(new Error(`child exited ${code}:\n${err.slice(-3000)}\n${out.slice(-1000)}`));
       resolve(JSON.parse(line) as ChildOut);
     });
   });
@@ -112,9 +116,16 @@ describe("footprint: loading the nodes loads only what every account needs (docs
   });
 
   it("the four node files load zod, undici's Pool and jose's decodeJwt, and no other package", () => {
-    assert.deepEqual(r.afterNodes.packages, ["jose", "undici", "zod"], "packages in require.cache after loading the nodes");
+    assert.deepEqual(
+      r.afterNodes.packages,
+      ["jose", "undici", "zod"],
+      "packages in require.cache after loading the nodes",
+    );
     // jose is ES modules loaded through require(): only the entry point is listed in require.cache.
-    assert.deepEqual(r.afterNodes.jose.map((k) => k.replace(/\\/g, "/")), ["jose/dist/webapi/util/decode_jwt.js"]);
+    assert.deepEqual(
+      r.afterNodes.jose.map((k) => k.replace(/\\/g, "/")),
+      ["jose/dist/webapi/util/decode_jwt.js"],
+    );
     const bare = r.afterNodes.asked.filter((s) => !s.startsWith("zod") && !s.startsWith("undici/lib/"));
     assert.deepEqual(bare, ["jose/jwt/decode"], `bare specifiers required: ${r.afterNodes.asked.join(", ")}`);
     assert.equal(r.afterNodes.undiciIndex, false, "undici's index.js (fetch, WebSocket, mocks ...) is not loaded");
@@ -129,7 +140,10 @@ describe("footprint: loading the nodes loads only what every account needs (docs
 
   it("@redis/client is loaded when a Redis store is built, not with its module", () => {
     assert.ok(!r.redisModuleLoaded.includes("@redis/client"), "requiring redis-store.js does not load it");
-    assert.ok(r.afterRedisStore.includes("@redis/client"), `loaded by new RedisTokenStore: ${r.afterRedisStore.join(", ")}`);
+    assert.ok(
+      r.afterRedisStore.includes("@redis/client"),
+      `loaded by new RedisTokenStore: ${r.afterRedisStore.join(", ")}`,
+    );
   });
 
   it("the Pool loaded without undici's index is undici's own Pool, with request()", () => {

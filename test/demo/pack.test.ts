@@ -26,7 +26,14 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
-import { PACKAGE_NAME, REPO_ROOT, freePort, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/node-red-process.js";
+import {
+  PACKAGE_NAME,
+  REPO_ROOT,
+  freePort,
+  settingsFile,
+  startNodeRedOnFreePort,
+  type NodeRedProcess,
+} from "../../scripts/node-red-process.js";
 
 const execFileAsync = promisify(execFile);
 /**
@@ -37,23 +44,38 @@ const execFileAsync = promisify(execFile);
  */
 const npmCli = process.env.npm_execpath && /\.c?js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : null;
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-const run = (cmd: string, args: string[], opts: { cwd?: string; maxBuffer?: number; env?: NodeJS.ProcessEnv; timeout?: number } = {}): Promise<{ stdout: string; stderr: string }> =>
-  npmCli && cmd === npm ? execFileAsync(process.execPath, [npmCli, ...args], { ...opts, encoding: "utf8" }) : execFileAsync(cmd, args, { ...opts, encoding: "utf8" });
+const run = (
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; maxBuffer?: number; env?: NodeJS.ProcessEnv; timeout?: number } = {},
+): Promise<{ stdout: string; stderr: string }> =>
+  npmCli && cmd === npm
+    ? execFileAsync(process.execPath, [npmCli, ...args], { ...opts, encoding: "utf8" })
+    : execFileAsync(cmd, args, { ...opts, encoding: "utf8" });
 /** A compiled file's modification time: packing must not rebuild dist/. */
 const builtAt = (): number => fs.statSync(path.join(REPO_ROOT, "dist", "src", "nodes", "door-unlock.js")).mtimeMs;
-const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { name: string; version: string; "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> } };
+const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+  name: string;
+  version: string;
+  "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> };
+};
 const OUR_TYPES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
 function walk(dir: string): string[] {
   const abs = path.join(REPO_ROOT, dir);
   if (!fs.existsSync(abs)) return [];
-  return fs.readdirSync(abs, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name).split(path.sep).join("/")]));
+  return fs
+    .readdirSync(abs, { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name).split(path.sep).join("/")],
+    );
 }
 
 /** What the package must contain, derived from the repository. */
 function expectedFiles(): Set<string> {
   const files = new Set<string>(["package.json", "README.md", "LICENSE"]);
-  for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))) files.add(`dist/${ts.slice(0, -3)}.js`);
+  for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")))
+    files.add(`dist/${ts.slice(0, -3)}.js`);
   for (const json of walk("src").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
   for (const js of Object.values(pkg["node-red"].nodes)) {
     files.add(js);
@@ -134,7 +156,10 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
 
   before(async () => {
     const built = builtAt();
-    const { stdout } = await run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+      cwd: REPO_ROOT,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     const info = JSON.parse(stdout) as Array<{ name: string; files: Array<{ path: string }> }>;
     assert.equal(info[0].name, PACKAGE_NAME);
@@ -145,7 +170,11 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
     const expected = expectedFiles();
     const missing = [...expected].filter((f) => !packed.includes(f)).sort();
     const extra = packed.filter((f) => !expected.has(f));
-    assert.deepEqual({ missing, extra }, { missing: [], extra: [] }, `missing from the package: ${missing.join(", ") || "-"}; not wanted: ${extra.join(", ") || "-"}`);
+    assert.deepEqual(
+      { missing, extra },
+      { missing: [], extra: [] },
+      `missing from the package: ${missing.join(", ") || "-"}; not wanted: ${extra.join(", ") || "-"}`,
+    );
   });
 
   it("has every node's entry point, editor file, catalogue, help and icon", () => {
@@ -156,18 +185,28 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
       assert.ok(packed.includes(`nodes/locales/en-US/${type}.html`), `${type} help`);
       assert.ok(packed.includes(`nodes/icons/${type}.svg`), `${type} icon`);
     }
-    assert.ok(packed.some((f) => f.startsWith("examples/")), "examples");
+    assert.ok(
+      packed.some((f) => f.startsWith("examples/")),
+      "examples",
+    );
   });
 
   it("ships no tests, TypeScript sources, source maps, demo files or compiled tests/scripts", () => {
     for (const f of packed) {
-      assert.doesNotMatch(f, /^(test|src|scripts|bench|\.demo|\.ci|icons)\/|^dist\/(test|scripts|bench)\/|\.ts$|\.map$|\.tgz$|^node_modules\//, f);
+      assert.doesNotMatch(
+        f,
+        /^(test|src|scripts|bench|\.demo|\.ci|icons)\/|^dist\/(test|scripts|bench)\/|\.ts$|\.map$|\.tgz$|^node_modules\//,
+        f,
+      );
     }
   });
 
   it("ships no stale compiled file (each dist/src/*.js has its source)", () => {
     for (const f of packed.filter((x) => x.startsWith("dist/src/"))) {
-      assert.ok(fs.existsSync(path.join(REPO_ROOT, f.replace(/^dist\//, "").replace(/\.js$/, ".ts"))), `${f} has no source file`);
+      assert.ok(
+        fs.existsSync(path.join(REPO_ROOT, f.replace(/^dist\//, "").replace(/\.js$/, ".ts"))),
+        `${f} has no source file`,
+      );
     }
   });
 });
@@ -186,7 +225,10 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
     await userDirNodeRedMade(userDir);
     // The release tarball, where the README's command expects it: in the user directory.
     const built = builtAt();
-    const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", userDir], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", userDir], {
+      cwd: REPO_ROOT,
+      maxBuffer: 16 * 1024 * 1024,
+    });
     assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
     tgzName = (JSON.parse(stdout) as Array<{ filename: string }>)[0].filename;
     assert.equal(tgzName, `door-access-node-red-${pkg.version}.tgz`, "the file name the README gives");
@@ -203,12 +245,24 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
     if (!offline) console.warn("      note: the offline install failed; installed with --prefer-offline");
     const installed = path.join(userDir, "node_modules", "@door-access", "node-red");
     assert.equal(fs.lstatSync(installed).isSymbolicLink(), false);
-    assert.equal((JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8")) as { version: string }).version, pkg.version);
+    assert.equal(
+      (JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8")) as { version: string }).version,
+      pkg.version,
+    );
     assert.ok(fs.existsSync(path.join(installed, "dist", "src", "nodes", "door-unlock.js")));
     for (const dep of ["undici", "zod"]) assert.ok(fs.existsSync(path.join(userDir, "node_modules", dep)), dep);
-    const saved = JSON.parse(fs.readFileSync(path.join(userDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
-    assert.ok(saved.dependencies[PACKAGE_NAME], "recorded in the user directory's package.json, as the palette manager does");
-    assert.equal(saved.dependencies[PACKAGE_NAME], `file:${tgzName}`, "the tarball beside it, as `npm install ./<tarball>` records it");
+    const saved = JSON.parse(fs.readFileSync(path.join(userDir, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    assert.ok(
+      saved.dependencies[PACKAGE_NAME],
+      "recorded in the user directory's package.json, as the palette manager does",
+    );
+    assert.equal(
+      saved.dependencies[PACKAGE_NAME],
+      `file:${tgzName}`,
+      "the tarball beside it, as `npm install ./<tarball>` records it",
+    );
   });
 
   it("Node-RED 4 loads the four node types and the examples, without a load error", async () => {
@@ -220,10 +274,20 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
       assert.equal(n.err, undefined, `load error: ${n.err}`);
       assert.equal(n.enabled, true);
     }
-    assert.deepEqual(nodes.filter((n) => n.err).map((n) => `${n.module}: ${n.err}`), [], "no node set failed to load");
+    assert.deepEqual(
+      nodes.filter((n) => n.err).map((n) => `${n.module}: ${n.err}`),
+      [],
+      "no node set failed to load",
+    );
     const info = await ourModuleInfo(nr);
-    assert.deepEqual([info.version, info.local, info.user], [pkg.version, true, true], "loaded from the user directory's node_modules, listed in its package.json");
-    const examples = (await (await fetch(`${nr.url}/library/examples/flows/${PACKAGE_NAME}`)).json()) as Array<string | { fn?: string }>;
+    assert.deepEqual(
+      [info.version, info.local, info.user],
+      [pkg.version, true, true],
+      "loaded from the user directory's node_modules, listed in its package.json",
+    );
+    const examples = (await (await fetch(`${nr.url}/library/examples/flows/${PACKAGE_NAME}`)).json()) as Array<
+      string | { fn?: string }
+    >;
     assert.ok(examples.length >= 6, `examples listed: ${JSON.stringify(examples)}`);
     const editorFile = await fetch(`${nr.url}/nodes`, { headers: { Accept: "text/html" } });
     assert.match(await editorFile.text(), /registerType\('door-unlock'/, "the editor definitions are served");
@@ -231,7 +295,10 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
   });
 
   it("the simulator's bin runs from the installed copy", async () => {
-    const { stdout } = await run(process.execPath, [path.join(userDir, "node_modules", "@door-access", "node-red", "bin", "door-access-sim.js"), "--help"]);
+    const { stdout } = await run(process.execPath, [
+      path.join(userDir, "node_modules", "@door-access", "node-red", "bin", "door-access-sim.js"),
+      "--help",
+    ]);
     assert.match(stdout, /door-access-sim/);
   });
 });
@@ -272,11 +339,24 @@ describe("installed from the git repository as the README says (`npm install git
     if (!offline) console.warn("      note: the offline install failed; installed with --prefer-offline");
     const installed = path.join(userDir, "node_modules", "@door-access", "node-red");
     assert.equal(fs.lstatSync(installed).isSymbolicLink(), false);
-    assert.ok(fs.existsSync(path.join(installed, "dist", "src", "nodes", "door-account.js")), "the build is in the installed copy");
-    assert.equal(fs.existsSync(path.join(installed, "src")), false, "an installed copy, as packed: no TypeScript sources");
+    assert.ok(
+      fs.existsSync(path.join(installed, "dist", "src", "nodes", "door-account.js")),
+      "the build is in the installed copy",
+    );
+    assert.equal(
+      fs.existsSync(path.join(installed, "src")),
+      false,
+      "an installed copy, as packed: no TypeScript sources",
+    );
     for (const dep of ["undici", "zod"]) assert.ok(fs.existsSync(path.join(userDir, "node_modules", dep)), dep);
-    const saved = JSON.parse(fs.readFileSync(path.join(userDir, "package.json"), "utf8")) as { dependencies: Record<string, string> };
-    assert.match(saved.dependencies[PACKAGE_NAME] ?? "", /^git\+file:/, "recorded in the user directory's package.json");
+    const saved = JSON.parse(fs.readFileSync(path.join(userDir, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+    };
+    assert.match(
+      saved.dependencies[PACKAGE_NAME] ?? "",
+      /^git\+file:/,
+      "recorded in the user directory's package.json",
+    );
   });
 
   it("Node-RED loads the four node types from it, without a load error", async () => {
@@ -289,7 +369,11 @@ describe("installed from the git repository as the README says (`npm install git
       assert.equal(n.enabled, true);
     }
     const info = await ourModuleInfo(nr);
-    assert.deepEqual([info.version, info.local, info.user], [pkg.version, true, true], "loaded from the user directory's node_modules, listed in its package.json");
+    assert.deepEqual(
+      [info.version, info.local, info.user],
+      [pkg.version, true, true],
+      "loaded from the user directory's node_modules, listed in its package.json",
+    );
     assert.doesNotMatch(nr.output(), /\[error\]/, nr.output());
   });
 });

@@ -42,20 +42,35 @@ interface SemVer {
 }
 const requireCjs = createRequire(__filename);
 const semver = requireCjs(require.resolve("semver", { paths: [nodeRedDir, REPO_ROOT] })) as SemVer;
-const acorn = requireCjs(require.resolve("acorn", { paths: [path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] }))] })) as {
+const acorn = requireCjs(
+  require.resolve("acorn", {
+    paths: [path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] }))],
+  }),
+) as {
   parse(code: string, opts: { ecmaVersion: "latest" }): AcornNode;
 };
 type AcornNode = { type: string; [k: string]: any };
 
 function installedVersion(name: string): string {
-  return (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "node_modules", name, "package.json"), "utf8")) as { version: string }).version;
+  return (
+    JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "node_modules", name, "package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
 }
 
 /** The newest Node-RED installed here: node-red (4.x) and node-red-5 (alias of node-red 5.x). */
 function latestNodeRed(): { version: string; engines: string } {
   const found = ["node-red", "node-red-5"]
     .filter((d) => fs.existsSync(path.join(REPO_ROOT, "node_modules", d, "package.json")))
-    .map((d) => JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "node_modules", d, "package.json"), "utf8")) as { name: string; version: string; engines: { node: string } })
+    .map(
+      (d) =>
+        JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "node_modules", d, "package.json"), "utf8")) as {
+          name: string;
+          version: string;
+          engines: { node: string };
+        },
+    )
     .filter((p) => p.name === "node-red");
   assert.ok(found.length > 0, "a Node-RED is installed");
   found.sort((a, b) => semver.rcompare(a.version, b.version));
@@ -72,15 +87,21 @@ interface Registration {
 /** What the scorecard reads from an editor file. */
 function registrations(htmlFile: string): Registration[] {
   const html = fs.readFileSync(htmlFile, "utf8");
-  const blocks = [...html.matchAll(/<script\s+type=["']text\/javascript["'][^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+  const blocks = [...html.matchAll(/<script\s+type=["']text\/javascript["'][^>]*>([\s\S]*?)<\/script>/g)].map(
+    (m) => m[1],
+  );
   const out: Registration[] = [];
   const visit = (n: unknown): void => {
     if (!n || typeof n !== "object") return;
     if (Array.isArray(n)) return n.forEach(visit);
     const node = n as AcornNode;
     if (
-      node.type === "CallExpression" && node.callee.type === "MemberExpression" && node.callee.property.name === "registerType" &&
-      node.callee.object.type === "MemberExpression" && node.callee.object.property.name === "nodes" && node.callee.object.object.name === "RED"
+      node.type === "CallExpression" &&
+      node.callee.type === "MemberExpression" &&
+      node.callee.property.name === "registerType" &&
+      node.callee.object.type === "MemberExpression" &&
+      node.callee.object.property.name === "nodes" &&
+      node.callee.object.object.name === "RED"
     ) {
       const [name, def] = node.arguments as AcornNode[];
       assert.equal(name?.type, "Literal", `${path.basename(htmlFile)}: registerType with a literal type name`);
@@ -91,7 +112,10 @@ function registrations(htmlFile: string): Registration[] {
       for (const p of def.properties as AcornNode[]) {
         const key = p.key?.name ?? p.key?.value;
         const v = p.value as AcornNode;
-        const literal = v.type === "Literal" || v.type === "ObjectExpression" || (v.type === "UnaryExpression" && v.argument.type === "Literal");
+        const literal =
+          v.type === "Literal" ||
+          v.type === "ObjectExpression" ||
+          (v.type === "UnaryExpression" && v.argument.type === "Literal");
         (literal ? literalProps : computedProps).add(key);
         if (key === "category" && v.type === "Literal") category = String(v.value);
       }
@@ -144,7 +168,10 @@ describe("flow-library scorecard (checked offline)", () => {
     assert.ok(range && semver.validRange(range), `engines.node ${range}`);
     const latest = latestNodeRed();
     const min = semver.minVersion(latest.engines)!;
-    assert.ok(semver.satisfies(min, range), `Node-RED ${latest.version} runs on Node ${latest.engines}; its minimum ${min.version} satisfies ${range}`);
+    assert.ok(
+      semver.satisfies(min, range),
+      `Node-RED ${latest.version} runs on Node ${latest.engines}; its minimum ${min.version} satisfies ${range}`,
+    );
     assert.ok(semver.satisfies(process.versions.node, range));
     // The note's calibration: >= 20 passes, >= 24 fails.
     assert.ok(semver.satisfies(min, ">=20") && !semver.satisfies(min, ">=24"));
@@ -153,17 +180,35 @@ describe("flow-library scorecard (checked offline)", () => {
   it("N01: every node type is registered once, literally, with the name its entry point has, and clashes with no core node", () => {
     const types = registered.map((r) => r.type);
     assert.deepEqual([...new Set(types)].sort(), types.slice().sort(), "unique");
-    assert.deepEqual(types.slice().sort(), Object.keys(pkg["node-red"].nodes).sort(), "one registration per node-red.nodes entry");
+    assert.deepEqual(
+      types.slice().sort(),
+      Object.keys(pkg["node-red"].nodes).sort(),
+      "one registration per node-red.nodes entry",
+    );
     for (const r of registered) {
       assert.equal(r.type, r.key);
       assert.ok(r.category, `${r.type}: literal category`);
       assert.ok(r.literalProps.has("defaults"), `${r.type}: literal defaults`);
-      for (const p of ["category", "defaults", "credentials", "inputs", "outputs"]) assert.ok(!r.computedProps.has(p), `${r.type}: ${p} must be literal`);
-      if (r.category !== "config") for (const p of ["inputs", "outputs"]) assert.ok(r.literalProps.has(p), `${r.type}: literal ${p}`);
+      for (const p of ["category", "defaults", "credentials", "inputs", "outputs"])
+        assert.ok(!r.computedProps.has(p), `${r.type}: ${p} must be literal`);
+      if (r.category !== "config")
+        for (const p of ["inputs", "outputs"]) assert.ok(r.literalProps.has(p), `${r.type}: literal ${p}`);
     }
-    const coreDir = path.join(path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] })), "core");
-    const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".html") ? [path.join(d, e.name)] : []));
-    const core = new Set(walk(coreDir).flatMap((f) => [...fs.readFileSync(f, "utf8").matchAll(/registerType\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1])));
+    const coreDir = path.join(
+      path.dirname(require.resolve("@node-red/nodes/package.json", { paths: [nodeRedDir] })),
+      "core",
+    );
+    const walk = (d: string): string[] =>
+      fs
+        .readdirSync(d, { withFileTypes: true })
+        .flatMap((e) =>
+          e.isDirectory() ? walk(path.join(d, e.name)) : e.name.endsWith(".html") ? [path.join(d, e.name)] : [],
+        );
+    const core = new Set(
+      walk(coreDir).flatMap((f) =>
+        [...fs.readFileSync(f, "utf8").matchAll(/registerType\(\s*['"]([^'"]+)['"]/g)].map((m) => m[1]),
+      ),
+    );
     assert.ok(core.has("inject") && core.has("mqtt in"), "core types read");
     for (const t of types) assert.ok(!core.has(t), `${t} clashes with a core node`);
     for (const t of types) assert.match(t, /^door-/, "prefixed, so it is unlikely to clash with other packages");
@@ -171,8 +216,14 @@ describe("flow-library scorecard (checked offline)", () => {
 
   it("N02: every non-config node type appears in an example flow", () => {
     const exampleTypes = new Set(
-      fs.readdirSync(path.join(REPO_ROOT, "examples")).filter((f) => f.endsWith(".json"))
-        .flatMap((f) => (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "examples", f), "utf8")) as Array<{ type: string }>).map((n) => n.type)),
+      fs
+        .readdirSync(path.join(REPO_ROOT, "examples"))
+        .filter((f) => f.endsWith(".json"))
+        .flatMap((f) =>
+          (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "examples", f), "utf8")) as Array<{ type: string }>).map(
+            (n) => n.type,
+          ),
+        ),
     );
     const flowNodes = registered.filter((r) => r.category !== "config").map((r) => r.type);
     assert.deepEqual(flowNodes.sort(), ["door-devices", "door-status", "door-unlock"]);
@@ -187,7 +238,9 @@ describe("flow-library scorecard (checked offline)", () => {
   it("D03: each dependency range includes the latest version (npm cache, offline), else the installed one", function () {
     this.timeout(120_000);
     /** Accepted exceptions, each with its reason. */
-    const accepted: Record<string, string> = { undici: "undici 8.x needs Node >= 22.19; we support Node 20 (engines.node >= 20.18.1), so ^7" };
+    const accepted: Record<string, string> = {
+      undici: "undici 8.x needs Node >= 22.19; we support Node 20 (engines.node >= 20.18.1), so ^7",
+    };
     for (const [name, range] of Object.entries(pkg.dependencies ?? {})) {
       assert.ok(semver.validRange(range), `${name}: ${range}`);
       assert.match(range.trim(), /^(\^|~|>=)/, `${name}: ${range} is open to updates (caret, tilde or >=), not a pin`);
@@ -195,7 +248,14 @@ describe("flow-library scorecard (checked offline)", () => {
       assert.ok(semver.satisfies(installed, range), `${name}@${installed} satisfies ${range}`);
       let latest: string | null;
       try {
-        latest = execFileSync(process.platform === "win32" ? "npm.cmd" : "npm", ["view", name, "dist-tags.latest", "--offline"], { cwd: REPO_ROOT, timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] }).toString().trim() || null;
+        latest =
+          execFileSync(
+            process.platform === "win32" ? "npm.cmd" : "npm",
+            ["view", name, "dist-tags.latest", "--offline"],
+            { cwd: REPO_ROOT, timeout: 20_000, stdio: ["ignore", "pipe", "ignore"] },
+          )
+            .toString()
+            .trim() || null;
       } catch {
         latest = null; // not in the npm cache: the installed version stands for the latest
       }

@@ -97,7 +97,11 @@ async function startTree(command: string, args: string[], cwd = REPO_ROOT): Prom
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  const ports = [/Node-RED editor:\s+http:\/\/127\.0\.0\.1:(\d+)/, /Door simulator:\s+http:\/\/127\.0\.0\.1:(\d+)/, /MQTT broker:\s+mqtt:\/\/127\.0\.0\.1:(\d+)/].map((re) => Number(re.exec(out)?.[1] ?? 0));
+  const ports = [
+    /Node-RED editor:\s+http:\/\/127\.0\.0\.1:(\d+)/,
+    /Door simulator:\s+http:\/\/127\.0\.0\.1:(\d+)/,
+    /MQTT broker:\s+mqtt:\/\/127\.0\.0\.1:(\d+)/,
+  ].map((re) => Number(re.exec(out)?.[1] ?? 0));
   assert.ok(ports[0] > 0 && ports[1] > 0, out);
   return { child, pgid: child.pid!, ports: ports.filter((p) => p > 0), out: () => out };
 }
@@ -114,7 +118,9 @@ async function assertAllGone(tree: StartedTree, ms: number, what: string): Promi
     for (const p of tree.ports) if (!(await portFree(p))) busy.push(p);
     if (left.length === 0 && busy.length === 0) return Date.now() - t0;
     if (Date.now() - t0 > ms) {
-      assert.fail(`${ms / 1000} s after ${what}: still running: ${left.map((p) => `${p.pid} ${p.cmd}`).join("; ") || "nothing"}; ports still held: ${busy.join(", ") || "none"}\n${tree.out().slice(-1500)}`);
+      assert.fail(
+        `${ms / 1000} s after ${what}: still running: ${left.map((p) => `${p.pid} ${p.cmd}`).join("; ") || "nothing"}; ports still held: ${busy.join(", ") || "none"}\n${tree.out().slice(-1500)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -137,11 +143,15 @@ describe("demo (npm start): SIGTERM to the npm process, as a process manager or 
 
   it("SIGTERM to the `npm start` process stops Node-RED and the simulator (nothing keeps the ports)", async () => {
     // detached: its own process group, so that the test can clean up whatever survives.
-    const child = spawn(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], {
-      cwd: packageCopy(), // npm start rebuilds dist/: in a copy, not under the files running beside this one
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    });
+    const child = spawn(
+      npm,
+      ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"],
+      {
+        cwd: packageCopy(), // npm start rebuilds dist/: in a copy, not under the files running beside this one
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      },
+    );
     let out = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString()));
     child.stderr.on("data", (c: Buffer) => (out += c.toString()));
@@ -159,7 +169,11 @@ describe("demo (npm start): SIGTERM to the npm process, as a process manager or 
       child.kill("SIGTERM"); // only npm, as systemd, pm2, VS Code's npm-scripts "stop", `timeout` do
       const deadline2 = Date.now() + 20_000;
       while (alive(nrPid) && Date.now() < deadline2) await sleep(250);
-      assert.equal(alive(nrPid), false, "Node-RED still runs after npm start was terminated (orphaned, holding the editor port)");
+      assert.equal(
+        alive(nrPid),
+        false,
+        "Node-RED still runs after npm start was terminated (orphaned, holding the editor port)",
+      );
       assert.equal(await answers(editor), false, "the editor still answers");
       assert.equal(await answers(`${sim}/_sim/counts`), false, "the simulator still answers");
     } finally {
@@ -188,9 +202,16 @@ describe("demo (npm start): stopped from outside (a signal to npm alone, a paren
       let tree: StartedTree | null = null;
       try {
         // npm start rebuilds dist/: in a copy, not under the files running beside this one.
-        tree = await startTree(npm, ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"], packageCopy());
+        tree = await startTree(
+          npm,
+          ["start", "--", "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "0"],
+          packageCopy(),
+        );
         const before = liveInGroup(tree.pgid);
-        assert.ok(before.some((p) => /node-red/.test(p.cmd)) && before.length >= 3, `npm, the demo and Node-RED run: ${JSON.stringify(before)}`);
+        assert.ok(
+          before.some((p) => /node-red/.test(p.cmd)) && before.length >= 3,
+          `npm, the demo and Node-RED run: ${JSON.stringify(before)}`,
+        );
         process.kill(tree.child.pid!, signal); // npm's pid only, not its group
         await assertAllGone(tree, STOP_WITHIN_MS, how);
       } finally {
@@ -206,8 +227,22 @@ describe("demo (npm start): stopped from outside (a signal to npm alone, a paren
     const dir = fs.mkdtempSync(path.join(tmpdir(), "door-demo-signal-"));
     let tree: StartedTree | null = null;
     try {
-      tree = await startTree(process.execPath, [path.join(REPO_ROOT, "dist", "scripts", "demo.js"), "--dir", dir, "--sim-port", "0", "--editor-port", "0", "--mqtt-port", "off", "--no-examples"]);
-      assert.ok(liveInGroup(tree.pgid).some((p) => /node-red/.test(p.cmd)), "Node-RED runs");
+      tree = await startTree(process.execPath, [
+        path.join(REPO_ROOT, "dist", "scripts", "demo.js"),
+        "--dir",
+        dir,
+        "--sim-port",
+        "0",
+        "--editor-port",
+        "0",
+        "--mqtt-port",
+        "off",
+        "--no-examples",
+      ]);
+      assert.ok(
+        liveInGroup(tree.pgid).some((p) => /node-red/.test(p.cmd)),
+        "Node-RED runs",
+      );
       process.kill(tree.child.pid!, "SIGKILL");
       await assertAllGone(tree, STOP_WITHIN_MS, "SIGKILL to the demo");
     } finally {

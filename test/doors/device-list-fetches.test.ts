@@ -19,7 +19,14 @@ import { DEMO_PHONE, ops, tempDir, waitUntil } from "../helpers/session.js";
 const count = (sim: RunningSimulator, operation: string) => sim.control.requests({ operation }).length;
 const puts = (sim: RunningSimulator) => sim.control.requests().filter((r) => r.operation.startsWith("unlock")).length;
 const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
-const byId = (id: number, i: number) => ({ msgDeviceId: id, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` });
+const byId = (id: number, i: number) => ({
+  msgDeviceId: id,
+  msgDoor: undefined,
+  msgLockId: undefined,
+  msgActor: undefined,
+  msgRetain: undefined,
+  msgid: `m${i}`,
+});
 /** The directory's list fetch in flight, if any (to let one settle before the next message: forced, not slept on). */
 const listInflight = (a: Account) => (a.directory as unknown as { inflight: Promise<unknown> | null }).inflight;
 
@@ -29,18 +36,49 @@ describe("The unlock path never waits for a list fetch when a list is there; a f
   it("an expired list serves the unlock at once while the failing fetch runs in the background", async () => {
     const sim = await startSimulator({ rateLimit: false });
     const dir = tempDir();
-    const account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "a.jsonl"), deviceListTtlMs: 100, client: { random: () => 0 } });
+    const account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "a.jsonl"),
+      deviceListTtlMs: 100,
+      client: { random: () => 0 },
+    });
     try {
       await account.start();
       await account.devices();
       await new Promise((r) => setTimeout(r, 150)); // the list is now expired
       sim.control.resetRequests();
       sim.control.inject({ kind: "503", endpoint: "listUserDevices", latencyMs: 2000, count: 4 });
-      const r = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "x" }, { nodeId: "t", door: { id: 101, name: "Front Door", location: "Main Street 1" }, lockId: "", actor: "", rejectRetained: true });
+      const r = await performUnlock(
+        account,
+        {
+          msgDeviceId: undefined,
+          msgDoor: "Front Door",
+          msgLockId: undefined,
+          msgActor: undefined,
+          msgRetain: undefined,
+          msgid: "x",
+        },
+        {
+          nodeId: "t",
+          door: { id: 101, name: "Front Door", location: "Main Street 1" },
+          lockId: "",
+          actor: "",
+          rejectRetained: true,
+        },
+      );
       assert.equal(r.outcome, "accepted", JSON.stringify(r));
       assert.equal(sim.control.requests({ operation: "unlockDevice" }).length, 1);
-      assert.equal(sim.control.requests({ operation: "listUserDevices" }).length, 0, "the PUT did not wait for the list (still in flight)");
-      assert.ok(sim.control.inFlight().some((e) => e.operation === "listUserDevices"), "the refresh runs in the background");
+      assert.equal(
+        sim.control.requests({ operation: "listUserDevices" }).length,
+        0,
+        "the PUT did not wait for the list (still in flight)",
+      );
+      assert.ok(
+        sim.control.inFlight().some((e) => e.operation === "listUserDevices"),
+        "the refresh runs in the background",
+      );
     } finally {
       await account.close();
       await sim.close();
@@ -51,13 +89,21 @@ describe("The unlock path never waits for a list fetch when a list is there; a f
     const clock = fakeClock();
     const sim = await startSimulator({ rateLimit: false, now: () => clock.now() });
     const dir = tempDir();
-    const account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "a.jsonl"), clock, client: { random: () => 0 } });
+    const account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "a.jsonl"),
+      clock,
+      client: { random: () => 0 },
+    });
     const lists = () => sim.control.requests({ operation: "listUserDevices" }).length;
     try {
       sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 4 }); // every attempt of the first fetch
       await account.start();
       account.warmDevices();
-      for (let i = 0; i < 40 && lists() < 4; i++) await clock.tickAsync(250).then(() => new Promise((r) => setTimeout(r, 5)));
+      for (let i = 0; i < 40 && lists() < 4; i++)
+        await clock.tickAsync(250).then(() => new Promise((r) => setTimeout(r, 5)));
       await waitUntil(() => account.directory.nextRetryAt() !== null, 3000, "the first fetch to fail");
       assert.equal(lists(), 4, "the spec's four attempts");
       await clock.tickAsync(25_000);
@@ -81,7 +127,13 @@ describe("Within a list back-off window, msg.refresh, the location list and a 40
   beforeEach(async () => {
     sim = await startSimulator({ rateLimit: false });
     dir = mkdtempSync(path.join(tmpdir(), "door-list-"));
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      client: { random: () => 0 },
+    });
   });
   afterEach(async () => {
     await account?.close();
@@ -101,7 +153,10 @@ describe("Within a list back-off window, msg.refresh, the location list and a 40
       await waitUntil(() => listInflight(account) === null, 5000, "the list fetch to settle");
     }
     // One message try in the 30 s window (each try: the spec's up to 4 attempts of an idempotent GET).
-    assert.ok(count(sim, "listUserDevices") <= 2 * startup, `${count(sim, "listUserDevices")} list requests (start-up try: ${startup}) for six forced messages within one 30 s back-off window`);
+    assert.ok(
+      count(sim, "listUserDevices") <= 2 * startup,
+      `${count(sim, "listUserDevices")} list requests (start-up try: ${startup}) for six forced messages within one 30 s back-off window`,
+    );
   });
 
   // Fixed in c309f63.
@@ -109,7 +164,11 @@ describe("Within a list back-off window, msg.refresh, the location list and a 40
     sim.control.inject({ kind: "429", endpoint: "listUserLocations", retryAfter: 120, count: 10_000 });
     await account.start();
     for (let i = 0; i < 6; i++) await assert.rejects(account.locations(i % 2 === 1));
-    assert.equal(count(sim, "listUserLocations"), 1, `location list fetched within its Retry-After: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      count(sim, "listUserLocations"),
+      1,
+      `location list fetched within its Retry-After: ${JSON.stringify(ops(sim))}`,
+    );
   });
 
   // Fixed in c309f63.
@@ -122,11 +181,18 @@ describe("Within a list back-off window, msg.refresh, the location list and a 40
     for (let i = 0; i < 4; i++) {
       const r = await performUnlock(account, byId(101, i), settings);
       assert.equal(r.outcome, "not-found", JSON.stringify(r));
-      await waitUntil(() => listInflight(account) === null && sim.control.inFlight().length === 0, 5000, "the re-fetch to settle");
+      await waitUntil(
+        () => listInflight(account) === null && sim.control.inFlight().length === 0,
+        5000,
+        "the re-fetch to settle",
+      );
     }
     // The first 404's re-fetch (it fails and opens a 30 s back-off window), then at most one message try in that window.
     const tries = count(sim, "listUserDevices") / 4;
-    assert.ok(tries <= 2, `${count(sim, "listUserDevices")} list requests (${tries} tries of 4 attempts) for four 404s within one 30 s back-off window: ${JSON.stringify(ops(sim))}`);
+    assert.ok(
+      tries <= 2,
+      `${count(sim, "listUserDevices")} list requests (${tries} tries of 4 attempts) for four 404s within one 30 s back-off window: ${JSON.stringify(ops(sim))}`,
+    );
   });
 });
 
@@ -138,14 +204,27 @@ describe("Before any list has arrived, a picked door goes to its stored id and a
   beforeEach(async () => {
     sim = await startSimulator({ rateLimit: false });
     dir = mkdtempSync(path.join(tmpdir(), "door-no-list-"));
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      client: { random: () => 0 },
+    });
   });
   afterEach(async () => {
     await account?.close();
     await sim.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const msg = (i: number, f: { id?: number; door?: string }) => ({ msgDeviceId: f.id, msgDoor: f.door, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` });
+  const msg = (i: number, f: { id?: number; door?: string }) => ({
+    msgDeviceId: f.id,
+    msgDoor: f.door,
+    msgLockId: undefined,
+    msgActor: undefined,
+    msgRetain: undefined,
+    msgid: `m${i}`,
+  });
   const node = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
 
   it("no list (its fetch answers 503): a picked door goes to its stored id, a door name sends nothing", async () => {
@@ -158,7 +237,10 @@ describe("Before any list has arrived, a picked door goes to its stored id and a
     const r2 = await performUnlock(account, msg(2, { door: "Front Door" }), node);
     assert.equal(r2.mayHaveOpened, false);
     assert.equal(puts(sim), 1, JSON.stringify(ops(sim)));
-    const targets = sim.control.requests().filter((r) => r.operation.startsWith("unlock")).map((r) => r.deviceId);
+    const targets = sim.control
+      .requests()
+      .filter((r) => r.operation.startsWith("unlock"))
+      .map((r) => r.deviceId);
     assert.deepEqual(targets, [101]);
   });
 });

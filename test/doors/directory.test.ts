@@ -101,7 +101,10 @@ describe("door directory: the device list and how a door is found in it (docs/do
       f.release();
       const lists = await Promise.all(waiting);
       assert.equal(f.state.calls, 1);
-      assert.ok(lists.every((l) => l === lists[0]), "everyone gets the same list");
+      assert.ok(
+        lists.every((l) => l === lists[0]),
+        "everyone gets the same list",
+      );
       for (const r of await Promise.all(names)) assert.equal(ok(r).id, 1);
     });
 
@@ -116,7 +119,7 @@ describe("door directory: the device list and how a door is found in it (docs/do
       assert.equal(f.state.calls, 2, "one fetch for the five waiters");
       for (const r of results) {
         assert.equal(r.status, "rejected");
-        assert.equal((r).reason, boom, "the fetch's own error, outcome intact");
+        assert.equal(r.reason, boom, "the fetch's own error, outcome intact");
       }
       assert.equal(dir.cached()?.devices, first, "previous list kept");
       assert.equal(dir.cached()?.fetchedAt, 0);
@@ -150,11 +153,11 @@ describe("door directory: the device list and how a door is found in it (docs/do
 
     it("a first fetch that fails leaves nothing cached, and a fetch throwing synchronously is handled", async function () {
       let calls = 0;
-      const dir = new DeviceDirectory((() => {
+      const dir = new DeviceDirectory(() => {
         calls += 1;
         if (calls === 1) throw new Error("sync failure");
         return Promise.resolve(V1);
-      }));
+      });
       await assert.rejects(dir.devices(), /sync failure/);
       assert.equal(dir.cached(), null);
       assert.equal((await dir.devices()).length, 5, "the failed flight did not stay stuck");
@@ -195,10 +198,12 @@ describe("door directory: the device list and how a door is found in it (docs/do
     });
 
     it("doors with the same name in the same location can only be told apart by id", async function () {
-      const dir = new DeviceDirectory(fakeFetch([
-        { id: 7, name: "Lab", locationName: "HQ" },
-        { id: 8, name: "Lab", locationName: "HQ" },
-      ]).fetch);
+      const dir = new DeviceDirectory(
+        fakeFetch([
+          { id: 7, name: "Lab", locationName: "HQ" },
+          { id: 8, name: "Lab", locationName: "HQ" },
+        ]).fetch,
+      );
       const r = notOk(await dir.resolveName("HQ / Lab"));
       assert.equal(r.reason, "ambiguous");
       assert.deepEqual(r.candidates, ["HQ / Lab (#7)", "HQ / Lab (#8)"]);
@@ -210,13 +215,21 @@ describe("door directory: the device list and how a door is found in it (docs/do
       const r = notOk(await dir.resolveName("Frnt"));
       assert.equal(r.reason, "unknown");
       assert.equal(r.candidates[0], "Front Door");
-      assert.deepEqual([...r.candidates].sort(), ["Front Door", "Garage / Back Door", "Gate", "Main House / Back Door"]);
+      assert.deepEqual([...r.candidates].sort(), [
+        "Front Door",
+        "Garage / Back Door",
+        "Gate",
+        "Main House / Back Door",
+      ]);
       assert.ok(r.message.startsWith('no door named "Frnt" — known doors: "Front Door", '), r.message);
       assert.ok(!r.candidates.includes("#99"), "unnamed devices are not name candidates");
     });
 
     it("lists at most 10 candidates in the message, then 'and N more'", async function () {
-      const many: Device[] = Array.from({ length: 15 }, (_, i) => ({ id: i + 1, name: `Door ${String(i + 1).padStart(2, "0")}` }));
+      const many: Device[] = Array.from({ length: 15 }, (_, i) => ({
+        id: i + 1,
+        name: `Door ${String(i + 1).padStart(2, "0")}`,
+      }));
       const dir = new DeviceDirectory(fakeFetch(many).fetch);
       const r = notOk(await dir.resolveName("Window"));
       assert.equal(r.candidates.length, 15);
@@ -321,13 +334,21 @@ describe("door directory: the device list and how a door is found in it (docs/do
       ];
       const picked = { id: 102, name: "Back Door", location: "Main Street 1" };
       const renamed = [seed[0], { ...seed[1], name: "Yard Door" }, seed[2]];
-      assert.equal(ok(await new DeviceDirectory(fakeFetch(renamed).fetch).resolveIdentity(picked)).id, 102, "rule 3: renamed, same id");
+      assert.equal(
+        ok(await new DeviceDirectory(fakeFetch(renamed).fetch).resolveIdentity(picked)).id,
+        102,
+        "rule 3: renamed, same id",
+      );
       const removed = [seed[0], seed[2]];
       const gone = notOk(await new DeviceDirectory(fakeFetch(removed).fetch).resolveIdentity(picked));
       assert.equal(gone.reason, "unknown", "rule 4: removed from the list");
       assert.deepEqual(gone.candidates, ["Harbour Warehouse / Back Door"]);
       const renumbered = [seed[0], { ...seed[1], id: 202 }, seed[2]];
-      assert.equal(ok(await new DeviceDirectory(fakeFetch(renumbered).fetch).resolveIdentity(picked)).id, 202, "rule 2: new id, same name and location");
+      assert.equal(
+        ok(await new DeviceDirectory(fakeFetch(renumbered).fetch).resolveIdentity(picked)).id,
+        202,
+        "rule 2: new id, same name and location",
+      );
       const movedAway = [seed[0], { ...seed[1], id: 202, locationName: "Harbour Warehouse" }, seed[2]];
       const amb = await new DeviceDirectory(fakeFetch(movedAway).fetch).resolveIdentity(picked);
       assert.equal(amb.ok, false, "moved to another location under a new id: not opened");
@@ -371,13 +392,16 @@ describe("door directory: the device list and how a door is found in it (docs/do
       assert.equal(gone.reason, "unknown");
     });
 
-    it("a door's label follows the list it is shown with (\"Location / Name\" once its name repeats)", async function () {
+    it('a door\'s label follows the list it is shown with ("Location / Name" once its name repeats)', async function () {
       const f = fakeFetch([{ id: 1, name: "Gate", locationName: "Yard" }]);
       const dir = new DeviceDirectory(f.fetch);
       const gate = ok(await dir.resolveName("Gate"));
       assert.equal(dir.label(gate), "Gate");
       assert.equal(dir.label(gate), "Gate");
-      f.state.source = [{ id: 1, name: "Gate", locationName: "Yard" }, { id: 2, name: "Gate", locationName: "Garden" }];
+      f.state.source = [
+        { id: 1, name: "Gate", locationName: "Yard" },
+        { id: 2, name: "Gate", locationName: "Garden" },
+      ];
       await dir.devices(true);
       assert.equal(dir.label(gate), "Yard / Gate", "the same device object, labelled against the new list");
     });
@@ -385,10 +409,17 @@ describe("door directory: the device list and how a door is found in it (docs/do
     it("falls back to the id when the door was renamed, and to unknown when neither is found", async function () {
       const dir = new DeviceDirectory(fakeFetch(V1).fetch);
       assert.equal(ok(await dir.resolveIdentity({ id: 4, name: "Yard Gate", location: null })).id, 4);
-      assert.equal(ok(await dir.resolveIdentity({ id: 99, name: null, location: null })).id, 99, "unnamed device by id");
+      assert.equal(
+        ok(await dir.resolveIdentity({ id: 99, name: null, location: null })).id,
+        99,
+        "unnamed device by id",
+      );
       const r = notOk(await dir.resolveIdentity({ id: 500, name: "Cellar", location: "Main House" }));
       assert.equal(r.reason, "unknown");
-      assert.ok(r.message.startsWith('door "Main House / Cellar" #500 is not in the account\'s device list — known doors: '), r.message);
+      assert.ok(
+        r.message.startsWith('door "Main House / Cellar" #500 is not in the account\'s device list — known doors: '),
+        r.message,
+      );
       assert.ok(r.candidates.length > 0);
     });
 
@@ -545,7 +576,23 @@ describe("a door stored without a location matches, by name, only a door of that
 });
 
 describe("an unknown door name lists every door of an account with at most 25, else the 10 closest names (docs/doors.md#message-overrides)", function () {
-  const others = ["Alpha Gate", "Bravo Hall", "Charlie Yard", "Delta Dock", "Echo Lift", "Foxtrot Roof", "Golf Shed", "Hotel Lobby", "India Vault", "Juliet Porch", "Kilo Annex", "Lima Cellar", "Mike Attic", "November Wing", "Oscar Stair"];
+  const others = [
+    "Alpha Gate",
+    "Bravo Hall",
+    "Charlie Yard",
+    "Delta Dock",
+    "Echo Lift",
+    "Foxtrot Roof",
+    "Golf Shed",
+    "Hotel Lobby",
+    "India Vault",
+    "Juliet Porch",
+    "Kilo Annex",
+    "Lima Cellar",
+    "Mike Attic",
+    "November Wing",
+    "Oscar Stair",
+  ];
   const doors = (storeRooms: number, otherCount: number): Device[] => [
     ...Array.from({ length: storeRooms }, (_, i) => ({ id: 1 + i, name: `Store Room ${i + 1}` })),
     ...others.slice(0, otherCount).map((name, i) => ({ id: 100 + i, name })),
@@ -566,7 +613,10 @@ describe("an unknown door name lists every door of an account with at most 25, e
     const r = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Store Room"));
     assert.equal(r.reason, "unknown");
     assert.equal(r.candidates.length, 10);
-    assert.ok(r.candidates.every((c) => c.startsWith("Store Room ")), JSON.stringify(r.candidates));
+    assert.ok(
+      r.candidates.every((c) => c.startsWith("Store Room ")),
+      JSON.stringify(r.candidates),
+    );
     assert.match(r.message, /closest names: .*\(of 26 doors\)$/);
     assert.equal((r.message.match(/"Store Room \d+"/g) ?? []).length, 10);
     const near = notOk(await new DeviceDirectory(fakeFetch(list).fetch).resolveName("Alpha Gat"));

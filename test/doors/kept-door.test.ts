@@ -38,7 +38,11 @@ describe("The kept door and label are what the resolution rules give for the cur
       return source.map((d) => ({ ...d }));
     });
     await dir.devices(true);
-    const identity = { id: 1 as number | null, name: "Back Door" as string | null, location: "Main Street 1" as string | null };
+    const identity = {
+      id: 1 as number | null,
+      name: "Back Door" as string | null,
+      location: "Main Street 1" as string | null,
+    };
     for (let round = 0; round < 3000; round++) {
       const what = rnd(6);
       if (what === 0) {
@@ -65,11 +69,18 @@ describe("The kept door and label are what the resolution rules give for the cur
       const fresh = new DeviceDirectory(() => Promise.resolve(dir.cached()!.devices.map((d) => ({ ...d }))));
       await fresh.devices(true);
       const want = await fresh.resolveIdentity({ ...identity });
-      assert.equal(kept.ok, want.ok, `round ${round}: ${JSON.stringify({ identity, list: dir.cached()!.devices, kept, want })}`);
+      assert.equal(
+        kept.ok,
+        want.ok,
+        `round ${round}: ${JSON.stringify({ identity, list: dir.cached()!.devices, kept, want })}`,
+      );
       if (kept.ok && want.ok) {
         assert.equal(kept.device.id, want.device.id, `round ${round}`);
         assert.equal(dir.label(kept.device), fresh.label(want.device), `round ${round}: label`);
-        assert.ok(dir.cached()!.devices.includes(kept.device), `round ${round}: the kept device is from the current list`);
+        assert.ok(
+          dir.cached()!.devices.includes(kept.device),
+          `round ${round}: the kept device is from the current list`,
+        );
       }
     }
   });

@@ -33,38 +33,135 @@ function editorChecks(): EditorChecks {
 const WINDOW = { days: [2], from: "07:00", to: "12:00" };
 
 /** Each field with values either side of its limits; `with` is what the rest of the rules hold. */
-const TABLE: { field: keyof AccessRulesConfig; check: keyof EditorChecks; values: unknown[]; with?: AccessRulesConfig }[] = [
+const TABLE: {
+  field: keyof AccessRulesConfig;
+  check: keyof EditorChecks;
+  values: unknown[];
+  with?: AccessRulesConfig;
+}[] = [
   {
     field: "allowActors",
     check: "actorsProblem",
-    values: [undefined, null, "", [], ["alice"], ["cleaner-*", "alice"], [" alice"], ["alice "], [""], ["   "], ["a".repeat(200)], ["a".repeat(201)],
-      ["a\u0000b"], ["a\u007fb"], ["a\nb"], [1], [null], "alice", {}, 7],
+    values: [
+      undefined,
+      null,
+      "",
+      [],
+      ["alice"],
+      ["cleaner-*", "alice"],
+      [" alice"],
+      ["alice "],
+      [""],
+      ["   "],
+      ["a".repeat(200)],
+      ["a".repeat(201)],
+      ["a\u0000b"],
+      ["a\u007fb"],
+      ["a\nb"],
+      [1],
+      [null],
+      "alice",
+      {},
+      7,
+    ],
   },
   {
     field: "schedule",
     check: "scheduleProblem",
-    values: [undefined, null, "", [], [WINDOW], [{ ...WINDOW, to: "24:00" }], [{ ...WINDOW, from: "00:00", to: "00:00" }], [{ ...WINDOW, from: "22:00", to: "06:00" }],
-      [{ ...WINDOW, from: "23:59", to: "00:00" }], [{ ...WINDOW, from: "08:00", to: "08:00" }], [{ ...WINDOW, from: "24:00", to: "08:00" }],
-      [{ ...WINDOW, from: "7:00" }], [{ ...WINDOW, to: "12:60" }], [{ ...WINDOW, days: [] }], [{ ...WINDOW, days: [0] }], [{ ...WINDOW, days: [8] }],
-      [{ ...WINDOW, days: [1.5] }], [{ ...WINDOW, days: ["2"] }], [{ from: "07:00", to: "12:00" }], [{ ...WINDOW, days: [1, 2, 3, 4, 5, 6, 7] }],
-      [null], ["07:00-12:00"], [[2, "07:00", "12:00"]], "mon 07:00-12:00", {}, 3],
+    values: [
+      undefined,
+      null,
+      "",
+      [],
+      [WINDOW],
+      [{ ...WINDOW, to: "24:00" }],
+      [{ ...WINDOW, from: "00:00", to: "00:00" }],
+      [{ ...WINDOW, from: "22:00", to: "06:00" }],
+      [{ ...WINDOW, from: "23:59", to: "00:00" }],
+      [{ ...WINDOW, from: "08:00", to: "08:00" }],
+      [{ ...WINDOW, from: "24:00", to: "08:00" }],
+      [{ ...WINDOW, from: "7:00" }],
+      [{ ...WINDOW, to: "12:60" }],
+      [{ ...WINDOW, days: [] }],
+      [{ ...WINDOW, days: [0] }],
+      [{ ...WINDOW, days: [8] }],
+      [{ ...WINDOW, days: [1.5] }],
+      [{ ...WINDOW, days: ["2"] }],
+      [{ from: "07:00", to: "12:00" }],
+      [{ ...WINDOW, days: [1, 2, 3, 4, 5, 6, 7] }],
+      [null],
+      ["07:00-12:00"],
+      [[2, "07:00", "12:00"]],
+      "mon 07:00-12:00",
+      {},
+      3,
+    ],
   },
   {
     field: "timeZone",
     check: "zoneProblem",
     // A zone matters only with a schedule.
     with: { schedule: [WINDOW] },
-    values: [undefined, null, "", "UTC", "Europe/Oslo", "America/Argentina/Buenos_Aires", "Etc/GMT+1", "Mars/Olympus_Mons", "Europe/", "europe/oslo", 5, {}],
+    values: [
+      undefined,
+      null,
+      "",
+      "UTC",
+      "Europe/Oslo",
+      "America/Argentina/Buenos_Aires",
+      "Etc/GMT+1",
+      "Mars/Olympus_Mons",
+      "Europe/",
+      "europe/oslo",
+      5,
+      {},
+    ],
   },
   {
     field: "cooldown",
     check: "cooldownProblem",
-    values: [undefined, null, "", 0, 1, 30, 86400, 86401, -1, 1.5, "30", " 30 ", "1.5", "-1", "1e3", "abc", "86401", NaN, Infinity, true, {}],
+    values: [
+      undefined,
+      null,
+      "",
+      0,
+      1,
+      30,
+      86400,
+      86401,
+      -1,
+      1.5,
+      "30",
+      " 30 ",
+      "1.5",
+      "-1",
+      "1e3",
+      "abc",
+      "86401",
+      NaN,
+      Infinity,
+      true,
+      {},
+    ],
   },
   {
     field: "pin",
     check: "pinProblem",
-    values: [undefined, null, "", "1234", "0042", "123456789012", "123", "1234567890123", "12a4", "12 34", " 1234", "١٢٣٤", 1234],
+    values: [
+      undefined,
+      null,
+      "",
+      "1234",
+      "0042",
+      "123456789012",
+      "123",
+      "1234567890123",
+      "12a4",
+      "12 34",
+      " 1234",
+      "١٢٣٤",
+      1234,
+    ],
   },
 ];
 
@@ -78,7 +175,9 @@ describe("the door-unlock dialog flags exactly what the runtime cannot read (doc
         const runtime = parseAccessRules({ ...row.with, [row.field]: value });
         if (editorOk !== runtime.ok) {
           const said = runtime.ok ? "runs it" : `refuses it (${runtime.message})`;
-          disagree.push(`${JSON.stringify(value) ?? String(value)}: the editor ${editorOk ? "accepts it" : "flags it"}, the runtime ${said}`);
+          disagree.push(
+            `${JSON.stringify(value) ?? String(value)}: the editor ${editorOk ? "accepts it" : "flags it"}, the runtime ${said}`,
+          );
         }
       }
       assert.deepEqual(disagree, []);

@@ -46,13 +46,24 @@ const STEP_MS = 15_000;
 const TAB_ID = "acd1a1090000a000";
 
 /** Chromium with a profile of its own at 1280 x 760, its steps bounded by STEP_MS; page errors are collected. */
-async function openEditorBrowser(profile: string, pageErrors: string[]): Promise<{ context: BrowserContext; page: Page }> {
+async function openEditorBrowser(
+  profile: string,
+  pageErrors: string[],
+): Promise<{ context: BrowserContext; page: Page }> {
   const { chromium } = await import("playwright-core");
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 760 },
-    args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-background-networking",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
     timeout: 60_000,
   });
   context.setDefaultTimeout(STEP_MS);
@@ -77,7 +88,14 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-dialog-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-dialog-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: false,
+      deployExamples: false,
+      onLog: (l) => log.push(l),
+    });
     // An account that logs in by email, deployed as an existing flow is (its credentials sent once).
     const res = await fetch(new URL("flows", demo.editorUrl), {
       method: "POST",
@@ -86,7 +104,12 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
         flows: [
           { id: TAB_ID, type: "tab", label: "Dialog test", disabled: false, info: "" },
           {
-            id: accountId, type: "door-account", name: "Email account", baseUrl: demo.simUrl, loginMethod: "email", auditLog: "",
+            id: accountId,
+            type: "door-account",
+            name: "Email account",
+            baseUrl: demo.simUrl,
+            loginMethod: "email",
+            auditLog: "",
             credentials: { email: DEMO_ACCOUNT.email, password: DEMO_ACCOUNT.password },
           },
         ],
@@ -116,7 +139,10 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     if (context) {
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: path.join(ARTIFACTS, "account-dialog-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(path.join(ARTIFACTS, "account-dialog-failure.log"), [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n");
+      fs.writeFileSync(
+        path.join(ARTIFACTS, "account-dialog-failure.log"),
+        [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n",
+      );
     }
   });
 
@@ -124,16 +150,39 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
 
   it("the dialog of an email account: the email field shows a stored value, as the phone field does, and holds no email", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
-    await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+    await page
+      .locator('.red-ui-palette-node[data-palette-type="door-unlock"]')
+      .waitFor({ state: "attached", timeout: 60_000 });
     // The editor loads the flows after the palette: the account must be there, or editConfig opens a new one.
-    await page.waitForFunction((id) => !!(window as unknown as { RED: { nodes: { node(id: string): unknown } } }).RED.nodes.node(id), accountId, { timeout: 60_000 });
-    await page.evaluate((id) => (window as unknown as { RED: { editor: { editConfig(n: string, t: string, id: string): void } } }).RED.editor.editConfig("", "door-account", id), accountId);
+    await page.waitForFunction(
+      (id) => !!(window as unknown as { RED: { nodes: { node(id: string): unknown } } }).RED.nodes.node(id),
+      accountId,
+      { timeout: 60_000 },
+    );
+    await page.evaluate(
+      (id) =>
+        (
+          window as unknown as { RED: { editor: { editConfig(n: string, t: string, id: string): void } } }
+        ).RED.editor.editConfig("", "door-account", id),
+      accountId,
+    );
     await email().waitFor({ state: "visible" });
     // Node-RED fills a password-type credential it was told is stored with its "__PWRD__" marker.
-    await page.waitForFunction(() => document.querySelector<HTMLInputElement>("#node-config-input-email")?.value === "__PWRD__", null, { timeout: STEP_MS })
-      .catch(async () => assert.fail(`the email field holds ${JSON.stringify(await email().inputValue())}, not the stored-value marker`));
+    await page
+      .waitForFunction(
+        () => document.querySelector<HTMLInputElement>("#node-config-input-email")?.value === "__PWRD__",
+        null,
+        { timeout: STEP_MS },
+      )
+      .catch(async () =>
+        assert.fail(`the email field holds ${JSON.stringify(await email().inputValue())}, not the stored-value marker`),
+      );
     assert.equal(await email().getAttribute("type"), "password");
-    assert.equal(await page.locator("#node-config-input-phoneNumber").getAttribute("type"), "password", "as the phone field");
+    assert.equal(
+      await page.locator("#node-config-input-phoneNumber").getAttribute("type"),
+      "password",
+      "as the phone field",
+    );
     // The eye button shows what is typed, never the stored value (the editor does not have it).
     await page.locator("#door-account-show-email").click();
     assert.equal(await email().getAttribute("type"), "password");
@@ -153,13 +202,27 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     await page.locator("#node-config-dialog-ok").click();
     await page.locator("#node-config-dialog-ok").waitFor({ state: "detached" });
     const deploy = page.locator("#red-ui-header-button-deploy");
-    await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false,
+      null,
+      { timeout: STEP_MS },
+    );
     await deploy.click();
-    await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true,
+      null,
+      { timeout: STEP_MS },
+    );
     // The deploy button greys out while the deploy is under way too: wait for the runtime's flows.
     const deployedName = async () =>
-      ((await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) })).json()) as { flows: Array<{ id: string; name?: string }> })
-        .flows.find((n) => n.id === accountId)?.name;
+      (
+        (await (
+          await fetch(new URL("flows", demo!.editorUrl), {
+            headers: { "Node-RED-API-Version": "v2" },
+            signal: AbortSignal.timeout(5000),
+          })
+        ).json()) as { flows: Array<{ id: string; name?: string }> }
+      ).flows.find((n) => n.id === accountId)?.name;
     const until = Date.now() + STEP_MS;
     let name = await deployedName();
     while (name !== "Email account (renamed)" && Date.now() < until) {
@@ -170,7 +233,11 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     const state = await waitForAccountState(demo!.editorUrl, accountId, "ready", 20_000);
     assert.equal(state.state, "ready", JSON.stringify(state));
     assert.equal(state.reason, null, JSON.stringify(state));
-    const creds = (await (await fetch(new URL(`credentials/door-account/${accountId}`, demo!.editorUrl), { signal: AbortSignal.timeout(5000) })).json()) as Record<string, unknown>;
+    const creds = (await (
+      await fetch(new URL(`credentials/door-account/${accountId}`, demo!.editorUrl), {
+        signal: AbortSignal.timeout(5000),
+      })
+    ).json()) as Record<string, unknown>;
     assert.equal(creds.has_email, true, JSON.stringify(creds));
     assert.equal(creds.email, undefined);
     assert.deepEqual(pageErrors, []);
@@ -188,18 +255,31 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
   const pageErrors: string[] = [];
 
   const logins = (outcome?: number) =>
-    demo!.sim.control.requests().filter((r) => /^login/.test(r.operation) && (outcome === undefined || r.status === outcome)).length;
+    demo!.sim.control
+      .requests()
+      .filter((r) => /^login/.test(r.operation) && (outcome === undefined || r.status === outcome)).length;
 
   before(async function () {
     this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium)`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium)`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-sign-in-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-sign-in-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: false,
+      deployExamples: false,
+      onLog: (l) => log.push(l),
+    });
     await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
 
     // The demo's account deployed again with a wrong password: it resumes its stored pair.
-    const got = await fetch(new URL("flows", demo.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) });
+    const got = await fetch(new URL("flows", demo.editorUrl), {
+      headers: { "Node-RED-API-Version": "v2" },
+      signal: AbortSignal.timeout(10_000),
+    });
     const { flows } = (await got.json()) as { flows: Record<string, unknown>[] };
     const account = flows.find((n) => n.id === demo!.accountId);
     assert.ok(account, "the demo's account is deployed");
@@ -213,7 +293,11 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     });
     assert.equal(res.status, 200, `deploying the wrong password: ${res.status} ${await res.text()}`);
     await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
-    assert.equal(logins(), loginsBefore, "the redeployed account resumed its stored pair: no login checked the wrong password");
+    assert.equal(
+      logins(),
+      loginsBefore,
+      "the redeployed account resumed its stored pair: no login checked the wrong password",
+    );
 
     ({ context, page } = await openEditorBrowser(profile, pageErrors));
   });
@@ -235,7 +319,10 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     if (context) {
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(path.join(ARTIFACTS, "sign-in-failure.log"), [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n");
+      fs.writeFileSync(
+        path.join(ARTIFACTS, "sign-in-failure.log"),
+        [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n",
+      );
     }
   });
 
@@ -256,13 +343,19 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     const item = page.locator(`#red-ui-palette .red-ui-palette-node[data-palette-type="door-unlock"]`);
     await item.scrollIntoViewIfNeeded();
     let from = await centre(item);
-    for (let same = 0; same < 3; ) {
+    for (let same = 0; same < 3;) {
       await page.waitForTimeout(150);
       const now = await centre(item);
       same = now.x === from.x && now.y === from.y ? same + 1 : 0;
       from = now;
     }
-    const count = () => page.evaluate(() => (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({ type: "door-unlock" }).length);
+    const count = () =>
+      page.evaluate(
+        () =>
+          (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({
+            type: "door-unlock",
+          }).length,
+      );
     const before = await count();
     const box = (await chart().boundingBox())!;
     await page.mouse.move(from.x, from.y);
@@ -270,9 +363,18 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     await page.mouse.move(from.x + 30, from.y + 10, { steps: 5 });
     await page.mouse.move(box.x + dx, box.y + dy, { steps: 20 });
     await page.mouse.up();
-    await page.waitForFunction((n) => (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({ type: "door-unlock" }).length > n, before, { timeout: STEP_MS });
+    await page.waitForFunction(
+      (n) =>
+        (window as unknown as { RED: { nodes: { filterNodes(f: object): unknown[] } } }).RED.nodes.filterNodes({
+          type: "door-unlock",
+        }).length > n,
+      before,
+      { timeout: STEP_MS },
+    );
     const id = await page.evaluate(() => {
-      const list = (window as unknown as { RED: { nodes: { filterNodes(f: object): { id: string }[] } } }).RED.nodes.filterNodes({ type: "door-unlock" });
+      const list = (
+        window as unknown as { RED: { nodes: { filterNodes(f: object): { id: string }[] } } }
+      ).RED.nodes.filterNodes({ type: "door-unlock" });
       return list[list.length - 1].id;
     });
     await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"] rect.red-ui-flow-node`).dblclick();
@@ -302,10 +404,18 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
   async function signIn(password: string): Promise<{ text: string; colour: string }> {
     await page.locator("#node-config-input-password").fill(password);
     await page.locator("#door-account-sign-in").click();
-    await page.waitForFunction(() => {
-      const t = document.querySelector("#door-account-session-state")?.textContent ?? "";
-      return t !== "" && !/^signing in\.\.\.$/.test(t) && !document.querySelector<HTMLButtonElement>("#door-account-sign-in")?.disabled;
-    }, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => {
+        const t = document.querySelector("#door-account-session-state")?.textContent ?? "";
+        return (
+          t !== "" &&
+          !/^signing in\.\.\.$/.test(t) &&
+          !document.querySelector<HTMLButtonElement>("#door-account-sign-in")?.disabled
+        );
+      },
+      null,
+      { timeout: STEP_MS },
+    );
     const text = await stateText().innerText();
     const colour = await page.locator("#door-account-session-dot").evaluate((el) => getComputedStyle(el).color);
     recordForLeakScan("account dialog session line", text);
@@ -327,8 +437,14 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
 
   it("opens the editor with the demo's account deployed (running on a resumed pair with a wrong password)", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
-    await page.locator(`.red-ui-palette-node[data-palette-type="door-unlock"]`).waitFor({ state: "attached", timeout: 60_000 });
-    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
+    await page
+      .locator(`.red-ui-palette-node[data-palette-type="door-unlock"]`)
+      .waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(
+      () => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(),
+      null,
+      { timeout: 60_000 },
+    ); // the flows are loaded after the palette
     await chart().waitFor({ state: "visible" });
   });
 
@@ -338,7 +454,10 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     const before = logins();
     const shown = await signIn("wrong-password");
     assert.doesNotMatch(shown.text, /^signed in|door pickers can list|already runs: door pickers use it$/);
-    assert.match(shown.text, /The password was not checked: only a login can check it, and a login would end that session/);
+    assert.match(
+      shown.text,
+      /The password was not checked: only a login can check it, and a login would end that session/,
+    );
     assert.notEqual(shown.colour, GREEN, "not shown as a success");
     assert.match(await notification(/The password was not checked/), /a session for this login already runs/);
     assert.equal(logins(), before, "no login: the deployed account's session runs");
@@ -349,7 +468,10 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
   it("the same login with the right password while that session runs: it cannot be checked without ending the session; nothing is sent", async () => {
     const before = logins();
     const shown = await signIn(DEMO_ACCOUNT.password);
-    assert.match(shown.text, /sign-in failed: door-account "Demo account \(simulator\)" runs a session of this login with another password: the password typed cannot be checked without ending that session/);
+    assert.match(
+      shown.text,
+      /sign-in failed: door-account "Demo account \(simulator\)" runs a session of this login with another password: the password typed cannot be checked without ending that session/,
+    );
     assert.doesNotMatch(shown.text, /^signed in|door pickers can list/);
     assert.equal(logins(), before, "no login over the running session");
     await page.locator("#node-config-dialog-cancel").click();
@@ -364,7 +486,10 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     const button = () => page.locator("#door-account-sign-in").innerText();
     const sent = logins();
     const warned = await signIn(OTHER_ACCOUNT.password);
-    assert.match(warned.text, /^another door-account of this Node-RED holds a session on this service: door-account "Demo account \(simulator\)" \(phone number login\)\. Nothing was sent\./);
+    assert.match(
+      warned.text,
+      /^another door-account of this Node-RED holds a session on this service: door-account "Demo account \(simulator\)" \(phone number login\)\. Nothing was sent\./,
+    );
     assert.doesNotMatch(warned.text, /^signed in|sign-in failed/);
     assert.notEqual(warned.colour, GREEN);
     assert.match(await notification(/holds a session on this service/), /signing in would end that session/);
@@ -377,7 +502,10 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     // Editing the login takes the confirmation back: the next press asks again.
     await page.locator("#node-config-input-phoneNumber").fill(OTHER_ACCOUNT.phoneNumber);
     assert.equal((await button()).trim(), "Sign in");
-    assert.match((await signIn(OTHER_ACCOUNT.password)).text, /^another door-account of this Node-RED holds a session on this service/);
+    assert.match(
+      (await signIn(OTHER_ACCOUNT.password)).text,
+      /^another door-account of this Node-RED holds a session on this service/,
+    );
     assert.equal(logins(), sent, "still nothing sent");
 
     const before = logins(200);
@@ -390,9 +518,15 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     const all = logins();
     const wrong = await signIn("wrong-password");
     assert.doesNotMatch(wrong.text, /^signed in|door pickers can list/);
-    assert.match(wrong.text, /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session/);
+    assert.match(
+      wrong.text,
+      /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session/,
+    );
     assert.notEqual(wrong.colour, GREEN);
-    assert.match(await notification(/cannot be checked without ending that session/), /^sign-in failed: an earlier sign-in from the editor/);
+    assert.match(
+      await notification(/cannot be checked without ending that session/),
+      /^sign-in failed: an earlier sign-in from the editor/,
+    );
     assert.equal(logins(), all, "nothing sent");
     await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-wrong-over-live.png") });
     const text = await page.locator("body").innerText();

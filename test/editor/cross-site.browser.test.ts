@@ -26,7 +26,13 @@ const CHROMIUM = "/usr/bin/chromium";
 function hostilePage(editorUrl: string, accountId: string, simUrl: string): string {
   const acc = `${editorUrl}door-access/accounts/${accountId}`;
   const sidebar = `${editorUrl}door-access/sidebar/accounts`;
-  const body = JSON.stringify({ baseUrl: simUrl, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__", sessionStore: "file" });
+  const body = JSON.stringify({
+    baseUrl: simUrl,
+    loginMethod: "phone",
+    phoneNumber: "__PWRD__",
+    password: "__PWRD__",
+    sessionStore: "file",
+  });
   return `<!doctype html><html><body>
 <form id="f1" method="POST" action="${acc}/reconnect" target="t1"><input name="a" value="1"></form><iframe name="t1"></iframe>
 <form id="f2" method="POST" action="${acc}/devices/refresh" target="t2" enctype="multipart/form-data"><input name="baseUrl" value="${simUrl}"></form><iframe name="t2"></iframe>
@@ -75,7 +81,14 @@ describe(`a page on another site in a real browser (chromium, Node-RED ${nodeRed
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-cross-site-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-cross-site-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: false,
+      deployExamples: false,
+      onLog: (l) => log.push(l),
+    });
     assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
     // The account's own service description check follows its start-up by a second
     // (docs/service-description.md#when): let it come before the page's window, or the test
@@ -92,7 +105,14 @@ describe(`a page on another site in a real browser (chromium, Node-RED ${nodeRed
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(20_000);
@@ -111,20 +131,32 @@ describe(`a page on another site in a real browser (chromium, Node-RED ${nodeRed
     demo!.sim.control.resetRequests();
     const answers = new Map<string, number>();
     page.on("response", (r) => {
-      if (r.url().includes("/door-access/")) answers.set(`${r.request().method()} ${new URL(r.url()).pathname}`, r.status());
+      if (r.url().includes("/door-access/"))
+        answers.set(`${r.request().method()} ${new URL(r.url()).pathname}`, r.status());
     });
     await page.goto(`http://127.0.0.1:${(hostile!.address() as AddressInfo).port}/`, { waitUntil: "load" });
     const read = await page.evaluate<Record<string, string>>("window.done");
     recordForLeakScan("what a page on another site read", read);
     // The form posts and the beacon are not awaited by the page: wait for their answers.
-    await page.waitForFunction(() => Array.from(document.querySelectorAll("iframe")).every((f) => f.contentDocument === null || f.contentDocument.readyState === "complete"));
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll("iframe")).every(
+        (f) => f.contentDocument === null || f.contentDocument.readyState === "complete",
+      ),
+    );
     await page.waitForTimeout(500); // a beacon has no event of its own
     const ops = demo!.sim.control.requests().map((r) => `${r.operation} ${r.status}`);
     assert.deepEqual(ops, [], `requests at the service caused by the page (what it read: ${JSON.stringify(read)})`);
     for (const [name, text] of Object.entries(read)) {
-      assert.ok(!/Front Door|"accounts"|"devices"|"records"|"state"|seq,ts/.test(text), `the page read ${name}: ${text.slice(0, 200)}`);
+      assert.ok(
+        !/Front Door|"accounts"|"devices"|"records"|"state"|seq,ts/.test(text),
+        `the page read ${name}: ${text.slice(0, 200)}`,
+      );
     }
     for (const [request, status] of answers) assert.ok(status >= 400, `${request} answered ${status}`);
-    assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 5_000)).state, "ready", "the session is the one it was");
+    assert.equal(
+      (await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 5_000)).state,
+      "ready",
+      "the session is the one it was",
+    );
   });
 });

@@ -21,7 +21,9 @@ function template(node: string): string {
 }
 
 function lookup(catalogue: unknown, key: string): unknown {
-  return key.split(".").reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), catalogue);
+  return key
+    .split(".")
+    .reduce<unknown>((o, k) => (o && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), catalogue);
 }
 
 describe("editor dialogs: at most one tip shown, the explanations in the node help, every dialog text in its catalogue (docs/nodes.md)", () => {
@@ -29,14 +31,22 @@ describe("editor dialogs: at most one tip shown, the explanations in the node he
     it(`${node}: at most one tip shown by default`, () => {
       const tips = [...template(node).matchAll(/<div class="form-tips[^"]*"([^>]*)>/g)];
       const standing = tips.filter((t) => !/display:\s*none/.test(t[1]));
-      assert.ok(standing.length <= 1, `${node}: ${standing.length} standing tips: ${standing.map((t) => t[0]).join(" ")}`);
+      assert.ok(
+        standing.length <= 1,
+        `${node}: ${standing.length} standing tips: ${standing.map((t) => t[0]).join(" ")}`,
+      );
     });
 
     it(`${node}: every data-i18n key of the dialog is in the catalogue, and the help exists`, () => {
-      const catalogue = JSON.parse(readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.json`), "utf8")) as unknown;
-      const keys = [...template(node).matchAll(/data-i18n="([^"]+)"/g)].flatMap((m) => m[1].split(";")).map((k) => k.replace(/^\[[^\]]+\]/, ""));
+      const catalogue = JSON.parse(
+        readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.json`), "utf8"),
+      ) as unknown;
+      const keys = [...template(node).matchAll(/data-i18n="([^"]+)"/g)]
+        .flatMap((m) => m[1].split(";"))
+        .map((k) => k.replace(/^\[[^\]]+\]/, ""));
       assert.ok(keys.length > 0);
-      for (const k of keys) assert.equal(typeof lookup(catalogue, k), "string", `${node}: ${k} is missing from ${node}.json`);
+      for (const k of keys)
+        assert.equal(typeof lookup(catalogue, k), "string", `${node}: ${k} is missing from ${node}.json`);
       const help = readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.html`), "utf8");
       assert.match(help, new RegExp(`data-help-name="${node}"`));
     });

@@ -51,7 +51,8 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
 
   before(async function () {
     this.timeout(150_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-panel-profile-"));
     demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
@@ -64,7 +65,14 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
       deviceScaleFactor: 2,
       isMobile: true,
       hasTouch: true,
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(20_000);
@@ -118,7 +126,9 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
       const html = await page.locator("body").innerHTML();
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       fs.writeFileSync(path.join(ARTIFACTS, "door-panel-failure.html"), html);
-      throw new Error(`no outcome matching ${text} shown (unlocks at the simulator: ${unlocks()}; page in test-artifacts/door-panel-failure.html): ${e.message}`);
+      throw new Error(
+        `no outcome matching ${text} shown (unlocks at the simulator: ${unlocks()}; page in test-artifacts/door-panel-failure.html): ${e.message}`,
+      );
     });
     const words = await note.innerText();
     recordForLeakScan("door panel notification", words);
@@ -127,13 +137,20 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
 
   async function dismissOutcomes(): Promise<void> {
     for (const b of await page.locator(".nrdb-ui-notification button").all()) await b.click().catch(() => undefined);
-    await page.locator(".nrdb-ui-notification").first().waitFor({ state: "hidden", timeout: 15_000 }).catch(() => undefined);
+    await page
+      .locator(".nrdb-ui-notification")
+      .first()
+      .waitFor({ state: "hidden", timeout: 15_000 })
+      .catch(() => undefined);
   }
 
   function auditActors(deviceId: number): string[] {
     const file = path.join(demo!.userDir, "door-access-audit.jsonl");
     if (!fs.existsSync(file)) return [];
-    return fs.readFileSync(file, "utf8").split("\n").filter(Boolean)
+    return fs
+      .readFileSync(file, "utf8")
+      .split("\n")
+      .filter(Boolean)
       .map((l) => JSON.parse(l) as { type?: string; deviceId?: number; actor?: string })
       .filter((r) => r.type === "unlock-attempt" && r.deviceId === deviceId)
       .map((r) => String(r.actor));
@@ -170,7 +187,7 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
     assert.equal(unlocks(), 0, "no unlock without confirming");
   });
 
-  it("pressing Front Door, then Unlock: exactly one unlock of door 101, shown in words; the audit actor is \"dashboard\"", async () => {
+  it('pressing Front Door, then Unlock: exactly one unlock of door 101, shown in words; the audit actor is "dashboard"', async () => {
     demo!.sim.control.resetRequests();
     await press("Front Door");
     await page.locator(".door-confirm").click();
@@ -179,7 +196,10 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
     await page.waitForTimeout(1000);
     assert.equal(unlocks(101), 1, "one unlock of the Front Door");
     assert.equal(unlocks(), 1, "and nothing else");
-    assert.deepEqual(demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.status), [200]);
+    assert.deepEqual(
+      demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.status),
+      [200],
+    );
     // docs/nodes.md#door-unlock: the actor is msg.actor; the panel sets it from msg._client.user, else "dashboard".
     assert.deepEqual(auditActors(101), ["dashboard"]);
     fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -201,12 +221,15 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
     const words = await outcome(/Server Room/);
     assert.match(words, /Server Room.*was not opened: the door is offline or out of range/);
     await page.waitForTimeout(1000);
-    assert.deepEqual(demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => [r.deviceId, r.status]), [[105, 503]]);
+    assert.deepEqual(
+      demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => [r.deviceId, r.status]),
+      [[105, 503]],
+    );
     assert.equal(unlocks(), 1);
     await dismissOutcomes();
   });
 
-  it("a 429 from the service: \"try again in 7 s\", one PUT, not repeated", async () => {
+  it('a 429 from the service: "try again in 7 s", one PUT, not repeated', async () => {
     demo!.sim.control.resetRequests();
     demo!.sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 7, count: 1 });
     await press("Front Door");
@@ -219,7 +242,11 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
   });
 
   it("no error in the page or in Node-RED's log", () => {
-    assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"));
+    assert.doesNotMatch(
+      log.join("\n"),
+      /\[error\]|\[pageerror\]/,
+      log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"),
+    );
   });
 });
 
@@ -243,7 +270,14 @@ describe("door panel (example 07): a screen that opens the panel is told nothing
       executablePath: "/usr/bin/chromium",
       headless: true,
       viewport: { width: 390, height: 844 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(30_000);
@@ -252,8 +286,13 @@ describe("door panel (example 07): a screen that opens the panel is told nothing
     await presser.locator(".door-button", { hasText: "Front Door" }).first().click();
     await presser.locator(".door-confirm").click();
     const deadline = Date.now() + 10_000;
-    while (demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length < 1 && Date.now() < deadline) await sleep(100);
-    assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1, "the press unlocked the Front Door once");
+    while (demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length < 1 && Date.now() < deadline)
+      await sleep(100);
+    assert.equal(
+      demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length,
+      1,
+      "the press unlocked the Front Door once",
+    );
     await sleep(1000);
 
     // What Dashboard 2 sends to every screen that opens the page (widget-load) is the widget's
@@ -261,13 +300,21 @@ describe("door panel (example 07): a screen that opens the panel is told nothing
     const flows = JSON.parse(fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8")) as FlowNode[];
     const template = flows.find((n) => n.type === "ui-template")!;
     const stored = await (await fetch(new URL(`dashboard/_debug/datastore/${template.id}`, demo.editorUrl))).text();
-    assert.doesNotMatch(stored, /_client|socketIp|socketId/, `the presser's msg._client reaches every screen that opens the panel: ${stored.match(/"_client":\{[^}]*\}/)?.[0]}`);
+    assert.doesNotMatch(
+      stored,
+      /_client|socketIp|socketId/,
+      `the presser's msg._client reaches every screen that opens the panel: ${stored.match(/"_client":\{[^}]*\}/)?.[0]}`,
+    );
     // ... and a phone that opens the panel now still gets one button per door.
     const other = await context.newPage();
     await other.goto(demo.dashboardUrl!);
     await other.locator(".door-button", { hasText: "Front Door" }).first().waitFor({ state: "visible" });
     assert.equal(await other.locator(".door-button").count(), 8, "one button per door after a reload");
-    assert.equal(demo.sim.control.requests({ operation: "unlockDevice" }).length, 1, "opening the panel unlocks nothing");
+    assert.equal(
+      demo.sim.control.requests({ operation: "unlockDevice" }).length,
+      1,
+      "opening the panel unlocks nothing",
+    );
   });
 });
 
@@ -295,15 +342,68 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
     const tab = flows.find((n) => n.type === "tab")!.id;
     // The user's own dashboard, there before the import.
     const mine: FlowNode[] = [
-      { id: "b14b000000000001", type: "ui-base", name: "My Dashboard", path: "/dashboard", includeClientData: true, acceptsClientConfig: ["ui-notification", "ui-control"], showPathInSidebar: false, navigationStyle: "default", titleBarStyle: "default" },
-      { id: "b14b000000000002", type: "ui-page", name: "Home", ui: "b14b000000000001", path: "/home", layout: "grid", theme: "d00ac0c0da5b0003", order: 1, visible: "true", disabled: "false", breakpoints: [{ name: "Default", px: "0", cols: "3" }] },
-      { id: "b14b000000000003", type: "ui-group", name: "Lights", page: "b14b000000000002", width: "6", height: "1", order: 1, showTitle: true, visible: "true", disabled: "false", groupType: "default" },
-      { id: "b14b000000000004", type: "ui-button", z: tab, group: "b14b000000000003", name: "Light", label: "Light", order: 1, payload: "", payloadType: "str", topic: "", topicType: "str", x: 120, y: 600, wires: [[]] },
+      {
+        id: "b14b000000000001",
+        type: "ui-base",
+        name: "My Dashboard",
+        path: "/dashboard",
+        includeClientData: true,
+        acceptsClientConfig: ["ui-notification", "ui-control"],
+        showPathInSidebar: false,
+        navigationStyle: "default",
+        titleBarStyle: "default",
+      },
+      {
+        id: "b14b000000000002",
+        type: "ui-page",
+        name: "Home",
+        ui: "b14b000000000001",
+        path: "/home",
+        layout: "grid",
+        theme: "d00ac0c0da5b0003",
+        order: 1,
+        visible: "true",
+        disabled: "false",
+        breakpoints: [{ name: "Default", px: "0", cols: "3" }],
+      },
+      {
+        id: "b14b000000000003",
+        type: "ui-group",
+        name: "Lights",
+        page: "b14b000000000002",
+        width: "6",
+        height: "1",
+        order: 1,
+        showTitle: true,
+        visible: "true",
+        disabled: "false",
+        groupType: "default",
+      },
+      {
+        id: "b14b000000000004",
+        type: "ui-button",
+        z: tab,
+        group: "b14b000000000003",
+        name: "Light",
+        label: "Light",
+        order: 1,
+        payload: "",
+        payloadType: "str",
+        topic: "",
+        topicType: "str",
+        x: 120,
+        y: 600,
+        wires: [[]],
+      },
     ];
     const deploy = async (all: FlowNode[]) => {
       const res = await fetch(`${demo!.editorUrl}flows`, {
         method: "POST",
-        headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+        headers: {
+          "Content-Type": "application/json",
+          "Node-RED-API-Version": "v2",
+          "Node-RED-Deployment-Type": "full",
+        },
         body: JSON.stringify({ flows: all }),
       });
       assert.equal(res.status, 200);
@@ -314,7 +414,14 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
       executablePath: "/usr/bin/chromium",
       headless: true,
       viewport: { width: 390, height: 844 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(30_000);
@@ -327,14 +434,21 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
 
     // The comment must say so, and name every node of the example that uses its ui-base.
     assert.match(info, /ui-base/, "the comment says what to do when a Dashboard 2 (a ui-base) already exists");
-    for (const name of users) assert.ok(info.includes(name), `the comment names "${name}", which must be pointed at the existing ui-base`);
+    for (const name of users)
+      assert.ok(info.includes(name), `the comment names "${name}", which must be pointed at the existing ui-base`);
 
     // Doing it: those nodes on the user's ui-base, the example's one deleted. The panel works.
-    await deploy([...mine, ...flows.filter((n) => n.id !== base.id).map((n) => (n.ui === base.id ? { ...n, ui: "b14b000000000001" } : n))]);
+    await deploy([
+      ...mine,
+      ...flows.filter((n) => n.id !== base.id).map((n) => (n.ui === base.id ? { ...n, ui: "b14b000000000001" } : n)),
+    ]);
     await page.goto(demo.dashboardUrl!);
     await page.locator(".door-button", { hasText: "Front Door" }).first().click();
     await page.locator(".door-confirm").click();
-    await page.locator(".nrdb-ui-notification", { hasText: /unlock sent/ }).first().waitFor({ state: "visible" });
+    await page
+      .locator(".nrdb-ui-notification", { hasText: /unlock sent/ })
+      .first()
+      .waitFor({ state: "visible" });
     assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1);
   });
 });

@@ -12,8 +12,29 @@ import * as path from "node:path";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { closeAllParked } from "../../src/account/registry.js";
 import {
-  ALL_NODES, DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountOf, assertAccepted, count, devicesModule, freshUserDir, helper, helperNodes, loadFlow, logins, startSim, statusModule,
-  tab, teardown, unlock, unlockModule, unlockNode, unlockRequests, until, waitReady,
+  ALL_NODES,
+  DEMO_ACCOUNT,
+  EDITOR_HEADERS,
+  accountModule,
+  accountOf,
+  assertAccepted,
+  count,
+  devicesModule,
+  freshUserDir,
+  helper,
+  helperNodes,
+  loadFlow,
+  logins,
+  startSim,
+  statusModule,
+  tab,
+  teardown,
+  unlock,
+  unlockModule,
+  unlockNode,
+  unlockRequests,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { RedisServer } from "../helpers/redis.js";
@@ -49,8 +70,16 @@ describe("door picker before the first deploy: one sign-in from the editor lists
         adminAuth: {
           type: "credentials",
           users: [
-            { username: "admin", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "*" },
-            { username: "reader", password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus", permissions: "read" },
+            {
+              username: "admin",
+              password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus",
+              permissions: "*",
+            },
+            {
+              username: "reader",
+              password: "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus",
+              permissions: "read",
+            },
           ],
         },
       },
@@ -72,14 +101,24 @@ describe("door picker before the first deploy: one sign-in from the editor lists
     await sim.close();
   });
 
-  const typed = () => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" });
+  const typed = () => ({
+    baseUrl: sim.url,
+    loginMethod: "phone",
+    phoneNumber: PHONE,
+    password: PASSWORD,
+    sessionStore: "file",
+  });
   const post = (route: string, token: string | null, body: unknown) => {
     const r = helper.request().post(`${ADMIN}/new-acc/${route}`).set(EDITOR_HEADERS);
     return (token ? r.set("Authorization", `Bearer ${token}`) : r).send(body);
   };
 
   it("the picker of an undeployed account with no session for its login: 503 with a sign-in offer, nothing sent", async () => {
-    const res = await post("devices", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(503);
+    const res = await post("devices", adminToken, {
+      baseUrl: sim.url,
+      loginMethod: "phone",
+      phoneNumber: PHONE,
+    }).expect(503);
     assert.equal(res.body.signIn, true);
     assert.match(res.body.error, /sign in|no-session/i);
     assertNoSecret(res.text);
@@ -108,7 +147,11 @@ describe("door picker before the first deploy: one sign-in from the editor lists
     assert.equal(res.body.already, false);
     assertNoSecret(res.text);
     assert.equal(logins(sim), 1);
-    const list = await post("devices", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(200);
+    const list = await post("devices", adminToken, {
+      baseUrl: sim.url,
+      loginMethod: "phone",
+      phoneNumber: PHONE,
+    }).expect(200);
     assert.equal(list.body.devices.length, 8);
     assert.ok(list.body.devices.some((d: any) => d.id === 101 && d.name === "Front Door"));
     assertNoSecret(list.text);
@@ -119,7 +162,12 @@ describe("door picker before the first deploy: one sign-in from the editor lists
   });
 
   it("then the deploy resumes the signed-in session: still 1 login in total, and an unlock is one PUT", async () => {
-    const flow = [tab(), { id: "new-acc", type: "door-account", name: "new", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ account: "new-acc", deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")];
+    const flow = [
+      tab(),
+      { id: "new-acc", type: "door-account", name: "new", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ account: "new-acc", deviceId: "101" }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
     await helper.setFlows(flow, "full", { "new-acc": { phoneNumber: PHONE, password: PASSWORD } });
     await waitReady("new-acc");
     assertAccepted(await unlock({}));
@@ -129,17 +177,34 @@ describe("door picker before the first deploy: one sign-in from the editor lists
   });
 
   it("a deployed account edited again: '__PWRD__' (the stored credential the editor is never shown) finds its session", async () => {
-    const res = await post("devices", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__" }).expect(200);
+    const res = await post("devices", adminToken, {
+      baseUrl: sim.url,
+      loginMethod: "phone",
+      phoneNumber: "__PWRD__",
+    }).expect(200);
     assert.equal(res.body.devices.length, 8);
-    const signIn = await post("sign-in", adminToken, { baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__" }).expect(200);
+    const signIn = await post("sign-in", adminToken, {
+      baseUrl: sim.url,
+      loginMethod: "phone",
+      phoneNumber: "__PWRD__",
+      password: "__PWRD__",
+    }).expect(200);
     assert.equal(signIn.body.already, true);
     assert.equal(logins(sim), 1);
   });
 
   it("a sign-in with another password for the login a deployed node uses: 409, the password cannot be checked without ending that session; no login", async () => {
-    const res = await helper.request().post(`${ADMIN}/other-id/sign-in`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${adminToken}`)
-      .send({ ...typed(), password: "wrong-password" }).expect(409);
-    assert.match(res.body.error, /door-account "new" runs a session of this login with another password: the password typed cannot be checked without ending that session/);
+    const res = await helper
+      .request()
+      .post(`${ADMIN}/other-id/sign-in`)
+      .set(EDITOR_HEADERS)
+      .set("Authorization", `Bearer ${adminToken}`)
+      .send({ ...typed(), password: "wrong-password" })
+      .expect(409);
+    assert.match(
+      res.body.error,
+      /door-account "new" runs a session of this login with another password: the password typed cannot be checked without ending that session/,
+    );
     assertNoSecret(res.text);
     assert.equal(logins(sim), 1);
   });
@@ -149,11 +214,23 @@ describe("a sign-in never reports success for a password that is not the account
   this.timeout(30000);
   let sim: RunningSimulator;
   const userDir = freshUserDir();
-  const right = () => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" });
+  const right = () => ({
+    baseUrl: sim.url,
+    loginMethod: "phone",
+    phoneNumber: PHONE,
+    password: PASSWORD,
+    sessionStore: "file",
+  });
   const wrong = () => ({ ...right(), password: "wrong-password" });
-  const signIn = (id: string, body: unknown) => helper.request().post(`${ADMIN}/${id}/sign-in`).set(EDITOR_HEADERS).send(body);
+  const signIn = (id: string, body: unknown) =>
+    helper.request().post(`${ADMIN}/${id}/sign-in`).set(EDITOR_HEADERS).send(body);
   const accountFlow = (password: string) => ({
-    flow: [tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")],
+    flow: [
+      tab(),
+      { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ deviceId: "101" }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ],
     creds: { acc1: { phoneNumber: PHONE, password } },
   });
 
@@ -174,7 +251,11 @@ describe("a sign-in never reports success for a password that is not the account
     assert.match(refused.body.error, /refused/);
     assert.notEqual(refused.body.signedIn, true);
     assertNoSecret(refused.text);
-    assert.deepEqual(ops(sim), ["loginByPhone 401"], "the password typed was checked by a login, not taken on the stored pair's word");
+    assert.deepEqual(
+      ops(sim),
+      ["loginByPhone 401"],
+      "the password typed was checked by a login, not taken on the stored pair's word",
+    );
     const ok = await signIn("new-acc", right()).expect(200);
     assert.equal(ok.body.signedIn, true);
     assert.equal(ok.body.already, false);
@@ -185,9 +266,17 @@ describe("a sign-in never reports success for a password that is not the account
     sim.control.resetRequests();
     const res = await signIn("new-acc", wrong()).expect(409);
     assert.equal(res.body.signedIn, undefined);
-    assert.match(res.body.error, /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session, so nothing was sent/);
+    assert.match(
+      res.body.error,
+      /an earlier sign-in from the editor runs a session of this login with another password: the password typed cannot be checked without ending that session, so nothing was sent/,
+    );
     assertNoSecret(res.text);
-    const list = await helper.request().post(`${ADMIN}/new-acc/devices`).set(EDITOR_HEADERS).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE }).expect(200);
+    const list = await helper
+      .request()
+      .post(`${ADMIN}/new-acc/devices`)
+      .set(EDITOR_HEADERS)
+      .send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE })
+      .expect(200);
     assert.equal(list.body.devices.length, 8, "the running session still serves the picker");
     assert.equal(logins(sim), 0, "no login");
   });
@@ -201,7 +290,10 @@ describe("a sign-in never reports success for a password that is not the account
     const res = await signIn("other-id", right()).expect(200);
     assert.equal(res.body.signedIn, false);
     assert.equal(res.body.passwordChecked, false);
-    assert.match(res.body.message, /The password was not checked: only a login can check it, and a login would end that session/);
+    assert.match(
+      res.body.message,
+      /The password was not checked: only a login can check it, and a login would end that session/,
+    );
     assertNoSecret(res.text);
     assert.equal(sim.control.requests().length, 0, "nothing sent");
   });
@@ -215,7 +307,10 @@ describe("a sign-in never reports success for a password that is not the account
     const same = await signIn("other-id", wrong()).expect(200);
     assert.equal(same.body.signedIn, false, "never 'signed in' for a password no login has accepted");
     const other = await signIn("other-id", right()).expect(409);
-    assert.match(other.body.error, /door-account "front desk" runs a session of this login with another password: the password typed cannot be checked/);
+    assert.match(
+      other.body.error,
+      /door-account "front desk" runs a session of this login with another password: the password typed cannot be checked/,
+    );
     assertNoSecret(same.text + other.text);
     assert.equal(sim.control.requests().length, 0, "nothing sent");
   });
@@ -225,8 +320,17 @@ describe("a sign-in with the Redis store: a pair that opens under the password t
   this.timeout(30000);
   let sim: RunningSimulator;
   let redis: RedisServer;
-  const body = (password: string) => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password, sessionStore: "redis", redisUrl: redis.url, redisKeyPrefix: "sign-in:" });
-  const signIn = (password: string) => helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body(password));
+  const body = (password: string) => ({
+    baseUrl: sim.url,
+    loginMethod: "phone",
+    phoneNumber: PHONE,
+    password,
+    sessionStore: "redis",
+    redisUrl: redis.url,
+    redisKeyPrefix: "sign-in:",
+  });
+  const signIn = (password: string) =>
+    helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body(password));
 
   before(async () => {
     redis = await RedisServer.start();
@@ -260,7 +364,13 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
   this.timeout(30000);
   let sim: RunningSimulator;
   const signIn = (body: unknown) => helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body);
-  const typed = (password: string) => ({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password, sessionStore: "file" });
+  const typed = (password: string) => ({
+    baseUrl: sim.url,
+    loginMethod: "phone",
+    phoneNumber: PHONE,
+    password,
+    sessionStore: "file",
+  });
   const loginOps = () => ops(sim).filter((o) => o.startsWith("login"));
 
   before(async () => {
@@ -283,7 +393,11 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
     const first = await signIn(typed("mistyped-password")).expect(502);
     assert.match(first.body.error, /retry after 60 s/);
     const again = await signIn(typed(PASSWORD));
-    assert.deepEqual(loginOps(), ["loginByPhone 429"], `logged in within the service's Retry-After: ${JSON.stringify(again.body)}`);
+    assert.deepEqual(
+      loginOps(),
+      ["loginByPhone 429"],
+      `logged in within the service's Retry-After: ${JSON.stringify(again.body)}`,
+    );
     assert.notEqual(again.body.signedIn, true);
     assert.match(String(again.body.error), /retry after (59|60) s/);
     assertNoSecret(first.text + again.text);
@@ -292,15 +406,38 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
   it("a deployed account whose login was answered 429 (Retry-After: 60), deployed again with another password: no login before the wait is over; a message says when", async () => {
     sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 60, count: 1 });
     const deployWith = (password: string) =>
-      helper.setFlows([tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")], "full", { acc1: { phoneNumber: PHONE, password } });
+      helper.setFlows(
+        [
+          tab(),
+          {
+            id: "acc1",
+            type: "door-account",
+            name: "front desk",
+            baseUrl: sim.url,
+            loginMethod: "phone",
+            auditLog: "",
+          },
+          unlockNode({ deviceId: "101" }),
+          ...helperNodes("u1-ok", "u1-fail"),
+        ],
+        "full",
+        { acc1: { phoneNumber: PHONE, password } },
+      );
     await deployWith("old-password");
-    await until("the login answered 429", () => loginOps().length === 1 && accountOf("acc1")?.account?.session.state === "unreachable");
+    await until(
+      "the login answered 429",
+      () => loginOps().length === 1 && accountOf("acc1")?.account?.session.state === "unreachable",
+    );
     await deployWith(PASSWORD);
     const out = await unlock({ payload: 1 });
     assert.equal(out.port, 1, JSON.stringify(out.msg.payload));
     assert.equal(out.msg.payload.outcome, "rate-limited");
     assert.match(out.msg.payload.message, /retry after (59|60) s/);
-    assert.deepEqual(loginOps(), ["loginByPhone 429"], `no login within the service's Retry-After: ${JSON.stringify(ops(sim))}`);
+    assert.deepEqual(
+      loginOps(),
+      ["loginByPhone 429"],
+      `no login within the service's Retry-After: ${JSON.stringify(ops(sim))}`,
+    );
   });
 });
 
@@ -314,10 +451,22 @@ describe("a sign-in with another login on the same service as a session that run
   this.timeout(30000);
   let sim: RunningSimulator;
   const EMAIL = "demo@example.com";
-  const body = (extra: object = {}) => ({ baseUrl: sim.url, loginMethod: "email", email: EMAIL, password: PASSWORD, sessionStore: "file", ...extra });
+  const body = (extra: object = {}) => ({
+    baseUrl: sim.url,
+    loginMethod: "email",
+    email: EMAIL,
+    password: PASSWORD,
+    sessionStore: "file",
+    ...extra,
+  });
   before(async () => {
     sim = await startSim();
-    const flow = [tab(), { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" }, unlockNode({ deviceId: "101" }), ...helperNodes("u1-ok", "u1-fail")];
+    const flow = [
+      tab(),
+      { id: "acc1", type: "door-account", name: "front desk", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ deviceId: "101" }),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
     await loadFlow(flow, { creds: { acc1: { phoneNumber: PHONE, password: PASSWORD } } });
     await waitReady("acc1");
   });
@@ -332,7 +481,10 @@ describe("a sign-in with another login on the same service as a session that run
     assert.equal(res.status, 409, JSON.stringify(res.body));
     assert.notEqual(res.body.signedIn, true, JSON.stringify(res.body));
     assert.equal(res.body.confirm, true, "the editor may confirm");
-    assert.match(res.body.error, /^another door-account of this Node-RED holds a session on this service: door-account "front desk" \(phone number login\)\. Nothing was sent\./);
+    assert.match(
+      res.body.error,
+      /^another door-account of this Node-RED holds a session on this service: door-account "front desk" \(phone number login\)\. Nothing was sent\./,
+    );
     assert.match(res.body.error, /press Sign in anyway$/);
     assert.equal(logins(sim), 0, `the sign-in logged in over the deployed node's session: ${JSON.stringify(ops(sim))}`);
     assertAccepted(await unlock({ payload: 1 }));
@@ -343,7 +495,11 @@ describe("a sign-in with another login on the same service as a session that run
 
   it("confirmed (`confirm: true`): one login, signed in", async () => {
     sim.control.resetRequests();
-    const res = await helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body({ confirm: true }));
+    const res = await helper
+      .request()
+      .post(`${ADMIN}/new-acc/sign-in`)
+      .set(EDITOR_HEADERS)
+      .send(body({ confirm: true }));
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.signedIn, true, JSON.stringify(res.body));
     assert.equal(logins(sim), 1, JSON.stringify(ops(sim)));
@@ -352,7 +508,11 @@ describe("a sign-in with another login on the same service as a session that run
 
   it("`confirm` that is not `true` (a string) confirms nothing: nothing is sent", async () => {
     sim.control.resetRequests();
-    const res = await helper.request().post(`${ADMIN}/other-acc/sign-in`).set(EDITOR_HEADERS).send({ ...body({ confirm: "true" }), loginMethod: "phone", phoneNumber: "+15550000002" });
+    const res = await helper
+      .request()
+      .post(`${ADMIN}/other-acc/sign-in`)
+      .set(EDITOR_HEADERS)
+      .send({ ...body({ confirm: "true" }), loginMethod: "phone", phoneNumber: "+15550000002" });
     assert.equal(res.status, 409, JSON.stringify(res.body));
     assert.equal(res.body.confirm, true);
     // The session the confirmed sign-in above opened may still be fetching its door list in the

@@ -31,7 +31,15 @@ import { recordForLeakScan } from "../hooks/leak-scan.js";
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const STEP_MS = 15_000;
-const BROWSER_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"];
+const BROWSER_ARGS = [
+  "--no-sandbox",
+  "--disable-background-networking",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 /** The PIN typed in these tests: long enough never to turn up by chance in a file or a page. */
 const PIN = "73190264";
@@ -41,7 +49,10 @@ const TAB = "ac7e5000000000a0";
 const UNLOCK = "ac7e5000000000a1"; // the door-unlock whose dialog is filled in
 const VISITOR = "ac7e5000000000a2"; // an inject with msg.actor = "visitor" wired to it
 
-interface Flows { rev?: string; flows: FlowNode[] }
+interface Flows {
+  rev?: string;
+  flows: FlowNode[];
+}
 
 /** Node-RED's credentials file, decrypted as Node-RED does (aes-256-ctr, key sha256(credentialSecret), hex IV first). */
 function readCredentials(userDir: string): Record<string, Record<string, unknown>> {
@@ -49,7 +60,10 @@ function readCredentials(userDir: string): Record<string, Record<string, unknown
   const { $: enc } = JSON.parse(fs.readFileSync(file, "utf8")) as { $: string };
   const key = createHash("sha256").update(DEMO_CREDENTIAL_SECRET).digest();
   const decipher = createDecipheriv("aes-256-ctr", key, Buffer.from(enc.slice(0, 32), "hex"));
-  return JSON.parse(decipher.update(enc.slice(32), "base64", "utf8") + decipher.final("utf8")) as Record<string, Record<string, unknown>>;
+  return JSON.parse(decipher.update(enc.slice(32), "base64", "utf8") + decipher.final("utf8")) as Record<
+    string,
+    Record<string, unknown>
+  >;
 }
 
 describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeRedVersion})`, function () {
@@ -80,7 +94,10 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   }
 
   async function getFlows(): Promise<Flows> {
-    const res = await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(new URL("flows", demo!.editorUrl), {
+      headers: { "Node-RED-API-Version": "v2" },
+      signal: AbortSignal.timeout(10_000),
+    });
     assert.equal(res.status, 200);
     return (await res.json()) as Flows;
   }
@@ -106,7 +123,10 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   }
 
   function auditRecords(): Record<string, unknown>[] {
-    return auditText().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    return auditText()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 
   async function until(what: string, cond: () => boolean | Promise<boolean>, ms = STEP_MS): Promise<void> {
@@ -127,7 +147,8 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
   before(async function () {
     this.timeout(150_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-rules-demo-"));
     demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
     assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
@@ -138,12 +159,37 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       ...current.flows,
       { id: TAB, type: "tab", label: "Access rules test", disabled: false, info: "" },
       {
-        id: VISITOR, type: "inject", z: TAB, name: "visitor's badge", props: [{ p: "payload" }, { p: "actor", v: "visitor", vt: "str" }],
-        repeat: "", crontab: "", once: false, onceDelay: 0.1, topic: "", payload: "", payloadType: "date", x: 140, y: 100, wires: [[UNLOCK]],
+        id: VISITOR,
+        type: "inject",
+        z: TAB,
+        name: "visitor's badge",
+        props: [{ p: "payload" }, { p: "actor", v: "visitor", vt: "str" }],
+        repeat: "",
+        crontab: "",
+        once: false,
+        onceDelay: 0.1,
+        topic: "",
+        payload: "",
+        payloadType: "date",
+        x: 140,
+        y: 100,
+        wires: [[UNLOCK]],
       },
       {
-        id: UNLOCK, type: "door-unlock", z: TAB, name: "rules test", account: demo.accountId, deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1",
-        lockId: "", actor: "", rejectRetained: true, x: 380, y: 100, wires: [[], []],
+        id: UNLOCK,
+        type: "door-unlock",
+        z: TAB,
+        name: "rules test",
+        account: demo.accountId,
+        deviceId: "101",
+        doorName: "Front Door",
+        doorLocation: "Main Street 1",
+        lockId: "",
+        actor: "",
+        rejectRetained: true,
+        x: 380,
+        y: 100,
+        wires: [[], []],
       },
     ]);
   });
@@ -171,7 +217,8 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
     });
 
     const node = (id: string) => page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"]`);
-    const red = <T>(fn: (RED: any, arg: any) => T, arg?: unknown) => page.evaluate<T>(`(${fn.toString()})(window.RED, ${JSON.stringify(arg ?? null)})`);
+    const red = <T>(fn: (RED: any, arg: any) => T, arg?: unknown) =>
+      page.evaluate<T>(`(${fn.toString()})(window.RED, ${JSON.stringify(arg ?? null)})`);
 
     async function openDialog(id: string): Promise<void> {
       // Just after a dialog closed, the editor may still be leaving its editing state and ignore
@@ -200,18 +247,32 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await page.locator(`#node-dialog-${button}`).waitFor({ state: "detached" });
     }
     /** The add button of an editable list (Node-RED puts it under the list). */
-    const addButton = (listId: string) => page.locator(".door-unlock-rules-list", { has: page.locator(`#${listId}`) }).locator(".red-ui-editableList-addButton");
+    const addButton = (listId: string) =>
+      page
+        .locator(".door-unlock-rules-list", { has: page.locator(`#${listId}`) })
+        .locator(".red-ui-editableList-addButton");
     const windows = () => page.locator("#door-unlock-schedule li .door-unlock-window");
 
     async function trayWidth(): Promise<number> {
-      return page.locator(".red-ui-tray").last().evaluate((el) => (el as HTMLElement).offsetWidth);
+      return page
+        .locator(".red-ui-tray")
+        .last()
+        .evaluate((el) => (el as HTMLElement).offsetWidth);
     }
 
     async function deploy(): Promise<void> {
       const before = (await getFlows()).rev;
-      await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false, null, { timeout: STEP_MS });
+      await page.waitForFunction(
+        () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false,
+        null,
+        { timeout: STEP_MS },
+      );
       await page.locator("#red-ui-header-button-deploy").click();
-      await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
+      await page.waitForFunction(
+        () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true,
+        null,
+        { timeout: STEP_MS },
+      );
       await until("the runtime running the deployed flows", async () => (await getFlows()).rev !== before);
       assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 20_000)).state, "ready");
     }
@@ -219,7 +280,9 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
     it("the section keeps Node-RED's default dialog width, and nothing in it is cut off", async () => {
       page = await browser({ width: 1280, height: 900 }, false);
       await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
-      await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
+      await page
+        .locator('.red-ui-palette-node[data-palette-type="door-unlock"]')
+        .waitFor({ state: "attached", timeout: 60_000 });
       await page.locator(".red-ui-tab", { hasText: "Access rules test" }).first().click();
       await node(UNLOCK).waitFor({ state: "visible" });
       // A core node's dialog for comparison: Node-RED gives every dialog 500 px unless its content needs more.
@@ -236,13 +299,26 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await addButton("door-unlock-schedule").click();
       await addButton("door-unlock-schedule").click();
       const width = await trayWidth();
-      assert.ok(width <= Math.max(coreWidth, 500) + 10, `the door-unlock dialog is ${width} px wide, a core node's ${coreWidth} px`);
+      assert.ok(
+        width <= Math.max(coreWidth, 500) + 10,
+        `the door-unlock dialog is ${width} px wide, a core node's ${coreWidth} px`,
+      );
       const cut = await page.evaluate(() => {
-        const body = document.querySelector(".red-ui-tray:last-of-type .red-ui-tray-body") ?? document.querySelector(".red-ui-tray-body")!;
+        const body =
+          document.querySelector(".red-ui-tray:last-of-type .red-ui-tray-body") ??
+          document.querySelector(".red-ui-tray-body")!;
         const area = body.getBoundingClientRect();
         const out: string[] = [];
-        if (body.scrollWidth > body.clientWidth + 1) out.push(`the dialog scrolls sideways: ${body.scrollWidth} > ${body.clientWidth}`);
-        const section = ["#door-unlock-rules-title", "#door-unlock-actors", "#door-unlock-schedule", "#door-unlock-timeZone", "#door-unlock-cooldown", "#node-input-pin"];
+        if (body.scrollWidth > body.clientWidth + 1)
+          out.push(`the dialog scrolls sideways: ${body.scrollWidth} > ${body.clientWidth}`);
+        const section = [
+          "#door-unlock-rules-title",
+          "#door-unlock-actors",
+          "#door-unlock-schedule",
+          "#door-unlock-timeZone",
+          "#door-unlock-cooldown",
+          "#node-input-pin",
+        ];
         for (const sel of section) {
           const row = document.querySelector(sel)!.closest(".form-row")!;
           for (const el of Array.from(row.querySelectorAll<HTMLElement>("*"))) {
@@ -250,8 +326,16 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
             const r = el.getBoundingClientRect();
             if (r.width === 0) continue;
             const name = `${el.tagName.toLowerCase()}.${el.className} "${(el.textContent ?? "").trim().slice(0, 30)}"`;
-            if (r.left < area.left - 0.5 || r.right > area.right + 0.5) out.push(`${name} is outside the dialog: ${Math.round(r.left)}..${Math.round(r.right)} of ${Math.round(area.left)}..${Math.round(area.right)}`);
-            if (el.children.length === 0 && el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflow !== "visible") out.push(`${name} is cut: ${el.scrollWidth} > ${el.clientWidth}`);
+            if (r.left < area.left - 0.5 || r.right > area.right + 0.5)
+              out.push(
+                `${name} is outside the dialog: ${Math.round(r.left)}..${Math.round(r.right)} of ${Math.round(area.left)}..${Math.round(area.right)}`,
+              );
+            if (
+              el.children.length === 0 &&
+              el.scrollWidth > el.clientWidth + 1 &&
+              getComputedStyle(el).overflow !== "visible"
+            )
+              out.push(`${name} is cut: ${el.scrollWidth} > ${el.clientWidth}`);
           }
         }
         return out;
@@ -262,7 +346,11 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
     it("fills actors, a weekday grid, the time zone, the cooldown and a PIN with mouse and keyboard; the node keeps them and its label says rules apply", async () => {
       await openDialog(UNLOCK);
-      assert.equal(await page.locator("input.door-unlock-actor").count(), 0, "no actor yet (the last dialog was cancelled)");
+      assert.equal(
+        await page.locator("input.door-unlock-actor").count(),
+        0,
+        "no actor yet (the last dialog was cancelled)",
+      );
       for (const actor of ["cleaner-*", "alice"]) {
         await addButton("door-unlock-actors").click();
         await page.locator("input.door-unlock-actor").last().fill(actor);
@@ -278,7 +366,10 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       for (const d of [1, 2, 3, 4, 5]) await nights.locator(`input.door-unlock-day[value="${d}"]`).check();
       await nights.locator("input.door-unlock-from").fill("22:00");
       await nights.locator("input.door-unlock-to").fill("06:00");
-      assert.equal(await nights.locator(".door-unlock-window-hint").innerText(), "Runs past midnight, until 06:00 the next day.");
+      assert.equal(
+        await nights.locator(".door-unlock-window-hint").innerText(),
+        "Runs past midnight, until 06:00 the next day.",
+      );
       const zone = page.locator("#door-unlock-timeZone");
       assert.equal(await zone.inputValue(), "", "empty: the runtime's zone");
       assert.match(await zone.locator("option").first().innerText(), /runtime's time zone/);
@@ -298,29 +389,69 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
       const n = await red((RED, id) => {
         const x = RED.nodes.node(id);
-        return { allowActors: x.allowActors, schedule: x.schedule, timeZone: x.timeZone, cooldown: x.cooldown, valid: x.valid, errors: x.validationErrors };
+        return {
+          allowActors: x.allowActors,
+          schedule: x.schedule,
+          timeZone: x.timeZone,
+          cooldown: x.cooldown,
+          valid: x.valid,
+          errors: x.validationErrors,
+        };
       }, UNLOCK);
       assert.deepEqual(n, {
         allowActors: ["cleaner-*", "alice"],
-        schedule: [{ days: [2], from: "07:00", to: "12:00" }, { days: [1, 2, 3, 4, 5], from: "22:00", to: "06:00" }],
+        schedule: [
+          { days: [2], from: "07:00", to: "12:00" },
+          { days: [1, 2, 3, 4, 5], from: "22:00", to: "06:00" },
+        ],
         timeZone: "Europe/Oslo",
         cooldown: 30,
         valid: true,
         errors: [],
       });
-      assert.match(await node(UNLOCK).locator(".red-ui-flow-node-label").first().textContent() ?? "", /rules test · rules/);
+      assert.match(
+        (await node(UNLOCK).locator(".red-ui-flow-node-label").first().textContent()) ?? "",
+        /rules test · rules/,
+      );
     });
 
     it("a rule the runtime cannot read is flagged: the node gets the red triangle, the dialog marks the field", async () => {
       const BAD = "ac7e5000000000b1";
-      await red((RED, arg) => {
-        RED.view.importNodes([{
-          id: arg.id, type: "door-unlock", z: RED.workspaces.active(), name: "unreadable rules", account: arg.account, deviceId: "", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true,
-          allowActors: [" alice"], schedule: [{ days: [2], from: "25:00", to: "12:00" }], timeZone: "Mars/Olympus_Mons", cooldown: -1, x: 380, y: 220, wires: [[], []],
-        }], { generateIds: false, addFlow: false, touchImport: true });
-      }, { id: BAD, account: demo!.accountId });
+      await red(
+        (RED, arg) => {
+          RED.view.importNodes(
+            [
+              {
+                id: arg.id,
+                type: "door-unlock",
+                z: RED.workspaces.active(),
+                name: "unreadable rules",
+                account: arg.account,
+                deviceId: "",
+                doorName: "",
+                doorLocation: "",
+                lockId: "",
+                actor: "",
+                rejectRetained: true,
+                allowActors: [" alice"],
+                schedule: [{ days: [2], from: "25:00", to: "12:00" }],
+                timeZone: "Mars/Olympus_Mons",
+                cooldown: -1,
+                x: 380,
+                y: 220,
+                wires: [[], []],
+              },
+            ],
+            { generateIds: false, addFlow: false, touchImport: true },
+          );
+        },
+        { id: BAD, account: demo!.accountId },
+      );
       await node(BAD).waitFor({ state: "visible" });
-      const n = await red((RED, id) => ({ valid: RED.nodes.node(id).valid, errors: RED.nodes.node(id).validationErrors }), BAD);
+      const n = await red(
+        (RED, id) => ({ valid: RED.nodes.node(id).valid, errors: RED.nodes.node(id).validationErrors }),
+        BAD,
+      );
       assert.equal(n.valid, false);
       assert.deepEqual(n.errors, [
         "each allowed actor must be a name of at most 200 characters, without spaces at its start or end",
@@ -330,30 +461,71 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       ]);
       assert.equal(await node(BAD).locator(".red-ui-flow-node-error").isVisible(), true, "the red triangle");
       await openDialog(BAD);
-      assert.equal(await page.locator("#door-unlock-timeZone").inputValue(), "Mars/Olympus_Mons", "the stored zone is kept, not replaced");
-      assert.match(await page.locator("#door-unlock-timeZone option:checked").innerText(), /not in this browser's list/);
-      assert.equal(await page.locator("#door-unlock-timeZone").evaluate((el) => el.classList.contains("input-error")), true);
-      assert.equal(await windows().nth(0).locator("input.door-unlock-from").evaluate((el) => el.classList.contains("input-error")), true);
-      assert.equal(await page.locator("#door-unlock-cooldown").evaluate((el) => el.classList.contains("input-error")), true);
+      assert.equal(
+        await page.locator("#door-unlock-timeZone").inputValue(),
+        "Mars/Olympus_Mons",
+        "the stored zone is kept, not replaced",
+      );
+      assert.match(
+        await page.locator("#door-unlock-timeZone option:checked").innerText(),
+        /not in this browser's list/,
+      );
+      assert.equal(
+        await page.locator("#door-unlock-timeZone").evaluate((el) => el.classList.contains("input-error")),
+        true,
+      );
+      assert.equal(
+        await windows()
+          .nth(0)
+          .locator("input.door-unlock-from")
+          .evaluate((el) => el.classList.contains("input-error")),
+        true,
+      );
+      assert.equal(
+        await page.locator("#door-unlock-cooldown").evaluate((el) => el.classList.contains("input-error")),
+        true,
+      );
       await closeDialog("cancel");
       await remove(BAD);
     });
 
     it("a PIN that is not 4 to 12 digits turns the field red, and Done says the node will refuse every message", async () => {
       const OTHER = "ac7e5000000000b2";
-      await red((RED, arg) => {
-        RED.view.importNodes([{
-          id: arg.id, type: "door-unlock", z: RED.workspaces.active(), name: "short PIN", account: arg.account, deviceId: "", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true,
-          x: 380, y: 220, wires: [[], []],
-        }], { generateIds: false, addFlow: false, touchImport: true });
-      }, { id: OTHER, account: demo!.accountId });
+      await red(
+        (RED, arg) => {
+          RED.view.importNodes(
+            [
+              {
+                id: arg.id,
+                type: "door-unlock",
+                z: RED.workspaces.active(),
+                name: "short PIN",
+                account: arg.account,
+                deviceId: "",
+                doorName: "",
+                doorLocation: "",
+                lockId: "",
+                actor: "",
+                rejectRetained: true,
+                x: 380,
+                y: 220,
+                wires: [[], []],
+              },
+            ],
+            { generateIds: false, addFlow: false, touchImport: true },
+          );
+        },
+        { id: OTHER, account: demo!.accountId },
+      );
       await node(OTHER).waitFor({ state: "visible" });
       await openDialog(OTHER);
       await page.locator("#node-input-pin").pressSequentially("123");
       assert.equal(await page.locator("#node-input-pin").evaluate((el) => el.classList.contains("input-error")), true);
       assert.equal(await page.locator("#door-unlock-pin-state").innerText(), "A PIN is 4 to 12 digits.");
       await page.locator("#node-dialog-ok").click();
-      const note = page.locator(".red-ui-notification", { hasText: "refuses every message until the PIN is corrected" });
+      const note = page.locator(".red-ui-notification", {
+        hasText: "refuses every message until the PIN is corrected",
+      });
       await note.waitFor({ state: "visible" });
       await remove(OTHER);
     });
@@ -365,31 +537,69 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       const deployed = (JSON.parse(flowsText) as FlowNode[]).find((x) => x.id === UNLOCK);
       assert.ok(deployed, "the node is in the flow file");
       assert.deepEqual(deployed.allowActors, ["cleaner-*", "alice"]);
-      assert.deepEqual(deployed.schedule, [{ days: [2], from: "07:00", to: "12:00" }, { days: [1, 2, 3, 4, 5], from: "22:00", to: "06:00" }]);
+      assert.deepEqual(deployed.schedule, [
+        { days: [2], from: "07:00", to: "12:00" },
+        { days: [1, 2, 3, 4, 5], from: "22:00", to: "06:00" },
+      ]);
       assert.equal(deployed.timeZone, "Europe/Oslo");
       assert.equal(deployed.cooldown, 30);
       assert.equal(deployed.credentials, undefined);
       assert.ok(!flowsText.includes(PIN), "no PIN in the flow file");
-      assert.ok(!fs.readFileSync(path.join(demo!.userDir, "flows_cred.json"), "utf8").includes(PIN), "the credentials file is encrypted");
-      const answer = await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) })).text();
+      assert.ok(
+        !fs.readFileSync(path.join(demo!.userDir, "flows_cred.json"), "utf8").includes(PIN),
+        "the credentials file is encrypted",
+      );
+      const answer = await (
+        await fetch(new URL("flows", demo!.editorUrl), {
+          headers: { "Node-RED-API-Version": "v2" },
+          signal: AbortSignal.timeout(5000),
+        })
+      ).text();
       assert.ok(!answer.includes(PIN), "GET /flows (what an export is made of) has no PIN");
     });
 
     it("reopened: the PIN field is empty (the digits never reach the page) and the rules are shown back", async () => {
       await openDialog(UNLOCK);
-      await page.waitForFunction(() => (document.querySelector("#door-unlock-pin-state")?.textContent ?? "") !== "", null, { timeout: STEP_MS });
+      await page.waitForFunction(
+        () => (document.querySelector("#door-unlock-pin-state")?.textContent ?? "") !== "",
+        null,
+        { timeout: STEP_MS },
+      );
       assert.equal(await page.locator("#node-input-pin").inputValue(), "");
       const html = await page.content();
       assert.ok(!html.includes(PIN), "the PIN is nowhere in the page");
-      assert.deepEqual(await page.locator("input.door-unlock-actor").evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)), ["cleaner-*", "alice"]);
-      const days = await windows().evaluateAll((rows) => rows.map((r) => Array.from(r.querySelectorAll<HTMLInputElement>("input.door-unlock-day")).filter((c) => c.checked).map((c) => Number(c.value))));
+      assert.deepEqual(
+        await page
+          .locator("input.door-unlock-actor")
+          .evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)),
+        ["cleaner-*", "alice"],
+      );
+      const days = await windows().evaluateAll((rows) =>
+        rows.map((r) =>
+          Array.from(r.querySelectorAll<HTMLInputElement>("input.door-unlock-day"))
+            .filter((c) => c.checked)
+            .map((c) => Number(c.value)),
+        ),
+      );
       assert.deepEqual(days, [[2], [1, 2, 3, 4, 5]]);
-      assert.deepEqual(await page.locator("input.door-unlock-from").evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)), ["07:00", "22:00"]);
-      assert.deepEqual(await page.locator("input.door-unlock-to").evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)), ["12:00", "06:00"]);
+      assert.deepEqual(
+        await page
+          .locator("input.door-unlock-from")
+          .evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)),
+        ["07:00", "22:00"],
+      );
+      assert.deepEqual(
+        await page.locator("input.door-unlock-to").evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)),
+        ["12:00", "06:00"],
+      );
       assert.equal(await page.locator("#door-unlock-timeZone").inputValue(), "Europe/Oslo");
       assert.equal(await page.locator("#door-unlock-cooldown").inputValue(), "30");
       await closeDialog("cancel");
-      assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"));
+      assert.doesNotMatch(
+        log.join("\n"),
+        /\[error\]|\[pageerror\]/,
+        log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"),
+      );
     });
 
     // ---- these need the runtime's half of the rules (the node registers the pin credential and applies the rules)
@@ -398,9 +608,17 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       const creds = readCredentials(demo!.userDir);
       assert.equal(creds[UNLOCK]?.pin, PIN, "Node-RED stored the PIN as the node's credential");
       await openDialog(UNLOCK);
-      await page.waitForFunction(() => /A PIN is stored/.test(document.querySelector("#door-unlock-pin-state")?.textContent ?? ""), null, { timeout: STEP_MS });
-      assert.equal(await page.locator("#node-input-pin").inputValue(), "", "the field is empty: not the digits, not Node-RED's placeholder");
-      assert.match(await page.locator("#node-input-pin").getAttribute("placeholder") ?? "", /type a new PIN/);
+      await page.waitForFunction(
+        () => /A PIN is stored/.test(document.querySelector("#door-unlock-pin-state")?.textContent ?? ""),
+        null,
+        { timeout: STEP_MS },
+      );
+      assert.equal(
+        await page.locator("#node-input-pin").inputValue(),
+        "",
+        "the field is empty: not the digits, not Node-RED's placeholder",
+      );
+      assert.match((await page.locator("#node-input-pin").getAttribute("placeholder")) ?? "", /type a new PIN/);
       assert.equal(await page.locator("#door-unlock-pin-remove").isVisible(), true);
       assert.ok(!(await page.content()).includes(PIN));
       await closeDialog("cancel");
@@ -408,9 +626,14 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
     it("a message from an actor the rules do not allow is denied: nothing sent, one unlock-rejected record naming the rule", async () => {
       demo!.sim.control.resetRequests();
-      const res = await fetch(new URL(`inject/${VISITOR}`, demo!.editorUrl), { method: "POST", signal: AbortSignal.timeout(5000) });
+      const res = await fetch(new URL(`inject/${VISITOR}`, demo!.editorUrl), {
+        method: "POST",
+        signal: AbortSignal.timeout(5000),
+      });
       assert.equal(res.status, 200);
-      await until("the denied record", () => auditRecords().some((r) => r.type === "unlock-rejected" && r.outcome === "denied" && r.actor === "visitor"));
+      await until("the denied record", () =>
+        auditRecords().some((r) => r.type === "unlock-rejected" && r.outcome === "denied" && r.actor === "visitor"),
+      );
       const rec = auditRecords().find((r) => r.type === "unlock-rejected" && r.actor === "visitor")!;
       assert.equal(rec.reason, "actor");
       assert.equal(unlocks(), 0);
@@ -445,24 +668,78 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       page = await browser({ width: 1280, height: 900 }, false);
       const MARKUP = "<img src=x onerror=window.__xss=1>";
       const records = [
-        { type: "unlock-rejected", ts: new Date().toISOString(), actor: "mallory", deviceId: null, lockId: null, door: null, msgid: "m1", outcome: "denied", reason: "pin", seq: 3 },
-        { type: "unlock-rejected", ts: new Date().toISOString(), actor: "visitor", deviceId: 101, lockId: null, door: "Front Door", msgid: "m2", outcome: "denied", reason: "actor", seq: 2 },
-        { type: "unlock-rejected", ts: new Date().toISOString(), actor: MARKUP, deviceId: null, lockId: null, door: MARKUP, msgid: "m3", outcome: "denied", reason: MARKUP, seq: 1 },
+        {
+          type: "unlock-rejected",
+          ts: new Date().toISOString(),
+          actor: "mallory",
+          deviceId: null,
+          lockId: null,
+          door: null,
+          msgid: "m1",
+          outcome: "denied",
+          reason: "pin",
+          seq: 3,
+        },
+        {
+          type: "unlock-rejected",
+          ts: new Date().toISOString(),
+          actor: "visitor",
+          deviceId: 101,
+          lockId: null,
+          door: "Front Door",
+          msgid: "m2",
+          outcome: "denied",
+          reason: "actor",
+          seq: 2,
+        },
+        {
+          type: "unlock-rejected",
+          ts: new Date().toISOString(),
+          actor: MARKUP,
+          deviceId: null,
+          lockId: null,
+          door: MARKUP,
+          msgid: "m3",
+          outcome: "denied",
+          reason: MARKUP,
+          seq: 1,
+        },
       ];
       const asked: string[] = [];
       // The records endpoint answers with these records (the runtime's half is not what is tested here).
       await page.route("**/door-access/sidebar/accounts/*/records*", (route) => {
         asked.push(route.request().url());
         const q = new URL(route.request().url()).searchParams;
-        const list = records.filter((r) => (!q.get("outcome") || r.outcome === q.get("outcome")) && (!q.get("reason") || r.reason === q.get("reason")));
-        return route.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify({ records: list, more: false, lastSeq: 3 }) });
+        const list = records.filter(
+          (r) =>
+            (!q.get("outcome") || r.outcome === q.get("outcome")) && (!q.get("reason") || r.reason === q.get("reason")),
+        );
+        return route.fulfill({
+          status: 200,
+          contentType: "application/json",
+          body: JSON.stringify({ records: list, more: false, lastSeq: 3 }),
+        });
       });
       await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
       await showSidebar();
       await until("three rows", async () => (await rows().count()) === 3);
-      const shown = await rows().evaluateAll((trs) => trs.map((tr) => ({ outcome: tr.querySelector(".da-outcome")!.textContent, title: tr.querySelector(".da-outcome")!.getAttribute("title"), denied: tr.classList.contains("is-denied") })));
-      assert.deepEqual(shown[0], { outcome: "denied PIN", title: "denied: wrong or missing PIN (reason: pin)", denied: true });
-      assert.deepEqual(shown[1], { outcome: "denied actor", title: "denied: actor not allowed (reason: actor)", denied: true });
+      const shown = await rows().evaluateAll((trs) =>
+        trs.map((tr) => ({
+          outcome: tr.querySelector(".da-outcome")!.textContent,
+          title: tr.querySelector(".da-outcome")!.getAttribute("title"),
+          denied: tr.classList.contains("is-denied"),
+        })),
+      );
+      assert.deepEqual(shown[0], {
+        outcome: "denied PIN",
+        title: "denied: wrong or missing PIN (reason: pin)",
+        denied: true,
+      });
+      assert.deepEqual(shown[1], {
+        outcome: "denied actor",
+        title: "denied: actor not allowed (reason: actor)",
+        denied: true,
+      });
       assert.equal(shown[2].outcome, `denied ${MARKUP}`, "an unknown reason is shown as it is, as text");
       assert.equal(await page.locator("#door-access-records img").count(), 0, "no element made from a record's text");
       assert.equal(await page.evaluate(() => (window as any).__xss), undefined);
@@ -471,14 +748,32 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
       const reason = page.locator("#door-access-filter-reason");
       assert.equal(await reason.isVisible(), false, "the rule filter shows only for denied attempts");
-      const waitAsk = (pred: (q: URLSearchParams) => boolean) => page.waitForRequest((r: Request) => r.url().includes("/records") && pred(new URL(r.url()).searchParams));
-      await Promise.all([waitAsk((q) => q.get("outcome") === "denied" && !q.has("reason")), page.locator("#door-access-filter-outcome").selectOption("denied")]);
+      const waitAsk = (pred: (q: URLSearchParams) => boolean) =>
+        page.waitForRequest((r: Request) => r.url().includes("/records") && pred(new URL(r.url()).searchParams));
+      await Promise.all([
+        waitAsk((q) => q.get("outcome") === "denied" && !q.has("reason")),
+        page.locator("#door-access-filter-outcome").selectOption("denied"),
+      ]);
       assert.equal(await reason.isVisible(), true);
-      assert.deepEqual(await reason.locator("option").allInnerTexts(), ["any rule", "actor not allowed", "outside the schedule", "within the cooldown", "wrong or missing PIN", "locked out after wrong PINs", "rules that cannot be read"]);
-      await Promise.all([waitAsk((q) => q.get("outcome") === "denied" && q.get("reason") === "pin"), reason.selectOption("pin")]);
+      assert.deepEqual(await reason.locator("option").allInnerTexts(), [
+        "any rule",
+        "actor not allowed",
+        "outside the schedule",
+        "within the cooldown",
+        "wrong or missing PIN",
+        "locked out after wrong PINs",
+        "rules that cannot be read",
+      ]);
+      await Promise.all([
+        waitAsk((q) => q.get("outcome") === "denied" && q.get("reason") === "pin"),
+        reason.selectOption("pin"),
+      ]);
       await until("one row", async () => (await rows().count()) === 1);
       assert.equal(await rows().first().locator(".da-actor").innerText(), "mallory");
-      await Promise.all([waitAsk((q) => q.get("outcome") === "accepted" && !q.has("reason")), page.locator("#door-access-filter-outcome").selectOption("accepted")]);
+      await Promise.all([
+        waitAsk((q) => q.get("outcome") === "accepted" && !q.has("reason")),
+        page.locator("#door-access-filter-outcome").selectOption("accepted"),
+      ]);
       assert.equal(await reason.isVisible(), false);
       assert.ok(asked.length >= 4, asked.join("\n"));
       await page.unroute("**/door-access/sidebar/accounts/*/records*");
@@ -491,8 +786,14 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await showSidebar();
       await page.locator("#door-access-filter-outcome").selectOption("denied");
       await page.locator("#door-access-filter-reason").selectOption("actor");
-      await until("the visitor's denied attempt", async () => (await rows().filter({ hasText: "visitor" }).count()) >= 1);
-      assert.match(await rows().filter({ hasText: "visitor" }).first().locator(".da-outcome").innerText(), /denied actor/);
+      await until(
+        "the visitor's denied attempt",
+        async () => (await rows().filter({ hasText: "visitor" }).count()) >= 1,
+      );
+      assert.match(
+        await rows().filter({ hasText: "visitor" }).first().locator(".da-outcome").innerText(),
+        /denied actor/,
+      );
       await page.locator("#door-access-filter-reason").selectOption("pin");
       await until("no row for the PIN rule", async () => (await rows().filter({ hasText: "visitor" }).count()) === 0);
     });
@@ -533,8 +834,16 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       panelUnlock = unlock.id;
       panelInject = inject.id;
       const props = (inject.props as { p: string; v?: string; vt?: string }[]).filter((p) => p.p !== "askPin");
-      props.push(askPin === "true" ? { p: "askPin", v: "true", vt: "bool" } : { p: "askPin", v: "$flowContext('doorPanelAskPin') = true", vt: "jsonata" });
-      await postFlows(flows.map((n) => (n.id === unlock.id ? { ...n, credentials: { pin: PIN } } : n.id === inject.id ? { ...n, props } : n)));
+      props.push(
+        askPin === "true"
+          ? { p: "askPin", v: "true", vt: "bool" }
+          : { p: "askPin", v: "$flowContext('doorPanelAskPin') = true", vt: "jsonata" },
+      );
+      await postFlows(
+        flows.map((n) =>
+          n.id === unlock.id ? { ...n, credentials: { pin: PIN } } : n.id === inject.id ? { ...n, props } : n,
+        ),
+      );
     }
 
     async function openPanel(): Promise<void> {
@@ -550,8 +859,13 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
     async function outcome(text: RegExp): Promise<string> {
       const note = page.locator(".nrdb-ui-notification", { hasText: text }).last();
       await note.waitFor({ state: "visible", timeout: 20_000 }).catch(async (e: Error) => {
-        const shown = await page.locator(".nrdb-ui-notification").allInnerTexts().catch(() => []);
-        throw new Error(`no outcome matching ${text} shown (shown: ${JSON.stringify(shown)}; unlocks at the simulator: ${unlocks()}): ${e.message}`);
+        const shown = await page
+          .locator(".nrdb-ui-notification")
+          .allInnerTexts()
+          .catch(() => []);
+        throw new Error(
+          `no outcome matching ${text} shown (shown: ${JSON.stringify(shown)}; unlocks at the simulator: ${unlocks()}): ${e.message}`,
+        );
       });
       const words = await note.innerText();
       recordForLeakScan("door panel notification", words);
@@ -560,13 +874,20 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
     async function dismissOutcomes(): Promise<void> {
       for (const b of await page.locator(".nrdb-ui-notification button").all()) await b.click().catch(() => undefined);
-      await page.locator(".nrdb-ui-notification").first().waitFor({ state: "hidden", timeout: 15_000 }).catch(() => undefined);
+      await page
+        .locator(".nrdb-ui-notification")
+        .first()
+        .waitFor({ state: "hidden", timeout: 15_000 })
+        .catch(() => undefined);
     }
 
     /** No PIN anywhere in the page: not in a field, not in the HTML. */
     async function assertNoDigitsInPage(where: string): Promise<void> {
       const values = await page.evaluate(() => Array.from(document.querySelectorAll("input")).map((i) => i.value));
-      assert.ok(!values.some((v) => v.includes(PIN) || v.includes(WRONG_PIN)), `${where}: a field still holds the digits`);
+      assert.ok(
+        !values.some((v) => v.includes(PIN) || v.includes(WRONG_PIN)),
+        `${where}: a field still holds the digits`,
+      );
       const html = await page.content();
       assert.ok(!html.includes(PIN) && !html.includes(WRONG_PIN), `${where}: the digits are in the page`);
     }
@@ -615,7 +936,11 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       assert.equal(unlocks(), 1, "Cancel sends nothing");
       assert.ok(!auditText().includes(PIN), "no PIN in the audit log");
       assert.ok(!log.join("\n").includes(PIN), "no PIN in Node-RED's log");
-      assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"));
+      assert.doesNotMatch(
+        log.join("\n"),
+        /\[error\]|\[pageerror\]/,
+        log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"),
+      );
     });
 
     // ---- these need the runtime's half of the rules (the node compares the PIN)
@@ -635,15 +960,19 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await openPanel();
       demo!.sim.control.resetRequests();
       // The redeployed inject sends the list with askPin false a few seconds after the deploy.
-      await until("the panel no longer asking for the PIN", async () => {
-        await press("Front Door");
-        const asks = (await pinField().count()) > 0;
-        if (asks) {
-          await page.locator(".door-cancel").click();
-          await page.locator(".door-cancel").waitFor({ state: "hidden" });
-        }
-        return !asks;
-      }, 20_000);
+      await until(
+        "the panel no longer asking for the PIN",
+        async () => {
+          await press("Front Door");
+          const asks = (await pinField().count()) > 0;
+          if (asks) {
+            await page.locator(".door-cancel").click();
+            await page.locator(".door-cancel").waitFor({ state: "hidden" });
+          }
+          return !asks;
+        },
+        20_000,
+      );
       await page.locator(".door-confirm").click();
       assert.match(await outcome(/needs a PIN/), /this door needs a PIN/);
       assert.equal(unlocks(), 0);
@@ -675,7 +1004,10 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await new Promise((r) => setTimeout(r, 1000));
       assert.equal(unlocks(), 0, "nothing sent while locked");
       const denied = auditRecords().filter((r) => r.type === "unlock-rejected" && r.outcome === "denied");
-      assert.ok(denied.some((r) => r.reason === "locked-out"), "the lockout is in the audit log");
+      assert.ok(
+        denied.some((r) => r.reason === "locked-out"),
+        "the lockout is in the audit log",
+      );
       assert.ok(!auditText().includes(PIN) && !auditText().includes(WRONG_PIN), "no PIN in the audit log");
       assert.ok(panelUnlock && panelInject, "example 07's nodes were found");
     });

@@ -32,7 +32,11 @@ const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "editor.png");
 const STEP_MS = 15_000;
 
-interface EditorNode { id: string; type: string; [k: string]: unknown }
+interface EditorNode {
+  id: string;
+  type: string;
+  [k: string]: unknown;
+}
 
 describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flow built with the mouse signs in once from the dialog, picks its door before the deploy and unlocks once (docs/doors.md#picking-a-door-in-the-editor)`, function () {
   this.timeout(180_000);
@@ -46,16 +50,27 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   before(async function () {
     this.timeout(120_000);
     if (!fs.existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`);
+      throw new Error(
+        `${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`,
+      );
     }
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-browser-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: false,
+      deployExamples: false,
+      onLog: (l) => log.push(l),
+    });
     // Our own flow from scratch: replace the demo's preconfigured account with one empty tab.
     const res = await fetch(new URL("flows", demo.editorUrl), {
       method: "POST",
       headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
-      body: JSON.stringify({ flows: [{ id: "b0b0b0b0b0b0b0b0", type: "tab", label: "Browser test", disabled: false, info: "" }] }),
+      body: JSON.stringify({
+        flows: [{ id: "b0b0b0b0b0b0b0b0", type: "tab", label: "Browser test", disabled: false, info: "" }],
+      }),
       signal: AbortSignal.timeout(10_000),
     });
     assert.equal(res.status, 200, `clearing the demo flows: ${res.status} ${await res.text()}`);
@@ -65,7 +80,15 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1280, height: 760 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(STEP_MS);
@@ -102,17 +125,25 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   const nodeOnCanvas = (id: string) => page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"]`);
 
   async function editorNodes(type: string): Promise<EditorNode[]> {
-    return page.evaluate((t) => {
-      const RED = (window as unknown as { RED: { nodes: { filterNodes(f: object): EditorNode[] } } }).RED;
-      return RED.nodes.filterNodes({ type: t }).map((n) => ({ ...n, _def: undefined, _: undefined, _config: undefined, _alias: undefined }));
-    }, type).then((list) => JSON.parse(JSON.stringify(list)) as EditorNode[]);
+    return page
+      .evaluate((t) => {
+        const RED = (window as unknown as { RED: { nodes: { filterNodes(f: object): EditorNode[] } } }).RED;
+        return RED.nodes
+          .filterNodes({ type: t })
+          .map((n) => ({ ...n, _def: undefined, _: undefined, _config: undefined, _alias: undefined }));
+      }, type)
+      .then((list) => JSON.parse(JSON.stringify(list)) as EditorNode[]);
   }
 
   async function configNodes(type: string): Promise<string[]> {
     return page.evaluate((t) => {
       const ids: string[] = [];
-      const RED = (window as unknown as { RED: { nodes: { eachConfig(cb: (n: { id: string; type: string }) => void): void } } }).RED;
-      RED.nodes.eachConfig((n) => { if (n.type === t) ids.push(n.id); });
+      const RED = (
+        window as unknown as { RED: { nodes: { eachConfig(cb: (n: { id: string; type: string }) => void): void } } }
+      ).RED;
+      RED.nodes.eachConfig((n) => {
+        if (n.type === t) ids.push(n.id);
+      });
       return ids;
     }, type);
   }
@@ -128,7 +159,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   async function steadyCentre(loc: Locator): Promise<{ x: number; y: number }> {
     let last = await centre(loc);
     const deadline = Date.now() + STEP_MS;
-    for (let same = 0; same < 3 && Date.now() < deadline; ) {
+    for (let same = 0; same < 3 && Date.now() < deadline;) {
       await page.waitForTimeout(150);
       const now = await centre(loc);
       same = now.x === last.x && now.y === last.y ? same + 1 : 0;
@@ -169,11 +200,18 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
    * fresh CI machine, the door-unlock ended half under the sidebar and no wire could reach it).
    */
   async function scrollWorkspaceHome(): Promise<void> {
-    await chart().evaluate((el) => { el.scrollLeft = 0; el.scrollTop = 0; });
-    await page.waitForFunction(() => {
-      const el = document.querySelector("#red-ui-workspace-chart");
-      return el !== null && el.scrollLeft === 0 && el.scrollTop === 0;
-    }, null, { timeout: STEP_MS });
+    await chart().evaluate((el) => {
+      el.scrollLeft = 0;
+      el.scrollTop = 0;
+    });
+    await page.waitForFunction(
+      () => {
+        const el = document.querySelector("#red-ui-workspace-chart");
+        return el !== null && el.scrollLeft === 0 && el.scrollTop === 0;
+      },
+      null,
+      { timeout: STEP_MS },
+    );
   }
 
   /** Fails clearly when a node is not wholly inside the visible workspace. */
@@ -181,19 +219,33 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     const node = await nodeOnCanvas(id).boundingBox();
     const area = await chart().boundingBox();
     assert.ok(node && area, `node ${id} and the workspace have boxes`);
-    const inside = node.x - 10 >= area.x && node.y >= area.y && node.x + node.width + 10 <= area.x + area.width && node.y + node.height <= area.y + area.height;
-    assert.ok(inside, `node ${id} is wholly inside the visible workspace: node ${JSON.stringify(node)}, workspace ${JSON.stringify(area)}`);
+    const inside =
+      node.x - 10 >= area.x &&
+      node.y >= area.y &&
+      node.x + node.width + 10 <= area.x + area.width &&
+      node.y + node.height <= area.y + area.height;
+    assert.ok(
+      inside,
+      `node ${id} is wholly inside the visible workspace: node ${JSON.stringify(node)}, workspace ${JSON.stringify(area)}`,
+    );
   }
 
   /** What the page has at a point of the viewport (for a failure message): the element and two ancestors. */
   async function whatIsAt(x: number, y: number): Promise<string> {
-    return page.evaluate(([px, py]) => {
-      const chain: string[] = [];
-      for (let el = document.elementFromPoint(px, py); el && chain.length < 3; el = el.parentElement) {
-        chain.push(`${el.tagName.toLowerCase()}.${String(el.getAttribute("class") ?? "").trim().replace(/\s+/g, ".")}`);
-      }
-      return chain.join(" < ") || "nothing";
-    }, [x, y]);
+    return page.evaluate(
+      ([px, py]) => {
+        const chain: string[] = [];
+        for (let el = document.elementFromPoint(px, py); el && chain.length < 3; el = el.parentElement) {
+          chain.push(
+            `${el.tagName.toLowerCase()}.${String(el.getAttribute("class") ?? "")
+              .trim()
+              .replace(/\s+/g, ".")}`,
+          );
+        }
+        return chain.join(" < ") || "nothing";
+      },
+      [x, y],
+    );
   }
 
   /**
@@ -206,7 +258,15 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   async function wire(fromId: string, port: number, toId: string): Promise<void> {
     const links = () =>
       page.evaluate((id) => {
-        const RED = (window as unknown as { RED: { nodes: { filterLinks(f: object): { source: { id: string }; sourcePort: number; target: { id: string } }[] } } }).RED;
+        const RED = (
+          window as unknown as {
+            RED: {
+              nodes: {
+                filterLinks(f: object): { source: { id: string }; sourcePort: number; target: { id: string } }[];
+              };
+            };
+          }
+        ).RED;
         return RED.nodes.filterLinks({ source: { id } }).map((l) => ({ port: l.sourcePort, target: l.target.id }));
       }, fromId);
     await assertOnScreen(fromId);
@@ -218,7 +278,9 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
       await outPort.scrollIntoViewIfNeeded();
       const out = await centre(outPort);
       const inp = await centre(inPort);
-      tries.push(`attempt ${attempt}: at output ${await whatIsAt(out.x, out.y)}; at input ${await whatIsAt(inp.x, inp.y)}`);
+      tries.push(
+        `attempt ${attempt}: at output ${await whatIsAt(out.x, out.y)}; at input ${await whatIsAt(inp.x, inp.y)}`,
+      );
       await page.mouse.move(out.x - 4, out.y);
       await page.mouse.move(out.x, out.y, { steps: 2 });
       if (attempt <= 2) {
@@ -262,17 +324,31 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     const button = page.locator("#red-ui-header-button-deploy");
     await assertNoDisabled(button);
     // The button is disabled while the deploy is in flight too: wait for the runtime's answer.
-    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows")), button.click()]);
+    const [answer] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows")),
+      button.click(),
+    ]);
     assert.equal(answer.status(), 200, "the deploy was accepted");
-    await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true,
+      null,
+      { timeout: STEP_MS },
+    );
   }
 
   async function assertNoDisabled(button: Locator): Promise<void> {
-    await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === false,
+      null,
+      { timeout: STEP_MS },
+    );
     await button.waitFor({ state: "visible" });
   }
 
-  async function screenshot(name: string, clip?: { x: number; y: number; width: number; height: number }): Promise<string> {
+  async function screenshot(
+    name: string,
+    clip?: { x: number; y: number; width: number; height: number },
+  ): Promise<string> {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const file = path.join(ARTIFACTS, name);
     await page.screenshot({ path: file, ...(clip ? { clip } : {}) });
@@ -293,20 +369,37 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   it("opens the editor with our nodes in the palette and an empty workspace", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     for (const type of ["door-devices", "door-status", "door-unlock"]) {
-      await page.locator(`.red-ui-palette-node[data-palette-type="${type}"]`).waitFor({ state: "attached", timeout: 60_000 });
+      await page
+        .locator(`.red-ui-palette-node[data-palette-type="${type}"]`)
+        .waitFor({ state: "attached", timeout: 60_000 });
     }
-    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
+    await page.waitForFunction(
+      () => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(),
+      null,
+      { timeout: 60_000 },
+    ); // the flows are loaded after the palette
     await chart().waitFor({ state: "visible" });
-    const settings = (await (await fetch(new URL("settings", demo!.editorUrl), { signal: AbortSignal.timeout(5000) })).json()) as { version: string };
+    const settings = (await (
+      await fetch(new URL("settings", demo!.editorUrl), { signal: AbortSignal.timeout(5000) })
+    ).json()) as { version: string };
     // Node-RED reports "<version>-git" when it finds a .git folder above its node_modules.
-    assert.equal(settings.version.replace(/-git$/, ""), nodeRedVersion, `the demo runs the selected Node-RED (${nodeRedPackage()})`);
+    assert.equal(
+      settings.version.replace(/-git$/, ""),
+      nodeRedVersion,
+      `the demo runs the selected Node-RED (${nodeRedPackage()})`,
+    );
     assert.deepEqual(await editorNodes("door-unlock"), []);
-    assert.deepEqual(await configNodes("door-account"), [], "the demo's preconfigured account was removed: this flow is built from scratch");
+    assert.deepEqual(
+      await configNodes("door-account"),
+      [],
+      "the demo's preconfigured account was removed: this flow is built from scratch",
+    );
     const text = await pageText("editor page");
     assert.match(text, /door access/i, "our palette category");
   });
 
-  const okLogins = () => demo!.sim.control.requests({ operation: "loginByPhone" }).filter((r) => r.status === 200).length;
+  const okLogins = () =>
+    demo!.sim.control.requests({ operation: "loginByPhone" }).filter((r) => r.status === 200).length;
   let loginsBefore = 0;
 
   it("adds a door-unlock and a door-account through its dialog, signs in from the dialog, picks Front Door BEFORE deploying", async () => {
@@ -333,7 +426,11 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     await signIn.waitFor({ state: "visible" });
     assert.match(await page.locator("#door-account-sign-in-row").innerText(), /ends any other session of this account/);
     await signIn.click();
-    await page.waitForFunction(() => /signed in/i.test(document.querySelector("#door-account-session-state")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => /signed in/i.test(document.querySelector("#door-account-session-state")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
     recordForLeakScan("account dialog after sign-in", await page.locator("#door-account-session-state").innerText());
     assert.equal(okLogins() - loginsBefore, 1, "one login from the dialog");
     // The service description check (docs/service-description.md): on by default, the docs URL empty (the base URL).
@@ -351,10 +448,17 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     accountId = accounts[0]!;
     assert.equal(await accountSel.inputValue(), accountId);
     const door = page.locator("#door-unlock-door");
-    await page.waitForFunction(() => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
     const options = await door.locator("option").allInnerTexts();
     recordForLeakScan("door picker options", options);
-    assert.ok(options.some((o) => /^Garage\b/.test(o)), `the account's doors: ${JSON.stringify(options)}`);
+    assert.ok(
+      options.some((o) => /^Garage\b/.test(o)),
+      `the account's doors: ${JSON.stringify(options)}`,
+    );
     // Each door by name and location; the picked one's state and id in the line under the picker.
     const front = await door.locator("option", { hasText: /^Front Door \u2014 Main Street 1$/ }).getAttribute("value");
     assert.ok(front, `Front Door offered: ${JSON.stringify(options)}`);
@@ -376,7 +480,10 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     const state = await waitForAccountState(demo!.editorUrl, accountId, "ready", 20_000);
     assert.equal(state.state, "ready", `the deployed account is ready: ${JSON.stringify(state)}`);
     assert.equal(okLogins() - loginsBefore, 1, "the deploy resumed the session signed in from the dialog");
-    const back = await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(5000) });
+    const back = await fetch(new URL("flows", demo!.editorUrl), {
+      headers: { "Node-RED-API-Version": "v2" },
+      signal: AbortSignal.timeout(5000),
+    });
     const flowsText = await back.text();
     recordForLeakScan("GET /flows", flowsText);
     const deployed = (JSON.parse(flowsText) as { flows: EditorNode[] }).flows;
@@ -396,7 +503,10 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     await wire(unlockId, 0, okDebug.id);
     await wire(unlockId, 1, failDebug.id);
     // Name the debug nodes after the outputs they show.
-    for (const [id, name] of [[okDebug.id, "accepted"], [failDebug.id, "failed"]] as const) {
+    for (const [id, name] of [
+      [okDebug.id, "accepted"],
+      [failDebug.id, "failed"],
+    ] as const) {
       await openEditDialog(id);
       await page.locator("#node-input-name").fill(name);
       await page.locator("#node-dialog-ok").click();
@@ -410,31 +520,54 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
 
     // The debug sidebar, to see the accepted message (the sidebar's bug button; the editor API if a
     // future editor moves that button).
-    await page.locator("#red-ui-tab-debug-link-button").click({ timeout: 3000 }).catch(() =>
-      page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show("debug")));
+    await page
+      .locator("#red-ui-tab-debug-link-button")
+      .click({ timeout: 3000 })
+      .catch(() =>
+        page.evaluate(() =>
+          (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show("debug"),
+        ),
+      );
     await nodeOnCanvas(inject.id).locator(".red-ui-flow-node-button").click();
 
     const deadline = Date.now() + STEP_MS;
-    while (demo!.sim.control.requests({ operation: "unlockDevice" }).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (demo!.sim.control.requests({ operation: "unlockDevice" }).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     // The node shows its outcome; by then nothing else can still be under way for this message.
     const status = nodeOnCanvas(unlockId).locator(".red-ui-flow-node-status-label");
-    await page.waitForFunction((id) => /accepted/i.test(document.querySelector(`g.red-ui-flow-node-group[id="${id}"] .red-ui-flow-node-status-label`)?.textContent ?? ""), unlockId, { timeout: STEP_MS });
+    await page.waitForFunction(
+      (id) =>
+        /accepted/i.test(
+          document.querySelector(`g.red-ui-flow-node-group[id="${id}"] .red-ui-flow-node-status-label`)?.textContent ??
+            "",
+        ),
+      unlockId,
+      { timeout: STEP_MS },
+    );
     recordForLeakScan("node status", await status.textContent());
     await page.waitForTimeout(1000);
     const unlocks = demo!.sim.control.requests({ operation: "unlockDevice" });
     assert.equal(unlocks.length, 1, `exactly one unlock at the simulator: ${JSON.stringify(unlocks)}`);
     assert.equal(unlocks[0].deviceId, 101);
     assert.equal(unlocks[0].status, 200);
-    assert.equal(okLogins() - loginsBefore, 1, "exactly one login for our account (from the dialog), none per message or deploy");
+    assert.equal(
+      okLogins() - loginsBefore,
+      1,
+      "exactly one login for our account (from the dialog), none per message or deploy",
+    );
 
     const debugMsg = page.locator(".red-ui-debug-msg");
     await debugMsg.first().waitFor({ state: "visible" });
     assert.equal(await debugMsg.count(), 1, "one message in the debug sidebar");
-    assert.match(await debugMsg.first().innerText(), /accepted/, "from the \"accepted\" debug node (output 1)");
+    assert.match(await debugMsg.first().innerText(), /accepted/, 'from the "accepted" debug node (output 1)');
     const text = await pageText("editor page after the unlock");
     assert.match(text, /accepted/);
     // Let the "Successfully deployed" notification fade before the picture.
-    await page.locator(".red-ui-notification").first().waitFor({ state: "hidden", timeout: 8000 }).catch(() => undefined);
+    await page
+      .locator(".red-ui-notification")
+      .first()
+      .waitFor({ state: "hidden", timeout: 8000 })
+      .catch(() => undefined);
     const shot = await screenshot("browser-flow.png");
     assert.ok(fs.statSync(shot).size > 10_000, "a screenshot of the flow was written");
 
@@ -458,7 +591,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   /** Waits until the dialog on top has stopped sliding in; its width. */
   async function steadyTrayWidth(): Promise<number> {
     let last = "";
-    for (let same = 0, deadline = Date.now() + STEP_MS; same < 3 && Date.now() < deadline; ) {
+    for (let same = 0, deadline = Date.now() + STEP_MS; same < 3 && Date.now() < deadline;) {
       await page.waitForTimeout(150);
       const box = await page.locator(TOP_TRAY).boundingBox();
       const now = JSON.stringify(box);
@@ -482,13 +615,22 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
         el.style.width = old;
         return width;
       };
-      const shown = (sel: string) => Array.from(document.querySelectorAll<HTMLElement>(`${tray} ${sel}`)).filter((el) => el.getClientRects().length > 0);
+      const shown = (sel: string) =>
+        Array.from(document.querySelectorAll<HTMLElement>(`${tray} ${sel}`)).filter(
+          (el) => el.getClientRects().length > 0,
+        );
       const tips = Math.max(...shown(".form-tips").map(maxContent));
-      const rows = shown(".form-row").map((el) => ({ width: maxContent(el), row: (el.innerText || el.id).trim().split("\n")[0] ?? "" }));
+      const rows = shown(".form-row").map((el) => ({
+        width: maxContent(el),
+        row: (el.innerText || el.id).trim().split("\n")[0] ?? "",
+      }));
       return { tips, widest: rows.sort((a, b) => b.width - a.width)[0] };
     }, TOP_TRAY);
     assert.ok(w.tips > 0, `${what}: a tip is shown`);
-    assert.ok(w.widest.width <= w.tips + 0.5, `${what}: the row "${w.widest.row}" needs ${w.widest.width} px, wider than Node-RED's tips (${w.tips} px): it widens the dialog beyond its default`);
+    assert.ok(
+      w.widest.width <= w.tips + 0.5,
+      `${what}: the row "${w.widest.row}" needs ${w.widest.width} px, wider than Node-RED's tips (${w.tips} px): it widens the dialog beyond its default`,
+    );
   }
 
   /** Every text, choice and placeholder of the dialog on top shown in full (test/helpers/layout-check.ts). */
@@ -503,12 +645,20 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   it("at Node-RED's default dialog width, the door-unlock and door-account dialogs show every text, door, choice and placeholder in full", async () => {
     await scrollWorkspaceHome();
     await openEditDialog(unlockId);
-    await page.waitForFunction(() => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => /Doors of this account: \d+/.test(document.querySelector("#door-unlock-door-note")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
     await steadyTrayWidth();
     await assertRowsNoWiderThanTips("door-unlock dialog");
     const door = page.locator("#door-unlock-door");
     assert.match(await door.locator("option:checked").innerText(), /^Front Door\b/);
-    assert.match(await page.locator("#door-unlock-door-detail").innerText(), /\bonline\b.*\bid 101\b/, "the picked door's state and id under the picker");
+    assert.match(
+      await page.locator("#door-unlock-door-detail").innerText(),
+      /\bonline\b.*\bid 101\b/,
+      "the picked door's state and id under the picker",
+    );
     await assertDialogTextFits("door-unlock dialog, Front Door picked");
     await screenshot("browser-dialog-door-unlock.png");
     // A door with two locks: the lock choice appears beside the lock id.
@@ -517,7 +667,10 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     await assertDialogTextFits("door-unlock dialog, Garage (two locks) picked");
 
     // The account, from the pencil beside it (Node-RED 4/5: -edit-; older editors: the lookup button).
-    await page.locator("#node-input-edit-account, #node-input-btn-account-edit, #node-input-lookup-account").first().click();
+    await page
+      .locator("#node-input-edit-account, #node-input-btn-account-edit, #node-input-lookup-account")
+      .first()
+      .click();
     await page.locator("#node-config-input-baseUrl").waitFor({ state: "visible" });
     await steadyTrayWidth();
     await assertRowsNoWiderThanTips("door-account dialog");
@@ -570,13 +723,28 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-text-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-text-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: false,
+      deployExamples: false,
+      onLog: (l) => log.push(l),
+    });
     const { chromium } = await import("playwright-core");
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1280, height: 760 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(STEP_MS);
@@ -610,10 +778,12 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
 
   /** Closes the notifications shown so far and marks them, so that the next check looks at new ones only. */
   async function markNotices(): Promise<void> {
-    await page.evaluate(() => document.querySelectorAll(".red-ui-notification").forEach((n) => {
-      n.setAttribute("data-seen", "1");
-      (n as unknown as { close?: () => void }).close?.();
-    }));
+    await page.evaluate(() =>
+      document.querySelectorAll(".red-ui-notification").forEach((n) => {
+        n.setAttribute("data-seen", "1");
+        (n as unknown as { close?: () => void }).close?.();
+      }),
+    );
   }
 
   /**
@@ -631,15 +801,26 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     const notice = page.locator(".red-ui-notification:not([data-seen])").first();
     await notice.waitFor({ state: "attached" });
     await assertNothingRan(where);
-    const shown = await notice.evaluate((n) => ({ text: n.textContent ?? "", markup: n.querySelectorAll("img, svg, script, iframe, a, [onerror], [onload]").length }));
-    assert.ok(shown.text.includes(MARKUP), `${where}: the notification shows ${JSON.stringify(MARKUP)} as text; it shows ${JSON.stringify(shown.text)}`);
+    const shown = await notice.evaluate((n) => ({
+      text: n.textContent ?? "",
+      markup: n.querySelectorAll("img, svg, script, iframe, a, [onerror], [onload]").length,
+    }));
+    assert.ok(
+      shown.text.includes(MARKUP),
+      `${where}: the notification shows ${JSON.stringify(MARKUP)} as text; it shows ${JSON.stringify(shown.text)}`,
+    );
     assert.equal(shown.markup, 0, `${where}: no element made from the text in the notification`);
     return shown.text;
   }
 
   async function textShows(selector: string, where: string): Promise<void> {
-    await page.waitForFunction(([sel, m]) => (document.querySelector(sel)?.textContent ?? "").includes(m), [selector, MARKUP], { timeout: STEP_MS })
-      .catch(async () => assert.fail(`${where}: ${selector} shows ${JSON.stringify(await page.locator(selector).textContent())}`));
+    await page
+      .waitForFunction(([sel, m]) => (document.querySelector(sel)?.textContent ?? "").includes(m), [selector, MARKUP], {
+        timeout: STEP_MS,
+      })
+      .catch(async () =>
+        assert.fail(`${where}: ${selector} shows ${JSON.stringify(await page.locator(selector).textContent())}`),
+      );
     await assertNothingRan(where);
   }
 
@@ -654,7 +835,10 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     await page.locator("#node-config-input-baseUrl").waitFor({ state: "detached" });
   }
 
-  async function screenshot(name: string, clip?: { x: number; y: number; width: number; height: number }): Promise<string> {
+  async function screenshot(
+    name: string,
+    clip?: { x: number; y: number; width: number; height: number },
+  ): Promise<string> {
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const file = path.join(ARTIFACTS, name);
     await page.screenshot({ path: file, ...(clip ? { clip } : {}) });
@@ -664,13 +848,47 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
   it("imports, without deploying, a flow whose door-account has markup as its base URL and name; nothing runs", async () => {
     assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 30_000)).state, "ready");
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
-    await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
-    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
-    const status = (id: string, account: string, y: number) => ({ id, type: "door-status", z: TAB, name: "", account, deviceId: "", doorName: "", doorLocation: "", x: 200, y, wires: [[]] });
+    await page
+      .locator('.red-ui-palette-node[data-palette-type="door-unlock"]')
+      .waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(
+      () => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(),
+      null,
+      { timeout: 60_000 },
+    ); // the flows are loaded after the palette
+    const status = (id: string, account: string, y: number) => ({
+      id,
+      type: "door-status",
+      z: TAB,
+      name: "",
+      account,
+      deviceId: "",
+      doorName: "",
+      doorLocation: "",
+      x: 200,
+      y,
+      wires: [[]],
+    });
     const flow = [
       { id: TAB, type: "tab", label: "Imported", disabled: false, info: "" },
-      { id: HOSTILE_ID, type: "door-account", name: HOSTILE_NAME, baseUrl: HOSTILE_URL, loginMethod: "phone", auditLog: "", sessionStore: "file" },
-      { id: SERVICE_ID, type: "door-account", name: "Service text", baseUrl: demo!.simUrl, loginMethod: "phone", auditLog: "", sessionStore: "file" },
+      {
+        id: HOSTILE_ID,
+        type: "door-account",
+        name: HOSTILE_NAME,
+        baseUrl: HOSTILE_URL,
+        loginMethod: "phone",
+        auditLog: "",
+        sessionStore: "file",
+      },
+      {
+        id: SERVICE_ID,
+        type: "door-account",
+        name: "Service text",
+        baseUrl: demo!.simUrl,
+        loginMethod: "phone",
+        auditLog: "",
+        sessionStore: "file",
+      },
       status("7e7e000000000011", HOSTILE_ID, 80),
       status("7e7e000000000012", SERVICE_ID, 160),
       status(PICKER_ID, demo!.accountId, 240),
@@ -683,7 +901,9 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     await text.waitFor({ state: "hidden" });
     await page.waitForFunction((id) => !!(window as any).RED.nodes.node(id), HOSTILE_ID);
     await page.locator(".red-ui-tab", { hasText: "Imported" }).first().click();
-    await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${PICKER_ID}"]`).waitFor({ state: "visible" });
+    await page
+      .locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${PICKER_ID}"]`)
+      .waitFor({ state: "visible" });
     await assertNothingRan("the import");
   });
 
@@ -695,18 +915,37 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     assert.match(await newNotice("dialog Sign in"), /base URL/);
     await textShows("#door-account-session-state", "the dialog's state line");
     await page.mouse.move(640, 700);
-    await page.waitForFunction(() => !(window as any).$(".red-ui-notification").is(":animated"), null, { timeout: STEP_MS });
+    await page.waitForFunction(() => !(window as any).$(".red-ui-notification").is(":animated"), null, {
+      timeout: STEP_MS,
+    });
     const box = await page.locator(".red-ui-notification:not([data-seen])").first().boundingBox();
-    const shot = await screenshot("text-as-text-notification.png", box ? { x: Math.max(0, box.x - 20), y: 0, width: Math.min(1280, box.width + 40), height: box.y + box.height + 20 } : undefined);
+    const shot = await screenshot(
+      "text-as-text-notification.png",
+      box
+        ? { x: Math.max(0, box.x - 20), y: 0, width: Math.min(1280, box.width + 40), height: box.y + box.height + 20 }
+        : undefined,
+    );
     assert.ok(fs.statSync(shot).size > 2_000, "a screenshot of the notification");
     await closeConfigDialog("cancel");
   });
 
   it("door picker: the service's error title (a failed door list) is shown as text", async () => {
-    demo!.sim.control.inject({ kind: "503", endpoint: "listUserDevices", accountId: "demo", title: HOSTILE_TITLE, count: 20 });
-    await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${PICKER_ID}"] rect.red-ui-flow-node`).dblclick();
+    demo!.sim.control.inject({
+      kind: "503",
+      endpoint: "listUserDevices",
+      accountId: "demo",
+      title: HOSTILE_TITLE,
+      count: 20,
+    });
+    await page
+      .locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${PICKER_ID}"] rect.red-ui-flow-node`)
+      .dblclick();
     await page.locator("#door-status-door-refresh").waitFor({ state: "visible" });
-    await page.waitForFunction(() => document.querySelector("#door-status-door-refresh")?.hasAttribute("disabled") === false, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#door-status-door-refresh")?.hasAttribute("disabled") === false,
+      null,
+      { timeout: STEP_MS },
+    );
     await page.locator("#door-status-door-refresh").click();
     await textShows("#door-status-door-note", "the door picker's note");
     await page.locator("#node-dialog-cancel").click();
@@ -719,20 +958,36 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
   it("deployed: the sidebar's Reconnect and CSV export get the configuration error; both notifications show it as text", async () => {
     // The second account logs in at the deploy and the service refuses it with a 503 (and
     // markup as the title): the account stays unreachable, so its dialog offers Reconnect.
-    demo!.sim.control.inject({ kind: "503", endpoint: "loginByPhone", accountId: "other", title: HOSTILE_TITLE, count: 1000 });
+    demo!.sim.control.inject({
+      kind: "503",
+      endpoint: "loginByPhone",
+      accountId: "other",
+      title: HOSTILE_TITLE,
+      count: 1000,
+    });
     await openConfigDialog("Service text");
     await page.locator("#node-config-input-phoneNumber").fill("+15550000002");
     await page.locator("#node-config-input-password").fill("other-password");
     await closeConfigDialog("ok");
 
-    const deployed = page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows"));
+    const deployed = page.waitForResponse(
+      (r) => r.request().method() === "POST" && new URL(r.url()).pathname.endsWith("/flows"),
+    );
     await page.locator("#red-ui-header-button-deploy").click();
     await page.locator("#red-ui-deploy-dialog-confirm-deploy-deploy").click(); // the account with the bad base URL is invalid
     assert.equal((await deployed).status(), 200, "the deploy was accepted");
-    await page.waitForFunction(() => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#red-ui-header-button-deploy")?.classList.contains("disabled") === true,
+      null,
+      { timeout: STEP_MS },
+    );
     await red((RED) => RED.sidebar.show("door-access"));
     await page.locator("#door-access-sidebar").waitFor({ state: "visible" });
-    await page.waitForFunction((id) => !!document.querySelector(`#door-access-account option[value="${id}"]`), HOSTILE_ID, { timeout: STEP_MS });
+    await page.waitForFunction(
+      (id) => !!document.querySelector(`#door-access-account option[value="${id}"]`),
+      HOSTILE_ID,
+      { timeout: STEP_MS },
+    );
     await page.locator("#door-access-account").selectOption(HOSTILE_ID);
     await textShows("#door-access-state", "the sidebar's state line");
     await textShows("#door-access-empty", "the sidebar's record list");
@@ -757,9 +1012,15 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     // very text the sidebar's Reconnect got) is given to this press.
     assert.ok(reconnectError.includes(MARKUP), `the runtime's reconnect error: ${reconnectError}`);
     const route = `**/door-access/accounts/${SERVICE_ID}/reconnect`;
-    await page.route(route, (r) => r.fulfill({ status: 409, contentType: "application/json", body: JSON.stringify({ error: reconnectError }) }));
+    await page.route(route, (r) =>
+      r.fulfill({ status: 409, contentType: "application/json", body: JSON.stringify({ error: reconnectError }) }),
+    );
     await openConfigDialog("Service text");
-    await page.waitForFunction(() => document.querySelector("#door-account-reconnect")?.hasAttribute("disabled") === false, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelector("#door-account-reconnect")?.hasAttribute("disabled") === false,
+      null,
+      { timeout: STEP_MS },
+    );
     await markNotices();
     await page.locator("#door-account-reconnect").click();
     await newNotice("dialog Reconnect");

@@ -23,7 +23,10 @@ import { nodeRedVersion } from "../helpers/runtime.js";
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 
-interface Tab { id: string; label: string }
+interface Tab {
+  id: string;
+  label: string;
+}
 
 describe(`example flows as drawn by the editor: nothing overlaps or lies left of or above the origin, on the grid, wires left to right (chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
@@ -37,7 +40,8 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
 
   before(async function () {
     this.timeout(150_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+    if (!fs.existsSync(CHROMIUM))
+      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-layout-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-layout-profile-"));
     demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
@@ -47,7 +51,14 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1600, height: 900 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(20_000);
@@ -55,13 +66,19 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
     page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
     await page.goto(demo.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator("#red-ui-workspace-chart").waitFor({ state: "visible", timeout: 60_000 });
-    await page.waitForFunction(() => {
-      const RED = (window as unknown as { RED?: { nodes?: { version?(): unknown; eachWorkspace?: unknown } } }).RED;
-      return !!RED?.nodes?.version?.();
-    }, null, { timeout: 60_000 });
+    await page.waitForFunction(
+      () => {
+        const RED = (window as unknown as { RED?: { nodes?: { version?(): unknown; eachWorkspace?: unknown } } }).RED;
+        return !!RED?.nodes?.version?.();
+      },
+      null,
+      { timeout: 60_000 },
+    );
     tabs = await page.evaluate(() => {
       const out: { id: string; label: string }[] = [];
-      (window as unknown as { RED: { nodes: { eachWorkspace(cb: (w: { id: string; label: string }) => void): void } } }).RED.nodes.eachWorkspace((w) => out.push({ id: w.id, label: w.label }));
+      (
+        window as unknown as { RED: { nodes: { eachWorkspace(cb: (w: { id: string; label: string }) => void): void } } }
+      ).RED.nodes.eachWorkspace((w) => out.push({ id: w.id, label: w.label }));
       return out;
     });
   });
@@ -75,22 +92,34 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
 
   /** Shows the tab and waits until the editor has drawn each of its nodes, and each door node's status. */
   async function showTab(tabId: string): Promise<void> {
-    await page.evaluate((id) => (window as unknown as { RED: { workspaces: { show(id: string): void } } }).RED.workspaces.show(id), tabId);
-    await page.waitForFunction((id) => {
-      const RED = (window as unknown as { RED: { nodes: { filterNodes(f: object): { id: string; type: string }[] } } }).RED;
-      const nodes = RED.nodes.filterNodes({ z: id });
-      if (nodes.length === 0) return false;
-      return nodes.every((n) => {
-        const g = document.querySelector(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${n.id}"]`);
-        if (!g) return false;
-        if (!n.type.startsWith("door-")) return true;
-        const status = g.querySelector<SVGGElement>("g.red-ui-flow-node-status-group");
-        return !!status && status.style.display !== "none";
-      });
-    }, tabId, { timeout: 20_000 });
+    await page.evaluate(
+      (id) => (window as unknown as { RED: { workspaces: { show(id: string): void } } }).RED.workspaces.show(id),
+      tabId,
+    );
+    await page.waitForFunction(
+      (id) => {
+        const RED = (
+          window as unknown as { RED: { nodes: { filterNodes(f: object): { id: string; type: string }[] } } }
+        ).RED;
+        const nodes = RED.nodes.filterNodes({ z: id });
+        if (nodes.length === 0) return false;
+        return nodes.every((n) => {
+          const g = document.querySelector(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${n.id}"]`);
+          if (!g) return false;
+          if (!n.type.startsWith("door-")) return true;
+          const status = g.querySelector<SVGGElement>("g.red-ui-flow-node-status-group");
+          return !!status && status.style.display !== "none";
+        });
+      },
+      tabId,
+      { timeout: 20_000 },
+    );
     await page.evaluate(() => {
       const el = document.querySelector("#red-ui-workspace-chart");
-      if (el) { el.scrollLeft = 0; el.scrollTop = 0; }
+      if (el) {
+        el.scrollLeft = 0;
+        el.scrollTop = 0;
+      }
     });
   }
 
@@ -105,20 +134,54 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
 
   it("the demo shows the intro tab and one tab per example", () => {
     assert.equal(tabs[0]?.label, "Door access demo");
-    for (const ex of loadExamples()) assert.ok(tabs.some((t) => t.label === ex.title), `a tab for ${ex.title}`);
+    for (const ex of loadExamples())
+      assert.ok(
+        tabs.some((t) => t.label === ex.title),
+        `a tab for ${ex.title}`,
+      );
   });
 
   it("the check fails on a careless tab, naming the two overlapping nodes, the node left of the origin and the backwards wire", async () => {
     const tabId = "badbadbad0000001";
     await page.evaluate((id) => {
       const RED = (window as unknown as { RED: { view: { importNodes(n: object[], o?: object): void } } }).RED;
-      RED.view.importNodes([
-        { id, type: "tab", label: "careless", disabled: false, info: "" },
-        { id: "badbadbad0000002", type: "comment", z: id, name: "A comment about the first step", x: 200, y: 60, wires: [] },
-        { id: "badbadbad0000003", type: "comment", z: id, name: "A second comment on top of it", x: 220, y: 60, wires: [] },
-        { id: "badbadbad0000004", type: "inject", z: id, name: "far left", x: 20, y: 140, props: [], repeat: "", once: false, wires: [["badbadbad0000005"]] },
-        { id: "badbadbad0000005", type: "debug", z: id, name: "left of its source", x: 10, y: 220, wires: [] },
-      ], { generateIds: false, addFlow: false, touchImport: true });
+      RED.view.importNodes(
+        [
+          { id, type: "tab", label: "careless", disabled: false, info: "" },
+          {
+            id: "badbadbad0000002",
+            type: "comment",
+            z: id,
+            name: "A comment about the first step",
+            x: 200,
+            y: 60,
+            wires: [],
+          },
+          {
+            id: "badbadbad0000003",
+            type: "comment",
+            z: id,
+            name: "A second comment on top of it",
+            x: 220,
+            y: 60,
+            wires: [],
+          },
+          {
+            id: "badbadbad0000004",
+            type: "inject",
+            z: id,
+            name: "far left",
+            x: 20,
+            y: 140,
+            props: [],
+            repeat: "",
+            once: false,
+            wires: [["badbadbad0000005"]],
+          },
+          { id: "badbadbad0000005", type: "debug", z: id, name: "left of its source", x: 10, y: 220, wires: [] },
+        ],
+        { generateIds: false, addFlow: false, touchImport: true },
+      );
     }, tabId);
     const report = await check({ id: tabId, label: "careless" });
     const all = report.problems.join("\n");
@@ -126,7 +189,11 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
     assert.match(all, /inject "far left" is left of or above the canvas origin/);
     assert.match(all, /wire inject "far left" -> debug "left of its source" runs right to left/);
     await page.evaluate((id) => {
-      const RED = (window as unknown as { RED: { workspaces: { delete(w: object): void }; nodes: { workspace(id: string): object } } }).RED;
+      const RED = (
+        window as unknown as {
+          RED: { workspaces: { delete(w: object): void }; nodes: { workspace(id: string): object } };
+        }
+      ).RED;
       RED.workspaces.delete(RED.nodes.workspace(id));
     }, tabId);
   });
@@ -142,6 +209,10 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
   }
 
   it("no error in the page or in Node-RED's log", () => {
-    assert.doesNotMatch(log.join("\n"), /\[error\]|\[pageerror\]/, log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"));
+    assert.doesNotMatch(
+      log.join("\n"),
+      /\[error\]|\[pageerror\]/,
+      log.filter((l) => /\[error\]|\[pageerror\]/.test(l)).join("\n"),
+    );
   });
 });

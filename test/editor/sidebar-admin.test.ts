@@ -13,12 +13,40 @@ import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import * as path from "node:path";
-import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, freePort, installPackageLink, settingsFile, startNodeRedOnFreePort, type NodeRedProcess } from "../../scripts/node-red-process.js";
+import {
+  DEMO_CREDENTIAL_SECRET,
+  REPO_ROOT,
+  freePort,
+  installPackageLink,
+  settingsFile,
+  startNodeRedOnFreePort,
+  type NodeRedProcess,
+} from "../../scripts/node-red-process.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { exportCsv } from "../../src/audit/reader.js";
 import {
-  DEMO_ACCOUNT, accountModule, accountNode, accountOf, assertAccepted, assertFailed, devicesModule, editorPost, helper, helperNodes,
-  loadFlow, logins, readAudit, startSim, statusModule, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady,
+  DEMO_ACCOUNT,
+  accountModule,
+  accountNode,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  devicesModule,
+  editorPost,
+  helper,
+  helperNodes,
+  loadFlow,
+  logins,
+  readAudit,
+  startSim,
+  statusModule,
+  tab,
+  teardown,
+  unlock,
+  unlockModule,
+  unlockNode,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
@@ -26,7 +54,9 @@ import { recordForLeakScan } from "../hooks/leak-scan.js";
 const SIDEBAR = "/door-access/sidebar/accounts";
 // Our plugin's entry point and Node-RED's internals are CommonJS, found by path at run time.
 const requireCjs = createRequire(__filename);
-const pluginModule = requireCjs(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (red: any) => void;
+const pluginModule = requireCjs(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (
+  red: any,
+) => void;
 // Node-RED's runtime event bus: RED.comms.publish(topic, data) emits "comms" on it.
 const runtimeEvents = requireCjs(resolveFromNodeRed("@node-red/util")).events as import("node:events").EventEmitter;
 
@@ -59,10 +89,16 @@ async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Prom
  * within 20 ms; `done()` waits for it): before reading, wait until every attempt has its result.
  */
 async function resultsWritten(userDir: string): Promise<void> {
-  await until("every attempt's result record in the file", () => {
-    const recs = readAudit(userDir);
-    return recs.filter((r) => r.type === "unlock-result").length === recs.filter((r) => r.type === "unlock-attempt").length;
-  }, 5000);
+  await until(
+    "every attempt's result record in the file",
+    () => {
+      const recs = readAudit(userDir);
+      return (
+        recs.filter((r) => r.type === "unlock-result").length === recs.filter((r) => r.type === "unlock-attempt").length
+      );
+    },
+    5000,
+  );
 }
 
 describe("door access sidebar: admin endpoints and live notices name accounts, never a secret (docs/nodes.md#editor-sidebar; Node-RED runtime + simulator)", function () {
@@ -77,7 +113,9 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
   before(async () => {
     sim = await startSim();
     runtimeEvents.on("comms", onComms);
-    ({ userDir } = await loadFlow(flow(sim.url), { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] }));
+    ({ userDir } = await loadFlow(flow(sim.url), {
+      nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule],
+    }));
     await waitReady();
   });
   after(async () => {
@@ -95,7 +133,15 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     assert.equal(a.state, "ready");
     assert.equal(a.status.fill, "green");
     assert.equal(a.auditLog, path.join(userDir, "door-access-audit.jsonl"));
-    assert.deepEqual(Object.keys(a).sort(), ["auditLog", "id", "name", "reason", "serviceDescription", "state", "status"]);
+    assert.deepEqual(Object.keys(a).sort(), [
+      "auditLog",
+      "id",
+      "name",
+      "reason",
+      "serviceDescription",
+      "state",
+      "status",
+    ]);
     // The service description check's findings (docs/service-description.md#what-you-see): its URL, never a credential.
     assert.deepEqual(Object.keys(a.serviceDescription).sort(), ["checkedAt", "differences", "url"]);
     assert.equal(a.serviceDescription.url, `${sim.url}/openapi.json`);
@@ -125,16 +171,26 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     assertFailed(await unlock({ deviceId: "nope", actor: "carol" }), "invalid-input", null);
     assertAccepted(await unlock({ door: "Loading Bay", actor: "alice" }));
     await resultsWritten(userDir);
-    const get = async (q: string) => (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
+    const get = async (q: string) =>
+      (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
     const all = await get("");
     assert.equal(all.length, readAudit(userDir).length, "every record of the file");
     assert.ok((await get("actor=BOB")).every((r) => r.actor === "bob"));
     assert.equal((await get("actor=bob")).length, 2);
-    assert.deepEqual((await get("outcome=forbidden")).map((r) => r.deviceId), [106]);
-    assert.deepEqual((await get("outcome=rejected")).map((r) => r.actor), ["carol"]);
+    assert.deepEqual(
+      (await get("outcome=forbidden")).map((r) => r.deviceId),
+      [106],
+    );
+    assert.deepEqual(
+      (await get("outcome=rejected")).map((r) => r.actor),
+      ["carol"],
+    );
     assert.equal((await get("door=loading")).length, 2, "its attempt and result");
     assert.ok((await get("door=loading")).every((r) => r.door === "Loading Bay"));
-    assert.deepEqual((await get("door=101&outcome=accepted")).map((r) => r.actor), ["alice"]);
+    assert.deepEqual(
+      (await get("door=101&outcome=accepted")).map((r) => r.actor),
+      ["alice"],
+    );
     assert.equal((await get("limit=2")).length, 2);
     const bad = await helper.request().get(`${SIDEBAR}/acc1/records?from=yesterday`).expect(400);
     assert.match(bad.body.error, /from must be an ISO-8601/);
@@ -144,39 +200,100 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     // Written as door-unlock writes a message an access rule refused: one unlock-rejected record,
     // outcome "denied", the rule's word as reason.
     const audit = accountOf().account.audit;
-    await audit.rejected({ actor: "mallory", deviceId: null, lockId: null, door: null, msgid: "m-pin", outcome: "denied", reason: "pin" });
-    await audit.rejected({ actor: "cleaner-anna", deviceId: 101, lockId: null, door: "Front Door", msgid: "m-schedule", outcome: "denied", reason: "schedule" });
-    const get = async (q: string) => (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
-    assert.deepEqual((await get("outcome=denied")).map((r) => [r.actor, r.reason]), [["cleaner-anna", "schedule"], ["mallory", "pin"]]);
-    assert.deepEqual((await get("outcome=denied&reason=pin")).map((r) => r.actor), ["mallory"]);
-    assert.deepEqual((await get("outcome=denied&reason=schedule")).map((r) => r.msgid), ["m-schedule"]);
+    await audit.rejected({
+      actor: "mallory",
+      deviceId: null,
+      lockId: null,
+      door: null,
+      msgid: "m-pin",
+      outcome: "denied",
+      reason: "pin",
+    });
+    await audit.rejected({
+      actor: "cleaner-anna",
+      deviceId: 101,
+      lockId: null,
+      door: "Front Door",
+      msgid: "m-schedule",
+      outcome: "denied",
+      reason: "schedule",
+    });
+    const get = async (q: string) =>
+      (await helper.request().get(`${SIDEBAR}/acc1/records?${q}`).expect(200)).body.records as any[];
+    assert.deepEqual(
+      (await get("outcome=denied")).map((r) => [r.actor, r.reason]),
+      [
+        ["cleaner-anna", "schedule"],
+        ["mallory", "pin"],
+      ],
+    );
+    assert.deepEqual(
+      (await get("outcome=denied&reason=pin")).map((r) => r.actor),
+      ["mallory"],
+    );
+    assert.deepEqual(
+      (await get("outcome=denied&reason=schedule")).map((r) => r.msgid),
+      ["m-schedule"],
+    );
     assert.deepEqual(await get("outcome=denied&reason=cooldown"), []);
-    assert.deepEqual((await get("reason=pin")).map((r) => r.msgid), ["m-pin"], "the reason filter alone");
+    assert.deepEqual(
+      (await get("reason=pin")).map((r) => r.msgid),
+      ["m-pin"],
+      "the reason filter alone",
+    );
     const csv = await csvOf(path.join(userDir, "door-access-audit.jsonl"));
-    const [header, ...rows] = csv.trimEnd().split("\r\n").map((l) => l.split(","));
+    const [header, ...rows] = csv
+      .trimEnd()
+      .split("\r\n")
+      .map((l) => l.split(","));
     const col = (name: string) => header.indexOf(name);
     assert.ok(col("reason") >= 0 && col("outcome") >= 0, `a reason and an outcome column: ${header.join(",")}`);
     const denied = rows.filter((r) => r[col("outcome")] === "denied").map((r) => [r[col("actor")], r[col("reason")]]);
-    assert.deepEqual(denied, [["mallory", "pin"], ["cleaner-anna", "schedule"]], "oldest first, each with its rule");
+    assert.deepEqual(
+      denied,
+      [
+        ["mallory", "pin"],
+        ["cleaner-anna", "schedule"],
+      ],
+      "oldest first, each with its rule",
+    );
   });
 
   it("GET /export.csv: the CSV of the file, also for a time range; attachment, text/csv", async () => {
     const file = path.join(userDir, "door-access-audit.jsonl");
-    const res = await helper.request().get(`${SIDEBAR}/acc1/export.csv`).buffer(true).parse((r: any, cb: any) => {
-      let s = "";
-      r.setEncoding("utf8");
-      r.on("data", (c: string) => (s += c));
-      r.on("end", () => cb(null, s));
-    }).expect(200);
+    const res = await helper
+      .request()
+      .get(`${SIDEBAR}/acc1/export.csv`)
+      .buffer(true)
+      .parse((r: any, cb: any) => {
+        let s = "";
+        r.setEncoding("utf8");
+        r.on("data", (c: string) => (s += c));
+        r.on("end", () => cb(null, s));
+      })
+      .expect(200);
     assert.match(res.headers["content-type"], /^text\/csv/);
     assert.match(res.headers["content-disposition"], /^attachment; filename="door-access-audit.csv"$/);
     assert.equal(res.body, await csvOf(file));
-    assert.equal(res.body.trimEnd().split("\r\n").length, readAudit(userDir).length + 1, "a header and one row per record");
+    assert.equal(
+      res.body.trimEnd().split("\r\n").length,
+      readAudit(userDir).length + 1,
+      "a header and one row per record",
+    );
     const recs = readAudit(userDir);
     const from = recs[2].ts;
     const to = recs[recs.length - 2].ts;
-    const ranged = await helper.request().get(`${SIDEBAR}/acc1/export.csv?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`).buffer(true)
-      .parse((r: any, cb: any) => { let s = ""; r.setEncoding("utf8"); r.on("data", (c: string) => (s += c)); r.on("end", () => cb(null, s)); }).expect(200);
+    const ranged = await helper
+      .request()
+      .get(`${SIDEBAR}/acc1/export.csv?from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`)
+      .buffer(true)
+      .parse((r: any, cb: any) => {
+        let s = "";
+        r.setEncoding("utf8");
+        r.on("data", (c: string) => (s += c));
+        r.on("end", () => cb(null, s));
+      })
+      .expect(200);
     assert.equal(ranged.body, await csvOf(file, { from: new Date(from), to: new Date(to) }));
     assertNoSecret("GET /export.csv", res.body);
   });
@@ -191,14 +308,24 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
   it("an unknown account is a 404 with the 'deploy the account first' text, nothing read", async () => {
     const res = await helper.request().get(`${SIDEBAR}/nope/records`).expect(404);
     assert.equal(typeof res.body.error, "string");
-    await helper.request().get(`${SIDEBAR}/${encodeURIComponent("u1")}/records`).expect(404); // a flow node is not an account
+    await helper
+      .request()
+      .get(`${SIDEBAR}/${encodeURIComponent("u1")}/records`)
+      .expect(404); // a flow node is not an account
   });
 
   it("every sidebar route has a permission middleware before its handler", () => {
     const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
-    const routes = stack.filter((l: any) => l.route && String(l.route.path).startsWith("/door-access/sidebar")).map((l: any) => l.route);
+    const routes = stack
+      .filter((l: any) => l.route && String(l.route.path).startsWith("/door-access/sidebar"))
+      .map((l: any) => l.route);
     const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
-    assert.deepEqual(got, [`GET ${SIDEBAR} 2`, `GET ${SIDEBAR}/:id/export.csv 2`, `GET ${SIDEBAR}/:id/records 2`, `GET ${SIDEBAR}/:id/verify 2`]);
+    assert.deepEqual(got, [
+      `GET ${SIDEBAR} 2`,
+      `GET ${SIDEBAR}/:id/export.csv 2`,
+      `GET ${SIDEBAR}/:id/records 2`,
+      `GET ${SIDEBAR}/:id/verify 2`,
+    ]);
   });
 });
 
@@ -235,7 +362,9 @@ describe("door access sidebar with adminAuth: reading needs door-account.read, R
       red.auth = { needsPermission: auth.needsPermission };
       return mod(red);
     };
-    await loadFlow(flow(sim.url), { nodes: [withRealAuth(accountModule), devicesModule, statusModule, unlockModule, withRealAuth(pluginModule)] });
+    await loadFlow(flow(sim.url), {
+      nodes: [withRealAuth(accountModule), devicesModule, statusModule, unlockModule, withRealAuth(pluginModule)],
+    });
     await waitReady();
     assertAccepted(await unlock({ deviceId: 101, actor: "alice" }));
   });
@@ -261,13 +390,23 @@ describe("door access sidebar with adminAuth: reading needs door-account.read, R
       const res = await helper.request().get(url).set("Authorization", `Bearer ${readerToken}`).expect(200);
       assertNoSecret(url, res.text);
     }
-    const rec = await helper.request().get(`${SIDEBAR}/acc1/records`).set("Authorization", `Bearer ${readerToken}`).expect(200);
+    const rec = await helper
+      .request()
+      .get(`${SIDEBAR}/acc1/records`)
+      .set("Authorization", `Bearer ${readerToken}`)
+      .expect(200);
     assert.ok(rec.body.records.some((r: any) => r.actor === "alice"));
     const before = logins(sim);
-    await editorPost("/door-access/accounts/acc1/reconnect").set("Authorization", `Bearer ${readerToken}`).send({}).expect(403);
+    await editorPost("/door-access/accounts/acc1/reconnect")
+      .set("Authorization", `Bearer ${readerToken}`)
+      .send({})
+      .expect(403);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(logins(sim), before);
-    await editorPost("/door-access/accounts/acc1/reconnect").set("Authorization", `Bearer ${adminToken}`).send({}).expect(202);
+    await editorPost("/door-access/accounts/acc1/reconnect")
+      .set("Authorization", `Bearer ${adminToken}`)
+      .send({})
+      .expect(202);
     await until("the login", () => logins(sim) === before + 1);
     await until("ready again", () => accountOf().account.session.state === "ready");
     assert.equal(logins(sim), before + 1);
@@ -303,12 +442,18 @@ describe("door access sidebar on a real Node-RED 4: its answers are words from t
   });
 
   it("the sidebar's audit endpoint for an account that is not deployed answers in words, not with a raw message-catalogue key", async () => {
-    const res = await fetch(`${nr.url}/door-access/sidebar/accounts/d00ac0c0ffff0000/records`, { headers: { Accept: "application/json" } });
+    const res = await fetch(`${nr.url}/door-access/sidebar/accounts/d00ac0c0ffff0000/records`, {
+      headers: { Accept: "application/json" },
+    });
     assert.equal(res.status, 404);
     const body = (await res.json()) as { error?: string };
     // The sidebar tab shows body.error as it is (errorText() in door-access-sidebar.html).
     assert.ok(typeof body.error === "string" && body.error.length > 0, JSON.stringify(body));
-    assert.doesNotMatch(body.error, /^[a-z-]+(\.[a-z-]+)+$/, `the sidebar would show the untranslated key ${JSON.stringify(body.error)}`);
+    assert.doesNotMatch(
+      body.error,
+      /^[a-z-]+(\.[a-z-]+)+$/,
+      `the sidebar would show the untranslated key ${JSON.stringify(body.error)}`,
+    );
   });
 });
 
@@ -321,7 +466,8 @@ describe("door access sidebar: the latest 50 records of the account's log, newes
     await loadFlow(flow(sim.url), { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] });
     await waitReady();
     const audit = accountOf().account.audit as { attempt(r: Record<string, unknown>): Promise<unknown> };
-    for (let i = 1; i <= 60; i++) await audit.attempt({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `page${i}` });
+    for (let i = 1; i <= 60; i++)
+      await audit.attempt({ actor: "alice", deviceId: 101, lockId: null, door: "Front Door", msgid: `page${i}` });
   });
   after(async () => {
     await teardown();
@@ -332,14 +478,24 @@ describe("door access sidebar: the latest 50 records of the account's log, newes
     const first = await helper.request().get(`${SIDEBAR}/acc1/records`).expect(200);
     const seqs = (first.body.records as { seq: number }[]).map((r) => r.seq);
     assert.equal(seqs.length, 50);
-    assert.deepEqual(seqs, Array.from({ length: 50 }, (_, k) => 60 - k), "the latest 50, newest first");
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: 50 }, (_, k) => 60 - k),
+      "the latest 50, newest first",
+    );
     assert.equal(first.body.more, true);
     assert.equal(first.body.lastSeq, 60);
     const older = await helper.request().get(`${SIDEBAR}/acc1/records`).query({ beforeSeq: 11, limit: 50 }).expect(200);
-    assert.deepEqual((older.body.records as { seq: number }[]).map((r) => r.seq), Array.from({ length: 10 }, (_, k) => 10 - k));
+    assert.deepEqual(
+      (older.body.records as { seq: number }[]).map((r) => r.seq),
+      Array.from({ length: 10 }, (_, k) => 10 - k),
+    );
     assert.equal(older.body.more, false);
     // The tab's own request (nodes/plugins/door-access-sidebar.html) names the same page size.
     const tabSource = fs.readFileSync(path.join(REPO_ROOT, "nodes", "plugins", "door-access-sidebar.html"), "utf8");
-    assert.deepEqual([...tabSource.matchAll(/\bq\.limit = (\d+);/g)].map((m) => Number(m[1])), [50]);
+    assert.deepEqual(
+      [...tabSource.matchAll(/\bq\.limit = (\d+);/g)].map((m) => Number(m[1])),
+      [50],
+    );
   });
 });

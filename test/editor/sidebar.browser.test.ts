@@ -31,9 +31,33 @@ const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "audit-sidebar.png");
 const STEP_MS = 15_000;
 const TAB_ID = "5b1deba000000000";
 const PAIRS = [
-  { inject: "5b1deba000000011", unlock: "5b1deba000000012", name: "front", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", props: [] as object[] },
-  { inject: "5b1deba000000021", unlock: "5b1deba000000022", name: "boiler", deviceId: "106", doorName: "Boiler Room", doorLocation: "Harbour Warehouse", props: [] },
-  { inject: "5b1deba000000031", unlock: "5b1deba000000032", name: "bad", deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", props: [{ p: "deviceId", v: "not-a-number", vt: "str" }] },
+  {
+    inject: "5b1deba000000011",
+    unlock: "5b1deba000000012",
+    name: "front",
+    deviceId: "101",
+    doorName: "Front Door",
+    doorLocation: "Main Street 1",
+    props: [] as object[],
+  },
+  {
+    inject: "5b1deba000000021",
+    unlock: "5b1deba000000022",
+    name: "boiler",
+    deviceId: "106",
+    doorName: "Boiler Room",
+    doorLocation: "Harbour Warehouse",
+    props: [],
+  },
+  {
+    inject: "5b1deba000000031",
+    unlock: "5b1deba000000032",
+    name: "bad",
+    deviceId: "101",
+    doorName: "Front Door",
+    doorLocation: "Main Street 1",
+    props: [{ p: "deviceId", v: "not-a-number", vt: "str" }],
+  },
 ];
 
 async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Promise<string> {
@@ -58,18 +82,56 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
     dir = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-demo-"));
     profile = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: false, deployExamples: false, onLog: (l) => log.push(l) });
+    demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: false,
+      deployExamples: false,
+      onLog: (l) => log.push(l),
+    });
     auditFile = path.join(demo.userDir, "door-access-audit.jsonl");
     assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
 
     // The demo's flows plus one tab of inject → door-unlock pairs on the demo's account.
-    const current = (await (await fetch(new URL("flows", demo.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) })).json()) as { flows: object[] };
+    const current = (await (
+      await fetch(new URL("flows", demo.editorUrl), {
+        headers: { "Node-RED-API-Version": "v2" },
+        signal: AbortSignal.timeout(10_000),
+      })
+    ).json()) as { flows: object[] };
     const nodes: object[] = [{ id: TAB_ID, type: "tab", label: "Sidebar test", disabled: false, info: "" }];
     PAIRS.forEach((p, k) => {
-      nodes.push({ id: p.inject, type: "inject", z: TAB_ID, name: p.name, props: p.props, repeat: "", crontab: "", once: false, onceDelay: 0.1, topic: "", x: 120, y: 60 + k * 60, wires: [[p.unlock]] });
       nodes.push({
-        id: p.unlock, type: "door-unlock", z: TAB_ID, name: "", account: demo!.accountId, deviceId: p.deviceId, doorName: p.doorName, doorLocation: p.doorLocation,
-        lockId: "", actor: `sidebar-${p.name}`, rejectRetained: true, x: 340, y: 60 + k * 60, wires: [[], []],
+        id: p.inject,
+        type: "inject",
+        z: TAB_ID,
+        name: p.name,
+        props: p.props,
+        repeat: "",
+        crontab: "",
+        once: false,
+        onceDelay: 0.1,
+        topic: "",
+        x: 120,
+        y: 60 + k * 60,
+        wires: [[p.unlock]],
+      });
+      nodes.push({
+        id: p.unlock,
+        type: "door-unlock",
+        z: TAB_ID,
+        name: "",
+        account: demo!.accountId,
+        deviceId: p.deviceId,
+        doorName: p.doorName,
+        doorLocation: p.doorLocation,
+        lockId: "",
+        actor: `sidebar-${p.name}`,
+        rejectRetained: true,
+        x: 340,
+        y: 60 + k * 60,
+        wires: [[], []],
       });
     });
     const res = await fetch(new URL("flows", demo.editorUrl), {
@@ -87,7 +149,15 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
       headless: true,
       viewport: { width: 1280, height: 760 },
       acceptDownloads: true,
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
       timeout: 60_000,
     });
     context.setDefaultTimeout(STEP_MS);
@@ -115,34 +185,72 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     if (context) {
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: path.join(ARTIFACTS, "audit-sidebar-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(path.join(ARTIFACTS, "audit-sidebar-failure.log"), [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n");
+      fs.writeFileSync(
+        path.join(ARTIFACTS, "audit-sidebar-failure.log"),
+        [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n",
+      );
     }
   });
 
   const rows = () => page.locator("#door-access-records tbody tr.door-access-record");
-  const fileRecords = (): any[] => (fs.existsSync(auditFile) ? fs.readFileSync(auditFile, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l)) : []);
+  const fileRecords = (): any[] =>
+    fs.existsSync(auditFile)
+      ? fs
+          .readFileSync(auditFile, "utf8")
+          .split("\n")
+          .filter((l) => l.trim())
+          .map((l) => JSON.parse(l))
+      : [];
   const unlocksAtSim = () => demo!.sim.control.requests({ operation: "unlockDevice" }).length;
 
   async function press(injectId: string): Promise<void> {
-    const res = await fetch(new URL(`inject/${injectId}`, demo!.editorUrl), { method: "POST", signal: AbortSignal.timeout(5000) });
+    const res = await fetch(new URL(`inject/${injectId}`, demo!.editorUrl), {
+      method: "POST",
+      signal: AbortSignal.timeout(5000),
+    });
     assert.equal(res.status, 200, `inject ${injectId}: ${res.status}`);
   }
 
   async function waitRows(n: number, what: string): Promise<void> {
-    await page.waitForFunction(([k]) => document.querySelectorAll("#door-access-records tbody tr.door-access-record").length === k, [n], { timeout: STEP_MS })
+    await page
+      .waitForFunction(
+        ([k]) => document.querySelectorAll("#door-access-records tbody tr.door-access-record").length === k,
+        [n],
+        { timeout: STEP_MS },
+      )
       .catch(async () => assert.fail(`${what}: expected ${n} rows, saw ${await rows().count()}`));
   }
 
   it("opens the Door access tab: the demo's account, its state (ready) and the chain line", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
-    await page.locator('.red-ui-palette-node[data-palette-type="door-unlock"]').waitFor({ state: "attached", timeout: 60_000 });
-    await page.waitForFunction(() => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(), null, { timeout: 60_000 }); // the flows are loaded after the palette
-    await page.locator("#red-ui-tab-door-access-link-button").click({ timeout: 5000 }).catch(() =>
-      page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show("door-access")));
+    await page
+      .locator('.red-ui-palette-node[data-palette-type="door-unlock"]')
+      .waitFor({ state: "attached", timeout: 60_000 });
+    await page.waitForFunction(
+      () => !!(window as unknown as { RED: { nodes: { version(): unknown } } }).RED.nodes.version(),
+      null,
+      { timeout: 60_000 },
+    ); // the flows are loaded after the palette
+    await page
+      .locator("#red-ui-tab-door-access-link-button")
+      .click({ timeout: 5000 })
+      .catch(() =>
+        page.evaluate(() =>
+          (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show("door-access"),
+        ),
+      );
     await page.locator("#door-access-sidebar").waitFor({ state: "visible" });
-    await page.waitForFunction(() => /ready/i.test(document.querySelector("#door-access-state")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => /ready/i.test(document.querySelector("#door-access-state")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
     assert.equal(await page.locator("#door-access-account").inputValue(), demo!.accountId);
-    await page.waitForFunction(() => (document.querySelector("#door-access-chain")?.textContent ?? "").length > 0, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => (document.querySelector("#door-access-chain")?.textContent ?? "").length > 0,
+      null,
+      { timeout: STEP_MS },
+    );
     await waitRows(fileRecords().length, "the records already in the file");
   });
 
@@ -150,14 +258,27 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     const before = await rows().count();
     await press(PAIRS[0].inject);
     const deadline = Date.now() + STEP_MS;
-    while (!fileRecords().some((r) => r.type === "unlock-result" && r.actor === "sidebar-front") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while (
+      !fileRecords().some((r) => r.type === "unlock-result" && r.actor === "sidebar-front") &&
+      Date.now() < deadline
+    )
+      await new Promise((r) => setTimeout(r, 10));
     const written = Date.now();
-    assert.ok(fileRecords().some((r) => r.type === "unlock-result" && r.outcome === "accepted"), "the result record is in the file");
+    assert.ok(
+      fileRecords().some((r) => r.type === "unlock-result" && r.outcome === "accepted"),
+      "the result record is in the file",
+    );
     // The tab itself only re-reads records on a live notice: without one this wait fails.
-    await page.waitForFunction(() => {
-      const first = document.querySelector("#door-access-records tbody tr.door-access-record");
-      return first !== null && first.classList.contains("is-accepted") && /sidebar-front/.test(first.textContent ?? "");
-    }, null, { timeout: 1000 });
+    await page.waitForFunction(
+      () => {
+        const first = document.querySelector("#door-access-records tbody tr.door-access-record");
+        return (
+          first !== null && first.classList.contains("is-accepted") && /sidebar-front/.test(first.textContent ?? "")
+        );
+      },
+      null,
+      { timeout: 1000 },
+    );
     const latency = Date.now() - written;
     console.log(`      live update: the row appeared ${latency} ms after the result record was in the file`);
     assert.equal(await rows().count(), before + 2, "its attempt and its result");
@@ -170,8 +291,13 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   it("a forbidden and a rejected input appear marked; filters by outcome, actor and door narrow the list", async () => {
     await press(PAIRS[1].inject);
     await press(PAIRS[2].inject);
-    await page.waitForFunction(() => document.querySelectorAll("#door-access-records tr.is-rejected").length === 1 &&
-      /forbidden 403/.test(document.querySelector("#door-access-records")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () =>
+        document.querySelectorAll("#door-access-records tr.is-rejected").length === 1 &&
+        /forbidden 403/.test(document.querySelector("#door-access-records")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
     const rejected = page.locator("#door-access-records tr.is-rejected");
     assert.match(await rejected.locator(".da-outcome").innerText(), /rejected\s*invalid-input/);
     assert.equal(await rejected.locator(".da-badge.rejected").count(), 1);
@@ -209,21 +335,31 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     assert.deepEqual(report.problems, [], "texts cut off in the sidebar");
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const side = (await page.locator("#red-ui-sidebar").boundingBox())!;
-    await page.screenshot({ path: path.join(ARTIFACTS, "audit-sidebar-default-width.png"), clip: { x: Math.floor(side.x) - 4, y: 0, width: Math.ceil(side.width) + 4, height: 760 } });
+    await page.screenshot({
+      path: path.join(ARTIFACTS, "audit-sidebar-default-width.png"),
+      clip: { x: Math.floor(side.x) - 4, y: 0, width: Math.ceil(side.width) + 4, height: 760 },
+    });
   });
 
   it("CSV download: the whole log equals the export of the file; a range in the future holds only the header", async () => {
     const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#door-access-csv").click()]);
     assert.match(download.suggestedFilename(), /^door-access-audit-.*\.csv$/);
-    const text = fs.readFileSync((await download.path()), "utf8");
+    const text = fs.readFileSync(await download.path(), "utf8");
     assert.equal(text, await csvOf(auditFile), "the downloaded CSV is the file's records");
     assert.equal(text.trimEnd().split("\r\n").length, fileRecords().length + 1);
     recordForLeakScan("sidebar CSV download", text);
 
     await page.locator("#door-access-csv-from").fill("2099-01-01T00:00");
     const [later] = await Promise.all([page.waitForEvent("download"), page.locator("#door-access-csv").click()]);
-    assert.equal(fs.readFileSync((await later.path()), "utf8"), await csvOf(auditFile, { from: new Date(2099, 0, 1) }));
-    assert.equal(fs.readFileSync((await later.path()), "utf8").trimEnd().split("\r\n").length, 1, "only the header");
+    assert.equal(fs.readFileSync(await later.path(), "utf8"), await csvOf(auditFile, { from: new Date(2099, 0, 1) }));
+    assert.equal(
+      fs
+        .readFileSync(await later.path(), "utf8")
+        .trimEnd()
+        .split("\r\n").length,
+      1,
+      "only the header",
+    );
     await page.locator("#door-access-csv-from").fill("");
   });
 
@@ -235,7 +371,11 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     while (logins() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.equal(logins(), before + 1, "exactly one login");
     assert.equal((await waitForAccountState(demo!.editorUrl, demo!.accountId, "ready", 20_000)).state, "ready");
-    await page.waitForFunction(() => /ready/i.test(document.querySelector("#door-access-state")?.textContent ?? ""), null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => /ready/i.test(document.querySelector("#door-access-state")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
     await page.waitForTimeout(500);
     assert.equal(logins(), before + 1, "and no more");
   });
@@ -244,10 +384,23 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     // The writer marks the single replay after a 401 (docs/audit-log.md#records); here its record is added
     // to the file as the writer would write it, and the tab re-read with its refresh button.
     const last = fileRecords().at(-1);
-    const replay = { type: "unlock-attempt", ts: new Date().toISOString(), actor: "sidebar-front", deviceId: 101, lockId: null, door: "Front Door", msgid: last?.msgid ?? "m", replay: true };
+    const replay = {
+      type: "unlock-attempt",
+      ts: new Date().toISOString(),
+      actor: "sidebar-front",
+      deviceId: 101,
+      lockId: null,
+      door: "Front Door",
+      msgid: last?.msgid ?? "m",
+      replay: true,
+    };
     fs.appendFileSync(auditFile, JSON.stringify(replay) + "\n");
     await page.locator("#door-access-refresh").click();
-    await page.waitForFunction(() => document.querySelectorAll("#door-access-records tr.is-replay").length === 1, null, { timeout: STEP_MS });
+    await page.waitForFunction(
+      () => document.querySelectorAll("#door-access-records tr.is-replay").length === 1,
+      null,
+      { timeout: STEP_MS },
+    );
     assert.match(await page.locator("#door-access-records tr.is-replay .da-badge.replay").innerText(), /replay/);
 
     const text = await page.locator("#door-access-sidebar").innerText();
@@ -263,7 +416,11 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
       await page.mouse.move(box.x - 220, box.y + 200, { steps: 10 });
       await page.mouse.up();
     }
-    await page.locator(".red-ui-notification").first().waitFor({ state: "hidden", timeout: 8000 }).catch(() => undefined);
+    await page
+      .locator(".red-ui-notification")
+      .first()
+      .waitFor({ state: "hidden", timeout: 8000 })
+      .catch(() => undefined);
     await page.mouse.move(300, 700);
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const shot = path.join(ARTIFACTS, "audit-sidebar.png");
@@ -282,24 +439,46 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   it("a drifted service description: the account view lists each difference, as text (docs/service-description.md#what-you-see)", async () => {
     // The service drifts (an operation removed, one moved to a path with markup in it, a required
     // request field added); the account's next start-up reads it: a full redeploy restarts it.
-    const drifted = JSON.parse(await (await fetch(new URL("openapi.json", demo!.simUrl + "/"), { signal: AbortSignal.timeout(5000) })).text());
-    drifted.paths["/api/<img src=x onerror=\"window.__doorXss=1\">/{lockId}"] = drifted.paths["/api/device/{deviceId}/unlock/{lockId}"];
+    const drifted = JSON.parse(
+      await (await fetch(new URL("openapi.json", demo!.simUrl + "/"), { signal: AbortSignal.timeout(5000) })).text(),
+    );
+    drifted.paths['/api/<img src=x onerror="window.__doorXss=1">/{lockId}'] =
+      drifted.paths["/api/device/{deviceId}/unlock/{lockId}"];
     delete drifted.paths["/api/device/{deviceId}/unlock/{lockId}"];
     delete drifted.paths["/api/device/{deviceId}/unlock"];
     drifted.components.schemas.LoginRequest.required.push("deviceName");
     demo!.sim.control.serveDescription({ description: drifted });
     try {
-      const current = (await (await fetch(new URL("flows", demo!.editorUrl), { headers: { "Node-RED-API-Version": "v2" }, signal: AbortSignal.timeout(10_000) })).json()) as { flows: object[] };
+      const current = (await (
+        await fetch(new URL("flows", demo!.editorUrl), {
+          headers: { "Node-RED-API-Version": "v2" },
+          signal: AbortSignal.timeout(10_000),
+        })
+      ).json()) as { flows: object[] };
       const res = await fetch(new URL("flows", demo!.editorUrl), {
         method: "POST",
-        headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
+        headers: {
+          "Content-Type": "application/json",
+          "Node-RED-API-Version": "v2",
+          "Node-RED-Deployment-Type": "full",
+        },
         body: JSON.stringify({ flows: current.flows }),
         signal: AbortSignal.timeout(10_000),
       });
       assert.equal(res.status, 200);
       await page.locator("#door-access-refresh").click();
-      await page.waitForFunction(() => document.querySelectorAll("#door-access-spec li").length === 4, null, { timeout: 20_000 })
-        .catch(async () => assert.fail(`the differences in the tab: ${await page.locator("#door-access-spec").innerText().catch(() => "none")}`));
+      await page
+        .waitForFunction(() => document.querySelectorAll("#door-access-spec li").length === 4, null, {
+          timeout: 20_000,
+        })
+        .catch(async () =>
+          assert.fail(
+            `the differences in the tab: ${await page
+              .locator("#door-access-spec")
+              .innerText()
+              .catch(() => "none")}`,
+          ),
+        );
       const items = await page.locator("#door-access-spec li").allInnerTexts();
       assert.deepEqual(items, [
         'POST /api/auth/login: request field "deviceName" is now required',
@@ -309,12 +488,22 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
       ]);
       assert.equal(await page.locator("#door-access-spec img").count(), 0, "the service's text is not markup");
       assert.equal(await page.evaluate(() => (window as unknown as { __doorXss?: number }).__doorXss), undefined);
-      assert.match(await page.locator("#door-access-spec .da-spec-title").innerText(), /differs from the one this package was built against \(4\)/);
-      assert.equal(log.filter((l) => /\[warn\].*service description/.test(l)).length, 1, "one warning in Node-RED's log");
+      assert.match(
+        await page.locator("#door-access-spec .da-spec-title").innerText(),
+        /differs from the one this package was built against \(4\)/,
+      );
+      assert.equal(
+        log.filter((l) => /\[warn\].*service description/.test(l)).length,
+        1,
+        "one warning in Node-RED's log",
+      );
       fs.mkdirSync(ARTIFACTS, { recursive: true });
       const side = await page.locator("#red-ui-sidebar").boundingBox();
       const x = Math.max(0, Math.floor((side?.x ?? 700) - 10));
-      await page.screenshot({ path: path.join(ARTIFACTS, "service-description-sidebar.png"), clip: { x, y: 0, width: 1280 - x, height: 400 } });
+      await page.screenshot({
+        path: path.join(ARTIFACTS, "service-description-sidebar.png"),
+        clip: { x, y: 0, width: 1280 - x, height: 400 },
+      });
       assert.deepEqual(pageErrors, [], "no page error");
     } finally {
       demo!.sim.control.serveDescription(null);

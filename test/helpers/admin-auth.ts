@@ -23,18 +23,26 @@ const UNUSED_HASH = "$2y$08$unused.hash.unused.hash.unused.hash.unused.hash.unus
  * Node-RED's auth set up with adminAuth of these users (type "credentials"), and a bearer token
  * for each, by user name.
  */
-export async function realAdminAuth(users: AdminUser[]): Promise<{ auth: NodeRedAuth; tokens: Record<string, string> }> {
+export async function realAdminAuth(
+  users: AdminUser[],
+): Promise<{ auth: NodeRedAuth; tokens: Record<string, string> }> {
   const editorApi = path.dirname(resolveFromNodeRed("@node-red/editor-api/package.json"));
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a module inside the selected Node-RED, found at run time
   const auth = require(path.join(editorApi, "lib", "auth"));
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- a module inside the selected Node-RED, found at run time
   const tokenStore = require(path.join(editorApi, "lib", "auth", "tokens"));
   auth.init(
-    { adminAuth: { type: "credentials", users: users.map((u) => ({ username: u.username, password: UNUSED_HASH, permissions: u.permissions })) } },
+    {
+      adminAuth: {
+        type: "credentials",
+        users: users.map((u) => ({ username: u.username, password: UNUSED_HASH, permissions: u.permissions })),
+      },
+    },
     { getSessions: () => Promise.resolve({}), saveSessions: () => Promise.resolve() },
   );
   const tokens: Record<string, string> = {};
-  for (const u of users) tokens[u.username] = (await tokenStore.create(u.username, "node-red-editor", u.permissions)).accessToken;
+  for (const u of users)
+    tokens[u.username] = (await tokenStore.create(u.username, "node-red-editor", u.permissions)).accessToken;
   return { auth, tokens };
 }
 

@@ -13,11 +13,24 @@ import { auditRecordEvents, type AuditBase, type AuditLog } from "../../src/audi
 import { verifyCommand } from "../../src/audit/cli.js";
 
 /** An attempt record whose msgid is `m<i>`. */
-export const rec = (i: number | string, actor = "alice"): AuditBase => ({ actor, deviceId: 101, lockId: null, door: "Front Door", msgid: `m${i}` });
+export const rec = (i: number | string, actor = "alice"): AuditBase => ({
+  actor,
+  deviceId: 101,
+  lockId: null,
+  door: "Front Door",
+  msgid: `m${i}`,
+});
 /** A file's content as a JSON string (for assertion messages). */
-export const text = (f: string): string => (fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>");
+export const text = (f: string): string =>
+  fs.existsSync(f) ? JSON.stringify(fs.readFileSync(f, "utf8")) : "<missing>";
 /** A file's non-empty lines; none when it does not exist. */
-export const lines = (f: string): string[] => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").split("\n").filter((l) => l.length > 0) : []);
+export const lines = (f: string): string[] =>
+  fs.existsSync(f)
+    ? fs
+        .readFileSync(f, "utf8")
+        .split("\n")
+        .filter((l) => l.length > 0)
+    : [];
 /** Writes lines, each ending with a newline. */
 export const put = (f: string, ls: string[]): void => fs.writeFileSync(f, ls.join("\n") + "\n");
 /** A file's chained records (lines that parse and carry a seq). */
@@ -80,12 +93,24 @@ export const eio = (what: string): Error => Object.assign(new Error(`injected ${
 /** `door-access-audit verify <args>`: exit code and output. */
 export async function cliVerify(args: string[]): Promise<{ code: number; out: string }> {
   let out = "";
-  const code = await verifyCommand(args, { out: (t) => { out += t; }, err: (t) => { out += t; } });
+  const code = await verifyCommand(args, {
+    out: (t) => {
+      out += t;
+    },
+    err: (t) => {
+      out += t;
+    },
+  });
   return { code, out };
 }
 
 /** The FileHandle methods the tests patch. */
-export type P = { write: (...a: unknown[]) => Promise<unknown>; sync: (...a: unknown[]) => Promise<unknown>; truncate: (...a: unknown[]) => Promise<unknown>; stat: (...a: unknown[]) => Promise<unknown> };
+export type P = {
+  write: (...a: unknown[]) => Promise<unknown>;
+  sync: (...a: unknown[]) => Promise<unknown>;
+  truncate: (...a: unknown[]) => Promise<unknown>;
+  stat: (...a: unknown[]) => Promise<unknown>;
+};
 
 /** FileHandle.prototype (reached through a handle: it is not exported) and its original methods. */
 export async function fileHandlePrototype(): Promise<{ proto: P; orig: P }> {

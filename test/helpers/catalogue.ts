@@ -8,7 +8,11 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 
 const CATALOGUES = ["door-account", "door-devices", "door-status", "door-unlock"].map(
-  (n) => JSON.parse(readFileSync(path.join(process.cwd(), "nodes", "locales", "en-US", `${n}.json`), "utf8")) as Record<string, unknown>,
+  (n) =>
+    JSON.parse(readFileSync(path.join(process.cwd(), "nodes", "locales", "en-US", `${n}.json`), "utf8")) as Record<
+      string,
+      unknown
+    >,
 );
 
 /** A __value__ as text: a missing one as nothing. */
@@ -22,7 +26,12 @@ function valueText(v: unknown): string {
 /** The English text of a catalogue key with its __values__ filled in; the key itself when no catalogue has it. */
 export function englishText(key: string, values?: Record<string, unknown>): string {
   for (const c of CATALOGUES) {
-    const v = key.split(".").reduce<unknown>((o, k) => (o !== null && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined), c);
+    const v = key
+      .split(".")
+      .reduce<unknown>(
+        (o, k) => (o !== null && typeof o === "object" ? (o as Record<string, unknown>)[k] : undefined),
+        c,
+      );
     if (typeof v === "string") return v.replace(/__(\w+)__/g, (_m, name: string) => valueText(values?.[name]));
   }
   return key;

@@ -16,9 +16,21 @@ export interface FakeClock extends Clock {
 
 export function fakeClock(start = Date.UTC(2026, 10, 22, 12, 0, 0)): FakeClock {
   const ctx: Record<string, unknown> = {
-    Date, setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, clearImmediate, Promise, queueMicrotask,
+    Date,
+    setTimeout,
+    clearTimeout,
+    setInterval,
+    clearInterval,
+    setImmediate,
+    clearImmediate,
+    Promise,
+    queueMicrotask,
   };
-  const clock = sinon.useFakeTimers({ global: ctx as never, now: start, toFake: ["setTimeout", "clearTimeout", "Date", "setInterval", "clearInterval"] } as never);
+  const clock = sinon.useFakeTimers({
+    global: ctx as never,
+    now: start,
+    toFake: ["setTimeout", "clearTimeout", "Date", "setInterval", "clearInterval"],
+  } as never);
   let jumped = 0;
   return {
     now: () => clock.now,

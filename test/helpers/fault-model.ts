@@ -47,7 +47,11 @@ export function acceleratedClock(factor: number): Clock {
  */
 type UnlockTarget =
   | { valid: true; input: { msgDeviceId?: unknown; msgDoor?: unknown; msgLockId?: unknown }; picked?: DoorIdentity }
-  | { valid: false; byName?: true; input: { msgDeviceId?: unknown; msgDoor?: unknown; msgLockId?: unknown; msgActor?: unknown } };
+  | {
+      valid: false;
+      byName?: true;
+      input: { msgDeviceId?: unknown; msgDoor?: unknown; msgLockId?: unknown; msgActor?: unknown };
+    };
 
 const VALID_TARGETS: UnlockTarget[] = [
   { valid: true, input: { msgDeviceId: 101 } },
@@ -118,7 +122,10 @@ const target = fc.oneof(
 );
 /** Actors the rules below allow or not; the right PIN, a wrong one, the right one as a number. */
 const whoArb: fc.Arbitrary<Who> = fc.record(
-  { actor: fc.constantFrom("alice", "bob", "node-red:panel"), pin: fc.constantFrom<string | number>(TEST_PIN, TEST_PIN, WRONG_PINS[0], WRONG_PINS[1], Number(TEST_PIN)) },
+  {
+    actor: fc.constantFrom("alice", "bob", "node-red:panel"),
+    pin: fc.constantFrom<string | number>(TEST_PIN, TEST_PIN, WRONG_PINS[0], WRONG_PINS[1], Number(TEST_PIN)),
+  },
   { requiredKeys: [] },
 );
 
@@ -135,34 +142,80 @@ export interface RulesConfig {
  * cooldowns (1 s to 10 min) end within a run and the weekday window is open or shut by the hour.
  */
 const rulesArb: fc.Arbitrary<RulesConfig | null> = fc.option(
-  fc.record({
-    allowActors: fc.constantFrom<string[]>([], ["alice", "node-red:*"], ["alice"], ["*"]),
-    schedule: fc.constantFrom<RulesConfig["schedule"]>([], [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }], [{ days: [1, 2, 3, 4, 5], from: "07:00", to: "19:00" }, { days: [6], from: "22:00", to: "06:00" }]),
-    timeZone: fc.constantFrom("", "UTC", "Europe/Oslo", "Asia/Kathmandu"),
-    cooldown: fc.constantFrom(0, 1, 30, 600),
-    pin: fc.constantFrom(TEST_PIN, undefined),
-  }, { requiredKeys: ["allowActors", "schedule", "timeZone", "cooldown"] }),
+  fc.record(
+    {
+      allowActors: fc.constantFrom<string[]>([], ["alice", "node-red:*"], ["alice"], ["*"]),
+      schedule: fc.constantFrom<RulesConfig["schedule"]>(
+        [],
+        [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }],
+        [
+          { days: [1, 2, 3, 4, 5], from: "07:00", to: "19:00" },
+          { days: [6], from: "22:00", to: "06:00" },
+        ],
+      ),
+      timeZone: fc.constantFrom("", "UTC", "Europe/Oslo", "Asia/Kathmandu"),
+      cooldown: fc.constantFrom(0, 1, 30, 600),
+      pin: fc.constantFrom(TEST_PIN, undefined),
+    },
+    { requiredKeys: ["allowActors", "schedule", "timeZone", "cooldown"] },
+  ),
   { freq: 2 },
 );
 const faultKinds: (FaultKind | "hang")[] = ["429", "500", "502", "503", "504", "latency", "drop", "hang"];
-const faultEndpoints: OperationId[] = ["unlockDevice", "unlockDeviceLock", "getDevice", "listUserDevices", "refreshToken", "loginByPhone"];
+const faultEndpoints: OperationId[] = [
+  "unlockDevice",
+  "unlockDeviceLock",
+  "getDevice",
+  "listUserDevices",
+  "refreshToken",
+  "loginByPhone",
+];
 /** The client's header time-out in these runs; a "hang" fault answers later than this. */
 const HEADERS_TIMEOUT_MS = 600;
 
 export const actionArb: fc.Arbitrary<Action> = fc.oneof(
   { weight: 6, arbitrary: fc.tuple(target, whoArb).map(([t, who]) => ({ t: "unlock" as const, target: t, who })) },
-  { weight: 2, arbitrary: fc.array(fc.tuple(target, whoArb), { minLength: 2, maxLength: 8 }).map((ts) => ({ t: "burst" as const, targets: ts.map((x) => x[0]), whos: ts.map((x) => x[1]) })) },
-  { weight: 2, arbitrary: fc.constantFrom<[unknown, boolean]>([101, true], [105, true], [999, true], ["x", false], [0, false]).map(([d, v]) => ({ t: "status" as const, deviceId: d, valid: v })) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constantFrom(...faultKinds), endpoint: fc.constantFrom(...faultEndpoints), count: fc.integer({ min: 1, max: 3 }) }).map((f) => ({ t: "fault" as const, ...f })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .array(fc.tuple(target, whoArb), { minLength: 2, maxLength: 8 })
+      .map((ts) => ({ t: "burst" as const, targets: ts.map((x) => x[0]), whos: ts.map((x) => x[1]) })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom<[unknown, boolean]>([101, true], [105, true], [999, true], ["x", false], [0, false])
+      .map(([d, v]) => ({ t: "status" as const, deviceId: d, valid: v })),
+  },
+  {
+    weight: 4,
+    arbitrary: fc
+      .record({
+        kind: fc.constantFrom(...faultKinds),
+        endpoint: fc.constantFrom(...faultEndpoints),
+        count: fc.integer({ min: 1, max: 3 }),
+      })
+      .map((f) => ({ t: "fault" as const, ...f })),
+  },
   { weight: 1, arbitrary: fc.constant({ t: "expire" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "revoke" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "supersede" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "expireRefresh" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "redeploy" as const }) },
   { weight: 1, arbitrary: fc.constant({ t: "reconnect" as const }) },
-  { weight: 1, arbitrary: fc.record({ targets: fc.array(target, { minLength: 1, maxLength: 5 }), presses: fc.integer({ min: 1, max: 3 }) }).map((r) => ({ t: "reconnectDuringBurst" as const, ...r })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ targets: fc.array(target, { minLength: 1, maxLength: 5 }), presses: fc.integer({ min: 1, max: 3 }) })
+      .map((r) => ({ t: "reconnectDuringBurst" as const, ...r })),
+  },
   { weight: 1, arbitrary: fc.constant({ t: "deleteAccount" as const }) },
-  { weight: 1, arbitrary: fc.constantFrom(45 * 3600_000, -45 * 3600_000, 2 * 3600_000, -2 * 3600_000).map((ms) => ({ t: "clockJump" as const, ms })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(45 * 3600_000, -45 * 3600_000, 2 * 3600_000, -2 * 3600_000)
+      .map((ms) => ({ t: "clockJump" as const, ms })),
+  },
   { weight: 2, arbitrary: fc.constantFrom(...DOOR_EDITS).map((edit) => ({ t: "editDoor" as const, edit })) },
   { weight: 1, arbitrary: fc.constant({ t: "listRefresh" as const }) },
 );
@@ -231,9 +284,20 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
     rules = parsed.rules.active ? parsed.rules.newState() : null;
     if (rules) stats.runsWithRules++;
   }
-  const settings: UnlockNodeSettings = { nodeId: "prop", door: null, lockId: "", actor: "", rejectRetained: true, access: rules ? { ok: true, state: rules } : null };
+  const settings: UnlockNodeSettings = {
+    nodeId: "prop",
+    door: null,
+    lockId: "",
+    actor: "",
+    rejectRetained: true,
+    access: rules ? { ok: true, state: rules } : null,
+  };
   // Every (id, name, location) a door has had in this run: what a message may legitimately mean.
-  const history: { id: number; name: string; location: string }[] = demoSeed().doors.map((d) => ({ id: d.id, name: d.name, location: LOCATION_NAMES[d.locationId] ?? "" }));
+  const history: { id: number; name: string; location: string }[] = demoSeed().doors.map((d) => ({
+    id: d.id,
+    name: d.name,
+    location: LOCATION_NAMES[d.locationId] ?? "",
+  }));
   const live = new Map(demoSeed().doors.map((d) => [d.id, { id: d.id, name: d.name, locationId: d.locationId }]));
   const intents = new Map<string, UnlockTarget>();
   let edited = false;
@@ -247,17 +311,31 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
     const msgid = `m${++seq}`;
     stats.messages++;
     const before = putsNow();
-    const timeout = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`message ${msgid} never finished`)), 20_000).unref());
+    const timeout = new Promise<never>((_, rej) =>
+      setTimeout(() => rej(new Error(`message ${msgid} never finished`)), 20_000).unref(),
+    );
     intents.set(msgid, t);
     const nodeSettings = t.valid && t.picked ? { ...settings, door: t.picked } : settings;
-    const input = { msgDeviceId: undefined, msgDoor: undefined, msgLockId: undefined, msgActor: who.actor, msgRetain: undefined, msgid, msgPin: who.pin, ...t.input };
+    const input = {
+      msgDeviceId: undefined,
+      msgDoor: undefined,
+      msgLockId: undefined,
+      msgActor: who.actor,
+      msgRetain: undefined,
+      msgid,
+      msgPin: who.pin,
+      ...t.input,
+    };
     const r = await Promise.race([performUnlock(account, input, nodeSettings), timeout]);
     assert.ok(!results.has(msgid), "one result per message");
     results.set(msgid, r);
     if (r.outcome === "denied") {
       stats.denied++;
       assert.ok(rules !== null, `denied without rules: ${JSON.stringify(r)}`);
-      assert.ok(["actor", "schedule", "cooldown", "pin", "locked-out"].includes(r.reason as string), `a denied outcome names its rule: ${JSON.stringify(r)}`);
+      assert.ok(
+        ["actor", "schedule", "cooldown", "pin", "locked-out"].includes(r.reason as string),
+        `a denied outcome names its rule: ${JSON.stringify(r)}`,
+      );
       assert.equal(r.status, null);
       assert.equal(r.mayHaveOpened, false);
     }
@@ -265,7 +343,16 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
       stats.invalid++;
       if (t.byName && edited) return { before, r }; // a name the edits made valid (or still not): checked by the door invariant
       // Bad input is answered as such before any rule; a name that needs the list comes after actor and schedule.
-      const allowed = t.byName ? ["invalid-input", "session-halted", "service-unreachable", "rate-limited", "error", ...(rules ? ["denied"] : [])] : ["invalid-input"];
+      const allowed = t.byName
+        ? [
+            "invalid-input",
+            "session-halted",
+            "service-unreachable",
+            "rate-limited",
+            "error",
+            ...(rules ? ["denied"] : []),
+          ]
+        : ["invalid-input"];
       assert.ok(allowed.includes(r.outcome), `invalid input ${JSON.stringify(t.input)} gave ${r.outcome}`);
       return { before, r };
     }
@@ -280,7 +367,8 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
     const stateBefore = rules?.snapshot(clock.now()) ?? null;
     const { before, r } = await unlock(t, who);
     if (rules && stateBefore) checkRuleState(stateBefore, rules.snapshot(clock.now()), r, putsNow() > before, who);
-    if (r.outcome === "denied") assert.equal(putsNow(), before, "a denied message sends nothing (counted at the simulator)");
+    if (r.outcome === "denied")
+      assert.equal(putsNow(), before, "a denied message sends nothing (counted at the simulator)");
     return before;
   };
 
@@ -289,7 +377,8 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
       switch (a.t) {
         case "unlock": {
           const before = await unlockAlone(a.target, a.who);
-          if (!a.target.valid && !(a.target.byName && edited)) assert.equal(putsNow(), before, "no request for invalid input");
+          if (!a.target.valid && !(a.target.byName && edited))
+            assert.equal(putsNow(), before, "no request for invalid input");
           break;
         }
         case "reconnectDuringBurst": {
@@ -343,7 +432,11 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
         case "status": {
           stats.messages++;
           try {
-            const sel = await selectDoor(account.directory, { msgDeviceId: a.deviceId, msgDoor: undefined, configured: null });
+            const sel = await selectDoor(account.directory, {
+              msgDeviceId: a.deviceId,
+              msgDoor: undefined,
+              configured: null,
+            });
             assert.equal(sel.ok, a.valid);
             if (sel.ok) await account.getDevice(sel.deviceId);
           } catch {
@@ -356,9 +449,20 @@ export async function runSequence(scenario: Scenario, stats: RunStats): Promise<
           if (a.endpoint === "refreshToken" || a.endpoint === "loginByPhone") authFaults += a.count;
           if (a.kind === "hang") {
             // Answers only after the client's time-out: a request that hangs.
-            sim.control.inject({ kind: "503", endpoint: a.endpoint, count: a.count, latencyMs: HEADERS_TIMEOUT_MS + 300 });
+            sim.control.inject({
+              kind: "503",
+              endpoint: a.endpoint,
+              count: a.count,
+              latencyMs: HEADERS_TIMEOUT_MS + 300,
+            });
           } else {
-            sim.control.inject({ kind: a.kind, endpoint: a.endpoint, count: a.count, retryAfter: a.kind === "429" ? 1 : undefined, latencyMs: 30 });
+            sim.control.inject({
+              kind: a.kind,
+              endpoint: a.endpoint,
+              count: a.count,
+              retryAfter: a.kind === "429" ? 1 : undefined,
+              latencyMs: 30,
+            });
           }
           break;
         case "expire":
@@ -426,14 +530,19 @@ function checkInvariants(
   const perMsg = new Map<string, number>();
   for (const a of attempts) perMsg.set(a.msgid ?? "", (perMsg.get(a.msgid ?? "") ?? 0) + 1);
   const doubled = [...perMsg.values()].filter((n) => n === 2).length;
-  assert.ok([...perMsg.values()].every((n) => n <= 2), "never more than one replay");
+  assert.ok(
+    [...perMsg.values()].every((n) => n <= 2),
+    "never more than one replay",
+  );
   assert.ok(doubled <= puts.filter((p) => p.status === 401).length, "a second PUT for a message only after a 401");
   stats.invariantsChecked += 3;
 
   // 2. Every PUT has an attempt record written before it (k-th PUT after k-th attempt).
   const attemptTimes = attempts.map((a) => Date.parse(a.ts)).sort((x, y) => x - y);
   const putTimes = puts.map((p) => p.startedAt).sort((x, y) => x - y);
-  putTimes.forEach((t, k) => assert.ok(attemptTimes[k] <= t, `PUT #${k + 1} at ${t} before its attempt record at ${attemptTimes[k]}`));
+  putTimes.forEach((t, k) =>
+    assert.ok(attemptTimes[k] <= t, `PUT #${k + 1} at ${t} before its attempt record at ${attemptTimes[k]}`),
+  );
   stats.invariantsChecked += 1;
 
   // 3. Accepted outcomes match 200 PUTs; every message has exactly one outcome and one
@@ -446,11 +555,16 @@ function checkInvariants(
   // 3b. A denied message sent nothing: no attempt record (and so no PUT, see checkDoors), and its
   //     closing record is one unlock-rejected that names the rule.
   const deniedIds = new Set([...results].filter(([, r]) => r.outcome === "denied").map(([id]) => id));
-  for (const a of attempts) assert.ok(!deniedIds.has(a.msgid ?? ""), `a denied message (${a.msgid}) has an attempt record`);
+  for (const a of attempts)
+    assert.ok(!deniedIds.has(a.msgid ?? ""), `a denied message (${a.msgid}) has an attempt record`);
   for (const id of deniedIds) {
     const closing = rejected.filter((r) => r.msgid === id);
     assert.equal(closing.length, 1, `denied ${id}: one unlock-rejected record`);
-    assert.deepEqual([closing[0].outcome, closing[0].reason], ["denied", results.get(id)!.reason], `denied ${id}: its record names the rule`);
+    assert.deepEqual(
+      [closing[0].outcome, closing[0].reason],
+      ["denied", results.get(id)!.reason],
+      `denied ${id}: its record names the rule`,
+    );
   }
   stats.invariantsChecked += 2;
 
@@ -463,7 +577,9 @@ function checkInvariants(
   // 4b. Refreshes bounded (docs/session.md#renewal): one per 401 answered, two per
   //     (accelerated) minute of scheduled renewals at the minimum spacing, and the disturbances.
   const refreshCount = log.filter((r) => r.operation === "refreshToken").length;
-  const unauthorized = log.filter((r) => r.status === 401 && r.operation !== "refreshToken" && r.operation !== "loginByPhone").length;
+  const unauthorized = log.filter(
+    (r) => r.status === 401 && r.operation !== "refreshToken" && r.operation !== "loginByPhone",
+  ).length;
   const refreshBound = 2 + unauthorized + 2 * ctx.elapsedMin + 2 * (ctx.disturbances + ctx.authFaults);
   assert.ok(refreshCount <= refreshBound, `${refreshCount} refresh requests > bound ${refreshBound}: a renewal loop`);
   stats.invariantsChecked += 1;
@@ -471,7 +587,10 @@ function checkInvariants(
   // 5. At most one refresh in flight at any instant.
   const refreshes = log.filter((r) => r.operation === "refreshToken").sort((x, y) => x.startedAt - y.startedAt);
   for (let i = 1; i < refreshes.length; i++) {
-    assert.ok(refreshes[i].startedAt >= refreshes[i - 1].endedAt || refreshes[i - 1].status === 0, "two refreshes in flight at once");
+    assert.ok(
+      refreshes[i].startedAt >= refreshes[i - 1].endedAt || refreshes[i - 1].status === 0,
+      "two refreshes in flight at once",
+    );
   }
   stats.invariantsChecked += 1;
 }
@@ -493,15 +612,24 @@ function checkRuleState(before: RuleSnapshot, after: RuleSnapshot, r: UnlockResu
     const b = was.get(s.key);
     return b === undefined || b.pending !== s.pending || s.at > b.at;
   });
-  assert.ok(after.slots.every((s) => !s.pending), `${what}: a cooldown slot is left pending after its message ended`);
+  assert.ok(
+    after.slots.every((s) => !s.pending),
+    `${what}: a cooldown slot is left pending after its message ended`,
+  );
   if (sent) assert.ok(taken.length <= 1, `${what}: one message took ${taken.length} cooldown slots`);
   else assert.deepEqual(taken, [], `${what}: a message that sent nothing took a cooldown slot`);
   const wrongPin = r.outcome === "denied" && r.reason === "pin" && who.pin !== undefined;
   const newlyLocked = before.lockedUntil === null && after.lockedUntil !== null;
   if (wrongPin) {
-    assert.ok(newlyLocked || (after.wrongPins.length >= 1 && after.wrongPins.length <= before.wrongPins.length + 1), `${what}: a wrong PIN counts once (${before.wrongPins.length} → ${after.wrongPins.length})`);
+    assert.ok(
+      newlyLocked || (after.wrongPins.length >= 1 && after.wrongPins.length <= before.wrongPins.length + 1),
+      `${what}: a wrong PIN counts once (${before.wrongPins.length} → ${after.wrongPins.length})`,
+    );
   } else {
-    assert.ok(after.wrongPins.length <= before.wrongPins.length, `${what}: counted as a wrong PIN (${before.wrongPins.length} → ${after.wrongPins.length})`);
+    assert.ok(
+      after.wrongPins.length <= before.wrongPins.length,
+      `${what}: counted as a wrong PIN (${before.wrongPins.length} → ${after.wrongPins.length})`,
+    );
     assert.equal(newlyLocked, false, `${what}: started a lockout`);
   }
 }
@@ -520,9 +648,16 @@ function checkDoors(
   history: { id: number; name: string; location: string }[],
   stats: RunStats,
 ): void {
-  const norm = (x: string) => x.trim().replace(/\s*\/\s*/g, " / ").replace(/\s+/g, " ").toLowerCase();
+  const norm = (x: string) =>
+    x
+      .trim()
+      .replace(/\s*\/\s*/g, " / ")
+      .replace(/\s+/g, " ")
+      .toLowerCase();
   const hadName = (id: number, name: string, location: string | null) =>
-    history.some((h) => h.id === id && norm(h.name) === norm(name) && (location === null || norm(h.location) === norm(location)));
+    history.some(
+      (h) => h.id === id && norm(h.name) === norm(name) && (location === null || norm(h.location) === norm(location)),
+    );
   for (const rec of audit.records) {
     if (rec.type !== "unlock-attempt") continue;
     const t = intents.get(rec.msgid ?? "");
@@ -532,19 +667,34 @@ function checkDoors(
     if (input.msgDeviceId !== undefined) {
       assert.equal(id, input.msgDeviceId, `msg.deviceId ${textOf(input.msgDeviceId)} but the attempt went to ${id}`);
     } else if (typeof input.msgDoor === "string") {
-      const [loc, name] = input.msgDoor.includes("/") ? input.msgDoor.split("/").map((x) => x.trim()) : [null, input.msgDoor];
-      assert.ok(hadName(id, name, loc ?? null), `msg.door ${JSON.stringify(input.msgDoor)} opened device ${id}, which never had that name${loc ? " at that location" : ""}`);
+      const [loc, name] = input.msgDoor.includes("/")
+        ? input.msgDoor.split("/").map((x) => x.trim())
+        : [null, input.msgDoor];
+      assert.ok(
+        hadName(id, name, loc ?? null),
+        `msg.door ${JSON.stringify(input.msgDoor)} opened device ${id}, which never had that name${loc ? " at that location" : ""}`,
+      );
     } else if (t.valid && t.picked) {
       const p = t.picked;
-      assert.ok(id === p.id || hadName(id, p.name!, p.location), `picked ${JSON.stringify(p)} opened device ${id}: neither its id nor a door with its name at its location`);
+      assert.ok(
+        id === p.id || hadName(id, p.name!, p.location),
+        `picked ${JSON.stringify(p)} opened device ${id}: neither its id nor a door with its name at its location`,
+      );
     }
   }
   stats.invariantsChecked += 1;
   const attemptsById = new Map<number, number>();
-  for (const rec of audit.records) if (rec.type === "unlock-attempt") attemptsById.set(rec.deviceId as number, (attemptsById.get(rec.deviceId as number) ?? 0) + 1);
+  for (const rec of audit.records)
+    if (rec.type === "unlock-attempt")
+      attemptsById.set(rec.deviceId as number, (attemptsById.get(rec.deviceId as number) ?? 0) + 1);
   const putsById = new Map<number, number>();
-  for (const e of log) if (PUT_OPS.has(e.operation) && e.deviceId !== null) putsById.set(e.deviceId, (putsById.get(e.deviceId) ?? 0) + 1);
-  for (const [id, n] of putsById) assert.ok(n <= (attemptsById.get(id) ?? 0), `${n} PUTs to device ${id} but ${attemptsById.get(id) ?? 0} attempt records for it`);
+  for (const e of log)
+    if (PUT_OPS.has(e.operation) && e.deviceId !== null) putsById.set(e.deviceId, (putsById.get(e.deviceId) ?? 0) + 1);
+  for (const [id, n] of putsById)
+    assert.ok(
+      n <= (attemptsById.get(id) ?? 0),
+      `${n} PUTs to device ${id} but ${attemptsById.get(id) ?? 0} attempt records for it`,
+    );
   stats.invariantsChecked += 1;
 }
 
@@ -555,17 +705,29 @@ function checkDoors(
  */
 function checkHalts(log: RequestLogEntry[], halts: { state: string; at: number }[], stats: RunStats): void {
   const BEARER = new Set(["getDevice", "unlockDevice", "unlockDeviceLock", "listUserDevices", "listUserLocations"]);
-  const renewals = log.filter((e) => (e.operation === "refreshToken" || e.operation === "loginByPhone") && e.status === 200 && e.issuedTokenId);
+  const renewals = log.filter(
+    (e) => (e.operation === "refreshToken" || e.operation === "loginByPhone") && e.status === 200 && e.issuedTokenId,
+  );
   for (const h of halts) {
     const before = log.filter((e) => e.startedAt <= h.at);
     if (h.state === "halted-login-failed") {
-      assert.ok(before.some((e) => e.operation === "loginByPhone" && (e.status === 400 || e.status === 401)), "halted-login-failed without a refused login");
+      assert.ok(
+        before.some((e) => e.operation === "loginByPhone" && (e.status === 400 || e.status === 401)),
+        "halted-login-failed without a refused login",
+      );
       continue;
     }
-    const rejectedRefreshes = before.filter((e) => e.operation === "refreshToken" && (e.status === 400 || e.status === 401)).length;
+    const rejectedRefreshes = before.filter(
+      (e) => e.operation === "refreshToken" && (e.status === 400 || e.status === 401),
+    ).length;
     const unauthorized = before.filter((e) => BEARER.has(e.operation) && e.status === 401);
     const freshTokenRejected = unauthorized.some((e2) =>
-      unauthorized.some((e1) => e1.startedAt <= e2.startedAt && e1 !== e2 && renewals.some((r) => r.issuedTokenId === e2.tokenId && r.endedAt >= e1.startedAt)),
+      unauthorized.some(
+        (e1) =>
+          e1.startedAt <= e2.startedAt &&
+          e1 !== e2 &&
+          renewals.some((r) => r.issuedTokenId === e2.tokenId && r.endedAt >= e1.startedAt),
+      ),
     );
     assert.ok(
       rejectedRefreshes >= 2 || freshTokenRejected,

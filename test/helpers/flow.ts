@@ -74,14 +74,36 @@ export function tab(): Record<string, unknown> {
 /** A door-unlock node wired to helper nodes "ok" (output 1) and "fail" (output 2). */
 export function unlockNode(extra: Record<string, unknown> = {}, id = "u1"): Record<string, unknown> {
   return {
-    id, type: "door-unlock", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "",
-    lockId: "", actor: "", rejectRetained: true, wires: [[`${id}-ok`], [`${id}-fail`]], ...extra,
+    id,
+    type: "door-unlock",
+    z: TAB,
+    name: "",
+    account: "acc1",
+    deviceId: "",
+    doorName: "",
+    doorLocation: "",
+    lockId: "",
+    actor: "",
+    rejectRetained: true,
+    wires: [[`${id}-ok`], [`${id}-fail`]],
+    ...extra,
   };
 }
 
 /** A door-status node of account acc1 wired to helper node "<id>-out"; no door unless `extra` picks one. */
 export function doorStatusNode(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { id, type: "door-status", z: TAB, name: "", account: "acc1", deviceId: "", doorName: "", doorLocation: "", wires: [[`${id}-out`]], ...extra };
+  return {
+    id,
+    type: "door-status",
+    z: TAB,
+    name: "",
+    account: "acc1",
+    deviceId: "",
+    doorName: "",
+    doorLocation: "",
+    wires: [[`${id}-out`]],
+    ...extra,
+  };
 }
 
 /** A door-devices node of account acc1 wired to helper node "<id>-out" (the device list unless `extra` sets `list`). */
@@ -105,11 +127,18 @@ export function helperNodes(...ids: string[]): Record<string, unknown>[] {
 
 /** A Catch node on the tab, wired to helper node "caught". */
 export function catchNode(): Record<string, unknown>[] {
-  return [{ id: "catch1", type: "catch", z: TAB, name: "", scope: null, uncaught: false, wires: [["caught"]] }, { id: "caught", type: "helper", z: TAB }];
+  return [
+    { id: "catch1", type: "catch", z: TAB, name: "", scope: null, uncaught: false, wires: [["caught"]] },
+    { id: "caught", type: "helper", z: TAB },
+  ];
 }
 
 /** The standard one-unlock-node flow. */
-export function unlockFlow(baseUrl: string, unlockExtra: Record<string, unknown> = {}, accountExtra: Record<string, unknown> = {}): Record<string, unknown>[] {
+export function unlockFlow(
+  baseUrl: string,
+  unlockExtra: Record<string, unknown> = {},
+  accountExtra: Record<string, unknown> = {},
+): Record<string, unknown>[] {
   return [tab(), accountNode(baseUrl, accountExtra), unlockNode(unlockExtra), ...helperNodes("u1-ok", "u1-fail")];
 }
 
@@ -118,7 +147,10 @@ export interface Loaded {
 }
 
 /** Loads a flow into a fresh user directory (the token file and the audit log land there). */
-export async function loadFlow(flow: Record<string, unknown>[], opts: { userDir?: string; creds?: Record<string, unknown>; nodes?: unknown[] } = {}): Promise<Loaded> {
+export async function loadFlow(
+  flow: Record<string, unknown>[],
+  opts: { userDir?: string; creds?: Record<string, unknown>; nodes?: unknown[] } = {},
+): Promise<Loaded> {
   const userDir = opts.userDir ?? freshUserDir();
   helper.settings({ userDir });
   const needsCatch = flow.some((n) => n.type === "catch");
@@ -200,13 +232,15 @@ export function unlock(msg: Record<string, unknown>, id = "u1", timeoutMs = 1500
   msg._msgid = msgid;
   return new Promise((resolve, reject) => {
     const cancel: (() => void)[] = [];
-    const settle = (port: 0 | 1) => (m: any): boolean => {
-      if (m._msgid !== msgid) return false;
-      clearTimeout(timer);
-      cancel.forEach((c) => c());
-      resolve({ port, msg: m });
-      return true;
-    };
+    const settle =
+      (port: 0 | 1) =>
+      (m: any): boolean => {
+        if (m._msgid !== msgid) return false;
+        clearTimeout(timer);
+        cancel.forEach((c) => c());
+        resolve({ port, msg: m });
+        return true;
+      };
     const timer = setTimeout(() => {
       cancel.forEach((c) => c());
       reject(new Error(`no output from ${id} within ${timeoutMs} ms`));
@@ -269,7 +303,10 @@ export function assertAccepted(out: Output): any {
 export function readAudit(userDir: string, file = "door-access-audit.jsonl"): any[] {
   const p = path.join(userDir, file);
   if (!existsSync(p)) return [];
-  return readFileSync(p, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+  return readFileSync(p, "utf8")
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
 }
 
 /** The last status a node set (Node.prototype.status is a sinon spy under the test helper). */

@@ -27,17 +27,39 @@ export interface LayoutReport {
   problems: string[];
 }
 
-interface Box { x: number; y: number; w: number; h: number }
+interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
 
 export function checkDrawnLayout(tabId: string): LayoutReport {
-  interface EditorNode { id: string; type: string; name?: string; z?: string; x: number; y: number; w: number; h: number; _def?: { label?: unknown } }
-  interface Drawn { id: string; label: string; box: Box; status: Box | null }
-  const RED = (window as unknown as {
-    RED: {
-      nodes: { node(id: string): EditorNode | null; workspace(id: string): { label: string } | null };
-      utils: { getNodeLabel(n: EditorNode, def?: string): string };
-    };
-  }).RED;
+  interface EditorNode {
+    id: string;
+    type: string;
+    name?: string;
+    z?: string;
+    x: number;
+    y: number;
+    w: number;
+    h: number;
+    _def?: { label?: unknown };
+  }
+  interface Drawn {
+    id: string;
+    label: string;
+    box: Box;
+    status: Box | null;
+  }
+  const RED = (
+    window as unknown as {
+      RED: {
+        nodes: { node(id: string): EditorNode | null; workspace(id: string): { label: string } | null };
+        utils: { getNodeLabel(n: EditorNode, def?: string): string };
+      };
+    }
+  ).RED;
   const ws = RED.nodes.workspace(tabId);
   const problems: string[] = [];
 
@@ -46,11 +68,14 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
     return { x: m ? m.e : 0, y: m ? m.f : 0 };
   };
   const overlap = (a: Box, b: Box) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
-  const inside = (p: { x: number; y: number }, b: Box, pad: number) => p.x > b.x + pad && p.x < b.x + b.w - pad && p.y > b.y + pad && p.y < b.y + b.h - pad;
+  const inside = (p: { x: number; y: number }, b: Box, pad: number) =>
+    p.x > b.x + pad && p.x < b.x + b.w - pad && p.y > b.y + pad && p.y < b.y + b.h - pad;
   const fmt = (b: Box) => `(${Math.round(b.x)},${Math.round(b.y)} ${Math.round(b.w)}x${Math.round(b.h)})`;
 
   const drawn: Drawn[] = [];
-  const groups = Array.from(document.querySelectorAll<SVGGElement>("#red-ui-workspace-chart svg g.red-ui-flow-node-group"));
+  const groups = Array.from(
+    document.querySelectorAll<SVGGElement>("#red-ui-workspace-chart svg g.red-ui-flow-node-group"),
+  );
   for (const g of groups) {
     const n = RED.nodes.node(g.id);
     if (!n || n.z !== tabId) continue;
@@ -93,7 +118,12 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
     }
     // A node that shows a status only after a message (a debug with "node status" on, mqtt,
     // delay) or after the account connects (ours) keeps the room for one: 120 x 13 px under it.
-    const mayShowStatus = n.type.startsWith("door-") || n.type === "mqtt in" || n.type === "mqtt out" || n.type === "delay" || (n.type === "debug" && (n as { tostatus?: boolean }).tostatus === true);
+    const mayShowStatus =
+      n.type.startsWith("door-") ||
+      n.type === "mqtt in" ||
+      n.type === "mqtt out" ||
+      n.type === "delay" ||
+      (n.type === "debug" && (n as { tostatus?: boolean }).tostatus === true);
     if (!status && mayShowStatus) status = { x: t.x + 3, y: t.y + h + 2, w: 120, h: 13 };
     let label: string;
     try {
@@ -109,7 +139,9 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
     const n = RED.nodes.node(d.id)!;
     const left = n.x - n.w / 2;
     if (left % 10 !== 0 || n.y % 20 !== 0) {
-      problems.push(`${d.label} is off the grid: left edge ${left}, centre y ${n.y} (left edge on a 10 px step, y on the 20 px grid)`);
+      problems.push(
+        `${d.label} is off the grid: left edge ${left}, centre y ${n.y} (left edge on a 10 px step, y on the 20 px grid)`,
+      );
     }
   }
   for (let i = 0; i < drawn.length; i++) {
@@ -117,16 +149,23 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
       const a = drawn[i];
       const b = drawn[j];
       if (overlap(a.box, b.box)) problems.push(`${a.label} ${fmt(a.box)} overlaps ${b.label} ${fmt(b.box)}`);
-      if (a.status && overlap(a.status, b.box)) problems.push(`the status of ${a.label} ${fmt(a.status)} overlaps ${b.label} ${fmt(b.box)}`);
-      if (b.status && overlap(b.status, a.box)) problems.push(`the status of ${b.label} ${fmt(b.status)} overlaps ${a.label} ${fmt(a.box)}`);
-      if (a.status && b.status && overlap(a.status, b.status)) problems.push(`the status of ${a.label} overlaps the status of ${b.label}`);
+      if (a.status && overlap(a.status, b.box))
+        problems.push(`the status of ${a.label} ${fmt(a.status)} overlaps ${b.label} ${fmt(b.box)}`);
+      if (b.status && overlap(b.status, a.box))
+        problems.push(`the status of ${b.label} ${fmt(b.status)} overlaps ${a.label} ${fmt(a.box)}`);
+      if (a.status && b.status && overlap(a.status, b.status))
+        problems.push(`the status of ${a.label} overlaps the status of ${b.label}`);
     }
   }
 
   // Wires: the drawn path of each link (d3 keeps the link as the element's __data__).
   let wires = 0;
   const byId = new Map(drawn.map((d) => [d.id, d]));
-  const paths = Array.from(document.querySelectorAll<SVGPathElement>("#red-ui-workspace-chart svg g.red-ui-flow-link path.red-ui-flow-link-background"));
+  const paths = Array.from(
+    document.querySelectorAll<SVGPathElement>(
+      "#red-ui-workspace-chart svg g.red-ui-flow-link path.red-ui-flow-link-background",
+    ),
+  );
   for (const p of paths) {
     const link = (p as unknown as { __data__?: { source?: { id: string }; target?: { id: string } } }).__data__;
     const src = link?.source ? byId.get(link.source.id) : undefined;
@@ -135,7 +174,10 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
     wires++;
     const sn = RED.nodes.node(src.id)!;
     const dn = RED.nodes.node(dst.id)!;
-    if (dn.x - dn.w / 2 < sn.x + sn.w / 2 + 20) problems.push(`the wire ${src.label} -> ${dst.label} runs right to left (or has no room): target's input at ${dn.x - dn.w / 2}, source's output at ${sn.x + sn.w / 2}`);
+    if (dn.x - dn.w / 2 < sn.x + sn.w / 2 + 20)
+      problems.push(
+        `the wire ${src.label} -> ${dst.label} runs right to left (or has no room): target's input at ${dn.x - dn.w / 2}, source's output at ${sn.x + sn.w / 2}`,
+      );
     const total = p.getTotalLength();
     const hit = new Set<string>();
     for (let s = 0; s <= total; s += 4) {
@@ -184,7 +226,10 @@ export function checkTextFits(rootSelector: string): TextFitReport {
   };
   const name = (el: Element): string => {
     const id = el.id ? `#${el.id}` : "";
-    const cls = !id && typeof el.className === "string" && el.className.trim() ? `.${el.className.trim().split(/\s+/).join(".")}` : "";
+    const cls =
+      !id && typeof el.className === "string" && el.className.trim()
+        ? `.${el.className.trim().split(/\s+/).join(".")}`
+        : "";
     return `${el.tagName.toLowerCase()}${id}${cls}`;
   };
   const visible = (el: Element): boolean => {
@@ -220,7 +265,9 @@ export function checkTextFits(rootSelector: string): TextFitReport {
       const clipLeft = box.left + parseFloat(cs.borderLeftWidth);
       const clipRight = box.right - parseFloat(cs.borderRightWidth);
       if (right > clipRight + 1 || left < clipLeft - 1) {
-        problems.push(`"${text}" (${name(parent)}) is cut off by ${name(a)}: the text spans ${round(left)}..${round(right)} px, the box shows ${round(clipLeft)}..${round(clipRight)} px`);
+        problems.push(
+          `"${text}" (${name(parent)}) is cut off by ${name(a)}: the text spans ${round(left)}..${round(right)} px, the box shows ${round(clipLeft)}..${round(clipRight)} px`,
+        );
         break;
       }
     }
@@ -231,7 +278,9 @@ export function checkTextFits(rootSelector: string): TextFitReport {
     if (!visible(el)) continue;
     const box = el.getBoundingClientRect();
     if (box.right > rootBox.right + 1 || box.left < rootBox.left - 1) {
-      problems.push(`${name(el)} reaches past the edge of ${rootSelector}: ${round(box.left)}..${round(box.right)} px, the edge at ${round(rootBox.left)}..${round(rootBox.right)} px`);
+      problems.push(
+        `${name(el)} reaches past the edge of ${rootSelector}: ${round(box.left)}..${round(box.right)} px, the edge at ${round(rootBox.left)}..${round(rootBox.right)} px`,
+      );
     }
     const font = getComputedStyle(el).font;
     if (el instanceof HTMLSelectElement) {
@@ -241,13 +290,24 @@ export function checkTextFits(rootSelector: string): TextFitReport {
         if (o.hidden || o.disabled) continue;
         checked++;
         const need = widthOf(o.text, font);
-        if (need > have) problems.push(`the option "${o.text}" of ${name(el)} is cut off when chosen: ${round(need)} px of text, ${round(have)} px shown`);
+        if (need > have)
+          problems.push(
+            `the option "${o.text}" of ${name(el)} is cut off when chosen: ${round(need)} px of text, ${round(have)} px shown`,
+          );
       }
-    } else if (el instanceof HTMLInputElement && el.placeholder && el.value === "" && /^(text|password|email|url|search|tel|number|)$/.test(el.type)) {
+    } else if (
+      el instanceof HTMLInputElement &&
+      el.placeholder &&
+      el.value === "" &&
+      /^(text|password|email|url|search|tel|number|)$/.test(el.type)
+    ) {
       checked++;
       const need = widthOf(el.placeholder, font);
       const have = contentWidth(el);
-      if (need > have) problems.push(`the placeholder "${el.placeholder}" of ${name(el)} is cut off: ${round(need)} px of text, ${round(have)} px shown`);
+      if (need > have)
+        problems.push(
+          `the placeholder "${el.placeholder}" of ${name(el)} is cut off: ${round(need)} px of text, ${round(have)} px shown`,
+        );
     }
   }
   return { checked, problems };

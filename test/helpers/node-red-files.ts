@@ -32,7 +32,10 @@ function packageDir(pkg: string, from: string): string {
 /** Runs the storage code of the Node-RED package at `nodeRedDir` in a fresh user directory (child process). */
 export function filesNodeRedWrites(nodeRedDir: string, flowFile: string | undefined): WrittenFiles {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), "door-nr-files-"));
-  const r = spawnSync(process.execPath, [__filename, nodeRedDir, userDir, flowFile ?? ""], { encoding: "utf8", timeout: 30_000 });
+  const r = spawnSync(process.execPath, [__filename, nodeRedDir, userDir, flowFile ?? ""], {
+    encoding: "utf8",
+    timeout: 30_000,
+  });
   if (r.status !== 0) throw new Error(`Node-RED storage run failed (${r.status}): ${r.stderr}`);
   const paths: string[] = [];
   const walk = (dir: string, rel: string): void => {
@@ -58,15 +61,25 @@ async function child(nodeRedDir: string, userDir: string, flowFile: string): Pro
   if (flowFile) settings.flowFile = flowFile;
   await storage.init(settings, { log: util.log, events: util.events, nodes: {}, settings: {} });
   for (let i = 0; i < 2; i++) {
-    await storage.saveSettings({ _credentialSecret: `s${i}`, nodes: { n: i }, users: { u: i }, projects: { p: i }, modules: { m: i } });
+    await storage.saveSettings({
+      _credentialSecret: `s${i}`,
+      nodes: { n: i },
+      users: { u: i },
+      projects: { p: i },
+      modules: { m: i },
+    });
     await storage.saveFlows([{ id: `t${i}`, type: "tab" }]);
     await storage.saveCredentials({ n1: { c: i } });
     await storage.saveSessions({ s: { user: `u${i}` } });
     await storage.saveLibraryEntry("flows", `entry${i}.json`, {}, "[]");
   }
-  const context = requireCjs(path.join(runtimeDir, "lib", "nodes", "context", "localfilesystem.js"))({ settings: { userDir } });
+  const context = requireCjs(path.join(runtimeDir, "lib", "nodes", "context", "localfilesystem.js"))({
+    settings: { userDir },
+  });
   await context.open();
-  await new Promise<void>((resolve, reject) => context.set("node1:flow1", "k", 1, (err?: Error | null) => (err ? reject(err) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    context.set("node1:flow1", "k", 1, (err?: Error | null) => (err ? reject(err) : resolve())),
+  );
   await context.close();
 }
 

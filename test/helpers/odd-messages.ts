@@ -11,7 +11,11 @@ import { unhandledSeen } from "../hooks/no-unhandled.js";
 import { helper } from "./flow.js";
 import { nodeRedDir } from "./runtime.js";
 
-export interface Status { fill?: string; shape?: string; text?: string }
+export interface Status {
+  fill?: string;
+  shape?: string;
+  text?: string;
+}
 
 /**
  * Records every status a node sets, on the node itself, then sets it as before. Returns `into`.
@@ -66,7 +70,9 @@ export function received(id: string): any[] {
 
 /** The first line of each unhandled rejection or uncaught exception since `from` (a count of unhandledSeen()). */
 export function unhandledSince(from: number): string[] {
-  return unhandledSeen().slice(from).map((x) => x.stack.split("\n")[0]);
+  return unhandledSeen()
+    .slice(from)
+    .map((x) => x.stack.split("\n")[0]);
 }
 
 /** A UTF-16 surrogate without its pair: a text cut inside a character. */
@@ -79,7 +85,9 @@ export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\u
  * (the leak-scan hook puts it back before the next test).
  */
 export function withoutOnSendHooks(): void {
-  const util = createRequire(__filename)(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as { hooks: { remove: (n: string) => void; has: (n: string) => boolean } };
+  const util = createRequire(__filename)(require.resolve("@node-red/util", { paths: [nodeRedDir] })) as {
+    hooks: { remove: (n: string) => void; has: (n: string) => boolean };
+  };
   util.hooks.remove("onSend.leakScan");
   assert.equal(util.hooks.has("onSend"), false);
 }

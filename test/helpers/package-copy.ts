@@ -29,7 +29,10 @@ export function packageCopy(): string {
     const from = path.join(REPO_ROOT, name);
     if (!fs.existsSync(from)) continue;
     // nodes/icons is a build output (copied from icons/): the copy's build makes its own.
-    fs.cpSync(from, path.join(dir, name), { recursive: true, filter: (src) => src !== path.join(REPO_ROOT, "nodes", "icons") });
+    fs.cpSync(from, path.join(dir, name), {
+      recursive: true,
+      filter: (src) => src !== path.join(REPO_ROOT, "nodes", "icons"),
+    });
   }
   fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
   made = dir;

@@ -13,7 +13,7 @@ describe("the suite's Redis server: any password reaches it intact, and a port a
   this.timeout(60000);
 
   it("RedisServer with a password (including spaces, quotes, CR LF and a leading '--'): starts, stops, resumes on the same port", async () => {
-    for (const password of ["s3cret", "with space \"q\" \\ x", "p\r\nINFO", "--x"]) {
+    for (const password of ["s3cret", 'with space "q" \\ x', "p\r\nINFO", "--x"]) {
       const s = await RedisServer.start({ password });
       try {
         await s.stop();
@@ -29,10 +29,16 @@ describe("the suite's Redis server: any password reaches it intact, and a port a
     const s = await RedisServer.start();
     const port = s.port;
     await s.stop();
-    const other = net.createServer((c) => { c.resume(); c.end("-ERR not redis\r\n"); });
+    const other = net.createServer((c) => {
+      c.resume();
+      c.end("-ERR not redis\r\n");
+    });
     await new Promise<void>((r) => other.listen(port, "127.0.0.1", () => r()));
     try {
-      const err = await s.resume().then(() => null, (e: Error) => e.message);
+      const err = await s.resume().then(
+        () => null,
+        (e: Error) => e.message,
+      );
       assert.match(err ?? "", /exited at start|did not start/);
       assert.equal(s.running, false);
     } finally {

@@ -11,7 +11,9 @@ export function redisServerPath(): string {
   try {
     return execFileSync("sh", ["-c", "command -v redis-server"], { encoding: "utf8" }).trim();
   } catch {
-    throw new Error("redis-server is not installed: the Redis session store tests need it (apt-get install -y redis-server; .ci/run installs it)");
+    throw new Error(
+      "redis-server is not installed: the Redis session store tests need it (apt-get install -y redis-server; .ci/run installs it)",
+    );
   }
 }
 
@@ -73,7 +75,11 @@ function servedBy(port: number, pid: number, password: string | null): Promise<b
 
 export class RedisServer {
   private proc: ChildProcess | null = null;
-  private constructor(readonly port: number, private readonly bin: string, private readonly password: string | null) {}
+  private constructor(
+    readonly port: number,
+    private readonly bin: string,
+    private readonly password: string | null,
+  ) {}
 
   static async start(opts: { password?: string } = {}): Promise<RedisServer> {
     const bin = redisServerPath();
@@ -93,7 +99,20 @@ export class RedisServer {
   /** Starts (again) on the same port; resolves when it accepts connections. */
   async resume(): Promise<void> {
     if (this.proc) return;
-    const args = ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"];
+    const args = [
+      "--port",
+      String(this.port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--daemonize",
+      "no",
+      "--loglevel",
+      "warning",
+    ];
     if (this.password) args.push("--requirepass", this.password);
     let out = "";
     const proc = spawn(this.bin, args, { stdio: ["ignore", "pipe", "pipe"] });

@@ -14,7 +14,9 @@ import { REPO_ROOT, nodeRedPackage } from "../../scripts/node-red-process.js";
 export { nodeRedPackage };
 
 /** The package folder of the selected Node-RED (node_modules/node-red or node_modules/node-red-5). */
-export const nodeRedDir: string = path.dirname(require.resolve(`${nodeRedPackage()}/package.json`, { paths: [REPO_ROOT] }));
+export const nodeRedDir: string = path.dirname(
+  require.resolve(`${nodeRedPackage()}/package.json`, { paths: [REPO_ROOT] }),
+);
 
 /** Its main module: what `helper.init(...)` of node-red-node-test-helper takes. */
 export const nodeRedPath: string = require.resolve(nodeRedPackage(), { paths: [REPO_ROOT] });
@@ -23,7 +25,9 @@ export const nodeRedPath: string = require.resolve(nodeRedPackage(), { paths: [R
 export const nodeRedScript: string = path.join(nodeRedDir, "red.js");
 
 /** Its version, e.g. "4.1.15". */
-export const nodeRedVersion: string = (JSON.parse(fs.readFileSync(path.join(nodeRedDir, "package.json"), "utf8")) as { version: string }).version;
+export const nodeRedVersion: string = (
+  JSON.parse(fs.readFileSync(path.join(nodeRedDir, "package.json"), "utf8")) as { version: string }
+).version;
 
 /** Resolves a module (e.g. "@node-red/nodes/core/common/25-catch.js") as the selected Node-RED sees it. */
 export function resolveFromNodeRed(request: string): string {

@@ -18,9 +18,15 @@ export function tempDir(prefix = "door-test-"): string {
 /** A log that keeps every line, so tests can search it for secrets. */
 export class CapturingLog implements SessionLog {
   readonly lines: string[] = [];
-  info(m: string) { this.lines.push(`info ${m}`); }
-  warn(m: string) { this.lines.push(`warn ${m}`); }
-  error(m: string) { this.lines.push(`error ${m}`); }
+  info(m: string) {
+    this.lines.push(`info ${m}`);
+  }
+  warn(m: string) {
+    this.lines.push(`warn ${m}`);
+  }
+  error(m: string) {
+    this.lines.push(`error ${m}`);
+  }
 }
 
 export interface Built {
@@ -33,15 +39,41 @@ export interface Built {
 
 export function buildSession(
   sim: RunningSimulator,
-  opts: { credentials?: Credentials; tokenFile?: string; clock?: Clock; timings?: Partial<SessionTimings>; client?: Partial<ClientOptions>; secret?: string | null; random?: () => number } = {},
+  opts: {
+    credentials?: Credentials;
+    tokenFile?: string;
+    clock?: Clock;
+    timings?: Partial<SessionTimings>;
+    client?: Partial<ClientOptions>;
+    secret?: string | null;
+    random?: () => number;
+  } = {},
 ): Built {
   const credentials = opts.credentials ?? DEMO_PHONE;
   const tokenFile = opts.tokenFile ?? path.join(tempDir(), "session.json");
   const log = new CapturingLog();
-  const client = new DoorApiClient({ baseUrl: sim.url, clock: opts.clock, random: opts.random ?? (() => 0), ...opts.client });
+  const client = new DoorApiClient({
+    baseUrl: sim.url,
+    clock: opts.clock,
+    random: opts.random ?? (() => 0),
+    ...opts.client,
+  });
   const identity = credentials.method === "email" ? credentials.email : credentials.phoneNumber;
-  const store = new FileTokenStore({ filePath: tokenFile, accountKey: accountKey(sim.url, credentials.method, identity), secret: opts.secret ?? null, onProblem: (m) => log.warn(m) });
-  const session = new Session({ client, credentials, store, clock: opts.clock, log, timings: opts.timings, random: opts.random ?? (() => 0) });
+  const store = new FileTokenStore({
+    filePath: tokenFile,
+    accountKey: accountKey(sim.url, credentials.method, identity),
+    secret: opts.secret ?? null,
+    onProblem: (m) => log.warn(m),
+  });
+  const session = new Session({
+    client,
+    credentials,
+    store,
+    clock: opts.clock,
+    log,
+    timings: opts.timings,
+    random: opts.random ?? (() => 0),
+  });
   return { client, session, store, log, tokenFile };
 }
 
@@ -58,7 +90,9 @@ export interface OnFakeClock {
  * started unless `start` is false; then the request log is emptied. What was set up before a
  * step that fails is closed again.
  */
-export async function sessionOnFakeClock(opts: { accessTtlSec?: number; start?: boolean; timings?: Partial<SessionTimings> } = {}): Promise<OnFakeClock> {
+export async function sessionOnFakeClock(
+  opts: { accessTtlSec?: number; start?: boolean; timings?: Partial<SessionTimings> } = {},
+): Promise<OnFakeClock> {
   const clock = fakeClock();
   let sim: RunningSimulator | undefined;
   let b: Built | undefined;
@@ -75,7 +109,11 @@ export async function sessionOnFakeClock(opts: { accessTtlSec?: number; start?: 
 }
 
 /** Closes a built session and its client, then the simulator, then puts the fake clock away; each may be missing. */
-export async function closeAll(parts: { b?: Built | null; sim?: RunningSimulator | null; clock?: FakeClock | null }): Promise<void> {
+export async function closeAll(parts: {
+  b?: Built | null;
+  sim?: RunningSimulator | null;
+  clock?: FakeClock | null;
+}): Promise<void> {
   await parts.b?.session.close();
   await parts.b?.client.close();
   await parts.sim?.close();
@@ -87,7 +125,11 @@ export function ops(sim: RunningSimulator): string[] {
 }
 
 /** Polls (in real time) until `cond` holds; fails after `ms`. */
-export async function waitUntil(cond: () => boolean, ms = 5000, what: string | (() => string) = "condition"): Promise<void> {
+export async function waitUntil(
+  cond: () => boolean,
+  ms = 5000,
+  what: string | (() => string) = "condition",
+): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${typeof what === "function" ? what() : what}`);
@@ -101,10 +143,17 @@ export async function waitUntil(cond: () => boolean, ms = 5000, what: string | (
  * logs a request before the client has read its answer, so one tick right after the request is
  * logged can pass a timer not yet set, and the retry never comes. Bounded by `maxMs` of fake time.
  */
-export async function tickUntil(clock: { tickAsync(ms: number): Promise<void> }, cond: () => boolean, maxMs: number, what: string | (() => string) = "condition", stepMs = 50): Promise<void> {
+export async function tickUntil(
+  clock: { tickAsync(ms: number): Promise<void> },
+  cond: () => boolean,
+  maxMs: number,
+  what: string | (() => string) = "condition",
+  stepMs = 50,
+): Promise<void> {
   let moved = 0;
   while (!cond()) {
-    if (moved >= maxMs) throw new Error(`still waiting for ${typeof what === "function" ? what() : what} after ${moved} ms of fake time`);
+    if (moved >= maxMs)
+      throw new Error(`still waiting for ${typeof what === "function" ? what() : what} after ${moved} ms of fake time`);
     await clock.tickAsync(stepMs);
     moved += stepMs;
     await new Promise((r) => setTimeout(r, 20));
@@ -123,11 +172,15 @@ export function secondsNamed(text: string): number[] {
 export function assertRetryAfterInText(payload: { retryAfter?: unknown; message?: unknown }, where = ""): number {
   const retryAfter = payload.retryAfter;
   if (typeof retryAfter !== "number" || !Number.isInteger(retryAfter) || retryAfter < 0) {
-    throw new Error(`${where}retryAfter is ${JSON.stringify(retryAfter)}, not whole seconds: ${JSON.stringify(payload)}`);
+    throw new Error(
+      `${where}retryAfter is ${JSON.stringify(retryAfter)}, not whole seconds: ${JSON.stringify(payload)}`,
+    );
   }
   const named = secondsNamed(typeof payload.message === "string" ? payload.message : "");
   if (named.length === 0 || named.some((n) => n !== retryAfter)) {
-    throw new Error(`${where}the text names ${JSON.stringify(named)} s, retryAfter is ${retryAfter}: ${JSON.stringify(payload.message)}`);
+    throw new Error(
+      `${where}the text names ${JSON.stringify(named)} s, retryAfter is ${retryAfter}: ${JSON.stringify(payload.message)}`,
+    );
   }
   return retryAfter;
 }

@@ -22,7 +22,12 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
-export async function call(sim: RunningSimulator, method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
+export async function call(
+  sim: RunningSimulator,
+  method: string,
+  path: string,
+  opts: CallOptions = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   let body: string | Buffer | undefined;
@@ -47,16 +52,20 @@ export const LOGIN_PATHS: Record<LoginVia, string> = {
   loginByEmail: "/api/auth/login-by-email",
 };
 
-export interface Pair { access: string; refresh: string }
+export interface Pair {
+  access: string;
+  refresh: string;
+}
 
 export async function login(
   sim: RunningSimulator,
   via: LoginVia = "loginByPhone",
   account: { phoneNumber: string; email: string; password: string } = DEMO_ACCOUNT,
 ): Promise<Pair> {
-  const body = via === "loginByEmail"
-    ? { email: account.email, password: account.password }
-    : { phoneNumber: account.phoneNumber, password: account.password };
+  const body =
+    via === "loginByEmail"
+      ? { email: account.email, password: account.password }
+      : { phoneNumber: account.phoneNumber, password: account.password };
   const r = await call(sim, "POST", LOGIN_PATHS[via], { json: body });
   assert.equal(r.status, 200, `login via ${via}: ${r.text}`);
   assert.equal(typeof r.json.AccessToken, "string");

@@ -15,7 +15,16 @@ import { isMochaWorker, readStats, writeStats } from "./suite-process.js";
  * Where the durations are kept: npm's cache folder in node_modules, which a build (it empties
  * dist/) leaves alone and git ignores; .mocharc.js reads the same file.
  */
-export const TIMES_FILE = path.resolve(__dirname, "..", "..", "..", "node_modules", ".cache", "door-access-node-red", "test-times.json");
+export const TIMES_FILE = path.resolve(
+  __dirname,
+  "..",
+  "..",
+  "..",
+  "node_modules",
+  ".cache",
+  "door-access-node-red",
+  "test-times.json",
+);
 
 const mine: Record<string, number> = {};
 let started = 0;

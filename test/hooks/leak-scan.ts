@@ -33,14 +33,25 @@ import { nodeRedDir } from "../helpers/runtime.js";
 import { isMochaWorker, readStats, writeStats } from "./suite-process.js";
 
 // The seed accounts' passwords and phone numbers, and the PINs the tests use (test/helpers/pins.ts).
-const FIXED_SECRETS = ["demo-password", "other-password", "+15550000001", "+15550000002", "15550000001", "15550000002", ...ALL_TEST_PINS];
+const FIXED_SECRETS = [
+  "demo-password",
+  "other-password",
+  "+15550000001",
+  "+15550000002",
+  "15550000001",
+  "15550000002",
+  ...ALL_TEST_PINS,
+];
 const JWT = /eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g;
 const REFRESH = /rt_[A-Za-z0-9_-]{43}/g;
 
 const suiteTmp = mkdtempSync(path.join(tmpdir(), "door-suite-"));
 process.env.TMPDIR = suiteTmp;
 
-interface Candidate { where: string; value: string }
+interface Candidate {
+  where: string;
+  value: string;
+}
 const candidates: Candidate[] = [];
 const fixedHits: { where: string; secret: string }[] = [];
 let scannedChunks = 0;
@@ -62,13 +73,15 @@ export function recordForLeakScan(where: string, value: unknown): void {
 function safeJson(v: unknown): string {
   const seen = new WeakSet<object>();
   try {
-    return JSON.stringify(v, (_k, x: unknown) => {
-      if (typeof x === "object" && x !== null) {
-        if (seen.has(x)) return undefined;
-        seen.add(x);
-      }
-      return typeof x === "bigint" ? String(x) : x;
-    }) ?? "";
+    return (
+      JSON.stringify(v, (_k, x: unknown) => {
+        if (typeof x === "object" && x !== null) {
+          if (seen.has(x)) return undefined;
+          seen.add(x);
+        }
+        return typeof x === "bigint" ? String(x) : x;
+      }) ?? ""
+    );
   } catch {
     return String(v);
   }
@@ -78,14 +91,20 @@ function safeJson(v: unknown): string {
 for (const stream of [process.stdout, process.stderr] as const) {
   const original = stream.write.bind(stream) as (...a: unknown[]) => boolean;
   (stream as unknown as { write: (...a: unknown[]) => boolean }).write = (chunk: unknown, ...rest: unknown[]) => {
-    scanText(stream === process.stdout ? "stdout" : "stderr", typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) ? chunk.toString("utf8") : String(chunk));
+    scanText(
+      stream === process.stdout ? "stdout" : "stderr",
+      typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) ? chunk.toString("utf8") : String(chunk),
+    );
     return original(chunk, ...rest);
   };
 }
 
 // ---- Node-RED's log and messages (the runtime of node-red-node-test-helper) -----------------
 function hookNodeRed(): void {
-  let util: { log: { log: (m: unknown) => void }; hooks: { add: (n: string, f: (e: unknown) => void) => void; has: (n: string) => boolean } };
+  let util: {
+    log: { log: (m: unknown) => void };
+    hooks: { add: (n: string, f: (e: unknown) => void) => void; has: (n: string) => boolean };
+  };
   try {
     util = createRequire(__filename)(require.resolve("@node-red/util", { paths: [nodeRedDir] })); // the selected runtime's (test/helpers/runtime.ts)
   } catch {
@@ -159,7 +178,12 @@ function searchFiles(issued: Set<string>): { files: number; where: string[] } {
     scanText(`file ${path.relative(suiteTmp, f)}`, text);
   }
   const tokenHits = candidates.filter((c) => issued.has(digest(c.value)));
-  const where = [...new Set([...tokenHits.map((h) => `a token in ${h.where}`), ...fixedHits.map((h) => `"${h.secret.slice(0, 3)}…" in ${h.where}`)])];
+  const where = [
+    ...new Set([
+      ...tokenHits.map((h) => `a token in ${h.where}`),
+      ...fixedHits.map((h) => `"${h.secret.slice(0, 3)}…" in ${h.where}`),
+    ]),
+  ];
   return { files: fileCount, where };
 }
 
@@ -167,10 +191,20 @@ let ranAfterAll = false;
 let filesSearched = 0;
 const failedFor = new Set<string>();
 
-interface WorkerStats { tokens: string[]; chunks: number; files: number; hits: string[] }
+interface WorkerStats {
+  tokens: string[];
+  chunks: number;
+  files: number;
+  hits: string[];
+}
 
 function writeWorkerStats(where: string[]): void {
-  writeStats("leak", { tokens: issuedTokens().map(digest), chunks: scannedChunks, files: filesSearched, hits: where } satisfies WorkerStats);
+  writeStats("leak", {
+    tokens: issuedTokens().map(digest),
+    chunks: scannedChunks,
+    files: filesSearched,
+    hits: where,
+  } satisfies WorkerStats);
 }
 
 if (isMochaWorker) {
@@ -205,16 +239,24 @@ export const mochaHooks = {
       writeWorkerStats(found.where);
       const fresh = found.where.filter((w) => !failedFor.has(w));
       fresh.forEach((w) => failedFor.add(w));
-      if (fresh.length > 0) throw new Error(`secrets leaked (${fresh.length} places): ${fresh.slice(0, 20).join("; ")}`);
+      if (fresh.length > 0)
+        throw new Error(`secrets leaked (${fresh.length} places): ${fresh.slice(0, 20).join("; ")}`);
       return;
     }
-    process.env.DOOR_LEAK_SCAN_SUMMARY = JSON.stringify({ tokensIssued: issued.size, chunksScanned: scannedChunks, filesScanned: filesSearched, hits: found.where.length });
+    process.env.DOOR_LEAK_SCAN_SUMMARY = JSON.stringify({
+      tokensIssued: issued.size,
+      chunksScanned: scannedChunks,
+      filesScanned: filesSearched,
+      hits: found.where.length,
+    });
     rmSync(suiteTmp, { recursive: true, force: true });
     if (found.where.length > 0) {
       throw new Error(`secrets leaked (${found.where.length} places): ${found.where.slice(0, 20).join("; ")}`);
     }
     // One line for the record; says how much was searched.
-    console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${scannedChunks} log/output/message chunks and ${filesSearched} files: 0 hits`);
+    console.log(
+      `  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${scannedChunks} log/output/message chunks and ${filesSearched} files: 0 hits`,
+    );
   },
 };
 
@@ -241,11 +283,19 @@ function checkRun(): void {
   }
   const chunks = scannedChunks + workers.reduce((n, w) => n + w.chunks, 0);
   const inWorkers = workers.reduce((n, w) => n + w.files, 0);
-  const files = workers.length > 0 ? `${inWorkers} files as each test file ended, ${found.files} at the end (${workers.length} worker processes)` : `${found.files} files`;
-  console.log(`  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${chunks} log/output/message chunks and ${files}: 0 hits`);
+  const files =
+    workers.length > 0
+      ? `${inWorkers} files as each test file ended, ${found.files} at the end (${workers.length} worker processes)`
+      : `${found.files} files`;
+  console.log(
+    `  leak scan: ${issued.size} issued tokens and ${FIXED_SECRETS.length} credentials searched in ${chunks} log/output/message chunks and ${files}: 0 hits`,
+  );
 }
 
-export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void; _opts?: { dryRun?: boolean } }): void {
+export function mochaGlobalSetup(this: {
+  prependListener?: (event: string, f: () => void) => void;
+  _opts?: { dryRun?: boolean };
+}): void {
   if (this?._opts?.dryRun) checkedRun = true; // nothing runs: nothing to check or print (--dry-run --reporter json stays JSON)
   this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
 }

@@ -23,7 +23,8 @@ let ranAfterAll = false;
 /** Files this worker has run (its root afterAll ran). */
 let files = 0;
 
-const firstLine = (s: { kind: string; test: string; stack: string }): string => `${s.kind} during "${s.test}": ${s.stack.split("\n")[0]}`;
+const firstLine = (s: { kind: string; test: string; stack: string }): string =>
+  `${s.kind} during "${s.test}": ${s.stack.split("\n")[0]}`;
 
 function record(kind: string, reason: unknown): void {
   const stack = reason instanceof Error ? (reason.stack ?? `${reason.name}: ${reason.message}`) : String(reason);
@@ -37,11 +38,13 @@ if (!(process.env.NODE_OPTIONS ?? "").includes("--unhandled-rejections=strict"))
 }
 const onRejection = (reason: unknown): void => record("unhandled rejection", reason);
 // With --unhandled-rejections=strict an unhandled rejection arrives here as an exception.
-const onException = (err: Error, origin: string): void => record(origin === "unhandledRejection" ? "unhandled rejection" : "uncaught exception", err);
+const onException = (err: Error, origin: string): void =>
+  record(origin === "unhandledRejection" ? "unhandled rejection" : "uncaught exception", err);
 
 function listen(): void {
   if (!process.listeners("unhandledRejection").includes(onRejection)) process.on("unhandledRejection", onRejection);
-  if (!process.listeners("uncaughtException").includes(onException)) process.prependListener("uncaughtException", onException);
+  if (!process.listeners("uncaughtException").includes(onException))
+    process.prependListener("uncaughtException", onException);
 }
 listen();
 if (isMochaWorker) {
@@ -49,11 +52,11 @@ if (isMochaWorker) {
   // each file it runs: ours go straight back, so that a rejection between two files is recorded
   // (and does not end the worker unreported).
   const removeAll = process.removeAllListeners.bind(process);
-  process.removeAllListeners = ((event?: string | symbol) => {
+  process.removeAllListeners = (event?: string | symbol) => {
     removeAll(event);
     if (event === undefined || event === "unhandledRejection" || event === "uncaughtException") listen();
     return process;
-  });
+  };
 }
 
 function fresh(): string[] {
@@ -90,7 +93,9 @@ export const mochaHooks = {
     if (seen.length > failedFor) {
       const all = seen.slice(failedFor).map(firstLine);
       failedFor = seen.length;
-      throw new Error(`the run saw ${all.length} unhandled rejection(s)/exception(s)${found.length ? "" : " (reported above)"}:\n${all.join("\n")}`);
+      throw new Error(
+        `the run saw ${all.length} unhandled rejection(s)/exception(s)${found.length ? "" : " (reported above)"}:\n${all.join("\n")}`,
+      );
     }
     if (!isMochaWorker) console.log("  unhandled rejections and uncaught exceptions: 0");
   },
@@ -114,10 +119,15 @@ function checkRun(): void {
     return;
   }
   const files = workers.reduce((n, w) => n + w.files, 0);
-  console.log(`  unhandled rejections and uncaught exceptions: 0${workers.length > 0 ? ` (${files} files in ${workers.length} worker processes)` : ""}`);
+  console.log(
+    `  unhandled rejections and uncaught exceptions: 0${workers.length > 0 ? ` (${files} files in ${workers.length} worker processes)` : ""}`,
+  );
 }
 
-export function mochaGlobalSetup(this: { prependListener?: (event: string, f: () => void) => void; _opts?: { dryRun?: boolean } }): void {
+export function mochaGlobalSetup(this: {
+  prependListener?: (event: string, f: () => void) => void;
+  _opts?: { dryRun?: boolean };
+}): void {
   if (this?._opts?.dryRun) checkedRun = true; // nothing runs: nothing to check or print (--dry-run --reporter json stays JSON)
   this?.prependListener?.("end", checkRun); // the runner: its "end" comes before the reporter's summary
 }

@@ -16,8 +16,30 @@ import * as path from "node:path";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { type NodeRedAuth, realAdminAuth, withNeedsPermission } from "../helpers/admin-auth.js";
 import {
-  DEMO_ACCOUNT, EDITOR_HEADERS, accountModule, accountNode, accountOf, assertAccepted, count, devicesModule, helper, helperNodes, loadFlow,
-  logins, pluginModule, startSim, statusModule, stopFlows, tab, teardown, unlock, unlockModule, unlockNode, until, waitReady, waitState,
+  DEMO_ACCOUNT,
+  EDITOR_HEADERS,
+  accountModule,
+  accountNode,
+  accountOf,
+  assertAccepted,
+  count,
+  devicesModule,
+  helper,
+  helperNodes,
+  loadFlow,
+  logins,
+  pluginModule,
+  startSim,
+  statusModule,
+  stopFlows,
+  tab,
+  teardown,
+  unlock,
+  unlockModule,
+  unlockNode,
+  until,
+  waitReady,
+  waitState,
 } from "../helpers/flow.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
@@ -44,28 +66,84 @@ interface Row {
 }
 
 /** The deployed account as the editor sends it: its base URL and login, the stored secrets as "__PWRD__". */
-const edited = (simUrl: string) => ({ baseUrl: simUrl, loginMethod: "phone", phoneNumber: "__PWRD__", sessionStore: "file" });
+const edited = (simUrl: string) => ({
+  baseUrl: simUrl,
+  loginMethod: "phone",
+  phoneNumber: "__PWRD__",
+  sessionStore: "file",
+});
 
 const ROUTES: Row[] = [
-  { method: "GET", route: `${ACC}/:id/state`, permission: READ, mayCause: "nothing", calls: [{ url: `${ACC}/acc1/state`, reader: 200 }] },
   {
-    method: "GET", route: `${ACC}/:id/devices`, permission: READ, mayCause: "nothing",
-    calls: [{ url: `${ACC}/acc1/devices`, reader: 200 }, { url: `${ACC}/acc1/devices?refresh=1`, reader: 400 }],
+    method: "GET",
+    route: `${ACC}/:id/state`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [{ url: `${ACC}/acc1/state`, reader: 200 }],
   },
   {
-    method: "POST", route: `${ACC}/:id/devices`, permission: READ, mayCause: "nothing",
-    calls: [{ url: `${ACC}/acc1/devices`, body: edited, reader: 200 }, { url: `${ACC}/acc1/devices`, body: (u) => ({ ...edited(u), refresh: true }), reader: 400 }],
+    method: "GET",
+    route: `${ACC}/:id/devices`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [
+      { url: `${ACC}/acc1/devices`, reader: 200 },
+      { url: `${ACC}/acc1/devices?refresh=1`, reader: 400 },
+    ],
   },
-  { method: "POST", route: `${ACC}/:id/devices/refresh`, permission: WRITE, mayCause: "list-fetch", calls: [{ url: `${ACC}/acc1/devices/refresh`, body: edited, reader: 403 }] },
-  { method: "POST", route: `${ACC}/:id/reconnect`, permission: WRITE, mayCause: "login", calls: [{ url: `${ACC}/acc1/reconnect`, body: () => ({}), reader: 403 }] },
   {
-    method: "POST", route: `${ACC}/:id/sign-in`, permission: WRITE, mayCause: "login",
+    method: "POST",
+    route: `${ACC}/:id/devices`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [
+      { url: `${ACC}/acc1/devices`, body: edited, reader: 200 },
+      { url: `${ACC}/acc1/devices`, body: (u) => ({ ...edited(u), refresh: true }), reader: 400 },
+    ],
+  },
+  {
+    method: "POST",
+    route: `${ACC}/:id/devices/refresh`,
+    permission: WRITE,
+    mayCause: "list-fetch",
+    calls: [{ url: `${ACC}/acc1/devices/refresh`, body: edited, reader: 403 }],
+  },
+  {
+    method: "POST",
+    route: `${ACC}/:id/reconnect`,
+    permission: WRITE,
+    mayCause: "login",
+    calls: [{ url: `${ACC}/acc1/reconnect`, body: () => ({}), reader: 403 }],
+  },
+  {
+    method: "POST",
+    route: `${ACC}/:id/sign-in`,
+    permission: WRITE,
+    mayCause: "login",
     calls: [{ url: `${ACC}/acc1/sign-in`, body: (u) => ({ ...edited(u), password: "__PWRD__" }), reader: 403 }],
   },
   { method: "GET", route: SIDEBAR, permission: READ, mayCause: "nothing", calls: [{ url: SIDEBAR, reader: 200 }] },
-  { method: "GET", route: `${SIDEBAR}/:id/records`, permission: READ, mayCause: "nothing", calls: [{ url: `${SIDEBAR}/acc1/records`, reader: 200 }] },
-  { method: "GET", route: `${SIDEBAR}/:id/verify`, permission: READ, mayCause: "nothing", calls: [{ url: `${SIDEBAR}/acc1/verify`, reader: 200 }] },
-  { method: "GET", route: `${SIDEBAR}/:id/export.csv`, permission: READ, mayCause: "nothing", calls: [{ url: `${SIDEBAR}/acc1/export.csv`, reader: 200 }] },
+  {
+    method: "GET",
+    route: `${SIDEBAR}/:id/records`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/records`, reader: 200 }],
+  },
+  {
+    method: "GET",
+    route: `${SIDEBAR}/:id/verify`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/verify`, reader: 200 }],
+  },
+  {
+    method: "GET",
+    route: `${SIDEBAR}/:id/export.csv`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/export.csv`, reader: 200 }],
+  },
 ];
 
 /** Node-RED's real adminAuth: users with "*", with "read", and with flows.read only; a token for each. */
@@ -80,7 +158,13 @@ async function adminAuth(): Promise<{ auth: NodeRedAuth; admin: string; reader: 
 
 /** The package's modules with Node-RED's real RED.auth, as a runtime with adminAuth gives them. */
 function withRealAuth(auth: NodeRedAuth): unknown[] {
-  return [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule, withNeedsPermission(auth, pluginModule)];
+  return [
+    withNeedsPermission(auth, accountModule),
+    devicesModule,
+    statusModule,
+    unlockModule,
+    withNeedsPermission(auth, pluginModule),
+  ];
 }
 
 /** One request of a row, as the editor sends it (JSON and its headers on a POST), with a bearer token or none. */
@@ -101,7 +185,10 @@ async function unreachableAndFreeToLogIn(sim: RunningSimulator, adminToken: stri
   if (adminToken) r = r.set("Authorization", `Bearer ${adminToken}`);
   await r.send("{}").expect(202);
   await waitState("unreachable");
-  await until("the failed login to settle", () => !accountOf().account.session.busy && sim.control.inFlight().length === 0);
+  await until(
+    "the failed login to settle",
+    () => !accountOf().account.session.busy && sim.control.inFlight().length === 0,
+  );
   accountOf().account.session.timings.loginRetryMs = 0;
   sim.control.clearFaults();
   sim.control.resetRequests();
@@ -112,7 +199,14 @@ function assertNothingCaused(sim: RunningSimulator, what: string): void {
   const session = accountOf().account.session;
   // The service description check fetches /openapi.json once after start-up, on its own
   // schedule and without a token (docs/service-description.md): a late one is not the routes'.
-  assert.deepEqual(sim.control.requests().map((r) => r.operation).filter((op) => op !== "docs"), [], `${what}: requests at the service`);
+  assert.deepEqual(
+    sim.control
+      .requests()
+      .map((r) => r.operation)
+      .filter((op) => op !== "docs"),
+    [],
+    `${what}: requests at the service`,
+  );
   assert.equal(session.busy, false, `${what}: a login or renewal under way`);
   assert.equal(session.state, "unreachable", `${what}: the session state`);
 }
@@ -124,7 +218,12 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
   let userDir = "";
   // No service description check: it fetches /openapi.json a second after the start-up on its
   // own (docs/service-description.md#when), which a slow run would count against a route here.
-  const flow = () => [tab(), accountNode(sim.url, { specCheck: false }), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+  const flow = () => [
+    tab(),
+    accountNode(sim.url, { specCheck: false }),
+    unlockNode(),
+    ...helperNodes("u1-ok", "u1-fail"),
+  ];
 
   before(async () => {
     sim = await startSim();
@@ -157,7 +256,10 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
         assert.equal(bogus.status, 401, `${row.method} ${call.url} with a bogus token`);
         const other = await send(row, call, sim.url, tokens.flowsOnly);
         assert.equal(other.status, 403, `${row.method} ${call.url} as a user with flows.read only`);
-        assert.ok(!/alice|Front Door/.test(none.text + bogus.text + other.text), `${row.method} ${call.url}: nothing of the account in a refusal`);
+        assert.ok(
+          !/alice|Front Door/.test(none.text + bogus.text + other.text),
+          `${row.method} ${call.url}: nothing of the account in a refusal`,
+        );
       }
     }
     assertNothingCaused(sim, "refused requests");
@@ -194,7 +296,13 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
   });
 
   it("as an admin, Reconnect logs in once; then forced refreshes fetch the list at most once per 10 s per account, and Sign-in of the running login logs in no more", async () => {
-    await helper.request().post(`${ACC}/acc1/reconnect`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`).send("{}").expect(202);
+    await helper
+      .request()
+      .post(`${ACC}/acc1/reconnect`)
+      .set(EDITOR_HEADERS)
+      .set("Authorization", `Bearer ${tokens.admin}`)
+      .send("{}")
+      .expect(202);
     await waitReady();
     await until("no login under way", () => !accountOf().account.session.busy && sim.control.inFlight().length === 0);
     assert.equal(logins(sim), 1, "one login for one Reconnect");
@@ -214,7 +322,13 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.already, true);
     assert.equal(logins(sim), 1, "no second login");
-    assert.deepEqual(sim.control.requests().filter((r) => !/^(loginByPhone|listUserDevices)$/.test(r.operation)).map((r) => r.operation), []);
+    assert.deepEqual(
+      sim.control
+        .requests()
+        .filter((r) => !/^(loginByPhone|listUserDevices)$/.test(r.operation))
+        .map((r) => r.operation),
+      [],
+    );
   });
 
   it("the refresh interval is the account's: a redeploy that gives the same login a new session core does not open it again", async () => {
@@ -224,7 +338,11 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
     const core = accountOf().account.core;
     // Another password: a new core for the same login, which resumes the stored pair (no login).
     await stopFlows();
-    await loadFlow(flow(), { userDir, nodes: withRealAuth(tokens.auth), creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } } });
+    await loadFlow(flow(), {
+      userDir,
+      nodes: withRealAuth(tokens.auth),
+      creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } },
+    });
     await waitReady();
     assert.notEqual(accountOf().account.core, core, "a new session core");
     sim.control.resetRequests();
@@ -241,7 +359,10 @@ describe("admin routes: a request from another site, without adminAuth, is refus
 
   before(async () => {
     sim = await startSim();
-    await loadFlow([tab(), accountNode(sim.url, { specCheck: false }), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] }); // no description check: as above
+    await loadFlow(
+      [tab(), accountNode(sim.url, { specCheck: false }), unlockNode(), ...helperNodes("u1-ok", "u1-fail")],
+      { nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule] },
+    ); // no description check: as above
     await waitReady();
     await unreachableAndFreeToLogIn(sim, null);
   });
@@ -253,13 +374,34 @@ describe("admin routes: a request from another site, without adminAuth, is refus
   // What a page on another origin can send without a CORS preflight: a form (urlencoded or
   // multipart), or fetch/sendBeacon with text/plain; none can add a custom header.
   // The form carries the fields the route reads, as a hostile page would write them.
-  const form = (b: Record<string, unknown>) => new URLSearchParams(Object.entries(b).map(([k, v]) => [k, String(v)])).toString();
-  const crossSite: { what: string; type: string | null; body: (b: Record<string, unknown>) => string; header: boolean }[] = [
-    { what: "a form post (application/x-www-form-urlencoded)", type: "application/x-www-form-urlencoded", body: form, header: false },
+  const form = (b: Record<string, unknown>) =>
+    new URLSearchParams(Object.entries(b).map(([k, v]) => [k, String(v)])).toString();
+  const crossSite: {
+    what: string;
+    type: string | null;
+    body: (b: Record<string, unknown>) => string;
+    header: boolean;
+  }[] = [
+    {
+      what: "a form post (application/x-www-form-urlencoded)",
+      type: "application/x-www-form-urlencoded",
+      body: form,
+      header: false,
+    },
     { what: "a text/plain post", type: "text/plain", body: (b) => JSON.stringify(b), header: false },
     { what: "a post without a body", type: null, body: () => "", header: false },
-    { what: "JSON without the editor's X-Requested-With", type: "application/json", body: (b) => JSON.stringify(b), header: false },
-    { what: "the editor's header with a form body", type: "application/x-www-form-urlencoded", body: form, header: true },
+    {
+      what: "JSON without the editor's X-Requested-With",
+      type: "application/json",
+      body: (b) => JSON.stringify(b),
+      header: false,
+    },
+    {
+      what: "the editor's header with a form body",
+      type: "application/x-www-form-urlencoded",
+      body: form,
+      header: true,
+    },
   ];
 
   for (const row of ROUTES.filter((r) => r.method === "POST")) {
@@ -286,7 +428,10 @@ describe("admin routes: a request from another site, without adminAuth, is refus
   const EDITOR_HOST = "editor.example:1880";
   const fromPage: { what: string; headers: Record<string, string> }[] = [
     { what: "a page on another site", headers: { Origin: "http://evil.example", "Sec-Fetch-Site": "cross-site" } },
-    { what: "a page on another port of the same host (same-site)", headers: { Origin: "http://editor.example:8080", "Sec-Fetch-Site": "same-site" } },
+    {
+      what: "a page on another port of the same host (same-site)",
+      headers: { Origin: "http://editor.example:8080", "Sec-Fetch-Site": "same-site" },
+    },
     { what: "a page on another site, in a browser without Sec-Fetch-Site", headers: { Origin: "http://evil.example" } },
     { what: "a sandboxed page (Origin: null)", headers: { Origin: "null" } },
   ];
@@ -295,11 +440,15 @@ describe("admin routes: a request from another site, without adminAuth, is refus
     it(`${row.method} ${row.route}: a request a page on another site makes, with the editor's headers (Node-RED 4 grants its preflight), is refused with 403: nothing sent, nothing of the account in the answer`, async () => {
       for (const call of row.calls) {
         for (const p of fromPage) {
-          let r = row.method === "GET" ? helper.request().get(call.url) : helper.request().post(call.url).set(EDITOR_HEADERS);
+          let r =
+            row.method === "GET" ? helper.request().get(call.url) : helper.request().post(call.url).set(EDITOR_HEADERS);
           r = r.set("Host", EDITOR_HOST).set(p.headers);
           const res = await (row.method === "POST" ? r.send(JSON.stringify(call.body!(sim.url))) : r);
           assert.equal(res.status, 403, `${p.what}: ${row.method} ${call.url}: ${res.status} ${res.text}`);
-          assert.ok(!/Front Door|alice|acc1|"state"/.test(res.text), `${p.what}: ${row.method} ${call.url} answered with the account: ${res.text}`);
+          assert.ok(
+            !/Front Door|alice|acc1|"state"/.test(res.text),
+            `${p.what}: ${row.method} ${call.url} answered with the account: ${res.text}`,
+          );
         }
       }
       assertNothingCaused(sim, `${row.route} from another site`);
@@ -307,7 +456,11 @@ describe("admin routes: a request from another site, without adminAuth, is refus
   }
 
   it("the editor's own page (same origin) is served: Sec-Fetch-Site same-origin, or an Origin naming the editor's host", async () => {
-    for (const headers of [{ Origin: `http://${EDITOR_HOST}`, "Sec-Fetch-Site": "same-origin" }, { Origin: `http://${EDITOR_HOST}` }, { "Sec-Fetch-Site": "none" }]) {
+    for (const headers of [
+      { Origin: `http://${EDITOR_HOST}`, "Sec-Fetch-Site": "same-origin" },
+      { Origin: `http://${EDITOR_HOST}` },
+      { "Sec-Fetch-Site": "none" },
+    ]) {
       const res = await helper.request().get(`${ACC}/acc1/state`).set("Host", EDITOR_HOST).set(headers);
       assert.equal(res.status, 200, `${JSON.stringify(headers)}: ${res.text}`);
     }
@@ -331,7 +484,10 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
     sim = await startSim();
     tokens = await adminAuth();
     // An email account deployed as before (its credentials file unchanged): it still logs in.
-    await loadFlow([tab(), accountNode(sim.url, { loginMethod: "email" })], { nodes: withRealAuth(tokens.auth), creds: emailCreds });
+    await loadFlow([tab(), accountNode(sim.url, { loginMethod: "email" })], {
+      nodes: withRealAuth(tokens.auth),
+      creds: emailCreds,
+    });
     await waitReady();
     // Node-RED's GET /credentials/:type/:id (what the editor reads when a dialog opens), mounted
     // on the test runtime's admin app as Node-RED's editor API mounts it.
@@ -343,7 +499,11 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
     const credentialsRoute = require(path.join(editorApi, "lib", "editor", "credentials"));
     flowsApi.init({ log: { audit: () => undefined }, nodes: helper._redNodes });
     credentialsRoute.init({ flows: flowsApi });
-    helper._httpAdmin.get("/credentials/:type/:id", tokens.auth.needsPermission("credentials.read"), credentialsRoute.get);
+    helper._httpAdmin.get(
+      "/credentials/:type/:id",
+      tokens.auth.needsPermission("credentials.read"),
+      credentialsRoute.get,
+    );
   });
   after(async () => {
     await teardown();
@@ -352,7 +512,11 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
 
   it("a read-only user reading the account's credentials learns that an email and a password are stored, not the email", async () => {
     assert.equal(count(sim, "loginByEmail"), 1, "the email account of an existing flow logged in");
-    const res = await helper.request().get("/credentials/door-account/acc1").set("Authorization", `Bearer ${tokens.reader}`).expect(200);
+    const res = await helper
+      .request()
+      .get("/credentials/door-account/acc1")
+      .set("Authorization", `Bearer ${tokens.reader}`)
+      .expect(200);
     recordForLeakScan("GET /credentials/door-account/acc1 as reader", res.text);
     assert.ok(!res.text.includes(DEMO_ACCOUNT.email), `the email in ${res.text}`);
     assert.equal(res.body.email, undefined);
@@ -365,7 +529,11 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
   it("a read-only user cannot test a guessed login: the door list of an account as edited answers alike for the right and a wrong typed email or phone number", async () => {
     sim.control.resetRequests();
     const ask = async (login: Record<string, string>) => {
-      const res = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.reader}`)
+      const res = await helper
+        .request()
+        .post(`${ACC}/acc1/devices`)
+        .set(EDITOR_HEADERS)
+        .set("Authorization", `Bearer ${tokens.reader}`)
         .send(JSON.stringify({ baseUrl: sim.url, sessionStore: "file", ...login }));
       recordForLeakScan("POST devices with a typed login as reader", res.text);
       return { status: res.status as number, body: res.body as Record<string, unknown> };
@@ -382,22 +550,52 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
     const stored = await ask({ loginMethod: "email", email: "__PWRD__" });
     assert.equal(stored.status, 200, JSON.stringify(stored.body));
     // An admin may look a typed login up (the picker of an account not deployed yet).
-    const admin = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`)
-      .send(JSON.stringify({ baseUrl: sim.url, sessionStore: "file", loginMethod: "email", email: DEMO_ACCOUNT.email }));
+    const admin = await helper
+      .request()
+      .post(`${ACC}/acc1/devices`)
+      .set(EDITOR_HEADERS)
+      .set("Authorization", `Bearer ${tokens.admin}`)
+      .send(
+        JSON.stringify({ baseUrl: sim.url, sessionStore: "file", loginMethod: "email", email: DEMO_ACCOUNT.email }),
+      );
     assert.equal(admin.status, 200, admin.text);
-    assert.deepEqual(sim.control.requests().map((r) => r.operation), [], "nothing sent");
+    assert.deepEqual(
+      sim.control.requests().map((r) => r.operation),
+      [],
+      "nothing sent",
+    );
   });
 
   it("the editor sends a stored email it was never shown as '__PWRD__': the picker finds the running session, Sign-in logs in no more", async () => {
     sim.control.resetRequests();
-    const list = await helper.request().post(`${ACC}/acc1/devices`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.reader}`)
+    const list = await helper
+      .request()
+      .post(`${ACC}/acc1/devices`)
+      .set(EDITOR_HEADERS)
+      .set("Authorization", `Bearer ${tokens.reader}`)
       .send(JSON.stringify({ baseUrl: sim.url, loginMethod: "email", email: "__PWRD__", sessionStore: "file" }));
     assert.equal(list.status, 200, list.text);
     assert.equal(list.body.devices.length, 8);
-    const signIn = await helper.request().post(`${ACC}/acc1/sign-in`).set(EDITOR_HEADERS).set("Authorization", `Bearer ${tokens.admin}`)
-      .send(JSON.stringify({ baseUrl: sim.url, loginMethod: "email", email: "__PWRD__", password: "__PWRD__", sessionStore: "file" }));
+    const signIn = await helper
+      .request()
+      .post(`${ACC}/acc1/sign-in`)
+      .set(EDITOR_HEADERS)
+      .set("Authorization", `Bearer ${tokens.admin}`)
+      .send(
+        JSON.stringify({
+          baseUrl: sim.url,
+          loginMethod: "email",
+          email: "__PWRD__",
+          password: "__PWRD__",
+          sessionStore: "file",
+        }),
+      );
     assert.equal(signIn.status, 200, signIn.text);
     assert.equal(signIn.body.already, true);
-    assert.deepEqual(sim.control.requests().map((r) => r.operation), [], "nothing sent");
+    assert.deepEqual(
+      sim.control.requests().map((r) => r.operation),
+      [],
+      "nothing sent",
+    );
   });
 });

@@ -11,7 +11,19 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import { startSimulator } from "../../src/simulator/index.js";
 import { fakeClock } from "../helpers/fake-clock.js";
 import {
-  accountOf, assertAccepted, assertFailed, helper, lastStatus, loadFlow, startSim, teardown, unlock, unlockFlow, until, waitReady, waitState,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  helper,
+  lastStatus,
+  loadFlow,
+  startSim,
+  teardown,
+  unlock,
+  unlockFlow,
+  until,
+  waitReady,
+  waitState,
 } from "../helpers/flow.js";
 import { buildSession, ops } from "../helpers/session.js";
 
@@ -55,14 +67,49 @@ describe("Bad input gets a clear error and sends nothing: a 10 MB door name or p
   for (const [what, extra, creds, pattern] of [
     ["http:// to a non-loopback host", { baseUrl: "http://door.example.com" }, undefined, /https/],
     ["a base URL that is not a URL", { baseUrl: "not a url" }, undefined, /not a URL/],
-    ["a loopback address without a scheme (the fix is suggested)", { baseUrl: "127.0.0.1:18787" }, undefined, /base URL "127\.0\.0\.1:18787" has no scheme: write it as http:\/\/127\.0\.0\.1:18787 \(a loopback host may use http:\/\/\) or https:\/\/127\.0\.0\.1:18787/],
-    ["localhost and a port without a scheme (not read as a scheme 'localhost:')", { baseUrl: "localhost:18787" }, undefined, /base URL "localhost:18787" has no scheme: write it as http:\/\/localhost:18787/],
-    ["a host name without a scheme (the fix is suggested)", { baseUrl: "door.example.com" }, undefined, /base URL "door\.example\.com" has no scheme: write it as https:\/\/door\.example\.com/],
-    ["an empty phone number", {}, { acc1: { phoneNumber: "", password: "demo-password" } }, /the phone number is missing/],
-    ["an email login with an empty email", { loginMethod: "email" }, { acc1: { email: "  ", password: "demo-password" } }, /the email address is missing/],
-    ["a malformed phone number", {}, { acc1: { phoneNumber: "0701234567", password: "demo-password" } }, /phone number/],
+    [
+      "a loopback address without a scheme (the fix is suggested)",
+      { baseUrl: "127.0.0.1:18787" },
+      undefined,
+      /base URL "127\.0\.0\.1:18787" has no scheme: write it as http:\/\/127\.0\.0\.1:18787 \(a loopback host may use http:\/\/\) or https:\/\/127\.0\.0\.1:18787/,
+    ],
+    [
+      "localhost and a port without a scheme (not read as a scheme 'localhost:')",
+      { baseUrl: "localhost:18787" },
+      undefined,
+      /base URL "localhost:18787" has no scheme: write it as http:\/\/localhost:18787/,
+    ],
+    [
+      "a host name without a scheme (the fix is suggested)",
+      { baseUrl: "door.example.com" },
+      undefined,
+      /base URL "door\.example\.com" has no scheme: write it as https:\/\/door\.example\.com/,
+    ],
+    [
+      "an empty phone number",
+      {},
+      { acc1: { phoneNumber: "", password: "demo-password" } },
+      /the phone number is missing/,
+    ],
+    [
+      "an email login with an empty email",
+      { loginMethod: "email" },
+      { acc1: { email: "  ", password: "demo-password" } },
+      /the email address is missing/,
+    ],
+    [
+      "a malformed phone number",
+      {},
+      { acc1: { phoneNumber: "0701234567", password: "demo-password" } },
+      /phone number/,
+    ],
     ["an empty password", {}, { acc1: { phoneNumber: "+15550000001", password: "" } }, /password/],
-    ["an email login without an email", { loginMethod: "email" }, { acc1: { password: "demo-password" } }, /the email address is missing/],
+    [
+      "an email login without an email",
+      { loginMethod: "email" },
+      { acc1: { password: "demo-password" } },
+      /the email address is missing/,
+    ],
   ] as const) {
     it(`account configured with ${what}: red status, every unlock fails clearly, nothing is sent`, async () => {
       sim.control.resetRequests();
@@ -71,7 +118,12 @@ describe("Bad input gets a clear error and sends nothing: a 10 MB door name or p
       const acc = accountOf();
       assert.equal(acc.account, null, "no session is started");
       assert.match(acc.problem, pattern);
-      if (/missing/.test(pattern.source)) assert.doesNotMatch(acc.problem, /must be \+ followed by|malformed/, "a missing value is called missing, not malformed");
+      if (/missing/.test(pattern.source))
+        assert.doesNotMatch(
+          acc.problem,
+          /must be \+ followed by|malformed/,
+          "a missing value is called missing, not malformed",
+        );
       assert.ok(!String(acc.problem).includes("0701234567"), "the error does not echo the phone number");
       await until("red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
       const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
@@ -114,7 +166,11 @@ describe("A bad base URL is quoted in its error as a clipped JSON string, never 
 
   // docs/security.md#secrets: a password typed into the base URL reaches no error text.
   it("a user name and password typed into a base URL are not quoted back, whatever else is wrong with it", () => {
-    for (const value of ["ops:12345678@door.example.com", "https://ops:S3cret pw@door.example.com", "https://ops:S3cret%pw@door example.com/x"]) {
+    for (const value of [
+      "ops:12345678@door.example.com",
+      "https://ops:S3cret pw@door.example.com",
+      "https://ops:S3cret%pw@door example.com/x",
+    ]) {
       const m = messageOf(value);
       assert.ok(!/12345678|S3cret/.test(m), `${JSON.stringify(value)}: ${m}`);
     }
@@ -141,7 +197,10 @@ describe("A token without exp is accepted and renewed on the 36-hour schedule (d
       assert.equal(b.session.snapshot().renewAt, clock.now() + 36 * 3600_000);
       await b.session.call((t) => b.client.getDevice(t, 101));
       await clock.tickAsync(36 * 3600_000);
-      await until("renewed", () => sim.control.requests({ operation: "refreshToken" }).length === 1 && b.session.state === "ready");
+      await until(
+        "renewed",
+        () => sim.control.requests({ operation: "refreshToken" }).length === 1 && b.session.state === "ready",
+      );
       assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 200", "refreshToken 200"]);
       await b.session.close();
       await assert.rejects(b.session.token(), SessionHaltedError);

@@ -11,9 +11,33 @@
 import { strict as assert } from "node:assert";
 import { registrySnapshot } from "../../src/account/registry.js";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { type Flow, TAB_A, TAB_B, demoCreds, namedAccount, subflowFlow, tabNode, twoTabs, unlockOn } from "../helpers/account-flows.js";
 import {
-  DEMO_ACCOUNT, assertAccepted, count, editorPost, freshUserDir, helper, loadFlow, logins, startSim, tab, teardown, unlock, until, waitReady, waitState,
+  type Flow,
+  TAB_A,
+  TAB_B,
+  demoCreds,
+  namedAccount,
+  subflowFlow,
+  tabNode,
+  twoTabs,
+  unlockOn,
+} from "../helpers/account-flows.js";
+import {
+  DEMO_ACCOUNT,
+  assertAccepted,
+  count,
+  editorPost,
+  freshUserDir,
+  helper,
+  loadFlow,
+  logins,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  until,
+  waitReady,
+  waitState,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
 
@@ -62,7 +86,9 @@ describe("door-account nodes of one login keep one session across deploys; the l
     // accB is changed to another login (modified-nodes deploy).
     const moved = flow.map((n) => (n.id === "accB" ? { ...n, loginMethod: "email" } : n));
     await helper.setFlows(moved, "nodes", { ...demoCreds(["accA"]), accB: OTHER });
-    await until("accB on the other login", () => sim.control.requests({ accountId: "other" }).some((r) => r.operation === "loginByEmail" && r.status === 200));
+    await until("accB on the other login", () =>
+      sim.control.requests({ accountId: "other" }).some((r) => r.operation === "loginByEmail" && r.status === 200),
+    );
     await waitReady("accB");
     assert.equal(demoLogouts(sim), 0);
     // accA, now the last node of the demo login, is deleted (modified-nodes deploy).
@@ -70,7 +96,11 @@ describe("door-account nodes of one login keep one session across deploys; the l
     await helper.setFlows(withoutA, "nodes", { accB: OTHER });
     assert.equal(helper.getNode("accA"), null);
     await until("the demo account's logout", () => demoLogouts(sim) === 1, 5000).catch(() => undefined);
-    assert.equal(demoLogouts(sim), 1, `the last node of the demo login was deleted: one logout (${JSON.stringify(sim.control.requests().map((r) => [r.operation, r.accountId, r.status]))})`);
+    assert.equal(
+      demoLogouts(sim),
+      1,
+      `the last node of the demo login was deleted: one logout (${JSON.stringify(sim.control.requests().map((r) => [r.operation, r.accountId, r.status]))})`,
+    );
   });
 
   // Fixed in 88ece48.
@@ -99,16 +129,24 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
 
   /** The test helper registers a core node once per node of its type: load with one Catch node, then deploy both. */
   async function loadWithCatches(flow: Flow, creds: Record<string, unknown>): Promise<void> {
-    await loadFlow(flow.filter((n) => n.id !== "cB"), { creds });
+    await loadFlow(
+      flow.filter((n) => n.id !== "cB"),
+      { creds },
+    );
     await helper.setFlows(flow, "full", creds);
   }
 
   const twoTabsWithCatch = (url: string, scoped = false): Flow => [
-    tabNode(TAB_A, "A"), tabNode(TAB_B, "B"),
-    namedAccount("accA", url, scoped ? { z: TAB_A } : {}), namedAccount("accB", url, scoped ? { z: TAB_B } : {}),
-    ...unlockOn("uA", TAB_A, "accA"), ...unlockOn("uB", TAB_B, "accB"),
-    { id: "cA", type: "catch", z: TAB_A, name: "", scope: null, uncaught: false, wires: [["caughtA"]] }, { id: "caughtA", type: "helper", z: TAB_A },
-    { id: "cB", type: "catch", z: TAB_B, name: "", scope: null, uncaught: false, wires: [["caughtB"]] }, { id: "caughtB", type: "helper", z: TAB_B },
+    tabNode(TAB_A, "A"),
+    tabNode(TAB_B, "B"),
+    namedAccount("accA", url, scoped ? { z: TAB_A } : {}),
+    namedAccount("accB", url, scoped ? { z: TAB_B } : {}),
+    ...unlockOn("uA", TAB_A, "accA"),
+    ...unlockOn("uB", TAB_B, "accB"),
+    { id: "cA", type: "catch", z: TAB_A, name: "", scope: null, uncaught: false, wires: [["caughtA"]] },
+    { id: "caughtA", type: "helper", z: TAB_A },
+    { id: "cB", type: "catch", z: TAB_B, name: "", scope: null, uncaught: false, wires: [["caughtB"]] },
+    { id: "caughtB", type: "helper", z: TAB_B },
   ];
 
   it("a halt reaches the Catch node of every tab that uses the account, once per tab", async () => {
@@ -128,8 +166,13 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
   });
 
   it("config nodes scoped to two tabs, different passwords: the conflict on both, at most one login attempt", async () => {
-    await loadWithCatches(twoTabsWithCatch(sim.url, true), { ...demoCreds(["accA"]), ...demoCreds(["accB"], "another") });
-    await until("the conflict on both", () => ["accA", "accB"].every((id) => /configuration conflict/.test(helper.getNode(id).statusFor().text ?? "")));
+    await loadWithCatches(twoTabsWithCatch(sim.url, true), {
+      ...demoCreds(["accA"]),
+      ...demoCreds(["accB"], "another"),
+    });
+    await until("the conflict on both", () =>
+      ["accA", "accB"].every((id) => /configuration conflict/.test(helper.getNode(id).statusFor().text ?? "")),
+    );
     await sleep(300);
     assert.ok(logins(sim) <= 1, `${logins(sim)} logins`);
   });
@@ -137,7 +180,10 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
   it("reconnect pressed twice quickly on one of two shared nodes: one login, the other node keeps working (no 401)", async () => {
     await loadWithCatches(twoTabsWithCatch(sim.url), demoCreds(["accA", "accB"]));
     await waitReady("accA");
-    await Promise.all([editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202), editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202)]);
+    await Promise.all([
+      editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202),
+      editorPost(`${ADMIN}/accA/reconnect`).send({}).expect(202),
+    ]);
     await waitState("ready", "accA");
     await sleep(100);
     assertAccepted(await unlock({}, "uB"));
@@ -156,14 +202,17 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
     const b = await unlock({}, "uB");
     assert.equal(a.msg.payload.outcome, "rate-limited");
     assert.equal(b.msg.payload.outcome, "rate-limited");
-    for (const p of [a.msg.payload, b.msg.payload]) assert.ok(p.retryAfter > 100 && p.retryAfter <= 120, JSON.stringify(p));
+    for (const p of [a.msg.payload, b.msg.payload])
+      assert.ok(p.retryAfter > 100 && p.retryAfter <= 120, JSON.stringify(p));
     assert.equal(logins(sim), 1);
   });
 
   it("sign-in from the editor, then deploy of two copies with other ids: 1 login in total", async () => {
     const userDir = freshUserDir();
     await loadFlow([tab()], { creds: {}, userDir });
-    await editorPost(`${ADMIN}/x/sign-in`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" }).expect(200);
+    await editorPost(`${ADMIN}/x/sign-in`)
+      .send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" })
+      .expect(200);
     await helper.setFlows(twoTabs(sim.url), "full", demoCreds(["accA", "accB"]));
     await waitReady("accB");
     assertAccepted(await unlock({}, "uA"));

@@ -15,9 +15,39 @@ import { refusedPort } from "../helpers/refused-port.js";
 import { demoCreds, namedAccount } from "../helpers/account-flows.js";
 import { realAdminAuth, withNeedsPermission } from "../helpers/admin-auth.js";
 import {
-  ALL_NODES, DEMO_ACCOUNT, accountModule, accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, devicesModule, doorDevicesNode, doorStatusNode,
-  editorPost, freshUserDir, helper, helperNodes, lastStatus, loadFlow, logins, next, startSim, statusModule, stopFlows, tab, teardown, textMatches, unlock,
-  unlockModule, unlockNode, unlockRequests, until, waitReady, waitState,
+  ALL_NODES,
+  DEMO_ACCOUNT,
+  accountModule,
+  accountNode,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  catchNode,
+  count,
+  devicesModule,
+  doorDevicesNode,
+  doorStatusNode,
+  editorPost,
+  freshUserDir,
+  helper,
+  helperNodes,
+  lastStatus,
+  loadFlow,
+  logins,
+  next,
+  startSim,
+  statusModule,
+  stopFlows,
+  tab,
+  teardown,
+  textMatches,
+  unlock,
+  unlockModule,
+  unlockNode,
+  unlockRequests,
+  until,
+  waitReady,
+  waitState,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
 
@@ -25,13 +55,16 @@ const ADMIN = "/door-access/accounts";
 const PHONE: string = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
 
-const demoLogins = (sim: RunningSimulator) => sim.control.requests({ accountId: "demo" }).filter((r) => /^login/.test(r.operation)).length;
+const demoLogins = (sim: RunningSimulator) =>
+  sim.control.requests({ accountId: "demo" }).filter((r) => /^login/.test(r.operation)).length;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function flowWithAllNodes(url: string): Record<string, unknown>[] {
   return [
-    tab(), accountNode(url),
-    unlockNode(), ...helperNodes("u1-ok", "u1-fail"),
+    tab(),
+    accountNode(url),
+    unlockNode(),
+    ...helperNodes("u1-ok", "u1-fail"),
     doorStatusNode("st", { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }),
     doorDevicesNode("dev", { list: "devices" }),
     ...helperNodes("st-out", "dev-out"),
@@ -50,7 +83,10 @@ function assertNoSecret(text: string, tokens: string[]): void {
   for (const t of tokens) assert.ok(!text.includes(t), "no token in the response");
   assert.ok(!/eyJ[A-Za-z0-9_-]{10,}/.test(text), "nothing JWT-like in the response");
   assert.ok(!text.includes(DEMO_ACCOUNT.password), "no password");
-  assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber) && !text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)), "no phone number");
+  assert.ok(
+    !text.includes(DEMO_ACCOUNT.phoneNumber) && !text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)),
+    "no phone number",
+  );
 }
 
 describe("door-account: one session for every node, its state on every node's status, a halt raised to a Catch node, redeploys that keep the session (docs/nodes.md#door-account, docs/session.md#halts-and-reconnect)", function () {
@@ -93,8 +129,12 @@ describe("door-account: one session for every node, its state on every node's st
     await waitState("halted-login-failed");
     // The halt is raised as node.error(err, msg) on one node of the tab (the spy sees every call).
     const nodes = ["u1", "st", "dev"].map((id) => helper.getNode(id));
-    await until("the halt error", () => nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"));
-    const halts = nodes[0].error.getCalls().filter((c: any) => nodes.includes(c.thisValue) && c.args[1]?.outcome === "session-halted");
+    await until("the halt error", () =>
+      nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"),
+    );
+    const halts = nodes[0].error
+      .getCalls()
+      .filter((c: any) => nodes.includes(c.thisValue) && c.args[1]?.outcome === "session-halted");
     assert.equal(halts.length, 1, "one halt error for the tab");
     assert.equal(halts[0].args[1].payload.state, "halted-login-failed");
     assert.ok(!JSON.stringify(halts[0].args[1]).includes("not-the-password"));
@@ -102,7 +142,10 @@ describe("door-account: one session for every node, its state on every node's st
     for (const id of ["u1", "st", "dev"]) {
       const s = lastStatus(helper.getNode(id));
       assert.equal(s?.fill, "red", id);
-      assert.ok(textMatches(s?.text, "door-account.state.halted-login-failed", /login refused/), `${id}: ${JSON.stringify(s)}`);
+      assert.ok(
+        textMatches(s?.text, "door-account.state.halted-login-failed", /login refused/),
+        `${id}: ${JSON.stringify(s)}`,
+      );
     }
     assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
     assert.equal(unlockRequests(sim), 0);
@@ -110,7 +153,9 @@ describe("door-account: one session for every node, its state on every node's st
   });
 
   it("a wrong password: the dialog's state line says 'check credentials' once, and the halt error says what to check (docs/nodes.md#node-status)", async () => {
-    await loadFlow(flowWithAllNodes(sim.url), { creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "not-the-password" } } });
+    await loadFlow(flowWithAllNodes(sim.url), {
+      creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "not-the-password" } },
+    });
     await waitState("halted-login-failed");
     const state = (await helper.request().get(`${ADMIN}/acc1/state`).expect(200)).body;
     // The dialog shows the state's label and, in brackets, the reason (nodes/door-account.html describe()).
@@ -119,11 +164,19 @@ describe("door-account: one session for every node, its state on every node's st
     assert.equal(line.match(/check/gi)?.length, 1, `said once: ${line}`);
     assert.equal(state.reason, "the service refused the login (401)");
     const nodes = ["u1", "st", "dev"].map((id) => helper.getNode(id));
-    await until("the halt error", () => nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"));
+    await until("the halt error", () =>
+      nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"),
+    );
     const halt = nodes[0].error.getCalls().find((c: any) => c.args[1]?.outcome === "session-halted");
-    assert.equal(halt.args[0].message, "the service refused the login (401): check the account's phone number (or email) and password");
+    assert.equal(
+      halt.args[0].message,
+      "the service refused the login (401): check the account's phone number (or email) and password",
+    );
     const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
-    assert.equal(p.message, "account halted: the service refused the login (401): check the account's phone number (or email) and password; an operator must redeploy or press reconnect");
+    assert.equal(
+      p.message,
+      "account halted: the service refused the login (401): check the account's phone number (or email) and password; an operator must redeploy or press reconnect",
+    );
   });
 
   it("a base URL with a wrong port: every node shows 'service unreachable: connection refused'; a message fails saying where and what to fix; nothing is sent (docs/session.md#connection-errors)", async () => {
@@ -135,11 +188,19 @@ describe("door-account: one session for every node, its state on every node's st
     for (const id of ["u1", "st", "dev"]) {
       const s = lastStatus(helper.getNode(id));
       assert.equal(s?.fill, "red", id);
-      assert.ok(textMatches(s?.text, "door-account.state.unreachable", /^service unreachable/), `${id}: ${JSON.stringify(s)}`);
+      assert.ok(
+        textMatches(s?.text, "door-account.state.unreachable", /^service unreachable/),
+        `${id}: ${JSON.stringify(s)}`,
+      );
       assert.match(s?.text ?? "", /: connection refused$/, `${id}: what failed, in a few words`);
     }
     const p = assertFailed(await unlock({ deviceId: 101 }), "service-unreachable", null);
-    assert.match(p.message, new RegExp(`^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`));
+    assert.match(
+      p.message,
+      new RegExp(
+        `^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`,
+      ),
+    );
     assert.equal(p.mayHaveOpened, false);
     assert.equal(sim.control.requests().length, 0, "the simulator was never reached");
   });
@@ -162,7 +223,10 @@ describe("door-account: one session for every node, its state on every node's st
     for (const id of ["u1", "st", "dev"]) {
       const s = lastStatus(helper.getNode(id));
       assert.equal(s?.fill, "red", id);
-      assert.ok(textMatches(s?.text, "door-account.state.halted-superseded", /session superseded/), `${id}: ${JSON.stringify(s)}`);
+      assert.ok(
+        textMatches(s?.text, "door-account.state.halted-superseded", /session superseded/),
+        `${id}: ${JSON.stringify(s)}`,
+      );
     }
     // Operator presses re-connect (admin endpoint): one login, ready again, green again.
     const before = logins(sim);
@@ -189,7 +253,12 @@ describe("door-account: one session for every node, its state on every node's st
     await dev;
     assert.equal(logins(sim), 1);
     assert.equal(sim.control.counts().logins, 1);
-    const tokens = new Set(sim.control.requests().filter((r) => r.accountId === "demo").map((r) => r.accountId));
+    const tokens = new Set(
+      sim.control
+        .requests()
+        .filter((r) => r.accountId === "demo")
+        .map((r) => r.accountId),
+    );
     assert.deepEqual([...tokens], ["demo"]);
   });
 
@@ -223,7 +292,10 @@ describe("door-account: one session for every node, its state on every node's st
     await waitReady();
     const first = accountOf().account;
     await stopFlows();
-    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } } });
+    await loadFlow(flow, {
+      userDir,
+      creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } },
+    });
     assert.notEqual(accountOf().account.core, first.core, "a changed fingerprint is not reclaimed");
     assert.equal(first.session.state, "closed", "the parked account was closed");
     // Same identity, so the stored pair of that identity is resumed (no login is needed).
@@ -270,7 +342,10 @@ describe("door-account admin endpoints: state, devices, a forced refresh at most
     const byId = new Map<number, any>(res.body.devices.map((d: any) => [d.id, d]));
     assert.deepEqual([...byId.keys()].sort(), [101, 102, 103, 104, 105, 106, 107, 201]);
     assert.equal(byId.get(103).locationName, "Harbour Warehouse");
-    assert.deepEqual(byId.get(104).locks.map((l: any) => l.id), [1, 2]);
+    assert.deepEqual(
+      byId.get(104).locks.map((l: any) => l.id),
+      [1, 2],
+    );
     assert.equal(byId.get(105).online, false);
     assert.equal(count(sim, "listUserDevices"), 0, "served from the cache");
     assert.equal(logins(sim), loginsBefore, "the editor never logs in");
@@ -323,7 +398,12 @@ describe("door-account admin endpoints: state, devices, a forced refresh at most
     const routes = stack.filter((l: any) => l.route && String(l.route.path).startsWith(ADMIN)).map((l: any) => l.route);
     const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
     assert.deepEqual(got, [
-      `GET ${ADMIN}/:id/devices 2`, `GET ${ADMIN}/:id/state 2`, `POST ${ADMIN}/:id/devices 3`, `POST ${ADMIN}/:id/devices/refresh 3`, `POST ${ADMIN}/:id/reconnect 3`, `POST ${ADMIN}/:id/sign-in 3`,
+      `GET ${ADMIN}/:id/devices 2`,
+      `GET ${ADMIN}/:id/state 2`,
+      `POST ${ADMIN}/:id/devices 3`,
+      `POST ${ADMIN}/:id/devices/refresh 3`,
+      `POST ${ADMIN}/:id/reconnect 3`,
+      `POST ${ADMIN}/:id/sign-in 3`,
     ]);
   });
 });
@@ -343,7 +423,9 @@ describe("door-account admin endpoints while the service fails: an error, no sec
 
   it("a refresh when the service fails → 502 with a message, no token", async () => {
     sim.control.inject({ kind: "503", endpoint: "listUserDevices", count: 4 });
-    const res = await editorPost(`${ADMIN}/acc1/devices/refresh`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__" }).expect(502);
+    const res = await editorPost(`${ADMIN}/acc1/devices/refresh`)
+      .send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: "__PWRD__" })
+      .expect(502);
     assert.equal(typeof res.body.error, "string");
     assertNoSecret(res.text, liveTokens());
   });
@@ -357,11 +439,16 @@ describe("door-account admin endpoints with adminAuth: Node-RED's real needsPerm
 
   before(async () => {
     sim = await startSim();
-    const { auth, tokens } = await realAdminAuth([{ username: "admin", permissions: "*" }, { username: "reader", permissions: "read" }]);
+    const { auth, tokens } = await realAdminAuth([
+      { username: "admin", permissions: "*" },
+      { username: "reader", permissions: "read" },
+    ]);
     adminToken = tokens.admin;
     readerToken = tokens.reader;
     // The account node is given Node-RED's real RED.auth, as a full runtime with adminAuth does.
-    await loadFlow(flowWithAllNodes(sim.url), { nodes: [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule] });
+    await loadFlow(flowWithAllNodes(sim.url), {
+      nodes: [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule],
+    });
     await waitReady();
     assert.equal(ALL_NODES.length, 4);
   });
@@ -370,11 +457,15 @@ describe("door-account admin endpoints with adminAuth: Node-RED's real needsPerm
     await sim.close();
   });
 
-  for (const [method, route] of [["get", "state"], ["get", "devices"], ["post", "reconnect"]] as const) {
+  for (const [method, route] of [
+    ["get", "state"],
+    ["get", "devices"],
+    ["post", "reconnect"],
+  ] as const) {
     it(`${method.toUpperCase()} /${route} without credentials → 401, nothing done`, async () => {
       sim.control.resetRequests();
       const before = logins(sim);
-      const res = await (helper.request())[method](`${ADMIN}/acc1/${route}`).expect(401);
+      const res = await helper.request()[method](`${ADMIN}/acc1/${route}`).expect(401);
       assert.ok(!res.text.includes("ready"));
       await new Promise((r) => setTimeout(r, 100));
       assert.equal(sim.control.requests().length, 0);
@@ -382,14 +473,22 @@ describe("door-account admin endpoints with adminAuth: Node-RED's real needsPerm
     });
 
     it(`${method.toUpperCase()} /${route} with a bogus bearer token → 401`, async () => {
-      await (helper.request())[method](`${ADMIN}/acc1/${route}`).set("Authorization", "Bearer not-a-token").expect(401);
+      await helper.request()[method](`${ADMIN}/acc1/${route}`).set("Authorization", "Bearer not-a-token").expect(401);
     });
   }
 
   it("with an admin token: GET /state and /devices answer 200, no secret", async () => {
-    const s = await helper.request().get(`${ADMIN}/acc1/state`).set("Authorization", `Bearer ${adminToken}`).expect(200);
+    const s = await helper
+      .request()
+      .get(`${ADMIN}/acc1/state`)
+      .set("Authorization", `Bearer ${adminToken}`)
+      .expect(200);
     assert.equal(s.body.state, "ready");
-    const d = await helper.request().get(`${ADMIN}/acc1/devices`).set("Authorization", `Bearer ${adminToken}`).expect(200);
+    const d = await helper
+      .request()
+      .get(`${ADMIN}/acc1/devices`)
+      .set("Authorization", `Bearer ${adminToken}`)
+      .expect(200);
     assert.equal(d.body.devices.length, 8);
     assertNoSecret(s.text + d.text, liveTokens());
   });
@@ -416,7 +515,9 @@ describe("door-account: a setting that cannot be used is a configuration error a
     }
     const sim = await startSim();
     try {
-      await loadFlow([tab(), accountNode(sim.url, { loginMethod: "email" })], { creds: { acc1: { email: "ops@example.c", password: "demo-password" } } });
+      await loadFlow([tab(), accountNode(sim.url, { loginMethod: "email" })], {
+        creds: { acc1: { email: "ops@example.c", password: "demo-password" } },
+      });
       const n = helper.getNode("acc1");
       assert.match(n.problem ?? "", /email/);
       await new Promise((r) => setTimeout(r, 200));
@@ -443,23 +544,41 @@ describe("door-account admin endpoints: the picker's forced refresh and a sign-i
   it("the picker's forced list fetch happens at most once per 10 s per account, also while the device list fetch fails", async () => {
     // The device list is refused for now (429, Retry-After 1 h): the warm-up has no list to cache.
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 3600, count: 1000 });
-    await loadFlow([tab(), namedAccount("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { creds: demoCreds(["acc1"]) });
+    await loadFlow([tab(), namedAccount("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], {
+      creds: demoCreds(["acc1"]),
+    });
     await waitState("ready", "acc1");
-    await until("the warm-up fetch to be refused", () => count(sim, "listUserDevices") >= 1 && sim.control.inFlight().length === 0);
+    await until(
+      "the warm-up fetch to be refused",
+      () => count(sim, "listUserDevices") >= 1 && sim.control.inFlight().length === 0,
+    );
     await sleep(100);
     const before = count(sim, "listUserDevices");
     // The operator presses the picker's refresh five times within 10 s.
     for (let i = 0; i < 5; i++) {
-      await editorPost(`${ADMIN}/acc1/devices/refresh`).send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE });
+      await editorPost(`${ADMIN}/acc1/devices/refresh`).send({
+        baseUrl: sim.url,
+        loginMethod: "phone",
+        phoneNumber: PHONE,
+      });
     }
     const fetched = count(sim, "listUserDevices") - before;
-    assert.ok(fetched <= 1, `at most one forced fetch within 10 s; the service got ${fetched} list requests (each answered 429 with Retry-After: 3600)`);
+    assert.ok(
+      fetched <= 1,
+      `at most one forced fetch within 10 s; the service got ${fetched} list requests (each answered 429 with Retry-After: 3600)`,
+    );
   });
 
   // Fixed in f1ea708.
   it("after a sign-in that failed on 5xx, a later sign-in (service back, more than a minute later) logs in", async () => {
     await loadFlow([tab()], { creds: {} });
-    const body = { baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" };
+    const body = {
+      baseUrl: sim.url,
+      loginMethod: "phone",
+      phoneNumber: PHONE,
+      password: PASSWORD,
+      sessionStore: "file",
+    };
     sim.control.inject({ kind: "503", endpoint: "loginByPhone", count: 2 });
     const first = await editorPost(`${ADMIN}/new-acc/sign-in`).send(body);
     assert.equal(first.status, 502, JSON.stringify(first.body));
@@ -472,7 +591,11 @@ describe("door-account admin endpoints: the picker's forced refresh and a sign-i
     try {
       clock.tick(Math.ceil(mono) + 61_000);
       const second = await editorPost(`${ADMIN}/new-acc/sign-in`).send(body);
-      assert.equal(logins(sim) - attempts, 1, `the second sign-in tried one login (answer ${second.status} ${JSON.stringify(second.body)})`);
+      assert.equal(
+        logins(sim) - attempts,
+        1,
+        `the second sign-in tried one login (answer ${second.status} ${JSON.stringify(second.body)})`,
+      );
       assert.equal(second.status, 200, JSON.stringify(second.body));
     } finally {
       clock.restore();
@@ -488,12 +611,16 @@ describe("door-account sign-in: a stored login is used only towards the base URL
 
   before(async () => {
     // May read flows and use the account's controls (reconnect, sign-in), may not deploy.
-    const { auth, tokens } = await realAdminAuth([{ username: "operator", permissions: ["flows.read", "door-account.read", "door-account.write"] }]);
+    const { auth, tokens } = await realAdminAuth([
+      { username: "operator", permissions: ["flows.read", "door-account.read", "door-account.write"] },
+    ]);
     operatorToken = tokens.operator;
     sim = await startSim();
     elsewhere = await startSim();
     await loadFlow([tab(), namedAccount("acc1", sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], {
-      creds: demoCreds(["acc1"]), nodes: [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule], userDir: freshUserDir(),
+      creds: demoCreds(["acc1"]),
+      nodes: [withNeedsPermission(auth, accountModule), devicesModule, statusModule, unlockModule],
+      userDir: freshUserDir(),
     });
     await waitReady("acc1");
   });
@@ -507,28 +634,49 @@ describe("door-account sign-in: a stored login is used only towards the base URL
   it("the deployed node's stored password is not sent to a base URL it was not deployed with ('__PWRD__' sign-in to another host)", async () => {
     // A user who may press the account's buttons but may not deploy asks the runtime to sign
     // the deployed account in at another host, with the credentials it was never shown.
-    await editorPost(`${ADMIN}/acc1/sign-in`).set("Authorization", `Bearer ${operatorToken}`)
-      .send({ baseUrl: elsewhere.url, loginMethod: "phone", phoneNumber: "__PWRD__", password: "__PWRD__", sessionStore: "file" });
-    assert.equal(demoLogins(elsewhere), 0, "the demo account's phone number and password reached a host the deployed node does not name");
+    await editorPost(`${ADMIN}/acc1/sign-in`)
+      .set("Authorization", `Bearer ${operatorToken}`)
+      .send({
+        baseUrl: elsewhere.url,
+        loginMethod: "phone",
+        phoneNumber: "__PWRD__",
+        password: "__PWRD__",
+        sessionStore: "file",
+      });
+    assert.equal(
+      demoLogins(elsewhere),
+      0,
+      "the demo account's phone number and password reached a host the deployed node does not name",
+    );
   });
 });
 
 describe("door-account: the Redis key prefix is at most 100 characters; a longer one is a configuration error at deploy, and nothing is sent (docs/nodes.md#door-account)", function () {
   this.timeout(30_000);
-  const redis = (redisKeyPrefix: string) => ({ sessionStore: "redis", redisUrl: "redis://127.0.0.1:1", redisKeyPrefix });
+  const redis = (redisKeyPrefix: string) => ({
+    sessionStore: "redis",
+    redisUrl: "redis://127.0.0.1:1",
+    redisKeyPrefix,
+  });
 
   it("100 characters are taken as they are; 101 are refused, saying so", () => {
     const ok = checkStoreSettings(redis("p".repeat(100)));
     assert.ok(ok.ok, JSON.stringify(ok));
     assert.equal(ok.store.kind === "redis" && ok.store.keyPrefix, "p".repeat(100));
     const long = checkStoreSettings(redis("p".repeat(101)));
-    assert.deepEqual(long, { ok: false, problems: ["the Redis key prefix must be at most 100 characters without spaces"] });
+    assert.deepEqual(long, {
+      ok: false,
+      problems: ["the Redis key prefix must be at most 100 characters without spaces"],
+    });
   });
 
   it("deployed with a 101-character prefix: the account's problem names it, a message fails as session-halted, nothing reaches the service", async () => {
     const sim = await startSim();
     try {
-      await loadFlow([tab(), accountNode(sim.url, redis("p".repeat(101))), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { creds: demoCreds(["acc1"]) });
+      await loadFlow(
+        [tab(), accountNode(sim.url, redis("p".repeat(101))), unlockNode(), ...helperNodes("u1-ok", "u1-fail")],
+        { creds: demoCreds(["acc1"]) },
+      );
       assert.match(helper.getNode("acc1").problem ?? "", /Redis key prefix must be at most 100 characters/);
       assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
       assert.equal(sim.control.requests().length, 0);

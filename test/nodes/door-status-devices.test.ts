@@ -11,11 +11,39 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  accountNode, accountOf, assertAccepted, catchNode, count, doorDevicesNode, doorStatusNode, helper, helperNodes, lastStatus, loadFlow, next, startSim, tab,
-  teardown, unlock, unlockNode, unlockPuts, unlockRequests, until, waitReady,
+  accountNode,
+  accountOf,
+  assertAccepted,
+  catchNode,
+  count,
+  doorDevicesNode,
+  doorStatusNode,
+  helper,
+  helperNodes,
+  lastStatus,
+  loadFlow,
+  next,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockNode,
+  unlockPuts,
+  unlockRequests,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import {
-  LONE_SURROGATE, type Status, errorMessage, received, recordErrors, recordStatuses, revoked, settle, unhandledSince, withoutOnSendHooks,
+  LONE_SURROGATE,
+  type Status,
+  errorMessage,
+  received,
+  recordErrors,
+  recordStatuses,
+  revoked,
+  settle,
+  unhandledSince,
+  withoutOnSendHooks,
 } from "../helpers/odd-messages.js";
 import { assertRetryAfterInText } from "../helpers/session.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
@@ -33,7 +61,8 @@ describe("door-devices and door-status: payloads, the 24 h cache, msg.refresh, r
   before(async () => {
     sim = await startSim();
     const flow = [
-      tab(), accountNode(sim.url),
+      tab(),
+      accountNode(sim.url),
       doorDevicesNode("dev", { list: "devices" }),
       doorDevicesNode("devdef"),
       doorDevicesNode("loc", { list: "locations" }),
@@ -116,7 +145,10 @@ describe("door-devices and door-status: payloads, the 24 h cache, msg.refresh, r
       assert.match(msg.error.message, /door-devices/);
       assert.match(msg.error.message, /devices/);
       assert.equal(count(sim, "listUserDevices"), 4, "the idempotent GET is tried 4 times, no more");
-      const call = node.error.getCalls().slice(errorsBefore).find((c: any) => c.thisValue === node);
+      const call = node.error
+        .getCalls()
+        .slice(errorsBefore)
+        .find((c: any) => c.thisValue === node);
       assert.ok(call, "node.error was called by done(err)");
       assert.ok(call.args[0] instanceof Error, "done() got a real Error");
       assert.equal(lastStatus(node)?.fill, "red");
@@ -146,7 +178,10 @@ describe("door-devices and door-status: payloads, the 24 h cache, msg.refresh, r
       msg = await got;
       assert.equal(msg.payload.id, 103);
       assert.equal(msg.deviceId, 103);
-      assert.deepEqual(sim.control.requests({ operation: "getDevice" }).map((r) => r.deviceId), [105, 103]);
+      assert.deepEqual(
+        sim.control.requests({ operation: "getDevice" }).map((r) => r.deviceId),
+        [105, 103],
+      );
     });
 
     it("invalid input → Catch with outcome invalid-input, nothing sent", async () => {
@@ -209,7 +244,8 @@ describe("door-devices and door-status: a rate-limited failure carries msg.retry
     // Retry-After above a minute: the client does not wait it out, the request fails at once.
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: 90 });
     const flow = [
-      tab(), accountNode(sim.url),
+      tab(),
+      accountNode(sim.url),
       doorDevicesNode("dev", { list: "devices" }),
       doorDevicesNode("loc", { list: "locations" }),
       doorStatusNode("stmsg"),
@@ -272,7 +308,8 @@ describe("door-devices: every message gets its own copy of the list (docs/nodes.
     const sim = await startSim();
     try {
       const flow = [
-        tab(), accountNode(sim.url),
+        tab(),
+        accountNode(sim.url),
         doorDevicesNode("dev", { list: "devices" }),
         unlockNode(),
         ...helperNodes("dev-out", "u1-ok", "u1-fail"),
@@ -291,10 +328,18 @@ describe("door-devices: every message gets its own copy of the list (docs/nodes.
       const again = next("dev-out");
       helper.getNode("dev").receive({});
       const second = await again;
-      assert.deepEqual(second.payload.map((d: { id: number }) => d.id), original, "the account's list is unchanged");
+      assert.deepEqual(
+        second.payload.map((d: { id: number }) => d.id),
+        original,
+        "the account's list is unchanged",
+      );
       assert.equal(second.payload.find((d: { id: number }) => d.id === 101)?.name, "Front Door");
       assertAccepted(await unlock({ door: "Front Door" }));
-      assert.deepEqual(unlockPuts(sim).map((r) => r.path), ["/api/device/101/unlock"], "the name still resolves to the real Front Door");
+      assert.deepEqual(
+        unlockPuts(sim).map((r) => r.path),
+        ["/api/device/101/unlock"],
+        "the name still resolves to the real Front Door",
+      );
     } finally {
       await teardown();
       await sim.close();
@@ -323,10 +368,12 @@ describe("door-status and door-devices: a field that throws again when the Catch
   describe("door-status and door-devices with a Catch node on the tab", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url),
+        tab(),
+        accountNode(sim.url),
         doorStatusNode("st", { wires: [["st-out", "st-out2"]] }),
         doorDevicesNode("dv"),
-        ...helperNodes("st-out", "st-out2", "dv-out"), ...catchNode(),
+        ...helperNodes("st-out", "st-out2", "dv-out"),
+        ...catchNode(),
       ];
       await loadFlow(flow);
       await waitReady();
@@ -340,7 +387,13 @@ describe("door-status and door-devices: a field that throws again when the Catch
         const node = helper.getNode(id);
         const errors = recordErrors(node);
         const msg: Record<string, unknown> = { _msgid: `${id}-getter` };
-        for (const field of ["deviceId", "refresh"]) Object.defineProperty(msg, field, { enumerable: true, get() { throw new Error(`no ${field} today`); } });
+        for (const field of ["deviceId", "refresh"])
+          Object.defineProperty(msg, field, {
+            enumerable: true,
+            get() {
+              throw new Error(`no ${field} today`);
+            },
+          });
         node.receive(msg);
         await until("the error", () => errors.some((e) => /could not be handed on/.test(e)), 5000);
         await settle();
@@ -381,10 +434,12 @@ describe("door-status and door-devices with a message that cannot carry the resu
   describe("door-status and door-devices", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url),
+        tab(),
+        accountNode(sim.url),
         doorStatusNode("st"),
         doorDevicesNode("dv"),
-        ...helperNodes("st-out", "dv-out"), ...catchNode(),
+        ...helperNodes("st-out", "dv-out"),
+        ...catchNode(),
       ];
       await loadFlow(flow);
       await waitReady();
@@ -400,7 +455,10 @@ describe("door-status and door-devices with a message that cannot carry the resu
       await settle();
       assert.deepEqual(unhandledSince(u0), []);
       assert.notEqual(last().fill, "blue", `status stayed ${JSON.stringify(last())}; errors ${JSON.stringify(errors)}`);
-      assert.match(errors.join("\n"), /door #101 was read \(.*\) but the message could not carry it or be sent to every wire/);
+      assert.match(
+        errors.join("\n"),
+        /door #101 was read \(.*\) but the message could not carry it or be sent to every wire/,
+      );
     });
 
     // Fixed in ca79a32.
@@ -408,13 +466,24 @@ describe("door-status and door-devices with a message that cannot carry the resu
       const u0 = unhandledSeen().length;
       watch("st");
       const m: Record<string, unknown> = { _msgid: "st-ro", deviceId: 101 };
-      Object.defineProperty(m, "payload", { enumerable: true, get() { return 0; }, set() { throw new Error("ro payload"); } });
+      Object.defineProperty(m, "payload", {
+        enumerable: true,
+        get() {
+          return 0;
+        },
+        set() {
+          throw new Error("ro payload");
+        },
+      });
       helper.getNode("st").receive(m);
       await until("an error", () => errors.length > 0, 5000);
       await settle();
       assert.deepEqual(unhandledSince(u0), []);
       assert.ok(last().fill === "green" || last().fill === "yellow", JSON.stringify(last()));
-      assert.match(errors.join("\n"), /door #101 was read \(.*\) but the message could not carry it or be sent to every wire: ro payload/);
+      assert.match(
+        errors.join("\n"),
+        /door #101 was read \(.*\) but the message could not carry it or be sent to every wire: ro payload/,
+      );
     });
 
     // Fixed in ca79a32.
@@ -435,9 +504,19 @@ describe("door-status and door-devices with a message that cannot carry the resu
         const u0 = unhandledSeen().length;
         watch(id);
         const m: Record<string, unknown> = { _msgid: `${id}-nasty` };
-        const nasty = { get message(): string { throw Object.create(null); } };
-        // eslint-disable-next-line @typescript-eslint/only-throw-error -- the case under test: a getter that throws something that is not an Error
-        for (const f of ["deviceId", "refresh"]) Object.defineProperty(m, f, { enumerable: true, get() { throw nasty; } });
+        const nasty = {
+          get message(): string {
+            throw Object.create(null);
+          },
+        };
+        for (const f of ["deviceId", "refresh"])
+          Object.defineProperty(m, f, {
+            enumerable: true,
+            get() {
+              // eslint-disable-next-line @typescript-eslint/only-throw-error -- the case under test: a getter that throws something that is not an Error
+              throw nasty;
+            },
+          });
         helper.getNode(id).receive(m);
         await until("an error", () => errors.length > 0, 5000);
         await settle();
@@ -450,7 +529,15 @@ describe("door-status and door-devices with a message that cannot carry the resu
       watch("dv");
       helper.getNode("dv").receive(Object.freeze({ _msgid: "dv-frozen" }));
       const m: Record<string, unknown> = { _msgid: "dv-ro" };
-      Object.defineProperty(m, "payload", { enumerable: true, get() { return 0; }, set() { throw new Error("ro payload"); } });
+      Object.defineProperty(m, "payload", {
+        enumerable: true,
+        get() {
+          return 0;
+        },
+        set() {
+          throw new Error("ro payload");
+        },
+      });
       helper.getNode("dv").receive(m);
       await until("two errors", () => errors.length >= 2, 5000);
       await settle();
@@ -490,10 +577,12 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
   describe("door-devices (list=locations) and door-status (configured door)", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url),
+        tab(),
+        accountNode(sim.url),
         doorStatusNode("st", door),
         doorDevicesNode("dv", { list: "locations" }),
-        ...helperNodes("st-out", "dv-out"), ...catchNode(),
+        ...helperNodes("st-out", "dv-out"),
+        ...catchNode(),
       ];
       await loadFlow(flow);
       await waitReady();
@@ -518,7 +607,13 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
       const u0 = unhandledSeen().length;
       sim.control.resetRequests();
       const m: Record<string, unknown> = { _msgid: "dv-get" };
-      Object.defineProperty(m, "refresh", { enumerable: true, configurable: true, get() { throw new Error("no refresh today"); } });
+      Object.defineProperty(m, "refresh", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          throw new Error("no refresh today");
+        },
+      });
       helper.getNode("dv").receive(m);
       await until("an error", () => errors.length > 0, 5000);
       await settle();
@@ -546,7 +641,13 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
         const u0 = unhandledSeen().length;
         sim.control.resetRequests();
         const m: Record<string, unknown> = { _msgid: `st-get-${field}` };
-        Object.defineProperty(m, field, { enumerable: true, configurable: true, get() { throw new Error(`no ${field} today`); } });
+        Object.defineProperty(m, field, {
+          enumerable: true,
+          configurable: true,
+          get() {
+            throw new Error(`no ${field} today`);
+          },
+        });
         helper.getNode("st").receive(m);
         await until("an error", () => errors.length > 0, 5000);
         await settle();
@@ -559,24 +660,41 @@ describe("door-status and door-devices: a field that cannot be read is invalid-i
     it("door-status, odd msg.door values (String object, throwing toString, BigInt, 100 kB string): invalid-input each, no GET, bounded error", async () => {
       const u0 = unhandledSeen().length;
       sim.control.resetRequests();
-      const values: unknown[] = [new String("Front Door"), { toString() { throw new Error("no text"); } }, 10n, "F".repeat(100_000)];
+      const values: unknown[] = [
+        new String("Front Door"),
+        {
+          toString() {
+            throw new Error("no text");
+          },
+        },
+        10n,
+        "F".repeat(100_000),
+      ];
       const msgs: Record<string, unknown>[] = values.map((v, i) => ({ _msgid: `st-odd-${i}`, door: v }));
       for (const m of msgs) helper.getNode("st").receive(m);
       await until("errors", () => errors.length >= values.length, 5000);
       await settle();
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(count(sim, "getDevice"), 0);
-      assert.deepEqual(msgs.map((m) => m.outcome), values.map(() => "invalid-input"));
-      assert.ok(errors.every((e) => e.length < 2000), `error lengths ${errors.map((e) => e.length).join(",")}`);
+      assert.deepEqual(
+        msgs.map((m) => m.outcome),
+        values.map(() => "invalid-input"),
+      );
+      assert.ok(
+        errors.every((e) => e.length < 2000),
+        `error lengths ${errors.map((e) => e.length).join(",")}`,
+      );
     });
   });
 
   describe("door-status, frozen message, a GET that fails", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url),
+        tab(),
+        accountNode(sim.url),
         doorStatusNode("st", { ...door, wires: [["st-out", "st-out2"]] }),
-        ...helperNodes("st-out", "st-out2"), ...catchNode(),
+        ...helperNodes("st-out", "st-out2"),
+        ...catchNode(),
       ];
       await loadFlow(flow);
       await waitReady();
@@ -624,11 +742,7 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
   });
   describe("door-status: msg.deviceId and msg.door name different doors", function () {
     beforeEach(async () => {
-      const flow = [
-        tab(), accountNode(sim.url),
-        doorStatusNode("st"),
-        ...helperNodes("st-out"), ...catchNode(),
-      ];
+      const flow = [tab(), accountNode(sim.url), doorStatusNode("st"), ...helperNodes("st-out"), ...catchNode()];
       await loadFlow(flow);
       await waitReady();
       errors = [];
@@ -666,7 +780,13 @@ describe("door-status: msg.deviceId and msg.door must name the same door; the er
     // Fixed in d9a32e9.
     it("a msg.door getter whose error has an emoji at character 200: the error text has no lone surrogate, no GET", async () => {
       const m: Record<string, unknown> = { _msgid: "st-emoji" };
-      Object.defineProperty(m, "door", { enumerable: true, configurable: true, get() { throw new Error(`${"e".repeat(199)}😀 tail`); } });
+      Object.defineProperty(m, "door", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          throw new Error(`${"e".repeat(199)}😀 tail`);
+        },
+      });
       withoutOnSendHooks();
       helper.getNode("st").receive(m);
       await until("an error", () => errors.length > 0, 5000);
@@ -704,9 +824,11 @@ describe("door-devices: msg.refresh within the list's back-off fetches at most o
   describe("door-devices: msg.refresh during a list back-off", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url),
+        tab(),
+        accountNode(sim.url),
         doorDevicesNode("dv", { list: "devices" }),
-        ...helperNodes("dv-out"), ...catchNode(),
+        ...helperNodes("dv-out"),
+        ...catchNode(),
       ];
       await loadFlow(flow);
       await waitReady();

@@ -19,8 +19,26 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
 import { withEnglishText } from "../helpers/catalogue.js";
 import {
-  ALL_NODES, CREDS, type Output, accountOf, assertAccepted, assertFailed, count, helper, helperNodes, loadFlow, readAudit, startSim,
-  tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
+  ALL_NODES,
+  CREDS,
+  type Output,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  count,
+  helper,
+  helperNodes,
+  loadFlow,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockNode,
+  unlockRequests,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import { TEST_PIN, WRONG_PINS, ZERO_PIN } from "../helpers/pins.js";
 
@@ -74,7 +92,19 @@ function assertDenied(out: Output, reason: string, retryAfter?: number): Record<
   assert.equal(p.mayHaveOpened, false);
   if (retryAfter === undefined) assert.ok(!("retryAfter" in p), `no retryAfter for ${reason}: ${JSON.stringify(p)}`);
   else assert.equal(p.retryAfter, retryAfter, JSON.stringify(p));
-  const keys = ["outcome", "status", "reason", "deviceId", "lockId", "door", "actor", "at", "message", "mayHaveOpened", ...(retryAfter === undefined ? [] : ["retryAfter"])];
+  const keys = [
+    "outcome",
+    "status",
+    "reason",
+    "deviceId",
+    "lockId",
+    "door",
+    "actor",
+    "at",
+    "message",
+    "mayHaveOpened",
+    ...(retryAfter === undefined ? [] : ["retryAfter"]),
+  ];
   assert.deepEqual(Object.keys(p).sort(), keys.sort(), "the denied payload has the fields docs/outcomes.md lists");
   return p;
 }
@@ -87,7 +117,10 @@ function statusOf(id = "u1"): { fill?: string; shape?: string; text?: string } {
 }
 function errorsOf(id = "u1"): string[] {
   const node = helper.getNode(id);
-  return node.error.getCalls().filter((c: { thisValue: unknown }) => c.thisValue === node).map((c: { args: unknown[] }) => String((c.args[0] as Error)?.message ?? c.args[0]));
+  return node.error
+    .getCalls()
+    .filter((c: { thisValue: unknown }) => c.thisValue === node)
+    .map((c: { args: unknown[] }) => String((c.args[0] as Error)?.message ?? c.args[0]));
 }
 /** Status is set in the turn after the message goes out. */
 const settled = (): Promise<void> => new Promise((r) => setImmediate(() => setImmediate(r)));
@@ -235,7 +268,10 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       try {
         assert.equal(new Date(TUESDAY_0900Z).getHours(), 10, "premise: the runtime's dates are Oslo's");
         // Tuesday 11:30 UTC is 12:30 in Oslo: outside 07:00-12:00 there, inside it in UTC.
-        await deploy({ rules: { schedule: [{ days: [2], from: "07:00", to: "12:00" }] }, at: TUESDAY_0900Z + 2 * H + 30 * MIN });
+        await deploy({
+          rules: { schedule: [{ days: [2], from: "07:00", to: "12:00" }] },
+          at: TUESDAY_0900Z + 2 * H + 30 * MIN,
+        });
         const errors = errorsOf();
         assert.equal(errors.length, 1, JSON.stringify(errors));
         assert.match(errors[0], /time zone/);
@@ -252,7 +288,10 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
 
     it("a window past midnight (22:00-06:00 starting Monday) lets Tuesday 05:59 through and refuses 06:00", async () => {
       const monday2200 = TUESDAY_0900Z - 11 * H; // Monday 22:00 UTC
-      await deploy({ rules: { schedule: [{ days: [1], from: "22:00", to: "06:00" }], timeZone: "UTC" }, at: monday2200 });
+      await deploy({
+        rules: { schedule: [{ days: [1], from: "22:00", to: "06:00" }], timeZone: "UTC" },
+        at: monday2200,
+      });
       assertAccepted(await unlock({}));
       clock.setSystemTime(monday2200 + 7 * H + 59 * MIN); // Tuesday 05:59
       assertAccepted(await unlock({}));
@@ -375,7 +414,10 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       const bad = await unlock({ pin: WRONG_PINS[1] });
       assertDenied(bad, "pin");
       assert.ok(!("pin" in bad.msg), "no msg.pin on output 2");
-      await until("both closing records", () => readAudit(userDir).filter((r) => r.type !== "unlock-attempt").length >= 2);
+      await until(
+        "both closing records",
+        () => readAudit(userDir).filter((r) => r.type !== "unlock-attempt").length >= 2,
+      );
       await settled();
       const audit = readFileSync(path.join(userDir, "door-access-audit.jsonl"), "utf8");
       for (const pin of [TEST_PIN, WRONG_PINS[1]]) {
@@ -412,14 +454,23 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.deepEqual(got, []);
       assert.equal(unlockRequests(sim), 0);
       const errors = errorsOf();
-      assert.ok(errors.some((e) => /msg\.pin could not be removed/.test(e)), JSON.stringify(errors));
+      assert.ok(
+        errors.some((e) => /msg\.pin could not be removed/.test(e)),
+        JSON.stringify(errors),
+      );
       assert.ok(!errors.some((e) => e.includes(TEST_PIN)));
     });
 
     it("what a msg.pin getter throws is never quoted (it may hold the PIN): the message is invalid input, and its text, the audit record and the status say only that msg.pin could not be read", async () => {
       await deploy({ pin: TEST_PIN });
       const msg: Record<string, unknown> = {};
-      Object.defineProperty(msg, "pin", { enumerable: true, configurable: true, get() { throw new Error(`not a PIN: ${WRONG_PINS[2]}`); } });
+      Object.defineProperty(msg, "pin", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          throw new Error(`not a PIN: ${WRONG_PINS[2]}`);
+        },
+      });
       const out = await unlock(msg);
       const p = assertFailed(out, "invalid-input", null);
       assert.equal(p.message, "msg.pin could not be read");
@@ -427,13 +478,20 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await until("its audit record", () => readAudit(userDir).some((r) => r.msgid === out.msg._msgid));
       await settled();
       const audit = readFileSync(path.join(userDir, "door-access-audit.jsonl"), "utf8");
-      for (const text of [audit, JSON.stringify(statusOf()), ...errorsOf()]) assert.ok(!text.includes(WRONG_PINS[2]), "the thrown PIN is nowhere");
+      for (const text of [audit, JSON.stringify(statusOf()), ...errorsOf()])
+        assert.ok(!text.includes(WRONG_PINS[2]), "the thrown PIN is nowhere");
     });
 
     it("a msg.pin that cannot be read (a getter that throws) is invalid input, and nothing is sent", async () => {
       await deploy({ pin: TEST_PIN });
       const msg: Record<string, unknown> = {};
-      Object.defineProperty(msg, "pin", { enumerable: true, configurable: true, get() { throw new Error("no"); } });
+      Object.defineProperty(msg, "pin", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          throw new Error("no");
+        },
+      });
       const out = await unlock(msg);
       const p = assertFailed(out, "invalid-input", null);
       assert.match(p.message, /msg\.pin could not be read/);
@@ -452,7 +510,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       return Date.now();
     }
 
-    it("the fifth wrong PIN locks the node: status \"locked: 5 wrong PINs, until HH:MM\", the right PIN is denied as locked-out with retryAfter, until 15 minutes have passed", async () => {
+    it('the fifth wrong PIN locks the node: status "locked: 5 wrong PINs, until HH:MM", the right PIN is denied as locked-out with retryAfter, until 15 minutes have passed', async () => {
       await deploy({ pin: TEST_PIN, rules: { timeZone: "UTC" } });
       const lockedAt = await lockOut(); // 09:04 UTC
       await settled();
@@ -488,7 +546,10 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await deploy({ pin: TEST_PIN });
       await lockOut();
       assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
-      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, name: "front" }), "nodes", { ...CREDS, u1: { pin: TEST_PIN } });
+      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, name: "front" }), "nodes", {
+        ...CREDS,
+        u1: { pin: TEST_PIN },
+      });
       assertAccepted(await unlock({ pin: TEST_PIN }));
       assert.equal(unlockRequests(sim), 1);
     });
@@ -497,7 +558,12 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
   // ------------------------------------------------------------------------------ order
   describe("order of the rules; a refusal counts for no other (docs/access-rules.md#order-of-the-rules)", () => {
     it("rules are checked in order: actor before schedule before cooldown before PIN", async () => {
-      const rules = { allowActors: ["alice"], schedule: [{ days: [2], from: "08:00", to: "12:00" }], timeZone: "UTC", cooldown: 60 };
+      const rules = {
+        allowActors: ["alice"],
+        schedule: [{ days: [2], from: "08:00", to: "12:00" }],
+        timeZone: "UTC",
+        cooldown: 60,
+      };
       await deploy({ rules, pin: TEST_PIN });
       assertAccepted(await unlock({ actor: "alice", pin: TEST_PIN }));
       assertDenied(await unlock({ actor: "alice", pin: WRONG_PINS[0] }), "cooldown", 60);
@@ -508,7 +574,12 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
     });
 
     it("a message refused for its actor, the schedule or the cooldown never counts as a wrong PIN", async () => {
-      const rules = { allowActors: ["alice"], schedule: [{ days: [2], from: "08:00", to: "12:00" }], timeZone: "UTC", cooldown: 60 };
+      const rules = {
+        allowActors: ["alice"],
+        schedule: [{ days: [2], from: "08:00", to: "12:00" }],
+        timeZone: "UTC",
+        cooldown: 60,
+      };
       await deploy({ rules, pin: TEST_PIN });
       for (const pin of WRONG_PINS) assertDenied(await unlock({ actor: "mallory", pin }), "actor");
       assertAccepted(await unlock({ actor: "alice", pin: TEST_PIN }));
@@ -534,8 +605,16 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
   // ------------------------------------------------------------------------------ configuration
   describe("rules that cannot be read refuse every message (docs/access-rules.md#configuration-errors)", () => {
     const BAD: [string, Deploy, RegExp][] = [
-      ["an unknown time zone", { rules: { schedule: [{ days: [1, 2, 3, 4, 5], from: "08:00", to: "18:00" }], timeZone: "Mars/Olympus_Mons" } }, /timeZone "Mars\/Olympus_Mons" is not a time zone/],
-      ["a time of 25:00", { rules: { schedule: [{ days: [2], from: "25:00", to: "26:00" }] } }, /from must be a time "HH:MM" between 00:00 and 23:59, got "25:00"/],
+      [
+        "an unknown time zone",
+        { rules: { schedule: [{ days: [1, 2, 3, 4, 5], from: "08:00", to: "18:00" }], timeZone: "Mars/Olympus_Mons" } },
+        /timeZone "Mars\/Olympus_Mons" is not a time zone/,
+      ],
+      [
+        "a time of 25:00",
+        { rules: { schedule: [{ days: [2], from: "25:00", to: "26:00" }] } },
+        /from must be a time "HH:MM" between 00:00 and 23:59, got "25:00"/,
+      ],
       ["a 3-digit PIN", { pin: "864" }, /the PIN must be 4 to 12 digits/],
     ];
     for (const [what, d, problem] of BAD) {
@@ -545,26 +624,50 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
         assert.equal(errors.length, 1, JSON.stringify(errors));
         assert.match(errors[0], problem);
         await settled();
-        assert.deepEqual(statusOf(), { fill: "red", shape: "ring", text: "rules cannot be read: every message refused" });
+        assert.deepEqual(statusOf(), {
+          fill: "red",
+          shape: "ring",
+          text: "rules cannot be read: every message refused",
+        });
         for (const msg of [{}, { deviceId: 102 }, { pin: TEST_PIN, actor: "alice" }]) {
           const p = assertDenied(await unlock(msg), "configuration");
           assert.match(p.message as string, problem);
           assert.match(p.message as string, /refuses every message/);
         }
         await settled();
-        assert.deepEqual(statusOf(), { fill: "red", shape: "ring", text: "rules cannot be read: every message refused" }, "the error stays in the status");
+        assert.deepEqual(
+          statusOf(),
+          { fill: "red", shape: "ring", text: "rules cannot be read: every message refused" },
+          "the error stays in the status",
+        );
         assert.equal(unlockRequests(sim), 0);
         await until("the three unlock-rejected records", () => rejectedRecords().length >= 3);
-        assert.deepEqual(rejectedRecords().map((r) => [r.outcome, r.reason]), [["denied", "configuration"], ["denied", "configuration"], ["denied", "configuration"]]);
+        assert.deepEqual(
+          rejectedRecords().map((r) => [r.outcome, r.reason]),
+          [
+            ["denied", "configuration"],
+            ["denied", "configuration"],
+            ["denied", "configuration"],
+          ],
+        );
         // (The records' hash chain is left out: three digits can turn up in any hex hash.)
         const records = JSON.stringify(readAudit(userDir).map(({ prev: _prev, ...r }) => r));
-        if (d.pin) for (const text of [...errors, JSON.stringify(statusOf()), records]) assert.ok(!text.includes(d.pin), "the unreadable PIN is never named");
+        if (d.pin)
+          for (const text of [...errors, JSON.stringify(statusOf()), records])
+            assert.ok(!text.includes(d.pin), "the unreadable PIN is never named");
       });
     }
 
     it("also without a usable account: denied as configuration, not opened", async () => {
       clock.setSystemTime(TUESDAY_0900Z);
-      ({ userDir } = await loadFlow([tab(), unlockNode({ account: "", timeZone: "Nowhere/Land", schedule: [{ days: [1], from: "08:00", to: "09:00" }] }), ...helperNodes("u1-ok", "u1-fail")], { nodes: TRANSLATED }));
+      ({ userDir } = await loadFlow(
+        [
+          tab(),
+          unlockNode({ account: "", timeZone: "Nowhere/Land", schedule: [{ days: [1], from: "08:00", to: "09:00" }] }),
+          ...helperNodes("u1-ok", "u1-fail"),
+        ],
+        { nodes: TRANSLATED },
+      ));
       assertDenied(await unlock({ deviceId: 101 }), "configuration");
     });
   });
@@ -575,14 +678,42 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await deploy({ rules: { allowActors: ["alice"] } });
       const out = await unlock({ actor: "bob", deviceId: 101, topic: "t" });
       const p = assertDenied(out, "actor");
-      assert.deepEqual({ ...p, at: "x", message: "x" }, { outcome: "denied", status: null, reason: "actor", deviceId: 101, lockId: null, door: "Front Door", actor: "bob", at: "x", message: "x", mayHaveOpened: false });
+      assert.deepEqual(
+        { ...p, at: "x", message: "x" },
+        {
+          outcome: "denied",
+          status: null,
+          reason: "actor",
+          deviceId: 101,
+          lockId: null,
+          door: "Front Door",
+          actor: "bob",
+          at: "x",
+          message: "x",
+          mayHaveOpened: false,
+        },
+      );
       assert.equal(out.msg.topic, "t");
       await until("its audit record", () => readAudit(userDir).some((r) => r.msgid === out.msg._msgid));
       const audit = readAudit(userDir).filter((r) => r.msgid === out.msg._msgid);
       assert.equal(audit.length, 1, JSON.stringify(audit));
       assert.deepEqual(
-        { type: audit[0].type, outcome: audit[0].outcome, reason: audit[0].reason, actor: audit[0].actor, deviceId: audit[0].deviceId, door: audit[0].door },
-        { type: "unlock-rejected", outcome: "denied", reason: "actor", actor: "bob", deviceId: 101, door: "Front Door" },
+        {
+          type: audit[0].type,
+          outcome: audit[0].outcome,
+          reason: audit[0].reason,
+          actor: audit[0].actor,
+          deviceId: audit[0].deviceId,
+          door: audit[0].door,
+        },
+        {
+          type: "unlock-rejected",
+          outcome: "denied",
+          reason: "actor",
+          actor: "bob",
+          deviceId: 101,
+          door: "Front Door",
+        },
       );
     });
 
@@ -605,7 +736,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.equal(unlockRequests(sim), 1, "bad input counted as no wrong PIN either");
     });
 
-    it("status: \"ready · rules\" once deployed; \"denied: <rule> <time>\" after a denied message; the last outcome otherwise", async () => {
+    it('status: "ready · rules" once deployed; "denied: <rule> <time>" after a denied message; the last outcome otherwise', async () => {
       await deploy({ rules: { cooldown: 30 } });
       await settled();
       assert.deepEqual(statusOf(), { fill: "green", shape: "dot", text: "ready · rules" });
@@ -624,7 +755,16 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
         await settled();
         assert.deepEqual(statusOf(), { fill: "green", shape: "dot", text: "ready" });
         const outs = await Promise.all([1, 2, 3].map(() => unlock({ deviceId: 101 })));
-        for (const o of outs) assert.deepEqual(Object.keys(assertAccepted(o)).sort(), ["actor", "at", "deviceId", "door", "lockId", "outcome", "status"]);
+        for (const o of outs)
+          assert.deepEqual(Object.keys(assertAccepted(o)).sort(), [
+            "actor",
+            "at",
+            "deviceId",
+            "door",
+            "lockId",
+            "outcome",
+            "status",
+          ]);
         assert.equal(unlockRequests(sim), 3, "every message sends its command");
         await settled();
         assert.match(statusOf().text ?? "", /^accepted \d\d:\d\d:\d\d$/);

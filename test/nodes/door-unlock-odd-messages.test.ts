@@ -18,11 +18,41 @@ import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
 import {
-  ALL_NODES, CREDS, DEMO_ACCOUNT, accountNode, catchModule, catchNode, completeModule, completeNode, helper, helperNodes, loadFlow, nodeRedStatusModule,
-  nodeRedStatusNode, readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
+  ALL_NODES,
+  CREDS,
+  DEMO_ACCOUNT,
+  accountNode,
+  catchModule,
+  catchNode,
+  completeModule,
+  completeNode,
+  helper,
+  helperNodes,
+  loadFlow,
+  nodeRedStatusModule,
+  nodeRedStatusNode,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockNode,
+  unlockRequests,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import {
-  LONE_SURROGATE, type Status, errorMessage, received, recordErrors, recordStatuses, revoked, settle, unhandledSince, withoutOnSendHooks,
+  LONE_SURROGATE,
+  type Status,
+  errorMessage,
+  received,
+  recordErrors,
+  recordStatuses,
+  revoked,
+  settle,
+  unhandledSince,
+  withoutOnSendHooks,
 } from "../helpers/odd-messages.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
 const noSecrets = (text: string): void => {
@@ -75,14 +105,23 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       it(`a getter throwing on msg.${field} → invalid-input on output 2, no PUT, one unlock-rejected record, never 'sending'`, async () => {
         const id = `thr-${field}`;
         const msg: Record<string, unknown> = { _msgid: id, deviceId: 101 };
-        Object.defineProperty(msg, field, { enumerable: true, configurable: true, get() { throw new Error(`boom ${field}`); } });
+        Object.defineProperty(msg, field, {
+          enumerable: true,
+          configurable: true,
+          get() {
+            throw new Error(`boom ${field}`);
+          },
+        });
         const out = await unlock(msg);
         assert.equal(out.port, 1);
         assert.equal(out.msg.payload.outcome, "invalid-input");
         assert.match(out.msg.payload.message, new RegExp(`msg.${field} could not be read: boom ${field}`));
         await until("record", () => mine(id).length > 0, 5000);
         await settle();
-        assert.deepEqual(mine(id).map((r) => [r.type, r.outcome]), [["unlock-rejected", "invalid-input"]]);
+        assert.deepEqual(
+          mine(id).map((r) => [r.type, r.outcome]),
+          [["unlock-rejected", "invalid-input"]],
+        );
         assert.equal(unlockRequests(sim), 0);
         assert.ok(!seen.some((s) => s.fill === "blue"), JSON.stringify(seen));
         assert.equal(last().fill, "red");
@@ -95,8 +134,13 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       const msg: Record<string, unknown> = { _msgid: "varying" };
       for (const f of ["deviceId", "door", "lockId", "actor", "retain"]) {
         Object.defineProperty(msg, f, {
-          enumerable: true, configurable: true,
-          get() { reads[f] = (reads[f] ?? 0) + 1; if (f === "deviceId") return reads[f] === 1 ? 101 : 999; return f === "actor" && reads[f] > 1 ? "x".repeat(500) : undefined; },
+          enumerable: true,
+          configurable: true,
+          get() {
+            reads[f] = (reads[f] ?? 0) + 1;
+            if (f === "deviceId") return reads[f] === 1 ? 101 : 999;
+            return f === "actor" && reads[f] > 1 ? "x".repeat(500) : undefined;
+          },
         });
       }
       const out = await unlock(msg);
@@ -111,7 +155,18 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       let n = 0;
       const before = readAudit(userDir).length;
       const msg: Record<string, unknown> = { deviceId: 101, marker: "m3" };
-      Object.defineProperty(msg, "_msgid", { enumerable: true, configurable: true, get() { n++; if (n === 3) throw new Error("third read"); return "mid-3"; }, set() { /* */ } });
+      Object.defineProperty(msg, "_msgid", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          n++;
+          if (n === 3) throw new Error("third read");
+          return "mid-3";
+        },
+        set() {
+          /* */
+        },
+      });
       helper.getNode("u1").receive(msg);
       await until("output", () => fail.length + ok.length > 0, 5000);
       await until("the rejected record", () => readAudit(userDir).length > before, 5000);
@@ -120,24 +175,40 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       assert.equal(fail[0].payload.outcome, "invalid-input");
       assert.match(fail[0].payload.message, /msg._msgid could not be read: third read/);
       const recs = readAudit(userDir).slice(before);
-      assert.deepEqual(recs.map((r) => [r.type, r.outcome, r.msgid]), [["unlock-rejected", "invalid-input", null]]);
+      assert.deepEqual(
+        recs.map((r) => [r.type, r.outcome, r.msgid]),
+        [["unlock-rejected", "invalid-input", null]],
+      );
       assert.equal(unlockRequests(sim), 0);
     });
 
     it("a Proxy msg whose get trap throws for 'door' → invalid-input, no PUT, one rejected record", async () => {
       const target: Record<string, unknown> = { _msgid: "proxy-1", deviceId: 101 };
-      const msg = new Proxy(target, { get(t, k, r) { if (k === "door") throw new TypeError("trap says no"); return Reflect.get(t, k, r); } });
+      const msg = new Proxy(target, {
+        get(t, k, r) {
+          if (k === "door") throw new TypeError("trap says no");
+          return Reflect.get(t, k, r);
+        },
+      });
       const out = await unlock(msg);
       assert.equal(out.msg.payload.outcome, "invalid-input");
       await until("record", () => mine("proxy-1").length > 0, 5000);
       await settle();
-      assert.deepEqual(mine("proxy-1").map((r) => r.type), ["unlock-rejected"]);
+      assert.deepEqual(
+        mine("proxy-1").map((r) => r.type),
+        ["unlock-rejected"],
+      );
       assert.equal(unlockRequests(sim), 0);
     });
 
     it("the reason text of an unreadable field is bounded (10 000-char error message), carries no token, and the record has the msgid", async () => {
       const msg: Record<string, unknown> = { _msgid: "long-reason" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("Z".repeat(10000) + "\n\u0000"); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw new Error("Z".repeat(10000) + "\n\u0000");
+        },
+      });
       const out = await unlock(msg);
       assert.equal(out.msg.payload.outcome, "invalid-input");
       await until("record", () => mine("long-reason").length > 0, 5000);
@@ -153,7 +224,12 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
     // Fixed in 1f34024.
     it("a getter that throws a value that cannot become text (Object.create(null)): invalid-input on output 2 and one unlock-rejected record", async () => {
       const msg: Record<string, unknown> = { _msgid: "nullproto" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw Object.create(null); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw Object.create(null);
+        },
+      });
       helper.getNode("u1").receive(msg);
       await until("the output on output 2", () => fail.length > 0, 5000);
       await until("the rejected record", () => mine("nullproto").length > 0, 5000);
@@ -161,13 +237,37 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       assert.equal(unlockRequests(sim), 0);
       assert.equal(fail[0].payload.outcome, "invalid-input");
       assert.match(fail[0].payload.message, /msg\.deviceId could not be read: a value that cannot be shown as text/);
-      assert.deepEqual(mine("nullproto").map((r) => r.type), ["unlock-rejected"]);
+      assert.deepEqual(
+        mine("nullproto").map((r) => r.type),
+        ["unlock-rejected"],
+      );
     });
 
     // Fixed in 1f34024.
     for (const c of [
-      { id: "payload-setter", what: "whose msg.payload setter throws", make: () => { const m: Record<string, unknown> = { _msgid: "payload-setter", deviceId: 101 }; Object.defineProperty(m, "payload", { enumerable: true, configurable: true, get() { return "x"; }, set() { throw new Error("read-only payload"); } }); return m; } },
-      { id: "frozen", what: "frozen (Object.freeze)", make: () => Object.freeze({ _msgid: "frozen", deviceId: 101 }) as Record<string, unknown> },
+      {
+        id: "payload-setter",
+        what: "whose msg.payload setter throws",
+        make: () => {
+          const m: Record<string, unknown> = { _msgid: "payload-setter", deviceId: 101 };
+          Object.defineProperty(m, "payload", {
+            enumerable: true,
+            configurable: true,
+            get() {
+              return "x";
+            },
+            set() {
+              throw new Error("read-only payload");
+            },
+          });
+          return m;
+        },
+      },
+      {
+        id: "frozen",
+        what: "frozen (Object.freeze)",
+        make: () => Object.freeze({ _msgid: "frozen", deviceId: 101 }) as Record<string, unknown>,
+      },
     ]) {
       it(`an accepted unlock ${c.what}: one PUT, its unlock-result record written, an error saying the door was unlocked, the status green`, async () => {
         const errors = recordErrors(helper.getNode("u1"));
@@ -176,7 +276,13 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
         await until("the error", () => errors.length > 0, 5000);
         await settle();
         assert.equal(unlockRequests(sim), 1);
-        assert.deepEqual(mine(c.id).map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+        assert.deepEqual(
+          mine(c.id).map((r) => [r.type, r.outcome ?? null]),
+          [
+            ["unlock-attempt", null],
+            ["unlock-result", "accepted"],
+          ],
+        );
         assert.equal(errors.length, 1, JSON.stringify(errors));
         assert.match(errors[0], /the outcome accepted \(the door was unlocked\) could not be set on the message/);
         assert.equal(last().fill, "green", JSON.stringify(seen));
@@ -187,7 +293,12 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
 
   describe("output 2 wired to two nodes (Node-RED clones the message for the second wire)", function () {
     beforeEach(async () => {
-      const flow = [tab(), accountNode(sim.url), unlockNode({ ...door, wires: [["u1-ok"], ["u1-fail", "u1-fail2"]] }), ...helperNodes("u1-ok", "u1-fail", "u1-fail2")];
+      const flow = [
+        tab(),
+        accountNode(sim.url),
+        unlockNode({ ...door, wires: [["u1-ok"], ["u1-fail", "u1-fail2"]] }),
+        ...helperNodes("u1-ok", "u1-fail", "u1-fail2"),
+      ];
       await load(flow);
     });
 
@@ -195,21 +306,36 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
     it("a getter throwing on msg.deviceId (Node-RED's copy for the second wire reads it again): exactly one unlock-rejected record, no PUT, the error logged", async () => {
       withoutOnSendHooks();
       const msg: Record<string, unknown> = { _msgid: "two-wires" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw new Error("no deviceId today");
+        },
+      });
       const errors = recordErrors(helper.getNode("u1"));
       helper.getNode("u1").receive(msg);
       await until("the rejected record", () => mine("two-wires").length > 0, 5000);
       await until("the error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 0);
-      assert.deepEqual(mine("two-wires").map((r) => r.type), ["unlock-rejected"], `node.error: ${JSON.stringify(errors)}; fail outputs: ${fail.length}`);
+      assert.deepEqual(
+        mine("two-wires").map((r) => r.type),
+        ["unlock-rejected"],
+        `node.error: ${JSON.stringify(errors)}; fail outputs: ${fail.length}`,
+      );
       assert.match(String(errors[0]), /the outcome invalid-input could not be sent to every node wired to the output/);
     });
   });
 
   describe("a Catch node on the tab", function () {
     beforeEach(async () => {
-      const flow = [tab(), accountNode(sim.url), unlockNode({ ...door, wires: [["u1-ok"], ["u1-fail", "u1-fail2"]] }), ...helperNodes("u1-ok", "u1-fail", "u1-fail2"), ...catchNode()];
+      const flow = [
+        tab(),
+        accountNode(sim.url),
+        unlockNode({ ...door, wires: [["u1-ok"], ["u1-fail", "u1-fail2"]] }),
+        ...helperNodes("u1-ok", "u1-fail", "u1-fail2"),
+        ...catchNode(),
+      ];
       await load(flow);
     });
 
@@ -218,7 +344,12 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       withoutOnSendHooks();
       const u0 = unhandledSeen().length;
       const msg: Record<string, unknown> = { _msgid: "catch-crash" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw new Error("no deviceId today");
+        },
+      });
       helper.getNode("u1").receive(msg);
       await until("the rejected record", () => mine("catch-crash").length > 0, 5000);
       await settle();
@@ -229,7 +360,13 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
 
   describe("a Catch node on the tab, output 2 on one wire", function () {
     beforeEach(async () => {
-      const flow = [tab(), accountNode(sim.url), unlockNode({ ...door }), ...helperNodes("u1-ok", "u1-fail"), ...catchNode()];
+      const flow = [
+        tab(),
+        accountNode(sim.url),
+        unlockNode({ ...door }),
+        ...helperNodes("u1-ok", "u1-fail"),
+        ...catchNode(),
+      ];
       await load(flow);
     });
 
@@ -237,13 +374,21 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       withoutOnSendHooks();
       const u0 = unhandledSeen().length;
       const msg: Record<string, unknown> = { _msgid: "catch-one-wire" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw new Error("no deviceId today");
+        },
+      });
       helper.getNode("u1").receive(msg);
       await until("output", () => fail.length > 0, 5000);
       await until("the rejected record", () => mine("catch-one-wire").length > 0, 5000);
       await settle();
       assert.equal(fail[0].payload.outcome, "invalid-input");
-      assert.deepEqual(mine("catch-one-wire").map((r) => r.type), ["unlock-rejected"]);
+      assert.deepEqual(
+        mine("catch-one-wire").map((r) => r.type),
+        ["unlock-rejected"],
+      );
       assert.equal(unhandledSeen().length, u0);
     });
 
@@ -252,7 +397,12 @@ describe("A message field that cannot be read is invalid-input with one unlock-r
       withoutOnSendHooks();
       const u0 = unhandledSeen().length;
       const msg: Record<string, unknown> = { _msgid: "catch-nullproto" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw Object.create(null); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw Object.create(null);
+        },
+      });
       helper.getNode("u1").receive(msg);
       await until("the rejected record", () => mine("catch-nullproto").length > 0, 5000);
       await settle();
@@ -317,7 +467,11 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         assert.equal(unlockRequests(sim), 0);
         assert.deepEqual(unhandledSince(u0), []);
         assert.deepEqual(
-          { outputs: [...ok, ...fail].map((m) => m.payload?.outcome), records: mine(id).map((r) => [r.type, r.outcome]), lastFill: last().fill ?? null },
+          {
+            outputs: [...ok, ...fail].map((m) => m.payload?.outcome),
+            records: mine(id).map((r) => [r.type, r.outcome]),
+            lastFill: last().fill ?? null,
+          },
           { outputs: ["invalid-input"], records: [["unlock-rejected", "invalid-input"]], lastFill: "red" },
           `node.error: ${JSON.stringify(errors)}`,
         );
@@ -335,8 +489,15 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         await settle();
         assert.equal(unlockRequests(sim), 0);
         assert.equal(fail.length, 1, JSON.stringify(errors));
-        assert.deepEqual(mine(id).map((r) => r.type), ["unlock-rejected"]);
-        assert.equal(fail[0].payload.outcome, "invalid-input", `got ${fail[0].payload.outcome}: ${fail[0].payload.message}`);
+        assert.deepEqual(
+          mine(id).map((r) => r.type),
+          ["unlock-rejected"],
+        );
+        assert.equal(
+          fail[0].payload.outcome,
+          "invalid-input",
+          `got ${fail[0].payload.outcome}: ${fail[0].payload.message}`,
+        );
       });
     }
 
@@ -349,23 +510,46 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         { _msgid: "sym-actor", deviceId: 101, actor: Symbol("a") },
       ];
       const outs = await Promise.all(msgs.map((m) => unlock(m)));
-      await until("the rejected records", () => ["sym-dev", "sym-door", "sym-lock", "sym-actor"].every((id) => mine(id).length > 0), 5000);
+      await until(
+        "the rejected records",
+        () => ["sym-dev", "sym-door", "sym-lock", "sym-actor"].every((id) => mine(id).length > 0),
+        5000,
+      );
       await settle();
-      assert.deepEqual(outs.map((o) => o.msg.payload.outcome), ["invalid-input", "invalid-input", "invalid-input", "invalid-input"]);
-      for (const id of ["sym-dev", "sym-door", "sym-lock", "sym-actor"]) assert.deepEqual(mine(id).map((r) => r.type), ["unlock-rejected"], id);
+      assert.deepEqual(
+        outs.map((o) => o.msg.payload.outcome),
+        ["invalid-input", "invalid-input", "invalid-input", "invalid-input"],
+      );
+      for (const id of ["sym-dev", "sym-door", "sym-lock", "sym-actor"])
+        assert.deepEqual(
+          mine(id).map((r) => r.type),
+          ["unlock-rejected"],
+          id,
+        );
       assert.equal(unlockRequests(sim), 0);
       assert.equal(unhandledSeen().length, u0);
     });
 
     it("a Proxy msg whose set trap throws only for 'payload', accepted: one PUT, attempt+result, error says the door was unlocked, status green", async () => {
       const target: Record<string, unknown> = { _msgid: "proxy-set", deviceId: 101 };
-      const msg = new Proxy(target, { set(t, k, v, r) { if (k === "payload") throw new Error("no payload for you"); return Reflect.set(t, k, v, r); } });
+      const msg = new Proxy(target, {
+        set(t, k, v, r) {
+          if (k === "payload") throw new Error("no payload for you");
+          return Reflect.set(t, k, v, r);
+        },
+      });
       helper.getNode("u1").receive(msg);
       await until("records", () => mine("proxy-set").length === 2, 5000);
       await until("error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 1);
-      assert.deepEqual(mine("proxy-set").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+      assert.deepEqual(
+        mine("proxy-set").map((r) => [r.type, r.outcome ?? null]),
+        [
+          ["unlock-attempt", null],
+          ["unlock-result", "accepted"],
+        ],
+      );
       assert.match(errors[0], /accepted \(the door was unlocked\)/);
       assert.equal(last().fill, "green");
     });
@@ -373,9 +557,21 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
     it("an uncopyable frozen message whose getter error has a throwing `message` getter (Error subclass): one PUT, records, an error, no unhandled", async () => {
       withoutOnSendHooks();
       const u0 = unhandledSeen().length;
-      class Nasty extends Error { override get message(): string { throw new Error("message getter"); } }
+      class Nasty extends Error {
+        override get message(): string {
+          throw new Error("message getter");
+        }
+      }
       const m: Record<string, unknown> = { _msgid: "nasty", deviceId: 101 };
-      Object.defineProperty(m, "payload", { enumerable: true, get() { return 1; }, set() { throw new Nasty(); } });
+      Object.defineProperty(m, "payload", {
+        enumerable: true,
+        get() {
+          return 1;
+        },
+        set() {
+          throw new Nasty();
+        },
+      });
       helper.getNode("u1").receive(m);
       await until("records", () => mine("nasty").length === 2, 5000);
       await until("error", () => errors.length > 0, 5000);
@@ -392,7 +588,13 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       await until("sending", () => last().fill === "blue", 5000, 2);
       await teardown();
       await settle();
-      assert.deepEqual(mine("frozen-close").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+      assert.deepEqual(
+        mine("frozen-close").map((r) => [r.type, r.outcome ?? null]),
+        [
+          ["unlock-attempt", null],
+          ["unlock-result", "accepted"],
+        ],
+      );
       assert.equal(unlockRequests(sim), 1);
       assert.equal(unhandledSeen().length, u0);
       await load(unlockFlow(sim.url, door)); // for afterEach
@@ -409,18 +611,50 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
         const id = `mix-${i}`;
         const k = i % 6;
         let m: Record<string, unknown>;
-        if (k === 0) { m = { _msgid: id, deviceId: 101 }; sendable.push(id); }
-        else if (k === 1) { m = Object.freeze({ _msgid: id, deviceId: 101 }); sendable.push(id); }
-        else if (k === 2) { m = { _msgid: id, deviceId: 101 }; Object.defineProperty(m, "payload", { enumerable: true, get() { return 0; }, set() { throw new Error("ro"); } }); sendable.push(id); }
-        else if (k === 3) { m = { _msgid: id, deviceId: 101, actor: revoked() }; rejected.push(id); }
-        else if (k === 4) { m = { _msgid: id, deviceId: 101 }; Object.defineProperty(m, "extra", { enumerable: true, get() { throw new Error("no copy"); } }); sendable.push(id); }
-        else { m = { _msgid: id, deviceId: Symbol("x") }; rejected.push(id); }
+        if (k === 0) {
+          m = { _msgid: id, deviceId: 101 };
+          sendable.push(id);
+        } else if (k === 1) {
+          m = Object.freeze({ _msgid: id, deviceId: 101 });
+          sendable.push(id);
+        } else if (k === 2) {
+          m = { _msgid: id, deviceId: 101 };
+          Object.defineProperty(m, "payload", {
+            enumerable: true,
+            get() {
+              return 0;
+            },
+            set() {
+              throw new Error("ro");
+            },
+          });
+          sendable.push(id);
+        } else if (k === 3) {
+          m = { _msgid: id, deviceId: 101, actor: revoked() };
+          rejected.push(id);
+        } else if (k === 4) {
+          m = { _msgid: id, deviceId: 101 };
+          Object.defineProperty(m, "extra", {
+            enumerable: true,
+            get() {
+              throw new Error("no copy");
+            },
+          });
+          sendable.push(id);
+        } else {
+          m = { _msgid: id, deviceId: Symbol("x") };
+          rejected.push(id);
+        }
         helper.getNode("u1").receive(m);
       }
-      await until("all records", () => {
-        const a = readAudit(userDir);
-        return sendable.every((id) => a.some((r) => r.msgid === id && r.type === "unlock-result"));
-      }, 10000);
+      await until(
+        "all records",
+        () => {
+          const a = readAudit(userDir);
+          return sendable.every((id) => a.some((r) => r.msgid === id && r.type === "unlock-result"));
+        },
+        10000,
+      );
       await settle();
       await new Promise((r) => setTimeout(r, 300));
       const audit = readAudit(userDir);
@@ -429,7 +663,9 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       assert.equal(unlockRequests(sim), sendable.length);
       assert.deepEqual(unhandledSince(u0), []);
       assert.notEqual(last().fill, "blue", JSON.stringify(seen.slice(-3)));
-      const missing = rejected.filter((id) => audit.filter((r) => r.msgid === id && r.type === "unlock-rejected").length !== 1);
+      const missing = rejected.filter(
+        (id) => audit.filter((r) => r.msgid === id && r.type === "unlock-rejected").length !== 1,
+      );
       assert.deepEqual(missing, [], "messages that sent nothing without their one unlock-rejected record");
     });
   });
@@ -437,8 +673,13 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
   describe("Complete node scoped to the unlock node, plus a Catch and a Status node", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url), unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail"]] }), ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "done-out", "status-out"), ...catchNode(),
-        completeNode(), nodeRedStatusNode(),
+        tab(),
+        accountNode(sim.url),
+        unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail"]] }),
+        ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "done-out", "status-out"),
+        ...catchNode(),
+        completeNode(),
+        nodeRedStatusNode(),
       ];
       await load(flow, [...ALL_NODES, catchModule, completeModule, nodeRedStatusModule]);
     });
@@ -447,13 +688,24 @@ describe("Values that cannot be described (a revoked Proxy, a Symbol) are invali
       withoutOnSendHooks();
       const u0 = unhandledSeen().length;
       const m: Record<string, unknown> = { _msgid: "cmp-1", deviceId: 101 };
-      Object.defineProperty(m, "extra", { enumerable: true, get() { throw new Error("cannot copy me"); } });
+      Object.defineProperty(m, "extra", {
+        enumerable: true,
+        get() {
+          throw new Error("cannot copy me");
+        },
+      });
       helper.getNode("u1").receive(m);
       await until("records", () => mine("cmp-1").length === 2, 5000);
       await until("error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 1);
-      assert.deepEqual(mine("cmp-1").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+      assert.deepEqual(
+        mine("cmp-1").map((r) => [r.type, r.outcome ?? null]),
+        [
+          ["unlock-attempt", null],
+          ["unlock-result", "accepted"],
+        ],
+      );
       assert.match(errors.join("\n"), /accepted \(the door was unlocked\)/);
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(last().fill, "green");
@@ -537,13 +789,23 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       const recs = readAudit(userDir).slice(before);
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(unlockRequests(sim), recs.filter((r) => r.type === "unlock-attempt").length);
-      assert.equal(recs.filter((r) => r.type === "unlock-result").length, recs.filter((r) => r.type === "unlock-attempt").length);
+      assert.equal(
+        recs.filter((r) => r.type === "unlock-result").length,
+        recs.filter((r) => r.type === "unlock-attempt").length,
+      );
       assert.notEqual(last("u1").fill, "blue");
     });
 
     it("a message whose prototype is a Proxy (Object.create(proxy)) with a deviceId getter in the trap: one PUT, accepted, attempt+result", async () => {
       const u0 = unhandledSeen().length;
-      const proto = new Proxy({}, { get(_t, k) { return k === "deviceId" ? 101 : undefined; } });
+      const proto = new Proxy(
+        {},
+        {
+          get(_t, k) {
+            return k === "deviceId" ? 101 : undefined;
+          },
+        },
+      );
       const m = Object.create(proto) as Record<string, unknown>;
       m._msgid = "proto-proxy";
       helper.getNode("u1").receive(m);
@@ -551,14 +813,25 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       await settle();
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(unlockRequests(sim), 1);
-      assert.deepEqual(mine("proto-proxy").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+      assert.deepEqual(
+        mine("proto-proxy").map((r) => [r.type, r.outcome ?? null]),
+        [
+          ["unlock-attempt", null],
+          ["unlock-result", "accepted"],
+        ],
+      );
     });
 
     it("a message whose prototype is a revoked Proxy: nothing sent, no unhandled, no stall, at most one rejected record", async () => {
       withoutOnSendHooks();
       const u0 = unhandledSeen().length;
       const m = Object.create(revoked()) as Record<string, unknown>;
-      Object.defineProperty(m, "_msgid", { value: "proto-revoked", enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(m, "_msgid", {
+        value: "proto-revoked",
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
       // receive() may throw for such a message (Node-RED reads it); what matters is what follows.
       try {
         helper.getNode("u1").receive(m);
@@ -574,14 +847,21 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       assert.notEqual(last("u1").fill, "blue");
     });
 
-    for (const [what, v] of [["a BigInt", 1n], ["a String object", new String("1")], ["a number-like string", "1"]] as const) {
+    for (const [what, v] of [
+      ["a BigInt", 1n],
+      ["a String object", new String("1")],
+      ["a number-like string", "1"],
+    ] as const) {
       it(`msg.lockId ${what}: invalid-input, one unlock-rejected record, no PUT, no unhandled`, async () => {
         const u0 = unhandledSeen().length;
         const out = await unlock({ _msgid: `lock-${what}`, deviceId: 104, lockId: v });
         await until("the rejected record", () => mine(`lock-${what}`).length > 0, 5000);
         await settle();
         assert.equal(out.msg.payload.outcome, "invalid-input", out.msg.payload.message);
-        assert.deepEqual(mine(`lock-${what}`).map((r) => r.type), ["unlock-rejected"]);
+        assert.deepEqual(
+          mine(`lock-${what}`).map((r) => r.type),
+          ["unlock-rejected"],
+        );
         assert.equal(unlockRequests(sim), 0);
         assert.deepEqual(unhandledSince(u0), []);
       });
@@ -595,13 +875,30 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       const outs = [];
       outs.push(await unlock({ _msgid: "ren-1", door: new String("Front Door") }));
       outs.push(await unlock({ _msgid: "ren-2", door: "101" }));
-      outs.push(await unlock({ _msgid: "ren-3", door: { toString() { throw new Error("x"); } } }));
+      outs.push(
+        await unlock({
+          _msgid: "ren-3",
+          door: {
+            toString() {
+              throw new Error("x");
+            },
+          },
+        }),
+      );
       outs.push(await unlock({ _msgid: "ren-4", door: "Front Door" }));
       await until("the rejected records", () => [1, 2, 3].every((i) => mine(`ren-${i}`).length > 0), 5000);
       await settle();
-      assert.deepEqual(outs.slice(0, 3).map((o) => o.msg.payload.outcome), ["invalid-input", "invalid-input", "invalid-input"]);
+      assert.deepEqual(
+        outs.slice(0, 3).map((o) => o.msg.payload.outcome),
+        ["invalid-input", "invalid-input", "invalid-input"],
+      );
       assert.equal(unlockRequests(sim), 1 + outs.filter((o) => o.msg.payload.outcome === "accepted").length);
-      for (const i of [1, 2, 3]) assert.deepEqual(mine(`ren-${i}`).map((r) => r.type), ["unlock-rejected"], `ren-${i}`);
+      for (const i of [1, 2, 3])
+        assert.deepEqual(
+          mine(`ren-${i}`).map((r) => r.type),
+          ["unlock-rejected"],
+          `ren-${i}`,
+        );
       assert.deepEqual(unhandledSince(u0), []);
       sim.control.editDevice(101, { name: "Front Door" });
     });
@@ -610,7 +907,17 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
   describe("door-unlock, output 1 on two wires, Complete + Catch", function () {
     beforeEach(async () => {
       const flow = [
-        tab(), accountNode(sim.url), unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail", "u1-fail2"]] }), ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "u1-fail2", "done-out"), ...catchNode(),
+        tab(),
+        accountNode(sim.url),
+        unlockNode({
+          ...door,
+          wires: [
+            ["u1-ok", "u1-ok2"],
+            ["u1-fail", "u1-fail2"],
+          ],
+        }),
+        ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "u1-fail2", "done-out"),
+        ...catchNode(),
         completeNode(),
       ];
       await loadUnlock(flow, [...ALL_NODES, catchModule, completeModule]);
@@ -621,13 +928,27 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       const u0 = unhandledSeen().length;
       let n = 0;
       const m: Record<string, unknown> = { _msgid: "second-read" };
-      Object.defineProperty(m, "deviceId", { enumerable: true, configurable: true, get() { n++; if (n >= 2) throw new Error("second read"); return 101; } });
+      Object.defineProperty(m, "deviceId", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          n++;
+          if (n >= 2) throw new Error("second read");
+          return 101;
+        },
+      });
       helper.getNode("u1").receive(m);
       await until("records", () => mine("second-read").length >= 2, 5000);
       await until("error", () => errors.length > 0, 5000);
       await settle();
       assert.equal(unlockRequests(sim), 1);
-      assert.deepEqual(mine("second-read").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+      assert.deepEqual(
+        mine("second-read").map((r) => [r.type, r.outcome ?? null]),
+        [
+          ["unlock-attempt", null],
+          ["unlock-result", "accepted"],
+        ],
+      );
       assert.match(errors.join("\n"), /the door was unlocked/);
       assert.deepEqual(unhandledSince(u0), []);
       assert.notEqual(last("u1").fill, "blue");
@@ -642,19 +963,49 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       for (const id of ids) {
         let n = 0;
         const m: Record<string, unknown> = { _msgid: id };
-        Object.defineProperty(m, "deviceId", { enumerable: true, configurable: true, get() { n++; if (n >= 2) throw new Error("second read"); return 101; } });
+        Object.defineProperty(m, "deviceId", {
+          enumerable: true,
+          configurable: true,
+          get() {
+            n++;
+            if (n >= 2) throw new Error("second read");
+            return 101;
+          },
+        });
         helper.getNode("u1").receive(m);
       }
-      await until("PUTs in flight", () => sim.control.inFlight().filter((e) => e.operation === "unlockDevice").length === 3, 5000);
+      await until(
+        "PUTs in flight",
+        () => sim.control.inFlight().filter((e) => e.operation === "unlockDevice").length === 3,
+        5000,
+      );
       const flow = [
-        tab(), accountNode(sim.url, { name: "demo renamed" }), unlockNode({ ...door, wires: [["u1-ok", "u1-ok2"], ["u1-fail", "u1-fail2"]] }), ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "u1-fail2", "done-out"), ...catchNode(),
+        tab(),
+        accountNode(sim.url, { name: "demo renamed" }),
+        unlockNode({
+          ...door,
+          wires: [
+            ["u1-ok", "u1-ok2"],
+            ["u1-fail", "u1-fail2"],
+          ],
+        }),
+        ...helperNodes("u1-ok", "u1-ok2", "u1-fail", "u1-fail2", "done-out"),
+        ...catchNode(),
         completeNode(),
       ];
       await helper.setFlows(flow, "nodes", CREDS);
       await until("results", () => ids.every((id) => mine(id).some((r) => r.type === "unlock-result")), 8000);
       await settle();
       assert.equal(unlockRequests(sim), 3);
-      for (const id of ids) assert.deepEqual(mine(id).map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]], id);
+      for (const id of ids)
+        assert.deepEqual(
+          mine(id).map((r) => [r.type, r.outcome ?? null]),
+          [
+            ["unlock-attempt", null],
+            ["unlock-result", "accepted"],
+          ],
+          id,
+        );
       assert.deepEqual(unhandledSince(u0), []);
       noSecrets(JSON.stringify(readAudit(userDir)));
     });
@@ -667,9 +1018,21 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       await until("PUT in flight", () => sim.control.inFlight().some((e) => e.operation === "unlockDevice"), 5000);
       const dir = userDir;
       await helper.setFlows([tab(), ...helperNodes("x")], "full", {});
-      await until("result", () => readAudit(dir).some((r) => r.msgid === "del-acc" && r.type === "unlock-result"), 8000);
+      await until(
+        "result",
+        () => readAudit(dir).some((r) => r.msgid === "del-acc" && r.type === "unlock-result"),
+        8000,
+      );
       await settle();
-      assert.deepEqual(readAudit(dir).filter((r) => r.msgid === "del-acc").map((r) => [r.type, r.outcome ?? null]), [["unlock-attempt", null], ["unlock-result", "accepted"]]);
+      assert.deepEqual(
+        readAudit(dir)
+          .filter((r) => r.msgid === "del-acc")
+          .map((r) => [r.type, r.outcome ?? null]),
+        [
+          ["unlock-attempt", null],
+          ["unlock-result", "accepted"],
+        ],
+      );
       assert.equal(unlockRequests(sim), 1);
       assert.deepEqual(unhandledSince(u0), []);
     });
@@ -714,13 +1077,22 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
     // Fixed in d9a32e9.
     it("a msg.deviceId getter whose error message has an emoji at character 200: msg.payload.message has no lone surrogate; nothing sent", async () => {
       const m: Record<string, unknown> = { _msgid: "thrown-emoji" };
-      Object.defineProperty(m, "deviceId", { enumerable: true, configurable: true, get() { throw new Error(`${"e".repeat(199)}😀 tail`); } });
+      Object.defineProperty(m, "deviceId", {
+        enumerable: true,
+        configurable: true,
+        get() {
+          throw new Error(`${"e".repeat(199)}😀 tail`);
+        },
+      });
       withoutOnSendHooks();
       const out = await unlock(m);
       await settle();
       assert.equal(out.msg.payload.outcome, "invalid-input");
       assert.equal(unlockRequests(sim), 0);
-      assert.ok(!LONE_SURROGATE.test(out.msg.payload.message), `lone surrogate at the end: ${JSON.stringify(out.msg.payload.message.slice(-5))}`);
+      assert.ok(
+        !LONE_SURROGATE.test(out.msg.payload.message),
+        `lone surrogate at the end: ${JSON.stringify(out.msg.payload.message.slice(-5))}`,
+      );
     });
   });
 
@@ -749,7 +1121,13 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
         const recs = mine(`frz-${kind}`);
         assert.deepEqual(unhandledSince(u0), []);
         assert.equal(unlockRequests(sim), 1);
-        assert.deepEqual(recs.map((r) => [r.type, r.replay ?? false]), [["unlock-attempt", false], ["unlock-result", false]]);
+        assert.deepEqual(
+          recs.map((r) => [r.type, r.replay ?? false]),
+          [
+            ["unlock-attempt", false],
+            ["unlock-result", false],
+          ],
+        );
         const expected = kind === "429" ? "rate-limited" : "service-unreachable";
         assert.equal(recs[1].outcome, expected);
         assert.match(errors.join("\n"), new RegExp(expected));
@@ -769,7 +1147,14 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
       await settle();
       assert.deepEqual(unhandledSince(u0), []);
       assert.equal(unlockRequests(sim), 2);
-      assert.deepEqual(mine("frz-ok").map((r) => [r.type, r.replay ?? false, r.outcome ?? null]), [["unlock-attempt", false, null], ["unlock-attempt", true, null], ["unlock-result", false, "accepted"]]);
+      assert.deepEqual(
+        mine("frz-ok").map((r) => [r.type, r.replay ?? false, r.outcome ?? null]),
+        [
+          ["unlock-attempt", false, null],
+          ["unlock-attempt", true, null],
+          ["unlock-result", false, "accepted"],
+        ],
+      );
       assert.match(errors.join("\n"), /the door was unlocked/);
       assert.notEqual(last("u1").fill, "blue");
     });
@@ -783,9 +1168,30 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
     const settings = { nodeId: "direct", door: null, lockId: "", actor: "", rejectRetained: true };
 
     for (const c of [
-      { name: "rejected input", input: { msgDeviceId: "x" }, fault: null, records: ["unlock-rejected"], outcome: "invalid-input", puts: 0 },
-      { name: "503", input: { msgDeviceId: 101 }, fault: "503", records: ["unlock-attempt", "unlock-result"], outcome: "offline", puts: 1 },
-      { name: "504", input: { msgDeviceId: 101 }, fault: "504", records: ["unlock-attempt", "unlock-result"], outcome: "timeout", puts: 1 },
+      {
+        name: "rejected input",
+        input: { msgDeviceId: "x" },
+        fault: null,
+        records: ["unlock-rejected"],
+        outcome: "invalid-input",
+        puts: 0,
+      },
+      {
+        name: "503",
+        input: { msgDeviceId: 101 },
+        fault: "503",
+        records: ["unlock-attempt", "unlock-result"],
+        outcome: "offline",
+        puts: 1,
+      },
+      {
+        name: "504",
+        input: { msgDeviceId: 101 },
+        fault: "504",
+        records: ["unlock-attempt", "unlock-result"],
+        outcome: "timeout",
+        puts: 1,
+      },
     ] as const) {
       it(`${c.name}: the promise rejects with the caller's error, after its record (written once); drain waits for it`, async () => {
         const account = helper.getNode("acc1").account;
@@ -794,23 +1200,52 @@ describe("A message that cannot carry its outcome through a 401 replay keeps its
         const mine2 = new Error("caller's onResult failed");
         const calls: UnlockResult[] = [];
         const msgid = `direct-${c.name}`;
-        const p = performUnlock(account, { msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid, msgDeviceId: c.input.msgDeviceId }, settings, (r) => {
-          calls.push(r);
-          throw mine2;
-        });
+        const p = performUnlock(
+          account,
+          {
+            msgDoor: undefined,
+            msgLockId: undefined,
+            msgActor: undefined,
+            msgRetain: undefined,
+            msgid,
+            msgDeviceId: c.input.msgDeviceId,
+          },
+          settings,
+          (r) => {
+            calls.push(r);
+            throw mine2;
+          },
+        );
         const drained = account.drain(5000);
         let got: unknown = null;
         let recsAtRejection: any[] = [];
-        await p.then(() => { got = "resolved"; }, (e) => { got = e; recsAtRejection = mine(msgid); });
+        await p.then(
+          () => {
+            got = "resolved";
+          },
+          (e) => {
+            got = e;
+            recsAtRejection = mine(msgid);
+          },
+        );
         assert.equal(await drained, true);
         const recsAtDrain = mine(msgid);
         await settle();
         assert.equal(got, mine2);
         assert.equal(calls.length, 1);
         assert.equal(calls[0].outcome, c.outcome);
-        assert.deepEqual(recsAtRejection.map((r) => r.type), c.records);
-        assert.deepEqual(recsAtDrain.map((r) => r.type), c.records);
-        assert.deepEqual(mine(msgid).map((r) => r.type), c.records);
+        assert.deepEqual(
+          recsAtRejection.map((r) => r.type),
+          c.records,
+        );
+        assert.deepEqual(
+          recsAtDrain.map((r) => r.type),
+          c.records,
+        );
+        assert.deepEqual(
+          mine(msgid).map((r) => r.type),
+          c.records,
+        );
         assert.equal(unlockRequests(sim), c.puts);
       });
     }

@@ -7,8 +7,31 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  ALL_NODES, accountNode, assertAccepted, assertFailed, completeModule, completeNode, count, helper, loadFlow, logins, nodeRedStatusModule, nodeRedStatusNode,
-  readAudit, startSim, tab, teardown, unlock, unlockFlow, unlockNode, helperNodes, unlockRequests, until, waitReady, waitState, accountOf,
+  ALL_NODES,
+  accountNode,
+  assertAccepted,
+  assertFailed,
+  completeModule,
+  completeNode,
+  count,
+  helper,
+  loadFlow,
+  logins,
+  nodeRedStatusModule,
+  nodeRedStatusNode,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockNode,
+  helperNodes,
+  unlockRequests,
+  until,
+  waitReady,
+  waitState,
+  accountOf,
 } from "../helpers/flow.js";
 import { refusedPort } from "../helpers/refused-port.js";
 import { received, settle } from "../helpers/odd-messages.js";
@@ -21,7 +44,11 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
 
   before(async () => {
     sim = await startSim();
-    const flow = [...unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }), unlockNode({ rejectRetained: false }, "u2"), ...helperNodes("u2-ok", "u2-fail")];
+    const flow = [
+      ...unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }),
+      unlockNode({ rejectRetained: false }, "u2"),
+      ...helperNodes("u2-ok", "u2-fail"),
+    ];
     ({ userDir } = await loadFlow(flow));
     await waitReady();
   });
@@ -271,7 +298,9 @@ describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-un
   });
 
   it("session-halted: a wrong password halts the account; messages send nothing and log in no more", async () => {
-    await loadFlow(unlockFlow(sim.url), { creds: { acc1: { phoneNumber: "+15550000001", password: "wrong-password" } } });
+    await loadFlow(unlockFlow(sim.url), {
+      creds: { acc1: { phoneNumber: "+15550000001", password: "wrong-password" } },
+    });
     await waitState("halted-login-failed");
     const loginsAfterStart = logins(sim);
     assert.equal(loginsAfterStart, 1, "the login is tried once, not retried on 401");
@@ -303,7 +332,11 @@ describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-un
     assert.equal(accountOf().account.session.state, "halted-superseded");
     sim.control.resetRequests();
     for (let i = 0; i < 3; i++) assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
-    assert.equal(sim.control.requests().filter((r) => r.operation !== "docs").length, 0, "nothing at all is sent while halted");
+    assert.equal(
+      sim.control.requests().filter((r) => r.operation !== "docs").length,
+      0,
+      "nothing at all is sent while halted",
+    );
   });
 
   it("unauthorized 401: the replay after one refresh is answered 401 again → 2 PUTs, 1 refresh, account halted", async () => {
@@ -432,7 +465,8 @@ describe("The outcome goes to every wire of its output; a Complete node fires on
 
   it("output 1 wired twice, a Complete and a Status node on door-unlock: both wires get the outcome, the Complete node only once the unlock-result is on disk, the Status node's last status is the outcome", async () => {
     const flow = [
-      tab(), accountNode(sim.url),
+      tab(),
+      accountNode(sim.url),
       unlockNode({ wires: [["u1-ok", "u1-ok2"], ["u1-fail"]] }),
       completeNode(),
       nodeRedStatusNode(),
@@ -443,7 +477,13 @@ describe("The outcome goes to every wire of its output; a Complete node fires on
     sim.control.resetRequests();
     const second = received("u1-ok2");
     const atComplete: string[][] = [];
-    helper.getNode("done-out").on("input", (m: any) => atComplete.push(readAudit(userDir).filter((r) => r.msgid === m._msgid).map((r) => r.type)));
+    helper.getNode("done-out").on("input", (m: any) =>
+      atComplete.push(
+        readAudit(userDir)
+          .filter((r) => r.msgid === m._msgid)
+          .map((r) => r.type),
+      ),
+    );
     const statuses: any[] = [];
     helper.getNode("status-out").on("input", (m: any) => statuses.push(m.status));
     const out = await unlock({ deviceId: 101, _msgid: "complete-after-record" });
@@ -452,7 +492,11 @@ describe("The outcome goes to every wire of its output; a Complete node fires on
     await settle();
     assert.equal(second.length, 1);
     assert.equal(second[0].payload.outcome, "accepted");
-    assert.deepEqual(atComplete[0], ["unlock-attempt", "unlock-result"], "done() only once the closing record is on disk");
+    assert.deepEqual(
+      atComplete[0],
+      ["unlock-attempt", "unlock-result"],
+      "done() only once the closing record is on disk",
+    );
     assert.equal(unlockRequests(sim), 1);
     assert.equal(statuses[statuses.length - 1]?.fill, "green", JSON.stringify(statuses));
   });

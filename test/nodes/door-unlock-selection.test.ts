@@ -10,8 +10,30 @@ import * as path from "node:path";
 import { demoSeed, type RunningSimulator } from "../../src/simulator/index.js";
 import { cliVerify } from "../helpers/audit-faults.js";
 import {
-  accountNode, accountOf, assertAccepted, assertFailed, catchNode, count, doorStatusNode, editorPost, helper, helperNodes, loadFlow, logins, readAudit, startSim,
-  tab, teardown, unlock, unlockFlow, unlockNode, unlockPuts, unlockRequests, until, waitReady, next,
+  accountNode,
+  accountOf,
+  assertAccepted,
+  assertFailed,
+  catchNode,
+  count,
+  doorStatusNode,
+  editorPost,
+  helper,
+  helperNodes,
+  loadFlow,
+  logins,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockNode,
+  unlockPuts,
+  unlockRequests,
+  until,
+  waitReady,
+  next,
 } from "../helpers/flow.js";
 import { LONE_SURROGATE, settle } from "../helpers/odd-messages.js";
 
@@ -60,18 +82,27 @@ describe("door-unlock selection: locks, door names, the stored door identity, 50
     const p = assertAccepted(await unlock({}, "u104"));
     assert.equal(p.lockId, 1);
     const puts = sim.control.requests({ operation: "unlockDeviceLock" });
-    assert.deepEqual(puts.map((r) => r.path), ["/api/device/104/unlock/1"]);
+    assert.deepEqual(
+      puts.map((r) => r.path),
+      ["/api/device/104/unlock/1"],
+    );
     assert.equal(unlockRequests(sim), 1);
   });
 
   it("msg.lockId overrides the configured lock", async () => {
     assertAccepted(await unlock({ lockId: 2 }, "u104"));
-    assert.deepEqual(sim.control.requests({ operation: "unlockDeviceLock" }).map((r) => r.path), ["/api/device/104/unlock/2"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDeviceLock" }).map((r) => r.path),
+      ["/api/device/104/unlock/2"],
+    );
   });
 
   it("lock 2 of 107 (the one lock the key opens) is accepted; the whole device would be 403", async () => {
     assertAccepted(await unlock({ deviceId: 107, lockId: 2 }));
-    assert.deepEqual(sim.control.requests({ operation: "unlockDeviceLock" }).map((r) => r.path), ["/api/device/107/unlock/2"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDeviceLock" }).map((r) => r.path),
+      ["/api/device/107/unlock/2"],
+    );
   });
 
   it("a lockId on the single-lock door 101 → invalid-input, nothing sent", async () => {
@@ -84,21 +115,36 @@ describe("door-unlock selection: locks, door names, the stored door identity, 50
     const p = assertAccepted(await unlock({ door: "Front Door" }));
     assert.equal(p.deviceId, 101);
     assert.equal(p.door, "Front Door");
-    assert.deepEqual(sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path), ["/api/device/101/unlock"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path),
+      ["/api/device/101/unlock"],
+    );
   });
 
-  for (const variant of ["Harbour Warehouse / Back Door", "harbour warehouse/back door", "  HARBOUR   Warehouse  /   back DOOR  ", "Harbour Warehouse/Back Door"]) {
+  for (const variant of [
+    "Harbour Warehouse / Back Door",
+    "harbour warehouse/back door",
+    "  HARBOUR   Warehouse  /   back DOOR  ",
+    "Harbour Warehouse/Back Door",
+  ]) {
     it(`msg.door ${JSON.stringify(variant)} → 103`, async () => {
       const p = assertAccepted(await unlock({ door: variant }));
       assert.equal(p.deviceId, 103);
       assert.equal(p.door, "Harbour Warehouse / Back Door");
-      assert.deepEqual(sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path), ["/api/device/103/unlock"]);
+      assert.deepEqual(
+        sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path),
+        ["/api/device/103/unlock"],
+      );
     });
   }
 
   // Rule "A message opens the door it identified, or none": msg.deviceId and msg.door that disagree identify no door.
-  it("msg.deviceId 101 with msg.door \"Harbour Warehouse / Back Door\" (103) → invalid-input naming both, nothing sent", async () => {
-    const p = assertFailed(await unlock({ deviceId: 101, door: "Harbour Warehouse / Back Door" }), "invalid-input", null);
+  it('msg.deviceId 101 with msg.door "Harbour Warehouse / Back Door" (103) → invalid-input naming both, nothing sent', async () => {
+    const p = assertFailed(
+      await unlock({ deviceId: 101, door: "Harbour Warehouse / Back Door" }),
+      "invalid-input",
+      null,
+    );
     assert.match(p.message, /msg.deviceId 101 and msg.door .* name different doors/);
     assert.equal(unlockRequests(sim), 0);
   });
@@ -106,10 +152,13 @@ describe("door-unlock selection: locks, door names, the stored door identity, 50
   it("msg.deviceId 103 with msg.door naming the same door → 103", async () => {
     const p = assertAccepted(await unlock({ deviceId: 103, door: "harbour warehouse / back door" }));
     assert.equal(p.deviceId, 103);
-    assert.deepEqual(sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path), ["/api/device/103/unlock"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path),
+      ["/api/device/103/unlock"],
+    );
   });
 
-  it("msg.deviceId with an ambiguous msg.door (\"Back Door\") → invalid-input, nothing sent", async () => {
+  it('msg.deviceId with an ambiguous msg.door ("Back Door") → invalid-input, nothing sent', async () => {
     assertFailed(await unlock({ deviceId: 102, door: "Back Door" }), "invalid-input", null);
     assert.equal(unlockRequests(sim), 0);
   });
@@ -117,19 +166,28 @@ describe("door-unlock selection: locks, door names, the stored door identity, 50
   it("msg.door with a lockId: Loading Bay lock 2", async () => {
     const p = assertAccepted(await unlock({ door: "loading bay", lockId: 2 }));
     assert.equal(p.deviceId, 104);
-    assert.deepEqual(sim.control.requests({ operation: "unlockDeviceLock" }).map((r) => r.path), ["/api/device/104/unlock/2"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDeviceLock" }).map((r) => r.path),
+      ["/api/device/104/unlock/2"],
+    );
   });
 
   it("a configured door is found by its identity (name + location) when its stored id is stale", async () => {
     const p = assertAccepted(await unlock({}, "ustale"));
     assert.equal(p.deviceId, 101);
-    assert.deepEqual(sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path), ["/api/device/101/unlock"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path),
+      ["/api/device/101/unlock"],
+    );
   });
 
   it("a configured door whose name repeats is found by its location", async () => {
     const p = assertAccepted(await unlock({}, "uback"));
     assert.equal(p.deviceId, 103);
-    assert.deepEqual(sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path), ["/api/device/103/unlock"]);
+    assert.deepEqual(
+      sim.control.requests({ operation: "unlockDevice" }).map((r) => r.path),
+      ["/api/device/103/unlock"],
+    );
   });
 
   it("no door anywhere (no config, no msg field) → invalid-input, nothing sent", async () => {
@@ -172,9 +230,12 @@ describe("door-unlock: one login for the whole account (docs/session.md#login-an
 
   it("two door-unlock nodes and a door-status on one account → 1 login; 50 concurrent messages right after deploy wait for it", async () => {
     const flow = [
-      tab(), accountNode(sim.url),
-      unlockNode({}, "ua"), ...helperNodes("ua-ok", "ua-fail"),
-      unlockNode({}, "ub"), ...helperNodes("ub-ok", "ub-fail"),
+      tab(),
+      accountNode(sim.url),
+      unlockNode({}, "ua"),
+      ...helperNodes("ua-ok", "ua-fail"),
+      unlockNode({}, "ub"),
+      ...helperNodes("ub-ok", "ub-fail"),
       doorStatusNode("st", { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }),
       ...helperNodes("st-out"),
     ];
@@ -190,8 +251,11 @@ describe("door-unlock: one login for the whole account (docs/session.md#login-an
       })(),
     ]);
     const unlocks = all.slice(0, 50) as { port: number; msg: any }[];
-    assert.ok(unlocks.every((o) => o.port === 0), JSON.stringify(unlocks.find((o) => o.port !== 0)?.msg.payload));
-    assert.equal((all[50]).payload.id, 101);
+    assert.ok(
+      unlocks.every((o) => o.port === 0),
+      JSON.stringify(unlocks.find((o) => o.port !== 0)?.msg.payload),
+    );
+    assert.equal(all[50].payload.id, 101);
     assert.equal(logins(sim), 1);
     assert.equal(sim.control.counts().logins, 1);
     assert.equal(count(sim, "unlockDevice", 101), 25);
@@ -272,7 +336,10 @@ describe("A picked door opens itself or nothing: its stored id with its name, el
     await loadFlow(unlockFlow(sim.url, picked));
     await waitReady();
     assertAccepted(await unlock({}));
-    assert.deepEqual(unlockPuts(sim).map((r) => r.path), ["/api/device/102/unlock"]);
+    assert.deepEqual(
+      unlockPuts(sim).map((r) => r.path),
+      ["/api/device/102/unlock"],
+    );
   });
 
   it("102 renumbered to 9102 (same name and location): rule 2 opens 9102", async () => {
@@ -280,7 +347,10 @@ describe("A picked door opens itself or nothing: its stored id with its name, el
     await loadFlow(unlockFlow(sim.url, picked));
     await waitReady();
     assertAccepted(await unlock({}));
-    assert.deepEqual(unlockPuts(sim).map((r) => r.path), ["/api/device/9102/unlock"]);
+    assert.deepEqual(
+      unlockPuts(sim).map((r) => r.path),
+      ["/api/device/9102/unlock"],
+    );
   });
 
   it("102 renumbered AND renamed: nothing matches by id or by name+location, so nothing is sent", async () => {
@@ -313,7 +383,8 @@ describe("A picked door follows its identity through a renumbering and a removal
     const sim2 = await startSim({ rateLimit: false });
     try {
       const flow = [
-        tab(), accountNode(sim2.url),
+        tab(),
+        accountNode(sim2.url),
         unlockNode({ deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" }, "u1"),
         unlockNode({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }, "u2"),
         ...helperNodes("u1-ok", "u1-fail", "u2-ok", "u2-fail"),
@@ -329,7 +400,8 @@ describe("A picked door follows its identity through a renumbering and a removal
         const [a, b] = await both(`picked-${i}`);
         assert.deepEqual([a.outcome, a.deviceId, b.outcome, b.deviceId], ["accepted", 102, "accepted", 103]);
       }
-      const listed = (id: number) => (accountOf().account.directory.cached()?.devices ?? []).some((d: any) => d.id === id);
+      const listed = (id: number) =>
+        (accountOf().account.directory.cached()?.devices ?? []).some((d: any) => d.id === id);
       sim2.control.editDevice(102, { newId: 302 });
       const [nf] = await both("renumbered");
       assert.equal(nf.outcome, "not-found");
@@ -356,11 +428,20 @@ describe("A picked door follows its identity through a renumbering and a removal
   });
 
   it("the editor picks another door (redeploy of the node): the next message opens the new door, not the one kept for the old pick", async () => {
-    const flow = (door: Record<string, unknown>) => [tab(), accountNode(sim.url), unlockNode(door), ...helperNodes("u1-ok", "u1-fail")];
+    const flow = (door: Record<string, unknown>) => [
+      tab(),
+      accountNode(sim.url),
+      unlockNode(door),
+      ...helperNodes("u1-ok", "u1-fail"),
+    ];
     await loadFlow(flow({ deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" }));
     await waitReady();
     assert.equal((await unlock({ _msgid: "first-pick" })).msg.payload.deviceId, 102);
-    await helper.setFlows(flow({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }), "nodes", { acc1: { phoneNumber: "+15550000001", password: "demo-password" } });
+    await helper.setFlows(
+      flow({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }),
+      "nodes",
+      { acc1: { phoneNumber: "+15550000001", password: "demo-password" } },
+    );
     await until("u1 again", () => helper.getNode("u1") !== null && helper.getNode("u1-ok") !== null);
     await waitReady();
     const out = await unlock({ _msgid: "new-pick" });
@@ -439,7 +520,10 @@ describe("Door names in an error are cut to 100 characters at whole characters; 
         await settle();
         const p = out.msg.payload;
         assert.equal(p.outcome, "invalid-input");
-        assert.ok(p.candidates.includes(`${base}-one`) && p.candidates.includes(`${base}-two`), JSON.stringify(p.candidates));
+        assert.ok(
+          p.candidates.includes(`${base}-one`) && p.candidates.includes(`${base}-two`),
+          JSON.stringify(p.candidates),
+        );
         assert.match(p.message, /…/);
         const clipped = p.message.match(/"(X+…)"/)?.[1];
         assert.ok(clipped, p.message);
@@ -506,7 +590,10 @@ describe("Door names in an error are cut to 100 characters at whole characters; 
         await unlock({ _msgid: "long-byid", deviceId: 106 });
         await until("the result record", () => mine("long-byid").length === 2, 5000);
         await settle();
-        assert.ok(mine("long-byid").length === 2 && mine("long-byid").every((r) => JSON.stringify(r).length < 5000), JSON.stringify(mine("long-byid").map((r) => JSON.stringify(r).length)));
+        assert.ok(
+          mine("long-byid").length === 2 && mine("long-byid").every((r) => JSON.stringify(r).length < 5000),
+          JSON.stringify(mine("long-byid").map((r) => JSON.stringify(r).length)),
+        );
         assert.equal(out.msg.payload.outcome, "invalid-input");
         assert.ok(out.msg.payload.message.length < 5000, `message length ${out.msg.payload.message.length}`);
         assert.ok(recLine.length < 5000, `record bytes ${recLine.length}`);
@@ -526,7 +613,11 @@ describe("door-unlock on an account with more than 25 doors: an unknown msg.door
     // The demo seed and 24 more doors at Main Street 1, one of the demo account's locations.
     const seed = demoSeed();
     for (let i = 1; i <= 24; i++) {
-      seed.doors.push({ id: 300 + i, locationId: 10, name: i <= 12 ? `Store Room ${i}` : `Office ${"ABCDEFGHIJKL"[i - 13]}` });
+      seed.doors.push({
+        id: 300 + i,
+        locationId: 10,
+        name: i <= 12 ? `Store Room ${i}` : `Office ${"ABCDEFGHIJKL"[i - 13]}`,
+      });
       seed.keys.push({ accountId: "demo", deviceId: 300 + i });
     }
     sim = await startSim({ seed });
@@ -545,7 +636,10 @@ describe("door-unlock on an account with more than 25 doors: an unknown msg.door
     sim.control.resetRequests();
     const out = assertFailed(await unlock({ door: "Store Room" }), "invalid-input", null);
     assert.equal(out.candidates.length, 10, JSON.stringify(out.candidates));
-    assert.ok(out.candidates.every((c: string) => /^Store Room \d+$/.test(c)), JSON.stringify(out.candidates));
+    assert.ok(
+      out.candidates.every((c: string) => /^Store Room \d+$/.test(c)),
+      JSON.stringify(out.candidates),
+    );
     for (const c of out.candidates) assert.ok(out.message.includes(JSON.stringify(c)), `${c} named in: ${out.message}`);
     assert.ok(out.message.includes("closest names: ") && out.message.endsWith(`(of ${listed} doors)`), out.message);
     assert.equal(unlockRequests(sim), 0);

@@ -13,8 +13,27 @@ import { performUnlock } from "../../src/unlock/unlock.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
 import { withEnglishText } from "../helpers/catalogue.js";
 import {
-  ALL_NODES, TAB, accountNode, assertAccepted, assertFailed, catchNode, doorStatusNode, helper, helperNodes, lastStatus, loadFlow, readAudit, startSim, tab,
-  teardown, unlock, unlockFlow, unlockNode, unlockRequests, until, waitReady,
+  ALL_NODES,
+  TAB,
+  accountNode,
+  assertAccepted,
+  assertFailed,
+  catchNode,
+  doorStatusNode,
+  helper,
+  helperNodes,
+  lastStatus,
+  loadFlow,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockFlow,
+  unlockNode,
+  unlockRequests,
+  until,
+  waitReady,
 } from "../helpers/flow.js";
 import { type Status, received, recordStatuses, settle, unhandledSince } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
@@ -24,10 +43,19 @@ import { unhandledSeen } from "../hooks/no-unhandled.js";
 const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
 
 /** A Node-RED change node: rules on msg properties, each a "set" to a string or a "delete". */
-function changeNode(id: string, rules: { t: "set" | "delete"; p: string; to?: string }[], wires: string[]): Record<string, unknown> {
+function changeNode(
+  id: string,
+  rules: { t: "set" | "delete"; p: string; to?: string }[],
+  wires: string[],
+): Record<string, unknown> {
   return {
-    id, type: "change", z: TAB, name: "",
-    rules: rules.map((r) => (r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" })),
+    id,
+    type: "change",
+    z: TAB,
+    name: "",
+    rules: rules.map((r) =>
+      r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" },
+    ),
     wires: [wires],
   };
 }
@@ -40,7 +68,9 @@ describe("'sending' while the command is out, then the outcome; an outcome known
 
   before(async () => {
     sim = await startSim();
-    ({ userDir } = await loadFlow(unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" })));
+    ({ userDir } = await loadFlow(
+      unlockFlow(sim.url, { deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1" }),
+    ));
     await waitReady();
     helper.getNode("u1").on("call:status", (call: { args: [Status] }) => seen.push(call.args[0]));
   });
@@ -56,7 +86,7 @@ describe("'sending' while the command is out, then the outcome; an outcome known
 
   const last = (): Status => seen[seen.length - 1] ?? {};
 
-  it("a slow device: \"sending\" (blue) while the PUT is in flight, then the accepted status (green), one PUT", async () => {
+  it('a slow device: "sending" (blue) while the PUT is in flight, then the accepted status (green), one PUT', async () => {
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 800 });
     const out = unlock({ deviceId: 101 });
     await until("the PUT in flight", () => sim.control.inFlight().length > 0);
@@ -67,13 +97,16 @@ describe("'sending' while the command is out, then the outcome; an outcome known
     assert.equal(unlockRequests(sim), 1);
   });
 
-  it("an outcome known at once (invalid input, nothing sent) is the status that stays: \"sending\" never follows it", async () => {
+  it('an outcome known at once (invalid input, nothing sent) is the status that stays: "sending" never follows it', async () => {
     const out = await unlock({ deviceId: "101" });
     assertFailed(out, "invalid-input", null);
     // Well past the moment a deferred "sending" would have run.
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(last().fill, "red", JSON.stringify(seen));
-    assert.ok(!seen.some((s) => s.fill === "blue"), `no "sending" for a message that sent nothing: ${JSON.stringify(seen)}`);
+    assert.ok(
+      !seen.some((s) => s.fill === "blue"),
+      `no "sending" for a message that sent nothing: ${JSON.stringify(seen)}`,
+    );
     assert.equal(unlockRequests(sim), 0);
   });
 
@@ -88,7 +121,7 @@ describe("'sending' while the command is out, then the outcome; an outcome known
     }
   });
 
-  it("the attempt record cannot be written: outcome error, no PUT, and \"sending\" is never shown (it follows the command, never precedes it)", async () => {
+  it('the attempt record cannot be written: outcome error, no PUT, and "sending" is never shown (it follows the command, never precedes it)', async () => {
     const { proto, orig } = await fileHandlePrototype();
     let injected = 0;
     proto.write = function () {
@@ -106,20 +139,31 @@ describe("'sending' while the command is out, then the outcome; an outcome known
     assertFailed(out, "error", null);
     assert.match(String(out.msg.payload.message), /not sent: the audit log could not be written/);
     await new Promise((r) => setTimeout(r, 50));
-    assert.ok(!seen.some((st) => st.fill === "blue"), `no "sending" for a command that was never sent: ${JSON.stringify(seen)}`);
+    assert.ok(
+      !seen.some((st) => st.fill === "blue"),
+      `no "sending" for a command that was never sent: ${JSON.stringify(seen)}`,
+    );
     assert.equal(last().fill, "red", JSON.stringify(seen));
     assert.equal(unlockRequests(sim), 0);
   });
 
   it("a message whose field cannot be read (a getter that throws): invalid-input on the error output, no PUT, one unlock-rejected record: bad input gets a clear error and sends nothing", async () => {
     const msg: Record<string, unknown> = { _msgid: "getter-throws" };
-    Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("no deviceId today"); } });
+    Object.defineProperty(msg, "deviceId", {
+      enumerable: true,
+      get() {
+        throw new Error("no deviceId today");
+      },
+    });
     const out = await unlock(msg);
     assertFailed(out, "invalid-input", null);
     assert.match(String(out.msg.payload.message), /msg.deviceId could not be read: no deviceId today/);
     await until("the rejected record", () => readAudit(userDir).some((r) => r.msgid === "getter-throws"), 5000, 2);
     const mine = readAudit(userDir).filter((r) => r.msgid === "getter-throws");
-    assert.deepEqual(mine.map((r) => [r.type, r.outcome]), [["unlock-rejected", "invalid-input"]]);
+    assert.deepEqual(
+      mine.map((r) => [r.type, r.outcome]),
+      [["unlock-rejected", "invalid-input"]],
+    );
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(last().fill, "red", JSON.stringify(seen));
     assert.ok(!seen.some((st) => st.fill === "blue"), JSON.stringify(seen));
@@ -133,11 +177,7 @@ describe("node status of an input refused before anything is sent: the short rea
 
   before(async () => {
     sim = await startSim();
-    const flow = [
-      ...unlockFlow(sim.url),
-      doorStatusNode("st"),
-      ...helperNodes("st-out"),
-    ];
+    const flow = [...unlockFlow(sim.url), doorStatusNode("st"), ...helperNodes("st-out")];
     // The status texts exactly as an editor shows them (the test helper's RED._ returns the key).
     await loadFlow(flow, { nodes: withEnglishText(ALL_NODES) });
     await waitReady();
@@ -152,7 +192,10 @@ describe("node status of an input refused before anything is sent: the short rea
     const p = assertFailed(await unlock({ door: "Frontdoor" }), "invalid-input", null);
     assert.match(p.message, /^no door named "Frontdoor"/);
     await until("the red status", () => lastStatus(helper.getNode("u1"))?.fill === "red");
-    assert.match(lastStatus(helper.getNode("u1"))?.text ?? "", /^invalid-input: no door named "Frontdoor" \d\d:\d\d:\d\d$/);
+    assert.match(
+      lastStatus(helper.getNode("u1"))?.text ?? "",
+      /^invalid-input: no door named "Frontdoor" \d\d:\d\d:\d\d$/,
+    );
     assert.equal(unlockRequests(sim), 0);
   });
 
@@ -177,7 +220,9 @@ describe("The deferred 'sending' never outlives its unlock: a burst of mixed mes
   let sim: RunningSimulator;
   const seen: Status[] = [];
   const last = (): Status => seen[seen.length - 1] ?? {};
-  const settle = async () => { for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r)); };
+  const settle = async () => {
+    for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  };
 
   before(async () => {
     sim = await startSim();
@@ -202,11 +247,16 @@ describe("The deferred 'sending' never outlives its unlock: a burst of mixed mes
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 150 });
     const msgs: Record<string, unknown>[] = [];
     for (let i = 0; i < 12; i++) {
-      msgs.push([{ deviceId: 101 }, { deviceId: "101" }, { deviceId: 101, retain: true }, { door: "No Such Door" }][i % 4]);
+      msgs.push(
+        [{ deviceId: 101 }, { deviceId: "101" }, { deviceId: 101, retain: true }, { door: "No Such Door" }][i % 4],
+      );
     }
     const outs = await Promise.all(msgs.map((m) => unlock({ ...m })));
     await settle();
-    assert.deepEqual(outs.map((o) => o.msg.payload.outcome), msgs.map((_, i) => ["accepted", "invalid-input", "retained-rejected", "invalid-input"][i % 4]));
+    assert.deepEqual(
+      outs.map((o) => o.msg.payload.outcome),
+      msgs.map((_, i) => ["accepted", "invalid-input", "retained-rejected", "invalid-input"][i % 4]),
+    );
     assert.equal(unlockRequests(sim), 3);
     assert.notEqual(last().fill, "blue", JSON.stringify(seen));
     assert.equal(last().fill, "green", JSON.stringify(seen.slice(-4)));
@@ -218,7 +268,10 @@ describe("The deferred 'sending' never outlives its unlock: a burst of mixed mes
     await settle();
     assert.equal(out.msg.payload.outcome, "accepted", JSON.stringify(out.msg.payload));
     assert.equal(unlockRequests(sim), 2);
-    assert.ok(seen.some((s) => s.fill === "blue"), JSON.stringify(seen));
+    assert.ok(
+      seen.some((s) => s.fill === "blue"),
+      JSON.stringify(seen),
+    );
     assert.equal(last().fill, "green", JSON.stringify(seen));
   });
 
@@ -300,9 +353,20 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       assert.equal(unlockRequests(sim), 2);
       // onSending is called once; the second blue is the node's last result shown again when the
       // account is back to ready after its refresh (the replay is in flight): not a defect.
-      assert.deepEqual(seen.map((s) => s.fill), ["blue", "yellow", "blue", "green"], JSON.stringify(seen));
+      assert.deepEqual(
+        seen.map((s) => s.fill),
+        ["blue", "yellow", "blue", "green"],
+        JSON.stringify(seen),
+      );
       assert.equal(last().fill, "green");
-      assert.deepEqual(mine("r401").map((r) => [r.type, r.replay ?? false]), [["unlock-attempt", false], ["unlock-attempt", true], ["unlock-result", false]]);
+      assert.deepEqual(
+        mine("r401").map((r) => [r.type, r.replay ?? false]),
+        [
+          ["unlock-attempt", false],
+          ["unlock-attempt", true],
+          ["unlock-result", false],
+        ],
+      );
     });
 
     it("30 messages in one tick (good slow, unreadable getter, invalid, unknown door) → one outcome each, one PUT per good one, final status = last outcome emitted, never 'sending'", async () => {
@@ -313,15 +377,25 @@ describe("'sending' once per command, re-shown only while its replay is out; the
         const k = i % 4;
         let m: Record<string, unknown>;
         if (k === 0) m = { deviceId: 101 };
-        else if (k === 1) { m = {}; Object.defineProperty(m, "door", { enumerable: true, get() { throw new Error("nope"); } }); }
-        else if (k === 2) m = { deviceId: "x" };
+        else if (k === 1) {
+          m = {};
+          Object.defineProperty(m, "door", {
+            enumerable: true,
+            get() {
+              throw new Error("nope");
+            },
+          });
+        } else if (k === 2) m = { deviceId: "x" };
         else m = { door: "No Such Door" };
         kinds.push(["accepted", "invalid-input", "invalid-input", "invalid-input"][k]);
         outs.push(unlock(m));
       }
       const got = await Promise.all(outs);
       await settle();
-      assert.deepEqual(got.map((o) => o.msg.payload.outcome), kinds);
+      assert.deepEqual(
+        got.map((o) => o.msg.payload.outcome),
+        kinds,
+      );
       assert.equal(unlockRequests(sim), 8);
       const lastOut = [...ok, ...fail].length;
       assert.equal(lastOut, 30);
@@ -340,7 +414,12 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       seen.length = 0;
       const a = await unlock({ _msgid: "h1", deviceId: 101 });
       const msg: Record<string, unknown> = { _msgid: "h2" };
-      Object.defineProperty(msg, "deviceId", { enumerable: true, get() { throw new Error("x"); } });
+      Object.defineProperty(msg, "deviceId", {
+        enumerable: true,
+        get() {
+          throw new Error("x");
+        },
+      });
       const b = await unlock(msg);
       await until("the rejected record", () => mine("h2").length > 0, 5000);
       await settle();
@@ -348,7 +427,10 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       assert.equal(b.msg.payload.outcome, "invalid-input");
       assert.equal(unlockRequests(sim), 0);
       assert.ok(!seen.some((s) => s.fill === "blue"), JSON.stringify(seen));
-      assert.deepEqual(mine("h2").map((r) => r.type), ["unlock-rejected"]);
+      assert.deepEqual(
+        mine("h2").map((r) => r.type),
+        ["unlock-rejected"],
+      );
     });
 
     it("a redeploy (flows stopped) after 'sending' was shown for a slow PUT: outcome recorded, no status after close, no unhandled", async () => {
@@ -361,7 +443,10 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       await settle();
       assert.equal(seen.length, n, JSON.stringify(seen.slice(n)));
       assert.notEqual(last().fill, "blue");
-      assert.deepEqual(mine("close-1").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+      assert.deepEqual(
+        mine("close-1").map((r) => r.type),
+        ["unlock-attempt", "unlock-result"],
+      );
       assert.equal(unlockRequests(sim), 1);
       assert.equal(unhandledSeen().length, u0);
       await load(unlockFlow(sim.url, door)); // for afterEach
@@ -379,30 +464,76 @@ describe("'sending' once per command, re-shown only while its replay is out; the
       let called = 0;
       const r = await performUnlock(
         account,
-        { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "onsending-throws" },
+        {
+          msgDeviceId: 101,
+          msgDoor: undefined,
+          msgLockId: undefined,
+          msgActor: undefined,
+          msgRetain: undefined,
+          msgid: "onsending-throws",
+        },
         { nodeId: "x", door: null, lockId: "", actor: "", rejectRetained: true },
         undefined,
-        () => { called++; throw new Error("status boom"); },
+        () => {
+          called++;
+          throw new Error("status boom");
+        },
       );
       await settle();
       assert.equal(r.outcome, "accepted");
       assert.equal(called, 1);
       assert.equal(unlockRequests(sim), 1);
-      assert.deepEqual(mine("onsending-throws").map((x) => x.type), ["unlock-attempt", "unlock-result"]);
+      assert.deepEqual(
+        mine("onsending-throws").map((x) => x.type),
+        ["unlock-attempt", "unlock-result"],
+      );
       assert.equal(unhandledSeen().length, u0);
     });
 
     it("onSending is not called when the PUT is never handed over (unknown door name, retained, unreadable)", async () => {
       let called = 0;
-      const base = { msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "no-send" };
+      const base = {
+        msgDoor: undefined,
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: "no-send",
+      };
       const settings = { nodeId: "x", door: null, lockId: "", actor: "", rejectRetained: true };
       const outs = [
-        await performUnlock(helper.getNode("acc1").account, { ...base, msgDeviceId: undefined, msgDoor: "No Such Door" }, settings, undefined, () => { called++; }),
-        await performUnlock(helper.getNode("acc1").account, { ...base, msgDeviceId: 101, msgRetain: true }, settings, undefined, () => { called++; }),
-        await performUnlock(helper.getNode("acc1").account, { ...base, msgDeviceId: 101, unreadable: "msg.x could not be read" }, settings, undefined, () => { called++; }),
+        await performUnlock(
+          helper.getNode("acc1").account,
+          { ...base, msgDeviceId: undefined, msgDoor: "No Such Door" },
+          settings,
+          undefined,
+          () => {
+            called++;
+          },
+        ),
+        await performUnlock(
+          helper.getNode("acc1").account,
+          { ...base, msgDeviceId: 101, msgRetain: true },
+          settings,
+          undefined,
+          () => {
+            called++;
+          },
+        ),
+        await performUnlock(
+          helper.getNode("acc1").account,
+          { ...base, msgDeviceId: 101, unreadable: "msg.x could not be read" },
+          settings,
+          undefined,
+          () => {
+            called++;
+          },
+        ),
       ];
       await settle();
-      assert.deepEqual(outs.map((o) => o.outcome), ["invalid-input", "retained-rejected", "invalid-input"]);
+      assert.deepEqual(
+        outs.map((o) => o.outcome),
+        ["invalid-input", "retained-rejected", "invalid-input"],
+      );
       assert.equal(called, 0);
       assert.equal(unlockRequests(sim), 0);
     });
@@ -440,7 +571,11 @@ describe("A refused connection: one outcome on output 2, its records, and the st
       seen.u1 = recordStatuses(helper.getNode("u1"));
     });
     afterEach(async () => {
-      try { await sim2.close(); } catch { /* closed by the test */ }
+      try {
+        await sim2.close();
+      } catch {
+        /* closed by the test */
+      }
     });
 
     it("the simulator closed, an unlock: one outcome on output 2, attempt+result (or one rejected), status ends on it (not blue), no unhandled", async () => {
@@ -453,7 +588,11 @@ describe("A refused connection: one outcome on output 2, its records, and the st
       assert.equal(out.port, 1);
       assert.deepEqual(unhandledSince(u0), []);
       const types = recs.map((r) => r.type);
-      assert.ok(JSON.stringify(types) === JSON.stringify(["unlock-attempt", "unlock-result"]) || JSON.stringify(types) === JSON.stringify(["unlock-rejected"]), JSON.stringify(types));
+      assert.ok(
+        JSON.stringify(types) === JSON.stringify(["unlock-attempt", "unlock-result"]) ||
+          JSON.stringify(types) === JSON.stringify(["unlock-rejected"]),
+        JSON.stringify(types),
+      );
       assert.equal(last("u1").fill, "red", JSON.stringify(seen.u1));
       // The status is the failed outcome's (the test runtime shows message keys, not their text).
       assert.match(String(last("u1").text), /^door-unlock\.status\.failed/, JSON.stringify(seen.u1));
@@ -481,7 +620,8 @@ describe("The outcome status comes from the node's own values, shown once the me
   // Fixed in 531ad03.
   it("a change node after door-unlock that sets msg.payload.outcome on output 2: door-unlock's status still shows the forbidden (403) unlock it had, not the 'accepted' the next node wrote", async () => {
     const flow = [
-      tab(), accountNode(sim.url),
+      tab(),
+      accountNode(sim.url),
       unlockNode({ wires: [["u1-ok"], ["chg"]] }),
       changeNode("chg", [{ t: "set", p: "payload.outcome", to: "accepted" }], ["u1-fail"]),
       ...helperNodes("u1-ok", "u1-fail"),
@@ -494,7 +634,11 @@ describe("The outcome status comes from the node's own values, shown once the me
     assert.equal(unlockRequests(sim), 1);
     await settle();
     const s = lastStatus(helper.getNode("u1"));
-    assert.equal(s?.fill, "red", `the node shows the failure it had, not what the next node wrote into msg.payload: ${JSON.stringify(s)}`);
+    assert.equal(
+      s?.fill,
+      "red",
+      `the node shows the failure it had, not what the next node wrote into msg.payload: ${JSON.stringify(s)}`,
+    );
     assert.match(String(s?.text), /failed/);
   });
 
@@ -502,22 +646,33 @@ describe("The outcome status comes from the node's own values, shown once the me
     const { userDir } = await loadFlow(unlockFlow(sim.url));
     await waitReady();
     const u0 = unhandledSeen().length;
-    helper.getNode("u1-fail").on("input", () => { throw new Error("the next node fails"); });
+    helper.getNode("u1-fail").on("input", () => {
+      throw new Error("the next node fails");
+    });
     const out = await unlock({ deviceId: 106, _msgid: "next-node-throws" });
     assert.equal(out.msg.payload.outcome, "forbidden");
-    await until("the result record", () => readAudit(userDir).some((r) => r.msgid === "next-node-throws" && r.type === "unlock-result"), 5000);
+    await until(
+      "the result record",
+      () => readAudit(userDir).some((r) => r.msgid === "next-node-throws" && r.type === "unlock-result"),
+      5000,
+    );
     await settle();
     assert.equal(lastStatus(helper.getNode("u1"))?.fill, "red");
     assert.equal(unhandledSeen().length, u0);
   });
 
-  it("a message still at the service (\"sending\") while a later one is rejected, then it is accepted: the node ends green (the last outcome), and no \"sending\" comes after an outcome of the same message", async () => {
+  it('a message still at the service ("sending") while a later one is rejected, then it is accepted: the node ends green (the last outcome), and no "sending" comes after an outcome of the same message', async () => {
     await loadFlow(unlockFlow(sim.url));
     await waitReady();
     const seen = recordStatuses(helper.getNode("u1"));
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 400 });
     const slow = unlock({ deviceId: 101, _msgid: "slow-accepted" });
-    await until("the PUT held at the service", () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"), 5000, 2);
+    await until(
+      "the PUT held at the service",
+      () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"),
+      5000,
+      2,
+    );
     await until("sending shown", () => seen.some((x) => x.fill === "blue"), 5000, 2);
     const bad = await unlock({ deviceId: "x", _msgid: "rejected-meanwhile" });
     assert.equal(bad.msg.payload.outcome, "invalid-input");
@@ -526,7 +681,10 @@ describe("The outcome status comes from the node's own values, shown once the me
     await settle();
     assert.equal(seen[seen.length - 1]?.fill, "green", JSON.stringify(seen));
     const lastGreen = seen.map((x) => x.fill).lastIndexOf("green");
-    assert.equal(seen.slice(lastGreen).some((x) => x.fill === "blue"), false);
+    assert.equal(
+      seen.slice(lastGreen).some((x) => x.fill === "blue"),
+      false,
+    );
   });
 
   it("the node removed by a deploy while its PUT is at the service: its outcome status is shown before its close completes, none after the deploy returned; the unlock-result is written", async () => {
@@ -537,15 +695,34 @@ describe("The outcome status comes from the node's own values, shown once the me
     const late: unknown[] = [];
     const all: unknown[] = [];
     const own = u1.status;
-    u1.status = function (this: unknown, st: any) { all.push(st); if (deployed) late.push(st); return own.call(this, st); };
+    u1.status = function (this: unknown, st: any) {
+      all.push(st);
+      if (deployed) late.push(st);
+      return own.call(this, st);
+    };
     sim.control.inject({ kind: "latency", endpoint: "unlockDevice", latencyMs: 300 });
     u1.receive({ _msgid: "node-removed", deviceId: 101 });
-    await until("the PUT held at the service", () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"), 5000, 2);
-    await helper.setFlows([tab(), accountNode(sim.url)], "full", { acc1: { phoneNumber: "+15550000001", password: "demo-password" } });
+    await until(
+      "the PUT held at the service",
+      () => sim.control.inFlight().some((r) => r.operation === "unlockDevice"),
+      5000,
+      2,
+    );
+    await helper.setFlows([tab(), accountNode(sim.url)], "full", {
+      acc1: { phoneNumber: "+15550000001", password: "demo-password" },
+    });
     deployed = true;
     await settle();
     assert.deepEqual(late, [], "no status from the removed node after the deploy returned");
-    assert.ok(all.some((x: any) => x.fill === "green"), JSON.stringify(all));
-    assert.deepEqual(readAudit(userDir).filter((r) => r.msgid === "node-removed").map((r) => r.type), ["unlock-attempt", "unlock-result"]);
+    assert.ok(
+      all.some((x: any) => x.fill === "green"),
+      JSON.stringify(all),
+    );
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === "node-removed")
+        .map((r) => r.type),
+      ["unlock-attempt", "unlock-result"],
+    );
   });
 });

@@ -55,17 +55,60 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
   function flow(rejectRetained: boolean): unknown[] {
     return [
       { id: "t1", type: "tab", label: "mqtt" },
-      { id: "b1", type: "mqtt-broker", name: "aedes", broker: "127.0.0.1", port: String(broker.port), clientid: "", autoConnect: true, usetls: false, protocolVersion: "4", keepalive: "60", cleansession: true },
-      { id: "in1", type: "mqtt in", z: "t1", name: "", topic: TOPIC, qos: "1", datatype: "utf8", broker: "b1", nl: false, rap: true, rh: 0, inputs: 0, wires: [["u1", "seen"]] },
+      {
+        id: "b1",
+        type: "mqtt-broker",
+        name: "aedes",
+        broker: "127.0.0.1",
+        port: String(broker.port),
+        clientid: "",
+        autoConnect: true,
+        usetls: false,
+        protocolVersion: "4",
+        keepalive: "60",
+        cleansession: true,
+      },
+      {
+        id: "in1",
+        type: "mqtt in",
+        z: "t1",
+        name: "",
+        topic: TOPIC,
+        qos: "1",
+        datatype: "utf8",
+        broker: "b1",
+        nl: false,
+        rap: true,
+        rh: 0,
+        inputs: 0,
+        wires: [["u1", "seen"]],
+      },
       { id: "acc1", type: "door-account", name: "sim", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
-      { id: "u1", type: "door-unlock", z: "t1", name: "", account: "acc1", deviceId: "", doorName: "Front Door", doorLocation: "Main Street 1", lockId: "", actor: "mqtt-test", rejectRetained, wires: [["ok"], ["fail"]] },
+      {
+        id: "u1",
+        type: "door-unlock",
+        z: "t1",
+        name: "",
+        account: "acc1",
+        deviceId: "",
+        doorName: "Front Door",
+        doorLocation: "Main Street 1",
+        lockId: "",
+        actor: "mqtt-test",
+        rejectRetained,
+        wires: [["ok"], ["fail"]],
+      },
       { id: "seen", type: "helper", z: "t1" },
       { id: "ok", type: "helper", z: "t1" },
       { id: "fail", type: "helper", z: "t1" },
     ];
   }
 
-  interface Captured { seen: any[]; ok: any[]; fail: any[] }
+  interface Captured {
+    seen: any[];
+    ok: any[];
+    fail: any[];
+  }
 
   async function load(rejectRetained: boolean): Promise<Captured> {
     await helper.load([mqttNode, accountModule, unlockModule], flow(rejectRetained), structuredClone(CREDS));
@@ -76,7 +119,10 @@ describe("MQTT end to end: one published command is one unlock; a retained one t
 
   it("one published message: exactly one unlock at the simulator, accepted on output 1", async () => {
     const got = await load(true);
-    await until("the subscription", () => (helper.getNode("b1") as { connected?: boolean }).connected === true && got.seen.length === 0);
+    await until(
+      "the subscription",
+      () => (helper.getNode("b1") as { connected?: boolean }).connected === true && got.seen.length === 0,
+    );
     await new Promise((r) => setTimeout(r, 300)); // the subscribe is sent right after connect
     await publisher.publishAsync(TOPIC, "unlock", { qos: 1 });
     await until("the result", () => got.ok.length + got.fail.length >= 1);

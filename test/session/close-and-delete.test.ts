@@ -31,12 +31,20 @@ describe("Closing or deleting while a login or refresh is in flight: no timer le
     sim.control.revokeAccessToken("demo");
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 300, latencyMs: 300, count: 1 });
     const pending = b.session.call((t) => b.client.getDevice(t, 101)).catch((e: unknown) => e);
-    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "refreshToken"), 5000, "the refresh to reach the service");
+    await waitUntil(
+      () => sim.control.inFlight().some((r) => r.operation === "refreshToken"),
+      5000,
+      "the refresh to reach the service",
+    );
     await b.session.close();
     await pending;
     assert.equal(count(sim, "refreshToken"), 1);
     assert.equal(b.session.state, "closed");
-    assert.equal(clock.pendingTimers(), 0, `timers left after close: ${clock.pendingTimers()} (renewAt ${b.session.snapshot().renewAt})`);
+    assert.equal(
+      clock.pendingTimers(),
+      0,
+      `timers left after close: ${clock.pendingTimers()} (renewAt ${b.session.snapshot().renewAt})`,
+    );
   });
 
   // Fixed in c309f63.
@@ -45,11 +53,19 @@ describe("Closing or deleting while a login or refresh is in flight: no timer le
     b = buildSession(sim);
     sim.control.inject({ kind: "latency", endpoint: "loginByPhone", latencyMs: 400, count: 1 });
     const started = b.session.start();
-    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "loginByPhone"), 5000, "the login to reach the service");
+    await waitUntil(
+      () => sim.control.inFlight().some((r) => r.operation === "loginByPhone"),
+      5000,
+      "the login to reach the service",
+    );
     await b.session.destroy();
     await started;
     assert.equal(count(sim, "loginByPhone"), 1);
-    assert.equal(sim.control.hasSession("demo"), false, `the session opened by the login in flight is still active at the service: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      sim.control.hasSession("demo"),
+      false,
+      `the session opened by the login in flight is still active at the service: ${JSON.stringify(ops(sim))}`,
+    );
     assert.equal(await b.store.load(), null, "the stored pair is deleted");
   });
 
@@ -61,11 +77,19 @@ describe("Closing or deleting while a login or refresh is in flight: no timer le
     sim.control.revokeAccessToken("demo");
     sim.control.inject({ kind: "latency", endpoint: "refreshToken", latencyMs: 400, count: 1 });
     const pending = b.session.call((t) => b.client.getDevice(t, 101)).catch((e: unknown) => e);
-    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "refreshToken"), 5000, "the refresh to reach the service");
+    await waitUntil(
+      () => sim.control.inFlight().some((r) => r.operation === "refreshToken"),
+      5000,
+      "the refresh to reach the service",
+    );
     await b.session.destroy();
     await pending;
     assert.equal(count(sim, "refreshToken"), 1);
-    assert.equal(sim.control.hasSession("demo"), false, `the session is still active at the service after the account was deleted: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      sim.control.hasSession("demo"),
+      false,
+      `the session is still active at the service after the account was deleted: ${JSON.stringify(ops(sim))}`,
+    );
   });
 });
 
@@ -81,7 +105,11 @@ describe("Closing lets a refresh in flight finish and store its pair: the next s
     // The service executes the refresh (the token is consumed) and answers only after 800 ms.
     sim.control.inject({ kind: "slow-headers", endpoint: "refreshToken", latencyMs: 800, count: 1 });
     const call = first.session.call((t) => first.client.getDevice(t, 101)).catch((e: Error) => e);
-    await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "refreshToken"), 5000, "the refresh in flight");
+    await waitUntil(
+      () => sim.control.inFlight().some((e) => e.operation === "refreshToken"),
+      5000,
+      "the refresh in flight",
+    );
     await first.session.close();
     await call;
     await first.client.close();

@@ -49,7 +49,12 @@ describe("a process killed during a refresh or an unlock leaves a whole token pa
         // refresh for a minute (so the kill always lands inside it). Every other such round the
         // refresh is executed first (slow-headers: the token is consumed and the new pair never
         // arrives), else not executed at all (latency: the token is still good).
-        sim.control.inject({ kind: i % 8 === 0 ? "slow-headers" : "latency", endpoint: "refreshToken", latencyMs: 60_000, count: 1 });
+        sim.control.inject({
+          kind: i % 8 === 0 ? "slow-headers" : "latency",
+          endpoint: "refreshToken",
+          latencyMs: 60_000,
+          count: 1,
+        });
       } else {
         sim.control.inject({ kind: "latency", endpoint: "refreshToken", latencyMs: 40 + (i % 3) * 10, count: 1000 });
       }
@@ -59,11 +64,19 @@ describe("a process killed during a refresh or an unlock leaves a whole token pa
       child.stdout!.on("data", (d: Buffer) => (out.text += d.toString()));
       await waitUntil(() => out.text.includes("ready"), 30_000, `child ${i} ready`); // may first wait out a dead holder's lock (5 s)
       if (i % 4 === 0) {
-        await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "refreshToken"), 20_000, `child ${i} refreshing`);
+        await waitUntil(
+          () => sim.control.inFlight().some((e) => e.operation === "refreshToken"),
+          20_000,
+          `child ${i} refreshing`,
+        );
         killsDuringRefresh++;
       } else if (i % 4 === 1) {
         // Kill inside an unlock.
-        await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "unlockDevice"), 20_000, `child ${i} unlocking`);
+        await waitUntil(
+          () => sim.control.inFlight().some((e) => e.operation === "unlockDevice"),
+          20_000,
+          `child ${i} unlocking`,
+        );
         killsDuringUnlock++;
       } else {
         await new Promise((r) => setTimeout(r, 30 + Math.floor(Math.random() * 250)));
@@ -76,12 +89,19 @@ describe("a process killed during a refresh or an unlock leaves a whole token pa
       // The stored pair: absent, or one whole pair issued together.
       if (existsSync(tokenFile)) {
         const pair = await store.load();
-        assert.ok(pair, `kill ${i}: the token file exists but is unreadable: ${readFileSync(tokenFile, "utf8").slice(0, 40)}…`);
+        assert.ok(
+          pair,
+          `kill ${i}: the token file exists but is unreadable: ${readFileSync(tokenFile, "utf8").slice(0, 40)}…`,
+        );
         const issued = issuedTokens();
         const r = issued.indexOf(pair.refreshToken);
         const a = issued.indexOf(pair.accessToken);
         assert.ok(r >= 0 && a >= 0, `kill ${i}: the stored tokens were issued by the service`);
-        assert.equal(a, r + 1, `kill ${i}: the stored access and refresh tokens come from the same issue (never a mix)`);
+        assert.equal(
+          a,
+          r + 1,
+          `kill ${i}: the stored access and refresh tokens come from the same issue (never a mix)`,
+        );
       }
       const audit = await readAuditFile(path.join(dir, "audit.jsonl"));
       assert.deepEqual(audit.badLines, [], `kill ${i}: only the last line may be torn`);
@@ -98,7 +118,12 @@ describe("a process killed during a refresh or an unlock leaves a whole token pa
     // The dead children's held refreshes are logged once their connections close.
     await waitUntil(() => sim.control.inFlight().length === 0, 10_000, "the killed children's requests to close");
     const cutRefreshes = sim.control.requests({ operation: "refreshToken" }).filter((r) => r.status === 0).length;
-    assert.ok(cutRefreshes >= killsDuringRefresh, `every kill inside a refresh cut one (${cutRefreshes} of ${killsDuringRefresh})`);
-    console.log(`    kills: ${KILLS} (${killsDuringRefresh} inside a refresh, ${killsDuringUnlock} inside an unlock), logins: ${logins}, refreshes: ${refreshes}, PUTs: ${puts}, attempt records: ${attempts}, torn audit tails seen: ${tornAuditTails}`);
+    assert.ok(
+      cutRefreshes >= killsDuringRefresh,
+      `every kill inside a refresh cut one (${cutRefreshes} of ${killsDuringRefresh})`,
+    );
+    console.log(
+      `    kills: ${KILLS} (${killsDuringRefresh} inside a refresh, ${killsDuringUnlock} inside an unlock), logins: ${logins}, refreshes: ${refreshes}, PUTs: ${puts}, attempt records: ${attempts}, torn audit tails seen: ${tornAuditTails}`,
+    );
   });
 });

@@ -23,7 +23,18 @@ import { startSimulator, type RunningSimulator } from "../../src/simulator/index
 import { performUnlock, type UnlockResult } from "../../src/unlock/unlock.js";
 import { refusedPort } from "../helpers/refused-port.js";
 import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
-import { CapturingLog, DEMO_PHONE, assertRetryAfterInText, buildSession, closeAll, ops, tempDir, tickUntil, waitUntil, type Built } from "../helpers/session.js";
+import {
+  CapturingLog,
+  DEMO_PHONE,
+  assertRetryAfterInText,
+  buildSession,
+  closeAll,
+  ops,
+  tempDir,
+  tickUntil,
+  waitUntil,
+  type Built,
+} from "../helpers/session.js";
 
 describe("session: a failed call, refresh or login gets one bounded answer: one refresh and replay after a 401, a halt on refused credentials, never a loop (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(20_000);
@@ -74,7 +85,10 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     assert.equal(halts.length, 1, "the halt is raised once");
     const before = sim.control.requests().length;
     for (let i = 0; i < 20; i++) {
-      await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)), SessionHaltedError);
+      await assert.rejects(
+        b.session.call((t) => b.client.getDevice(t, 101)),
+        SessionHaltedError,
+      );
     }
     assert.equal(sim.control.requests().length, before, "nothing is sent while halted");
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0, "no login loop");
@@ -91,7 +105,10 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)));
     assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 401"], "no second login within the hour");
     assert.equal(b.session.state, "halted-superseded");
-    await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)), SessionHaltedError);
+    await assert.rejects(
+      b.session.call((t) => b.client.getDevice(t, 101)),
+      SessionHaltedError,
+    );
     assert.equal(sim.control.requests().length, 2);
   });
 
@@ -100,7 +117,11 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     // Consume the session's refresh token from outside, as a second component would.
     const stored = await b.store.load();
     assert.ok(stored);
-    const res = await request(`${sim.url}/api/auth/refresh`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ refreshToken: stored.refreshToken }) });
+    const res = await request(`${sim.url}/api/auth/refresh`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ refreshToken: stored.refreshToken }),
+    });
     await res.body.dump();
     assert.equal(res.statusCode, 200);
     sim.control.resetRequests();
@@ -114,7 +135,13 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     sim.control.expireAccessToken("demo");
     sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2 });
     await b.session.call((t) => b.client.getDevice(t, 101));
-    assert.deepEqual(ops(sim), ["getDevice 401", "refreshToken 503", "refreshToken 503", "loginByPhone 200", "getDevice 200"]);
+    assert.deepEqual(ops(sim), [
+      "getDevice 401",
+      "refreshToken 503",
+      "refreshToken 503",
+      "loginByPhone 200",
+      "getDevice 200",
+    ]);
   });
 
   it("refresh network error: one retry, and the retry's success is used", async () => {
@@ -126,10 +153,16 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
   });
 
   it("login refused on credentials (401): halted-login-failed, no retry, no loop", async () => {
-    b = buildSession(sim, { credentials: { method: "phone", phoneNumber: "+15550000001", password: "wrong-password" } });
+    b = buildSession(sim, {
+      credentials: { method: "phone", phoneNumber: "+15550000001", password: "wrong-password" },
+    });
     await b.session.start();
     assert.equal(b.session.state, "halted-login-failed");
-    for (let i = 0; i < 10; i++) await assert.rejects(b.session.call((t) => b.client.getDevice(t, 101)), SessionHaltedError);
+    for (let i = 0; i < 10; i++)
+      await assert.rejects(
+        b.session.call((t) => b.client.getDevice(t, 101)),
+        SessionHaltedError,
+      );
     assert.deepEqual(ops(sim), ["loginByPhone 401"]);
   });
 
@@ -180,7 +213,10 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
     assert.equal(b.session.state, "unreachable");
     assert.deepEqual(ops(sim), ["loginByPhone 429"], "429 on login is not retried at once");
     await clock.tickAsync(61_000);
-    await assert.rejects(b.session.token(), (e: unknown) => e instanceof SessionUnavailableError && (e.retryAfter ?? 0) > 0);
+    await assert.rejects(
+      b.session.token(),
+      (e: unknown) => e instanceof SessionUnavailableError && (e.retryAfter ?? 0) > 0,
+    );
     assert.equal(sim.control.requests().length, 1, "Retry-After (120 s) is honoured beyond the 1 minute floor");
     await clock.tickAsync(60_000);
     await b.session.token();
@@ -188,7 +224,9 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
   });
 
   it("operator reconnect after a halt: exactly one login", async () => {
-    b = buildSession(sim, { credentials: { method: "phone", phoneNumber: "+15550000001", password: "wrong-password" } });
+    b = buildSession(sim, {
+      credentials: { method: "phone", phoneNumber: "+15550000001", password: "wrong-password" },
+    });
     await b.session.start();
     assert.equal(b.session.state, "halted-login-failed");
     await b.session.reconnect();
@@ -201,22 +239,54 @@ describe("session: a failed call, refresh or login gets one bounded answer: one 
   it("a service error title that quotes the login or the password reaches no log line and no unlock outcome", async () => {
     const dir = tempDir("door-title-");
     const echoed = "+15550000001 (15550000001) demo@example.com DEMO@EXAMPLE.COM demo-password";
-    for (const credentials of [DEMO_PHONE, { method: "email" as const, email: "demo@example.com", password: DEMO_PHONE.password }]) {
+    for (const credentials of [
+      DEMO_PHONE,
+      { method: "email" as const, email: "demo@example.com", password: DEMO_PHONE.password },
+    ]) {
       const log = new CapturingLog();
-      const account = new Account({ baseUrl: sim.url, credentials, tokenFile: path.join(dir, `${credentials.method}.json`), auditLogPath: path.join(dir, "audit.jsonl"), log, client: { random: () => 0 } });
+      const account = new Account({
+        baseUrl: sim.url,
+        credentials,
+        tokenFile: path.join(dir, `${credentials.method}.json`),
+        auditLogPath: path.join(dir, "audit.jsonl"),
+        log,
+        client: { random: () => 0 },
+      });
       try {
-        sim.control.inject({ kind: "500", endpoint: ["loginByPhone", "loginByEmail"], title: `no account ${echoed}`, count: 2 });
+        sim.control.inject({
+          kind: "500",
+          endpoint: ["loginByPhone", "loginByEmail"],
+          title: `no account ${echoed}`,
+          count: 2,
+        });
         await account.start();
         assert.equal(account.session.state, "unreachable");
         await account.session.reconnect();
         await account.start();
         sim.control.inject({ kind: "500", endpoint: "unlockDevice", title: `key of ${echoed} refused`, count: 1 });
-        const r = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: credentials.method }, { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true });
+        const r = await performUnlock(
+          account,
+          {
+            msgDeviceId: 101,
+            msgDoor: undefined,
+            msgLockId: undefined,
+            msgActor: undefined,
+            msgRetain: undefined,
+            msgid: credentials.method,
+          },
+          { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true },
+        );
         assert.equal(r.outcome, "error", JSON.stringify(r));
         const text = [...log.lines, JSON.stringify(r), account.session.snapshot().reason ?? ""].join("\n");
-        const secrets = credentials.method === "email" ? ["demo@example.com", "DEMO@EXAMPLE.COM", "demo-password"] : ["+15550000001", "15550000001", "demo-password"];
+        const secrets =
+          credentials.method === "email"
+            ? ["demo@example.com", "DEMO@EXAMPLE.COM", "demo-password"]
+            : ["+15550000001", "15550000001", "demo-password"];
         for (const secret of secrets) {
-          assert.ok(!text.includes(secret), `${credentials.method} login: the service's title put a secret into: ${text}`);
+          assert.ok(
+            !text.includes(secret),
+            `${credentials.method} login: the service's title put a secret into: ${text}`,
+          );
         }
       } finally {
         await account.close();
@@ -256,20 +326,35 @@ describe("session: a service error text that quotes the account's login", functi
 
   const logins: { credentials: Credentials; op: OperationId; login: string }[] = [
     { credentials: DEMO_PHONE, op: "loginByPhone", login: "+15550000001" },
-    { credentials: { method: "email", email: "demo@example.com", password: "demo-password" }, op: "loginByEmail", login: "demo@example.com" },
+    {
+      credentials: { method: "email", email: "demo@example.com", password: "demo-password" },
+      op: "loginByEmail",
+      login: "demo@example.com",
+    },
   ];
   for (const { credentials, op, login } of logins) {
     it(`reaches no log line, session state or error text (${op}): the login is blanked out of the service's words`, async () => {
-      sim.control.inject({ kind: "503", endpoint: op, count: 2, title: `no gateway for ${login} (account ${login.replace("+", "")})` });
+      sim.control.inject({
+        kind: "503",
+        endpoint: op,
+        count: 2,
+        title: `no gateway for ${login} (account ${login.replace("+", "")})`,
+      });
       b = buildSession(sim, { credentials });
       await b.session.start();
       assert.equal(b.session.state, "unreachable");
-      const err = (await b.session.token().then(() => null, (e: unknown) => e)) as Error | null;
+      const err = (await b.session.token().then(
+        () => null,
+        (e: unknown) => e,
+      )) as Error | null;
       assert.ok(err, "no session: the call fails");
       const snap = b.session.snapshot();
       const text = [...b.log.lines, snap.reason ?? "", snap.detail ?? "", err.message].join("\n");
       assert.match(text, /no gateway for/, "the service's words are still told");
-      assert.ok(!text.includes(login) && !text.includes(login.replace("+", "")), `the login reached the log, the state or an error: ${text.replaceAll(login, "<LOGIN>")}`);
+      assert.ok(
+        !text.includes(login) && !text.includes(login.replace("+", "")),
+        `the login reached the log, the state or an error: ${text.replaceAll(login, "<LOGIN>")}`,
+      );
     });
   }
 
@@ -283,25 +368,49 @@ describe("session: a service error text that quotes the account's login", functi
     await b.session.start();
     assert.deepEqual(ops(sim), [], "resumed: no login");
     sim.control.inject({ kind: "503", endpoint: "getDevice", count: 4, title: "no key for +15550000001" });
-    const err = (await b.session.call((t) => b!.client.getDevice(t, 101)).then(() => null, (e: unknown) => e)) as Error | null;
+    const err = (await b.session
+      .call((t) => b!.client.getDevice(t, 101))
+      .then(
+        () => null,
+        (e: unknown) => e,
+      )) as Error | null;
     assert.ok(err, "the call fails");
     assert.match(err.message, /no key for/);
-    assert.ok(!err.message.includes("15550000001"), `the login is in the error text: ${err.message.replace(/\+?15550000001/g, "<LOGIN>")}`);
+    assert.ok(
+      !err.message.includes("15550000001"),
+      `the login is in the error text: ${err.message.replace(/\+?15550000001/g, "<LOGIN>")}`,
+    );
   });
 
   it("reaches no error text when it quotes the token sent: an access token in a call's error, a refresh token in a refresh's error", async () => {
     b = buildSession(sim);
     await b.session.start();
     const pair = (await b.store.load())!;
-    sim.control.inject({ kind: "503", endpoint: "getDevice", count: 4, title: `gateway down for bearer ${pair.accessToken}` });
-    const callErr = (await b.session.call((t) => b!.client.getDevice(t, 101)).then(() => null, (e: unknown) => e)) as Error | null;
+    sim.control.inject({
+      kind: "503",
+      endpoint: "getDevice",
+      count: 4,
+      title: `gateway down for bearer ${pair.accessToken}`,
+    });
+    const callErr = (await b.session
+      .call((t) => b!.client.getDevice(t, 101))
+      .then(
+        () => null,
+        (e: unknown) => e,
+      )) as Error | null;
     assert.ok(callErr, "the call fails");
     assert.match(callErr.message, /gateway down for bearer/);
     // (the service's words are clipped to 200 characters: a token's start would be left)
-    assert.ok(!callErr.message.includes(pair.accessToken.split(".")[1].slice(0, 30)), "the access token is in the call's error text");
+    assert.ok(
+      !callErr.message.includes(pair.accessToken.split(".")[1].slice(0, 30)),
+      "the access token is in the call's error text",
+    );
     sim.control.clearFaults();
     sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2, title: `cannot renew ${pair.refreshToken}` });
-    const renewErr = (await b.client.refresh(pair.refreshToken).then(() => null, (e: unknown) => e)) as Error | null;
+    const renewErr = (await b.client.refresh(pair.refreshToken).then(
+      () => null,
+      (e: unknown) => e,
+    )) as Error | null;
     assert.ok(renewErr, "the refresh fails");
     assert.match(renewErr.message, /cannot renew/);
     assert.ok(!renewErr.message.includes(pair.refreshToken), "the refresh token is in the refresh's error text");
@@ -328,8 +437,12 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     dir = tempDir("door-rate-limit-");
     // The default timings: the renewal spacing (30 s) must not stretch a 1 s Retry-After.
     account = new Account({
-      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
-      clock, client: { random: () => 0 },
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      clock,
+      client: { random: () => 0 },
     });
   });
   afterEach(async () => {
@@ -341,7 +454,18 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
 
   const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
   const unlock = (): Promise<UnlockResult> =>
-    performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+    performUnlock(
+      account,
+      {
+        msgDeviceId: 101,
+        msgDoor: undefined,
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: `m${++n}`,
+      },
+      settings,
+    );
   const refreshes = () => sim.control.requests({ operation: "refreshToken" });
 
   it("a refresh answered 429 with Retry-After: 1 is tried again by the first message after that second, and the unlock is accepted", async () => {
@@ -420,7 +544,18 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     assert.equal(put.outcome, "rate-limited", JSON.stringify(put));
     assertRetryAfterInText(put, "the PUT: ");
     sim.control.inject({ kind: "429", endpoint: "listUserDevices", retryAfter: huge, count: 1 });
-    const list = await performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+    const list = await performUnlock(
+      account,
+      {
+        msgDeviceId: undefined,
+        msgDoor: "Front Door",
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: `m${++n}`,
+      },
+      settings,
+    );
     assert.equal(list.outcome, "rate-limited", JSON.stringify(list));
     assertRetryAfterInText(list, "the device list: ");
     sim.control.resetRequests();
@@ -462,7 +597,18 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     await account.start();
     account.warmDevices();
     const byName = (): Promise<UnlockResult> =>
-      performUnlock(account, { msgDeviceId: undefined, msgDoor: "Front Door", msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${++n}` }, settings);
+      performUnlock(
+        account,
+        {
+          msgDeviceId: undefined,
+          msgDoor: "Front Door",
+          msgLockId: undefined,
+          msgActor: undefined,
+          msgRetain: undefined,
+          msgid: `m${++n}`,
+        },
+        settings,
+      );
     const first = await byName();
     assert.equal(first.outcome, "rate-limited", JSON.stringify(first));
     assert.equal(assertRetryAfterInText(first), 1);
@@ -475,7 +621,13 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     await clock.tickAsync(2000);
     const third = await byName();
     assert.equal(third.outcome, "accepted", JSON.stringify(third));
-    assert.deepEqual(ops(sim), ["loginByPhone 429", "loginByPhone 429", "loginByPhone 200", "listUserDevices 200", "unlockDevice 200"]);
+    assert.deepEqual(ops(sim), [
+      "loginByPhone 429",
+      "loginByPhone 429",
+      "loginByPhone 200",
+      "listUserDevices 200",
+      "unlockDevice 200",
+    ]);
   });
 
   // docs/session.md#renewal: no timer may fire in a loop. The start-up list fetch that waits for a
@@ -486,22 +638,37 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     const counting = { ...clock, setTimeout: (fn: () => void, ms: number) => (timersSet++, clock.setTimeout(fn, ms)) };
     await account.close();
     account = new Account({
-      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
-      clock: counting, client: { random: () => 0 },
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      clock: counting,
+      client: { random: () => 0 },
     });
     await account.start();
     sim.control.resetRequests();
     sim.control.revokeAccessToken("demo");
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 10, count: 1 });
     account.warmDevices();
-    await waitUntil(() => refreshes().length === 1 && account.directory.inFlight() === null, 5000, "the refresh answered 429");
+    await waitUntil(
+      () => refreshes().length === 1 && account.directory.inFlight() === null,
+      5000,
+      "the refresh answered 429",
+    );
     await new Promise((r) => setTimeout(r, 50));
     const before = timersSet;
     for (let s = 0; s < 9; s++) await clock.tickAsync(1000);
-    assert.ok(timersSet - before <= 3, `${timersSet - before} timers set within the Retry-After: a timer fires in a loop`);
+    assert.ok(
+      timersSet - before <= 3,
+      `${timersSet - before} timers set within the Retry-After: a timer fires in a loop`,
+    );
     assert.deepEqual(ops(sim), ["listUserDevices 401", "refreshToken 429"], "nothing sent within the Retry-After");
     await clock.tickAsync(1000);
-    await waitUntil(() => account.directory.cached() !== null, 5000, () => `the list fetched after the wait: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => account.directory.cached() !== null,
+      5000,
+      () => `the list fetched after the wait: ${JSON.stringify(ops(sim))}`,
+    );
     assert.deepEqual(ops(sim), ["listUserDevices 401", "refreshToken 429", "refreshToken 200", "listUserDevices 200"]);
   });
 
@@ -527,7 +694,11 @@ describe("session: a rate limit is the service's, not ours (docs/session.md#rate
     }
     const at = refreshes().map((r) => r.startedAt);
     const gaps = at.slice(1).map((t, i) => (t - at[i]) / 1000);
-    assert.deepEqual(gaps, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900], `waits between the refreshes (s): ${JSON.stringify(gaps)}`);
+    assert.deepEqual(
+      gaps,
+      [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900],
+      `waits between the refreshes (s): ${JSON.stringify(gaps)}`,
+    );
     assert.deepEqual(named, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 900, 900, 900, 900]);
     // The service relents: the next message renews, and a new 429 starts again at its Retry-After.
     const ok = await unlock();
@@ -560,12 +731,22 @@ describe("session: a login that cannot connect says what failed, where, and what
   };
 
   /** Starts a session on `baseUrl`; returns its state's reason and detail and the message a caller gets. */
-  async function attempt(baseUrl: string, connectTimeoutMs?: number): Promise<{ reason: string; detail: string; message: string; log: string }> {
+  async function attempt(
+    baseUrl: string,
+    connectTimeoutMs?: number,
+  ): Promise<{ reason: string; detail: string; message: string; log: string }> {
     b = buildSession({ url: baseUrl } as RunningSimulator, { client: connectTimeoutMs ? { connectTimeoutMs } : {} });
     await b.session.start();
     const snap = b.session.snapshot();
-    assert.equal(snap.state, "unreachable", "not a halt: the account recovers by itself once the service can be reached");
-    const err = await b.session.token().then(() => assert.fail("no token without a connection"), (e: unknown) => e);
+    assert.equal(
+      snap.state,
+      "unreachable",
+      "not a halt: the account recovers by itself once the service can be reached",
+    );
+    const err = await b.session.token().then(
+      () => assert.fail("no token without a connection"),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof SessionUnavailableError);
     return { reason: snap.reason ?? "", detail: snap.detail ?? "", message: err.message, log: b.log.lines.join("\n") };
   }
@@ -574,7 +755,12 @@ describe("session: a login that cannot connect says what failed, where, and what
     const port = await refusedPort();
     const got = await attempt(`http://127.0.0.1:${port}`);
     assert.equal(got.reason, `cannot connect to http://127.0.0.1:${port} (connection refused): check the base URL`);
-    assert.match(got.message, new RegExp(`^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`));
+    assert.match(
+      got.message,
+      new RegExp(
+        `^service unreachable: cannot connect to http://127\\.0\\.0\\.1:${port} \\(connection refused\\): check the base URL; next login attempt in \\d+ s$`,
+      ),
+    );
     assert.equal(got.detail, "connection refused");
     assert.match(got.log, /\[ECONNREFUSED\]/, "the log keeps the system's code");
   });
@@ -592,28 +778,50 @@ describe("session: a login that cannot connect says what failed, where, and what
 
   it("a host name that does not resolve: 'cannot connect to <base URL> (host name ... not found)'", async () => {
     const got = await attempt("https://door-access-test.invalid");
-    assert.match(got.reason, /^cannot connect to https:\/\/door-access-test\.invalid \(host name door-access-test\.invalid (not found|could not be resolved: the name server did not answer)\): check the base URL/);
+    assert.match(
+      got.reason,
+      /^cannot connect to https:\/\/door-access-test\.invalid \(host name door-access-test\.invalid (not found|could not be resolved: the name server did not answer)\): check the base URL/,
+    );
     assert.match(got.detail, /^host name not (found|resolved)$/);
   });
 
   it("https:// to a port that does not answer TLS: the handshake failed, check the base URL's scheme and port", async () => {
     const port = await listen(createHttpServer((_q, r) => r.end("plain http")));
     const got = await attempt(`https://127.0.0.1:${port}`);
-    assert.match(got.reason, new RegExp(`^cannot connect to https://127\\.0\\.0\\.1:${port} \\(TLS handshake failed, (ERR_SSL_WRONG_VERSION_NUMBER|EPROTO): the port does not answer TLS\\): check the base URL's scheme and port$`));
+    assert.match(
+      got.reason,
+      new RegExp(
+        `^cannot connect to https://127\\.0\\.0\\.1:${port} \\(TLS handshake failed, (ERR_SSL_WRONG_VERSION_NUMBER|EPROTO): the port does not answer TLS\\): check the base URL's scheme and port$`,
+      ),
+    );
     assert.equal(got.detail, "TLS handshake failed");
   });
 
   it("a certificate that is not trusted: 'TLS: the service's certificate is self-signed', check the base URL and the certificate", async () => {
-    const port = await listen(createHttpsServer({ key: readFileSync("test/fixtures/self-signed-test.key"), cert: readFileSync("test/fixtures/self-signed-test.crt") }, (_q, r) => r.end("{}")));
+    const port = await listen(
+      createHttpsServer(
+        {
+          key: readFileSync("test/fixtures/self-signed-test.key"),
+          cert: readFileSync("test/fixtures/self-signed-test.crt"),
+        },
+        (_q, r) => r.end("{}"),
+      ),
+    );
     const got = await attempt(`https://127.0.0.1:${port}`);
-    assert.equal(got.reason, `cannot connect to https://127.0.0.1:${port} (TLS: the service's certificate is self-signed, DEPTH_ZERO_SELF_SIGNED_CERT): check the base URL and the service's certificate`);
+    assert.equal(
+      got.reason,
+      `cannot connect to https://127.0.0.1:${port} (TLS: the service's certificate is self-signed, DEPTH_ZERO_SELF_SIGNED_CERT): check the base URL and the service's certificate`,
+    );
     assert.equal(got.detail, "TLS certificate refused");
   });
 
   it("no connection within the connect time-out (a port that accepts and never answers): says how long it waited", async () => {
     const port = await listen(createTcpServer((socket) => held.push(socket))); // accepts, never speaks TLS
     const got = await attempt(`https://127.0.0.1:${port}`, 300);
-    assert.equal(got.reason, `cannot connect to https://127.0.0.1:${port} (no connection within 300 ms): check the base URL and the network (a firewall may drop the connection)`);
+    assert.equal(
+      got.reason,
+      `cannot connect to https://127.0.0.1:${port} (no connection within 300 ms): check the base URL and the network (a firewall may drop the connection)`,
+    );
     assert.equal(got.detail, "connect timed out");
   });
 });

@@ -48,20 +48,41 @@ describe("a message waiting for the login fails after 30 s (not before) as servi
       setTimeout: (fn, ms) => (asked.push(ms), clock.setTimeout(fn, ms)),
       clearTimeout: (h) => clock.clearTimeout(h),
     };
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), clock: spied });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      clock: spied,
+    });
     void account.start();
-    await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "loginByPhone"), 5000, "the login at the service");
+    await waitUntil(
+      () => sim.control.inFlight().some((e) => e.operation === "loginByPhone"),
+      5000,
+      "the login at the service",
+    );
     assert.equal(account.session.state, "logging-in");
     const before = asked.length;
 
     let result: UnlockResult | null = null;
     const done = performUnlock(
       account,
-      { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m1" },
+      {
+        msgDeviceId: 101,
+        msgDoor: undefined,
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: "m1",
+      },
       { nodeId: "u1", door: null, lockId: "", actor: "", rejectRetained: true },
       (r) => (result = r),
     );
-    await waitUntil(() => asked.length > before, 5000, "the message to wait for the login (a timer on the account's clock)");
+    await waitUntil(
+      () => asked.length > before,
+      5000,
+      "the message to wait for the login (a timer on the account's clock)",
+    );
 
     await clock.tickAsync(WAIT_MS - 1);
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
@@ -74,8 +95,18 @@ describe("a message waiting for the login fails after 30 s (not before) as servi
     assert.equal(r.status, null);
     assert.equal(r.mayHaveOpened, false);
     assert.match(r.message ?? "", /still logging-in after 30 s/);
-    assert.equal(sim.control.requests().filter((e) => e.operation.startsWith("unlock")).length + sim.control.inFlight().filter((e) => e.operation.startsWith("unlock")).length, 0, "no PUT");
-    assert.equal(sim.control.inFlight().filter((e) => e.operation === "loginByPhone").length + sim.control.requests({ operation: "loginByPhone" }).length, 1, "one login, still held");
+    assert.equal(
+      sim.control.requests().filter((e) => e.operation.startsWith("unlock")).length +
+        sim.control.inFlight().filter((e) => e.operation.startsWith("unlock")).length,
+      0,
+      "no PUT",
+    );
+    assert.equal(
+      sim.control.inFlight().filter((e) => e.operation === "loginByPhone").length +
+        sim.control.requests({ operation: "loginByPhone" }).length,
+      1,
+      "one login, still held",
+    );
     await clock.tickAsync(100); // the closing record's flush timer
     await done;
   });

@@ -35,12 +35,20 @@ describe("A refresh answered 429 binds every later renewal, whatever the clocks 
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1200, count: 1 });
     // 1 h token: renewal due at 45 min; it is answered 429 Retry-After 1200 s (until 65 min).
     await clock.tickAsync(45 * MIN + 1000);
-    await waitUntil(() => count(sim, "refreshToken") === 1 && b.session.state === "ready", 5000, () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => count(sim, "refreshToken") === 1 && b.session.state === "ready",
+      5000,
+      () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`,
+    );
     assert.equal(b.session.state, "ready");
     // At 59.5 min the token is within its expiry skew; a message needs the session.
     await clock.tickAsync(14 * MIN);
     await assert.rejects(call(), (e: unknown) => e instanceof RenewalFailedError && e.rateLimited);
-    assert.equal(count(sim, "refreshToken"), 1, `a refresh 14 min into a 20 min Retry-After: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      count(sim, "refreshToken"),
+      1,
+      `a refresh 14 min into a 20 min Retry-After: ${JSON.stringify(ops(sim))}`,
+    );
     assert.equal(logins(sim), 0, JSON.stringify(ops(sim)));
   });
 
@@ -52,9 +60,17 @@ describe("A refresh answered 429 binds every later renewal, whatever the clocks 
     // Renewal due at 45 min: 429 until 65 min; then the token has expired (60 min) and the retry is 429 again.
     await clock.tickAsync(45 * MIN + 1000);
     // The session must have read the 429 (and set its retry after the Retry-After) before the clock moves.
-    await waitUntil(() => count(sim, "refreshToken") === 1 && b.session.state !== "refreshing", 5000, () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => count(sim, "refreshToken") === 1 && b.session.state !== "refreshing",
+      5000,
+      () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`,
+    );
     await clock.tickAsync(20 * MIN + 1000);
-    await waitUntil(() => count(sim, "refreshToken") === 2 && b.session.state !== "refreshing", 5000, () => `the retried refresh: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => count(sim, "refreshToken") === 2 && b.session.state !== "refreshing",
+      5000,
+      () => `the retried refresh: ${JSON.stringify(ops(sim))}`,
+    );
     await clock.tickAsync(20 * MIN + 1000);
     await call();
     assert.equal(logins(sim), 0, `logged in although the refresh token was good: ${JSON.stringify(ops(sim))}`);
@@ -67,12 +83,20 @@ describe("A refresh answered 429 binds every later renewal, whatever the clocks 
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 600, count: 1 });
     // 24 h token: renewal due at 21 h.
     await clock.tickAsync(21 * 60 * MIN + 1000);
-    await waitUntil(() => count(sim, "refreshToken") === 1 && b.session.state === "ready", 5000, () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => count(sim, "refreshToken") === 1 && b.session.state === "ready",
+      5000,
+      () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`,
+    );
     assert.equal(b.session.state, "ready");
     clock.jump(4 * 60 * MIN); // a time sync sets the wall clock forward: the token looks expired
     await clock.tickAsync(1000);
     await call().catch(() => undefined);
-    assert.equal(count(sim, "refreshToken") + logins(sim), 1, `renewed 2 s into a 600 s Retry-After: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      count(sim, "refreshToken") + logins(sim),
+      1,
+      `renewed 2 s into a 600 s Retry-After: ${JSON.stringify(ops(sim))}`,
+    );
   });
 
   // Fixed in c309f63.
@@ -122,10 +146,19 @@ describe("Reconnect within a refresh's Retry-After sends nothing until it has pa
     await clock.tickAsync(299_000);
     assert.equal(logins(sim), 0, JSON.stringify(ops(sim)));
     await clock.tickAsync(2000);
-    const renewals = () => logins(sim) + sim.control.requests({ operation: "refreshToken" }).filter((r) => r.status === 200).length;
-    await waitUntil(() => renewals() === 1 && b.session.state === "ready", 5000, () => `one renewal after the Retry-After: ${JSON.stringify(ops(sim))}`);
+    const renewals = () =>
+      logins(sim) + sim.control.requests({ operation: "refreshToken" }).filter((r) => r.status === 200).length;
+    await waitUntil(
+      () => renewals() === 1 && b.session.state === "ready",
+      5000,
+      () => `one renewal after the Retry-After: ${JSON.stringify(ops(sim))}`,
+    );
     await clock.tickAsync(60_000);
     await b.session.call((t) => b.client.getDevice(t, 101));
-    assert.equal(renewals(), 1, `the deferred Reconnect logged in over a session renewed after it was pressed: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      renewals(),
+      1,
+      `the deferred Reconnect logged in over a session renewed after it was pressed: ${JSON.stringify(ops(sim))}`,
+    );
   });
 });

@@ -12,7 +12,15 @@ import { SessionHaltedError, SessionUnavailableError } from "../../src/session/e
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import type { FakeClock } from "../helpers/fake-clock.js";
 import { logins } from "../helpers/requests.js";
-import { DEMO_PHONE, buildSession, closeAll, ops, sessionOnFakeClock, waitUntil, type Built } from "../helpers/session.js";
+import {
+  DEMO_PHONE,
+  buildSession,
+  closeAll,
+  ops,
+  sessionOnFakeClock,
+  waitUntil,
+  type Built,
+} from "../helpers/session.js";
 
 const MIN = 60_000;
 const H = 60 * MIN;
@@ -26,14 +34,22 @@ describe("Reconnect pressed twice while a login hangs never rejects and starts n
     try {
       sim.control.inject({ kind: "latency", endpoint: "loginByPhone", latencyMs: 1500, count: 2 });
       const started = b.session.start();
-      await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "loginByPhone"), 5000, "the login in flight");
+      await waitUntil(
+        () => sim.control.inFlight().some((e) => e.operation === "loginByPhone"),
+        5000,
+        "the login in flight",
+      );
       // Longer than waitMs (300 ms): the old reconnect rejected here, and door-account's `void` made it fatal.
       await b.session.reconnect();
       await b.session.reconnect();
       await new Promise((r) => setTimeout(r, 400));
       await started;
       assert.equal(b.session.state, "ready");
-      assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 1, "the presses did not start logins of their own");
+      assert.equal(
+        sim.control.requests({ operation: "loginByPhone" }).length,
+        1,
+        "the presses did not start logins of their own",
+      );
     } finally {
       await closeAll({ b, sim });
     }
@@ -58,7 +74,11 @@ describe("Reconnect, close and delete against the session, on a fake clock: one 
     await setup({ start: false });
     sim.control.inject({ kind: "latency", endpoint: "loginByPhone", latencyMs: 800, count: 1 });
     const started = b.session.start();
-    await waitUntil(() => sim.control.inFlight().some((r) => r.operation === "loginByPhone"), 5000, "the login to reach the service");
+    await waitUntil(
+      () => sim.control.inFlight().some((r) => r.operation === "loginByPhone"),
+      5000,
+      "the login to reach the service",
+    );
     const waiting = b.session.token().catch((e: unknown) => e);
     for (let i = 0; i < 5; i++) await b.session.reconnect();
     await clock.tickAsync(31_000);
@@ -108,7 +128,11 @@ describe("Reconnect, close and delete against the session, on a fake clock: one 
     await clock.tickAsync(299_000);
     assert.equal(logins(sim), 1, JSON.stringify(ops(sim)));
     await clock.tickAsync(2000);
-    await waitUntil(() => b.session.state === "ready", 5000, () => `ready: ${b.session.state} ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => b.session.state === "ready",
+      5000,
+      () => `ready: ${b.session.state} ${JSON.stringify(ops(sim))}`,
+    );
     assert.equal(logins(sim), 2, JSON.stringify(ops(sim)));
   });
 

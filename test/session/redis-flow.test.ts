@@ -21,7 +21,11 @@ const RED_JS = nodeRedScript; // node-red/red.js (4.x), or node-red-5 with DOOR_
 class Runtime {
   proc: ChildProcess | null = null;
   log = "";
-  constructor(readonly name: string, readonly port: number, readonly userDir: string) {}
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    readonly userDir: string,
+  ) {}
 
   static async start(name: string): Promise<Runtime> {
     const userDir = tempDir(`door-nr-${name}-`);
@@ -47,7 +51,10 @@ class Runtime {
       })};\n`,
     );
     const rt = new Runtime(name, port, userDir);
-    const proc = spawn(process.execPath, [RED_JS, "-u", userDir, "-p", String(port), "-s", settings], { cwd: userDir, stdio: ["ignore", "pipe", "pipe"] });
+    const proc = spawn(process.execPath, [RED_JS, "-u", userDir, "-p", String(port), "-s", settings], {
+      cwd: userDir,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     rt.proc = proc;
     proc.stdout.on("data", (d: Buffer) => (rt.log += d.toString()));
     proc.stderr.on("data", (d: Buffer) => (rt.log += d.toString()));
@@ -85,8 +92,14 @@ class Runtime {
     return (await r.json()) as never;
   }
 
-  async unlock(deviceId: number): Promise<{ outcome: string; status: number | null; deviceId: number; message?: string }> {
-    const r = await fetch(`${this.base}/unlock`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ deviceId }) });
+  async unlock(
+    deviceId: number,
+  ): Promise<{ outcome: string; status: number | null; deviceId: number; message?: string }> {
+    const r = await fetch(`${this.base}/unlock`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ deviceId }),
+    });
     assert.equal(r.status, 200, `POST /unlock on ${this.name}`);
     return (await r.json()) as never;
   }
@@ -121,8 +134,26 @@ function flow(accountId: string, simUrl: string, redisUrl: string): unknown[] {
       credentials: { phoneNumber: "+15550000001", password: "demo-password" },
     },
     { id: "in1", type: "http in", z: "tab1", url: "/unlock", method: "post", upload: false, wires: [["set1"]] },
-    { id: "set1", type: "change", z: "tab1", rules: [{ t: "set", p: "deviceId", pt: "msg", to: "payload.deviceId", tot: "msg" }], wires: [["unlock1"]] },
-    { id: "unlock1", type: "door-unlock", z: "tab1", account: accountId, deviceId: "", doorName: "", doorLocation: "", lockId: "", actor: "", rejectRetained: true, wires: [["out1"], ["out1"]] },
+    {
+      id: "set1",
+      type: "change",
+      z: "tab1",
+      rules: [{ t: "set", p: "deviceId", pt: "msg", to: "payload.deviceId", tot: "msg" }],
+      wires: [["unlock1"]],
+    },
+    {
+      id: "unlock1",
+      type: "door-unlock",
+      z: "tab1",
+      account: accountId,
+      deviceId: "",
+      doorName: "",
+      doorLocation: "",
+      lockId: "",
+      actor: "",
+      rejectRetained: true,
+      wires: [["out1"], ["out1"]],
+    },
     { id: "out1", type: "http response", z: "tab1", statusCode: "200", headers: {}, wires: [] },
   ];
 }
@@ -165,7 +196,11 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
     for (const r of results) assert.equal(r.outcome, "accepted", JSON.stringify(r));
 
     // One runtime logs in again (an operator's Reconnect): the other learns the new pair from Redis.
-    const r = await fetch(`${a.base}/door-access/accounts/acctA/reconnect`, { method: "POST", headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" }, body: "{}" });
+    const r = await fetch(`${a.base}/door-access/accounts/acctA/reconnect`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" },
+      body: "{}",
+    });
     assert.equal(r.status, 202);
     await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).length === 2, 10_000, "the second login");
     await new Promise((res) => setTimeout(res, 1_500)); // the notice travels through Redis
@@ -179,9 +214,16 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
     assert.ok(puts.every((p) => p.status === 200));
     for (const d of doors) assert.equal(puts.filter((p) => p.deviceId === d).length, 10, `door ${d}`);
     assert.equal(sim.control.requests().filter((x) => x.status === 401).length, 0, "no 401 anywhere");
-    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 2, "the start-up login and the operator's reconnect only");
+    assert.equal(
+      sim.control.requests({ operation: "loginByPhone" }).length,
+      2,
+      "the start-up login and the operator's reconnect only",
+    );
     assert.equal(sim.control.requests({ operation: "refreshToken" }).length, 0);
     const states = await Promise.all([a.accountState("acctA"), b.accountState("acctB")]);
-    assert.deepEqual(states.map((s) => s.state), ["ready", "ready"]);
+    assert.deepEqual(
+      states.map((s) => s.state),
+      ["ready", "ready"],
+    );
   });
 });

@@ -31,7 +31,9 @@ class Instance {
   private readonly waiting = new Map<number, (r: Reply) => void>();
 
   constructor(simUrl: string, redisUrl: string, options: Record<string, unknown>) {
-    this.proc = spawn(process.execPath, [CHILD, simUrl, redisUrl, JSON.stringify(options)], { stdio: ["pipe", "pipe", "inherit"] });
+    this.proc = spawn(process.execPath, [CHILD, simUrl, redisUrl, JSON.stringify(options)], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
     this.proc.once("exit", () => (this.exited = true));
     readline.createInterface({ input: this.proc.stdout! }).on("line", (line) => {
       const r = JSON.parse(line) as Reply;
@@ -97,16 +99,24 @@ describe("Redis session store: several instances on one account share one sessio
   });
 
   function launch(n: number, options: Record<string, unknown> = {}): Instance[] {
-    const list = Array.from({ length: n }, () => new Instance(sim.url, redis.url, { lockTtlMs: 2_000, lockWaitMs: 15_000, ...options }));
+    const list = Array.from(
+      { length: n },
+      () => new Instance(sim.url, redis.url, { lockTtlMs: 2_000, lockWaitMs: 15_000, ...options }),
+    );
     instances.push(...list);
     return list;
   }
   async function allStarted(list: Instance[]): Promise<void> {
     await waitUntil(() => list.every((i) => i.started !== null), 60_000, "every instance started");
   }
-  const count = (operation: string, status?: number) => sim.control.requests({ operation }).filter((r) => status === undefined || r.status === status).length;
+  const count = (operation: string, status?: number) =>
+    sim.control.requests({ operation }).filter((r) => status === undefined || r.status === status).length;
   function sharedStore(): RedisTokenStore {
-    return new RedisTokenStore({ url: redis.url, accountKey: accountKey(sim.url, "phone", "+15550000001"), secret: DEMO_PHONE.password });
+    return new RedisTokenStore({
+      url: redis.url,
+      accountKey: accountKey(sim.url, "phone", "+15550000001"),
+      secret: DEMO_PHONE.password,
+    });
   }
 
   for (const n of [2, 5]) {
@@ -124,14 +134,26 @@ describe("Redis session store: several instances on one account share one sessio
       sim.control.expireAccessToken("demo");
       const per = 1000 / n;
       const results = await Promise.all(list.map((i) => i.calls(per)));
-      for (const r of results) assert.deepEqual({ ok: r.ok, errors: r.errors, state: r.state }, { ok: per, errors: {}, state: "ready" });
-      const after = { logins: count("loginByPhone"), refreshes: count("refreshToken"), ok: count("getDevice", 200), unauthorized: count("getDevice", 401) };
-       
-      console.log(`      measured (${n} instances): start-up logins=${startup.logins} refreshes=${startup.refreshes}; 1,000 calls on an expired token: logins=${after.logins} refreshes=${after.refreshes} 200s=${after.ok} 401s=${after.unauthorized}`);
+      for (const r of results)
+        assert.deepEqual({ ok: r.ok, errors: r.errors, state: r.state }, { ok: per, errors: {}, state: "ready" });
+      const after = {
+        logins: count("loginByPhone"),
+        refreshes: count("refreshToken"),
+        ok: count("getDevice", 200),
+        unauthorized: count("getDevice", 401),
+      };
+
+      console.log(
+        `      measured (${n} instances): start-up logins=${startup.logins} refreshes=${startup.refreshes}; 1,000 calls on an expired token: logins=${after.logins} refreshes=${after.refreshes} 200s=${after.ok} 401s=${after.unauthorized}`,
+      );
       assert.equal(after.refreshes, 1, "exactly one refresh across the instances");
       assert.equal(after.logins, 0, "no login");
       assert.equal(after.ok, 1000);
-      assert.equal(new Set((await Promise.all(list.map((i) => i.state()))).map((s) => s.pair)).size, 1, "all adopted the renewed pair");
+      assert.equal(
+        new Set((await Promise.all(list.map((i) => i.state()))).map((s) => s.pair)).size,
+        1,
+        "all adopted the renewed pair",
+      );
     });
   }
 
@@ -142,7 +164,13 @@ describe("Redis session store: several instances on one account share one sessio
     assert.deepEqual(await a.cmd({ cmd: "hold-lock" }), { id: 1, holding: true });
     const store = sharedStore();
     try {
-      assert.ok(await store.acquire(200).then(() => false, () => true), "the lock is held");
+      assert.ok(
+        await store.acquire(200).then(
+          () => false,
+          () => true,
+        ),
+        "the lock is held",
+      );
       await a.kill("SIGKILL");
       sim.control.resetRequests();
       sim.control.expireAccessToken("demo");
@@ -157,7 +185,10 @@ describe("Redis session store: several instances on one account share one sessio
       assert.equal(sb.pair, sc.pair);
       assert.notEqual(sb.pair, before.pair, "a renewed pair");
       const stored = await store.load();
-      assert.ok(stored && stored.accessToken.split(".").length === 3 && stored.refreshToken.length > 10, "the stored pair is whole");
+      assert.ok(
+        stored && stored.accessToken.split(".").length === 3 && stored.refreshToken.length > 10,
+        "the stored pair is whole",
+      );
     } finally {
       await store.close();
     }
@@ -172,13 +203,17 @@ describe("Redis session store: several instances on one account share one sessio
 
     await redis.stop();
     // The pair in memory keeps working while Redis is away.
-    for (const r of await Promise.all(list.map((i) => i.calls(50)))) assert.deepEqual([r.ok, r.errors, r.state], [50, {}, "ready"]);
+    for (const r of await Promise.all(list.map((i) => i.calls(50))))
+      assert.deepEqual([r.ok, r.errors, r.state], [50, {}, "ready"]);
     // A renewal is needed now: it waits for the lock (bounded), then fails clearly. Nothing else is sent.
     sim.control.expireAccessToken("demo");
     for (const r of await Promise.all(list.map((i) => i.calls(20)))) {
       assert.equal(r.ok, 0);
       assert.equal(r.state, "store-unreachable");
-      assert.deepEqual(Object.keys(r.errors).map((k) => k.split(":")[0]), ["StoreUnreachableError"]);
+      assert.deepEqual(
+        Object.keys(r.errors).map((k) => k.split(":")[0]),
+        ["StoreUnreachableError"],
+      );
     }
     for (const i of list) assert.equal((await i.state()).state, "store-unreachable");
     assert.equal(count("loginByPhone"), 0, "no private login while the store is away");
@@ -186,7 +221,8 @@ describe("Redis session store: several instances on one account share one sessio
 
     await redis.resume(); // empty: the restarted server lost the pair
     await waitUntil(() => list.every((i) => i.states.at(-1) === "ready"), 20_000, "every instance ready again");
-    for (const r of await Promise.all(list.map((i) => i.calls(50)))) assert.deepEqual([r.ok, r.errors, r.state], [50, {}, "ready"]);
+    for (const r of await Promise.all(list.map((i) => i.calls(50))))
+      assert.deepEqual([r.ok, r.errors, r.state], [50, {}, "ready"]);
     assert.equal(count("loginByPhone"), 0, "no login storm: no login at all");
     assert.equal(count("refreshToken", 200), 1, "one refresh for the renewal that was due");
     const pairs = new Set((await Promise.all(list.map((i) => i.state()))).map((s) => s.pair));

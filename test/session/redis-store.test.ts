@@ -17,7 +17,11 @@ import { waitUntil } from "../helpers/session.js";
 const BASE = "https://test.example";
 const PHONE = "+15550000001";
 const EMAIL = "integration@example.com";
-const PAIR = { accessToken: "aaa.bbb.ccc-access-token-value", refreshToken: "refresh-token-value-0123456789", obtainedAt: 1_700_000_000_000 };
+const PAIR = {
+  accessToken: "aaa.bbb.ccc-access-token-value",
+  refreshToken: "refresh-token-value-0123456789",
+  obtainedAt: 1_700_000_000_000,
+};
 
 describe("Redis session store: one sealed value per account, a renewal lock only its owner holds, bounded failure without Redis (docs/session.md#the-redis-session-store)", function () {
   this.timeout(30_000);
@@ -44,7 +48,13 @@ describe("Redis session store: one sealed value per account, a renewal lock only
   });
 
   function store(opts: Partial<RedisTokenStoreOptions> = {}): RedisTokenStore {
-    const s = new RedisTokenStore({ url: redis.url, accountKey: accountKey(BASE, "phone", PHONE), lockTtlMs: 1_000, lockWaitMs: 2_000, ...opts });
+    const s = new RedisTokenStore({
+      url: redis.url,
+      accountKey: accountKey(BASE, "phone", PHONE),
+      lockTtlMs: 1_000,
+      lockWaitMs: 2_000,
+      ...opts,
+    });
     stores.push(s);
     return s;
   }
@@ -75,7 +85,8 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     await a.save(PAIR);
     const value = (await get(a.keys.pair))!;
     assert.match(value, /aes-256-gcm/);
-    for (const t of [PAIR.accessToken, PAIR.refreshToken, Buffer.from(PAIR.refreshToken).toString("base64")]) assert.ok(!value.includes(t));
+    for (const t of [PAIR.accessToken, PAIR.refreshToken, Buffer.from(PAIR.refreshToken).toString("base64")])
+      assert.ok(!value.includes(t));
     assert.deepEqual(await store({ secret: "the-account-password" }).load(), PAIR);
     const problems: string[] = [];
     const other = store({ secret: "another-password", onProblem: (m) => problems.push(m) });
@@ -107,7 +118,8 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     await a.withRenewalLock(async () => {
       const all = (await keys()).join(" ") + " " + a.keys.channel + " " + e.keys.channel;
       assert.match(all, /door-access:[0-9a-f]{32}:lock/);
-      for (const secretish of [PHONE, PHONE.slice(1), EMAIL, "integration", "5550000001", phoneKey]) assert.ok(!all.includes(secretish), `${secretish} in ${all}`);
+      for (const secretish of [PHONE, PHONE.slice(1), EMAIL, "integration", "5550000001", phoneKey])
+        assert.ok(!all.includes(secretish), `${secretish} in ${all}`);
     });
     assert.ok(store({ keyPrefix: "site-a:" }).keys.pair.startsWith("site-a:"));
   });
@@ -116,7 +128,10 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     const a = store();
     const b = store();
     const owner = await a.acquire();
-    await assert.rejects(b.acquire(300), (e: Error) => e instanceof StoreUnreachableError && /held the session's renewal lock/.test(e.message));
+    await assert.rejects(
+      b.acquire(300),
+      (e: Error) => e instanceof StoreUnreachableError && /held the session's renewal lock/.test(e.message),
+    );
     assert.equal(await b.release("not-the-owner"), false);
     assert.equal(await get(a.keys.lock), owner, "still held by its owner");
     assert.equal(await a.release(owner), true);
@@ -146,7 +161,10 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     await a.withRenewalLock(async () => {
       const end = Date.now() + 2_000; // more than three TTLs
       while (Date.now() < end) {
-        await b.acquire(100).then(() => (tookIt = true), () => undefined);
+        await b.acquire(100).then(
+          () => (tookIt = true),
+          () => undefined,
+        );
         const pttl = Number(await raw.sendCommand(["PTTL", a.keys.lock]));
         assert.ok(pttl > 0, `the lock is alive (pttl ${pttl})`);
       }
@@ -211,7 +229,10 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     await redis.stop();
     await assert.rejects(a.load(), StoreUnreachableError);
     const t0 = Date.now();
-    await assert.rejects(a.withRenewalLock(() => Promise.resolve("never")), StoreUnreachableError);
+    await assert.rejects(
+      a.withRenewalLock(() => Promise.resolve("never")),
+      StoreUnreachableError,
+    );
     const took = Date.now() - t0;
     assert.ok(took >= 700 && took < 3_000, `bounded wait (${took} ms)`);
     assert.equal(down.length, 1, "reported once per outage");
@@ -242,33 +263,56 @@ describe("Redis session store: one sealed value per account, a renewal lock only
   });
 
   it("rejects a URL that is not redis:// or rediss://", () => {
-    assert.throws(() => new RedisTokenStore({ url: "http://127.0.0.1:6379", accountKey: "k" }), /redis:\/\/ or rediss:\/\//);
+    assert.throws(
+      () => new RedisTokenStore({ url: "http://127.0.0.1:6379", accountKey: "k" }),
+      /redis:\/\/ or rediss:\/\//,
+    );
   });
 
   it("door-account settings: file is the default; redis needs a redis:// or rediss:// URL; the prefix defaults to door-access:", () => {
     assert.deepEqual(checkStoreSettings({}), { ok: true, store: { kind: "file" } });
-    assert.deepEqual(checkStoreSettings({ sessionStore: "file", redisUrl: "nonsense" }), { ok: true, store: { kind: "file" } });
-    assert.deepEqual(checkStoreSettings({ sessionStore: "redis", redisUrl: " rediss://cache.example:6380/2 ", redisPassword: "pw" }), {
+    assert.deepEqual(checkStoreSettings({ sessionStore: "file", redisUrl: "nonsense" }), {
       ok: true,
-      store: { kind: "redis", url: "rediss://cache.example:6380/2", password: "pw", keyPrefix: "door-access:" },
+      store: { kind: "file" },
     });
+    assert.deepEqual(
+      checkStoreSettings({ sessionStore: "redis", redisUrl: " rediss://cache.example:6380/2 ", redisPassword: "pw" }),
+      {
+        ok: true,
+        store: { kind: "redis", url: "rediss://cache.example:6380/2", password: "pw", keyPrefix: "door-access:" },
+      },
+    );
     for (const url of ["", "http://cache.example", "cache.example:6379", "redis://", "unix:///tmp/redis.sock"]) {
       const r = checkStoreSettings({ sessionStore: "redis", redisUrl: url });
       assert.equal(r.ok, false, url);
     }
     assert.equal(checkStoreSettings({ sessionStore: "memcached" }).ok, false);
-    assert.equal(checkStoreSettings({ sessionStore: "redis", redisUrl: "redis://h", redisKeyPrefix: "has space" }).ok, false);
+    assert.equal(
+      checkStoreSettings({ sessionStore: "redis", redisUrl: "redis://h", redisKeyPrefix: "has space" }).ok,
+      false,
+    );
   });
 
   // docs/security.md#secrets: the Redis password is a credential; the Redis URL is a property,
   // kept in the flow file that every user who may read the flows (and every export) gets.
   it("door-account settings: a Redis URL that holds a password is refused, with where the password goes instead; an ACL user name alone is fine", () => {
-    for (const url of ["redis://:s3cret-pw@cache.example:6379", "rediss://door-user:s3cret-pw@cache.example:6380/1", "redis://door-user:s3cret%40pw@cache.example"]) {
+    for (const url of [
+      "redis://:s3cret-pw@cache.example:6379",
+      "rediss://door-user:s3cret-pw@cache.example:6380/1",
+      "redis://door-user:s3cret%40pw@cache.example",
+    ]) {
       const r = checkStoreSettings({ sessionStore: "redis", redisUrl: url });
       assert.equal(r.ok, false, `${url} accepted: its password would stay in the flow file`);
       assert.match(r.ok ? "" : r.problems.join("; "), /password/i);
       assert.ok(!(r.ok ? "" : r.problems.join("; ")).includes("s3cret"), "the problem does not quote the password");
     }
-    assert.equal(checkStoreSettings({ sessionStore: "redis", redisUrl: "redis://door-user@cache.example:6379", redisPassword: "pw" }).ok, true);
+    assert.equal(
+      checkStoreSettings({
+        sessionStore: "redis",
+        redisUrl: "redis://door-user@cache.example:6379",
+        redisPassword: "pw",
+      }).ok,
+      true,
+    );
   });
 });

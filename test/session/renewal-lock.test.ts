@@ -15,7 +15,11 @@ describe("A renewal lock someone removed is reported, not thrown from a timer (d
   it("a compromised renewal lock is reported, not thrown from a timer", async () => {
     const dir = tempDir();
     const problems: string[] = [];
-    const store = new FileTokenStore({ filePath: path.join(dir, "s.json"), accountKey: accountKey("http://127.0.0.1:1", "phone", "+15550000009"), onProblem: (m) => problems.push(m) });
+    const store = new FileTokenStore({
+      filePath: path.join(dir, "s.json"),
+      accountKey: accountKey("http://127.0.0.1:1", "phone", "+15550000009"),
+      onProblem: (m) => problems.push(m),
+    });
     await store.withRenewalLock(async () => {
       rmSync(path.join(dir, "s.json.lock"), { recursive: true, force: true }); // someone removed our lock
       await waitUntil(() => problems.length > 0, 8000, "the lock library to notice");

@@ -27,7 +27,12 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
     clock = fakeClock();
     sim = await startSimulator({ rateLimit: false, now: () => clock.now(), accessTtlSec });
     // The session's clock may be off from the service's by offsetMs (same timers).
-    const local: Clock = { now: () => clock.now() + offsetMs, monotonic: () => clock.monotonic(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms), clearTimeout: (h) => clock.clearTimeout(h) };
+    const local: Clock = {
+      now: () => clock.now() + offsetMs,
+      monotonic: () => clock.monotonic(),
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      clearTimeout: (h) => clock.clearTimeout(h),
+    };
     b = buildSession(sim, { clock: local });
     await b.session.start();
     sim.control.resetRequests();
@@ -40,8 +45,16 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
     assert.equal(refreshes(), 0, "the old code refreshed about 700 times here");
     for (let i = 1; i <= 3; i++) {
       await clock.tickAsync(45 * 60_000);
-      await waitUntil(() => refreshes() === i && b.session.state === "ready", 5000, () => `refresh ${i}: ${JSON.stringify(ops(sim))}`);
-      assert.equal(b.session.snapshot().renewAt! - clock.now(), 45 * 60_000 - 0, "next renewal a quarter-lifetime before exp");
+      await waitUntil(
+        () => refreshes() === i && b.session.state === "ready",
+        5000,
+        () => `refresh ${i}: ${JSON.stringify(ops(sim))}`,
+      );
+      assert.equal(
+        b.session.snapshot().renewAt! - clock.now(),
+        45 * 60_000 - 0,
+        "next renewal a quarter-lifetime before exp",
+      );
     }
   });
 
@@ -58,7 +71,11 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
     const n = refreshes();
     assert.ok(n >= 5 && n <= 21, `${n} refreshes in 10 min`);
     const times = sim.control.requests({ operation: "refreshToken" }).map((r) => r.startedAt);
-    for (let i = 1; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 30_000, `refreshes ${i - 1} and ${i} only ${times[i] - times[i - 1]} ms apart`);
+    for (let i = 1; i < times.length; i++)
+      assert.ok(
+        times[i] - times[i - 1] >= 30_000,
+        `refreshes ${i - 1} and ${i} only ${times[i] - times[i - 1]} ms apart`,
+      );
   });
 });
 

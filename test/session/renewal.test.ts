@@ -54,7 +54,8 @@ describe("session: the pair is renewed 36 h after it was obtained or 3 h before 
     await setup(48 * 3600);
     for (let i = 0; i < 5; i++) {
       await clock.tickAsync(36 * H);
-      const why = () => `renewal ${i + 1} (state ${b.session.state}, requests ${JSON.stringify(ops(sim))}, renewAt ${b.session.snapshot().renewAt! - clock.now()} ms from now)`;
+      const why = () =>
+        `renewal ${i + 1} (state ${b.session.state}, requests ${JSON.stringify(ops(sim))}, renewAt ${b.session.snapshot().renewAt! - clock.now()} ms from now)`;
       await waitUntil(() => sim.control.requests().length === i + 1 && b.session.state === "ready", 15_000, why);
     }
     assert.deepEqual(ops(sim), Array(5).fill("refreshToken 200"));
@@ -100,7 +101,11 @@ describe("session: the pair is renewed 36 h after it was obtained or 3 h before 
     // The next renewal comes due while the first one has not released its lock yet.
     await clock.tickAsync(36 * H);
     openGate();
-    await waitUntil(() => sim.control.requests().length === 2 && session.state === "ready", 5000, () => `second renewal (${JSON.stringify(ops(sim))})`);
+    await waitUntil(
+      () => sim.control.requests().length === 2 && session.state === "ready",
+      5000,
+      () => `second renewal (${JSON.stringify(ops(sim))})`,
+    );
     assert.deepEqual(ops(sim), ["refreshToken 200", "refreshToken 200"]);
   });
 
@@ -112,13 +117,22 @@ describe("session: the pair is renewed 36 h after it was obtained or 3 h before 
     await clock.tickAsync(36 * H);
     for (let i = 1; i <= 14; i++) {
       const why = () => `renewal ${i} (state ${b.session.state}, requests ${JSON.stringify(ops(sim))})`;
-      await waitUntil(() => sim.control.requests().length === i && b.session.state === "ready" && b.session.snapshot().renewAt !== null, 5000, why);
+      await waitUntil(
+        () =>
+          sim.control.requests().length === i && b.session.state === "ready" && b.session.snapshot().renewAt !== null,
+        5000,
+        why,
+      );
       // Only the session's own timer renews here: moved to exactly when it is due.
       if (i < 14) await clock.tickAsync(b.session.snapshot().renewAt! - clock.now());
     }
     const at = sim.control.requests().map((r) => r.startedAt);
     const gaps = at.slice(1).map((t, i) => (t - at[i]) / 1000);
-    assert.deepEqual(gaps, [30, 30, 30, 30, 30, 30, 32, 64, 128, 256, 512, 900, 900], `seconds between the scheduled refreshes: ${JSON.stringify(gaps)}`);
+    assert.deepEqual(
+      gaps,
+      [30, 30, 30, 30, 30, 30, 32, 64, 128, 256, 512, 900, 900],
+      `seconds between the scheduled refreshes: ${JSON.stringify(gaps)}`,
+    );
     assert.ok(b.session.snapshot().renewAt! - clock.now() <= 15 * 60_000, "the next one is at most 15 min away");
     assert.deepEqual(new Set(ops(sim)), new Set(["refreshToken 429"]), "no login: the token is still good");
   });

@@ -26,8 +26,12 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
   let account: Account;
   const make = (timings = {}) =>
     new Account({
-      baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"),
-      timings, client: { random: () => 0 },
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      timings,
+      client: { random: () => 0 },
     });
   beforeEach(async () => {
     sim = await startSimulator({ rateLimit: false });
@@ -46,21 +50,58 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     sim.control.revokeAccessToken("demo");
     sim.control.inject({ kind: "429", endpoint: "refreshToken", retryAfter: 1, count: 1 });
     const settings = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
-    const r = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m1" }, settings);
+    const r = await performUnlock(
+      account,
+      {
+        msgDeviceId: 101,
+        msgDoor: undefined,
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: "m1",
+      },
+      settings,
+    );
     assert.equal(r.outcome, "rate-limited", JSON.stringify(r));
     assert.equal(r.retryAfter !== undefined && r.retryAfter >= 1, true, JSON.stringify(r));
     assert.equal(r.mayHaveOpened, false);
     assert.deepEqual(ops(sim), ["unlockDevice 401", "refreshToken 429"], "the rejected token is never sent again");
     assert.ok(!account.session.state.startsWith("halted"), account.session.state);
     // Retry-After (1 s) honoured: a message before it sends nothing.
-    const early = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m2" }, settings);
+    const early = await performUnlock(
+      account,
+      {
+        msgDeviceId: 101,
+        msgDoor: undefined,
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: "m2",
+      },
+      settings,
+    );
     assert.equal(early.outcome, "rate-limited");
     assert.equal(ops(sim).length, 2, `nothing sent before Retry-After: ${JSON.stringify(ops(sim))}`);
     await new Promise((r) => setTimeout(r, 1100));
-    const later = await performUnlock(account, { msgDeviceId: 101, msgDoor: undefined, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: "m3" }, settings);
+    const later = await performUnlock(
+      account,
+      {
+        msgDeviceId: 101,
+        msgDoor: undefined,
+        msgLockId: undefined,
+        msgActor: undefined,
+        msgRetain: undefined,
+        msgid: "m3",
+      },
+      settings,
+    );
     assert.equal(later.outcome, "accepted", JSON.stringify(later));
     assert.deepEqual(ops(sim).slice(2), ["refreshToken 200", "unlockDevice 200"]);
-    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0, "the refresh token was still good: no login");
+    assert.equal(
+      sim.control.requests({ operation: "loginByPhone" }).length,
+      0,
+      "the refresh token was still good: no login",
+    );
   });
 
   it("a scheduled refresh failing on 5xx while a call meets a 401: the call fails without a replay, the account does not halt", async () => {
@@ -72,10 +113,18 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     // which a busy machine did not always do within the 600 ms this once waited.
     sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 3000, count: 1 });
     sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 600, count: 1 });
-    await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "refreshToken"), 5000, "the scheduled refresh");
+    await waitUntil(
+      () => sim.control.inFlight().some((e) => e.operation === "refreshToken"),
+      5000,
+      "the scheduled refresh",
+    );
     sim.control.revokeAccessToken("demo");
     await assert.rejects(account.getDevice(101), (e: unknown) => e instanceof RenewalFailedError && !e.rateLimited);
-    assert.equal(sim.control.requests({ operation: "getDevice" }).length, 1, `no replay with the rejected token: ${JSON.stringify(ops(sim))}`);
+    assert.equal(
+      sim.control.requests({ operation: "getDevice" }).length,
+      1,
+      `no replay with the rejected token: ${JSON.stringify(ops(sim))}`,
+    );
     assert.ok(!account.session.state.startsWith("halted"), account.session.state);
     // The next call renews (the refresh token is good) and succeeds: no login, no halt.
     await new Promise((r) => setTimeout(r, 150));
@@ -106,14 +155,22 @@ describe("A 401 on the replay while our own Reconnect login is in flight is not 
     sim.control.inject({ kind: "latency", endpoint: "getDevice", latencyMs: 400, count: 2 });
     sim.control.inject({ kind: "slow-headers", endpoint: "loginByPhone", latencyMs: 1500, count: 1 });
     const call = b.session.call((t) => b.client.getDevice(t, 101));
-    await waitUntil(() => count(sim, "refreshToken") === 1 && sim.control.inFlight().some((r) => r.operation === "getDevice"), 5000, () => `the replay in flight: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => count(sim, "refreshToken") === 1 && sim.control.inFlight().some((r) => r.operation === "getDevice"),
+      5000,
+      () => `the replay in flight: ${JSON.stringify(ops(sim))}`,
+    );
     const reconnect = b.session.reconnect();
     await assert.rejects(call);
     assert.notEqual(b.session.state, "halted-superseded", `halted by our own login: ${JSON.stringify(ops(sim))}`);
     await reconnect;
     assert.equal(b.session.state, "ready", JSON.stringify(ops(sim)));
     await b.session.call((t) => b.client.getDevice(t, 101));
-    await waitUntil(() => logins(sim) === 1, 5000, () => `the login in the request log: ${JSON.stringify(ops(sim))} ${JSON.stringify(b.log.lines)}`);
+    await waitUntil(
+      () => logins(sim) === 1,
+      5000,
+      () => `the login in the request log: ${JSON.stringify(ops(sim))} ${JSON.stringify(b.log.lines)}`,
+    );
   });
 });
 
@@ -160,16 +217,31 @@ describe("A replay's 401 halts only when its token came from a renewal the servi
       return b.client.getDevice(t, 101);
     });
     const reconnect = b.session.reconnect();
-    await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).some((r) => r.status === 200), 5000, () => `the Reconnect login answered: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => sim.control.requests({ operation: "loginByPhone" }).some((r) => r.status === 200),
+      5000,
+      () => `the Reconnect login answered: ${JSON.stringify(ops(sim))}`,
+    );
     releaseFirst();
-    await waitUntil(() => first401, 5000, () => `the first request answered 401: ${JSON.stringify(ops(sim))}`);
+    await waitUntil(
+      () => first401,
+      5000,
+      () => `the first request answered 401: ${JSON.stringify(ops(sim))}`,
+    );
     releaseSave();
     await assert.rejects(call, (e: unknown) => e instanceof DoorApiError && e.status === 401);
     assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 401", "getDevice 401"]);
     const login = sim.control.requests({ operation: "loginByPhone" })[0];
     const rejected = sim.control.requests({ operation: "getDevice" })[0];
-    assert.ok(login.endedAt <= rejected.startedAt, "the login was answered before the first request reached the service");
-    assert.notEqual(b.session.state, "halted-superseded", `halted without a renewal after the 401: ${JSON.stringify(ops(sim))}`);
+    assert.ok(
+      login.endedAt <= rejected.startedAt,
+      "the login was answered before the first request reached the service",
+    );
+    assert.notEqual(
+      b.session.state,
+      "halted-superseded",
+      `halted without a renewal after the 401: ${JSON.stringify(ops(sim))}`,
+    );
     await reconnect;
   });
 });
@@ -182,14 +254,27 @@ describe("Ten unlocks at once on a revoked access token: one refresh, no login, 
   beforeEach(async () => {
     sim = await startSimulator({ rateLimit: false });
     dir = mkdtempSync(path.join(tmpdir(), "door-replay-burst-"));
-    account = new Account({ baseUrl: sim.url, credentials: DEMO_PHONE, tokenFile: path.join(dir, "s.json"), auditLogPath: path.join(dir, "audit.jsonl"), client: { random: () => 0 } });
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      client: { random: () => 0 },
+    });
   });
   afterEach(async () => {
     await account?.close();
     await sim.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const msg = (i: number, f: { id?: number; door?: string }) => ({ msgDeviceId: f.id, msgDoor: f.door, msgLockId: undefined, msgActor: undefined, msgRetain: undefined, msgid: `m${i}` });
+  const msg = (i: number, f: { id?: number; door?: string }) => ({
+    msgDeviceId: f.id,
+    msgDoor: f.door,
+    msgLockId: undefined,
+    msgActor: undefined,
+    msgRetain: undefined,
+    msgid: `m${i}`,
+  });
   const node = { nodeId: "t", door: null, lockId: "", actor: "", rejectRetained: true };
 
   it("ten unlocks at once on a revoked access token: one refresh, no login, each message at most one PUT plus one replay", async () => {
@@ -197,8 +282,13 @@ describe("Ten unlocks at once on a revoked access token: one refresh, no login, 
     await account.devices();
     sim.control.revokeAccessToken("demo");
     sim.control.resetRequests();
-    const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => performUnlock(account, msg(i, { id: 101 }), node)));
-    assert.ok(rs.every((r) => r.outcome === "accepted"), JSON.stringify(rs.map((r) => r.outcome)));
+    const rs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => performUnlock(account, msg(i, { id: 101 }), node)),
+    );
+    assert.ok(
+      rs.every((r) => r.outcome === "accepted"),
+      JSON.stringify(rs.map((r) => r.outcome)),
+    );
     assert.equal(count(sim, "refreshToken"), 1, JSON.stringify(ops(sim)));
     assert.equal(logins(sim), 0);
     assert.ok(unlockRequests(sim) <= 20, `${unlockRequests(sim)} PUTs for ten messages`);

@@ -22,7 +22,9 @@ describe("session: only one login or refresh is ever in flight for an account, a
   it("logs in once for 50 concurrent first callers", async () => {
     b = buildSession(sim);
     void b.session.start();
-    const results = await Promise.all(Array.from({ length: 50 }, () => b.session.call((t) => b.client.getDevice(t, 101))));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => b.session.call((t) => b.client.getDevice(t, 101))),
+    );
     assert.equal(results.length, 50);
     assert.ok(results.every((d) => d.id === 101));
     const logins = sim.control.requests({ operation: "loginByPhone" });
@@ -35,7 +37,9 @@ describe("session: only one login or refresh is ever in flight for an account, a
     await b.session.start();
     sim.control.resetRequests();
     sim.control.expireAccessToken("demo");
-    const results = await Promise.all(Array.from({ length: 1000 }, () => b.session.call((t) => b.client.getDevice(t, 102))));
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, () => b.session.call((t) => b.client.getDevice(t, 102))),
+    );
     assert.equal(results.length, 1000);
     const refreshes = sim.control.requests({ operation: "refreshToken" });
     assert.equal(refreshes.length, 1, "one refresh for 1,000 callers");
@@ -61,7 +65,11 @@ describe("session: only one login or refresh is ever in flight for an account, a
     clock.jump(49 * 3600_000); // past the 48 h exp, without firing the renewal timer
     await Promise.all(Array.from({ length: 1000 }, () => b.session.call((t) => b.client.getDevice(t, 101))));
     assert.equal(sim.control.requests({ operation: "refreshToken" }).length, 1);
-    assert.equal(sim.control.requests({ operation: "getDevice" }).filter((r) => r.status === 401).length, 0, "the expired token was never sent");
+    assert.equal(
+      sim.control.requests({ operation: "getDevice" }).filter((r) => r.status === 401).length,
+      0,
+      "the expired token was never sent",
+    );
     clock.uninstall();
   });
 

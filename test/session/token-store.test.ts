@@ -57,7 +57,9 @@ describe("session: the token pair is stored atomically, privately and per accoun
     assert.notEqual(file.account, key, "the plain SHA-256 of base URL, method and phone number");
     assert.equal(file.account, accountStoreId(key));
     // A file written by an earlier version (account = the key itself) still resumes, without a login.
-    writeFileSync(tokenFile, JSON.stringify({ ...JSON.parse(readFileSync(tokenFile, "utf8")), account: key }), { mode: 0o600 });
+    writeFileSync(tokenFile, JSON.stringify({ ...JSON.parse(readFileSync(tokenFile, "utf8")), account: key }), {
+      mode: 0o600,
+    });
     const second = build({ tokenFile });
     await second.session.start();
     await second.session.call((t) => second.client.getDevice(t, 101));
@@ -75,7 +77,15 @@ describe("session: the token pair is stored atomically, privately and per accoun
     await second.session.start();
     sim.control.expireAccessToken("demo");
     await second.session.call((t) => second.client.getDevice(t, 101));
-    assert.deepEqual(ops(sim), ["loginByPhone 200", "getDevice 401", "refreshToken 200", "getDevice 200", "getDevice 401", "refreshToken 200", "getDevice 200"]);
+    assert.deepEqual(ops(sim), [
+      "loginByPhone 200",
+      "getDevice 401",
+      "refreshToken 200",
+      "getDevice 200",
+      "getDevice 401",
+      "refreshToken 200",
+      "getDevice 200",
+    ]);
   });
 
   it("writes the file with mode 0600, atomically (no temp file left), both tokens in one record", async () => {
@@ -84,7 +94,10 @@ describe("session: the token pair is stored atomically, privately and per accoun
     const b = build({ tokenFile });
     await b.session.start();
     assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
-    assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith(".tmp")), []);
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.endsWith(".tmp")),
+      [],
+    );
     const pair = await b.store.load();
     assert.ok(pair && pair.accessToken.split(".").length === 3 && pair.refreshToken.length > 10);
   });
@@ -103,7 +116,10 @@ describe("session: the token pair is stored atomically, privately and per accoun
     const other = build({ tokenFile, secret: "another-secret" });
     await other.session.start();
     assert.equal(other.session.state, "ready");
-    assert.ok(other.log.lines.some((l) => l.includes("unreadable")), "the problem is reported");
+    assert.ok(
+      other.log.lines.some((l) => l.includes("unreadable")),
+      "the problem is reported",
+    );
     assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 2);
   });
 
@@ -122,7 +138,10 @@ describe("session: the token pair is stored atomically, privately and per accoun
     const demo = build({ tokenFile });
     await demo.session.start();
     await demo.session.close();
-    const other = build({ tokenFile, credentials: { method: "phone", phoneNumber: "+15550000002", password: "other-password" } });
+    const other = build({
+      tokenFile,
+      credentials: { method: "phone", phoneNumber: "+15550000002", password: "other-password" },
+    });
     await other.session.start();
     assert.deepEqual(ops(sim), ["loginByPhone 200", "loginByPhone 200"]);
     assert.equal(sim.control.hasSession("demo"), true, "the demo session was not touched");
@@ -145,7 +164,9 @@ describe("session: the token pair is stored atomically, privately and per accoun
     await seed.session.start();
     await seed.session.close();
     const child = path.resolve("test/fixtures/session-child.js");
-    const procs = [0, 1].map(() => spawn(process.execPath, [child, sim.url, tokenFile], { stdio: ["pipe", "pipe", "inherit"] }));
+    const procs = [0, 1].map(() =>
+      spawn(process.execPath, [child, sim.url, tokenFile], { stdio: ["pipe", "pipe", "inherit"] }),
+    );
     const outs = procs.map(() => ({ text: "" }));
     procs.forEach((p, i) => p.stdout.on("data", (d: Buffer) => (outs[i].text += d.toString())));
     await waitUntil(() => outs.every((o) => o.text.includes("ready ready")), 15_000, "both children ready");

@@ -10,7 +10,11 @@ import { DEMO_ACCOUNT, claims } from "../helpers/simulator.js";
 
 const BIN = resolve(__dirname, "..", "..", "..", "bin", "door-access-sim.js");
 
-interface Started { child: ChildProcess; url: string; stdout: () => string }
+interface Started {
+  child: ChildProcess;
+  url: string;
+  stdout: () => string;
+}
 
 /** Spawns the bin and waits for the "listening on <url>" line. */
 function startBin(args: string[]): Promise<Started> {
@@ -71,11 +75,16 @@ describe("simulator command line: door-access-sim serves on the port it is given
     children.push(s.child);
     assert.match(s.url, /^http:\/\/127\.0\.0\.1:[0-9]+$/);
     assert.ok(s.stdout().includes(DEMO_ACCOUNT.email), "names the demo account");
-    assert.ok(!s.stdout().includes(DEMO_ACCOUNT.phoneNumber) && !s.stdout().includes(DEMO_ACCOUNT.password), "never prints its phone number or password");
+    assert.ok(
+      !s.stdout().includes(DEMO_ACCOUNT.phoneNumber) && !s.stdout().includes(DEMO_ACCOUNT.password),
+      "never prints its phone number or password",
+    );
     const r = await loginDemo(s.url);
     assert.equal(r.status, 200);
     assert.equal(typeof r.json.AccessToken, "string");
-    const devices = await request(`${s.url}/api/user/device`, { headers: { authorization: `Bearer ${r.json.AccessToken}` } });
+    const devices = await request(`${s.url}/api/user/device`, {
+      headers: { authorization: `Bearer ${r.json.AccessToken}` },
+    });
     assert.equal(devices.statusCode, 200);
     assert.ok(((await devices.body.json()) as unknown[]).length >= 5);
     s.child.kill("SIGTERM");
@@ -124,13 +133,19 @@ describe("simulator command line: door-access-sim serves on the port it is given
     assert.match(r.stderr, /unknown door 4040/);
     const notJson = join(dir, "not.json");
     writeFileSync(notJson, "{");
-    const r2 = spawnSync(process.execPath, [BIN, "--port", "0", "--seed", notJson], { encoding: "utf8", timeout: 10_000 });
+    const r2 = spawnSync(process.execPath, [BIN, "--port", "0", "--seed", notJson], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
     assert.equal(r2.status, 1);
     assert.match(r2.stderr, /not valid JSON/);
   });
 
   it("refuses a non-loopback --host without --allow-remote-control", () => {
-    const r = spawnSync(process.execPath, [BIN, "--host", "0.0.0.0", "--port", "0"], { encoding: "utf8", timeout: 10_000 });
+    const r = spawnSync(process.execPath, [BIN, "--host", "0.0.0.0", "--port", "0"], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /refuses to listen on non-loopback host/);
   });
@@ -138,7 +153,15 @@ describe("simulator command line: door-access-sim serves on the port it is given
   it("--help prints the usage; an unknown flag exits 2", () => {
     const help = spawnSync(process.execPath, [BIN, "--help"], { encoding: "utf8", timeout: 10_000 });
     assert.equal(help.status, 0);
-    for (const flag of ["--host", "--port", "--seed", "--access-ttl", "--refresh-ttl", "--allow-remote-control", "--help"]) {
+    for (const flag of [
+      "--host",
+      "--port",
+      "--seed",
+      "--access-ttl",
+      "--refresh-ttl",
+      "--allow-remote-control",
+      "--help",
+    ]) {
       assert.ok(help.stdout.includes(flag), flag);
     }
     const bad = spawnSync(process.execPath, [BIN, "--frobnicate"], { encoding: "utf8", timeout: 10_000 });

@@ -15,7 +15,9 @@ describe("simulator control API: the /_sim routes inject faults, switch doors, e
   });
 
   it("POST /_sim/faults injects a fault; GET lists it; DELETE clears", async () => {
-    const r = await call(sim, "POST", "/_sim/faults", { json: { kind: "503", endpoint: "unlockDevice", deviceId: 101, count: 2 } });
+    const r = await call(sim, "POST", "/_sim/faults", {
+      json: { kind: "503", endpoint: "unlockDevice", deviceId: 101, count: 2 },
+    });
     assert.equal(r.status, 201);
     assert.equal(typeof r.json.id, "string");
     const list = await call(sim, "GET", "/_sim/faults");
@@ -74,7 +76,11 @@ describe("simulator control API: the /_sim routes inject faults, switch doors, e
     const pair = await login(sim);
     await call(sim, "POST", "/_sim/accounts/demo/expire-refresh");
     assertError(await refresh(sim, pair.refresh), 401);
-    assert.equal((await call(sim, "GET", "/api/user/device", { token: pair.access })).status, 200, "access token unaffected");
+    assert.equal(
+      (await call(sim, "GET", "/api/user/device", { token: pair.access })).status,
+      200,
+      "access token unaffected",
+    );
   });
 
   it("POST /_sim/accounts/:id/supersede ends the session from elsewhere; GET /_sim/accounts/:id shows a session", async () => {
@@ -92,7 +98,10 @@ describe("simulator control API: the /_sim routes inject faults, switch doors, e
     await call(sim, "PUT", "/api/device/101/unlock", { token });
     await call(sim, "GET", "/api/user/device", { token });
     const all = await call(sim, "GET", "/_sim/requests");
-    assert.deepEqual(all.json.map((e: { operation: string }) => e.operation), ["loginByPhone", "unlockDevice", "listUserDevices"]);
+    assert.deepEqual(
+      all.json.map((e: { operation: string }) => e.operation),
+      ["loginByPhone", "unlockDevice", "listUserDevices"],
+    );
     const filtered = await call(sim, "GET", "/_sim/requests?operation=unlockDevice&accountId=demo&deviceId=101");
     assert.equal(filtered.json.length, 1);
     assert.equal(filtered.json[0].status, 200);

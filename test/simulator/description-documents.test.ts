@@ -42,7 +42,8 @@ describe("simulator description documents: /openapi.json, /openapi.yaml, /openap
     assert.equal(doc.info.version, "v1");
     const found: Record<string, { method: string; path: string; op: any }> = {};
     for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, op] of Object.entries<any>(item)) found[op.operationId] = { method: method.toUpperCase(), path, op };
+      for (const [method, op] of Object.entries<any>(item))
+        found[op.operationId] = { method: method.toUpperCase(), path, op };
     }
     assert.deepEqual(Object.keys(found).sort(), Object.keys(OPERATIONS).sort());
     for (const [id, spec] of Object.entries(OPERATIONS)) {
@@ -51,12 +52,21 @@ describe("simulator description documents: /openapi.json, /openapi.yaml, /openap
       assert.equal(f.path, spec.path, id);
       assert.deepEqual(Object.keys(f.op.responses).sort(), EXPECTED_STATUSES[id], `responses of ${id}`);
       const bearer = spec.n >= 5;
-      assert.equal(Array.isArray(f.op.security) && f.op.security.some((s: object) => "bearerAuth" in s), bearer, `security of ${id}`);
+      assert.equal(
+        Array.isArray(f.op.security) && f.op.security.some((s: object) => "bearerAuth" in s),
+        bearer,
+        `security of ${id}`,
+      );
       if (f.op.responses["429"]) assert.ok(f.op.responses["429"].headers["Retry-After"], `Retry-After on ${id}`);
     }
-    assert.deepEqual(doc.components.securitySchemes.bearerAuth, { type: "http", scheme: "bearer", bearerFormat: "JWT" });
+    assert.deepEqual(doc.components.securitySchemes.bearerAuth, {
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+    });
     const s = doc.components.schemas;
-    for (const name of ["LoginRequest", "LoginByEmailRequest", "RefreshSessionRequest"]) assert.equal(s[name].additionalProperties, false, name);
+    for (const name of ["LoginRequest", "LoginByEmailRequest", "RefreshSessionRequest"])
+      assert.equal(s[name].additionalProperties, false, name);
     assert.equal(s.LoginRequest.properties.phoneNumber.pattern, "^[+][0-9]{9,13}$");
     assert.deepEqual(s.TokenPair.required, ["AccessToken", "RefreshToken"]);
     assert.deepEqual(s.Device.required, ["id"]);
@@ -116,7 +126,13 @@ describe("simulator description documents: /openapi.json, /openapi.yaml, /openap
     assert.equal(r.status, 200);
     assert.match(String(r.headers["content-type"]), /^text\/plain/);
     assert.match(r.text, /^# /);
-    for (const p of ["/openapi.json", "/openapi.yaml", "/openapi.pinned.json", "/api/auth/login-by-phone", "/api/user/device"]) {
+    for (const p of [
+      "/openapi.json",
+      "/openapi.yaml",
+      "/openapi.pinned.json",
+      "/api/auth/login-by-phone",
+      "/api/user/device",
+    ]) {
       assert.ok(r.text.includes(p), p);
     }
     assert.ok(r.text.length < 4000);
@@ -157,7 +173,10 @@ describe("simulator description documents: POST /_sim/docs changes what /openapi
     assert.notEqual(live.headers.etag, own.headers.etag);
     assert.deepEqual(live.json, changed);
     assert.deepEqual(yaml.load((await call(sim, "GET", "/openapi.yaml")).text), changed);
-    assert.equal((await call(sim, "GET", "/openapi.json", { headers: { "if-none-match": String(live.headers.etag) } })).status, 304);
+    assert.equal(
+      (await call(sim, "GET", "/openapi.json", { headers: { "if-none-match": String(live.headers.etag) } })).status,
+      304,
+    );
     assert.equal((await call(sim, "GET", "/openapi.pinned.json")).text, pinned.text);
     await call(sim, "DELETE", "/_sim/docs");
     const back = await call(sim, "GET", "/openapi.json");
@@ -181,7 +200,14 @@ describe("simulator description documents: POST /_sim/docs changes what /openapi
   });
 
   it("refuses a body it does not know", async () => {
-    for (const body of [{}, { status: 200 }, { drop: false }, { description: "x" }, { body: 1 }, { status: 404, drop: true }]) {
+    for (const body of [
+      {},
+      { status: 200 },
+      { drop: false },
+      { description: "x" },
+      { body: 1 },
+      { status: 404, drop: true },
+    ]) {
       assertError(await call(sim, "POST", "/_sim/docs", { json: body }), 400);
     }
     assertError(await call(sim, "GET", "/_sim/docs"), 405);
@@ -194,7 +220,25 @@ describe("simulator description documents: /openapi.yaml is YAML a YAML parser r
       plain: "hello world",
       reserved: ["true", "no", "null", "~", "yes", "On"],
       numeric: ["200", "1.5", "0x10", "1e3", "-1"],
-      punctuation: ["a: b", "#hash", "x #y", "- dash", "{braces}", "[list]", "quote\"s", "it's", "*star", "&amp", "!bang", "%pct", "@at", "`tick`", "|pipe", ">gt", "?q"],
+      punctuation: [
+        "a: b",
+        "#hash",
+        "x #y",
+        "- dash",
+        "{braces}",
+        "[list]",
+        'quote"s',
+        "it's",
+        "*star",
+        "&amp",
+        "!bang",
+        "%pct",
+        "@at",
+        "`tick`",
+        "|pipe",
+        ">gt",
+        "?q",
+      ],
       spaces: [" leading", "trailing ", ""],
       multiline: "line1\nline2\ttab",
       unicode: "Tür öffnen ✓",
@@ -203,7 +247,11 @@ describe("simulator description documents: /openapi.yaml is YAML a YAML parser r
       nothing: null,
       emptyObject: {},
       emptyArray: [],
-      nested: [[1, [2, []]], [{ a: { b: [{ c: "d" }] } }], { "key with space": 1, "200": "ok", "/path/{id}": { x: 1 } }],
+      nested: [
+        [1, [2, []]],
+        [{ a: { b: [{ c: "d" }] } }],
+        { "key with space": 1, "200": "ok", "/path/{id}": { x: 1 } },
+      ],
     };
     assert.deepEqual(yaml.load(toYaml(data)), JSON.parse(JSON.stringify(data)));
   });

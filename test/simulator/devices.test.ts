@@ -22,7 +22,10 @@ describe("simulator doors: an account sees its company's doors and the doors it 
       const r = await call(sim, "GET", "/api/user/device", { token });
       assert.equal(r.status, 200);
       const list = DeviceList.parse(r.json);
-      assert.deepEqual(list.map((d) => d.id), [101, 102, 103, 104, 105, 106, 107, 201]);
+      assert.deepEqual(
+        list.map((d) => d.id),
+        [101, 102, 103, 104, 105, 106, 107, 201],
+      );
       for (const d of r.json) {
         for (const field of ["id", "name", "locationId", "locationName", "companyName", "doorType", "online"]) {
           assert.ok(field in d, `${field} in ${JSON.stringify(d)}`);
@@ -35,7 +38,10 @@ describe("simulator doors: an account sees its company's doors and the doors it 
       const offline = r.json.find((d: Device) => d.id === DEMO_DOORS.offline);
       assert.equal(offline.online, false);
       const twoLocks = r.json.find((d: Device) => d.id === DEMO_DOORS.twoLocks);
-      assert.deepEqual(twoLocks.locks.map((l: { id: number }) => l.id), [1, 2]);
+      assert.deepEqual(
+        twoLocks.locks.map((l: { id: number }) => l.id),
+        [1, 2],
+      );
     });
 
     it("has two doors of the same name in different locations", async () => {
@@ -48,7 +54,10 @@ describe("simulator doors: an account sees its company's doors and the doors it 
     it("another account sees only its own doors", async () => {
       const other = (await login(sim, "loginByPhone", OTHER_ACCOUNT)).access;
       const r = await call(sim, "GET", "/api/user/device", { token: other });
-      assert.deepEqual(r.json.map((d: Device) => d.id), [201, 202]);
+      assert.deepEqual(
+        r.json.map((d: Device) => d.id),
+        [201, 202],
+      );
     });
   });
 
@@ -57,14 +66,20 @@ describe("simulator doors: an account sees its company's doors and the doors it 
       const r = await call(sim, "GET", "/api/user/location", { token });
       assert.equal(r.status, 200);
       LocationList.parse(r.json);
-      assert.deepEqual(r.json.map((l: { id: number }) => l.id), [10, 11, 20]);
+      assert.deepEqual(
+        r.json.map((l: { id: number }) => l.id),
+        [10, 11, 20],
+      );
       for (const l of r.json) {
         assert.equal(typeof l.name, "string");
         assert.equal(typeof l.companyName, "string");
       }
       const other = (await login(sim, "loginByPhone", OTHER_ACCOUNT)).access;
       const o = await call(sim, "GET", "/api/user/location", { token: other });
-      assert.deepEqual(o.json.map((l: { id: number }) => l.id), [20]);
+      assert.deepEqual(
+        o.json.map((l: { id: number }) => l.id),
+        [20],
+      );
     });
   });
 
@@ -151,13 +166,20 @@ describe("simulator doors: an account sees its company's doors and the doors it 
       const r = await call(sim, "PUT", `/api/device/${DEMO_DOORS.twoLocks}/unlock/2`, { token });
       assert.equal(r.status, 200);
       assert.equal(r.text, "");
-      assert.deepEqual(sim.control.device(DEMO_DOORS.twoLocks).lastUnlock, { at: clock.t, accountId: "demo", lockId: 2 });
+      assert.deepEqual(sim.control.device(DEMO_DOORS.twoLocks).lastUnlock, {
+        at: clock.t,
+        accountId: "demo",
+        lockId: 2,
+      });
     });
     it("a key with lockIds opens exactly those locks", async () => {
       assert.equal((await call(sim, "PUT", `/api/device/${DEMO_DOORS.partialKey}/unlock/2`, { token })).status, 200);
       assertError(await call(sim, "PUT", `/api/device/${DEMO_DOORS.partialKey}/unlock/1`, { token }), 403);
       const unlocks = sim.control.device(DEMO_DOORS.partialKey).unlocks;
-      assert.deepEqual(unlocks.map((u) => u.lockId), [2]);
+      assert.deepEqual(
+        unlocks.map((u) => u.lockId),
+        [2],
+      );
     });
     it("404 for a lock that is not on the device and for an unknown device", async () => {
       assertError(await call(sim, "PUT", `/api/device/${DEMO_DOORS.twoLocks}/unlock/99`, { token }), 404);

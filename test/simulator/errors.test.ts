@@ -5,7 +5,14 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, assertError, call, login, refresh, withSim,
+  DEMO_ACCOUNT,
+  FakeClock,
+  LOGIN_PATHS,
+  assertError,
+  call,
+  login,
+  refresh,
+  withSim,
   type CallOptions,
 } from "../helpers/simulator.js";
 
@@ -74,7 +81,11 @@ describe("simulator requests and errors: a request the description does not allo
           assertError(await call(sim, "POST", path, opts), 400, `${path} ${label}`);
         }
         assert.equal(sim.control.counts().logins, 1, "no login happened");
-        assert.equal((await call(sim, "GET", "/api/user/device", { token: pair.access })).status, 200, "session not superseded");
+        assert.equal(
+          (await call(sim, "GET", "/api/user/device", { token: pair.access })).status,
+          200,
+          "session not superseded",
+        );
       });
     }
 
@@ -96,7 +107,10 @@ describe("simulator requests and errors: a request the description does not allo
     });
 
     it("a valid-looking login for a wrong account through the wrong field is 400, not 401", async () => {
-      assertError(await call(sim, "POST", LOGIN_PATHS.loginByPhone, { json: { phoneNumber: "+1555", password: "x" } }), 400);
+      assertError(
+        await call(sim, "POST", LOGIN_PATHS.loginByPhone, { json: { phoneNumber: "+1555", password: "x" } }),
+        400,
+      );
     });
   });
 

@@ -3,7 +3,17 @@ import { strict as assert } from "node:assert";
 import { request } from "undici";
 import type { FaultKind, RunningSimulator } from "../../src/simulator/index.js";
 import { DeviceList } from "../../src/spec/schemas.js";
-import { DEMO_ACCOUNT, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim } from "../helpers/simulator.js";
+import {
+  DEMO_ACCOUNT,
+  LOGIN_PATHS,
+  OTHER_ACCOUNT,
+  assertError,
+  call,
+  claims,
+  login,
+  refresh,
+  withSim,
+} from "../helpers/simulator.js";
 
 describe("simulator faults: a fault answers the next `count` matching requests as its kind says, and only the oldest matching fault applies (docs/simulator.md#faults)", () => {
   let sim: RunningSimulator;
@@ -70,7 +80,12 @@ describe("simulator faults: a fault answers the next `count` matching requests a
     it("a faulted login does not supersede the session; a faulted refresh does not consume the token", async () => {
       const pair = await login(sim);
       sim.control.inject({ kind: "503", endpoint: ["login", "loginByPhone", "loginByEmail"] });
-      assertError(await call(sim, "POST", LOGIN_PATHS.loginByPhone, { json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } }), 503);
+      assertError(
+        await call(sim, "POST", LOGIN_PATHS.loginByPhone, {
+          json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+        }),
+        503,
+      );
       sim.control.inject({ kind: "500", endpoint: "refreshToken" });
       assertError(await refresh(sim, pair.refresh), 500);
       assert.equal((await call(sim, "GET", "/api/user/device", { token: pair.access })).status, 200);
@@ -159,7 +174,9 @@ describe("simulator faults: a fault answers the next `count` matching requests a
     it("empty-token-pair: login answers 200 {} and no session is created", async () => {
       await call(sim, "POST", "/api/auth/logout", { token });
       sim.control.inject({ kind: "empty-token-pair" });
-      const r = await call(sim, "POST", LOGIN_PATHS.loginByPhone, { json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+      const r = await call(sim, "POST", LOGIN_PATHS.loginByPhone, {
+        json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+      });
       assert.equal(r.status, 200);
       assert.deepEqual(r.json, {});
       assert.equal(sim.control.hasSession("demo"), false);
@@ -169,13 +186,17 @@ describe("simulator faults: a fault answers the next `count` matching requests a
       sim.control.inject({ kind: "empty-token-pair" });
       assert.ok(Array.isArray((await call(sim, "GET", "/api/user/device", { token })).json));
       assert.equal((await call(sim, "PUT", "/api/device/101/unlock", { token })).status, 200);
-      const r = await call(sim, "POST", LOGIN_PATHS.login, { json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+      const r = await call(sim, "POST", LOGIN_PATHS.login, {
+        json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+      });
       assert.deepEqual(r.json, {}, "the fault waited for the next token operation");
     });
     it("jwt-without-exp: the session is really created, the AccessToken has no exp and works", async () => {
       const old = token;
       sim.control.inject({ kind: "jwt-without-exp", endpoint: "loginByEmail" });
-      const r = await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: DEMO_ACCOUNT.email, password: DEMO_ACCOUNT.password } });
+      const r = await call(sim, "POST", LOGIN_PATHS.loginByEmail, {
+        json: { email: DEMO_ACCOUNT.email, password: DEMO_ACCOUNT.password },
+      });
       assert.equal(r.status, 200);
       const c = claims(r.json.AccessToken);
       assert.equal(c.exp, undefined);
@@ -209,7 +230,9 @@ describe("simulator faults: a fault answers the next `count` matching requests a
     it("matches a login by the identity's account", async () => {
       sim.control.inject({ kind: "503", accountId: "other" });
       await login(sim, "loginByEmail");
-      const r = await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: OTHER_ACCOUNT.email, password: OTHER_ACCOUNT.password } });
+      const r = await call(sim, "POST", LOGIN_PATHS.loginByEmail, {
+        json: { email: OTHER_ACCOUNT.email, password: OTHER_ACCOUNT.password },
+      });
       assertError(r, 503);
     });
     it("affects exactly the next `count` matching calls", async () => {

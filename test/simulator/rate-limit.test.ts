@@ -5,7 +5,15 @@
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, login, refresh, withSim,
+  DEMO_ACCOUNT,
+  FakeClock,
+  LOGIN_PATHS,
+  OTHER_ACCOUNT,
+  assertError,
+  call,
+  login,
+  refresh,
+  withSim,
 } from "../helpers/simulator.js";
 
 const PHONE = DEMO_ACCOUNT.phoneNumber;
@@ -40,11 +48,20 @@ describe("simulator rate limit: a token bucket per account answers 429 with Retr
     sim.control.setRateLimit({ capacity: 2, refillPerSec: 1 });
     const pair = await login(sim);
     await call(sim, "GET", "/api/user/device", { token: pair.access });
-    for (const [method, path] of [["GET", "/api/user/device"], ["GET", "/api/user/location"], ["GET", "/api/device/101"], ["PUT", "/api/device/101/unlock"], ["PUT", "/api/device/104/unlock/1"]]) {
+    for (const [method, path] of [
+      ["GET", "/api/user/device"],
+      ["GET", "/api/user/location"],
+      ["GET", "/api/device/101"],
+      ["PUT", "/api/device/101/unlock"],
+      ["PUT", "/api/device/104/unlock/1"],
+    ]) {
       assertError(await call(sim, method, path, { token: pair.access }), 429, path);
     }
     assertError(await refresh(sim, pair.refresh), 429, "refresh");
-    assertError(await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: DEMO_ACCOUNT.email, password: PW } }), 429);
+    assertError(
+      await call(sim, "POST", LOGIN_PATHS.loginByEmail, { json: { email: DEMO_ACCOUNT.email, password: PW } }),
+      429,
+    );
     assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: { phoneNumber: PHONE, password: PW } }), 429);
     // the rate-limited refresh did not consume the token, the rate-limited login did not supersede
     assert.equal(sim.control.counts().logins, 1);
@@ -64,7 +81,11 @@ describe("simulator rate limit: a token bucket per account answers 429 with Retr
     const wrong = { phoneNumber: "+15551234567", password: "x" };
     assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: wrong }), 401);
     assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: wrong }), 429);
-    assertError(await call(sim, "POST", LOGIN_PATHS.login, { json: { ...wrong, phoneNumber: "+15557654321" } }), 401, "another identity");
+    assertError(
+      await call(sim, "POST", LOGIN_PATHS.login, { json: { ...wrong, phoneNumber: "+15557654321" } }),
+      401,
+      "another identity",
+    );
   });
 
   it("can be switched off", async () => {

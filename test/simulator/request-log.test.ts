@@ -30,9 +30,17 @@ describe("simulator request log: every /api and description request is logged wi
     await call(sim, "GET", "/nope");
     await call(sim, "GET", "/_sim/counts");
     const log = sim.control.requests();
-    assert.deepEqual(log.map((e) => [e.operation, e.status]), [
-      ["loginByPhone", 200], ["unlockDeviceLock", 200], ["loginByEmail", 401], ["refreshToken", 200], ["docs", 200], ["unknown", 404],
-    ]);
+    assert.deepEqual(
+      log.map((e) => [e.operation, e.status]),
+      [
+        ["loginByPhone", 200],
+        ["unlockDeviceLock", 200],
+        ["loginByEmail", 401],
+        ["refreshToken", 200],
+        ["docs", 200],
+        ["unknown", 404],
+      ],
+    );
     const unlock = log[1];
     assert.equal(unlock.accountId, "demo");
     assert.equal(unlock.deviceId, 104);
@@ -56,7 +64,10 @@ describe("simulator request log: every /api and description request is logged wi
 
   it("the request log keeps header names and If-None-Match, never another header's value", async () => {
     sim.control.resetRequests();
-    await call(sim, "GET", "/openapi.json", { token: "not-a-real-token-value", headers: { "if-none-match": '"abc"', cookie: "session=secret-cookie-value" } });
+    await call(sim, "GET", "/openapi.json", {
+      token: "not-a-real-token-value",
+      headers: { "if-none-match": '"abc"', cookie: "session=secret-cookie-value" },
+    });
     const [entry] = sim.control.requests({ operation: "docs" });
     assert.ok(entry);
     assert.equal(entry.ifNoneMatch, '"abc"');

@@ -3,7 +3,16 @@ import { strict as assert } from "node:assert";
 import { SignJWT } from "jose";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
-  DEMO_ACCOUNT, FakeClock, LOGIN_PATHS, OTHER_ACCOUNT, assertError, call, claims, login, refresh, withSim,
+  DEMO_ACCOUNT,
+  FakeClock,
+  LOGIN_PATHS,
+  OTHER_ACCOUNT,
+  assertError,
+  call,
+  claims,
+  login,
+  refresh,
+  withSim,
   type LoginVia,
 } from "../helpers/simulator.js";
 
@@ -16,7 +25,12 @@ describe("simulator sessions and tokens: one session per account; a login supers
   const REFRESH_TTL = 7200;
 
   beforeEach(async () => {
-    sim = await withSim({ now: clock.now, accessTtlSec: ACCESS_TTL, refreshTtlSec: REFRESH_TTL, jwtSecret: "test-secret" });
+    sim = await withSim({
+      now: clock.now,
+      accessTtlSec: ACCESS_TTL,
+      refreshTtlSec: REFRESH_TTL,
+      jwtSecret: "test-secret",
+    });
   });
   afterEach(async () => {
     await sim.close();
@@ -27,9 +41,10 @@ describe("simulator sessions and tokens: one session per account; a login supers
       it(`${via} answers 200 with a capitalised TokenPair and a session starts`, async () => {
         assert.equal(sim.control.hasSession("demo"), false);
         const r = await call(sim, "POST", LOGIN_PATHS[via], {
-          json: via === "loginByEmail"
-            ? { email: DEMO_ACCOUNT.email, password: DEMO_ACCOUNT.password }
-            : { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+          json:
+            via === "loginByEmail"
+              ? { email: DEMO_ACCOUNT.email, password: DEMO_ACCOUNT.password }
+              : { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
         });
         assert.equal(r.status, 200);
         assert.match(String(r.headers["content-type"]), /^application\/json/);
@@ -128,9 +143,8 @@ describe("simulator sessions and tokens: one session per account; a login supers
     for (const [label, token] of bad) {
       it(`refresh token ${label} -> 400, session unchanged`, async () => {
         const pair = await login(sim);
-        const r = token === undefined
-          ? await call(sim, "POST", "/api/auth/refresh", { json: {} })
-          : await refresh(sim, token);
+        const r =
+          token === undefined ? await call(sim, "POST", "/api/auth/refresh", { json: {} }) : await refresh(sim, token);
         assertError(r, 400);
         assert.equal(sim.control.hasSession("demo"), true);
         assert.equal((await call(sim, "GET", "/api/user/device", { token: pair.access })).status, 200);
@@ -199,14 +213,19 @@ describe("simulator sessions and tokens: one session per account; a login supers
     it("rejects a token with a wrong signature, alg none, or garbage", async () => {
       const pair = await login(sim);
       const c = claims(pair.access);
-      const forged = await new SignJWT(c).setProtectedHeader({ alg: "HS256" }).sign(new TextEncoder().encode("other-secret"));
+      const forged = await new SignJWT(c)
+        .setProtectedHeader({ alg: "HS256" })
+        .sign(new TextEncoder().encode("other-secret"));
       const none = Buffer.from('{"alg":"none"}').toString("base64url") + "." + pair.access.split(".")[1] + ".";
       const [h, p, s] = pair.access.split(".");
       const tampered = `${h}.${p}.${s.slice(0, -2)}${s.endsWith("AA") ? "BB" : "AA"}`;
       for (const token of [forged, none, tampered, "garbage"]) {
         assertError(await call(sim, "GET", "/api/user/device", { token }), 401, token);
       }
-      assertError(await call(sim, "GET", "/api/user/device", { headers: { authorization: `Basic ${pair.access}` } }), 401);
+      assertError(
+        await call(sim, "GET", "/api/user/device", { headers: { authorization: `Basic ${pair.access}` } }),
+        401,
+      );
       assert.equal((await call(sim, "GET", "/api/user/device", { token: pair.access })).status, 200);
     });
 

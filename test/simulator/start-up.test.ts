@@ -9,7 +9,10 @@ import { DEMO_ACCOUNT, call } from "../helpers/simulator.js";
 
 describe("simulator start-up: it listens only on a loopback host unless allowRemoteControl (docs/simulator.md#loopback-only)", () => {
   it("refuses a non-loopback host unless allowRemoteControl", async () => {
-    await assert.rejects(startSimulator({ host: "0.0.0.0", port: 0 }), /refuses to listen on non-loopback host "0.0.0.0"/);
+    await assert.rejects(
+      startSimulator({ host: "0.0.0.0", port: 0 }),
+      /refuses to listen on non-loopback host "0.0.0.0"/,
+    );
     await assert.rejects(startSimulator({ host: "192.168.1.10", port: 0 }), /allowRemoteControl/);
     assert.equal(isLoopbackHost("127.0.0.1"), true);
     assert.equal(isLoopbackHost("127.3.2.1"), true);
@@ -33,7 +36,9 @@ describe("simulator start-up: it listens only on a loopback host unless allowRem
       const sim = await startSimulator({ host, port: 0 });
       try {
         assert.ok(sim.url.startsWith(`http://${host}:`), sim.url);
-        const r = await call(sim, "POST", "/api/auth/login-by-phone", { json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } });
+        const r = await call(sim, "POST", "/api/auth/login-by-phone", {
+          json: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password },
+        });
         assert.equal(r.status, 200);
       } finally {
         await sim.close();
@@ -49,11 +54,51 @@ describe("simulator start-up: a seed is checked before it is served, every probl
       change(s);
       return s;
     };
-    assert.throws(() => validateSeed(broken((s) => { s.doors[0].locationId = 999; })), /doors\[0\]\.locationId|unknown location 999/);
-    assert.throws(() => validateSeed(broken((s) => { s.doors[1].id = 101; })), /duplicate id 101/);
-    assert.throws(() => validateSeed(broken((s) => { s.accounts[0].phoneNumber = "555"; })), /phoneNumber/);
-    assert.throws(() => validateSeed(broken((s) => { s.keys.push({ accountId: "demo", deviceId: 106, lockIds: [7] }); })), /door 106 has no lock 7/);
-    assert.throws(() => validateSeed(broken((s) => { s.keys.push({ accountId: "ghost", deviceId: 106 }); })), /unknown account ghost/);
+    assert.throws(
+      () =>
+        validateSeed(
+          broken((s) => {
+            s.doors[0].locationId = 999;
+          }),
+        ),
+      /doors\[0\]\.locationId|unknown location 999/,
+    );
+    assert.throws(
+      () =>
+        validateSeed(
+          broken((s) => {
+            s.doors[1].id = 101;
+          }),
+        ),
+      /duplicate id 101/,
+    );
+    assert.throws(
+      () =>
+        validateSeed(
+          broken((s) => {
+            s.accounts[0].phoneNumber = "555";
+          }),
+        ),
+      /phoneNumber/,
+    );
+    assert.throws(
+      () =>
+        validateSeed(
+          broken((s) => {
+            s.keys.push({ accountId: "demo", deviceId: 106, lockIds: [7] });
+          }),
+        ),
+      /door 106 has no lock 7/,
+    );
+    assert.throws(
+      () =>
+        validateSeed(
+          broken((s) => {
+            s.keys.push({ accountId: "ghost", deviceId: 106 });
+          }),
+        ),
+      /unknown account ghost/,
+    );
     assert.throws(() => validateSeed({ companies: [] }), /invalid seed/);
     assert.equal(validateSeed(demoSeed()).doors.length, 9);
   });
@@ -68,14 +113,22 @@ describe("simulator start-up: a seed is checked before it is served, every probl
     };
     const sim = await startSimulator({ seed });
     try {
-      const r = await call(sim, "POST", "/api/auth/login-by-email", { json: { email: "ops@acme.test", password: "pw" } });
+      const r = await call(sim, "POST", "/api/auth/login-by-email", {
+        json: { email: "ops@acme.test", password: "pw" },
+      });
       assert.equal(r.status, 200);
       const d = await call(sim, "GET", "/api/user/device", { token: r.json.AccessToken });
-      assert.deepEqual(d.json.map((x: { id: number; name: string }) => [x.id, x.name]), [[7, "Gate"]]);
+      assert.deepEqual(
+        d.json.map((x: { id: number; name: string }) => [x.id, x.name]),
+        [[7, "Gate"]],
+      );
       assert.equal((await call(sim, "PUT", "/api/device/7/unlock/1", { token: r.json.AccessToken })).status, 200);
     } finally {
       await sim.close();
     }
-    await assert.rejects(startSimulator({ seed: { ...seed, keys: [{ accountId: "acme", deviceId: 8 }] } }), /unknown door 8/);
+    await assert.rejects(
+      startSimulator({ seed: { ...seed, keys: [{ accountId: "acme", deviceId: 8 }] } }),
+      /unknown door 8/,
+    );
   });
 });

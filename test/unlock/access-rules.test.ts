@@ -51,7 +51,15 @@ function reasonOf(d: AccessDecision): string {
 function instantsOf(zone: string, local: string): number[] {
   const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})$/.exec(local)!;
   const asUtc = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5]);
-  const f = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  const f = new Intl.DateTimeFormat("en-CA", {
+    timeZone: zone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
   const out: number[] = [];
   for (let off = -14 * 60; off <= 14 * 60; off += 15) {
     const t = asUtc - off * MIN;
@@ -157,8 +165,16 @@ describe("access rules: schedule (docs/access-rules.md#schedule)", () => {
       assert.equal(check(r.newState(), at(Z, "2025-03-07T19:59")).allowed, false);
       assert.equal(check(r.newState(), at(Z, "2025-03-07T20:00")).allowed, true);
       assert.equal(check(r.newState(), at(Z, "2025-03-07T23:59")).allowed, true);
-      assert.equal(check(r.newState(), at(Z, "2025-03-08T00:00")).allowed, false, `Saturday 00:00 is past the window (to ${to})`);
-      assert.equal(check(r.newState(), at(Z, "2025-03-07T00:00")).allowed, false, "nor does it run from the start of Friday");
+      assert.equal(
+        check(r.newState(), at(Z, "2025-03-08T00:00")).allowed,
+        false,
+        `Saturday 00:00 is past the window (to ${to})`,
+      );
+      assert.equal(
+        check(r.newState(), at(Z, "2025-03-07T00:00")).allowed,
+        false,
+        "nor does it run from the start of Friday",
+      );
     }
   });
 
@@ -224,9 +240,15 @@ describe("access rules: daylight-saving nights use the zone's wall clock (docs/a
 
   it("the zone data agrees with the dates above (the test's own premise)", () => {
     assert.deepEqual(instantsOf("Europe/Oslo", "2025-03-30T02:30"), []);
-    assert.deepEqual(instantsOf("Europe/Oslo", "2025-10-26T02:30").map(iso), ["2025-10-26T00:30:00.000Z", "2025-10-26T01:30:00.000Z"]);
+    assert.deepEqual(instantsOf("Europe/Oslo", "2025-10-26T02:30").map(iso), [
+      "2025-10-26T00:30:00.000Z",
+      "2025-10-26T01:30:00.000Z",
+    ]);
     assert.deepEqual(instantsOf("America/New_York", "2025-03-09T02:30"), []);
-    assert.deepEqual(instantsOf("America/New_York", "2025-11-02T01:30").map(iso), ["2025-11-02T05:30:00.000Z", "2025-11-02T06:30:00.000Z"]);
+    assert.deepEqual(instantsOf("America/New_York", "2025-11-02T01:30").map(iso), [
+      "2025-11-02T05:30:00.000Z",
+      "2025-11-02T06:30:00.000Z",
+    ]);
   });
 
   it("Europe/Oslo, spring forward: a 02:00–03:00 window does not happen that night; 01:00–04:00 lasts two real hours", () => {
@@ -312,10 +334,14 @@ describe("access rules: the zone's offset, cached over a checked hour, never cha
   const ONE_MINUTE = [{ days: [1], from: "00:00", to: "00:01" }];
   // Offset changes of an hour, of half an hour (Lord Howe), at 02:45 local (Chatham), none (Kathmandu).
   const NIGHTS: [string, number][] = [
-    ["Europe/Oslo", Date.UTC(2025, 2, 30, 1)], ["Europe/Oslo", Date.UTC(2025, 9, 26, 1)],
-    ["America/New_York", Date.UTC(2025, 2, 9, 7)], ["America/New_York", Date.UTC(2025, 10, 2, 6)],
-    ["Australia/Lord_Howe", Date.UTC(2025, 3, 5, 15)], ["Australia/Lord_Howe", Date.UTC(2025, 9, 4, 15, 30)],
-    ["Pacific/Chatham", Date.UTC(2025, 3, 5, 14)], ["Asia/Kathmandu", Date.UTC(2025, 2, 3, 18, 15)],
+    ["Europe/Oslo", Date.UTC(2025, 2, 30, 1)],
+    ["Europe/Oslo", Date.UTC(2025, 9, 26, 1)],
+    ["America/New_York", Date.UTC(2025, 2, 9, 7)],
+    ["America/New_York", Date.UTC(2025, 10, 2, 6)],
+    ["Australia/Lord_Howe", Date.UTC(2025, 3, 5, 15)],
+    ["Australia/Lord_Howe", Date.UTC(2025, 9, 4, 15, 30)],
+    ["Pacific/Chatham", Date.UTC(2025, 3, 5, 14)],
+    ["Asia/Kathmandu", Date.UTC(2025, 2, 3, 18, 15)],
   ];
 
   it("one state read again and again around offset changes says what a fresh state (Intl every time) says", () => {
@@ -324,7 +350,13 @@ describe("access rules: the zone's offset, cached over a checked hour, never cha
         fc.constantFrom(...NIGHTS),
         fc.integer({ min: -3 * H, max: 0 }),
         // Mostly forward steps from a second to 40 minutes, now and then the clock set back.
-        fc.array(fc.oneof({ weight: 9, arbitrary: fc.integer({ min: S, max: 40 * MIN }) }, { weight: 1, arbitrary: fc.integer({ min: -2 * H, max: -S }) }), { minLength: 1, maxLength: 60 }),
+        fc.array(
+          fc.oneof(
+            { weight: 9, arbitrary: fc.integer({ min: S, max: 40 * MIN }) },
+            { weight: 1, arbitrary: fc.integer({ min: -2 * H, max: -S }) },
+          ),
+          { minLength: 1, maxLength: 60 },
+        ),
         ([zone, night], start, steps) => {
           const r = rules({ schedule: ONE_MINUTE, timeZone: zone });
           const s = r.newState();
@@ -345,7 +377,11 @@ describe("access rules: the zone's offset, cached over a checked hour, never cha
       const r = rules({ schedule: ONE_MINUTE, timeZone: zone });
       const s = r.newState();
       for (let t = night - 2 * H; t < night + 2 * H; t += MIN) {
-        assert.deepEqual(s.precheck({ actor: "a", now: t }), r.newState().precheck({ actor: "a", now: t }), `${zone} at ${iso(t)}`);
+        assert.deepEqual(
+          s.precheck({ actor: "a", now: t }),
+          r.newState().precheck({ actor: "a", now: t }),
+          `${zone} at ${iso(t)}`,
+        );
       }
     }
   });
@@ -380,7 +416,10 @@ describe("access rules: cooldown per door and lock (docs/access-rules.md#cooldow
     const d = check(s, T);
     assert.ok(d.allowed);
     d.slot.sent(T + 5000);
-    assert.deepEqual([reasonOf(check(s, T + 30_000)), (check(s, T + 30_000) as { retryAfter?: number }).retryAfter], ["cooldown", 5]);
+    assert.deepEqual(
+      [reasonOf(check(s, T + 30_000)), (check(s, T + 30_000) as { retryAfter?: number }).retryAfter],
+      ["cooldown", 5],
+    );
     assert.equal(check(s, T + 35_000).allowed, true);
   });
 
@@ -446,7 +485,11 @@ describe("access rules: cooldown per door and lock (docs/access-rules.md#cooldow
       assert.ok(d.allowed);
       if (between) assert.ok(check(s, T + SLOT_HOLD_MS + 60_000, { deviceId: 102 }).allowed, "another door");
       d.slot.sent(T + SLOT_HOLD_MS + 60_000);
-      assert.equal(check(s, T + SLOT_HOLD_MS + 61_000).allowed, true, `the late sent() was ignored (a message in between: ${between})`);
+      assert.equal(
+        check(s, T + SLOT_HOLD_MS + 61_000).allowed,
+        true,
+        `the late sent() was ignored (a message in between: ${between})`,
+      );
     }
   });
 
@@ -506,7 +549,28 @@ describe("access rules: PIN (docs/access-rules.md#pin-and-lockout)", () => {
 
   it("anything that is not the PIN's digits is a wrong PIN, and counts as one", () => {
     const r = rules({ pin: "4711" });
-    const odd: unknown[] = [" 4711", "4711 ", "4711\n", "+4711", "4711.0", "４７１１", "47 11", "0x126F", "4711".repeat(4), 4711.5, -4711, Number.NaN, Infinity, 4711n, true, ["4711"], { pin: "4711" }, { toString: () => "4711" }, Buffer.from("4711"), () => "4711"];
+    const odd: unknown[] = [
+      " 4711",
+      "4711 ",
+      "4711\n",
+      "+4711",
+      "4711.0",
+      "４７１１",
+      "47 11",
+      "0x126F",
+      "4711".repeat(4),
+      4711.5,
+      -4711,
+      Number.NaN,
+      Infinity,
+      4711n,
+      true,
+      ["4711"],
+      { pin: "4711" },
+      { toString: () => "4711" },
+      Buffer.from("4711"),
+      () => "4711",
+    ];
     for (const pin of odd) {
       const s = r.newState();
       const d = check(s, T, { pin });
@@ -555,7 +619,10 @@ describe("access rules: lockout after 5 wrong PINs (docs/access-rules.md#pin-and
     const right = check(s, T + 5 * MIN, { pin: "4711" });
     assert.equal(reasonOf(right), "locked-out");
     assert.equal((right as { retryAfter?: number }).retryAfter, 840);
-    assert.equal((right as { message: string }).message, "locked: 5 wrong PINs, every message is refused until 14:36 (Europe/Oslo)");
+    assert.equal(
+      (right as { message: string }).message,
+      "locked: 5 wrong PINs, every message is refused until 14:36 (Europe/Oslo)",
+    );
     assert.equal((check(s, until - 1, { pin: "4711" }) as { retryAfter?: number }).retryAfter, 1);
     assert.equal(check(s, until, { pin: "4711" }).allowed, true);
     assert.deepEqual(s.lockout(until), { locked: false, wrongPins: 0, until: null, retryAfter: null });
@@ -566,10 +633,16 @@ describe("access rules: lockout after 5 wrong PINs (docs/access-rules.md#pin-and
     const s = rules(cfg).newState();
     for (let i = 0; i < 4; i++) check(s, T + i * MIN, { pin: "0000" });
     // The first one (at T) has expired at T + 15 min: this is the 4th in the window, not the 5th.
-    assert.equal((check(s, T + LOCKOUT_WINDOW_MS, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted, undefined);
+    assert.equal(
+      (check(s, T + LOCKOUT_WINDOW_MS, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted,
+      undefined,
+    );
     assert.equal(s.lockout(T + LOCKOUT_WINDOW_MS).wrongPins, 4);
     // One more a minute later: now five within 15 minutes (T+1..T+3, T+15, T+16).
-    assert.equal((check(s, T + LOCKOUT_WINDOW_MS + MIN - 1, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted, true);
+    assert.equal(
+      (check(s, T + LOCKOUT_WINDOW_MS + MIN - 1, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted,
+      true,
+    );
   });
 
   it("while locked no PIN is compared or counted, and the count starts afresh after it", () => {
@@ -618,7 +691,13 @@ describe("access rules: order of the rules, and a refusal counts for no other ru
   const Z = "UTC";
   const IN = at(Z, "2025-03-04T09:00"); // Tuesday, inside
   const OUT = at(Z, "2025-03-04T19:00"); // Tuesday, outside
-  const all = { allowActors: ["cleaner-*"], schedule: [{ days: [2], from: "08:00", to: "12:00" }], timeZone: Z, cooldown: 60, pin: "4711" };
+  const all = {
+    allowActors: ["cleaner-*"],
+    schedule: [{ days: [2], from: "08:00", to: "12:00" }],
+    timeZone: Z,
+    cooldown: 60,
+    pin: "4711",
+  };
   const ok = { actor: "cleaner-anna", pin: "4711" };
 
   it("each rule refuses with its own reason, in the table's order", () => {
@@ -665,7 +744,12 @@ describe("access rules: order of the rules, and a refusal counts for no other ru
 
   it("precheck() answers what check() would for the actor and the schedule, and changes no state (a message it refuses needs no door)", () => {
     const s = rules(all).newState();
-    for (const [actor, t] of [["mallory", IN], ["cleaner-anna", OUT], ["mallory", OUT], [42, IN]] as const) {
+    for (const [actor, t] of [
+      ["mallory", IN],
+      ["cleaner-anna", OUT],
+      ["mallory", OUT],
+      [42, IN],
+    ] as const) {
       const early = s.precheck({ actor, now: t });
       assert.ok(early !== null);
       assert.deepEqual(early, check(s, t, { actor, pin: "0000" }), `${String(actor)} at ${iso(t)}`);
@@ -675,8 +759,16 @@ describe("access rules: order of the rules, and a refusal counts for no other ru
     const d = check(s, IN, ok);
     assert.ok(d.allowed);
     d.slot.sent(IN);
-    assert.equal(s.precheck({ actor: "cleaner-anna", now: IN + S }), null, "the cooldown and the PIN are left to check()");
-    assert.deepEqual(s.snapshot(IN + S), { slots: [{ key: "101/-", pending: false, at: IN }], wrongPins: [], lockedUntil: null });
+    assert.equal(
+      s.precheck({ actor: "cleaner-anna", now: IN + S }),
+      null,
+      "the cooldown and the PIN are left to check()",
+    );
+    assert.deepEqual(s.snapshot(IN + S), {
+      slots: [{ key: "101/-", pending: false, at: IN }],
+      wrongPins: [],
+      lockedUntil: null,
+    });
     assert.throws(() => s.precheck({ actor: "cleaner-anna", now: Number.NaN }), TypeError);
   });
 
@@ -699,8 +791,16 @@ describe("access rules: configuration errors (docs/access-rules.md#configuration
   const cases: [string, AccessRulesConfig, RegExp][] = [
     ["an unknown zone", { timeZone: "Mars/Olympus_Mons" }, /timeZone "Mars\/Olympus_Mons" is not a time zone/],
     ["a zone that is not text", { timeZone: 2 }, /timeZone must be an IANA zone name/],
-    ["25:00", { schedule: [{ days: [1], from: "25:00", to: "06:00" }] }, /window 1: from must be a time "HH:MM" between 00:00 and 23:59, got "25:00"/],
-    ["25:00 as an end", { schedule: [{ days: [1], from: "22:00", to: "25:00" }] }, /window 1: to must be a time "HH:MM" .*got "25:00"/],
+    [
+      "25:00",
+      { schedule: [{ days: [1], from: "25:00", to: "06:00" }] },
+      /window 1: from must be a time "HH:MM" between 00:00 and 23:59, got "25:00"/,
+    ],
+    [
+      "25:00 as an end",
+      { schedule: [{ days: [1], from: "22:00", to: "25:00" }] },
+      /window 1: to must be a time "HH:MM" .*got "25:00"/,
+    ],
     ["24:00 as a start", { schedule: [{ days: [1], from: "24:00", to: "06:00" }] }, /window 1: from must be a time/],
     ["a time without its leading zero", { schedule: [{ days: [1], from: "8:00", to: "18:00" }] }, /"8:00"/],
     ["minutes past 59", { schedule: [{ days: [1], from: "08:60", to: "18:00" }] }, /"08:60"/],
@@ -709,7 +809,11 @@ describe("access rules: configuration errors (docs/access-rules.md#configuration
     ["a day as text", { schedule: [{ days: ["1"], from: "08:00", to: "18:00" }] }, /day outside 1..7 .*: "1"$/],
     ["a fractional day", { schedule: [{ days: [1.5], from: "08:00", to: "18:00" }] }, /day outside 1..7/],
     ["no day", { schedule: [{ days: [], from: "08:00", to: "18:00" }] }, /window 1 needs at least one day/],
-    ["from equal to to", { schedule: [{ days: [1], from: "08:00", to: "08:00" }] }, /starts and ends at 08:00: a window must have a length/],
+    [
+      "from equal to to",
+      { schedule: [{ days: [1], from: "08:00", to: "08:00" }] },
+      /starts and ends at 08:00: a window must have a length/,
+    ],
     ["a window that is not an object", { schedule: ["Mon 08-18"] }, /window 1 must be an object/],
     ["a schedule that is not a list", { schedule: { days: [1] } }, /schedule must be a list/],
     ["a 3-digit PIN", { pin: "123" }, /the PIN must be 4 to 12 digits/],
@@ -726,7 +830,11 @@ describe("access rules: configuration errors (docs/access-rules.md#configuration
     ["actors that are not a list", { allowActors: "alice" }, /allowActors must be a list/],
     ["a negative cooldown", { cooldown: -1 }, /cooldown must be whole seconds/],
     ["a fractional cooldown", { cooldown: 1.5 }, /cooldown must be whole seconds/],
-    ["a cooldown over a day", { cooldown: 86_401 }, /cooldown must be whole seconds from 0 \(off\) to 86400, got 86401/],
+    [
+      "a cooldown over a day",
+      { cooldown: 86_401 },
+      /cooldown must be whole seconds from 0 \(off\) to 86400, got 86401/,
+    ],
     ["a cooldown that is not a number", { cooldown: "soon" }, /cooldown must be whole seconds/],
   ];
   for (const [what, config, expected] of cases) {
@@ -738,7 +846,13 @@ describe("access rules: configuration errors (docs/access-rules.md#configuration
   }
 
   it("lists every problem at once, and its message never names the PIN", () => {
-    const r = parseAccessRules({ allowActors: [""], schedule: [{ days: [9], from: "25:00", to: "x" }], timeZone: "Nowhere/Else", cooldown: -5, pin: "98" });
+    const r = parseAccessRules({
+      allowActors: [""],
+      schedule: [{ days: [9], from: "25:00", to: "x" }],
+      timeZone: "Nowhere/Else",
+      cooldown: -5,
+      pin: "98",
+    });
     assert.equal(r.ok, false);
     if (r.ok) return;
     assert.equal(r.problems.length, 7);
@@ -758,11 +872,18 @@ describe("access rules: configuration errors (docs/access-rules.md#configuration
 describe("access rules: the PIN never shows (docs/access-rules.md#pin-and-lockout)", () => {
   it("no rule set, state, decision or text shows the PIN or its hash", () => {
     const PIN = "80462917";
-    const r = rules({ allowActors: ["a*"], schedule: [{ days: [1], from: "00:00", to: "00:00" }], cooldown: 5, pin: PIN, timeZone: "UTC" });
+    const r = rules({
+      allowActors: ["a*"],
+      schedule: [{ days: [1], from: "00:00", to: "00:00" }],
+      cooldown: 5,
+      pin: PIN,
+      timeZone: "UTC",
+    });
     const s = r.newState();
     const T = Date.UTC(2025, 2, 3, 12);
     const decisions: unknown[] = [];
-    for (const pin of ["80462916", PIN, 80462917, "8046291", undefined]) decisions.push(check(s, T, { actor: "anna", pin }));
+    for (const pin of ["80462916", PIN, 80462917, "8046291", undefined])
+      decisions.push(check(s, T, { actor: "anna", pin }));
     for (let i = 0; i < 6; i++) decisions.push(check(s, T + 10 * S, { actor: "anna", pin: "1111" }));
     decisions.push(check(s, T + 20 * S, { actor: "anna", pin: PIN }));
     const texts = [
@@ -809,7 +930,12 @@ describe("access rules: properties (docs/access-rules.md#order-of-the-rules)", (
       lock: fc.constantFrom(null, 1),
       pin: fc.constantFrom<unknown>("2468", 2468, "0000", "2469", undefined, true),
     }),
-    fc.record({ t: fc.constant("settle" as const), dt: dtArb, which: fc.nat(5), how: fc.constantFrom("sent" as const, "release" as const) }),
+    fc.record({
+      t: fc.constant("settle" as const),
+      dt: dtArb,
+      which: fc.nat(5),
+      how: fc.constantFrom("sent" as const, "release" as const),
+    }),
   );
 
   it("a denied message never changes another rule's state, and at most one message per door and lock is allowed per cooldown", () => {
@@ -851,9 +977,15 @@ describe("access rules: properties (docs/access-rules.md#order-of-the-rules)", (
           assert.deepEqual(after.wrongPins, before.wrongPins);
           assert.equal(after.lockedUntil, before.lockedUntil);
           const taken = pending.get(key);
-          assert.ok(taken === undefined || now - taken >= SLOT_HOLD_MS, "no other message's command for this door is on its way");
+          assert.ok(
+            taken === undefined || now - taken >= SLOT_HOLD_MS,
+            "no other message's command for this door is on its way",
+          );
           const last = sentAt.get(key);
-          assert.ok(last === undefined || now - last >= cooldownS * 1000, `allowed ${now - (last ?? 0)} ms after a command for ${key}`);
+          assert.ok(
+            last === undefined || now - last >= cooldownS * 1000,
+            `allowed ${now - (last ?? 0)} ms after a command for ${key}`,
+          );
           // A slot held past SLOT_HOLD_MS was dropped: its late sent() or release() does nothing now.
           for (let i = open.length - 1; i >= 0; i--) if (open[i].key === key) open.splice(i, 1);
           pending.set(key, now);
@@ -866,22 +998,27 @@ describe("access rules: properties (docs/access-rules.md#order-of-the-rules)", (
 
   it("messages for one door at the same instant: exactly one allowed whatever the other rules say", () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom("2468", 2468, "0000", undefined), { minLength: 2, maxLength: 12 }), (pins) => {
-        const state = rules({ ...config, allowActors: [] }).newState();
-        const now = Date.UTC(2025, 2, 3, 12);
-        const allowed = pins.map((pin) => state.check({ actor: "x", deviceId: 101, lockId: null, pin, now })).filter((d) => d.allowed);
-        // One is allowed if a right PIN comes before the fifth wrong one (which locks the node).
-        let wrong = 0;
-        let expected = 0;
-        for (const p of pins) {
-          if (p === "2468" || p === 2468) {
-            expected = 1;
-            break;
+      fc.property(
+        fc.array(fc.constantFrom("2468", 2468, "0000", undefined), { minLength: 2, maxLength: 12 }),
+        (pins) => {
+          const state = rules({ ...config, allowActors: [] }).newState();
+          const now = Date.UTC(2025, 2, 3, 12);
+          const allowed = pins
+            .map((pin) => state.check({ actor: "x", deviceId: 101, lockId: null, pin, now }))
+            .filter((d) => d.allowed);
+          // One is allowed if a right PIN comes before the fifth wrong one (which locks the node).
+          let wrong = 0;
+          let expected = 0;
+          for (const p of pins) {
+            if (p === "2468" || p === 2468) {
+              expected = 1;
+              break;
+            }
+            if (p !== undefined && ++wrong === 5) break;
           }
-          if (p !== undefined && ++wrong === 5) break;
-        }
-        assert.equal(allowed.length, expected);
-      }),
+          assert.equal(allowed.length, expected);
+        },
+      ),
       { numRuns: 200 },
     );
   });

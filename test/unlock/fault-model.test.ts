@@ -28,7 +28,35 @@ const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
 const COUNTER_EXAMPLES: { name: string; scenario: unknown }[] = [
   {
     name: "Reconnect during a burst renews before a retried call's 401; its replay's 401 is no proof of a takeover",
-    scenario: {"accessTtlSec":60,"actions":[{"t":"fault","kind":"429","endpoint":"listUserDevices","count":1},{"t":"reconnectDuringBurst","targets":[{"valid":false,"input":{"msgDeviceId":"101"}}],"presses":1},{"t":"reconnectDuringBurst","targets":[{"valid":true,"input":{"msgDeviceId":101}},{"valid":true,"input":{"msgDeviceId":101}}],"presses":2},{"t":"fault","kind":"503","endpoint":"refreshToken","count":2},{"t":"supersede"},{"t":"editDoor","edit":{"id":101,"newId":9101}},{"t":"listRefresh"},{"t":"fault","kind":"drop","endpoint":"unlockDevice","count":1},{"t":"reconnectDuringBurst","targets":[{"valid":true,"input":{},"picked":{"id":102,"name":"Back Door","location":"Main Street 1"}},{"valid":true,"input":{"msgDeviceId":999}},{"valid":true,"input":{"msgDoor":"Front Door"}}],"presses":3}]},
+    scenario: {
+      accessTtlSec: 60,
+      actions: [
+        { t: "fault", kind: "429", endpoint: "listUserDevices", count: 1 },
+        { t: "reconnectDuringBurst", targets: [{ valid: false, input: { msgDeviceId: "101" } }], presses: 1 },
+        {
+          t: "reconnectDuringBurst",
+          targets: [
+            { valid: true, input: { msgDeviceId: 101 } },
+            { valid: true, input: { msgDeviceId: 101 } },
+          ],
+          presses: 2,
+        },
+        { t: "fault", kind: "503", endpoint: "refreshToken", count: 2 },
+        { t: "supersede" },
+        { t: "editDoor", edit: { id: 101, newId: 9101 } },
+        { t: "listRefresh" },
+        { t: "fault", kind: "drop", endpoint: "unlockDevice", count: 1 },
+        {
+          t: "reconnectDuringBurst",
+          targets: [
+            { valid: true, input: {}, picked: { id: 102, name: "Back Door", location: "Main Street 1" } },
+            { valid: true, input: { msgDeviceId: 999 } },
+            { valid: true, input: { msgDoor: "Front Door" } },
+          ],
+          presses: 3,
+        },
+      ],
+    },
   },
 ];
 
@@ -36,7 +64,18 @@ describe("Property counter-examples, replayed: a replay only follows a renewal (
   this.timeout(120_000);
   for (const c of COUNTER_EXAMPLES) {
     it(c.name, async () => {
-      const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0, runsWithRules: 0, denied: 0 };
+      const stats: RunStats = {
+        messages: 0,
+        invalid: 0,
+        faults: 0,
+        puts: 0,
+        invariantsChecked: 0,
+        doorEdits: 0,
+        operatorActions: 0,
+        clockJumps: 0,
+        runsWithRules: 0,
+        denied: 0,
+      };
       for (let i = 0; i < 6; i++) await runSequence(c.scenario as Parameters<typeof runSequence>[0], stats);
       assert.ok(stats.invariantsChecked >= 6, "the invariants were checked");
     });
@@ -45,15 +84,33 @@ describe("Property counter-examples, replayed: a replay only follows a renewal (
 
 describe("Property: faults never duplicate, lose or leak an unlock (docs/performance.md#reliability-checks)", function () {
   this.timeout(Math.max(120_000, RUNS * 6_000));
-  const stats: RunStats = { messages: 0, invalid: 0, faults: 0, puts: 0, invariantsChecked: 0, doorEdits: 0, operatorActions: 0, clockJumps: 0, runsWithRules: 0, denied: 0 };
+  const stats: RunStats = {
+    messages: 0,
+    invalid: 0,
+    faults: 0,
+    puts: 0,
+    invariantsChecked: 0,
+    doorEdits: 0,
+    operatorActions: 0,
+    clockJumps: 0,
+    runsWithRules: 0,
+    denied: 0,
+  };
 
   it(`holds for ${RUNS} generated fault sequences`, async () => {
     await fc.assert(
       fc.asyncProperty(scenarioArb, (scenario) => runSequence(scenario, stats)),
-      { numRuns: RUNS, seed: process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : undefined, endOnFailure: false, includeErrorInReport: true },
+      {
+        numRuns: RUNS,
+        seed: process.env.PROPERTY_SEED ? Number(process.env.PROPERTY_SEED) : undefined,
+        endOnFailure: false,
+        includeErrorInReport: true,
+      },
     );
     assert.ok(stats.messages > RUNS, "messages were sent");
     assert.ok(stats.puts > 0, "some unlocks reached the simulator");
-    console.log(`    property runs: ${RUNS}, messages: ${stats.messages} (${stats.invalid} invalid), faults injected: ${stats.faults}, door edits: ${stats.doorEdits}, operator actions: ${stats.operatorActions}, clock jumps: ${stats.clockJumps}, runs with access rules: ${stats.runsWithRules} (${stats.denied} messages denied), PUTs: ${stats.puts}, invariant checks: ${stats.invariantsChecked}`);
+    console.log(
+      `    property runs: ${RUNS}, messages: ${stats.messages} (${stats.invalid} invalid), faults injected: ${stats.faults}, door edits: ${stats.doorEdits}, operator actions: ${stats.operatorActions}, clock jumps: ${stats.clockJumps}, runs with access rules: ${stats.runsWithRules} (${stats.denied} messages denied), PUTs: ${stats.puts}, invariant checks: ${stats.invariantsChecked}`,
+    );
   });
 });

@@ -17,12 +17,18 @@ export default tseslint.config(
     languageOptions: { parserOptions: { project: path.join(root, "tsconfig.json"), tsconfigRootDir: root } },
     rules: {
       // `_`-prefixed parameters and caught errors are the project's way of saying "unused on purpose".
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" },
+      ],
       // A rejection that passes on a reason it was handed (an abort signal's reason, the rejection
       // of a promise it waits on: typed any or unknown) forwards it unchanged, as `throw e` in a
       // catch does; only-throw-error allows that by default, and so does this. A rejection with a
       // value known not to be an Error is still reported.
-      "@typescript-eslint/prefer-promise-reject-errors": ["error", { allowThrowingAny: true, allowThrowingUnknown: true }],
+      "@typescript-eslint/prefer-promise-reject-errors": [
+        "error",
+        { allowThrowingAny: true, allowThrowingUnknown: true },
+      ],
     },
   },
   {
@@ -61,7 +67,10 @@ export default tseslint.config(
   {
     files: ["nodes/**/*.js", "resources/**/*.js", "bin/**/*.js", "test/fixtures/**/*.js"],
     extends: [js.configs.recommended],
-    languageOptions: { sourceType: "commonjs", globals: { ...globals.node, ...globals.browser, RED: "readonly", $: "readonly", jQuery: "readonly" } },
+    languageOptions: {
+      sourceType: "commonjs",
+      globals: { ...globals.node, ...globals.browser, RED: "readonly", $: "readonly", jQuery: "readonly" },
+    },
     rules: {
       // As for TypeScript above: a caught error may go unused (the editor scripts keep the ES5
       // style of Node-RED's editor code, `catch (e)`, rather than ES2019's `catch {`).

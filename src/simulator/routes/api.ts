@@ -9,8 +9,16 @@ import { OPERATIONS, type OperationId } from "../../spec/schemas.js";
 import type { RequestLogEntry } from "../types.js";
 import { authorize, countSuccess, decodeBearer, rateKey, resolveAccount } from "./auth.js";
 import {
-  BodyTooLarge, MAX_BODY_BYTES, errorResult, readBody, send,
-  type Call, type Operation, type Result, type Route, type Runtime,
+  BodyTooLarge,
+  MAX_BODY_BYTES,
+  errorResult,
+  readBody,
+  send,
+  type Call,
+  type Operation,
+  type Result,
+  type Route,
+  type Runtime,
 } from "./common.js";
 import { applyFault, sendSlow } from "./fault-replies.js";
 
@@ -61,7 +69,12 @@ export function createApi(rt: Runtime, operations: OperationTable): Api {
     return operation.run(call, auth.accountId);
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, entry: RequestLogEntry, route: Route): Promise<void> {
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    entry: RequestLogEntry,
+    route: Route,
+  ): Promise<void> {
     const op = route.operation;
     entry.operation = op;
     const deviceId = int32(route.deviceRaw);
@@ -81,7 +94,14 @@ export function createApi(rt: Runtime, operations: OperationTable): Api {
     }
 
     const call: Call = {
-      route, bearer: operations[op].auth === "bearer", deviceId, lockId, body, claims: null, authError: null, accountId: null,
+      route,
+      bearer: operations[op].auth === "bearer",
+      deviceId,
+      lockId,
+      body,
+      claims: null,
+      authError: null,
+      accountId: null,
       remote: req.socket.remoteAddress ?? "unknown",
       contentType: String(req.headers["content-type"] ?? ""),
     };

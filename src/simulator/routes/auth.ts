@@ -9,7 +9,15 @@ import { jwtVerify, SignJWT } from "jose";
 import { LoginByEmailRequest, LoginRequest, RefreshSessionRequest, type OperationId } from "../../spec/schemas.js";
 import { rememberIssued } from "../issued.js";
 import { SimState, type AuthFailure, type AuthSuccess } from "../state.js";
-import { errorResult, parseJson, validationError, type Call, type Operation, type Result, type Runtime } from "./common.js";
+import {
+  errorResult,
+  parseJson,
+  validationError,
+  type Call,
+  type Operation,
+  type Result,
+  type Runtime,
+} from "./common.js";
 
 type AuthOperation = "login" | "loginByPhone" | "loginByEmail" | "refreshToken" | "logout";
 
@@ -52,7 +60,11 @@ export function authOperations(rt: Runtime): Record<AuthOperation, Operation> {
     if (!consumed.ok) return errorResult(consumed.status, consumed.detail);
     const issued = state.issueTokens(consumed.session, opts.withExp);
     const AccessToken = await signAccess(
-      consumed.session.accountId, consumed.session.sid, issued.access.jti, issued.iat, issued.exp,
+      consumed.session.accountId,
+      consumed.session.sid,
+      issued.access.jti,
+      issued.iat,
+      issued.exp,
     );
     call.issuedJti = issued.access.jti;
     return { status: 200, json: { AccessToken, RefreshToken: issued.refresh.token } };
@@ -74,22 +86,32 @@ export function authOperations(rt: Runtime): Record<AuthOperation, Operation> {
 }
 
 /** The claims of the request's bearer token, or why there are none usable. */
-export async function decodeBearer(rt: Runtime, req: IncomingMessage): Promise<{ claims: Call["claims"]; error: string | null }> {
+export async function decodeBearer(
+  rt: Runtime,
+  req: IncomingMessage,
+): Promise<{ claims: Call["claims"]; error: string | null }> {
   const header = req.headers.authorization;
   if (!header) return { claims: null, error: "Authorization header missing" };
   const m = /^Bearer ([A-Za-z0-9_.~+/=-]+)$/.exec(header.trim());
   if (!m) return { claims: null, error: "Authorization header is not 'Bearer <token>'" };
   // Tokens issued without `sub` (subClaim: false) name their account through their record.
   const withAccount = (claims: NonNullable<Call["claims"]>): Call["claims"] =>
-    rt.subClaim || claims.sub !== undefined || typeof claims.jti !== "string" ? claims : { ...claims, sub: rt.state.accountOfAccessToken(claims.jti) ?? undefined };
+    rt.subClaim || claims.sub !== undefined || typeof claims.jti !== "string"
+      ? claims
+      : { ...claims, sub: rt.state.accountOfAccessToken(claims.jti) ?? undefined };
   try {
-    const { payload } = await jwtVerify(m[1], rt.secret, { algorithms: ["HS256"], currentDate: new Date(rt.state.now()) });
+    const { payload } = await jwtVerify(m[1], rt.secret, {
+      algorithms: ["HS256"],
+      currentDate: new Date(rt.state.now()),
+    });
     return { claims: withAccount(payload), error: null };
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "ERR_JWT_EXPIRED") {
       // The signature was valid: keep the claims so the log and faults know the account.
-      const payload = JSON.parse(Buffer.from(m[1].split(".")[1] ?? "", "base64url").toString("utf8")) as NonNullable<Call["claims"]>;
+      const payload = JSON.parse(Buffer.from(m[1].split(".")[1] ?? "", "base64url").toString("utf8")) as NonNullable<
+        Call["claims"]
+      >;
       return { claims: withAccount(payload), error: "access token has expired" };
     }
     return { claims: null, error: "access token is invalid" };
@@ -98,7 +120,8 @@ export async function decodeBearer(rt: Runtime, req: IncomingMessage): Promise<{
 
 /** Whether a bearer call's token belongs to a live session (and whose). */
 export function authorize(rt: Runtime, call: Call): AuthSuccess | AuthFailure {
-  if (call.authError !== null || call.claims === null) return { ok: false, reason: call.authError ?? "access token is invalid" };
+  if (call.authError !== null || call.claims === null)
+    return { ok: false, reason: call.authError ?? "access token is invalid" };
   return rt.state.authorize(call.claims);
 }
 
@@ -116,10 +139,15 @@ export function resolveAccount(rt: Runtime, call: Call): string | null {
   if (value === null || typeof value !== "object") return null;
   const body = value as Record<string, unknown>;
   if (op === "refreshToken") {
-    return typeof body.refreshToken === "string" ? (state.refreshTokens.get(body.refreshToken)?.accountId ?? null) : null;
+    return typeof body.refreshToken === "string"
+      ? (state.refreshTokens.get(body.refreshToken)?.accountId ?? null)
+      : null;
   }
-  if (op === "loginByEmail") return typeof body.email === "string" ? (state.accountByIdentity({ email: body.email })?.id ?? null) : null;
-  return typeof body.phoneNumber === "string" ? (state.accountByIdentity({ phoneNumber: body.phoneNumber })?.id ?? null) : null;
+  if (op === "loginByEmail")
+    return typeof body.email === "string" ? (state.accountByIdentity({ email: body.email })?.id ?? null) : null;
+  return typeof body.phoneNumber === "string"
+    ? (state.accountByIdentity({ phoneNumber: body.phoneNumber })?.id ?? null)
+    : null;
 }
 
 /** The rate-limit bucket key: the account when known, else the login identity or the peer. */

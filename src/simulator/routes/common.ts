@@ -13,9 +13,17 @@ import type { DescriptionOverride } from "../types.js";
 export const MAX_BODY_BYTES = 64 * 1024;
 
 export const STATUS_TITLES: Record<number, string> = {
-  400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-  413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
-  503: "Service Unavailable", 504: "Gateway Timeout",
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  413: "Payload Too Large",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
 };
 
 export interface Runtime {
@@ -130,9 +138,7 @@ export function parseJson(call: Call): { ok: true; value: unknown } | { ok: fals
 
 /** The 400 for a body that does not have exactly the described fields. */
 export function validationError(err: z.ZodError): Result {
-  const detail = err.issues
-    .map((i) => `${i.path.length ? i.path.join(".") : "body"}: ${i.message}`)
-    .join("; ");
+  const detail = err.issues.map((i) => `${i.path.length ? i.path.join(".") : "body"}: ${i.message}`).join("; ");
   return errorResult(400, detail);
 }
 

@@ -70,7 +70,12 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
         if (method === "PATCH") {
           body = await readJson();
           const parsed = z
-            .strictObject({ name: z.string().min(1).optional(), locationId: z.int().optional(), newId: z.int().min(1).max(2147483647).optional(), remove: z.boolean().optional() })
+            .strictObject({
+              name: z.string().min(1).optional(),
+              locationId: z.int().optional(),
+              newId: z.int().min(1).max(2147483647).optional(),
+              remove: z.boolean().optional(),
+            })
             .safeParse(body);
           if (!parsed.success) return send(res, errorResult(400, "body must be {name?, locationId?, newId?, remove?}"));
           control.editDevice(Number(m[1]), parsed.data);
@@ -90,7 +95,9 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
           state.requireAccount(id);
           return ok({ id, hasSession: control.hasSession(id) });
         }
-      } else if ((m = /^\/_sim\/accounts\/([^/]+)\/(expire-access|revoke-access|expire-refresh|supersede)$/.exec(path))) {
+      } else if (
+        (m = /^\/_sim\/accounts\/([^/]+)\/(expire-access|revoke-access|expire-refresh|supersede)$/.exec(path))
+      ) {
         if (method === "POST") {
           const id = decodeURIComponent(m[1]);
           const action = m[2];
@@ -127,7 +134,13 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
             ])
             .safeParse(body);
           if (!parsed.success) {
-            return send(res, errorResult(400, 'body must be {"description": {...}}, {"body": "...", "contentType"?: "..."}, {"status": 400-599} or {"drop": true}'));
+            return send(
+              res,
+              errorResult(
+                400,
+                'body must be {"description": {...}}, {"body": "...", "contentType"?: "..."}, {"status": 400-599} or {"drop": true}',
+              ),
+            );
           }
           control.serveDescription(parsed.data);
           return none();
@@ -140,7 +153,10 @@ export function createControl(rt: Runtime, control: SimulatorControl): ControlHa
         if (method === "POST") {
           body = await readJson();
           const parsed = z
-            .union([z.literal(false), z.strictObject({ capacity: z.number().positive(), refillPerSec: z.number().min(0) })])
+            .union([
+              z.literal(false),
+              z.strictObject({ capacity: z.number().positive(), refillPerSec: z.number().min(0) }),
+            ])
             .safeParse(body);
           if (!parsed.success) return send(res, errorResult(400, "body must be {capacity, refillPerSec} or false"));
           control.setRateLimit(parsed.data);

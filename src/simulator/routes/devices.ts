@@ -16,11 +16,14 @@ export function visibleDoor(rt: Runtime, call: Call, accountId: string): { door:
     return { result: errorResult(400, "lockId must be an int32 integer") };
   }
   const door = rt.state.doors.get(call.deviceId);
-  if (!door || !rt.state.isVisible(accountId, door)) return { result: errorResult(404, `device ${call.deviceId} not found`) };
+  if (!door || !rt.state.isVisible(accountId, door))
+    return { result: errorResult(404, `device ${call.deviceId} not found`) };
   return { door };
 }
 
-export function deviceOperations(rt: Runtime): Record<"getDevice" | "listUserLocations" | "listUserDevices", Operation> {
+export function deviceOperations(
+  rt: Runtime,
+): Record<"getDevice" | "listUserLocations" | "listUserDevices", Operation> {
   const { state } = rt;
   return {
     listUserDevices: {
@@ -36,7 +39,8 @@ export function deviceOperations(rt: Runtime): Record<"getDevice" | "listUserLoc
       run: (call, accountId) => {
         const found = visibleDoor(rt, call, accountId);
         if ("result" in found) return found.result;
-        if (!state.keyFor(accountId, found.door.seed.id)) return errorResult(403, "the account holds no key to this device");
+        if (!state.keyFor(accountId, found.door.seed.id))
+          return errorResult(403, "the account holds no key to this device");
         return { status: 200, json: state.deviceView(found.door) };
       },
     },

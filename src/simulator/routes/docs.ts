@@ -56,7 +56,11 @@ export function createDocs(rt: Runtime): (req: IncomingMessage, res: ServerRespo
       }
       if ("body" in override) {
         const raw = Buffer.from(override.body);
-        res.writeHead(200, { "Content-Type": override.contentType ?? "application/json; charset=utf-8", "Content-Length": raw.length, "X-Spec-Source": "live" });
+        res.writeHead(200, {
+          "Content-Type": override.contentType ?? "application/json; charset=utf-8",
+          "Content-Length": raw.length,
+          "X-Spec-Source": "live",
+        });
         res.end(req.method === "HEAD" ? undefined : raw);
         return;
       }

@@ -15,15 +15,29 @@ type Execute = (call: Call, opts: { withExp: boolean }) => Promise<Result>;
  * handled in the normal flow (latency, jwt-without-exp, wrong-content-type, slow-headers).
  */
 export async function applyFault(
-  rt: Runtime, fault: FaultSpec, call: Call, req: IncomingMessage, res: ServerResponse, execute: Execute,
+  rt: Runtime,
+  fault: FaultSpec,
+  call: Call,
+  req: IncomingMessage,
+  res: ServerResponse,
+  execute: Execute,
 ): Promise<boolean> {
   const op = call.route.operation;
   // A status or drop fault with latencyMs answers only after that long (a slow failure: a
   // renewal that hangs, then fails).
-  if (fault.latencyMs !== undefined && ["429", "500", "502", "503", "504", "drop"].includes(fault.kind)) await rt.sleep(fault.latencyMs);
+  if (fault.latencyMs !== undefined && ["429", "500", "502", "503", "504", "drop"].includes(fault.kind))
+    await rt.sleep(fault.latencyMs);
   switch (fault.kind) {
     case "429":
-      send(res, errorResult(429, "injected fault: too many requests", { "Retry-After": String(fault.retryAfter ?? 1) }, fault.title));
+      send(
+        res,
+        errorResult(
+          429,
+          "injected fault: too many requests",
+          { "Retry-After": String(fault.retryAfter ?? 1) },
+          fault.title,
+        ),
+      );
       return true;
     case "500":
     case "502":
@@ -41,7 +55,10 @@ export async function applyFault(
       return true;
     case "non-json": {
       const body = "<html><body>upstream error: this is not JSON</body></html>";
-      res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+      res.writeHead(200, {
+        "Content-Type": "application/json; charset=utf-8",
+        "Content-Length": Buffer.byteLength(body),
+      });
       res.end(body);
       return true;
     }
@@ -51,7 +68,10 @@ export async function applyFault(
           ? { AccessToken: "x".repeat(200), RefreshToken: "rt_" + "y".repeat(43) }
           : { id: call.deviceId ?? 0, name: "truncated".repeat(20), online: true },
       );
-      res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+      res.writeHead(200, {
+        "Content-Type": "application/json; charset=utf-8",
+        "Content-Length": Buffer.byteLength(body),
+      });
       res.write(body.slice(0, Math.floor(body.length / 2)), () => {
         setImmediate(() => res.socket?.destroy());
       });
@@ -75,7 +95,10 @@ async function sendHuge(rt: Runtime, res: ServerResponse, size: number): Promise
   const prefix = '{"padding":"';
   const suffix = '"}';
   let remaining = Math.max(0, size - prefix.length - suffix.length);
-  res.writeHead(200, { "Content-Type": "application/json; charset=utf-8", "Content-Length": prefix.length + remaining + suffix.length });
+  res.writeHead(200, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": prefix.length + remaining + suffix.length,
+  });
   res.write(prefix);
   const chunk = Buffer.alloc(64 * 1024, "a");
   while (remaining > 0 && !res.destroyed && !rt.isClosed()) {

@@ -30,7 +30,8 @@ export function unlockOperations(rt: Runtime): Record<"unlockDevice" | "unlockDe
         const { door } = found;
         const key = state.keyFor(accountId, door.seed.id);
         const lockId = call.lockId!;
-        if (!door.locks.some((l) => l.id === lockId)) return errorResult(404, `device ${door.seed.id} has no lock ${lockId}`);
+        if (!door.locks.some((l) => l.id === lockId))
+          return errorResult(404, `device ${door.seed.id} has no lock ${lockId}`);
         if (!key || (key.lockIds !== undefined && !key.lockIds.includes(lockId))) {
           return errorResult(403, "the account holds no key to this lock");
         }
