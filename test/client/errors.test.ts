@@ -83,7 +83,8 @@ describe("client: an answer that breaks the service description is a clear error
   });
 
   it("a slow-loris answer times out (headers timeout) instead of hanging", async () => {
-    sim.control.inject({ kind: "slow-headers", endpoint: "unlockDevice", latencyMs: 5000 });
+    // Headers 15 s late against a 1.5 s headers time-out: a margin no busy machine closes.
+    sim.control.inject({ kind: "slow-headers", endpoint: "unlockDevice", latencyMs: 15_000 });
     await assert.rejects(
       client.unlock(token, 101, null),
       isApiError((e) => e.kind === "timeout" && e.mayHaveReached),
