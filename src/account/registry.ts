@@ -26,9 +26,12 @@
  *   with a login, never by resuming a stored pair, and never logs in over a session that runs.
  *
  * Knows nothing of Node-RED: members are described by the hooks they pass.
+ * The texts that name who holds a session, and the check for two logins of one service
+ * account, are in holders.ts.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccountCore } from "./account-core.js";
+import { holderOf, otherHolders, otherLiveLogin, recogniseSameAccount } from "./holders.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 import { quoted } from "../util/text.js";
 
@@ -161,78 +164,11 @@ function park(entry: Entry, ms: number): void {
   entry.parkTimer.unref();
 }
 
-// ---- two logins, one service account ----------------------------------------------------
-//
-// Two door-account nodes with different logins (a phone number and an email) may name the same
-// service account: their account keys differ, so they get two cores, and each login ends the
-// other's session until one halts as superseded. When the service's access tokens name the
-// account (a `sub` claim; the spec does not promise one), a core that becomes ready compares its
-// subject with every other core on the same base URL and warns, naming both nodes; a halt as
-// superseded names the other nodes of this runtime that hold, or may hold, the same account.
-// The subject is compared only: it is never shown (it may be an email address).
-
-const METHOD_TEXT: Readonly<Record<string, string>> = {
-  phone: "phone number login",
-  email: "email login",
-  login: "phone number login, generic endpoint",
-};
-
-/** Pairs of cores already warned about (once per pair; a redeploy's new cores are told again). */
-const toldSameAccount = new WeakMap<AccountCore, WeakSet<AccountCore>>();
-
-function describeHolder(entry: Entry, core: AccountCore): string {
-  return `${holderOf(entry)} (${METHOD_TEXT[core.options.credentials.method] ?? core.options.credentials.method})`;
-}
-
-function sameServiceCores(entry: Entry, core: AccountCore): { entry: Entry; core: AccountCore }[] {
-  const out: { entry: Entry; core: AccountCore }[] = [];
-  for (const e of entries.values()) {
-    if (e === entry || !e.core || e.core === core || e.core.isClosed || e.conflict) continue;
-    if (e.core.options.baseUrl === core.options.baseUrl) out.push({ entry: e, core: e.core });
-  }
-  return out;
-}
-
-function recogniseSameAccount(entry: Entry, core: AccountCore): void {
-  const subject = core.session.subject;
-  if (subject === null || core.isClosed || entry.core !== core) return;
-  for (const other of sameServiceCores(entry, core)) {
-    if (other.core.session.subject !== subject) continue;
-    const told = toldSameAccount.get(core)?.has(other.core) || toldSameAccount.get(other.core)?.has(core);
-    if (told) continue;
-    if (!toldSameAccount.has(core)) toldSameAccount.set(core, new WeakSet());
-    toldSameAccount.get(core)!.add(other.core);
-    const text =
-      `${describeHolder(entry, core)} and ${describeHolder(other.entry, other.core)} log in to the same service account at ${core.options.baseUrl} ` +
-      "(the service's tokens name the same account): the service keeps one session per account, so each login ends the other's " +
-      "session until one of them halts as superseded. Use one door-account node for this account: every node that names it shares its session";
-    entryLog(entry).warn(text);
-    entryLog(other.entry).warn(text);
-  }
-}
-
-/** For a halt as superseded: the other nodes of this runtime that hold (or may hold) the account. */
-function otherHolders(entry: Entry, core: AccountCore): string | null {
-  const others = sameServiceCores(entry, core);
-  if (others.length === 0) return null;
-  const subject = core.session.subject;
-  const names = (list: { entry: Entry; core: AccountCore }[]) =>
-    list.map((o) => describeHolder(o.entry, o.core)).join(", ");
-  const same = subject === null ? [] : others.filter((o) => o.core.session.subject === subject);
-  if (same.length > 0) {
-    return `${names(same)} of this Node-RED logs in to the same service account with another login (the service's tokens name the same account): use one door-account node for it`;
-  }
-  const maybe = others.filter((o) => subject === null || o.core.session.subject === null);
-  if (maybe.length > 0)
-    return `another door-account node of this Node-RED on the same base URL may hold this account with another login: ${names(maybe)}`;
-  return null;
-}
-
 /** Lets a new core recognise another login to its service account, and name it in a halt. */
 function watchCore(entry: Entry, core: AccountCore): void {
-  core.session.otherHolders = () => otherHolders(entry, core);
+  core.session.otherHolders = () => otherHolders(entries.values(), entry, core);
   core.session.on("state", (snap: { state: string }) => {
-    if (snap.state === "ready") recogniseSameAccount(entry, core);
+    if (snap.state === "ready") recogniseSameAccount(entries.values(), entry, core, entryLog);
   });
 }
 
@@ -401,13 +337,6 @@ export type SignInResult =
    */
   | { kind: "other-login"; holder: string };
 
-/** Who holds an entry's session, for a sign-in's answer: its nodes' names, never a secret. */
-function holderOf(entry: Entry): string {
-  const names = [...new Set([...entry.members].map((m) => quoted(m.hooks.label, 60)))];
-  if (names.length === 0) return "an earlier sign-in from the editor";
-  return names.length === 1 ? `door-account ${names[0]}` : `door-account nodes ${names.join(", ")}`;
-}
-
 /**
  * The editor signs in (docs/session.md#signing-in-from-the-editor). A sign-in never reports
  * success for a password that is not the account's, and never logs in while a session of the
@@ -461,7 +390,7 @@ export function signIn(
     }
   }
   if (!target.confirm) {
-    const other = otherLiveLogin(key, target.baseUrl);
+    const other = otherLiveLogin(entries.values(), key, target.baseUrl);
     if (other) return { kind: "other-login", holder: other };
   }
   if (entry && entry.members.size === 0) {
@@ -488,17 +417,6 @@ export function signIn(
   void core.startAndWarm();
   park(entry, SIGN_IN_PARK_MS);
   return { kind: "started", core };
-}
-
-/** The holders of a live session of another login on `baseUrl` in this runtime, named (never a login), or null. */
-function otherLiveLogin(key: string, baseUrl: string): string | null {
-  const holders: string[] = [];
-  for (const e of entries.values()) {
-    if (e.key === key || !e.core || e.core.isClosed || e.conflict) continue;
-    if (e.core.options.baseUrl !== baseUrl || !e.core.session.live) continue;
-    holders.push(describeHolder(e, e.core));
-  }
-  return holders.length === 0 ? null : [...new Set(holders)].join(", ");
 }
 
 /** Forgets a signed-in core with no member (its login was refused): the next sign-in starts afresh. */

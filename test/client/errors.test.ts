@@ -6,7 +6,8 @@
  * counted at the simulator.
  */
 import { strict as assert } from "node:assert";
-import { DoorApiClient, connectionProblem } from "../../src/client/client.js";
+import { DoorApiClient } from "../../src/client/client.js";
+import { connectionProblem } from "../../src/client/connection-errors.js";
 import { DoorApiError } from "../../src/client/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { refusedPort } from "../helpers/refused-port.js";
