@@ -89,11 +89,9 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       return;
     }
     if (!n.account) {
-      res
-        .status(409)
-        .json({
-          error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}`,
-        });
+      res.status(409).json({
+        error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}`,
+      });
       return;
     }
     // The outcome shows as the account state (the session logs a failed login itself); a
@@ -214,12 +212,10 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
    */
   function sendRefreshed(core: AccountCore, res: Answer): void {
     if (core.session.heldToken() === null) {
-      res
-        .status(503)
-        .json({
-          error: `${core.session.noSessionError().message}; the editor never logs in: Reconnect (or Sign in) first`,
-          state: core.session.state,
-        });
+      res.status(503).json({
+        error: `${core.session.noSessionError().message}; the editor never logs in: Reconnect (or Sign in) first`,
+        state: core.session.state,
+      });
       return;
     }
     const now = core.clock.monotonic();
@@ -228,13 +224,11 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       const retryInSeconds = Math.max(1, Math.ceil((EDITOR_REFRESH_MS - (now - last)) / 1000));
       const cached = core.directory.cached();
       if (!cached) {
-        res
-          .status(429)
-          .json({
-            error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`,
-            throttled: true,
-            retryInSeconds,
-          });
+        res.status(429).json({
+          error: `the device list could not be fetched; the next refresh is possible in ${retryInSeconds} s`,
+          throttled: true,
+          retryInSeconds,
+        });
         return;
       }
       res.json(listAnswer(core, cached.devices, { throttled: true, retryInSeconds }));
@@ -261,11 +255,9 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
       return;
     }
     if (!n.account) {
-      res
-        .status(409)
-        .json({
-          error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}`,
-        });
+      res.status(409).json({
+        error: n.problem?.startsWith("configuration") ? n.problem : `configuration: ${n.problem ?? "invalid"}`,
+      });
       return;
     }
     sendHeld(n.account.core, res);
@@ -330,11 +322,9 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
     const body = (req.body ?? {}) as EditedAccount;
     const { checked, store } = editedSettings(String(req.params.id), body, true);
     if (!checked.ok || !store.ok) {
-      res
-        .status(400)
-        .json({
-          error: `configuration: ${[...(checked.ok ? [] : checked.problems), ...(store.ok ? [] : store.problems)].join("; ")}`,
-        });
+      res.status(400).json({
+        error: `configuration: ${[...(checked.ok ? [] : checked.problems), ...(store.ok ? [] : store.problems)].join("; ")}`,
+      });
       return;
     }
     const setup = accountSetup(checked.baseUrl, checked.credentials, store.store, null);
@@ -399,12 +389,10 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
         if (got.kind === "started") dropSignIn(setup.key, core);
         res.status(409).json({ error: RED._("door-account.errors.sign-in-superseded"), state: snap.state });
       } else {
-        res
-          .status(502)
-          .json({
-            error: note ?? `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`,
-            state: snap.state,
-          });
+        res.status(502).json({
+          error: note ?? `${RED._(`door-account.state.${snap.state}`)}${snap.reason ? ` (${snap.reason})` : ""}`,
+          state: snap.state,
+        });
       }
     };
     const timer = setTimeout(answer, 30_000);

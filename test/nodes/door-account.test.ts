@@ -634,15 +634,13 @@ describe("door-account sign-in: a stored login is used only towards the base URL
   it("the deployed node's stored password is not sent to a base URL it was not deployed with ('__PWRD__' sign-in to another host)", async () => {
     // A user who may press the account's buttons but may not deploy asks the runtime to sign
     // the deployed account in at another host, with the credentials it was never shown.
-    await editorPost(`${ADMIN}/acc1/sign-in`)
-      .set("Authorization", `Bearer ${operatorToken}`)
-      .send({
-        baseUrl: elsewhere.url,
-        loginMethod: "phone",
-        phoneNumber: "__PWRD__",
-        password: "__PWRD__",
-        sessionStore: "file",
-      });
+    await editorPost(`${ADMIN}/acc1/sign-in`).set("Authorization", `Bearer ${operatorToken}`).send({
+      baseUrl: elsewhere.url,
+      loginMethod: "phone",
+      phoneNumber: "__PWRD__",
+      password: "__PWRD__",
+      sessionStore: "file",
+    });
     assert.equal(
       demoLogins(elsewhere),
       0,

@@ -71,7 +71,11 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
     // under a refresh in flight, however busy the machine.
     for (let t = 0; t < 600; t += 5) {
       await clock.tickAsync(5000);
-      await waitUntil(() => b.session.state === "ready", 5000, () => `at ${t + 5} s: ${b.session.state}`);
+      await waitUntil(
+        () => b.session.state === "ready",
+        5000,
+        () => `at ${t + 5} s: ${b.session.state}`,
+      );
     }
     const n = refreshes();
     assert.ok(n >= 5 && n <= 21, `${n} refreshes in 10 min`);
