@@ -520,7 +520,9 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await node(OTHER).waitFor({ state: "visible" });
       await openDialog(OTHER);
       await page.locator("#node-input-pin").pressSequentially("123");
-      assert.equal(await page.locator("#node-input-pin").evaluate((el) => el.classList.contains("input-error")), true);
+      // The editor validates on its own input events: wait for the mark rather than read it at once.
+      await page.locator("#node-input-pin.input-error").waitFor({ state: "attached" });
+      await page.locator("#door-unlock-pin-state", { hasText: "A PIN is 4 to 12 digits." }).waitFor();
       assert.equal(await page.locator("#door-unlock-pin-state").innerText(), "A PIN is 4 to 12 digits.");
       await page.locator("#node-dialog-ok").click();
       const note = page.locator(".red-ui-notification", {
