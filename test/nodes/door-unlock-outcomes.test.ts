@@ -103,6 +103,13 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
     });
   }
 
+  it("msg.deviceId 2147483647 (2^31 - 1, the largest id) is valid input: it reaches the service as that id (not-found there), one PUT", async () => {
+    const p = assertFailed(await unlock({ deviceId: 2147483647 }), "not-found", 404);
+    assert.equal(p.deviceId, 2147483647);
+    assert.equal(count(sim, "unlockDevice", 2147483647), 1);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
   const badLockIds: [string, unknown][] = [
     ['string "2"', "2"],
     ["zero", 0],
@@ -181,6 +188,14 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
       assert.equal(unlockRequests(sim), 0);
     });
   }
+
+  it("accepted: msg.actor of exactly 100 characters (the most docs/nodes.md#door-unlock allows) is the actor; one PUT", async () => {
+    const actor = `${"a".repeat(49)} ${"b".repeat(50)}`;
+    assert.equal(actor.length, 100);
+    const p = assertAccepted(await unlock({ deviceId: 101, actor }));
+    assert.equal(p.actor, actor);
+    assert.equal(count(sim, "unlockDevice", 101), 1);
+  });
 
   it("retained-rejected: msg.retain true → output 2, nothing sent", async () => {
     const out = await unlock({ deviceId: 101, retain: true });
