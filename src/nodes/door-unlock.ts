@@ -13,6 +13,8 @@ import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../unlock/access-rules.js";
 import {
   AuditRecordLost,
+  nodeActor,
+  nodeActorProblem,
   performUnlock,
   type NodeAccess,
   type UnlockInput,
@@ -110,6 +112,9 @@ export = function register(RED: NodeAPI): void {
       rejectRetained: config.rejectRetained !== false,
       access,
     };
+    // Said at deploy; a message that would carry it is refused (docs/nodes.md#door-unlock).
+    const actorProblem = nodeActorProblem(settings.actor);
+    if (actorProblem) node.error(`door-unlock: ${actorProblem}`);
     /** The status again when a lockout ends (off by itself otherwise until the next message). */
     let lockoutTimer: NodeJS.Timeout | null = null;
     const watchLockout = (): void => {
@@ -250,7 +255,7 @@ export = function register(RED: NodeAPI): void {
             deviceId: null,
             lockId: null,
             door: null,
-            actor: settings.actor || `node-red:${node.id}`,
+            actor: nodeActor(settings),
             at: new Date().toISOString(),
             message: access.message,
             mayHaveOpened: false,
@@ -262,7 +267,7 @@ export = function register(RED: NodeAPI): void {
             deviceId: null,
             lockId: null,
             door: null,
-            actor: settings.actor || `node-red:${node.id}`,
+            actor: nodeActor(settings),
             at: new Date().toISOString(),
             message: got.problem,
             mayHaveOpened: false,

@@ -64,6 +64,26 @@ const MAX_ACTOR = 100;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/** Longest actor a node may be configured with (docs/nodes.md#door-unlock); the dialog checks the same. */
+const MAX_NODE_ACTOR = 200;
+
+/**
+ * Why the node's configured actor cannot be used (null: it can): one line of at most 200
+ * characters, as the dialog's check (nodes/door-unlock.html) reads it. A node deployed with
+ * another (a flow file edited by hand) says so at deploy, and a message that would carry it is
+ * refused (docs/nodes.md#door-unlock).
+ */
+export function nodeActorProblem(value: string): string | null {
+  if (value.length > MAX_NODE_ACTOR || CONTROL.test(value))
+    return `the node's actor must be one line of at most ${MAX_NODE_ACTOR} characters`;
+  return null;
+}
+
+/** The actor of a message that names none: the node's, else `node-red:<node id>` (also when the node's cannot be used). */
+export function nodeActor(node: Pick<UnlockNodeSettings, "actor" | "nodeId">): string {
+  return (nodeActorProblem(node.actor) === null && node.actor.trim()) || `node-red:${node.nodeId}`;
+}
+
 function checkActor(value: unknown): string | null {
   if (typeof value !== "string" || value.trim() === "")
     return `msg.actor must be a non-empty string, got ${describeValue(value)}`;
@@ -99,7 +119,7 @@ async function unlockOnce(
   onSending?: () => void,
 ): Promise<UnlockResult> {
   const at = () => new Date(account.clock.now()).toISOString();
-  const defaultActor = node.actor.trim() || `node-red:${node.nodeId}`;
+  const defaultActor = nodeActor(node);
   const actorProblem = input.msgActor === undefined ? null : checkActor(input.msgActor);
   const actor = input.msgActor === undefined || actorProblem ? defaultActor : (input.msgActor as string);
   const base = { deviceId: null as number | null, lockId: null as number | null, door: null as string | null, actor };
@@ -196,6 +216,10 @@ async function unlockOnce(
 
   if (input.unreadable !== undefined) return reject("invalid-input", input.unreadable);
   if (actorProblem) return reject("invalid-input", actorProblem);
+  if (input.msgActor === undefined) {
+    const bad = nodeActorProblem(node.actor);
+    if (bad) return reject("invalid-input", bad);
+  }
   if (input.msgRetain === true && node.rejectRetained) {
     return reject(
       "retained-rejected",

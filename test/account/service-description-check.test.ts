@@ -521,6 +521,9 @@ describe("service description check: every 24 hours, on the account's clock (doc
     clock.uninstall();
   });
 
+  /** The check's description request under way, if any (null when none is). */
+  const checkInFlight = (): unknown => (account.descriptionCheck as unknown as { inflight: unknown }).inflight;
+
   /** Advances the fake clock, then waits (real time) until `count` description requests were answered and handled. */
   async function tickTo(ms: number, count: number): Promise<RequestLogEntry> {
     await clock.tickAsync(ms);
@@ -532,21 +535,29 @@ describe("service description check: every 24 hours, on the account's clock (doc
     return docsRequests(sim)[count - 1];
   }
 
-  it("once after the start-up, then at each 24-hour mark with If-None-Match; 304 silent; a drift warned once; a failure retried only at the next mark", async () => {
+  it("the first check 1 s after the start-up, then every 24 h: the docs' numbers", () => {
+    assert.equal(DESCRIPTION_FIRST_CHECK_DELAY_MS, 1000, "docs/service-description.md#when: one second after start-up");
+    assert.equal(DESCRIPTION_CHECK_INTERVAL_MS, 86_400_000, "docs/service-description.md#when: every 24 hours");
+  });
+
+  it("once 1 s after the start-up, then at each 24-hour mark with If-None-Match; 304 silent; a drift warned once; a failure retried only at the next mark", async () => {
     const etag = (await fetch(`${sim.url}/openapi.json`)).headers.get("etag");
     assert.ok(etag);
     sim.control.resetRequests();
-    await clock.tickAsync(10 * DESCRIPTION_FIRST_CHECK_DELAY_MS);
+    await clock.tickAsync(10_000);
     assert.equal(docsRequests(sim).length, 0, "nothing before the start-up");
     await account.start();
-    await clock.tickAsync(DESCRIPTION_FIRST_CHECK_DELAY_MS - 1);
+    // docs/service-description.md#when: one second after the start-up, then every 24 hours.
+    await clock.tickAsync(999);
+    assert.equal(checkInFlight(), null, "no check started before one second");
     assert.equal(docsRequests(sim).length, 0, "not on the start-up's path");
     const first = await tickTo(1, 1);
     assertNoCredential(first);
     assert.equal(first.ifNoneMatch, null);
 
     // 24 h later: conditional, answered 304, silent.
-    await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 1);
+    await clock.tickAsync(24 * 3600_000 - 1);
+    assert.equal(checkInFlight(), null, "no check started before 24 h");
     assert.equal(
       docsRequests(sim).length,
       1,
@@ -560,7 +571,7 @@ describe("service description check: every 24 hours, on the account's clock (doc
 
     // The service drifts: one warning at the next mark, naming each difference; the same drift again is silent.
     sim.control.serveDescription({ description: drifted() });
-    const third = await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 3);
+    const third = await tickTo(24 * 3600_000, 3);
     assert.equal(third.ifNoneMatch, etag);
     assert.equal(third.status, 200);
     assert.equal(lines.length, 1, lines.join("\n"));
@@ -570,17 +581,17 @@ describe("service description check: every 24 hours, on the account's clock (doc
     );
     for (const d of DRIFT_DIFFERENCES) assert.ok(lines[0].includes(`  - ${d}`), d);
     assert.deepEqual(account.descriptionCheck!.report().differences, DRIFT_DIFFERENCES);
-    const fourth = await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 4);
+    const fourth = await tickTo(24 * 3600_000, 4);
     assert.equal(fourth.status, 304);
     assert.notEqual(fourth.ifNoneMatch, etag, "the drifted description's ETag");
     assert.equal(lines.length, 1);
 
     // Unreachable: one debug line, then nothing until the next mark.
     sim.control.serveDescription({ drop: true });
-    await tickTo(DESCRIPTION_CHECK_INTERVAL_MS, 5);
+    await tickTo(24 * 3600_000, 5);
     assert.equal(lines.length, 2);
     assert.match(lines[1], /^debug service description check: .* could not be read .*; next try in 24 h$/);
-    await clock.tickAsync(DESCRIPTION_CHECK_INTERVAL_MS - 1);
+    await clock.tickAsync(24 * 3600_000 - 1);
     assert.equal(docsRequests(sim).length, 5, "no retry before the next mark");
     sim.control.serveDescription(null);
     await tickTo(1, 6);
@@ -815,7 +826,7 @@ describe("service description check: a body over 4 MiB and a redirect are failed
       check.startAfter(session);
       await clock.tickAsync(30_000);
       settle("unreachable");
-      await clock.tickAsync(DESCRIPTION_FIRST_CHECK_DELAY_MS - 1);
+      await clock.tickAsync(999);
       assert.ok(idle(check), "not before one second");
       await clock.tickAsync(1);
       await waitUntil(() => docsRequests(sim).length === 1 && idle(check), 5000, "the check 1 s after the start-up");

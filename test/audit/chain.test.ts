@@ -9,13 +9,14 @@
  */
 import { strict as assert } from "node:assert";
 import { spawnSync, execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import { promises as fsp } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as M from "../../src/audit/audit-log.js";
 import { AuditLog, type AuditBase } from "../../src/audit/audit-log.js";
-import { GENESIS, lineHash, verify } from "../../src/audit/chain.js";
+import { lineHash, verify } from "../../src/audit/chain.js";
 import { main } from "../../src/audit/cli.js";
 import { listLogFiles, readAll } from "../../src/audit/reader.js";
 import {
@@ -89,13 +90,17 @@ describe("Every record carries seq and prev; a line made ahead is used only wher
     await writeOneByOne(log, 3, 3);
     const ls = lines(live);
     assert.equal(ls.length, 6);
-    let prev = GENESIS;
+    // docs/audit-log.md#the-chain: "For `seq` 1 it is 64 zeros"; then the SHA-256 (lowercase hex)
+    // of the previous line's exact UTF-8 bytes: both written out here, not taken from src/.
+    assert.equal(JSON.parse(ls[0]).prev, "0000000000000000000000000000000000000000000000000000000000000000");
+    let prev = "0".repeat(64);
     ls.forEach((l, k) => {
       const r = JSON.parse(l);
       assert.equal(r.seq, k + 1);
       assert.equal(r.prev, prev);
       assert.match(r.prev, /^[0-9a-f]{64}$/);
-      prev = lineHash(l);
+      prev = createHash("sha256").update(Buffer.from(l, "utf8")).digest("hex");
+      assert.equal(lineHash(l), prev);
     });
     assert.deepEqual(log.chainPosition(), { seq: 6, hash: prev });
     const v = await verify([live]);

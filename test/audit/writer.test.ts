@@ -19,8 +19,10 @@ import {
   readAuditFile,
   type AuditBase,
   MAX_BATCH,
+  MAX_BATCH_CHARS,
   auditRecordEvents,
 } from "../../src/audit/audit-log.js";
+import { type Pending, batchLength } from "../../src/audit/batch.js";
 import { verify, GENESIS, lineHash } from "../../src/audit/chain.js";
 import { tail, readAll } from "../../src/audit/reader.js";
 import {
@@ -395,11 +397,11 @@ describe("Group commit: a caller is answered once the fsync covering its line is
   });
 });
 
-describe("Group commit: at most MAX_BATCH records a batch; close() writes everything queued first (docs/audit-log.md#group-commit)", function () {
+describe("Group commit: at most 1,024 records a batch; close() writes everything queued first (docs/audit-log.md#group-commit)", function () {
   let live: string;
   const track = useAuditDir((t) => ({ live } = t));
 
-  it("MAX_BATCH: 2500 closing records queued in one tick go out in 3 batches (3 fsyncs), in order, each resolved, every line emitted once in file order; verify passes", async () => {
+  it("2500 closing records queued in one tick go out in 3 batches (3 fsyncs), in order, each resolved, every line emitted once in file order; verify passes", async () => {
     const a = track(new AuditLog(live));
     await a.attempt(rec(0));
     const emitted: string[] = [];
@@ -412,8 +414,9 @@ describe("Group commit: at most MAX_BATCH records a batch; close() writes everyt
       );
       await Promise.all(ps);
       const after = a.stats();
-      assert.equal(after.fsyncs - before.fsyncs, Math.ceil(2500 / MAX_BATCH));
-      assert.equal(after.batches - before.batches, Math.ceil(2500 / MAX_BATCH));
+      // 1,024 + 1,024 + 452 (docs/audit-log.md#group-commit).
+      assert.equal(after.fsyncs - before.fsyncs, 3);
+      assert.equal(after.batches - before.batches, 3);
     } finally {
       auditRecordEvents.off("record", on);
     }
@@ -443,6 +446,88 @@ describe("Group commit: at most MAX_BATCH records a batch; close() writes everyt
     const r = parsed(live);
     assert.equal(r.length, 3001);
     assert.equal(r[0].msgid, "mr");
+    assert.equal((await verify([live])).ok, true);
+  });
+});
+
+describe("Group commit: a batch takes at most 1,024 records and about 1 MiB of text (docs/audit-log.md#group-commit)", function () {
+  let live: string;
+  const track = useAuditDir((t) => ({ live } = t));
+
+  /** Queued records whose lines are `chars` characters each (batchLength reads only the line's length). */
+  const queued = (n: number, chars: number): Pending[] =>
+    Array.from({ length: n }, () => ({ line: { text: "x".repeat(chars) } }) as unknown as Pending);
+
+  it("the bounds are the docs' numbers: 1,024 records, 1 MiB (1,048,576 characters) of text", () => {
+    assert.equal(MAX_BATCH, 1024, "docs/audit-log.md#group-commit: at most 1,024 records");
+    assert.equal(MAX_BATCH_CHARS, 1_048_576, "docs/audit-log.md#group-commit: about 1 MiB of text");
+  });
+
+  it("a batch takes 1,024 short lines of 2,000 queued; 512 lines of 2,048 characters (1 MiB exactly) but not 513; 511 of 2,049", () => {
+    assert.equal(batchLength(queued(2000, 100)), 1024);
+    assert.equal(batchLength(queued(1024, 100)), 1024);
+    assert.equal(batchLength(queued(1023, 100)), 1023);
+    assert.equal(batchLength(queued(600, 2048)), 512);
+    assert.equal(batchLength(queued(600, 2049)), 511);
+    // One line longer than the bound still goes out, alone.
+    assert.equal(batchLength(queued(3, 2_000_000)), 1);
+  });
+
+  it("1,024 closing records queued in one tick are one write and one fsync; 1,025 are two", async () => {
+    const a = track(new AuditLog(live));
+    await a.attempt(rec(0));
+    for (const [n, writes] of [
+      [1024, 1],
+      [1025, 2],
+    ] as const) {
+      const before = a.stats();
+      await Promise.all(
+        Array.from({ length: n }, (_, i) =>
+          a.rejected({ ...rec(`${n}-${i}`), outcome: "rejected", reason: "invalid" }),
+        ),
+      );
+      const after = a.stats();
+      assert.equal(after.batches - before.batches, writes, `${n} records`);
+      assert.equal(after.fsyncs - before.fsyncs, writes, `${n} records`);
+    }
+    await a.close();
+    assert.equal(parsed(live).length, 1 + 1024 + 1025);
+    assert.equal((await verify([live])).ok, true);
+  });
+
+  it("1,000 records of about 3.7 KiB each go out in batches of at most 1 MiB of text, as many as fit in each", async () => {
+    const a = track(new AuditLog(live));
+    await a.attempt(rec(0));
+    // Control characters are escaped as \u0001 (6 characters each): long lines from capped fields.
+    const wide = "\u0001".repeat(200);
+    const before = a.stats();
+    await Promise.all(
+      Array.from({ length: 1000 }, (_, i) =>
+        a.rejected({ ...rec(String(i).padStart(4, "0"), wide), door: wide, outcome: "rejected", reason: wide }),
+      ),
+    );
+    const batches = a.stats().batches - before.batches;
+    await a.close();
+    // The batches the docs' bound makes of these lines: filled greedily up to 1,048,576 characters.
+    const lengths = lines(live)
+      .slice(1)
+      .map((l) => l.length);
+    assert.equal(lengths.length, 1000);
+    assert.ok(
+      lengths.every((n) => n > 3600 && n < 4096),
+      `line lengths ${Math.min(...lengths)}..${Math.max(...lengths)}`,
+    );
+    let expected = 0;
+    let chars = Infinity;
+    for (const n of lengths) {
+      if (chars + n > 1_048_576) {
+        expected += 1;
+        chars = 0;
+      }
+      chars += n;
+    }
+    assert.equal(expected, 4, "about 283 lines of 3.7 KiB make 1 MiB");
+    assert.equal(batches, expected);
     assert.equal((await verify([live])).ok, true);
   });
 });

@@ -193,6 +193,9 @@ describe("demo (npm start): SIGTERM to the npm process, as a process manager or 
 // (docs/runtimes.md#stopping-the-demo).
 describe("demo (npm start): stopped from outside (a signal to npm alone, a parent that dies), it leaves no process and no port behind (docs/runtimes.md#stopping-the-demo)", function () {
   this.timeout(240_000);
+  // docs/runtimes.md#stopping-the-demo: everything stops within a few seconds, and Node-RED is
+  // forced out 10 s after it was asked to stop. 15 s covers that bound and a busy machine; the
+  // time each way took is printed, for the "typically" the docs give.
   const STOP_WITHIN_MS = 15_000;
 
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"] as const) {
@@ -213,7 +216,8 @@ describe("demo (npm start): stopped from outside (a signal to npm alone, a paren
           `npm, the demo and Node-RED run: ${JSON.stringify(before)}`,
         );
         process.kill(tree.child.pid!, signal); // npm's pid only, not its group
-        await assertAllGone(tree, STOP_WITHIN_MS, how);
+        const took = await assertAllGone(tree, STOP_WITHIN_MS, how);
+        console.log(`      all gone, ports free: ${took} ms after ${how}`);
       } finally {
         killGroup(tree);
         fs.rmSync(dir, { recursive: true, force: true });
@@ -244,7 +248,8 @@ describe("demo (npm start): stopped from outside (a signal to npm alone, a paren
         "Node-RED runs",
       );
       process.kill(tree.child.pid!, "SIGKILL");
-      await assertAllGone(tree, STOP_WITHIN_MS, "SIGKILL to the demo");
+      const took = await assertAllGone(tree, STOP_WITHIN_MS, "SIGKILL to the demo");
+      console.log(`      all gone, ports free: ${took} ms after SIGKILL to the demo`);
     } finally {
       killGroup(tree);
       fs.rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,6 @@ import { strict as assert } from "node:assert";
 import type { Device } from "../../src/spec/schemas.js";
 import { DeviceDirectory, type Resolution } from "../../src/doors/directory.js";
 import { normalizeDoorKey } from "../../src/doors/names.js";
-import { LIST_RETRY_CAP_MS } from "../../src/doors/list-policy.js";
 
 const HOUR = 60 * 60 * 1000;
 
@@ -146,9 +145,43 @@ describe("door directory: the device list and how a door is found in it (docs/do
       const before: number = f.state.calls;
       assert.equal((await dir.devices()).length, 1, "the expired list serves within the window");
       assert.equal(f.state.calls, before, "no fetch per call within a back-off window");
-      t += LIST_RETRY_CAP_MS;
+      t += 15 * 60_000; // the longest back-off (docs/doors.md#the-device-list: 15 minutes)
       await assert.rejects(dir.devices(), /503/);
       assert.equal(f.state.calls, before + 1, "the window has passed: one try");
+    });
+
+    it("after a failed fetch the next waits 30 s, doubling up to 15 min, then every 15 min: 30, 60, 120, 240, 480, 900, 900, 900 s", async function () {
+      let t = 0;
+      const f = fakeFetch(V1);
+      const dir = new DeviceDirectory(f.fetch, { now: () => t, monotonic: () => t });
+      await dir.devices();
+      t = 24 * HOUR; // expired: the unlock path serves it and fetches in the background
+      f.state.fail = Object.assign(new Error("GET /api/user/device failed: 503"), { outcome: "offline" });
+      const settled = async () => {
+        await dir.inFlight()?.catch(() => undefined);
+      };
+      assert.equal(ok(await dir.resolveName("Front Door")).id, 1);
+      assert.equal(f.state.calls, 2, "the background fetch");
+      await settled();
+      // docs/doors.md#the-device-list: "the next one waits 30 s, doubling up to 15 minutes, then every 15 minutes".
+      for (const [k, seconds] of [30, 60, 120, 240, 480, 900, 900, 900].entries()) {
+        assert.equal(dir.retryInMs(), seconds * 1000, `the wait after failure ${k + 1}`);
+        assert.equal(dir.nextRetryAt(), t + seconds * 1000);
+        const calls: number = f.state.calls;
+        t += seconds * 1000 - 1;
+        assert.equal(ok(await dir.resolveName("Front Door")).id, 1, "the list in hand serves meanwhile");
+        assert.equal(f.state.calls, calls, `no fetch 1 ms before ${seconds} s`);
+        t += 1;
+        assert.equal(ok(await dir.resolveName("Front Door")).id, 1);
+        assert.equal(f.state.calls, calls + 1, `one fetch at ${seconds} s`);
+        await settled();
+      }
+      // A fetch that succeeds ends the back-off.
+      f.state.fail = null;
+      t += 900_000;
+      await dir.resolveName("Front Door");
+      await settled();
+      assert.equal(dir.retryInMs(), null);
     });
 
     it("a first fetch that fails leaves nothing cached, and a fetch throwing synchronously is handled", async function () {

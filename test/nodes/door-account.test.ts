@@ -529,6 +529,57 @@ describe("door-account: a setting that cannot be used is a configuration error a
   });
 });
 
+describe("door-account: the phone number is + followed by 9 to 13 digits; anything else is a configuration error at deploy, and nothing is sent (docs/nodes.md#door-account)", function () {
+  this.timeout(30_000);
+  const settings = (phoneNumber: string) => ({
+    baseUrl: "http://127.0.0.1:1",
+    loginMethod: "phone",
+    phoneNumber,
+    password: "pw",
+  });
+
+  it("+ and 9 or 13 digits are taken; 8 or 14 digits, or no +, are refused, saying so", () => {
+    for (const phone of ["+123456789", "+1234567890123"]) {
+      const r = checkAccountSettings(settings(phone));
+      assert.ok(r.ok, `${phone.length - 1} digits: ${JSON.stringify(r)}`);
+      assert.equal(r.credentials.method === "phone" && r.credentials.phoneNumber, phone);
+    }
+    // The generic login takes the phone number too, by the same rule.
+    assert.ok(checkAccountSettings({ ...settings("+123456789"), loginMethod: "login" }).ok);
+    for (const [what, phone] of [
+      ["8 digits", "+12345678"],
+      ["14 digits", "+12345678901234"],
+      ["no +", "1234567890"],
+      ["no + (13 digits)", "1234567890123"],
+      ["00 for +", "00123456789"],
+    ]) {
+      assert.deepEqual(
+        checkAccountSettings(settings(phone)),
+        { ok: false, problems: ["the phone number must be + followed by 9 to 13 digits"] },
+        what,
+      );
+      assert.equal(checkAccountSettings({ ...settings(phone), loginMethod: "login" }).ok, false, `login: ${what}`);
+    }
+  });
+
+  it("deployed with 14 digits: the account's problem names the phone number, a message fails as session-halted, nothing reaches the service", async () => {
+    const sim = await startSim();
+    try {
+      await loadFlow([tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], {
+        creds: { acc1: { phoneNumber: "+12345678901234", password: "demo-password" } },
+      });
+      const problem = helper.getNode("acc1").problem ?? "";
+      assert.match(problem, /the phone number must be \+ followed by 9 to 13 digits/);
+      assert.ok(!problem.includes("12345678901234"), "the problem does not echo the phone number");
+      assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+      assert.equal(sim.control.requests().length, 0);
+    } finally {
+      await teardown();
+      await sim.close();
+    }
+  });
+});
+
 describe("door-account admin endpoints: the picker's forced refresh and a sign-in after a failed one stay within the service's limits (docs/doors.md#picking-a-door-in-the-editor, docs/session.md#signing-in-from-the-editor)", function () {
   this.timeout(90000);
   let sim: RunningSimulator;

@@ -103,6 +103,13 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
     });
   }
 
+  it("msg.deviceId 2147483647 (2^31 - 1, the largest id) is valid input: it reaches the service as that id (not-found there), one PUT", async () => {
+    const p = assertFailed(await unlock({ deviceId: 2147483647 }), "not-found", 404);
+    assert.equal(p.deviceId, 2147483647);
+    assert.equal(count(sim, "unlockDevice", 2147483647), 1);
+    assert.equal(unlockRequests(sim), 1);
+  });
+
   const badLockIds: [string, unknown][] = [
     ['string "2"', "2"],
     ["zero", 0],
@@ -181,6 +188,14 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
       assert.equal(unlockRequests(sim), 0);
     });
   }
+
+  it("accepted: msg.actor of exactly 100 characters (the most docs/nodes.md#door-unlock allows) is the actor; one PUT", async () => {
+    const actor = `${"a".repeat(49)} ${"b".repeat(50)}`;
+    assert.equal(actor.length, 100);
+    const p = assertAccepted(await unlock({ deviceId: 101, actor }));
+    assert.equal(p.actor, actor);
+    assert.equal(count(sim, "unlockDevice", 101), 1);
+  });
 
   it("retained-rejected: msg.retain true → output 2, nothing sent", async () => {
     const out = await unlock({ deviceId: 101, retain: true });
@@ -284,6 +299,86 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
     assert.ok(lines.some((l) => l.type === "unlock-attempt"));
     assert.ok(lines.some((l) => l.type === "unlock-result"));
   });
+});
+
+describe("door-unlock's own actor is one line of at most 200 characters: a node deployed with another says so, and a message that would carry it is invalid-input, nothing sent (docs/nodes.md#door-unlock)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  let userDir: string;
+  const longest = `${"a".repeat(99)} ${"b".repeat(100)}`;
+
+  /** The node's node.error calls, as text. */
+  const errorsOf = (id: string): string[] => {
+    const node = helper.getNode(id);
+    return node.error
+      .getCalls()
+      .filter((c: { thisValue: unknown }) => c.thisValue === node)
+      .map((c: { args: unknown[] }) => String((c.args[0] as Error)?.message ?? c.args[0]));
+  };
+
+  before(async () => {
+    sim = await startSim();
+    ({ userDir } = await loadFlow([
+      ...unlockFlow(sim.url, {
+        deviceId: "101",
+        doorName: "Front Door",
+        doorLocation: "Main Street 1",
+        actor: longest,
+      }),
+      unlockNode({ deviceId: "101", actor: "c".repeat(201) }, "u2"),
+      ...helperNodes("u2-ok", "u2-fail"),
+      unlockNode({ deviceId: "101", actor: "front desk\nback office" }, "u3"),
+      ...helperNodes("u3-ok", "u3-fail"),
+    ]));
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+  beforeEach(() => sim.control.resetRequests());
+
+  it("200 characters: the node's actor, in the output and the audit records; one PUT; no error at deploy", async () => {
+    assert.equal(longest.length, 200);
+    assert.deepEqual(errorsOf("u1"), []);
+    const msgid = "actor-200";
+    const p = assertAccepted(await unlock({ _msgid: msgid }));
+    assert.equal(p.actor, longest);
+    assert.equal(unlockRequests(sim), 1);
+    await until("the result record", () =>
+      readAudit(userDir).some((r) => r.msgid === msgid && r.type === "unlock-result"),
+    );
+    assert.deepEqual(
+      readAudit(userDir)
+        .filter((r) => r.msgid === msgid)
+        .map((r) => [r.type, r.actor]),
+      [
+        ["unlock-attempt", longest],
+        ["unlock-result", longest],
+      ],
+    );
+  });
+
+  for (const [what, id] of [
+    ["201 characters", "u2"],
+    ["two lines", "u3"],
+  ] as const) {
+    it(`${what}: an error at deploy; a message without msg.actor is invalid-input naming the node's actor, nothing sent; one with msg.actor opens`, async () => {
+      assert.ok(
+        errorsOf(id).some((e) => /the node's actor must be one line of at most 200 characters/.test(e)),
+        JSON.stringify(errorsOf(id)),
+      );
+      const p = assertFailed(await unlock({}, id), "invalid-input", null);
+      assert.match(p.message, /the node's actor must be one line of at most 200 characters/);
+      assert.equal(p.actor, `node-red:${id}`, "the bad actor is not carried");
+      assert.equal(p.mayHaveOpened, false);
+      assert.equal(unlockRequests(sim), 0);
+      // msg.actor replaces the node's actor: the message names who asks, and the node's is not used.
+      const ok = assertAccepted(await unlock({ actor: "reception" }, id));
+      assert.equal(ok.actor, "reception");
+      assert.equal(unlockRequests(sim), 1);
+    });
+  }
 });
 
 describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-unlock-outcomes, docs/session.md#a-401-and-its-replay)", function () {

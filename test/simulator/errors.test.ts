@@ -3,6 +3,8 @@
  * 401 without a valid access token, 404, 405, 413. docs/simulator.md#requests-and-errors
  */
 import { strict as assert } from "node:assert";
+import { Readable } from "node:stream";
+import { request } from "undici";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   DEMO_ACCOUNT,
@@ -152,7 +154,7 @@ describe("simulator requests and errors: a request the description does not allo
     }
   });
 
-  describe("an unknown path is 404, a wrong method 405 with Allow, a body over 64 KiB 413", () => {
+  describe("an unknown path is 404, a wrong method 405 with Allow, a body over 64 KiB 413 (64 KiB itself is read)", () => {
     it("an unknown path answers 404 ErrorResponse", async () => {
       assertError(await call(sim, "GET", "/api/nothing"), 404);
       assertError(await call(sim, "GET", "/api/user/device/"), 404);
@@ -169,6 +171,35 @@ describe("simulator requests and errors: a request the description does not allo
       const big = JSON.stringify({ phoneNumber: PHONE, password: "x".repeat(70 * 1024) });
       assertError(await call(sim, "POST", LOGIN_PATHS.loginByPhone, { raw: big }), 413);
       assert.equal(sim.control.hasSession("demo"), false);
+    });
+
+    /** A valid login body padded with JSON whitespace to exactly `bytes` bytes. */
+    const loginBody = (bytes: number): Buffer => {
+      const json = JSON.stringify({ phoneNumber: PHONE, password: PW });
+      const body = Buffer.from(json + " ".repeat(bytes - json.length));
+      assert.equal(body.length, bytes);
+      return body;
+    };
+    /** Sends `body` in two chunks without a Content-Length (chunked transfer coding). */
+    const chunked = async (body: Buffer) => {
+      const res = await request(sim.url + LOGIN_PATHS.loginByPhone, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: Readable.from([body.subarray(0, 30_000), body.subarray(30_000)]),
+      });
+      await res.body.text();
+      return res.statusCode;
+    };
+
+    it("a body of exactly 64 KiB (65,536 bytes) is read and logs in; 65,537 bytes answer 413, with a Content-Length and chunked", async () => {
+      // docs/simulator.md#requests-and-errors: at most 64 KiB.
+      assertError(await call(sim, "POST", LOGIN_PATHS.loginByPhone, { raw: loginBody(65_537) }), 413);
+      assert.equal(await chunked(loginBody(65_537)), 413);
+      assert.equal(sim.control.hasSession("demo"), false);
+      const exact = await call(sim, "POST", LOGIN_PATHS.loginByPhone, { raw: loginBody(65_536) });
+      assert.equal(exact.status, 200, exact.text);
+      assert.equal(sim.control.hasSession("demo"), true);
+      assert.equal(await chunked(loginBody(65_536)), 200);
     });
   });
 });
