@@ -13,7 +13,7 @@ import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../unlock/access-rules.js";
 import {
   AuditRecordLost,
-  nodeActor,
+  messageActor,
   nodeActorProblem,
   performUnlock,
   type NodeAccess,
@@ -255,7 +255,7 @@ export = function register(RED: NodeAPI): void {
             deviceId: null,
             lockId: null,
             door: null,
-            actor: nodeActor(settings),
+            actor: messageActor(input.msgActor, settings),
             at: new Date().toISOString(),
             message: access.message,
             mayHaveOpened: false,
@@ -267,7 +267,7 @@ export = function register(RED: NodeAPI): void {
             deviceId: null,
             lockId: null,
             door: null,
-            actor: nodeActor(settings),
+            actor: messageActor(input.msgActor, settings),
             at: new Date().toISOString(),
             message: got.problem,
             mayHaveOpened: false,

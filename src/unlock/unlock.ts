@@ -84,6 +84,15 @@ export function nodeActor(node: Pick<UnlockNodeSettings, "actor" | "nodeId">): s
   return (nodeActorProblem(node.actor) === null && node.actor.trim()) || `node-red:${node.nodeId}`;
 }
 
+/**
+ * The actor a message's outcome and records name (docs/outcomes.md#door-unlock-outcomes):
+ * `msg.actor` when it is one, else the node's (nodeActor). Also for a message refused before any
+ * account is reached.
+ */
+export function messageActor(msgActor: unknown, node: Pick<UnlockNodeSettings, "actor" | "nodeId">): string {
+  return msgActor !== undefined && checkActor(msgActor) === null ? (msgActor as string) : nodeActor(node);
+}
+
 function checkActor(value: unknown): string | null {
   if (typeof value !== "string" || value.trim() === "")
     return `msg.actor must be a non-empty string, got ${describeValue(value)}`;
@@ -119,9 +128,8 @@ async function unlockOnce(
   onSending?: () => void,
 ): Promise<UnlockResult> {
   const at = () => new Date(account.clock.now()).toISOString();
-  const defaultActor = nodeActor(node);
   const actorProblem = input.msgActor === undefined ? null : checkActor(input.msgActor);
-  const actor = input.msgActor === undefined || actorProblem ? defaultActor : (input.msgActor as string);
+  const actor = messageActor(input.msgActor, node);
   const base = { deviceId: null as number | null, lockId: null as number | null, door: null as string | null, actor };
 
   // onResult is the caller's (a node sending a message); whatever it throws, the closing record is

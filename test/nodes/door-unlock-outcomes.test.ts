@@ -407,6 +407,18 @@ describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-un
     assert.equal(logins(sim), loginsAfterStart);
   });
 
+  it("session-halted without a usable account: the payload's actor is msg.actor, else the node's Actor, else node-red:<id> (docs/outcomes.md#door-unlock-outcomes)", async () => {
+    await loadFlow([tab(), unlockNode({ account: "", actor: "front desk" }), ...helperNodes("u1-ok", "u1-fail")]);
+    assert.equal(assertFailed(await unlock({ deviceId: 101, actor: "alice" }), "session-halted", null).actor, "alice");
+    assert.equal(assertFailed(await unlock({ deviceId: 101 }), "session-halted", null).actor, "front desk");
+    // A msg.actor that is no actor is not taken: the node's stands in.
+    assert.equal(assertFailed(await unlock({ deviceId: 101, actor: "" }), "session-halted", null).actor, "front desk");
+    await teardown();
+    await loadFlow([tab(), unlockNode({ account: "" }), ...helperNodes("u1-ok", "u1-fail")]);
+    assert.equal(assertFailed(await unlock({ deviceId: 101 }), "session-halted", null).actor, "node-red:u1");
+    assert.equal(unlockRequests(sim), 0);
+  });
+
   it("session-halted: a second superseding login within the hour halts; then nothing is sent", async () => {
     await loadFlow(unlockFlow(sim.url));
     await waitReady();
