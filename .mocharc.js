@@ -6,8 +6,8 @@
  *   processes (Node-RED, chromium, redis-server), not on the CPU. DOOR_TEST_JOBS overrides it.
  * - order: the longest files first, by the durations the last parallel run recorded
  *   (node_modules/.cache/door-access-node-red/test-times.json, written by test/hooks/file-times.ts;
- *   a build empties dist/ but leaves it); files not timed yet first of
- *   all; by name on a fresh clone.
+ *   a build empties dist/ but leaves it), else those committed in test/file-times.json (a fresh
+ *   clone: CI); files not timed yet first of all.
  * - `npm run test:file -- <files>` runs files serially without this file (--no-config).
  */
 "use strict";
@@ -29,20 +29,19 @@ function testFiles(dir) {
   });
 }
 
-function times() {
+function read(file) {
   try {
-    return JSON.parse(
-      fs.readFileSync(
-        path.join(__dirname, "node_modules", ".cache", "door-access-node-red", "test-times.json"),
-        "utf8",
-      ),
-    );
+    return JSON.parse(fs.readFileSync(file, "utf8"));
   } catch {
     return {};
   }
 }
 
-const known = times();
+// This machine's last run; else the durations committed with the tests (a fresh clone: CI).
+const known = {
+  ...read(path.join(__dirname, "test", "file-times.json")),
+  ...read(path.join(__dirname, "node_modules", ".cache", "door-access-node-red", "test-times.json")),
+};
 const weight = (f) => (typeof known[f] === "number" ? known[f] : Number.POSITIVE_INFINITY);
 const files = testFiles(DIR).sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
 

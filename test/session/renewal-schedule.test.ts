@@ -78,7 +78,10 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
       );
     }
     const n = refreshes();
-    assert.ok(n >= 5 && n <= 21, `${n} refreshes in 10 min`);
+    assert.ok(
+      n >= 5 && n <= 21,
+      `${n} refreshes in 10 min; ops ${JSON.stringify(ops(sim))}; log ${b.log.lines.join(" | ")}`,
+    );
     const times = sim.control.requests({ operation: "refreshToken" }).map((r) => r.startedAt);
     for (let i = 1; i < times.length; i++)
       assert.ok(
