@@ -80,7 +80,7 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
     const n = refreshes();
     assert.ok(
       n >= 5 && n <= 21,
-      `${n} refreshes in 10 min; ops ${JSON.stringify(ops(sim))}; log ${b.log.lines.join(" | ")}`,
+      `${n} refreshes in 10 min; ops ${JSON.stringify(ops(sim))}; log ${b.log.lines.join(" | ")}; at ${clock.now()}: ${JSON.stringify(b.session.snapshot())}`,
     );
     const times = sim.control.requests({ operation: "refreshToken" }).map((r) => r.startedAt);
     for (let i = 1; i < times.length; i++)
