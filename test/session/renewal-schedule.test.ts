@@ -68,7 +68,8 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
   it("1 min tokens over 10 min: renewals spaced by at least the minimum interval (30 s)", async () => {
     await setup(60);
     // From renewal to renewal: the clock is moved to the time the session has scheduled, then
-    // the refresh (real HTTP) is waited for before the clock moves again.
+    // the refresh (real HTTP, its pair saved and the lock released) is waited for before the clock
+    // moves again.
     const end = clock.now() + 10 * MIN;
     for (let i = 1; ; i++) {
       const due = b.session.snapshot().renewAt;
@@ -79,7 +80,8 @@ describe("Renewal is bounded whatever the lifetime and the local clock: a quarte
       if (due > end) break;
       await clock.tickAsync(Math.max(due - clock.now(), 0));
       await waitUntil(
-        () => refreshes() === i && b.session.state === "ready" && b.session.snapshot().renewAt !== due,
+        () =>
+          refreshes() === i && b.session.state === "ready" && !b.session.busy && b.session.snapshot().renewAt !== due,
         5000,
         () => `refresh ${i} at ${clock.now()}: ${JSON.stringify(ops(sim))} ${JSON.stringify(b.session.snapshot())}`,
       );
