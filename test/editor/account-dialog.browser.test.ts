@@ -38,6 +38,7 @@ import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.j
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../../src/simulator/seed.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
+import { dialogReady } from "../helpers/editor-dialog.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -379,6 +380,7 @@ describe(`door-account dialog: Sign in never claims a password no login accepted
     });
     await page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"] rect.red-ui-flow-node`).dblclick();
     await page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+    await dialogReady(page);
   }
 
   /** From the door-unlock dialog: a new door-account with a login typed in, not deployed. */

@@ -26,6 +26,7 @@ import type { FlowNode } from "../../scripts/demo-flows.js";
 import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
+import { dialogReady } from "../helpers/editor-dialog.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -227,12 +228,14 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
         await node(id).locator("rect.red-ui-flow-node").dblclick();
         try {
           await page.locator("#node-dialog-ok").waitFor({ state: "visible", timeout: 3000 });
-          return;
+          break;
         } catch (e) {
           if (attempt >= 3) throw e;
           await page.waitForTimeout(500);
         }
       }
+      // Typed keys land in the PIN field only once the editor has moved its focus into the dialog.
+      await dialogReady(page);
     }
     /** Deletes a node as the editor's Delete key does (select it, core:delete-selection). */
     async function remove(id: string): Promise<void> {

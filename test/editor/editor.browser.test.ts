@@ -25,6 +25,7 @@ import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.j
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { checkTextFits } from "../helpers/layout-check.js";
 import { nodeRedPackage, nodeRedVersion } from "../helpers/runtime.js";
+import { dialogReady } from "../helpers/editor-dialog.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -318,6 +319,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
   async function openEditDialog(id: string): Promise<void> {
     await nodeOnCanvas(id).locator("rect.red-ui-flow-node").dblclick();
     await page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+    await dialogReady(page);
   }
 
   async function deploy(): Promise<void> {
@@ -828,6 +830,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
     await red((RED) => RED.sidebar.show("config"));
     await page.locator(".red-ui-palette-node-config", { hasText: label }).first().dblclick();
     await page.locator("#node-config-input-baseUrl").waitFor({ state: "visible" });
+    await dialogReady(page);
   }
 
   async function closeConfigDialog(button: "ok" | "cancel"): Promise<void> {

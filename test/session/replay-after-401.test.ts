@@ -16,7 +16,8 @@ import { RenewalFailedError } from "../../src/session/errors.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { performUnlock } from "../../src/unlock/unlock.js";
 import { count, logins, unlockRequests } from "../helpers/requests.js";
-import { DEMO_PHONE, buildSession, closeAll, ops, waitUntil, type Built } from "../helpers/session.js";
+import { fakeClock, type FakeClock } from "../helpers/fake-clock.js";
+import { DEMO_PHONE, buildSession, closeAll, ops, tickUntil, waitUntil, type Built } from "../helpers/session.js";
 
 describe("A 401 is renewed once and replayed once; a failed renewal means no replay and no halt, and the next message renews after the Retry-After (docs/session.md#a-401-and-its-replay)", function () {
   this.timeout(30_000);
@@ -37,8 +38,11 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     sim = await startSimulator({ rateLimit: false });
     dir = mkdtempSync(path.join(tmpdir(), "door-replay-"));
   });
+  let clock: FakeClock | null = null;
   afterEach(async () => {
     await account.close();
+    clock?.uninstall();
+    clock = null;
     await sim.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -104,33 +108,44 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     );
   });
 
-  it("a scheduled refresh failing on 5xx while a call meets a 401: the call fails without a replay, the account does not halt", async () => {
-    account = make({ renewEveryMs: 1500, minRenewalIntervalMs: 100 });
+  it("a scheduled refresh failed on 5xx, then a call meets a 401 within the renewal spacing: the call fails without a replay, the account does not halt; after the spacing the next call renews, no login", async () => {
+    // The session's clock is a fake one (the simulator and the sockets keep real time): the
+    // spacing after the failed refresh lasts until the test moves the clock, however slowly a
+    // busy machine runs the steps in between.
+    clock = fakeClock(Date.now());
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      timings: { renewEveryMs: 1500, minRenewalIntervalMs: 2000 },
+      client: { random: () => 0 },
+      clock,
+    });
     await account.start();
     sim.control.resetRequests();
-    // The scheduled refresh (at 1.5 s) fails with 503, twice (the client retries once). The first
-    // attempt hangs 3 s: the call below must meet its 401 while the refresh is still under way,
-    // which a busy machine did not always do within the 600 ms this once waited.
-    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 3000, count: 1 });
-    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 600, count: 1 });
-    await waitUntil(
-      () => sim.control.inFlight().some((e) => e.operation === "refreshToken"),
-      5000,
-      "the scheduled refresh",
+    // The scheduled refresh (at 1.5 s) fails with 503, twice (the client retries once).
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 2 });
+    await tickUntil(
+      clock,
+      () => count(sim, "refreshToken") === 2 && account.session.state === "ready",
+      10_000,
+      () => `the failed scheduled refresh: ${JSON.stringify(ops(sim))} ${account.session.state}`,
     );
     sim.control.revokeAccessToken("demo");
     await assert.rejects(account.getDevice(101), (e: unknown) => e instanceof RenewalFailedError && !e.rateLimited);
-    assert.equal(
-      sim.control.requests({ operation: "getDevice" }).length,
-      1,
-      `no replay with the rejected token: ${JSON.stringify(ops(sim))}`,
+    assert.deepEqual(
+      ops(sim),
+      ["refreshToken 503", "refreshToken 503", "getDevice 401"],
+      "one GET answered 401, no renewal within the spacing, no replay with the rejected token",
     );
     assert.ok(!account.session.state.startsWith("halted"), account.session.state);
-    // The next call renews (the refresh token is good) and succeeds: no login, no halt.
-    await new Promise((r) => setTimeout(r, 150));
+    // Once the spacing has passed, the next call renews (the refresh token is good) and succeeds.
+    await clock.tickAsync(2000);
     const d = await account.getDevice(101);
     assert.equal(d.id, 101);
-    assert.equal(sim.control.requests({ operation: "loginByPhone" }).length, 0);
+    assert.equal(logins(sim), 0);
+    assert.deepEqual(ops(sim).slice(3), ["refreshToken 200", "getDevice 200"], "one refresh, then the call");
     assert.equal(account.session.state, "ready");
   });
 });
