@@ -19,11 +19,28 @@ export interface AuditStats {
 /**
  * The audit log's counters once nothing is waiting to be written (closing records are deferred):
  * asked of the writer, not guessed from counters that stopped moving, which a busy machine's late
- * defer timer fools.
+ * defer timer fools. A writer still busy after `timeoutMs` fails the run: counters read before it
+ * is idle would miss the records still queued, and a figure from them would be wrong.
  */
-export async function auditSettled(audit: { stats(): AuditStats; idle(): boolean }): Promise<AuditStats> {
-  for (let i = 0; i < 1000 && !audit.idle(); i++) await new Promise((r) => setTimeout(r, 5));
-  return audit.stats();
+export async function auditSettled(
+  audit: { stats(): AuditStats; idle(): boolean },
+  timeoutMs = 60_000,
+): Promise<AuditStats> {
+  const deadline = Date.now() + timeoutMs;
+  const nextTurn = () => new Promise((r) => setImmediate(r));
+  // An unlock makes its closing record in the turn after its message went out
+  // (src/unlock/unlock.ts afterDelivery): the last message received, that record may not be
+  // queued yet. Idle counts only when it is still idle a turn later.
+  for (;;) {
+    await nextTurn();
+    if (audit.idle()) {
+      await nextTurn();
+      if (audit.idle()) return audit.stats();
+    }
+    if (Date.now() > deadline)
+      throw new Error(`the audit log still had records to write after ${timeoutMs} ms: no figure is taken from it`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /** Bytes the node appends to its audit file, over the blocks of unlocks it is shown. */

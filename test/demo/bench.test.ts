@@ -182,6 +182,30 @@ describe("the benchmark counts audit records only once the writer is idle (docs/
   });
 });
 
+describe("the benchmark counts a closing record made in the turn after the message went out (docs/performance.md#unlock-latency)", function () {
+  it("the writer idle when the last message arrives, its closing record queued a turn later: counted", async () => {
+    // An unlock makes its closing record in the turn after its message was sent
+    // (src/unlock/unlock.ts afterDelivery): the counters are read only once that turn has run.
+    const dir = mkdtempSync(path.join(tmpdir(), "door-bench-turn-"));
+    const log = new AuditLog(path.join(dir, "audit.jsonl"));
+    try {
+      const base = { actor: "bench", deviceId: 101, lockId: null, door: "Front Door", msgid: "m1" };
+      await log.attempt(base);
+      while (!log.idle()) await new Promise((r) => setTimeout(r, 5));
+      let closing: Promise<unknown> | null = null;
+      setImmediate(() => {
+        closing = log.result({ ...base, outcome: "accepted", status: 200 });
+      });
+      const settled = await auditSettled(log);
+      assert.equal(settled.records, 2, "the attempt and the result queued a turn later");
+      await closing;
+    } finally {
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("the benchmark's --only takes the names of its measurements (docs/performance.md#unlock-latency)", function () {
   it("refuses an unknown name before it measures anything, and lists the names it knows", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "door-bench-test-"));
