@@ -192,9 +192,8 @@ describe("the benchmark counts a closing record made in the turn after the messa
       const base = { actor: "bench", deviceId: 101, lockId: null, door: "Front Door", msgid: "m1" };
       await log.attempt(base);
       while (!log.idle()) await new Promise((r) => setTimeout(r, 5));
-      let closing: Promise<unknown> | null = null;
-      setImmediate(() => {
-        closing = log.result({ ...base, outcome: "accepted", status: 200 });
+      const closing = new Promise<unknown>((resolve) => {
+        setImmediate(() => resolve(log.result({ ...base, outcome: "accepted", status: 200 })));
       });
       const settled = await auditSettled(log);
       assert.equal(settled.records, 2, "the attempt and the result queued a turn later");

@@ -10,7 +10,7 @@ import { strict as assert } from "node:assert";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { closeAllParked } from "../../src/account/registry.js";
+import { closeAllParked, registrySnapshot } from "../../src/account/registry.js";
 import {
   ALL_NODES,
   DEMO_ACCOUNT,
@@ -448,7 +448,8 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
 // its phone number, so a sign-in with another login on the same base URL sends nothing until the
 // operator confirms it.
 describe("a sign-in with another login on the same service as a session that runs here sends nothing until confirmed (docs/session.md#signing-in-from-the-editor; Node-RED runtime + simulator)", function () {
-  this.timeout(30000);
+  // Longer than the sign-in's own 30 s answer, so that a sign-in that waits shows its answer.
+  this.timeout(45_000);
   let sim: RunningSimulator;
   const EMAIL = "demo@example.com";
   const body = (extra: object = {}) => ({
@@ -513,7 +514,11 @@ describe("a sign-in with another login on the same service as a session that run
       .post(`${ADMIN}/other-acc/sign-in`)
       .set(EDITOR_HEADERS)
       .send({ ...body({ confirm: "true" }), loginMethod: "phone", phoneNumber: "+15550000002" });
-    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(
+      res.status,
+      409,
+      `${JSON.stringify(res.body)}; the service saw ${JSON.stringify(ops(sim))}; accounts here: ${JSON.stringify(registrySnapshot())}`,
+    );
     assert.equal(res.body.confirm, true);
     // The session the confirmed sign-in above opened may still be fetching its door list in the
     // background; this sign-in itself sends nothing: no login, no refresh, no other request.

@@ -419,7 +419,9 @@ describe("door access sidebar on a real Node-RED 4: its answers are words from t
   let nr: NodeRedProcess;
   let userDir: string;
 
-  before(async () => {
+  before(async function () {
+    // Two starts of at most 60 s each (startNodeRedOnFreePort says why it starts a second).
+    this.timeout(150_000);
     userDir = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-nr-"));
     installPackageLink(userDir, REPO_ROOT);
     const settings = path.join(userDir, "settings.js");
