@@ -97,6 +97,9 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
       deployExamples: false,
       onLog: (l) => log.push(l),
     });
+    // The editor answers before the demo's flows have started: a deploy then can start the demo's
+    // account without its credentials (Node-RED clears them for the new flows first). Wait for it.
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
     // An account that logs in by email, deployed as an existing flow is (its credentials sent once).
     const res = await fetch(new URL("flows", demo.editorUrl), {
       method: "POST",

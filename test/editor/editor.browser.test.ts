@@ -65,6 +65,9 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
       deployExamples: false,
       onLog: (l) => log.push(l),
     });
+    // The editor answers before the demo's flows have started: a deploy then can start the demo's
+    // account without its credentials (Node-RED clears them for the new flows first). Wait for it.
+    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
     // Our own flow from scratch: replace the demo's preconfigured account with one empty tab.
     const res = await fetch(new URL("flows", demo.editorUrl), {
       method: "POST",
