@@ -195,7 +195,9 @@ describe("Redis session store: several instances on one account share one sessio
   });
 
   it("Redis stopped and restarted mid-run: calls keep the in-memory token, store-unreachable when a renewal is needed, no login storm, no lost pair", async () => {
-    const list = launch(3, { lockWaitMs: 1_500, commandTimeoutMs: 500 });
+    // Commands time out after 2 s: a busy machine made a 500 ms one time out before the outage,
+    // and that instance then rightly showed store-unreachable until its next try a minute later.
+    const list = launch(3, { lockWaitMs: 1_500, commandTimeoutMs: 2_000 });
     await allStarted(list);
     assert.equal(count("loginByPhone", 200), 1);
     // The outage starts once the three share one pair, each ready (an instance still adopting it
