@@ -43,7 +43,8 @@ class Runtime {
         // Each instance has its own credential secret, as real ones do.
         credentialSecret: `secret-of-${name}`,
         httpNodeRoot: "/",
-        logging: { console: { level: "warn", metrics: false, audit: false } },
+        // info: the session's "adopted the pair renewed by another instance" line is what the test waits on.
+        logging: { console: { level: "info", metrics: false, audit: false } },
         externalModules: { autoInstall: false, palette: { allowInstall: false } },
         diagnostics: { enabled: false },
         telemetry: { enabled: false },
@@ -196,6 +197,7 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
     for (const r of results) assert.equal(r.outcome, "accepted", JSON.stringify(r));
 
     // One runtime logs in again (an operator's Reconnect): the other learns the new pair from Redis.
+    const mark = b.log.length;
     const r = await fetch(`${a.base}/door-access/accounts/acctA/reconnect`, {
       method: "POST",
       headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" },
@@ -203,7 +205,13 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
     });
     assert.equal(r.status, 202);
     await waitUntil(() => sim.control.requests({ operation: "loginByPhone" }).length === 2, 10_000, "the second login");
-    await new Promise((res) => setTimeout(res, 1_500)); // the notice travels through Redis
+    // The new login superseded the old pair at the service: b must have adopted a's new pair from
+    // Redis (its notice, then a read) before it sends anything. Waited for in b's log, not timed.
+    await waitUntil(
+      () => b.log.slice(mark).includes("adopted the pair renewed by another instance"),
+      30_000,
+      () => `runtime b to adopt the new pair from Redis:\n${b.log.slice(mark)}`,
+    );
     const more: { rt: Runtime; deviceId: number }[] = [];
     for (let i = 0; i < 20; i++) more.push({ rt: i % 2 ? a : b, deviceId: doors[i % doors.length] });
     const results2 = await Promise.all(more.map((s) => s.rt.unlock(s.deviceId)));
