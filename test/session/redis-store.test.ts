@@ -224,7 +224,9 @@ describe("Redis session store: one sealed value per account, a renewal lock only
 
   it("Redis away: load fails fast and clearly; the lock is waited for (bounded), then StoreUnreachableError", async () => {
     const down: (string | null)[] = [];
-    const a = store({ lockWaitMs: 800, commandTimeoutMs: 300, onUnreachable: (m) => down.push(m) });
+    // Commands time out after 2 s, not 300 ms: a busy machine made the connect or the save before
+    // the outage take longer than 300 ms, and the instance then (rightly) reported an outage early.
+    const a = store({ lockWaitMs: 800, commandTimeoutMs: 2_000, onUnreachable: (m) => down.push(m) });
     await a.save(PAIR);
     await redis.stop();
     await assert.rejects(a.load(), StoreUnreachableError);
