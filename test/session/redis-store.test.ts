@@ -159,11 +159,13 @@ describe("Redis session store: one sealed value per account, a renewal lock only
   });
 
   it("lock: extended while its owner holds it longer than the TTL (a slow login), released at the end", async () => {
-    const a = store({ lockTtlMs: 600 });
-    const b = store({ lockTtlMs: 600 });
+    // A 1.5 s TTL, extended every 0.5 s: a busy machine may run the extension up to a second late
+    // (with 600 ms it had 400 ms, and a late one let the lock lapse under a live owner).
+    const a = store({ lockTtlMs: 1_500 });
+    const b = store({ lockTtlMs: 1_500 });
     let tookIt = false;
     await a.withRenewalLock(async () => {
-      const end = Date.now() + 2_000; // more than three TTLs
+      const end = Date.now() + 5_000; // more than three TTLs
       while (Date.now() < end) {
         await b.acquire(100).then(
           () => (tookIt = true),
