@@ -25,15 +25,6 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
   let sim: RunningSimulator;
   let dir: string;
   let account: Account;
-  const make = (timings = {}) =>
-    new Account({
-      baseUrl: sim.url,
-      credentials: DEMO_PHONE,
-      tokenFile: path.join(dir, "s.json"),
-      auditLogPath: path.join(dir, "audit.jsonl"),
-      timings,
-      client: { random: () => 0 },
-    });
   beforeEach(async () => {
     sim = await startSimulator({ rateLimit: false });
     dir = mkdtempSync(path.join(tmpdir(), "door-replay-"));
@@ -48,7 +39,19 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
   });
 
   it("access revoked, refresh 429: one PUT (401), no replay, no halt; rate-limited with retryAfter; later the account recovers without a login", async () => {
-    account = make({ minRenewalIntervalMs: 200 });
+    // The account's clock is a fake one (the simulator and the sockets keep real time): the
+    // Retry-After second lasts until the test moves the clock, however slowly a busy machine runs
+    // the steps in between (on the real clock a second could pass before the early message).
+    clock = fakeClock(Date.now());
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      timings: { minRenewalIntervalMs: 200 },
+      client: { random: () => 0 },
+      clock,
+    });
     await account.start();
     sim.control.resetRequests();
     sim.control.revokeAccessToken("demo");
@@ -86,7 +89,7 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     );
     assert.equal(early.outcome, "rate-limited");
     assert.equal(ops(sim).length, 2, `nothing sent before Retry-After: ${JSON.stringify(ops(sim))}`);
-    await new Promise((r) => setTimeout(r, 1100));
+    await clock.tickAsync(1100);
     const later = await performUnlock(
       account,
       {
