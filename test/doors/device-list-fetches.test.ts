@@ -49,7 +49,9 @@ describe("The unlock path never waits for a list fetch when a list is there; a f
       await account.devices();
       await new Promise((r) => setTimeout(r, 150)); // the list is now expired
       sim.control.resetRequests();
-      sim.control.inject({ kind: "503", endpoint: "listUserDevices", latencyMs: 2000, count: 4 });
+      // The failing fetch is held 20 s at the service: far longer than the unlock can take on a
+      // busy machine, so the PUT is seen while the fetch is still in flight.
+      sim.control.inject({ kind: "503", endpoint: "listUserDevices", latencyMs: 20_000, count: 4 });
       const r = await performUnlock(
         account,
         {
@@ -80,8 +82,9 @@ describe("The unlock path never waits for a list fetch when a list is there; a f
         "the refresh runs in the background",
       );
     } finally {
-      await account.close();
+      // The service first (it drops the held fetch), then the account (it need not wait for it).
       await sim.close();
+      await account.close();
     }
   });
 
