@@ -422,8 +422,8 @@ describe("door access sidebar on a real Node-RED 4: its answers are words from t
   let userDir: string;
 
   before(async function () {
-    // Two starts of at most 60 s each (startNodeRedOnFreePort says why it starts a second).
-    this.timeout(150_000);
+    // Two starts of at most 60 s each, and the stop of the first (startNodeRedOnFreePort).
+    this.timeout(180_000);
     userDir = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-nr-"));
     installPackageLink(userDir, REPO_ROOT);
     const settings = path.join(userDir, "settings.js");
@@ -433,6 +433,8 @@ describe("door access sidebar on a real Node-RED 4: its answers are words from t
       userDir,
       pick: () => freePort(0),
       retry: true,
+      retrySilent: true,
+      timeoutMs: 60_000,
       writeSettings: (port) => {
         fs.writeFileSync(settings, settingsFile({ uiPort: port, credentialSecret: DEMO_CREDENTIAL_SECRET }));
         return settings;

@@ -6,7 +6,7 @@
  * A flow with three inject → door-unlock pairs (Front Door: accepted; Boiler Room: forbidden; a
  * bad device id: rejected, nothing sent) is deployed on the demo's account through the admin API;
  * the injects are pressed through Node-RED's inject endpoint. In the tab: the account's state, an
- * unlock appearing live (within a second of its record being written), the filters, a CSV
+ * unlock appearing live (over comms, without a reload; its delay printed), the filters, a CSV
  * download equal to the export of the file, Reconnect (one login at the simulator), a replay
  * record marked, and no page error.
  *
@@ -254,7 +254,7 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     await waitRows(fileRecords().length, "the records already in the file");
   });
 
-  it("an unlock appears in the tab within a second of its record being written (live, over comms; no reload)", async () => {
+  it("an unlock appears in the open tab live, over comms, without a reload; how long it took is printed (docs/nodes.md#editor-sidebar: about a second)", async () => {
     const before = await rows().count();
     // In the page, on the page's clock: a mark that a reload would lose, when each audit notice
     // reached the editor over comms, and (resource timings) when the tab read the records. What is
@@ -266,8 +266,11 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
         RED: { comms: { subscribe(topic: string, fn: (t: string, d: unknown) => void): void } };
         doorAccessSamePage?: boolean;
         doorAccessNotices?: { at: number; data: unknown }[];
+        doorAccessSince?: number;
       };
       w.doorAccessSamePage = true;
+      // A read the tab started before this point (its first load) may still end after it.
+      w.doorAccessSince = performance.now();
       const notices: { at: number; data: unknown }[] = (w.doorAccessNotices = []);
       w.RED.comms.subscribe("door-access/audit", (_t, data) => notices.push({ at: performance.now(), data }));
       performance.setResourceTimingBufferSize(10_000);
@@ -299,13 +302,18 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     );
     const latency = Date.now() - written;
     const seen = await page.evaluate(() => {
-      const w = window as unknown as { doorAccessSamePage?: boolean; doorAccessNotices?: { at: number; data: any }[] };
+      const w = window as unknown as {
+        doorAccessSamePage?: boolean;
+        doorAccessNotices?: { at: number; data: any }[];
+        doorAccessSince?: number;
+      };
+      const since = w.doorAccessSince ?? 0;
       return {
         samePage: w.doorAccessSamePage === true,
         notices: (w.doorAccessNotices ?? []).map((n) => ({ at: n.at, accounts: n.data?.accounts ?? null })),
         reads: performance
           .getEntriesByType("resource")
-          .filter((e) => /\/door-access\/sidebar\/accounts\/[^/]+\/records/.test(e.name))
+          .filter((e) => e.startTime >= since && /\/door-access\/sidebar\/accounts\/[^/]+\/records/.test(e.name))
           .map((e) => e.startTime),
       };
     });

@@ -31,10 +31,11 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
   });
   let clock: FakeClock | null = null;
   afterEach(async () => {
+    // The service first: a request it still holds would keep the account's close waiting.
+    await sim.close();
     await account.close();
     clock?.uninstall();
     clock = null;
-    await sim.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -150,6 +151,74 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     assert.equal(logins(sim), 0);
     assert.deepEqual(ops(sim).slice(3), ["refreshToken 200", "getDevice 200"], "one refresh, then the call");
     assert.equal(account.session.state, "ready");
+  });
+  it("a call whose 401 comes back while the scheduled refresh is under way waits for that refresh; the refresh fails on 5xx: the call fails without a replay, the account does not halt", async () => {
+    // The session runs on a fake clock (the scheduled refresh starts when the test moves it);
+    // the simulator holds the call's GET 2 s and the refresh's first attempt 8 s, so the 401
+    // comes back while the refresh is under way; the test checks that it did before going on.
+    clock = fakeClock(Date.now());
+    account = new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      timings: { renewEveryMs: 1500, minRenewalIntervalMs: 2000 },
+      client: { random: () => 0 },
+      clock,
+    });
+    await account.start();
+    sim.control.resetRequests();
+    sim.control.revokeAccessToken("demo");
+    sim.control.inject({ kind: "latency", endpoint: "getDevice", latencyMs: 2_000, count: 1 });
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", latencyMs: 8_000, count: 1 });
+    sim.control.inject({ kind: "503", endpoint: "refreshToken", count: 1 });
+    const call = account.getDevice(101).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    await waitUntil(() => sim.control.inFlight().some((e) => e.operation === "getDevice"), 10_000, "the call's GET");
+    await clock.tickAsync(1500); // the scheduled refresh starts
+    await waitUntil(
+      () => sim.control.inFlight().some((e) => e.operation === "refreshToken"),
+      10_000,
+      () => `the scheduled refresh: ${JSON.stringify(ops(sim))}`,
+    );
+    // The session has taken the call's 401 (it marks the token rejected) with the refresh still held.
+    const session = account.session as unknown as { rejectedAccess: string | null };
+    await waitUntil(
+      () => session.rejectedAccess !== null,
+      10_000,
+      () => `the call's 401: ${JSON.stringify(ops(sim))}`,
+    );
+    assert.ok(
+      sim.control.inFlight().some((e) => e.operation === "refreshToken"),
+      `the refresh was still under way when the call met its 401: ${JSON.stringify(ops(sim))}`,
+    );
+    let failed: unknown = undefined;
+    void call.then((e) => (failed = e));
+    // The held attempt ends (real time), then the client's one retry (its back-off on the fake clock).
+    await waitUntil(
+      () => count(sim, "refreshToken") === 1,
+      20_000,
+      () => `the held refresh: ${JSON.stringify(ops(sim))}`,
+    );
+    await tickUntil(
+      clock,
+      () => failed !== undefined,
+      10_000,
+      () => `the call's end: ${JSON.stringify(ops(sim))}`,
+    );
+    assert.ok(
+      failed instanceof RenewalFailedError && !failed.rateLimited,
+      `the call fails with the refresh: ${String(failed)} ${JSON.stringify(ops(sim))}`,
+    );
+    assert.deepEqual(
+      ops(sim),
+      ["getDevice 401", "refreshToken 503", "refreshToken 503"],
+      "one GET, the refresh and its one retry, no replay with the rejected token",
+    );
+    assert.ok(!account.session.state.startsWith("halted"), account.session.state);
+    assert.equal(logins(sim), 0);
   });
 });
 
