@@ -30,6 +30,17 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     dir = mkdtempSync(path.join(tmpdir(), "door-replay-"));
   });
   let clock: FakeClock | null = null;
+  /** The account on a fake clock (the simulator and the sockets keep real time). */
+  const onClock = (c: FakeClock, timings: Record<string, number>) =>
+    new Account({
+      baseUrl: sim.url,
+      credentials: DEMO_PHONE,
+      tokenFile: path.join(dir, "s.json"),
+      auditLogPath: path.join(dir, "audit.jsonl"),
+      timings,
+      client: { random: () => 0 },
+      clock: c,
+    });
   afterEach(async () => {
     // The service first: a request it still holds would keep the account's close waiting.
     await sim.close();
@@ -44,15 +55,7 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     // Retry-After second lasts until the test moves the clock, however slowly a busy machine runs
     // the steps in between (on the real clock a second could pass before the early message).
     clock = fakeClock(Date.now());
-    account = new Account({
-      baseUrl: sim.url,
-      credentials: DEMO_PHONE,
-      tokenFile: path.join(dir, "s.json"),
-      auditLogPath: path.join(dir, "audit.jsonl"),
-      timings: { minRenewalIntervalMs: 200 },
-      client: { random: () => 0 },
-      clock,
-    });
+    account = onClock(clock, { minRenewalIntervalMs: 200 });
     await account.start();
     sim.control.resetRequests();
     sim.control.revokeAccessToken("demo");
@@ -117,15 +120,7 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     // spacing after the failed refresh lasts until the test moves the clock, however slowly a
     // busy machine runs the steps in between.
     clock = fakeClock(Date.now());
-    account = new Account({
-      baseUrl: sim.url,
-      credentials: DEMO_PHONE,
-      tokenFile: path.join(dir, "s.json"),
-      auditLogPath: path.join(dir, "audit.jsonl"),
-      timings: { renewEveryMs: 1500, minRenewalIntervalMs: 2000 },
-      client: { random: () => 0 },
-      clock,
-    });
+    account = onClock(clock, { renewEveryMs: 1500, minRenewalIntervalMs: 2000 });
     await account.start();
     sim.control.resetRequests();
     // The scheduled refresh (at 1.5 s) fails with 503, twice (the client retries once).
@@ -152,20 +147,13 @@ describe("A 401 is renewed once and replayed once; a failed renewal means no rep
     assert.deepEqual(ops(sim).slice(3), ["refreshToken 200", "getDevice 200"], "one refresh, then the call");
     assert.equal(account.session.state, "ready");
   });
+
   it("a call whose 401 comes back while the scheduled refresh is under way waits for that refresh; the refresh fails on 5xx: the call fails without a replay, the account does not halt", async () => {
     // The session runs on a fake clock (the scheduled refresh starts when the test moves it);
     // the simulator holds the call's GET 2 s and the refresh's first attempt 8 s, so the 401
     // comes back while the refresh is under way; the test checks that it did before going on.
     clock = fakeClock(Date.now());
-    account = new Account({
-      baseUrl: sim.url,
-      credentials: DEMO_PHONE,
-      tokenFile: path.join(dir, "s.json"),
-      auditLogPath: path.join(dir, "audit.jsonl"),
-      timings: { renewEveryMs: 1500, minRenewalIntervalMs: 2000 },
-      client: { random: () => 0 },
-      clock,
-    });
+    account = onClock(clock, { renewEveryMs: 1500, minRenewalIntervalMs: 2000 });
     await account.start();
     sim.control.resetRequests();
     sim.control.revokeAccessToken("demo");
