@@ -7,9 +7,7 @@
  * wrong PINs lead to is the node's state: src/unlock/access-state.ts.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-
-export const PIN_MIN_DIGITS = 4;
-export const PIN_MAX_DIGITS = 12;
+import { PIN_MAX_DIGITS } from "./access-config.js";
 
 interface Secret {
   /** Random, made for the rule set. */

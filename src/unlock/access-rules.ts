@@ -60,7 +60,8 @@ type ParseResult = { ok: true; rules: AccessRules } | { ok: false; problems: str
  * part of its rules (docs/access-rules.md#configuration-errors).
  */
 export function parseAccessRules(config: AccessRulesConfig | null | undefined): ParseResult {
-  const { problems, actors, windows, zone, cooldown, pin } = readAccessConfig(config ?? {});
+  const { actors, windows, zone, cooldown, pin, ...read } = readAccessConfig(config ?? {});
+  const problems = read.problems.map((p) => p.text);
   if (problems.length > 0 || zone === null) {
     return { ok: false, problems, message: `the access rules cannot be read: ${problems.join("; ")}` };
   }

@@ -8,6 +8,7 @@ import { AuditWriteFailed } from "../audit/audit-log.js";
 import type { DeviceDirectory, DoorIdentity } from "../doors/directory.js";
 import { checkLock, describeValue, doorInputProblem, isDeviceId, parseLockId, selectDoor } from "../doors/select.js";
 import { describeThrown } from "../util/text.js";
+import { nodeActorProblem } from "./node-actor.js";
 import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
 
@@ -64,20 +65,12 @@ const MAX_ACTOR = 100;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-/** Longest actor a node may be configured with (docs/nodes.md#door-unlock); the dialog checks the same. */
-const MAX_NODE_ACTOR = 200;
-
 /**
- * Why the node's configured actor cannot be used (null: it can): one line of at most 200
- * characters, as the dialog's check (nodes/door-unlock.html) reads it. A node deployed with
- * another (a flow file edited by hand) says so at deploy, and a message that would carry it is
- * refused (docs/nodes.md#door-unlock).
+ * Why the node's configured actor cannot be used (null: it can): src/unlock/node-actor.ts, the
+ * function the dialog validates with. A node deployed with another (a flow file edited by hand)
+ * says so at deploy, and a message that would carry it is refused (docs/nodes.md#door-unlock).
  */
-export function nodeActorProblem(value: string): string | null {
-  if (value.length > MAX_NODE_ACTOR || CONTROL.test(value))
-    return `the node's actor must be one line of at most ${MAX_NODE_ACTOR} characters`;
-  return null;
-}
+export { nodeActorProblem };
 
 /** The actor of a message that names none: the node's, else `node-red:<node id>` (also when the node's cannot be used). */
 export function nodeActor(node: Pick<UnlockNodeSettings, "actor" | "nodeId">): string {

@@ -24,8 +24,8 @@
  * evil.com) and writes every IPv4 spelling as dotted decimal (`http://127.1/` and
  * `http://0x7f.1/` are 127.0.0.1, which is loopback, and is where the connection goes).
  *
- * The function refers to nothing outside its own body, so its source can be embedded in the
- * editor as it is (`isLoopbackHost.toString()`).
+ * The editor's account dialog bundles this module (through src/client/base-url.ts) and checks a
+ * base URL with it, so the dialog and the runtime apply the same rule: it runs in the browser too.
  *
  * docs/simulator.md#loopback-only; the base URL rule: docs/nodes.md#door-account
  */

@@ -1,6 +1,6 @@
 /**
- * Runtime part of the editor plugin `door-access-sidebar` (the "Door access" sidebar tab,
- * nodes/plugins/door-access-sidebar.html): admin endpoints that list the deployed accounts and
+ * Runtime part of the editor plugin `door-access-sidebar` (the "Door access" sidebar tab, whose
+ * editor half is editor/index.ts in this folder): admin endpoints that list the deployed accounts and
  * read their audit logs, and a live notice over Node-RED comms when a record is written.
  *
  * Reading needs `door-account.read`; the Reconnect button uses door-account's own
@@ -11,11 +11,11 @@
  */
 import type { NodeAPI } from "node-red";
 import type { Request, Response } from "express";
-import { type AuditFilter, exportCsv, parseInstant, readPage } from "../audit/reader.js";
-import { onAnyAuditRecord, verifyAuditLog } from "../audit/source.js";
-import { permission } from "../nodes/admin-access.js";
-import type { DoorAccountNode } from "../nodes/shared.js";
-import { textOf } from "../util/text.js";
+import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../audit/reader.js";
+import { onAnyAuditRecord, verifyAuditLog } from "../../audit/source.js";
+import { permission } from "../admin-access.js";
+import type { DoorAccountNode } from "../shared.js";
+import { textOf } from "../../util/text.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
 const COMMS_TOPIC = "door-access/audit";

@@ -4,15 +4,20 @@
  * Registered once by door-account.ts with what they need of its deployed nodes.
  */
 import type { NodeAPI } from "node-red";
-import { AccountCore, checkAccountSettings, checkStoreSettings, type SessionStoreChoice } from "../account/account.js";
-import { type Settings, dropSignIn, runningCore, signIn } from "../account/registry.js";
-import type { Credentials } from "../client/client.js";
-import { locksOf } from "../doors/select.js";
-import { HALTED_STATES, type SessionLog } from "../session/session.js";
-import { accountKey } from "../session/token-store.js";
-import type { Device } from "../spec/schemas.js";
-import { fromEditor, hasPermission, permission } from "./admin-access.js";
-import { type DoorAccountNode, ADMIN_PREFIX } from "./shared.js";
+import {
+  AccountCore,
+  checkAccountSettings,
+  checkStoreSettings,
+  type SessionStoreChoice,
+} from "../../account/account.js";
+import { type Settings, dropSignIn, runningCore, signIn } from "../../account/registry.js";
+import type { Credentials } from "../../client/client.js";
+import { locksOf } from "../../doors/select.js";
+import { HALTED_STATES, type SessionLog } from "../../session/session.js";
+import { accountKey } from "../../session/token-store.js";
+import type { Device } from "../../spec/schemas.js";
+import { fromEditor, hasPermission, permission } from "../admin-access.js";
+import { type DoorAccountNode, ADMIN_PREFIX } from "../shared.js";
 
 /**
  * A forced list fetch from the editor happens at most once per this interval per account,

@@ -5,7 +5,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
-import { parseBaseUrl } from "../client/base-url.js";
+import { parseBaseUrl } from "../../client/base-url.js";
 import {
   ACCOUNT_DRAIN_MS,
   Account,
@@ -13,16 +13,16 @@ import {
   checkAccountSettings,
   checkStoreSettings,
   type SessionStoreChoice,
-} from "../account/account.js";
-import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../audit/audit-log.js";
-import { checkAuditPath } from "../audit/paths.js";
-import { descriptionUrl } from "../account/description-check.js";
-import type { Credentials } from "../client/client.js";
-import type { SessionHaltedError } from "../session/errors.js";
-import { type SessionLog, type SessionSnapshot } from "../session/session.js";
-import { accountKey, tokenFileFor } from "../session/token-store.js";
-import { textOf } from "../util/text.js";
-import { type Member, deployStarted, join, settingsOf } from "../account/registry.js";
+} from "../../account/account.js";
+import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../../audit/audit-log.js";
+import { checkAuditPath } from "../../audit/paths.js";
+import { descriptionUrl } from "../../account/description-check.js";
+import type { Credentials } from "../../client/client.js";
+import type { SessionHaltedError } from "../../session/errors.js";
+import { type SessionLog, type SessionSnapshot } from "../../session/session.js";
+import { accountKey, tokenFileFor } from "../../session/token-store.js";
+import { textOf } from "../../util/text.js";
+import { type Member, deployStarted, join, settingsOf } from "../../account/registry.js";
 import { type AccountCreds, registerAccountAdminRoutes } from "./door-account-admin.js";
 import {
   type AccountUser,
@@ -30,7 +30,7 @@ import {
   type DoorAccountNode,
   ACCOUNT_CLOSE_GUARD_MS,
   stateStatus,
-} from "./shared.js";
+} from "../shared.js";
 
 /** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
 const deployHooked = new WeakSet<object>();

@@ -4,8 +4,8 @@
  * msg.statusCode set.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { classifyFailure } from "../unlock/outcome.js";
-import { FlowNodeBinding, MessageFields, clockTime, failMessage, endMessage } from "./shared.js";
+import { classifyFailure } from "../../unlock/outcome.js";
+import { FlowNodeBinding, MessageFields, clockTime, failMessage, endMessage } from "../shared.js";
 
 interface DevicesDef extends NodeDef {
   account: string;

@@ -4,8 +4,8 @@
  * Catch node can branch on them.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { selectDoor } from "../doors/select.js";
-import { classifyFailure } from "../unlock/outcome.js";
+import { selectDoor } from "../../doors/select.js";
+import { classifyFailure } from "../../unlock/outcome.js";
 import {
   FlowNodeBinding,
   MessageFields,
@@ -14,7 +14,7 @@ import {
   describeThrown,
   failMessage,
   endMessage,
-} from "./shared.js";
+} from "../shared.js";
 
 interface StatusDef extends NodeDef {
   account: string;

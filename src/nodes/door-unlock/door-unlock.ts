@@ -10,7 +10,7 @@
  * status ever carries it.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../unlock/access-rules.js";
+import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../../unlock/access-rules.js";
 import {
   AuditRecordLost,
   messageActor,
@@ -19,7 +19,7 @@ import {
   type NodeAccess,
   type UnlockInput,
   type UnlockResult,
-} from "../unlock/unlock.js";
+} from "../../unlock/unlock.js";
 import {
   FlowNodeBinding,
   MessageFields,
@@ -29,7 +29,7 @@ import {
   configuredDoor,
   describeThrown,
   endMessage,
-} from "./shared.js";
+} from "../shared.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
