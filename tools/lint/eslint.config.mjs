@@ -1,5 +1,6 @@
 // ESLint for @door-access/node-red: typescript-eslint's type-aware recommended rules over every
-// TypeScript file, and eslint's recommended rules over the editor and entry-point JavaScript.
+// TypeScript file (the editor's too, with the browser's globals and its own tsconfig), and
+// eslint's recommended rules over the bin scripts and test fixtures in JavaScript.
 // Run from the repository root: `npm run lint` (it installs this folder's tools on first use).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
@@ -10,11 +11,17 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "tools/**", ".ci/**", ".demo/**", "test-artifacts/**", "nodes/icons/**"] },
+  { ignores: ["dist/**", "node_modules/**", "tools/**", ".ci/**", ".demo/**", "test-artifacts/**"] },
   {
     files: ["**/*.ts"],
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],
-    languageOptions: { parserOptions: { project: path.join(root, "tsconfig.json"), tsconfigRootDir: root } },
+    // A file is typed by the first project that holds it: the editor's code is only in tsconfig.editor.json.
+    languageOptions: {
+      parserOptions: {
+        project: [path.join(root, "tsconfig.json"), path.join(root, "tsconfig.editor.json")],
+        tsconfigRootDir: root,
+      },
+    },
     rules: {
       // `_`-prefixed parameters and caught errors are the project's way of saying "unused on purpose".
       "@typescript-eslint/no-unused-vars": [
@@ -65,15 +72,17 @@ export default tseslint.config(
     },
   },
   {
-    files: ["nodes/**/*.js", "resources/**/*.js", "bin/**/*.js", "test/fixtures/**/*.js"],
+    // The editor's code runs in the browser: its globals are the browser's, with Node-RED's RED and
+    // jQuery's $ (typed by src/nodes/editor-shared/red.d.ts and @types/jquery), never Node's.
+    files: ["src/nodes/*/editor/**/*.ts", "src/nodes/editor-shared/**/*.ts"],
+    languageOptions: { globals: { ...globals.browser, RED: "readonly", $: "readonly" } },
+  },
+  {
+    files: ["bin/**/*.js", "test/fixtures/**/*.js"],
     extends: [js.configs.recommended],
-    languageOptions: {
-      sourceType: "commonjs",
-      globals: { ...globals.node, ...globals.browser, RED: "readonly", $: "readonly", jQuery: "readonly" },
-    },
+    languageOptions: { sourceType: "commonjs", globals: globals.node },
     rules: {
-      // As for TypeScript above: a caught error may go unused (the editor scripts keep the ES5
-      // style of Node-RED's editor code, `catch (e)`, rather than ES2019's `catch {`).
+      // As for TypeScript above: a caught error may go unused.
       "no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
     },
   },

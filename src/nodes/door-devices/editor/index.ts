@@ -1,65 +1,52 @@
-<!--
-  door-devices: the account's devices (GET /api/user/device) or locations
-  (GET /api/user/location). The runtime reads exactly these properties: name, account, list.
--->
+/**
+ * door-devices in the editor: its definition (RED.nodes.registerType) and its dialog
+ * (editor/template.html); the account's devices (GET /api/user/device) or locations
+ * (GET /api/user/location). The runtime (door-devices.ts) reads exactly these properties: name,
+ * account, list.
+ *
+ * The build (scripts/editor-build.ts) bundles this file into the node's door-devices.html
+ * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
+ */
+import type { EditorNode } from "../../editor-shared/red.js";
 
-<script type="text/javascript">
-(function () {
-    var NS = "@door-access/node-red/door-devices";
+interface DoorDevicesNode extends EditorNode {
+  name?: string;
+  account?: string;
+  list?: string;
+}
 
-    function tr(key, opts) {
-        return RED._(NS + ":door-devices." + key, opts);
-    }
+const NS = "@door-access/node-red/door-devices";
 
-    RED.nodes.registerType('door-devices', {
-        category: 'door access',
-        color: "#9BC4E2",
-        defaults: {
-            name: { value: "" },
-            account: { value: "", type: "door-account", required: true },
-            list: {
-                value: "devices",
-                validate: function (v, opt) {
-                    return v === "devices" || v === "locations";
-                }
-            }
-        },
-        inputs: 1,
-        outputs: 1,
-        icon: "door-devices.svg",
-        paletteLabel: function () {
-            return tr("paletteLabel");
-        },
-        label: function () {
-            return this.name || (this.list === "locations" ? tr("label.locations") : tr("label.default"));
-        },
-        labelStyle: function () {
-            return this.name ? "node_label_italic" : "";
-        },
-        oneditprepare: function () {
-            if (!$("#node-input-list").val()) {
-                $("#node-input-list").val("devices");
-            }
-        }
-    });
-})();
-</script>
+function tr(key: string, opts?: Record<string, unknown>): string {
+  return RED._(`${NS}:door-devices.${key}`, opts);
+}
 
-<script type="text/html" data-template-name="door-devices">
-    <div class="form-row">
-        <label for="node-input-name"><i class="fa fa-tag"></i> <span data-i18n="door-devices.label.name"></span></label>
-        <input type="text" id="node-input-name" data-i18n="[placeholder]door-devices.placeholder.name">
-    </div>
-    <div class="form-row">
-        <label for="node-input-account"><i class="fa fa-user"></i> <span data-i18n="door-devices.label.account"></span></label>
-        <input type="text" id="node-input-account">
-    </div>
-    <div class="form-row">
-        <label for="node-input-list"><i class="fa fa-list"></i> <span data-i18n="door-devices.label.list"></span></label>
-        <select id="node-input-list" style="width: 70%;">
-            <option value="devices" data-i18n="door-devices.list.devices"></option>
-            <option value="locations" data-i18n="door-devices.list.locations"></option>
-        </select>
-    </div>
-    <div class="form-tips" data-i18n="door-devices.tip.list"></div>
-</script>
+RED.nodes.registerType<DoorDevicesNode>("door-devices", {
+  category: "door access",
+  color: "#9BC4E2",
+  defaults: {
+    name: { value: "" },
+    account: { value: "", type: "door-account", required: true },
+    list: {
+      value: "devices",
+      validate(v) {
+        return v === "devices" || v === "locations";
+      },
+    },
+  },
+  inputs: 1,
+  outputs: 1,
+  icon: "door-devices.svg",
+  paletteLabel() {
+    return tr("paletteLabel");
+  },
+  label() {
+    return this.name || (this.list === "locations" ? tr("label.locations") : tr("label.default"));
+  },
+  labelStyle() {
+    return this.name ? "node_label_italic" : "";
+  },
+  oneditprepare() {
+    if (!$("#node-input-list").val()) $("#node-input-list").val("devices");
+  },
+});
