@@ -57,8 +57,12 @@ const nrNodes = path.dirname(
   }),
 );
 const load = (p: string): unknown => requireCjs(p);
+/** Our nodes' entry points, as Node-RED finds them: package.json's node-red.nodes. */
+const ENTRIES = (load(path.join(REPO_ROOT, "package.json")) as { "node-red": { nodes: Record<string, string> } })[
+  "node-red"
+].nodes;
 const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"].map((n) =>
-  load(path.join(REPO_ROOT, "nodes", `${n}.js`)),
+  load(path.join(REPO_ROOT, ENTRIES[n])),
 );
 
 /**

@@ -1,3 +1,0 @@
-"use strict";
-// Node-RED entry point; the logic is compiled from src/nodes/door-account.ts
-module.exports = require("../dist/src/nodes/door-account.js");
