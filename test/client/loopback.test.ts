@@ -6,9 +6,10 @@
 import { strict as assert } from "node:assert";
 import { readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
-import { loopbackScript } from "../../scripts/editor-assets.js";
+import { parseBaseUrl } from "../../src/client/base-url.js";
 import { isLoopbackHost } from "../../src/util/loopback.js";
 import { LOOPBACK_CASES } from "../helpers/loopback-hosts.js";
+import { PACKAGE_ROOT, editorDefinition, editorScripts, nodeFile } from "../helpers/node-files.js";
 
 function hostnameOf(input: string): string | null {
   try {
@@ -24,6 +25,12 @@ describe("loopback rule: 127.0.0.0/8 in dotted decimal, ::1 in any spelling, loc
       assert.equal(isLoopbackHost(c.input), c.raw);
     });
   }
+
+  it("anything that is not a string is not loopback", () => {
+    for (const v of [undefined, null, 127, ["127.0.0.1"], { toString: () => "127.0.0.1" }]) {
+      assert.equal(isLoopbackHost(v as unknown as string), false);
+    }
+  });
 });
 
 describe('loopback rule on the parsed hostname: what new URL("http://<host>/").hostname gives is what the guard checks (docs/security.md#plain-http-only-to-this-machine)', () => {
@@ -44,55 +51,63 @@ describe('loopback rule on the parsed hostname: what new URL("http://<host>/").h
   });
 });
 
-describe("loopback rule: one self-contained function, so the editor can carry the same source (docs/security.md#plain-http-only-to-this-machine)", () => {
-  it("its source, evaluated on its own, gives the same answers over the whole table", () => {
-    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- what is tested: the function's source text, run on its own
-    const copy = new Function(`return ${isLoopbackHost.toString()}`)() as (host: unknown) => boolean;
+/** Whether a URL has what a base URL may not: a user name or password, a query, a fragment. */
+function hasExtras(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return !!(u.username || u.password || u.search || u.hash);
+  } catch {
+    return false;
+  }
+}
+
+describe("loopback rule in the editor: the account dialog checks a base URL with the runtime's rule, bundled from src/client/base-url.ts and src/util/loopback.ts (docs/security.md#plain-http-only-to-this-machine)", () => {
+  let accepts: (url: string) => boolean;
+  before(() => {
+    const validate = editorDefinition("door-account").defaults.baseUrl.validate!;
+    accepts = (url) => validate.call({}, url) === true;
+  });
+
+  it("the dialog accepts http://<host>/ exactly when the host is loopback, over the whole table", () => {
     for (const c of LOOPBACK_CASES) {
-      assert.equal(copy(c.input), c.raw, c.input);
-      if (c.hostname !== null) assert.equal(copy(c.hostname), c.parsed, c.hostname);
+      const url = `http://${c.input}/`;
+      if (hasExtras(url)) continue; // refused for what else it holds: the next test
+      assert.equal(accepts(url), c.parsed === true, `${url} (${c.why})`);
     }
   });
 
-  it("anything that is not a string is not loopback", () => {
-    for (const v of [undefined, null, 127, ["127.0.0.1"], { toString: () => "127.0.0.1" }]) {
-      assert.equal(isLoopbackHost(v as unknown as string), false);
-    }
-  });
-});
-
-describe("loopback rule: the editor uses the same function, generated from src/util/loopback.ts at build (docs/security.md#plain-http-only-to-this-machine)", () => {
-  const root = path.resolve(__dirname, "..", "..", "..");
-
-  it("resources/loopback.js is the compiled rule, and gives the same answers over the whole table", () => {
-    const script = readFileSync(path.join(root, "resources", "loopback.js"), "utf8");
-    assert.equal(script, loopbackScript(), "resources/loopback.js is stale: run npm run build");
-    const window: { DoorAccessLoopback?: { isLoopbackHost: (h: unknown) => boolean } } = {};
-    // eslint-disable-next-line @typescript-eslint/no-implied-eval -- what is tested: the generated script, run as the editor runs it
-    new Function("window", script)(window);
-    const editor = window.DoorAccessLoopback!.isLoopbackHost;
-    for (const c of LOOPBACK_CASES) {
-      assert.equal(editor(c.input), c.raw, c.input);
-      if (c.hostname !== null) assert.equal(editor(c.hostname), c.parsed, c.hostname);
-    }
-  });
-
-  it("no editor file carries a loopback rule of its own: the account dialog loads the generated one", () => {
-    const html = readFileSync(path.join(root, "nodes", "door-account.html"), "utf8");
-    assert.match(
-      html,
-      /<script type="text\/javascript" src="resources\/@door-access\/node-red\/loopback\.js"><\/script>/,
-    );
-    assert.match(html, /window\.DoorAccessLoopback\.isLoopbackHost\(u\.hostname\)/);
-    for (const dir of ["nodes", "nodes/plugins", "resources"]) {
-      for (const f of readdirSync(path.join(root, dir)).filter((n) => /\.(html|js)$/.test(n) && n !== "loopback.js")) {
-        const text = readFileSync(path.join(root, dir, f), "utf8");
-        assert.doesNotMatch(
-          text,
-          /function isLoopbackHost|127\\\.|\[::1\]/,
-          `${dir}/${f} decides loopback hosts by itself`,
-        );
+  it("the dialog accepts a base URL exactly when the runtime does, over the whole table (http:// and https://)", () => {
+    const runtimeAccepts = (url: string): boolean => {
+      try {
+        parseBaseUrl(url);
+        return true;
+      } catch {
+        return false;
       }
+    };
+    for (const c of LOOPBACK_CASES)
+      for (const url of [`http://${c.input}/`, `https://${c.input}/`, `http://${c.input}`, c.input])
+        assert.equal(accepts(url), runtimeAccepts(url), JSON.stringify(url));
+  });
+
+  it("no editor file carries a loopback rule of its own: the built account dialog holds the runtime's one function", () => {
+    const script = editorScripts(readFileSync(nodeFile("door-account", "editor"), "utf8")).join("\n");
+    assert.equal(script.split("function isLoopbackHost(").length - 1, 1, "isLoopbackHost bundled once");
+    assert.equal(script.split("// src/util/loopback.ts\n").length - 1, 1, "from src/util/loopback.ts");
+    const editorSources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) return editorSources(p);
+        return /\.(ts|html)$/.test(e.name) && /[/\\](editor|editor-shared)[/\\]/.test(p) ? [p] : [];
+      });
+    const files = editorSources(path.join(PACKAGE_ROOT, "src", "nodes"));
+    assert.ok(files.length >= 10, `the editor's sources: ${files.length}`);
+    for (const f of files) {
+      assert.doesNotMatch(
+        readFileSync(f, "utf8"),
+        /function isLoopbackHost|127\\\.|\[::1\]/,
+        `${path.relative(PACKAGE_ROOT, f)} decides loopback hosts by itself`,
+      );
     }
   });
 });

@@ -21,11 +21,9 @@
  * readable, unminified JavaScript).
  */
 import { strict as assert } from "node:assert";
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import {
   PACKAGE_NAME,
   REPO_ROOT,
@@ -34,26 +32,8 @@ import {
   startNodeRedOnFreePort,
   type NodeRedProcess,
 } from "../../scripts/node-red-process.js";
+import { builtAt, npm, packTarball, run } from "../helpers/npm-pack.js";
 
-const execFileAsync = promisify(execFile);
-/**
- * npm as the one running the suite (npm_execpath), else the one on PATH. Under `npm test` the
- * PATH starts with node_modules/.bin, where Node-RED 4's dependencies put npm 10, whose `npm pack`
- * runs `prepare` (a full build, rewriting dist/ under the tests running beside this one) even
- * with --ignore-scripts (npm/cli#7211; npm 11 obeys it).
- */
-const npmCli = process.env.npm_execpath && /\.c?js$/.test(process.env.npm_execpath) ? process.env.npm_execpath : null;
-const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-const run = (
-  cmd: string,
-  args: string[],
-  opts: { cwd?: string; maxBuffer?: number; env?: NodeJS.ProcessEnv; timeout?: number } = {},
-): Promise<{ stdout: string; stderr: string }> =>
-  npmCli && cmd === npm
-    ? execFileAsync(process.execPath, [npmCli, ...args], { ...opts, encoding: "utf8" })
-    : execFileAsync(cmd, args, { ...opts, encoding: "utf8" });
-/** A compiled file's modification time: packing must not rebuild dist/. */
-const builtAt = (): number => fs.statSync(path.join(REPO_ROOT, "dist", "src", "nodes", "door-unlock.js")).mtimeMs;
 const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
   name: string;
   version: string;
@@ -71,26 +51,26 @@ function walk(dir: string): string[] {
     );
 }
 
+/** The editor's sources (a node's editor/ folder, src/nodes/editor-shared/): bundled into its .html, not compiled on their own. */
+const isEditorSource = (f: string): boolean => /^src\/nodes\/(editor-shared|[^/]+\/editor)\//.test(f);
+
 /** What the package must contain, derived from the repository. */
 function expectedFiles(): Set<string> {
   const files = new Set<string>(["package.json", "README.md", "LICENSE"]);
-  for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")))
+  for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts") && !isEditorSource(f)))
     files.add(`dist/${ts.slice(0, -3)}.js`);
-  for (const json of walk("src").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
-  for (const js of Object.values(pkg["node-red"].nodes)) {
+  for (const json of walk("src/spec").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
+  // Each node and the editor plugin: its entry point, its editor file, and its catalogue, help
+  // and icons (from its folder src/nodes/<type>/) beside them.
+  for (const [type, js] of Object.entries({ ...pkg["node-red"].nodes, ...pkg["node-red"].plugins })) {
     files.add(js);
     files.add(js.replace(/\.js$/, ".html"));
+    for (const sub of ["locales", "icons"])
+      for (const f of walk(`src/nodes/${type}/${sub}`))
+        files.add(`${path.posix.dirname(js)}/${f.slice(`src/nodes/${type}/`.length)}`);
   }
-  for (const js of Object.values(pkg["node-red"].plugins ?? {})) {
-    files.add(js); // editor plugins: entry point, editor half, catalogue
-    files.add(js.replace(/\.js$/, ".html"));
-  }
-  for (const f of walk("nodes/plugins/locales")) files.add(f);
-  for (const f of walk("nodes/locales")) files.add(f);
-  for (const f of walk("icons")) files.add(`nodes/${f}`);
   for (const f of walk("examples").filter((x) => x.endsWith(".json"))) files.add(f);
   for (const f of walk("bin")) files.add(f);
-  for (const f of walk("resources")) files.add(f); // editor code shared by two dialogs
   for (const f of walk("docs").filter((x) => x.endsWith(".md") && !x.slice("docs/".length).includes("/"))) files.add(f); // the reference, for the simulator's hint
   return files;
 }
@@ -177,13 +157,18 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
     );
   });
 
-  it("has every node's entry point, editor file, catalogue, help and icon", () => {
+  it("has every node's entry point, editor file, catalogue, help and icon, side by side as Node-RED looks for them", () => {
     for (const [type, js] of Object.entries(pkg["node-red"].nodes)) {
+      const dir = path.posix.dirname(js);
       assert.ok(packed.includes(js), js);
       assert.ok(packed.includes(js.replace(/\.js$/, ".html")), `${type}.html`);
-      assert.ok(packed.includes(`nodes/locales/en-US/${type}.json`), `${type} messages`);
-      assert.ok(packed.includes(`nodes/locales/en-US/${type}.html`), `${type} help`);
-      assert.ok(packed.includes(`nodes/icons/${type}.svg`), `${type} icon`);
+      assert.ok(packed.includes(`${dir}/locales/en-US/${type}.json`), `${type} messages`);
+      assert.ok(packed.includes(`${dir}/locales/en-US/${type}.html`), `${type} help`);
+      assert.ok(packed.includes(`${dir}/icons/${type}.svg`), `${type} icon`);
+    }
+    for (const [type, js] of Object.entries(pkg["node-red"].plugins ?? {})) {
+      assert.ok(packed.includes(js.replace(/\.js$/, ".html")), `${type}.html`);
+      assert.ok(packed.includes(`${path.posix.dirname(js)}/locales/en-US/${type}.json`), `${type} messages`);
     }
     assert.ok(
       packed.some((f) => f.startsWith("examples/")),
@@ -195,18 +180,21 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
     for (const f of packed) {
       assert.doesNotMatch(
         f,
-        /^(test|src|scripts|bench|\.demo|\.ci|icons)\/|^dist\/(test|scripts|bench)\/|\.ts$|\.map$|\.tgz$|^node_modules\//,
+        /^(test|src|scripts|bench|\.demo|\.ci|nodes|resources|icons)\/|^dist\/(test|scripts|bench)\/|\.ts$|\.map$|\.tgz$|^node_modules\//,
         f,
       );
     }
   });
 
-  it("ships no stale compiled file (each dist/src/*.js has its source)", () => {
+  it("ships no stale built file (each dist/src/ file has its source: a .js its .ts, an editor file its editor/index.ts, a catalogue, help or icon its copy)", () => {
     for (const f of packed.filter((x) => x.startsWith("dist/src/"))) {
-      assert.ok(
-        fs.existsSync(path.join(REPO_ROOT, f.replace(/^dist\//, "").replace(/\.js$/, ".ts"))),
-        `${f} has no source file`,
-      );
+      const built = f.replace(/^dist\//, "");
+      const source = built.endsWith(".js")
+        ? built.replace(/\.js$/, ".ts")
+        : built.endsWith(".html") && !built.includes("/locales/")
+          ? `${path.posix.dirname(built)}/editor/index.ts`
+          : built;
+      assert.ok(fs.existsSync(path.join(REPO_ROOT, source)), `${f} has no source file (${source})`);
     }
   });
 });
@@ -224,13 +212,7 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
     userDir = path.join(work, "userdir");
     await userDirNodeRedMade(userDir);
     // The release tarball, where the README's command expects it: in the user directory.
-    const built = builtAt();
-    const { stdout } = await run(npm, ["pack", "--json", "--ignore-scripts", "--pack-destination", userDir], {
-      cwd: REPO_ROOT,
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    assert.equal(builtAt(), built, "npm pack --ignore-scripts ran no build (dist/ untouched)");
-    tgzName = (JSON.parse(stdout) as Array<{ filename: string }>)[0].filename;
+    tgzName = await packTarball(userDir);
     assert.equal(tgzName, `door-access-node-red-${pkg.version}.tgz`, "the file name the README gives");
     assert.ok(fs.existsSync(path.join(userDir, tgzName)));
     offline = await npmInstallIn(userDir, `./${tgzName}`, 100_000);
@@ -249,7 +231,7 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
       (JSON.parse(fs.readFileSync(path.join(installed, "package.json"), "utf8")) as { version: string }).version,
       pkg.version,
     );
-    assert.ok(fs.existsSync(path.join(installed, "dist", "src", "nodes", "door-unlock.js")));
+    assert.ok(fs.existsSync(path.join(installed, pkg["node-red"].nodes["door-unlock"])));
     for (const dep of ["undici", "zod"]) assert.ok(fs.existsSync(path.join(userDir, "node_modules", dep)), dep);
     const saved = JSON.parse(fs.readFileSync(path.join(userDir, "package.json"), "utf8")) as {
       dependencies: Record<string, string>;
@@ -290,7 +272,11 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
     >;
     assert.ok(examples.length >= 6, `examples listed: ${JSON.stringify(examples)}`);
     const editorFile = await fetch(`${nr.url}/nodes`, { headers: { Accept: "text/html" } });
-    assert.match(await editorFile.text(), /registerType\('door-unlock'/, "the editor definitions are served");
+    assert.match(
+      await editorFile.text(),
+      /RED\.nodes\.registerType\(["']door-unlock["'], \{/,
+      "the editor definitions are served",
+    );
     assert.doesNotMatch(nr.output(), /\[error\]/, nr.output());
   });
 
@@ -335,14 +321,13 @@ describe("installed from the git repository as the README says (`npm install git
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
-  it("npm ran the package's prepare: the installed copy holds the build (dist/src/nodes/door-account.js) and the dependencies are installed", () => {
+  it("npm ran the package's prepare: the installed copy holds the build (door-account's entry point and editor file) and the dependencies are installed", () => {
     if (!offline) console.warn("      note: the offline install failed; installed with --prefer-offline");
     const installed = path.join(userDir, "node_modules", "@door-access", "node-red");
     assert.equal(fs.lstatSync(installed).isSymbolicLink(), false);
-    assert.ok(
-      fs.existsSync(path.join(installed, "dist", "src", "nodes", "door-account.js")),
-      "the build is in the installed copy",
-    );
+    const entry = pkg["node-red"].nodes["door-account"];
+    assert.ok(fs.existsSync(path.join(installed, entry)), "the build is in the installed copy");
+    assert.ok(fs.existsSync(path.join(installed, entry.replace(/\.js$/, ".html"))), "with its editor file");
     assert.equal(
       fs.existsSync(path.join(installed, "src")),
       false,

@@ -8,8 +8,10 @@
  * unique type names, N02 every non-config node in an example, D01 at most 6 runtime
  * dependencies, D03 dependency ranges include the (installed) latest versions.
  *
- * Like the tool, N01/N02 read the `.html` beside each `.js` listed in `node-red.nodes` and
- * look only at `<script type="text/javascript">` blocks for
+ * Like the tool, the checks read the package as published: the tarball `npm pack` makes,
+ * unpacked (its package.json, LICENSE, examples and the built editor files; the build makes them,
+ * scripts/editor-build.ts). N01/N02 read the `.html` beside each `.js` listed in `node-red.nodes`
+ * and look only at `<script type="text/javascript">` blocks (with the tool's own pattern) for
  * `RED.nodes.registerType('literal-name', { inline object })` with literal `category`,
  * `defaults`, `credentials`, `inputs`, `outputs`.
  */
@@ -17,8 +19,10 @@ import { strict as assert } from "node:assert";
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
+import { packTarball, unpackTarball } from "../helpers/npm-pack.js";
 
 interface Pkg {
   name: string;
@@ -31,7 +35,6 @@ interface Pkg {
   "node-red": { version?: string; nodes: Record<string, string> };
 }
 
-const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as Pkg;
 const nodeRedDir = path.dirname(require.resolve("node-red/package.json", { paths: [REPO_ROOT] }));
 // semver and acorn come with Node-RED (a devDependency): the same tools the scorecard uses.
 interface SemVer {
@@ -84,12 +87,13 @@ interface Registration {
   computedProps: Set<string>;
 }
 
-/** What the scorecard reads from an editor file. */
+/** What the scorecard reads from an editor file: its <script type="text/javascript"> blocks, found as the tool finds them. */
 function registrations(htmlFile: string): Registration[] {
   const html = fs.readFileSync(htmlFile, "utf8");
-  const blocks = [...html.matchAll(/<script\s+type=["']text\/javascript["'][^>]*>([\s\S]*?)<\/script>/g)].map(
+  const blocks = [...html.matchAll(/<script.+?type=['"]text\/javascript['"].*?>([\S\s]*?)<\/script>/gi)].map(
     (m) => m[1],
   );
+  assert.ok(blocks.length > 0, `${path.basename(htmlFile)}: a <script type="text/javascript"> block`);
   const out: Registration[] = [];
   const visit = (n: unknown): void => {
     if (!n || typeof n !== "object") return;
@@ -127,16 +131,33 @@ function registrations(htmlFile: string): Registration[] {
   return out;
 }
 
-const registered = Object.entries(pkg["node-red"].nodes).flatMap(([key, js]) => {
-  const html = path.join(REPO_ROOT, js.replace(/\.js$/, ".html"));
-  assert.ok(fs.existsSync(html), `${key}: ${path.relative(REPO_ROOT, html)} beside ${js}`);
-  return registrations(html).map((r) => ({ ...r, key, js }));
-});
+describe("flow-library scorecard (checked offline, on the package npm pack makes)", () => {
+  let work: string;
+  /** The unpacked tarball: what the flow library reads. */
+  let packageDir: string;
+  let pkg: Pkg;
+  let registered: (Registration & { key: string; js: string })[];
 
-describe("flow-library scorecard (checked offline)", () => {
+  before(async function () {
+    this.timeout(60_000);
+    work = fs.mkdtempSync(path.join(tmpdir(), "door-scorecard-"));
+    const tgz = await packTarball(work);
+    packageDir = await unpackTarball(path.join(work, tgz), path.join(work, "unpacked"));
+    pkg = JSON.parse(fs.readFileSync(path.join(packageDir, "package.json"), "utf8")) as Pkg;
+    registered = Object.entries(pkg["node-red"].nodes).flatMap(([key, js]) => {
+      const html = path.join(packageDir, js.replace(/\.js$/, ".html"));
+      assert.ok(fs.existsSync(html), `${key}: ${js.replace(/\.js$/, ".html")} beside ${js} in the package`);
+      return registrations(html).map((r) => ({ ...r, key, js }));
+    });
+  });
+
+  after(() => {
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
   it("P01: a license, with its LICENSE file", () => {
     assert.equal(pkg.license, "Apache-2.0");
-    const text = fs.readFileSync(path.join(REPO_ROOT, "LICENSE"), "utf8");
+    const text = fs.readFileSync(path.join(packageDir, "LICENSE"), "utf8");
     assert.match(text, /Apache License\s+Version 2\.0/);
   });
 
@@ -217,10 +238,10 @@ describe("flow-library scorecard (checked offline)", () => {
   it("N02: every non-config node type appears in an example flow", () => {
     const exampleTypes = new Set(
       fs
-        .readdirSync(path.join(REPO_ROOT, "examples"))
+        .readdirSync(path.join(packageDir, "examples"))
         .filter((f) => f.endsWith(".json"))
         .flatMap((f) =>
-          (JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "examples", f), "utf8")) as Array<{ type: string }>).map(
+          (JSON.parse(fs.readFileSync(path.join(packageDir, "examples", f), "utf8")) as Array<{ type: string }>).map(
             (n) => n.type,
           ),
         ),

@@ -1,47 +1,50 @@
 /**
- * The door-unlock dialog flags exactly the access rules the runtime cannot read: the editor's
- * checks (resources/access-rules-editor.js, run here as the browser would run them) and the
- * runtime's reading (src/unlock/access-rules.ts) agree over one table of values, so a node the
- * editor shows as valid never fails at deploy, and the editor never refuses what the runtime
- * would run (docs/access-rules.md#configuration-errors).
+ * The door-unlock dialog flags exactly the access rules the runtime cannot read: its checks are
+ * the runtime's reading (src/unlock/access-config.ts, bundled into the node's editor file), so a
+ * node the editor shows as valid never fails at deploy, and the editor never refuses what the
+ * runtime would run (docs/access-rules.md#configuration-errors). Proved on what the browser runs:
+ * the validators of the built door-unlock.html, run as the editor runs them, agree with the
+ * runtime's parseAccessRules over one table of values; and the built file carries the runtime's
+ * checks once, with no copy of its own.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import * as vm from "node:vm";
-import { REPO_ROOT } from "../../scripts/node-red-process.js";
 import { parseAccessRules, type AccessRulesConfig } from "../../src/unlock/access-rules.js";
+import { PACKAGE_ROOT, editorDefinition, editorScripts, nodeFile } from "../helpers/node-files.js";
 
 type Check = (v: unknown) => string | null;
-interface EditorChecks {
-  actorsProblem: Check;
-  scheduleProblem: Check;
-  zoneProblem: Check;
-  cooldownProblem: Check;
-  pinProblem: Check;
-}
+type Field = "allowActors" | "schedule" | "timeZone" | "cooldown" | "pin";
 
-/** The editor's checks, from the file Node-RED serves to the browser. */
-function editorChecks(): EditorChecks {
-  const source = fs.readFileSync(path.join(REPO_ROOT, "resources", "access-rules-editor.js"), "utf8");
-  const sandbox: { window: { DoorAccessRules?: EditorChecks }; Intl: typeof Intl } = { window: {}, Intl };
-  vm.runInNewContext(source, sandbox);
-  assert.ok(sandbox.window.DoorAccessRules, "the script defines window.DoorAccessRules");
-  return sandbox.window.DoorAccessRules;
+/** The dialog's check of each rule field: the node's validators in the built editor file (a problem = their message's catalogue key). */
+function editorChecks(): Record<Field, Check> {
+  const def = editorDefinition("door-unlock");
+  const check =
+    (validate: ((v: unknown) => boolean | string) | undefined): Check =>
+    (v) => {
+      assert.ok(validate, "the field has a validator");
+      const r = validate.call({}, v);
+      return r === true ? null : String(r);
+    };
+  return {
+    allowActors: check(def.defaults.allowActors.validate),
+    schedule: check(def.defaults.schedule.validate),
+    timeZone: check(def.defaults.timeZone.validate),
+    cooldown: check(def.defaults.cooldown.validate),
+    pin: check(def.credentials?.pin.validate),
+  };
 }
 
 const WINDOW = { days: [2], from: "07:00", to: "12:00" };
 
 /** Each field with values either side of its limits; `with` is what the rest of the rules hold. */
 const TABLE: {
-  field: keyof AccessRulesConfig;
-  check: keyof EditorChecks;
+  field: keyof AccessRulesConfig & Field;
   values: unknown[];
   with?: AccessRulesConfig;
 }[] = [
   {
     field: "allowActors",
-    check: "actorsProblem",
     values: [
       undefined,
       null,
@@ -67,7 +70,6 @@ const TABLE: {
   },
   {
     field: "schedule",
-    check: "scheduleProblem",
     values: [
       undefined,
       null,
@@ -99,7 +101,6 @@ const TABLE: {
   },
   {
     field: "timeZone",
-    check: "zoneProblem",
     // A zone matters only with a schedule.
     with: { schedule: [WINDOW] },
     values: [
@@ -119,7 +120,6 @@ const TABLE: {
   },
   {
     field: "cooldown",
-    check: "cooldownProblem",
     values: [
       undefined,
       null,
@@ -146,7 +146,6 @@ const TABLE: {
   },
   {
     field: "pin",
-    check: "pinProblem",
     values: [
       undefined,
       null,
@@ -166,12 +165,15 @@ const TABLE: {
 ];
 
 describe("the door-unlock dialog flags exactly what the runtime cannot read (docs/access-rules.md#configuration-errors)", () => {
-  const checks = editorChecks();
+  let checks: Record<Field, Check>;
+  before(() => {
+    checks = editorChecks();
+  });
   for (const row of TABLE) {
     it(`${row.field}: the editor's check and the runtime's reading agree on ${row.values.length} values`, () => {
       const disagree: string[] = [];
       for (const value of row.values) {
-        const editorOk = checks[row.check](value) === null;
+        const editorOk = checks[row.field](value) === null;
         const runtime = parseAccessRules({ ...row.with, [row.field]: value });
         if (editorOk !== runtime.ok) {
           const said = runtime.ok ? "runs it" : `refuses it (${runtime.message})`;
@@ -186,8 +188,25 @@ describe("the door-unlock dialog flags exactly what the runtime cannot read (doc
 
   it("the table reaches both answers for every field (a check that accepts or refuses everything fails here)", () => {
     for (const row of TABLE) {
-      const answers = new Set(row.values.map((v) => checks[row.check](v) === null));
+      const answers = new Set(row.values.map((v) => checks[row.field](v) === null));
       assert.deepEqual([...answers].sort(), [false, true], row.field);
+    }
+  });
+});
+
+describe("the door-unlock dialog's rule checks are the runtime's, not a copy (docs/access-rules.md#configuration-errors)", () => {
+  it("the built editor file carries the runtime's reading of the rules once, and no pattern for a time, a PIN or a control character but the runtime's", () => {
+    const script = editorScripts(fs.readFileSync(nodeFile("door-unlock", "editor"), "utf8")).join("\n");
+    // esbuild names each module it bundles in a comment: the runtime's modules are in, once.
+    const runtime = ["src/unlock/access-config.ts", "src/unlock/node-actor.ts"];
+    for (const module of runtime) assert.equal(script.split(`// ${module}\n`).length - 1, 1, `${module} bundled once`);
+    assert.equal(script.split("function readAccessConfig(").length - 1, 1, "one reading of the rules");
+    // Each pattern a rule is read with appears as often as in those modules: the editor has none of its own.
+    const sources = runtime.map((f) => fs.readFileSync(path.join(PACKAGE_ROOT, f), "utf8")).join("\n");
+    const count = (text: string, pattern: string): number => text.split(pattern).length - 1;
+    for (const pattern of ["/^([01][0-9]|2[0-3]):([0-5][0-9])$/", "/^[0-9]{4,12}$/", "/[\\u0000-\\u001f\\u007f]/"]) {
+      assert.ok(count(sources, pattern) > 0, `${pattern} is in the runtime's modules`);
+      assert.equal(count(script, pattern), count(sources, pattern), `${pattern}: only the runtime's`);
     }
   });
 });

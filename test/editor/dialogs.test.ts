@@ -1,6 +1,6 @@
 /**
  * The edit dialogs in Node-RED's own style (docs/nodes.md): at most one tip shown by default per
- * dialog, the explanations in the sidebar help (nodes/locales/en-US/<node>.html). A tip that
+ * dialog, the explanations in the sidebar help (locales/en-US/<node>.html). A tip that
  * is hidden until a situation calls for it (the stored door is not in the list, "reject
  * retained" is off) is a warning, not a standing tip, and is not counted. Every text a dialog
  * names (data-i18n) exists in its message catalogue, so trimming a tip cannot leave a key
@@ -8,13 +8,13 @@
  */
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
-import * as path from "node:path";
+import { nodeFile } from "../helpers/node-files.js";
 
-const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
 const NODES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
+/** The dialog of the built editor file Node-RED loads. */
 function template(node: string): string {
-  const html = readFileSync(path.join(REPO_ROOT, "nodes", `${node}.html`), "utf8");
+  const html = readFileSync(nodeFile(node, "editor"), "utf8");
   const m = new RegExp(`<script type="text/html" data-template-name="${node}">([\\s\\S]*?)</script>`).exec(html);
   assert.ok(m, `${node}.html has its edit template`);
   return m[1];
@@ -38,16 +38,14 @@ describe("editor dialogs: at most one tip shown, the explanations in the node he
     });
 
     it(`${node}: every data-i18n key of the dialog is in the catalogue, and the help exists`, () => {
-      const catalogue = JSON.parse(
-        readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.json`), "utf8"),
-      ) as unknown;
+      const catalogue = JSON.parse(readFileSync(nodeFile(node, "catalogue"), "utf8")) as unknown;
       const keys = [...template(node).matchAll(/data-i18n="([^"]+)"/g)]
         .flatMap((m) => m[1].split(";"))
         .map((k) => k.replace(/^\[[^\]]+\]/, ""));
       assert.ok(keys.length > 0);
       for (const k of keys)
         assert.equal(typeof lookup(catalogue, k), "string", `${node}: ${k} is missing from ${node}.json`);
-      const help = readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", `${node}.html`), "utf8");
+      const help = readFileSync(nodeFile(node, "help"), "utf8");
       assert.match(help, new RegExp(`data-help-name="${node}"`));
     });
   }

@@ -1,45 +1,21 @@
 /**
- * The door-unlock dialog's check of the node's actor (nodes/door-unlock.html, its `defaults`
- * validate, run here as the browser runs it) and the runtime's (src/unlock/unlock.ts): one line of
- * at most 200 characters (docs/nodes.md#door-unlock). Both read the same values the same way, so
- * a node the dialog shows as valid is never refused at run time, and the dialog flags every actor
- * the runtime would refuse.
+ * The door-unlock dialog's check of the node's actor (the `defaults` validate of the built
+ * door-unlock.html, run here as the browser runs it) and the runtime's (src/unlock/node-actor.ts,
+ * which the dialog's bundles): one line of at most 200 characters (docs/nodes.md#door-unlock).
+ * Both read the same values the same way, so a node the dialog shows as valid is never refused at
+ * run time, and the dialog flags every actor the runtime would refuse.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import * as path from "node:path";
-import * as vm from "node:vm";
-import { REPO_ROOT } from "../../scripts/node-red-process.js";
 import { nodeActorProblem } from "../../src/unlock/unlock.js";
-
-type Validate = (this: unknown, v: unknown, opt?: unknown) => true | string;
-interface NodeDefinition {
-  defaults: Record<string, { value: unknown; validate?: Validate }>;
-}
-
-/** door-unlock's definition as the editor registers it: the node's own script, run with a stub RED. */
-function doorUnlockDefinition(): NodeDefinition {
-  const html = fs.readFileSync(path.join(REPO_ROOT, "nodes", "door-unlock.html"), "utf8");
-  const script = /<script type="text\/javascript">([\s\S]*?)<\/script>/.exec(html);
-  assert.ok(script, "door-unlock.html has its inline script");
-  const registered: Record<string, NodeDefinition> = {};
-  const sandbox = {
-    window: { DoorAccessEditor: {}, DoorAccessRules: {} },
-    RED: {
-      _: (key: string) => key,
-      nodes: { registerType: (type: string, def: NodeDefinition) => (registered[type] = def) },
-    },
-  };
-  vm.runInNewContext(script[1], sandbox);
-  assert.ok(registered["door-unlock"], "the script registers door-unlock");
-  return registered["door-unlock"];
-}
+import { editorDefinition, nodeFile } from "../helpers/node-files.js";
 
 describe("door-unlock's actor is one line of at most 200 characters: the dialog flags exactly what the runtime refuses (docs/nodes.md#door-unlock)", () => {
-  const validate = doorUnlockDefinition().defaults.actor.validate!;
+  let validate: ((this: unknown, v: unknown) => boolean | string) | undefined;
   const dialogProblem = (v: string): string | null => {
+    validate ??= editorDefinition("door-unlock").defaults.actor.validate!;
     const r = validate.call({}, v);
-    return r === true ? null : r;
+    return r === true ? null : String(r);
   };
 
   it("empty, 1 and 200 characters are valid; 201 characters, a line break, a tab or another control character are not", () => {
@@ -54,9 +30,9 @@ describe("door-unlock's actor is one line of at most 200 characters: the dialog 
   });
 
   it("the dialog's message says the rule", () => {
-    const catalogue = JSON.parse(
-      fs.readFileSync(path.join(REPO_ROOT, "nodes", "locales", "en-US", "door-unlock.json"), "utf8"),
-    ) as { "door-unlock": { errors: Record<string, string> } };
+    const catalogue = JSON.parse(fs.readFileSync(nodeFile("door-unlock", "catalogue"), "utf8")) as {
+      "door-unlock": { errors: Record<string, string> };
+    };
     assert.equal(
       catalogue["door-unlock"].errors["invalid-actor"],
       "the actor must be one line of at most 200 characters",

@@ -1,7 +1,7 @@
 /**
- * The "Door access" sidebar's runtime half (src/plugin/sidebar.ts) in a real Node-RED runtime
- * against the simulator: the deployed accounts and their state, the audit records newest first
- * with filters, the chain check, the CSV export, the live notice over Node-RED comms, and the
+ * The "Door access" sidebar's runtime half (src/nodes/door-access-sidebar/door-access-sidebar.ts)
+ * in a real Node-RED runtime against the simulator: the deployed accounts and their state, the
+ * audit records newest first with filters, the chain check, the CSV export, the live notice over Node-RED comms, and the
  * permissions (docs/security.md#who-can-do-what-the-admin-routes: admin endpoints behind
  * RED.auth.needsPermission; reading needs door-account.read, Reconnect door-account.write). No
  * token, password or phone number in any answer or notice (docs/security.md#secrets).
@@ -48,15 +48,14 @@ import {
   until,
   waitReady,
 } from "../helpers/flow.js";
+import { entryPoint } from "../helpers/node-files.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
 const SIDEBAR = "/door-access/sidebar/accounts";
 // Our plugin's entry point and Node-RED's internals are CommonJS, found by path at run time.
 const requireCjs = createRequire(__filename);
-const pluginModule = requireCjs(path.join(process.cwd(), "nodes", "plugins", "door-access-sidebar.js")) as (
-  red: any,
-) => void;
+const pluginModule = requireCjs(entryPoint("door-access-sidebar")) as (red: any) => void;
 // Node-RED's runtime event bus: RED.comms.publish(topic, data) emits "comms" on it.
 const runtimeEvents = requireCjs(resolveFromNodeRed("@node-red/util")).events as import("node:events").EventEmitter;
 
@@ -497,10 +496,18 @@ describe("door access sidebar: the latest 50 records of the account's log, newes
       Array.from({ length: 10 }, (_, k) => 10 - k),
     );
     assert.equal(older.body.more, false);
-    // The tab's own request (nodes/plugins/door-access-sidebar.html) names the same page size.
-    const tabSource = fs.readFileSync(path.join(REPO_ROOT, "nodes", "plugins", "door-access-sidebar.html"), "utf8");
+    // The tab's own request (its editor script, src/nodes/door-access-sidebar/editor/index.ts) names the same page size.
+    const tabSource = fs.readFileSync(
+      path.join(REPO_ROOT, "src", "nodes", "door-access-sidebar", "editor", "index.ts"),
+      "utf8",
+    );
     assert.deepEqual(
-      [...tabSource.matchAll(/\bq\.limit = (\d+);/g)].map((m) => Number(m[1])),
+      [...tabSource.matchAll(/\bq\.limit = (PAGE|\d+);/g)].map((m) => m[1]),
+      ["PAGE"],
+      "the request's limit is the page size",
+    );
+    assert.deepEqual(
+      [...tabSource.matchAll(/\bconst PAGE = (\d+);/g)].map((m) => Number(m[1])),
       [50],
     );
   });

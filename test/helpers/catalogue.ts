@@ -1,18 +1,14 @@
 /**
  * Node-RED's translation as a full runtime gives it. Under node-red-node-test-helper RED._ returns
  * the key itself; node modules wrapped by withEnglishText() get a RED._ that reads the package's
- * en-US message catalogues (nodes/locales/en-US/*.json) instead: the texts a user sees, with their
- * values.
+ * en-US message catalogues (as built: locales/en-US/<type>.json beside each node's entry point)
+ * instead: the texts a user sees, with their values.
  */
 import { readFileSync } from "node:fs";
-import * as path from "node:path";
+import { nodeFile } from "./node-files.js";
 
 const CATALOGUES = ["door-account", "door-devices", "door-status", "door-unlock"].map(
-  (n) =>
-    JSON.parse(readFileSync(path.join(process.cwd(), "nodes", "locales", "en-US", `${n}.json`), "utf8")) as Record<
-      string,
-      unknown
-    >,
+  (n) => JSON.parse(readFileSync(nodeFile(n, "catalogue"), "utf8")) as Record<string, unknown>,
 );
 
 /** A __value__ as text: a missing one as nothing. */

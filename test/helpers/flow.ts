@@ -1,7 +1,8 @@
 /**
  * Shared setup of the Node-RED runtime tests (not a test file itself): a real Node-RED 4
  * runtime through node-red-node-test-helper, the four door nodes loaded from their compiled
- * entry points (nodes/*.js), a fresh user directory per flow, the simulator as the service.
+ * entry points (package.json's node-red.nodes: dist/src/nodes/<type>/<type>.js), a fresh user
+ * directory per flow, the simulator as the service.
  *
  * Requests are always counted at the simulator (its request log), never in our own code.
  */
@@ -13,6 +14,7 @@ import * as path from "node:path";
 import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
 import { closeAllParked } from "../../src/account/registry.js";
+import { entryPoint } from "./node-files.js";
 import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
 
 // node-red-node-test-helper (no type declarations), our nodes' entry points and Node-RED's own
@@ -23,13 +25,13 @@ helper.init(nodeRedPath); // Node-RED 4, or 5 with DOOR_ACCESS_NODE_RED=node-red
 
 export { DEMO_ACCOUNT };
 
-const load = (file: string): unknown => requireCjs(path.join(process.cwd(), "nodes", `${file}.js`));
+const load = (type: string): unknown => requireCjs(entryPoint(type));
 export const accountModule = load("door-account") as (red: any) => void;
 export const devicesModule = load("door-devices") as (red: any) => void;
 export const statusModule = load("door-status") as (red: any) => void;
 export const unlockModule = load("door-unlock") as (red: any) => void;
 /** The editor sidebar plugin (it registers the sidebar's admin routes). */
-export const pluginModule = load("plugins/door-access-sidebar") as (red: any) => void;
+export const pluginModule = load("door-access-sidebar") as (red: any) => void;
 const core = (file: string): unknown => requireCjs(resolveFromNodeRed(`@node-red/nodes/core/common/${file}.js`));
 export const catchModule: unknown = core("25-catch");
 /** Node-RED's Complete node. */

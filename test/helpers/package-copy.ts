@@ -5,7 +5,7 @@
  * rewrites every file of dist/ in place. The suite runs its files in parallel (docs/testing.md),
  * so another test file, a Node-RED or a child process loading a module from dist/ at that moment
  * could read it half written. A test that runs `npm start` runs it here instead: the package's
- * own files (package.json, tsconfig.json and every folder the build or the demo reads) copied
+ * own files (package.json, the tsconfigs and every folder the build or the demo reads) copied
  * from the repository, its node_modules a symlink to the repository's. `npm start` there builds
  * the same sources into the copy's dist/ and runs the same demo, exactly as a user's would.
  *
@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
 
 /** What `npm start` builds and runs (the tests and the benchmark are not needed: a third of the build). */
-const COPIED = ["package.json", "tsconfig.json", "src", "scripts", "nodes", "resources", "icons", "examples", "bin"];
+const COPIED = ["package.json", "tsconfig.json", "tsconfig.editor.json", "src", "scripts", "examples", "bin"];
 let made: string | null = null;
 
 export function packageCopy(): string {
@@ -28,11 +28,7 @@ export function packageCopy(): string {
   for (const name of COPIED) {
     const from = path.join(REPO_ROOT, name);
     if (!fs.existsSync(from)) continue;
-    // nodes/icons is a build output (copied from icons/): the copy's build makes its own.
-    fs.cpSync(from, path.join(dir, name), {
-      recursive: true,
-      filter: (src) => src !== path.join(REPO_ROOT, "nodes", "icons"),
-    });
+    fs.cpSync(from, path.join(dir, name), { recursive: true });
   }
   fs.symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
   made = dir;
