@@ -8,7 +8,7 @@
  */
 import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
-import { nodeFile } from "../helpers/node-files.js";
+import { editorDefinition, nodeFile } from "../helpers/node-files.js";
 
 const NODES = ["door-account", "door-devices", "door-status", "door-unlock"];
 
@@ -47,6 +47,19 @@ describe("editor dialogs: at most one tip shown, the explanations in the node he
         assert.equal(typeof lookup(catalogue, k), "string", `${node}: ${k} is missing from ${node}.json`);
       const help = readFileSync(nodeFile(node, "help"), "utf8");
       assert.match(help, new RegExp(`data-help-name="${node}"`));
+    });
+  }
+});
+
+describe("editor validators say why a value is invalid: each takes (value, opt), the form whose returned message Node-RED reads as invalid (docs/nodes.md)", () => {
+  // Node-RED 3+ reads a validator's string as "invalid, because ..." only from a validator declared
+  // with two parameters; a one-parameter validator's string is coerced to true (valid).
+  for (const node of NODES) {
+    it(`${node}: every validate of its defaults and credentials has two parameters`, () => {
+      const def = editorDefinition(node);
+      const validators = Object.entries({ ...def.defaults, ...def.credentials }).filter(([, p]) => p.validate);
+      assert.ok(validators.length > 0, `${node} validates something`);
+      for (const [name, p] of validators) assert.equal(p.validate!.length, 2, `${node}.${name}: validate(value, opt)`);
     });
   }
 });

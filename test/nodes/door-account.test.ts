@@ -49,6 +49,7 @@ import {
   waitReady,
   waitState,
 } from "../helpers/flow.js";
+import { nodeFile } from "../helpers/node-files.js";
 import { received } from "../helpers/odd-messages.js";
 
 const ADMIN = "/door-access/accounts";
@@ -158,8 +159,8 @@ describe("door-account: one session for every node, its state on every node's st
     });
     await waitState("halted-login-failed");
     const state = (await helper.request().get(`${ADMIN}/acc1/state`).expect(200)).body;
-    // The dialog shows the state's label and, in brackets, the reason (nodes/door-account.html describe()).
-    const catalogue = JSON.parse(readFileSync("nodes/locales/en-US/door-account.json", "utf8"));
+    // The dialog shows the state's label and, in brackets, the reason (describe() in door-account's editor/index.ts).
+    const catalogue = JSON.parse(readFileSync(nodeFile("door-account", "catalogue"), "utf8"));
     const line = `${catalogue["door-account"].state["halted-login-failed"]} (${state.reason})`;
     assert.equal(line.match(/check/gi)?.length, 1, `said once: ${line}`);
     assert.equal(state.reason, "the service refused the login (401)");

@@ -18,8 +18,13 @@ export interface EditorNode {
   dirty?: boolean;
 }
 
-/** A validator: true, else false or the message to show (fixed text only: the editor shows it as HTML). */
-export type Validator<N> = (this: N, value: unknown, opt?: unknown) => boolean | string;
+/**
+ * A validator: true, else false or the message to show (fixed text only: the editor shows it as
+ * HTML). Declare it with both parameters, `validate(v, _opt)`: Node-RED takes a returned message as
+ * "invalid" only from a validator of two parameters (`validate.length === 2`); from one of one
+ * parameter it coerces the message to true, valid (test/editor/dialogs.test.ts).
+ */
+export type Validator<N> = (this: N, value: unknown, opt: unknown) => boolean | string;
 
 export interface PropertyDefinition<N> {
   value: unknown;

@@ -113,7 +113,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
       value: "",
       required: true,
       label: RED._("@door-access/node-red/door-account:door-account.label.baseUrl"),
-      validate(v) {
+      validate(v, _opt) {
         if (isValidBaseUrl(v)) return true;
         // "127.0.0.1:18787", "door.example.com": the scheme is missing.
         const typed = text(v).trim();
@@ -123,41 +123,41 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     },
     loginMethod: {
       value: "phone",
-      validate(v) {
+      validate(v, _opt) {
         return v === "phone" || v === "email" || v === "login";
       },
     },
     auditLog: { value: "" },
     auditMaxBytes: {
       value: "10485760",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || v === "" || /^\s*\d{1,15}\s*$/.test(text(v))) return true;
         return t("errors.invalid-audit-max-bytes");
       },
     },
     auditKeep: {
       value: "10",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || v === "" || /^\s*\d{1,6}\s*$/.test(text(v))) return true;
         return t("errors.invalid-audit-keep");
       },
     },
     sessionStore: {
       value: "file",
-      validate(v) {
+      validate(v, _opt) {
         return v === undefined || v === "" || v === "file" || v === "redis";
       },
     },
     redisUrl: {
       value: "",
-      validate(v) {
+      validate(v, _opt) {
         if (current("sessionStore", this.sessionStore, "file") !== "redis" || isValidRedisUrl(v)) return true;
         return t("errors.invalid-redis-url");
       },
     },
     redisKeyPrefix: {
       value: "door-access:",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || v === "" || (text(v).length <= 100 && !/\s/.test(text(v)))) return true;
         return t("errors.invalid-redis-prefix");
       },
@@ -167,7 +167,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     specCheck: { value: true },
     docsUrl: {
       value: "",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || text(v).trim() === "" || isValidBaseUrl(v)) return true;
         return t("errors.invalid-docs-url");
       },
@@ -176,7 +176,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
   credentials: {
     phoneNumber: {
       type: "password",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || current("loginMethod", this.loginMethod, "phone") === "email") return true;
         // STORED: a stored value the editor is never shown.
         if (v === STORED || PHONE.test(normalisePhone(v))) return true;
@@ -185,7 +185,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     },
     email: {
       type: "password",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || v === STORED || current("loginMethod", this.loginMethod, "phone") !== "email") {
           return true;
         }
@@ -195,7 +195,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     },
     password: {
       type: "password",
-      validate(v) {
+      validate(v, _opt) {
         if (v === undefined || v === STORED || text(v).length > 0) return true;
         return t("errors.missing-password");
       },

@@ -29,7 +29,7 @@ RED.nodes.registerType<DoorDevicesNode>("door-devices", {
     account: { value: "", type: "door-account", required: true },
     list: {
       value: "devices",
-      validate(v) {
+      validate(v, _opt) {
         return v === "devices" || v === "locations";
       },
     },

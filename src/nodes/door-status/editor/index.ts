@@ -34,7 +34,7 @@ RED.nodes.registerType<DoorStatusNode>("door-status", {
     account: { value: "", type: "door-account", required: true },
     deviceId: {
       value: "",
-      validate(v) {
+      validate(v, _opt) {
         return isDeviceIdValue(v) ? true : tr("errors.invalid-device-id");
       },
     },

@@ -73,7 +73,7 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
     account: { value: "", type: "door-account", required: true },
     deviceId: {
       value: "",
-      validate(v) {
+      validate(v, _opt) {
         return isDeviceIdValue(v) ? true : tr("errors.invalid-device-id");
       },
     },
@@ -81,14 +81,14 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
     doorLocation: { value: "" },
     lockId: {
       value: "",
-      validate(v) {
+      validate(v, _opt) {
         return toLockId(v) !== null ? true : tr("errors.invalid-lock-id");
       },
     },
     actor: {
       value: "",
       // The runtime's own check (src/unlock/node-actor.ts): one line of at most 200 characters.
-      validate(v) {
+      validate(v, _opt) {
         return nodeActorProblem(textOf(v ?? "")) === null ? true : tr("errors.invalid-actor");
       },
     },
@@ -96,25 +96,25 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
     // Access rules (docs/access-rules.md): the runtime's reading of each field; what it cannot read is flagged.
     allowActors: {
       value: [],
-      validate(v) {
+      validate(v, _opt) {
         return ruleResult(actorsProblem(v));
       },
     },
     schedule: {
       value: [],
-      validate(v) {
+      validate(v, _opt) {
         return ruleResult(scheduleProblem(v));
       },
     },
     timeZone: {
       value: "",
-      validate(v) {
+      validate(v, _opt) {
         return ruleResult(zoneProblem(v));
       },
     },
     cooldown: {
       value: 0,
-      validate(v) {
+      validate(v, _opt) {
         return ruleResult(cooldownProblem(v));
       },
     },
@@ -122,7 +122,7 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
   credentials: {
     pin: {
       type: "password",
-      validate(v) {
+      validate(v, _opt) {
         return ruleResult(pinProblem(v));
       },
     },
