@@ -1,7 +1,7 @@
 /**
  * The table of hosts the loopback rule is tested over (docs/simulator.md#loopback-only states the
- * rule for the simulator; src/util/loopback.ts explains each choice). Shared so that every copy
- * of the rule (the client, the simulator, the editor) is held to the same rows.
+ * rule for the simulator; src/util/loopback.ts explains each choice). Shared so that every user
+ * of the one rule (the client, the simulator, the account dialog's bundle) is held to the same rows.
  *
  * Each row: what a user might type as the host of `http://<input>/` (or pass as --host), what the
  * rule says of that text as it is (`raw`), what the WHATWG URL parser makes of it (`hostname`,
