@@ -208,7 +208,7 @@
     if (actorsProblem(node.allowActors) || scheduleProblem(node.schedule)) {
       return true;
     }
-    return hasPin(node);
+    return node.pinSet === true || hasPin(node);
   }
 
   // ---- the time zones -----------------------------------------------------------------------
@@ -370,6 +370,10 @@
         c._.has_pin = false;
       }
     }
+    // A node marked pinSet without a stored PIN is a copy or an import (Node-RED never copies
+    // credentials): the runtime refuses every message until a PIN is entered again, and the
+    // mark stays unless "Remove PIN" is pressed (docs/access-rules.md#a-copied-node-and-its-pin).
+    var pinLost = node.pinSet === true && !hadPin;
     var removing = false;
     pinInput.val("");
     function showPin() {
@@ -380,11 +384,14 @@
         state = pinProblem(typed) ? t("pin-invalid") : hadPin ? t("pin-replace") : t("pin-new");
       } else if (removing) {
         state = t("pin-removing");
+      } else if (pinLost) {
+        state = t("pin-missing");
       } else {
         state = hadPin ? t("pin-stored") : t("pin-none");
       }
-      pinState.text(state).toggleClass("door-unlock-pin-problem", typed !== "" && pinProblem(typed) !== null);
-      pinRemove.toggle(hadPin && !removing);
+      var problem = typed !== "" ? pinProblem(typed) !== null : pinLost && !removing;
+      pinState.text(state).toggleClass("door-unlock-pin-problem", problem);
+      pinRemove.toggle((hadPin || pinLost) && !removing);
     }
     pinInput.on("change keyup input paste", function () {
       if (String(pinInput.val() || "") !== "") {
@@ -433,6 +440,8 @@
         }
         var after = typed !== "" || (hadPin && !removing);
         setPinKnown(n.id, after);
+        // The mark the flow file keeps (never the PIN): set while a PIN is, or was and is lost.
+        n.pinSet = after || (pinLost && !removing);
         return { pinInvalid: typed !== "" && pinProblem(typed) !== null };
       },
     };
