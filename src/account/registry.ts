@@ -63,6 +63,8 @@ export function samePassword(a: Settings, b: Settings): boolean {
 const same = (a: Settings, b: Settings) => samePassword(a, b) && a.store === b.store;
 
 export interface MemberHooks {
+  /** The node's id: a later instance of the same node id compares its login and password with this one's. */
+  readonly id: string;
   /** The node's name (or id), for the conflict text. */
   readonly label: string;
   readonly log: SessionLog;
@@ -84,6 +86,22 @@ interface Entry {
 }
 
 const entries = new Map<string, Entry>();
+
+/**
+ * What each door-account node (by id) was last deployed with: its account key (base URL and
+ * login) and password hash. A deploy in which a node's login or password changed checks the
+ * new values with one login instead of resuming a stored pair
+ * (docs/session.md#changed-credentials-are-checked). In memory: a restart resumes the pair that
+ * was obtained with the credentials Node-RED had when it stopped.
+ */
+const lastDeployed = new Map<string, { key: string; settings: Settings }>();
+
+/** Records `id`'s login and password; true when an earlier instance of it had others. */
+function credentialsChanged(id: string, key: string, settings: Settings): boolean {
+  const before = lastDeployed.get(id);
+  lastDeployed.set(id, { key, settings });
+  return before !== undefined && (before.key !== key || !samePassword(before.settings, settings));
+}
 
 /**
  * The service's Retry-After on a login or refresh is the account's (its login's), not a session
@@ -112,8 +130,10 @@ export class Member {
   constructor(
     private readonly entry: Entry,
     readonly settings: Settings,
-    readonly make: (log: SessionLog) => AccountCore,
+    readonly make: (log: SessionLog, checkCredentials: boolean) => AccountCore,
     readonly hooks: MemberHooks,
+    /** This node's login or password changed in the deploy that started it: a core it starts logs in first. */
+    readonly checkCredentials = false,
   ) {}
 
   /** The shared core, or null while the account is in conflict (or closed). */
@@ -172,8 +192,11 @@ function watchCore(entry: Entry, core: AccountCore): void {
   });
 }
 
-function startCore(entry: Entry, make: (log: SessionLog) => AccountCore): void {
-  const core = make(entryLog(entry));
+function startCore(entry: Entry, first: Member): void {
+  const core = first.make(
+    entryLog(entry),
+    [...entry.members].some((m) => m.checkCredentials),
+  );
   holdNew(entry.key, core);
   entry.core = core;
   watchCore(entry, core);
@@ -216,7 +239,7 @@ function reconcile(entry: Entry): void {
       entry.core = null;
     }
     entry.settings = first.settings;
-    if (!entry.core || entry.core.isClosed) startCore(entry, first.make);
+    if (!entry.core || entry.core.isClosed) startCore(entry, first);
     if (wasConflict) first.hooks.log.info("the configuration conflict is resolved; the account's session starts again");
   }
   for (const m of members) m.hooks.changed();
@@ -226,9 +249,10 @@ function reconcile(entry: Entry): void {
 export function join(
   key: string,
   settings: Settings,
-  make: (log: SessionLog) => AccountCore,
+  make: (log: SessionLog, checkCredentials: boolean) => AccountCore,
   hooks: MemberHooks,
 ): Member {
+  const changed = credentialsChanged(hooks.id, key, settings);
   let entry = entries.get(key);
   if (entry && entry.members.size === 0 && !same(entry.settings, settings)) {
     // A parked (or signed-in) core with other settings: the account was changed, not copied.
@@ -253,7 +277,7 @@ export function join(
   }
   clearPark(entry);
   entry.leftByDeploy = false;
-  const member = new Member(entry, settings, make, hooks);
+  const member = new Member(entry, settings, make, hooks, changed);
   entry.members.add(member);
   const core = entry.core;
   if (
@@ -431,6 +455,7 @@ export function dropSignIn(key: string, core: AccountCore): void {
 
 /** For shutdown and tests: close every core that has no member (parked or signed in). */
 export async function closeAllParked(): Promise<void> {
+  lastDeployed.clear(); // a restart forgets what the nodes were deployed with
   const idle = [...entries.values()].filter((e) => e.members.size === 0);
   for (const e of idle) {
     clearPark(e);

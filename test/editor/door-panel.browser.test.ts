@@ -6,7 +6,8 @@
  * - one button per door of the account, with its location and online state (from door-devices);
  * - "Front Door" pressed, then Cancel: nothing is sent;
  * - "Front Door" pressed, then Unlock: exactly one unlock of door 101, the outcome shown in
- *   words, and the audit actor "dashboard" (no auth plugin; the actor is msg.actor: docs/nodes.md#door-unlock);
+ *   words, and the audit actor "dashboard:door-panel", the panel's own (a browser cannot choose it:
+ *   docs/access-rules.md#who-pressed-on-a-dashboard);
  * - the offline door (Server Room, 105): one PUT, answered 503, shown as "offline" in words;
  * - a 429 from the service: "try again in 7 s" (rate-limited with retryAfter: docs/outcomes.md#door-unlock-outcomes).
  *
@@ -25,6 +26,7 @@ import { loadExamples, type ExampleFlow, type FlowNode } from "../../scripts/dem
 import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
+import { until } from "../helpers/flow.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -187,7 +189,7 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
     assert.equal(unlocks(), 0, "no unlock without confirming");
   });
 
-  it('pressing Front Door, then Unlock: exactly one unlock of door 101, shown in words; the audit actor is "dashboard"', async () => {
+  it("pressing Front Door, then Unlock: exactly one unlock of door 101, shown in words; the audit actor is the panel's own", async () => {
     demo!.sim.control.resetRequests();
     await press("Front Door");
     await page.locator(".door-confirm").click();
@@ -200,8 +202,8 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
       demo!.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.status),
       [200],
     );
-    // docs/nodes.md#door-unlock: the actor is msg.actor; the panel sets it from msg._client.user, else "dashboard".
-    assert.deepEqual(auditActors(101), ["dashboard"]);
+    // docs/access-rules.md#who-pressed-on-a-dashboard: the panel names itself, never a user the browser names.
+    assert.deepEqual(auditActors(101), ["dashboard:door-panel"]);
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const shot = path.join(ARTIFACTS, "door-panel.png");
     await page.screenshot({ path: shot });
@@ -211,6 +213,40 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
       fs.copyFileSync(shot, DOCS_SCREENSHOT);
     }
     await pageText("door panel after the unlock");
+    await dismissOutcomes();
+  });
+
+  // docs/access-rules.md#who-pressed-on-a-dashboard
+  it("a browser cannot choose the actor: a press it sends with msg._client.user 'alice' is audited as the panel's own actor", async () => {
+    demo!.sim.control.resetRequests();
+    const before = auditActors(101).length;
+    // The panel's widget id as deployed (the demo gives an example's flow nodes fresh ids).
+    const deployed = (await (await fetch(new URL("flows", demo!.editorUrl))).json()) as FlowNode[];
+    const widgetId = deployed.find((n) => n.type === "ui-template" && n.name === "one button per door")?.id;
+    assert.ok(widgetId, "the panel's ui-template is deployed");
+    // What a hostile page script can do: emit the panel's widget action itself, with a _client
+    // of its own (Dashboard 2 merges the _client a browser sends with its own).
+    const sent = await page.evaluate((widgetId) => {
+      // Dashboard 2's Vue app provides its socket.io client to every widget as "$socket".
+      const app = (document.querySelector("[data-v-app]") as unknown as { __vue_app__?: any } | null)?.__vue_app__;
+      const socket = app?._context?.provides?.$socket ?? app?.config?.globalProperties?.$socket;
+      if (!socket) return false;
+      socket.emit("widget-action", widgetId, {
+        action: "unlock",
+        deviceId: 101,
+        doorLabel: "Front Door",
+        actor: "dashboard:alice",
+        _client: { user: { username: "alice", name: "alice", userId: "alice" } },
+      });
+      return true;
+    }, widgetId);
+    assert.ok(sent, "the page's socket was reached");
+    await until("the forged press's audit record", () => auditActors(101).length > before);
+    assert.deepEqual(
+      auditActors(101).slice(before),
+      ["dashboard:door-panel"],
+      "the example's fixed actor, never the browser's",
+    );
     await dismissOutcomes();
   });
 

@@ -629,6 +629,100 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await closeDialog("cancel");
     });
 
+    // docs/access-rules.md#a-copied-node-and-its-pin
+    it("a copy made with Ctrl+C / Ctrl+V keeps the PIN's mark but not the PIN: deployed, it refuses every message ('PIN not set: enter it again'), and its dialog says so", async () => {
+      const before = new Set<string>(
+        await red((RED) => RED.nodes.filterNodes({ type: "door-unlock" }).map((n: any) => n.id)),
+      );
+      // Copy and paste as a person does: select the node, Ctrl+C, Ctrl+V, click to drop the copy.
+      await node(UNLOCK).locator("rect.red-ui-flow-node").click();
+      await page.keyboard.press("Control+c");
+      await page.keyboard.press("Control+v");
+      await page.mouse.move(700, 400);
+      await page.mouse.click(700, 400);
+      const copyId = await red(
+        (RED, known: string[]) => {
+          const n = RED.nodes.filterNodes({ type: "door-unlock" }).find((x: any) => !known.includes(x.id));
+          return n ? n.id : null;
+        },
+        [...before],
+      );
+      assert.ok(copyId, "the pasted copy is on the canvas");
+      const copy = await red((RED, id) => {
+        const n = RED.nodes.node(id);
+        return {
+          pinSet: n.pinSet,
+          pin: n.credentials ? n.credentials.pin : undefined,
+          hasPin: n.credentials ? n.credentials.has_pin : undefined,
+        };
+      }, copyId);
+      assert.equal(copy.pinSet, true, "the copy carries the mark");
+      assert.ok(copy.pin === undefined || copy.pin === "", "Node-RED did not copy the PIN");
+      await deploy();
+      // The runtime's answer for the copy: its status on the canvas.
+      await until("the copy's status", async () =>
+        /PIN not set: enter it again/.test(
+          String(await red((RED, id) => RED.nodes.node(id)?.status?.text ?? "", copyId)),
+        ),
+      );
+      await node(copyId).locator("rect.red-ui-flow-node").dblclick();
+      await page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+      await dialogReady(page);
+      await page.waitForFunction(
+        () => /PIN not set: enter it again/.test(document.querySelector("#door-unlock-pin-state")?.textContent ?? ""),
+        null,
+        { timeout: STEP_MS },
+      );
+      await page.locator("#door-unlock-pin-state").scrollIntoViewIfNeeded();
+      await screenshot(page, "access-rules-copied-node.png");
+      await closeDialog("cancel");
+      // A message to the copy: refused as configuration, nothing sent.
+      demo!.sim.control.resetRequests();
+      const flows = await getFlows();
+      const injectId = "ac7e5000000000a9";
+      await postFlows([
+        ...flows.flows,
+        {
+          id: injectId,
+          type: "inject",
+          z: TAB,
+          name: "to the copy",
+          props: [{ p: "payload" }],
+          repeat: "",
+          crontab: "",
+          once: false,
+          onceDelay: 0.1,
+          topic: "",
+          payload: "",
+          payloadType: "date",
+          x: 140,
+          y: 300,
+          wires: [[copyId]],
+        },
+      ]);
+      const res = await fetch(new URL(`inject/${injectId}`, demo!.editorUrl), {
+        method: "POST",
+        signal: AbortSignal.timeout(5000),
+      });
+      assert.equal(res.status, 200);
+      await until("the copy's refusal", () =>
+        auditRecords().some((r) => r.type === "unlock-rejected" && r.actor === `node-red:${copyId}`),
+      );
+      const rec = auditRecords().find((r) => r.type === "unlock-rejected" && r.actor === `node-red:${copyId}`)!;
+      assert.equal(rec.outcome, "denied");
+      assert.equal(rec.reason, "configuration");
+      assert.equal(unlocks(), 0, "the copy opened nothing");
+      // Back to the flows before the copy; the copy's deploy error is the one expected [error] line
+      // of the log (the later tests check that the log has none of their own).
+      await postFlows((await getFlows()).flows.filter((n) => n.id !== copyId && n.id !== injectId));
+      const expected = (l: string) => /\[error\]/.test(l) && /PIN not set: enter it again/.test(l);
+      assert.ok(log.some(expected), "the copy said at deploy that its PIN is not set");
+      for (let i = log.length - 1; i >= 0; i--) if (expected(log[i])) log.splice(i, 1);
+      // The page has flows the runtime got by POST /flows: reload it, as the editor asks.
+      await page.reload();
+      await page.locator("#red-ui-header-button-deploy").waitFor({ state: "visible" });
+    });
+
     it("a message from an actor the rules do not allow is denied: nothing sent, one unlock-rejected record naming the rule", async () => {
       demo!.sim.control.resetRequests();
       const res = await fetch(new URL(`inject/${VISITOR}`, demo!.editorUrl), {

@@ -286,7 +286,8 @@ describe("door-account: one session for every node, its state on every node's st
     assert.equal(sim.control.counts().refreshes, 0);
   });
 
-  it("a redeploy with changed credentials does not reuse the parked session", async () => {
+  // docs/session.md#changed-credentials-are-checked
+  it("a deploy that changes the password to a wrong one logs in once with it and halts 'login refused: check credentials'; nothing is sent for a message", async () => {
     const userDir = freshUserDir();
     const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
     await loadFlow(flow, { userDir });
@@ -297,11 +298,62 @@ describe("door-account: one session for every node, its state on every node's st
       userDir,
       creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } },
     });
-    assert.notEqual(accountOf().account.core, first.core, "a changed fingerprint is not reclaimed");
+    assert.notEqual(accountOf().account.core, first.core, "a changed password is not reclaimed");
     assert.equal(first.session.state, "closed", "the parked account was closed");
-    // Same identity, so the stored pair of that identity is resumed (no login is needed).
+    // The stored pair of that login is not resumed: the new password is checked by one login.
+    await waitState("halted-login-failed");
+    assert.equal(demoLogins(sim), 2, "exactly one login with the new password");
+    // The key whose catalogue text is "login refused: check credentials" (src/nodes/door-account/locales/en-US/door-account.json).
+    await until("the node status says so", () => {
+      const st = lastStatus(helper.getNode("u1"));
+      return st?.fill === "red" && st.text === "door-account.state.halted-login-failed";
+    });
+    const puts = unlockRequests(sim);
+    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(unlockRequests(sim), puts, "nothing was sent for the message");
+    await sleep(300);
+    assert.equal(demoLogins(sim), 2, "no login loop");
+  });
+
+  // docs/session.md#changed-credentials-are-checked
+  it("a deploy that changes the password back to the right one logs in once and is ready; a deploy that changes nothing logs in no more", async () => {
+    const userDir = freshUserDir();
+    const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: PHONE, password: "changed-password" } } });
+    await waitState("halted-login-failed");
+    assert.equal(demoLogins(sim), 1);
+    await stopFlows();
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: PHONE, password: PASSWORD } } });
     await waitState("ready");
-    assert.equal(sim.control.counts().logins, 1);
+    assert.equal(demoLogins(sim), 2, "one login with the corrected password");
+    assertAccepted(await unlock({ deviceId: 101 }));
+    await stopFlows();
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: PHONE, password: PASSWORD } } });
+    await waitState("ready");
+    assertAccepted(await unlock({ deviceId: 101 }));
+    assert.equal(demoLogins(sim), 2, "an unchanged deploy keeps the session");
+  });
+
+  // docs/session.md#changed-credentials-are-checked
+  it("a deploy that changes the login logs in once with the new login instead of resuming that login's stored pair", async () => {
+    const userDir = freshUserDir();
+    const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+    const loginRequests = () => sim.control.requests().filter((r) => /^login/.test(r.operation));
+    // The other login signs in once: its pair is stored in the user directory.
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: "+15550000002", password: "other-password" } } });
+    await waitState("ready");
+    assert.equal(loginRequests().length, 1);
+    await stopFlows();
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: PHONE, password: PASSWORD } } });
+    await waitState("ready");
+    await stopFlows();
+    const before = loginRequests().length;
+    // Back to the other login, with a password that is not its own: checked, not resumed.
+    await loadFlow(flow, { userDir, creds: { acc1: { phoneNumber: "+15550000002", password: "not-its-password" } } });
+    await waitState("halted-login-failed");
+    const after = loginRequests().slice(before);
+    assert.equal(after.length, 1, "exactly one login with the new login");
+    assert.equal(after[0].status, 401, "refused by the service");
   });
 });
 

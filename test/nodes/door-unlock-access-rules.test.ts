@@ -661,6 +661,37 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       });
     }
 
+    // docs/access-rules.md#a-copied-node-and-its-pin
+    it("a node marked pinSet without its PIN (a copy, an import: Node-RED never copies credentials) refuses every message as configuration, says 'PIN not set: enter it again', and sends nothing", async () => {
+      await deploy({ node: { pinSet: true } });
+      const errors = errorsOf();
+      assert.equal(errors.length, 1, JSON.stringify(errors));
+      assert.match(errors[0], /PIN not set: enter it again/);
+      await settled();
+      assert.deepEqual(statusOf(), { fill: "red", shape: "ring", text: "PIN not set: enter it again" });
+      for (const msg of [{}, { pin: TEST_PIN }, { pin: "" }]) {
+        const p = assertDenied(await unlock(msg), "configuration");
+        assert.match(p.message as string, /PIN not set: enter it again/);
+      }
+      assert.equal(unlockRequests(sim), 0, "nothing was sent");
+      await until("the three unlock-rejected records", () => rejectedRecords().length >= 3);
+      assert.deepEqual(
+        rejectedRecords().map((r) => r.reason),
+        ["configuration", "configuration", "configuration"],
+      );
+    });
+
+    // docs/access-rules.md#a-copied-node-and-its-pin
+    it("a node marked pinSet with its PIN works as a node with a PIN; a node whose mark was cleared (the dialog's Remove PIN) opens without one", async () => {
+      await deploy({ node: { pinSet: true }, pin: TEST_PIN });
+      assertDenied(await unlock({}), "pin");
+      assertAccepted(await unlock({ pin: TEST_PIN }));
+      assert.equal(unlockRequests(sim), 1);
+      await teardown();
+      await deploy({ node: { pinSet: false } });
+      assertAccepted(await unlock({}));
+    });
+
     it("also without a usable account: denied as configuration, not opened", async () => {
       clock.setSystemTime(TUESDAY_0900Z);
       ({ userDir } = await loadFlow(

@@ -281,6 +281,7 @@ export = function register(RED: NodeAPI): void {
         (config as { _alias?: string })._alias ? null : node.id,
       );
       member = join(setup.key, setup.settings, setup.make, {
+        id: node.id,
         label,
         log: { info: (m) => node.log(m), warn: (m) => node.warn(m), error: (m) => node.error(m) },
         changed: attach,

@@ -43,10 +43,28 @@ interface UnlockDef extends NodeDef {
   schedule?: unknown;
   timeZone?: unknown;
   cooldown?: unknown;
+  /** The dialog's mark that a PIN was set: the flow file keeps it, never the PIN (docs/access-rules.md#a-copied-node-and-its-pin). */
+  pinSet?: unknown;
+}
+
+/** What the node's status and its refusals say when the mark is there and the PIN is not. */
+const PIN_NOT_SET = "PIN not set: enter it again";
+
+/** The credentials a rule needs and the mark that says so: true when a marked one is missing. */
+function markedSecretMissing(config: UnlockDef, pin: unknown): boolean {
+  return config.pinSet === true && (pin === undefined || pin === null || pin === "");
 }
 
 /** Reads the node's rules (the `pin` credential included); null when it has none. */
 function readRules(config: UnlockDef, pin: unknown): NodeAccess | null {
+  if (markedSecretMissing(config, pin)) {
+    // A copy, an import or an export: Node-RED carried the mark but not the PIN. Never open
+    // without the rule the node was given.
+    return {
+      ok: false,
+      message: `${PIN_NOT_SET}: this node had a PIN, which Node-RED does not copy, export or import; it refuses every message until a PIN is entered in its dialog and deployed`,
+    };
+  }
   const cfg: AccessRulesConfig = {
     allowActors: config.allowActors,
     schedule: config.schedule,
@@ -92,8 +110,17 @@ export = function register(RED: NodeAPI): void {
     const rules: AccessState | null = access?.ok ? access.state : null;
     if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
     /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
+    const pinMissing = markedSecretMissing(config, (node.credentials as { pin?: unknown } | undefined)?.pin);
     const rulesWord =
-      access === null ? "" : RED._(access.ok ? "door-unlock.status.rules" : "door-unlock.status.rules-error");
+      access === null
+        ? ""
+        : RED._(
+            access.ok
+              ? "door-unlock.status.rules"
+              : pinMissing
+                ? "door-unlock.status.pin-missing"
+                : "door-unlock.status.rules-error",
+          );
     const decorate =
       access === null
         ? undefined

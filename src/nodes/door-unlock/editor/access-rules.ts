@@ -32,6 +32,8 @@ export interface RulesNode extends EditorNode {
   schedule?: unknown;
   timeZone?: unknown;
   cooldown?: unknown;
+  /** The mark that a PIN was set (docs/access-rules.md#a-copied-node-and-its-pin); never the PIN. */
+  pinSet?: unknown;
 }
 
 /** A schedule window as the dialog reads it from its row. */
@@ -111,7 +113,7 @@ export function hasRules(node: RulesNode): boolean {
   const c = cooldownValue(node.cooldown);
   if (c === null || c > 0) return true;
   if (actorsProblem(node.allowActors) || scheduleProblem(node.schedule)) return true;
-  return hasPin(node);
+  return node.pinSet === true || hasPin(node);
 }
 
 // ---- the time zones -----------------------------------------------------------------------
@@ -288,6 +290,10 @@ export function rulesSection(node: RulesNode, t: Translate): RulesSection {
     c.has_pin = false;
     if (c._ && c._.has_pin === undefined) c._.has_pin = false;
   }
+  // A node marked pinSet without a stored PIN is a copy or an import (Node-RED never copies
+  // credentials): the runtime refuses every message until a PIN is entered again, and the
+  // mark stays unless "Remove PIN" is pressed (docs/access-rules.md#a-copied-node-and-its-pin).
+  const pinLost = node.pinSet === true && !hadPin;
   let removing = false;
   pinInput.val("");
   function showPin(): void {
@@ -298,11 +304,14 @@ export function rulesSection(node: RulesNode, t: Translate): RulesSection {
       state = pinProblem(typed) ? t("pin-invalid") : hadPin ? t("pin-replace") : t("pin-new");
     } else if (removing) {
       state = t("pin-removing");
+    } else if (pinLost) {
+      state = t("pin-missing");
     } else {
       state = hadPin ? t("pin-stored") : t("pin-none");
     }
-    pinState.text(state).toggleClass("door-unlock-pin-problem", typed !== "" && pinProblem(typed) !== null);
-    pinRemove.toggle(hadPin && !removing);
+    const problem = typed !== "" ? pinProblem(typed) !== null : pinLost && !removing;
+    pinState.text(state).toggleClass("door-unlock-pin-problem", problem);
+    pinRemove.toggle((hadPin || pinLost) && !removing);
   }
   pinInput.on("change keyup input paste", () => {
     if (String(pinInput.val() || "") !== "") removing = false;
@@ -349,6 +358,8 @@ export function rulesSection(node: RulesNode, t: Translate): RulesSection {
       if (typed === "" && hadPin && !removing) pinInput.val(initial);
       const after = typed !== "" || (hadPin && !removing);
       setPinKnown(n.id, after);
+      // The mark the flow file keeps (never the PIN): set while a PIN is, or was and is lost.
+      n.pinSet = after || (pinLost && !removing);
       return { pinInvalid: typed !== "" && pinProblem(typed) !== null };
     },
   };

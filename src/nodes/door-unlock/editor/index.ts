@@ -3,8 +3,8 @@
  * (editor/template.html, editor/style.css); sends exactly one unlock command per accepted message.
  * The runtime (door-unlock.ts) reads exactly these properties: name, account, deviceId, doorName,
  * doorLocation, lockId, actor, rejectRetained, and the access rules allowActors, schedule,
- * timeZone, cooldown with the credential pin (docs/access-rules.md; the section is built by
- * editor/access-rules.ts).
+ * timeZone, cooldown with the credential pin and its mark pinSet (docs/access-rules.md; the
+ * section is built by editor/access-rules.ts).
  *
  * The build (scripts/editor-build.ts) bundles this file with what it imports into the node's
  * door-unlock.html; the registerType call stays literal there, as Node-RED and the flow library's
@@ -118,6 +118,9 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
         return ruleResult(cooldownProblem(v));
       },
     },
+    // Whether a PIN was set: kept in the flow (never the PIN), so that a copy or an import,
+    // which Node-RED makes without credentials, refuses instead of opening without it.
+    pinSet: { value: false },
   },
   credentials: {
     pin: {
