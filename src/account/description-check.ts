@@ -16,7 +16,7 @@ import type { Dispatcher } from "undici";
 import { BaseUrlError, parseBaseUrl } from "../client/base-url.js";
 import { undiciPool } from "../client/pool.js";
 import { compareDescription, isDescription } from "../spec/description.js";
-import { type Clock, systemClock } from "../util/clock.js";
+import { type Clock, sleep, systemClock } from "../util/clock.js";
 
 /** The period of the check (and of the retry after a failed fetch). */
 export const DESCRIPTION_CHECK_INTERVAL_MS = 24 * 3600_000;
@@ -83,6 +83,8 @@ class FetchFailed extends Error {}
 
 export class ServiceDescriptionCheck {
   readonly url: URL;
+  /** How long the accounts that use this check must still send nothing (a 429's Retry-After): the fetch waits. */
+  private readonly heldForMs: () => number;
   private readonly clock: Clock;
   private readonly log: DescriptionCheckLog;
   private timer: unknown = null;
@@ -102,7 +104,8 @@ export class ServiceDescriptionCheck {
   /** The differences the last warning named ("" = none warned, or matching again since). */
   private warned = "";
 
-  constructor(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }) {
+  constructor(options: { url: URL; clock?: Clock; log: DescriptionCheckLog; heldForMs?: () => number }) {
+    this.heldForMs = options.heldForMs ?? (() => 0);
     this.url = new URL(options.url.href);
     this.clock = options.clock ?? systemClock;
     this.log = options.log;
@@ -194,6 +197,10 @@ export class ServiceDescriptionCheck {
   private async fetchAndCompare(): Promise<void> {
     const abort = new AbortController();
     this.abort = abort;
+    // docs/session.md#a-retry-after-holds-the-account: nothing goes to the service while it asked
+    // an account that uses this check to wait; the check is off the message path, so it just waits.
+    const held = this.heldForMs();
+    if (held > 0) await sleep(this.clock, held, abort.signal);
     const Pool = undiciPool();
     const pool = new Pool(this.url.origin, {
       connections: 1,
@@ -301,7 +308,7 @@ function describeFailure(e: unknown): string {
 }
 
 /** A shared check and the logs of the nodes that use it (the first one warns). */
-type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[] };
+type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[]; holds: (() => number)[] };
 
 /**
  * One check per description (its URL) in this runtime, however many `door-account` nodes name it
@@ -312,7 +319,13 @@ type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[]
  */
 const sharedChecks = new WeakMap<Clock, Map<string, SharedCheck>>();
 
-export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): {
+export function acquireDescriptionCheck(options: {
+  url: URL;
+  clock?: Clock;
+  log: DescriptionCheckLog;
+  /** The account's hold after a 429 (ms left): the check sends nothing before it is over. */
+  heldForMs?: () => number;
+}): {
   check: ServiceDescriptionCheck;
   release(): void;
 } {
@@ -329,12 +342,16 @@ export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log:
       info: (m) => first()?.info(m),
       warn: (m) => first()?.warn(m),
     };
-    entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log }), logs };
+    const holds: (() => number)[] = [];
+    const heldForMs = () => holds.reduce((most, h) => Math.max(most, h()), 0);
+    entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log, heldForMs }), logs, holds };
     byUrl.set(key, entry);
   }
   const mine = entry;
   const own = options.log;
   mine.logs.push(own);
+  const hold = options.heldForMs;
+  if (hold) mine.holds.push(hold);
   let released = false;
   return {
     check: mine.check,
@@ -343,6 +360,8 @@ export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log:
       released = true;
       const i = mine.logs.indexOf(own);
       if (i >= 0) mine.logs.splice(i, 1);
+      const h = hold ? mine.holds.indexOf(hold) : -1;
+      if (h >= 0) mine.holds.splice(h, 1);
       if (mine.logs.length > 0) return;
       mine.check.close();
       if (byUrl.get(key) === mine) byUrl.delete(key);
