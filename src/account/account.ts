@@ -166,7 +166,14 @@ export class Account extends EventEmitter {
     this.audit = openAuditLog(options.auditLogPath, options.audit);
     // One check per description in this runtime: copies of this account share it (description-check.ts).
     const check = options.descriptionCheck;
-    const shared = check ? acquireDescriptionCheck({ url: check.url, clock: this.clock, log: check.log }) : null;
+    const shared = check
+      ? acquireDescriptionCheck({
+          url: check.url,
+          clock: this.clock,
+          log: check.log,
+          heldForMs: () => this.client.heldForMs(),
+        })
+      : null;
     this.descriptionCheck = shared?.check ?? null;
     this.releaseDescriptionCheck = shared ? () => shared.release() : () => undefined;
     this.descriptionCheck?.startAfter(this.session);

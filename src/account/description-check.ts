@@ -15,8 +15,8 @@ import { createHash } from "node:crypto";
 import type { Dispatcher } from "undici";
 import { BaseUrlError, parseBaseUrl } from "../client/base-url.js";
 import { undiciPool } from "../client/pool.js";
-import { compareDescription, isDescription } from "../spec/description.js";
-import { type Clock, systemClock } from "../util/clock.js";
+import { TOO_COMPLEX, compareDescription, isDescription, nestsDeeperThan } from "../spec/description.js";
+import { type Clock, sleep, systemClock } from "../util/clock.js";
 
 /** The period of the check (and of the retry after a failed fetch). */
 export const DESCRIPTION_CHECK_INTERVAL_MS = 24 * 3600_000;
@@ -83,6 +83,8 @@ class FetchFailed extends Error {}
 
 export class ServiceDescriptionCheck {
   readonly url: URL;
+  /** How long the accounts that use this check must still send nothing (a 429's Retry-After): the fetch waits. */
+  private readonly heldForMs: () => number;
   private readonly clock: Clock;
   private readonly log: DescriptionCheckLog;
   private timer: unknown = null;
@@ -102,7 +104,8 @@ export class ServiceDescriptionCheck {
   /** The differences the last warning named ("" = none warned, or matching again since). */
   private warned = "";
 
-  constructor(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }) {
+  constructor(options: { url: URL; clock?: Clock; log: DescriptionCheckLog; heldForMs?: () => number }) {
+    this.heldForMs = options.heldForMs ?? (() => 0);
     this.url = new URL(options.url.href);
     this.clock = options.clock ?? systemClock;
     this.log = options.log;
@@ -194,6 +197,10 @@ export class ServiceDescriptionCheck {
   private async fetchAndCompare(): Promise<void> {
     const abort = new AbortController();
     this.abort = abort;
+    // docs/session.md#a-retry-after-holds-the-account: nothing goes to the service while it asked
+    // an account that uses this check to wait; the check is off the message path, so it just waits.
+    const held = this.heldForMs();
+    if (held > 0) await sleep(this.clock, held, abort.signal);
     const Pool = undiciPool();
     const pool = new Pool(this.url.origin, {
       connections: 1,
@@ -239,6 +246,17 @@ export class ServiceDescriptionCheck {
       await pool.destroy().catch(() => undefined);
     }
     if (this.closed) return;
+    if (nestsDeeperThan(body)) {
+      // docs/service-description.md#when: JSON.parse itself would hold the loop; said once.
+      const hash = createHash("sha256").update(body).digest("hex");
+      this.checkedAt = this.clock.now();
+      this.etag = etag;
+      if (hash === this.bodyHash) return;
+      this.bodyHash = hash;
+      this.differences = [TOO_COMPLEX];
+      this.tell();
+      return;
+    }
     let parsed: unknown;
     try {
       parsed = JSON.parse(body.toString("utf8"));
@@ -252,8 +270,19 @@ export class ServiceDescriptionCheck {
     if (hash === this.bodyHash) return; // the same description: silent
     this.bodyHash = hash;
     this.differences = compareDescription(parsed);
+    this.tell();
+  }
+
+  /** Warns once about what the last comparison found (or that it gave up). */
+  private tell(): void {
     const key = this.differences.join("\n");
-    if (this.differences.length > 0 && key !== this.warned) {
+    if (this.differences.length === 1 && this.differences[0] === TOO_COMPLEX && key !== this.warned) {
+      // docs/service-description.md#when: given up within the work bound, said once.
+      this.warned = key;
+      this.log.warn(
+        `the service description at ${this.url.href} is too complex to check: it needs more work than the check's bound allows, so it was not compared (doors keep working as before)`,
+      );
+    } else if (this.differences.length > 0 && key !== this.warned) {
       this.warned = key;
       const n = this.differences.length;
       this.log.warn(
@@ -301,7 +330,7 @@ function describeFailure(e: unknown): string {
 }
 
 /** A shared check and the logs of the nodes that use it (the first one warns). */
-type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[] };
+type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[]; holds: (() => number)[] };
 
 /**
  * One check per description (its URL) in this runtime, however many `door-account` nodes name it
@@ -312,7 +341,13 @@ type SharedCheck = { check: ServiceDescriptionCheck; logs: DescriptionCheckLog[]
  */
 const sharedChecks = new WeakMap<Clock, Map<string, SharedCheck>>();
 
-export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log: DescriptionCheckLog }): {
+export function acquireDescriptionCheck(options: {
+  url: URL;
+  clock?: Clock;
+  log: DescriptionCheckLog;
+  /** The account's hold after a 429 (ms left): the check sends nothing before it is over. */
+  heldForMs?: () => number;
+}): {
   check: ServiceDescriptionCheck;
   release(): void;
 } {
@@ -329,12 +364,16 @@ export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log:
       info: (m) => first()?.info(m),
       warn: (m) => first()?.warn(m),
     };
-    entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log }), logs };
+    const holds: (() => number)[] = [];
+    const heldForMs = () => holds.reduce((most, h) => Math.max(most, h()), 0);
+    entry = { check: new ServiceDescriptionCheck({ url: options.url, clock, log, heldForMs }), logs, holds };
     byUrl.set(key, entry);
   }
   const mine = entry;
   const own = options.log;
   mine.logs.push(own);
+  const hold = options.heldForMs;
+  if (hold) mine.holds.push(hold);
   let released = false;
   return {
     check: mine.check,
@@ -343,6 +382,8 @@ export function acquireDescriptionCheck(options: { url: URL; clock?: Clock; log:
       released = true;
       const i = mine.logs.indexOf(own);
       if (i >= 0) mine.logs.splice(i, 1);
+      const h = hold ? mine.holds.indexOf(hold) : -1;
+      if (h >= 0) mine.holds.splice(h, 1);
       if (mine.logs.length > 0) return;
       mine.check.close();
       if (byUrl.get(key) === mine) byUrl.delete(key);

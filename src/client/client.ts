@@ -70,6 +70,12 @@ export class DoorApiClient {
   private readonly maxBodyBytes: number;
   private readonly onRetry: ClientOptions["onRetry"];
   private readonly timeouts: { connectMs: number; headersMs: number };
+  /**
+   * Until when (monotonic ms) the service asked this account to send nothing: the latest 429
+   * answer with Retry-After, to any operation (docs/session.md#a-retry-after-holds-the-account).
+   * One client per account, so every node and config-node copy of the account shares it.
+   */
+  private heldUntil = Number.NEGATIVE_INFINITY;
   /** The logins and passwords of the account (hideInErrors): hidden in the service's error words. */
   private readonly sentSecrets = new Set<string>();
 
@@ -182,10 +188,52 @@ export class DoorApiClient {
 
   // ---- the retry loop, one place ------------------------------------------------------
 
+  /** How long (ms) the account must still send nothing; 0 when it may send. No I/O: the unlock path asks it. */
+  heldForMs(): number {
+    return Math.max(0, this.heldUntil - this.clock.monotonic());
+  }
+
+  /** A 429 with Retry-After holds the whole account for that long (never shortens a longer hold). */
+  private holdFor(retryAfterSec: number): void {
+    this.heldUntil = Math.max(this.heldUntil, this.clock.monotonic() + retryAfterSec * 1000);
+  }
+
+  /** The error of a request not sent because the account is held: 429 in all but the sending. */
+  private heldError(op: OperationId, leftMs: number, attempts: number): DoorApiError {
+    const left = Math.ceil(leftMs / 1000);
+    return new DoorApiError({
+      operation: op,
+      kind: "http",
+      status: 429,
+      retryAfter: left,
+      mayHaveReached: false,
+      held: true,
+      attempts,
+      message: `${op}: not sent: the service asked this account to wait (429); retry after ${left} s`,
+    });
+  }
+
   private async send<T>(req: Req, parse: (body: Buffer | null) => T, signal?: AbortSignal): Promise<T> {
     const rule = RETRY_POLICY[req.op];
     const started = this.clock.now();
     for (let attempt = 1; ; attempt++) {
+      // docs/session.md#a-retry-after-holds-the-account: nothing is sent while the service's wait
+      // runs (a logout at close excepted). An idempotent read waits a short one out inside its
+      // bounded retry; anything else fails at once, not sent.
+      const heldMs = req.op === "logout" ? 0 : this.heldForMs();
+      if (heldMs > 0) {
+        const waits =
+          rule.maxAttempts > 1 &&
+          rule.statuses.has(429) &&
+          heldMs <= BACKOFF.maxRetryAfterMs &&
+          this.clock.now() - started + heldMs <= BACKOFF.totalBudgetMs;
+        if (!waits) throw this.heldError(req.op, heldMs, attempt - 1);
+        await sleep(this.clock, heldMs, signal).catch((reason) => {
+          throw abortedError(req.op, reason);
+        });
+        attempt--;
+        continue;
+      }
       let error: DoorApiError;
       try {
         return await this.once(req, parse, signal);
@@ -193,6 +241,7 @@ export class DoorApiClient {
         if (!(e instanceof DoorApiError)) throw e;
         error = e;
       }
+      if (error.kind === "http" && error.status === 429 && error.retryAfter !== null) this.holdFor(error.retryAfter);
       const retryable =
         attempt < rule.maxAttempts &&
         (error.kind === "http"

@@ -43,6 +43,12 @@ export class DoorApiError extends Error {
   readonly brief: string | null;
   /** The system or undici error code of a failed connection (ECONNREFUSED ...), for logs. */
   readonly code: string | null;
+  /**
+   * Nothing was sent: the service had asked this account to wait (an earlier 429 with
+   * Retry-After) and the wait was not over (docs/session.md#a-retry-after-holds-the-account).
+   * Status 429, `retryAfter` the whole seconds left, `mayHaveReached` false.
+   */
+  readonly held: boolean;
 
   constructor(init: {
     operation: OperationId;
@@ -57,6 +63,7 @@ export class DoorApiError extends Error {
     problem?: string;
     brief?: string | null;
     code?: string | null;
+    held?: boolean;
     cause?: unknown;
   }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -73,6 +80,7 @@ export class DoorApiError extends Error {
       (init.message.startsWith(`${init.operation}: `) ? init.message.slice(init.operation.length + 2) : init.message);
     this.brief = init.brief ?? null;
     this.code = init.code ?? null;
+    this.held = init.held === true;
   }
 
   withAttempts(attempts: number): DoorApiError {

@@ -548,8 +548,11 @@ export class Session extends EventEmitter {
   }
 
   /** How long nothing is sent after this login or refresh answered 429: one more in the run (rate-limit.ts). */
-  private rateLimitWait(retryAfterSec: number | null): number {
-    return rateLimitWaitMs(++this.rateLimitRun, retryAfterSec, this.timings.rateLimitCapMs, this.random);
+  private rateLimitWait(e: DoorApiError): number {
+    // Not sent at all (the account's hold after another operation's 429): what is left of that
+    // wait, and not one more in the run of this session's own 429s.
+    if (e.held) return (e.retryAfter ?? 0) * 1000;
+    return rateLimitWaitMs(++this.rateLimitRun, e.retryAfter, this.timings.rateLimitCapMs, this.random);
   }
 
   /** The error for a call whose token could not be renewed (nothing executed). */
@@ -640,7 +643,7 @@ export class Session extends EventEmitter {
         if (e.kind === "http" && e.status === 429) {
           // The service's wait, and nothing of ours on top (docs/session.md#rate-limits): a
           // message after it renews. The timer (if the token is still good) keeps the spacing.
-          const wait = this.rateLimitWait(e.retryAfter);
+          const wait = this.rateLimitWait(e);
           this.renewNotBefore = this.mono() + wait;
           this.lastRenewalFailure = { rateLimited: true, operation: "refresh" };
           this.log.warn(`session: refresh rate-limited (429); next try in ${Math.ceil(wait / 1000)} s`);
@@ -724,7 +727,7 @@ export class Session extends EventEmitter {
       }
       if (e.kind === "http" && e.status === 429) {
         // The service's wait, and no minute of ours on top (docs/session.md#rate-limits).
-        const wait = this.rateLimitWait(e.retryAfter);
+        const wait = this.rateLimitWait(e);
         this.loginNotBefore = this.mono() + wait;
         this.renewNotBefore = this.loginNotBefore;
         this.lastRenewalFailure = { rateLimited: true, operation: "login" };

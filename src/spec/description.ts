@@ -56,6 +56,51 @@ export interface ReliedOperation {
   statuses: number[];
 }
 
+/**
+ * The comparison's work bound (docs/service-description.md#when): every pointer segment, path,
+ * schema, allOf part and listed field counts one step, and a comparison that needs more than
+ * STEP_BUDGET gives up as "too complex to check". It runs in one turn of the event loop, so the
+ * bound is what keeps a hostile description (reference chains, fan-out, cycles, huge lists)
+ * from holding Node-RED: 100,000 steps take about 10 ms here (docs/service-description.md#when has the figures).
+ */
+export const STEP_BUDGET = 100_000;
+/** A `$ref` longer than this (characters) is not followed: no description needs one. */
+const MAX_POINTER_LENGTH = 1024;
+/** What the check reports, once, for a description that needs more than the bound. */
+export const TOO_COMPLEX =
+  "the description is too complex to check (it needs more than the check's work bound); nothing was compared";
+
+/** Deeper nesting than this is refused before JSON.parse (which would hold the loop for 0.4 s on 4 MiB of it). */
+export const MAX_NESTING = 64;
+
+/**
+ * Whether a JSON text nests objects and arrays deeper than `max` (brackets inside strings do not
+ * count). One pass over the bytes, a few milliseconds for 4 MiB.
+ */
+export function nestsDeeperThan(body: Uint8Array, max = MAX_NESTING): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash: the next byte is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+class TooComplex extends Error {}
+let stepsLeft = Number.POSITIVE_INFINITY;
+function step(n = 1): void {
+  stepsLeft -= n;
+  if (stepsLeft < 0) throw new TooComplex("too complex");
+}
+
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
@@ -74,9 +119,10 @@ function deref(doc: unknown, value: unknown, depth = 0): unknown {
   let v = value;
   for (let i = 0; i < 20 && isObj(v) && typeof v.$ref === "string"; i++) {
     const ref = v.$ref;
-    if (!ref.startsWith("#/") || depth > 20) return undefined;
+    if (!ref.startsWith("#/") || depth > 20 || ref.length > MAX_POINTER_LENGTH) return undefined;
     let cur: unknown = doc;
     for (const raw of ref.slice(2).split("/")) {
+      step();
       const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
       cur = isObj(cur) && Object.prototype.hasOwnProperty.call(cur, key) ? cur[key] : undefined;
     }
@@ -130,6 +176,12 @@ function flatten(doc: unknown, value: unknown, depth = 0): Flat {
 }
 
 function flattenOnce(doc: unknown, schema: Obj, depth: number): Flat {
+  step(
+    1 +
+      (isObj(schema.properties) ? Object.keys(schema.properties).length : 0) +
+      (Array.isArray(schema.required) ? schema.required.length : 0) +
+      (Array.isArray(schema.allOf) ? schema.allOf.length : 0),
+  );
   const flat: Flat = {
     type: typeOf(schema),
     properties: isObj(schema.properties) ? { ...schema.properties } : null,
@@ -180,10 +232,19 @@ const METHODS = ["get", "put", "post", "delete", "patch", "head", "options", "tr
 /** `v` when it is an array, else none. */
 const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
+/** The operations of a description, read once per description (find() asks for each relied one). */
+const operationsRead = new WeakMap<object, Found[]>();
+
 function operationsOf(doc: unknown): Found[] {
+  const known = isObj(doc) ? operationsRead.get(doc) : undefined;
+  if (known) return known;
   const out: Found[] = [];
   const paths = isObj(doc) && isObj(doc.paths) ? doc.paths : {};
-  for (const [path, rawItem] of Object.entries(paths)) {
+  const keys = Object.keys(paths);
+  step(keys.length);
+  for (const path of keys) {
+    const rawItem = paths[path];
+    step();
     const item = deref(doc, rawItem);
     if (!isObj(item)) continue;
     const shared = listOf(item.parameters);
@@ -192,6 +253,7 @@ function operationsOf(doc: unknown): Found[] {
       if (isObj(op)) out.push({ method: m.toUpperCase(), path, op, parameters: [...shared, ...listOf(op.parameters)] });
     }
   }
+  if (isObj(doc)) operationsRead.set(doc, out);
   return out;
 }
 
@@ -214,6 +276,7 @@ function successOf(op: Obj): unknown {
 function parameterKeys(doc: unknown, params: unknown[], onlyRequired: boolean): string[] {
   const out: string[] = [];
   for (const raw of params) {
+    step();
     const p = deref(doc, raw);
     if (!isObj(p) || typeof p.name !== "string" || typeof p.in !== "string" || p.in === "path") continue;
     if (onlyRequired && p.required !== true) continue;
@@ -301,6 +364,18 @@ function typeChange(label: string, pinned: FieldType, live: FieldType): string |
  * "METHOD /path: what changed", in the order of the operations. Empty: nothing relevant differs.
  */
 export function compareDescription(live: unknown, relied: ReliedOperation[] = reliedOn()): string[] {
+  stepsLeft = STEP_BUDGET;
+  try {
+    return compareWithin(live, relied);
+  } catch (e) {
+    if (e instanceof TooComplex) return [TOO_COMPLEX];
+    throw e;
+  } finally {
+    stepsLeft = Number.POSITIVE_INFINITY;
+  }
+}
+
+function compareWithin(live: unknown, relied: ReliedOperation[]): string[] {
   const out: string[] = [];
   const all = operationsOf(live);
   for (const r of relied) {

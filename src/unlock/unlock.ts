@@ -273,6 +273,17 @@ async function unlockOnce(
   // before anything awaits on the way to the PUT: an allowed message holds its door's cooldown
   // slot from this synchronous check (five messages in one millisecond: one goes) until the
   // command leaves (sent) or nothing is sent (released in the finally below).
+  // docs/session.md#a-retry-after-holds-the-account: the service asked this account to wait
+  // (a 429 with Retry-After to any request): answered at once, nothing sent, before a rule takes
+  // a cooldown slot or compares a PIN. Read from memory: no I/O on the unlock path.
+  const heldMs = account.client.heldForMs();
+  if (heldMs > 0) {
+    const left = Math.ceil(heldMs / 1000);
+    return reject("rate-limited", `not sent: the service asked this account to wait (429); retry after ${left} s`, {
+      status: 429,
+      retryAfter: left,
+    });
+  }
   let slot: CooldownSlot | null = null;
   if (access) {
     const d = access.check({

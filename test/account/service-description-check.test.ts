@@ -20,7 +20,14 @@ import {
   ServiceDescriptionCheck,
   descriptionUrl,
 } from "../../src/account/description-check.js";
-import { PINNED_DESCRIPTION, compareDescription, isDescription, reliedOn } from "../../src/spec/description.js";
+import {
+  PINNED_DESCRIPTION,
+  TOO_COMPLEX,
+  compareDescription,
+  isDescription,
+  nestsDeeperThan,
+  reliedOn,
+} from "../../src/spec/description.js";
 import {
   buildOpenApi,
   startSimulator,
@@ -53,6 +60,66 @@ type Doc = any;
 /** The simulator's own description, as a fresh object to change. */
 function description(): Doc {
   return buildOpenApi() as Doc;
+}
+
+/**
+ * Descriptions built to be slow to compare (docs/service-description.md#when): each is under the
+ * 4 MiB cap. Before the comparison had its work bound, the first kept the runtime busy for
+ * minutes.
+ */
+function hostileDescriptions(): [string, () => Doc][] {
+  const withPaths = (n: number, item: (i: number) => unknown, extra: Record<string, unknown> = {}): Doc => {
+    const d = description();
+    for (let i = 0; i < n; i++) d.paths[`/x/${i}`] = item(i);
+    Object.assign(d, extra);
+    return d;
+  };
+  const nest = (depth: number): unknown => {
+    let v: unknown = { $ref: "#/x-end" };
+    for (let i = 0; i < depth; i++) v = { a: v };
+    return v;
+  };
+  return [
+    [
+      "1,000 path items referring to a $ref with a pointer of a million segments",
+      () => withPaths(1000, () => ({ $ref: "#/x-c" }), { "x-c": { $ref: "#/" + "a/".repeat(1_000_000) + "b" } }),
+    ],
+    [
+      "1,000 path items, each a chain of $refs through 500-segment pointers",
+      () =>
+        withPaths(1000, () => ({ $ref: "#/x-c" }), {
+          "x-c": { $ref: "#/x-n/" + "a/".repeat(499) + "$ref" },
+          "x-n": nest(500),
+          "x-end": { $ref: "#/x-c" },
+        }),
+    ],
+    ["a $ref cycle of two path items", () => withPaths(2, (i) => ({ $ref: `#/paths/~1x~1${1 - i}` }))],
+    ["100,000 path items", () => withPaths(100_000, () => ({}))],
+    [
+      "a request body schema with allOf fan-out twenty levels deep",
+      () => {
+        const d = description();
+        for (let i = 0; i < 20; i++)
+          d.components.schemas[`F${i}`] = {
+            allOf: [1, 2, 3, 4, 5, 6, 7, 8].map(() => ({ $ref: `#/components/schemas/F${i + 1}` })),
+          };
+        d.components.schemas.F20 = d.components.schemas.LoginRequest;
+        d.components.schemas.LoginRequest = { $ref: "#/components/schemas/F0" };
+        return d;
+      },
+    ],
+    [
+      "a schema with 300,000 required fields",
+      () => {
+        const d = description();
+        d.components.schemas.Device = {
+          ...d.components.schemas.Device,
+          required: [...Array(300_000).keys()].map(String),
+        };
+        return d;
+      },
+    ],
+  ];
 }
 
 /** The drift of the brief: an operation removed, a required request field added. */
@@ -219,6 +286,40 @@ describe("service description check: what the package relies on (docs/service-de
       { openapi: 3, paths: {} },
     ])
       assert.equal(isDescription(notOne), false);
+  });
+
+  // docs/service-description.md#when
+  for (const [what, make] of hostileDescriptions()) {
+    it(`a description built to be slow (${what}) is compared within the work bound: it ends at once, compared or given up as "too complex to check"`, () => {
+      const d = make();
+      const started = performance.now();
+      const out = compareDescription(d);
+      const took = performance.now() - started;
+      assert.ok(out.length === 0 || out.every((line) => typeof line === "string"), JSON.stringify(out.slice(0, 3)));
+      // The bound is in steps, not time: 1 s is far above it even on a busy machine, and far
+      // below the minutes these took without it.
+      assert.ok(took < 1000, `the comparison took ${Math.round(took)} ms`);
+    });
+  }
+
+  // docs/service-description.md#when
+  it("a body nested deeper than 64 levels is refused before JSON.parse (4 MiB of [[[[ would hold the loop for half a second); brackets inside strings do not count; the description itself is far shallower", () => {
+    const deep = Buffer.from("[".repeat(2 * 1024 * 1024) + "]".repeat(2 * 1024 * 1024));
+    assert.equal(nestsDeeperThan(deep), true);
+    assert.equal(nestsDeeperThan(Buffer.from(JSON.stringify(description()))), false);
+    assert.equal(
+      nestsDeeperThan(Buffer.from(JSON.stringify({ a: "[".repeat(1000) + '\\"' + "{".repeat(1000) }))),
+      false,
+    );
+    assert.equal(nestsDeeperThan(Buffer.from("[".repeat(64) + "]".repeat(64))), false, "64 levels are read");
+    assert.equal(nestsDeeperThan(Buffer.from("[".repeat(65) + "]".repeat(65))), true, "65 are not");
+  });
+
+  it('a description that needs more work than the bound is reported as "too complex to check", and one that fits is still compared', () => {
+    const [, chain] = hostileDescriptions()[1];
+    assert.deepEqual(compareDescription(chain()), [TOO_COMPLEX]);
+    assert.deepEqual(compareDescription(description()), [], "the simulator's own description fits the bound");
+    assert.ok(compareDescription(drifted()).length > 0, "and a drift is still found");
   });
 
   it("the token pair's fields are read case-insensitively: a renamed case is no difference", () => {
@@ -447,6 +548,29 @@ describe("service description check: in a Node-RED runtime against the simulator
       await firstCheckDone(node);
       assertAccepted(await unlock({}));
       assert.deepEqual(descriptionWarnings(node), [], "a schema that refers back to itself is not judged");
+    } finally {
+      clearInterval(watch);
+    }
+    assert.ok(worst < 1000, `the runtime stood still for ${Math.round(worst)} ms while the description was read`);
+  });
+
+  // docs/service-description.md#when
+  it('a description built to be slow (1,000 paths, each a chain of $refs through 500-segment pointers) is given up as "too complex to check", warned once; the runtime never stands still, the unlock is accepted', async () => {
+    sim.control.serveDescription({ description: hostileDescriptions()[1][1]() });
+    let worst = 0;
+    let last = performance.now();
+    const watch = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last);
+      last = now;
+    }, 5);
+    try {
+      const node = await deploy();
+      await firstCheckDone(node);
+      assertAccepted(await unlock({}));
+      const warned = descriptionWarnings(node);
+      assert.equal(warned.length, 1, JSON.stringify(warned));
+      assert.match(warned[0], /too complex to check/);
     } finally {
       clearInterval(watch);
     }

@@ -665,7 +665,8 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
           String(await red((RED, id) => RED.nodes.node(id)?.status?.text ?? "", copyId)),
         ),
       );
-      await node(copyId).locator("rect.red-ui-flow-node").dblclick();
+      // The copy's own dialog (a double-click could land on the original when the copy lies over it).
+      await red((RED, id) => RED.editor.edit(RED.nodes.node(id)), copyId);
       await page.locator("#node-dialog-ok").waitFor({ state: "visible" });
       await dialogReady(page);
       await page.waitForFunction(

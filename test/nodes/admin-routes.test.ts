@@ -336,13 +336,17 @@ describe("admin routes: who may do what, with adminAuth (a '*' user and a 'read'
     const first = await send(refresh, refresh.calls[0], sim.url, tokens.admin);
     assert.equal(first.status, 200, first.text);
     const core = accountOf().account.core;
-    // Another password: a new core for the same login, which resumes the stored pair (no login).
+    // Another password, then the right one again: each a new core for the same login, which checks
+    // the password with one login (docs/session.md#changed-credentials-are-checked).
     await stopFlows();
     await loadFlow(flow(), {
       userDir,
       nodes: withRealAuth(tokens.auth),
       creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "changed-password" } },
     });
+    await waitState("halted-login-failed");
+    await stopFlows();
+    await loadFlow(flow(), { userDir, nodes: withRealAuth(tokens.auth) });
     await waitReady();
     assert.notEqual(accountOf().account.core, core, "a new session core");
     sim.control.resetRequests();

@@ -14,6 +14,7 @@ import {
   accountNode,
   accountOf,
   assertAccepted,
+  assertFailed,
   catchNode,
   count,
   doorDevicesNode,
@@ -279,11 +280,11 @@ describe("door-devices and door-status: a rate-limited failure carries msg.retry
     assert.equal(count(sim, "listUserDevices"), 0, "nothing fetched within the Retry-After");
   });
 
-  it("door-devices: the location list answered 429", async () => {
-    sim.control.inject({ kind: "429", endpoint: "listUserLocations", retryAfter: 90 });
+  // docs/session.md#a-retry-after-holds-the-account
+  it("door-devices: the location list while the account is held by the device list's Retry-After: not sent, rate-limited with the seconds left", async () => {
     const m = await caught("loc", {});
-    assert.ok(m.retryAfter >= 89 && m.retryAfter <= 90, `retryAfter ${m.retryAfter}`);
-    assert.equal(count(sim, "listUserLocations"), 1);
+    assert.ok(m.retryAfter >= 85 && m.retryAfter <= 90, `retryAfter ${m.retryAfter}`);
+    assert.equal(sim.control.requests().length, 0, "nothing sent while the account is held");
   });
 
   it("door-status: msg.door while the device list is within its Retry-After", async () => {
@@ -292,11 +293,74 @@ describe("door-devices and door-status: a rate-limited failure carries msg.retry
     assert.equal(sim.control.requests().length, 0, "nothing sent");
   });
 
-  it("door-status: the device read answered 429", async () => {
-    sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 90 });
+  // docs/session.md#a-retry-after-holds-the-account
+  it("door-status: a device read while the account is held: not sent, rate-limited with the seconds left", async () => {
     const m = await caught("stmsg", { deviceId: 101 });
-    assert.equal(m.retryAfter, 90);
+    assert.ok(m.retryAfter >= 85 && m.retryAfter <= 90, `retryAfter ${m.retryAfter}`);
+    assert.equal(sim.control.requests().length, 0, "nothing sent while the account is held");
+  });
+});
+
+describe("A Retry-After holds the account: after a status read answered 429, nothing is sent until the wait is over; a short wait is waited out inside the bounded retry (docs/session.md#a-retry-after-holds-the-account)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim({ rateLimit: false });
+    await loadFlow([
+      tab(),
+      accountNode(sim.url),
+      doorStatusNode("stmsg"),
+      doorDevicesNode("dev", { list: "devices" }),
+      unlockNode(),
+      ...helperNodes("stmsg-out", "dev-out", "u1-ok", "u1-fail"),
+      ...catchNode(),
+    ]);
+    await waitReady();
+    await until("the start-up device list", () => count(sim, "listUserDevices") >= 1);
+    sim.control.resetRequests();
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("a device read answered 429 (Retry-After 120): a read 1 s later sends nothing and fails rate-limited with msg.retryAfter the seconds left; an unlock and a list fetch send nothing either", async () => {
+    sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 120 });
+    let got = next("caught");
+    send("stmsg", { deviceId: 101 });
+    let m = await got;
+    assert.equal(m.outcome, "rate-limited");
+    assert.equal(m.retryAfter, 120);
     assert.equal(count(sim, "getDevice"), 1);
+    await new Promise((r) => setTimeout(r, 1000));
+    got = next("caught");
+    send("stmsg", { deviceId: 101 });
+    m = await got;
+    assert.equal(m.outcome, "rate-limited");
+    assert.equal(m.statusCode, 429);
+    assert.ok(m.retryAfter >= 117 && m.retryAfter <= 119, `retryAfter ${m.retryAfter}`);
+    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.ok(p.retryAfter >= 117 && p.retryAfter <= 119, `retryAfter ${p.retryAfter}`);
+    assert.equal(p.mayHaveOpened, false);
+    got = next("caught");
+    send("dev", { refresh: true });
+    m = await got;
+    assert.equal(m.outcome, "rate-limited");
+    assert.equal(count(sim, "getDevice"), 1, "no second read");
+    assert.equal(unlockRequests(sim), 0, "no PUT");
+    assert.equal(count(sim, "listUserDevices"), 0, "no list fetch");
+  });
+
+  it("a device read answered 429 (Retry-After 1): the next read waits the second out inside its bounded retry and succeeds, with exactly one more GET", async () => {
+    sim.control.inject({ kind: "429", endpoint: "getDevice", retryAfter: 1 });
+    const first = next("stmsg-out");
+    send("stmsg", { deviceId: 101 });
+    // The client's own retry already waits a 1 s Retry-After out: the read succeeds after it.
+    const ok = await first;
+    assert.equal(ok.payload.id, 101);
+    assert.equal(count(sim, "getDevice"), 2, "the answered 429 and one read after the second");
+    const gets = sim.control.requests({ operation: "getDevice" });
+    assert.ok(gets[1].startedAt - gets[0].startedAt >= 1000, "nothing sent within the Retry-After");
   });
 });
 

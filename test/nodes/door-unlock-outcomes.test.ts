@@ -8,6 +8,7 @@ import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import {
   ALL_NODES,
+  CREDS,
   accountNode,
   assertAccepted,
   assertFailed,
@@ -235,14 +236,6 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
     assert.equal(count(sim, "listUserDevices"), 0);
   });
 
-  it("rate-limited 429: retryAfter from Retry-After, exactly one PUT", async () => {
-    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 7 });
-    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
-    assert.equal(p.retryAfter, 7);
-    assert.equal(p.mayHaveOpened, false);
-    assert.equal(unlockRequests(sim), 1);
-  });
-
   it("unreachable 502 (injected): exactly one PUT", async () => {
     sim.control.inject({ kind: "502", endpoint: "unlockDevice" });
     const p = assertFailed(await unlock({ deviceId: 101 }), "unreachable", 502);
@@ -292,6 +285,14 @@ describe("door-unlock outcomes: every row of the outcome table, the requests cou
     assert.equal(count(sim, "refreshToken"), 1);
     assert.equal(sim.control.counts().refreshes - refreshesBefore, 1);
     assert.equal(logins(sim), 0);
+  });
+
+  it("rate-limited 429: retryAfter from Retry-After, exactly one PUT (last here: the Retry-After then holds the account, docs/session.md#a-retry-after-holds-the-account)", async () => {
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 7 });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.equal(p.retryAfter, 7);
+    assert.equal(p.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 1);
   });
 
   it("the audit file of the suite got attempt and result records", () => {
@@ -550,6 +551,74 @@ describe("door-unlock: every rate-limited payload carries retryAfter, named in i
     assert.equal(p.mayHaveOpened, false);
     assert.equal(unlockRequests(sim), 0);
     assert.equal(count(sim, "listUserDevices"), 1, "nothing fetched within the Retry-After");
+  });
+});
+
+describe("A Retry-After holds the account: after a PUT answered 429 with Retry-After, no message sends anything until it has passed, through any node or config-node copy of the account (docs/session.md#a-retry-after-holds-the-account)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  beforeEach(async () => {
+    sim = await startSim({ rateLimit: false });
+  });
+  afterEach(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it("the PUT answered 429 (Retry-After 30): a message 1 s later is rate-limited at once with the seconds left, nothing sent, mayHaveOpened false, one unlock-rejected record", async () => {
+    const { userDir } = await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 30 });
+    const first = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.equal(first.retryAfter, 30);
+    await new Promise((r) => setTimeout(r, 1000));
+    const second = assertFailed(await unlock({ deviceId: 101, _msgid: "held-1" }), "rate-limited", 429);
+    assert.ok(second.retryAfter >= 28 && second.retryAfter <= 29, `retryAfter ${second.retryAfter}`);
+    assert.equal(assertRetryAfterInText(second), second.retryAfter);
+    assert.equal(second.mayHaveOpened, false);
+    assert.equal(unlockRequests(sim), 1, "only the first PUT (answered 429) was sent");
+    const put = sim.control.requests({ operation: "unlockDevice" })[0];
+    const after = sim.control.requests().filter((r) => r.startedAt > put.startedAt);
+    assert.deepEqual(
+      after.map((r) => r.operation),
+      [],
+      "nothing at all was sent after it",
+    );
+    await until("the audit records", () => readAudit(userDir).some((r) => r.type === "unlock-rejected"));
+    const records = readAudit(userDir).filter((r) => r.msgid === "held-1");
+    assert.deepEqual(
+      records.map((r) => [r.type, r.outcome]),
+      [["unlock-rejected", "rate-limited"]],
+      "one unlock-rejected record, no attempt",
+    );
+  });
+
+  it("the hold is the account's: a second door-unlock node and a node on a copy of the account config send nothing; once the 2 s are over, the next message sends exactly one PUT", async () => {
+    await loadFlow(
+      [
+        tab(),
+        accountNode(sim.url),
+        accountNode(sim.url, { id: "acc2", name: "copy" }),
+        unlockNode(),
+        unlockNode({}, "u2"),
+        unlockNode({ account: "acc2" }, "u3"),
+        ...helperNodes("u1-ok", "u1-fail", "u2-ok", "u2-fail", "u3-ok", "u3-fail"),
+      ],
+      { creds: { ...CREDS, acc2: CREDS.acc1 } },
+    );
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 2 });
+    assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    for (const id of ["u2", "u3"]) {
+      const p = assertFailed(await unlock({ deviceId: 102 }, id), "rate-limited", 429);
+      assert.ok(p.retryAfter >= 1 && p.retryAfter <= 2, `${id}: retryAfter ${p.retryAfter}`);
+    }
+    assert.equal(sim.control.requests().length, 1, "one request in all: the PUT answered 429");
+    await new Promise((r) => setTimeout(r, 2100));
+    assertAccepted(await unlock({ deviceId: 102 }, "u2"));
+    assert.equal(unlockRequests(sim), 2, "exactly one PUT after the wait, no burst");
   });
 });
 
