@@ -111,18 +111,25 @@ function credentialsChanged(id: string, key: string, settings: Settings): boolea
  */
 const heldUntil = new Map<string, number>();
 
-/** A core of `key` is closed: keep the service's wait it was under, for the next core of the account. */
+/**
+ * A core of `key` is closed: keep the service's wait it was under, for the next core of the
+ * account: the session's login wait and the client's hold of the account after any 429 with
+ * Retry-After (docs/session.md#a-retry-after-holds-the-account).
+ */
 function retire(key: string, core: AccountCore | null | undefined): void {
-  const at = core?.session.rateLimitedUntil ?? null;
-  if (at !== null) heldUntil.set(key, Math.max(at, heldUntil.get(key) ?? 0));
+  if (!core) return;
+  const at = Math.max(core.session.rateLimitedUntil ?? 0, core.client.heldUntilMonotonic ?? 0);
+  if (at > 0) heldUntil.set(key, Math.max(at, heldUntil.get(key) ?? 0));
 }
 
-/** A new core of `key`: it waits what the service asked a core it replaces to wait. */
+/** A new core of `key`: it waits what the service asked a core it replaces to wait, and sends nothing before. */
 function holdNew(key: string, core: AccountCore): void {
   const at = heldUntil.get(key);
   if (at === undefined) return;
-  if (at > core.clock.monotonic()) core.session.holdUntil(at);
-  else heldUntil.delete(key);
+  if (at > core.clock.monotonic()) {
+    core.session.holdUntil(at);
+    core.client.holdUntil(at);
+  } else heldUntil.delete(key);
 }
 
 export class Member {

@@ -193,6 +193,19 @@ export class DoorApiClient {
     return Math.max(0, this.heldUntil - this.clock.monotonic());
   }
 
+  /** The end of the hold on the monotonic clock, or null when not held: a core that replaces this one keeps it. */
+  get heldUntilMonotonic(): number | null {
+    return this.heldForMs() > 0 ? this.heldUntil : null;
+  }
+
+  /**
+   * Holds the account until `at` (monotonic ms): a client of a new core of the account waits what
+   * the service asked the one it replaces to wait (src/account/registry.ts). Never shortens a hold.
+   */
+  holdUntil(at: number): void {
+    this.heldUntil = Math.max(this.heldUntil, at);
+  }
+
   /** A 429 with Retry-After holds the whole account for that long (never shortens a longer hold). */
   private holdFor(retryAfterSec: number): void {
     this.heldUntil = Math.max(this.heldUntil, this.clock.monotonic() + retryAfterSec * 1000);

@@ -33,6 +33,7 @@ import {
   waitReady,
   waitState,
   accountOf,
+  stopFlows,
 } from "../helpers/flow.js";
 import { refusedPort } from "../helpers/refused-port.js";
 import { received, settle } from "../helpers/odd-messages.js";
@@ -621,6 +622,35 @@ describe("A Retry-After holds the account: after a PUT answered 429 with Retry-A
     await new Promise((r) => setTimeout(r, 2100));
     assertAccepted(await unlock({ deviceId: 102 }, "u2"));
     assert.equal(unlockRequests(sim), 2, "exactly one PUT after the wait, no burst");
+  });
+
+  it("the hold outlives a deploy that changes the account's password: the new session sends nothing, not even its login, until the wait is over; the next message then has it checked by one login", async () => {
+    const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+    const { userDir } = await loadFlow(flow);
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 3 });
+    assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    const heldAt = Date.now();
+    await stopFlows();
+    // docs/session.md#changed-credentials-are-checked: a changed password starts a new session
+    // with a login; docs/session.md#a-retry-after-holds-the-account: not before the wait is over.
+    await loadFlow(flow, { userDir, creds: { acc1: { ...CREDS.acc1, password: "changed-password" } } });
+    const p = assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    assert.ok(p.retryAfter >= 1 && p.retryAfter <= 3, `retryAfter ${p.retryAfter}`);
+    await new Promise((r) => setTimeout(r, Math.max(0, heldAt + 2500 - Date.now())));
+    assert.deepEqual(
+      sim.control.requests().map((r) => r.operation),
+      ["unlockDevice"],
+      "nothing was sent within the wait but the PUT answered 429",
+    );
+    await new Promise((r) => setTimeout(r, Math.max(0, heldAt + 3100 - Date.now())));
+    // The next message, once the wait is over, has the new password checked by one login.
+    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    const logins = sim.control.requests().filter((r) => /^login/.test(r.operation));
+    assert.equal(logins.length, 1, "one login with the new password, once the wait was over");
+    assert.ok(logins[0].startedAt >= heldAt + 2900, `the login left ${logins[0].startedAt - heldAt} ms after the 429`);
+    assert.equal(unlockRequests(sim), 1, "no PUT but the one answered 429");
   });
 });
 
