@@ -18,6 +18,13 @@ import {
 import { DEFAULT_KEY_PREFIX, RedisTokenStore } from "../session/redis-store.js";
 import { Session, type SessionLog, type SessionSnapshot, type SessionTimings } from "../session/session.js";
 import { FileTokenStore, type TokenStore, accountKey } from "../session/token-store.js";
+import {
+  type AccountRecords,
+  fileRecords,
+  memoryRecords,
+  recordsFileBeside,
+  redisRecords,
+} from "../session/account-records.js";
 import type { Device, Location } from "../spec/schemas.js";
 import { type Clock, systemClock } from "../util/clock.js";
 
@@ -68,6 +75,8 @@ export class AccountCore {
   readonly session: Session;
   readonly directory: DeviceDirectory;
   readonly clock: Clock;
+  /** Small records kept beside the token pair: the door-unlock lockouts (docs/access-rules.md#what-ends-a-lockout). */
+  readonly records: AccountRecords;
   /** accountKey(baseUrl, method, identity): a hash, never the identity in clear. */
   readonly key: string;
   private locationCache: { at: number; list: Location[] } | null = null;
@@ -121,6 +130,14 @@ export class AccountCore {
             onProblem: (m) => log?.warn(m),
           });
     const store = options.store ?? this.ownStore!;
+    // Beside the pair, in the same store (src/session/account-records.ts).
+    const now = () => this.clock.now();
+    this.records =
+      this.ownStore instanceof RedisTokenStore
+        ? redisRecords(this.ownStore, now)
+        : this.ownStore !== null
+          ? fileRecords(recordsFileBeside(options.tokenFile, this.key), { now, onProblem: (m) => log?.warn(m) })
+          : memoryRecords(now);
     this.session = new Session({
       client: this.client,
       credentials: options.credentials,

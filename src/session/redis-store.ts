@@ -243,6 +243,24 @@ export class RedisTokenStore implements TokenStore {
     }
   }
 
+  // ---- records beside the pair (src/session/account-records.ts) ------------------------
+
+  /** The value of the record `name` of this account, or null. */
+  async getRecord(name: string): Promise<string | null> {
+    return (await this.exec<string | null>(["GET", this.recordKey(name)])) ?? null;
+  }
+
+  /** Sets the record `name` for `ttlMs` (at least 1 ms); null deletes it. */
+  async setRecord(name: string, value: string | null, ttlMs: number): Promise<void> {
+    const key = this.recordKey(name);
+    if (value === null) await this.exec(["DEL", key]);
+    else await this.exec(["SET", key, value, "PX", String(Math.max(1, Math.ceil(ttlMs)))]);
+  }
+
+  private recordKey(name: string): string {
+    return `${this.keys.pair.slice(0, -":pair".length)}:rec:${name}`;
+  }
+
   private async seal(pair: StoredPair): Promise<StoredRecord> {
     const key = this.cipherKey ? await this.cipherKey : null;
     return { v: 1, ...(key ? { kdf: "scrypt" as const } : {}), ...sealPair(key, pair) };

@@ -83,6 +83,13 @@ interface LockoutState {
   retryAfter: number | null;
 }
 
+/** The part of the state a restart must not forget: wrong PINs (epoch ms) and the lockout. */
+export interface PinRecord {
+  wrongPins: number[];
+  lockedUntil: number | null;
+  lockedWith: number;
+}
+
 /**
  * What the state reads of its rule set (AccessRules, src/unlock/access-rules.ts). The rule set's
  * PIN is kept apart from it, by src/unlock/access-pin.ts, under the same object.
@@ -124,6 +131,7 @@ export class AccessState {
   private wrongPins: number[] = [];
   private lockedUntil: number | null = null;
   private lockedWith = 0;
+  private counted = 0;
   /** The rules' zone's wall clock, cached for this node. */
   private readonly clock: LocalClock;
 
@@ -182,6 +190,7 @@ export class AccessState {
       if (kind !== true) {
         if (kind === "missing") return deny("pin", "a PIN is needed: msg.pin is missing");
         this.wrongPins.push(now);
+        this.counted++;
         if (this.wrongPins.length >= LOCKOUT_AFTER) {
           this.lockedWith = this.wrongPins.length;
           this.lockedUntil = now + LOCKOUT_MS;
@@ -236,6 +245,60 @@ export class AccessState {
     }
     this.pruneWrongPins(now);
     return { locked: false, wrongPins: this.wrongPins.length, until: null, retryAfter: null };
+  }
+
+  /**
+   * What a restart must not forget (docs/access-rules.md#what-ends-a-lockout): the wrong PINs still
+   * counted and the lockout, with the time (epoch ms) after which they mean nothing (null: nothing
+   * to keep). No PIN and nothing about one.
+   */
+  lockoutRecord(now: number): { record: PinRecord; expiresAt: number } | null {
+    const l = this.lockout(now);
+    if (l.locked) {
+      return {
+        record: { wrongPins: [], lockedUntil: this.lockedUntil, lockedWith: this.lockedWith },
+        expiresAt: this.lockedUntil!,
+      };
+    }
+    if (this.wrongPins.length === 0) return null;
+    return {
+      record: { wrongPins: [...this.wrongPins], lockedUntil: null, lockedWith: 0 },
+      expiresAt: this.wrongPins[this.wrongPins.length - 1] + LOCKOUT_WINDOW_MS,
+    };
+  }
+
+  /**
+   * Takes back what lockoutRecord kept, before the first message is checked. Read defensively
+   * (it comes from a file or Redis): anything unusable is ignored; times in the future (a clock
+   * set back) count from now, and a lockout never runs longer than LOCKOUT_MS from now. Merged
+   * with what this state already has, never shortening it.
+   */
+  restoreLockout(record: unknown, now: number): void {
+    if (typeof record !== "object" || record === null) return;
+    const r = record as Partial<Record<keyof PinRecord, unknown>>;
+    const until = r.lockedUntil;
+    if (typeof until === "number" && Number.isFinite(until) && until > now) {
+      const at = Math.min(until, now + LOCKOUT_MS);
+      const withPins =
+        typeof r.lockedWith === "number" && r.lockedWith > 0 ? Math.min(r.lockedWith, 1000) : LOCKOUT_AFTER;
+      if (this.lockedUntil === null || this.lockedUntil < at) {
+        this.lockedUntil = at;
+        this.lockedWith = Math.max(withPins, this.lockedWith);
+      }
+      this.wrongPins = [];
+      return;
+    }
+    if (!Array.isArray(r.wrongPins) || this.lockedUntil !== null) return;
+    const kept = r.wrongPins
+      .filter((t): t is number => typeof t === "number" && Number.isFinite(t))
+      .map((t) => Math.min(t, now))
+      .filter((t) => now - t < LOCKOUT_WINDOW_MS);
+    this.wrongPins = [...kept, ...this.wrongPins].sort((a, b) => a - b).slice(-(LOCKOUT_AFTER - 1));
+  }
+
+  /** Counts the wrong PINs this state has counted: a node keeps its record when it grows. */
+  get wrongPinCount(): number {
+    return this.counted;
   }
 
   /** "locked: 5 wrong PINs, until 14:32" while locked, else null. */

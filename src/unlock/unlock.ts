@@ -10,6 +10,7 @@ import { checkLock, describeValue, doorInputProblem, isDeviceId, parseLockId, se
 import { describeThrown } from "../util/text.js";
 import { nodeActorProblem } from "./node-actor.js";
 import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
+import type { LockoutKeeper } from "./lockout-keeper.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
 
 export interface UnlockInput {
@@ -37,6 +38,11 @@ export interface UnlockNodeSettings {
    * node's rule state; or why its rules could not be read (every message is then denied).
    */
   access?: NodeAccess | null;
+  /**
+   * Keeps the wrong PINs and the lockout of a node with a PIN across deploys and restarts
+   * (docs/access-rules.md#what-ends-a-lockout): read before the first check, written after a wrong PIN.
+   */
+  lockout?: LockoutKeeper | null;
 }
 
 export type NodeAccess = { ok: true; state: AccessState } | { ok: false; message: string };
@@ -276,6 +282,10 @@ async function unlockOnce(
   // docs/session.md#a-retry-after-holds-the-account: the service asked this account to wait
   // (a 429 with Retry-After to any request): answered at once, nothing sent, before a rule takes
   // a cooldown slot or compares a PIN. Read from memory: no I/O on the unlock path.
+  // docs/access-rules.md#what-ends-a-lockout: the wrong PINs and lockout kept from before a
+  // deploy or restart are read before the first check (read once; later messages do not wait).
+  const keeper = access ? (node.lockout ?? null) : null;
+  if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
   const heldMs = account.client.heldForMs();
   if (heldMs > 0) {
     const left = Math.ceil(heldMs / 1000);
@@ -293,7 +303,11 @@ async function unlockOnce(
       pin: input.msgPin,
       now: account.clock.now(),
     });
-    if (!d.allowed) return deny(d);
+    if (!d.allowed) {
+      // A wrong PIN is kept before it is answered: a restart after the answer has not forgotten it.
+      if (keeper !== null) await keeper.saveIfCounted(account.core.records);
+      return deny(d);
+    }
     slot = d.slot;
   }
   try {

@@ -12,10 +12,12 @@
  * so that "the same millisecond", a window's edge and a lockout's 15 minutes are exact.
  */
 import { strict as assert } from "node:assert";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
-import type { RunningSimulator } from "../../src/simulator/index.js";
+import { type RunningSimulator, startSimulator } from "../../src/simulator/index.js";
+import { NodeRedProcess } from "../helpers/node-red-process.js";
+import { RedisServer } from "../helpers/redis.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
 import { withEnglishText } from "../helpers/catalogue.js";
 import {
@@ -40,7 +42,7 @@ import {
   until,
   waitReady,
 } from "../helpers/flow.js";
-import { TEST_PIN, WRONG_PINS, ZERO_PIN } from "../helpers/pins.js";
+import { OTHER_PIN, TEST_PIN, WRONG_PINS, ZERO_PIN } from "../helpers/pins.js";
 
 // ---------------------------------------------------------------------------------- set-up
 
@@ -542,16 +544,45 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.equal(unlockRequests(sim), 1);
     });
 
-    it("a redeploy of the node clears the lockout", async () => {
-      await deploy({ pin: TEST_PIN });
+    // docs/access-rules.md#what-ends-a-lockout
+    it("a redeploy of the node (its name changed) keeps the lockout, and its status says so before any message", async () => {
+      await deploy({ pin: TEST_PIN, rules: { timeZone: "UTC" } });
       await lockOut();
       assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
+      clock.tick(MIN);
+      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, timeZone: "UTC", name: "front" }), "nodes", {
+        ...CREDS,
+        u1: { pin: TEST_PIN },
+      });
+      await until("the status of the kept lockout", () => statusOf().text === "locked: 5 wrong PINs, until 09:19");
+      assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 840);
+      assert.equal(unlockRequests(sim), 0);
+    });
+
+    // docs/access-rules.md#what-ends-a-lockout
+    it("wrong PINs count across a redeploy: four before it and one after lock the node", async () => {
+      await deploy({ pin: TEST_PIN });
+      for (let i = 0; i < 4; i++) assertDenied(await unlock({ pin: WRONG_PINS[i] }), "pin");
       await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, name: "front" }), "nodes", {
         ...CREDS,
         u1: { pin: TEST_PIN },
       });
-      assertAccepted(await unlock({ pin: TEST_PIN }));
+      const p = assertDenied(await unlock({ pin: WRONG_PINS[4] }), "pin");
+      assert.match(p.message as string, /that was 5 wrong PINs within 15 minutes/);
+      assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
+      assert.equal(unlockRequests(sim), 0);
+    });
+
+    // docs/access-rules.md#what-ends-a-lockout
+    it("a deploy that gives the node another PIN ends the lockout and the count: the new PIN opens", async () => {
+      await deploy({ pin: TEST_PIN });
+      await lockOut();
+      // A full deploy: every node starts again (the editor marks a node whose PIN was typed as changed).
+      await helper.setFlows(unlockFlow(sim.url, DOOR_101), "full", { ...CREDS, u1: { pin: OTHER_PIN } });
+      assertAccepted(await unlock({ pin: OTHER_PIN }));
       assert.equal(unlockRequests(sim), 1);
+      await settled();
+      assert.equal(statusOf().fill, "green");
     });
   });
 
@@ -807,4 +838,128 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       }
     });
   });
+});
+
+/** An http-in flow on a real Node-RED process: POST /unlock {pin} → door-unlock (door 101, with a PIN) → the outcome. */
+function restartFlow(simUrl: string, store: Record<string, unknown>): unknown[] {
+  return [
+    { id: "tab1", type: "tab", label: "doors" },
+    {
+      id: "acc1",
+      type: "door-account",
+      name: "front account",
+      baseUrl: simUrl,
+      loginMethod: "phone",
+      auditLog: "audit.jsonl",
+      ...store,
+      credentials: { phoneNumber: CREDS.acc1.phoneNumber, password: CREDS.acc1.password },
+    },
+    { id: "in1", type: "http in", z: "tab1", url: "/unlock", method: "post", upload: false, wires: [["set1"]] },
+    {
+      id: "set1",
+      type: "change",
+      z: "tab1",
+      rules: [{ t: "move", p: "payload.pin", pt: "msg", to: "pin", tot: "msg" }],
+      wires: [["u1"]],
+    },
+    {
+      id: "u1",
+      type: "door-unlock",
+      z: "tab1",
+      account: "acc1",
+      ...DOOR_101,
+      lockId: "",
+      actor: "",
+      rejectRetained: true,
+      pinSet: true,
+      credentials: { pin: TEST_PIN },
+      wires: [["out1"], ["out1"]],
+    },
+    { id: "out1", type: "http response", z: "tab1", statusCode: "200", headers: {}, wires: [] },
+  ];
+}
+
+describe("The wrong PINs and the lockout outlive a restart of Node-RED, on the file store and on the Redis store (docs/access-rules.md#what-ends-a-lockout)", function () {
+  this.timeout(180_000);
+  let sim: RunningSimulator;
+  let redis: RedisServer | null = null;
+  const running: NodeRedProcess[] = [];
+
+  before(async () => {
+    sim = await startSimulator({ rateLimit: false });
+  });
+  after(async () => {
+    await Promise.all(running.map((r) => r.stop()));
+    await sim?.close();
+    await redis?.stop();
+  });
+
+  async function ready(rt: NodeRedProcess): Promise<void> {
+    const end = Date.now() + 30_000;
+    for (;;) {
+      const s = await rt.accountState("acc1");
+      if (s.state === "ready") return;
+      if (Date.now() > end) throw new Error(`account not ready: ${JSON.stringify(s)}\n${rt.log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async function restart(rt: NodeRedProcess): Promise<NodeRedProcess> {
+    await rt.stop();
+    const again = await NodeRedProcess.start(rt.name, rt.userDir);
+    running.push(again);
+    await ready(again);
+    return again;
+  }
+
+  const outcome = async (rt: NodeRedProcess, pin: string) => {
+    const p = await rt.post("/unlock", { pin });
+    return [p.outcome, p.reason, p.retryAfter ?? null];
+  };
+
+  for (const store of ["file", "redis"] as const) {
+    it(`${store} store: three wrong PINs, a restart, two more lock the node; after another restart the right PIN is still refused until the 15 minutes are over`, async () => {
+      let settings: Record<string, unknown> = {};
+      if (store === "redis") {
+        redis ??= await RedisServer.start();
+        settings = { sessionStore: "redis", redisUrl: redis.url, redisKeyPrefix: "door-access:" };
+      }
+      let rt = await NodeRedProcess.start(`pins-${store}`);
+      running.push(rt);
+      await rt.deploy(restartFlow(sim.url, settings));
+      await ready(rt);
+      sim.control.resetRequests();
+      for (let i = 0; i < 3; i++) assert.deepEqual(await outcome(rt, WRONG_PINS[i]), ["denied", "pin", null]);
+      rt = await restart(rt);
+      assert.deepEqual(await outcome(rt, WRONG_PINS[3]), ["denied", "pin", null]);
+      assert.deepEqual(await outcome(rt, WRONG_PINS[4]), ["denied", "pin", null]);
+      const [o, reason, retryAfter] = await outcome(rt, TEST_PIN);
+      assert.deepEqual(
+        [o, reason],
+        ["denied", "locked-out"],
+        "the fifth wrong PIN, two before and three after a restart, locked it",
+      );
+      rt = await restart(rt);
+      const after = await outcome(rt, TEST_PIN);
+      assert.deepEqual(after.slice(0, 2), ["denied", "locked-out"], "the lockout outlived the restart");
+      assert.ok(
+        (after[2] as number) > 800 && (after[2] as number) <= (retryAfter as number),
+        `retryAfter ${String(after[2])}`,
+      );
+      assert.equal(unlockRequests(sim), 0, "nothing was sent");
+      // Kept beside the session: in a file of the user directory (0600, no PIN in it), or in Redis.
+      const dir = path.join(rt.userDir, "door-access");
+      const records = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith("records-")) : [];
+      if (store === "file") {
+        assert.equal(records.length, 1, readdirSync(dir).join(", "));
+        const file = path.join(dir, records[0]);
+        assert.equal(statSync(file).mode & 0o777, 0o600);
+        const text = readFileSync(file, "utf8");
+        for (const pin of [TEST_PIN, ...WRONG_PINS]) assert.ok(!text.includes(pin), "no PIN in the records file");
+        assert.match(text, /"lockout:u1"/);
+      } else {
+        assert.deepEqual(records, [], "on the Redis store nothing is kept in the user directory");
+      }
+    });
+  }
 });

@@ -661,7 +661,7 @@ describe("access rules: lockout after 5 wrong PINs (docs/access-rules.md#pin-and
     assert.equal((check(s, T + 20, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted, true);
   });
 
-  it("a new state (a deploy) has no lockout and no wrong PINs", () => {
+  it("a new state has no lockout and no wrong PINs until a kept record is restored into it (the node does that: docs/access-rules.md#what-ends-a-lockout)", () => {
     const r = rules(cfg);
     const s = r.newState();
     for (let i = 0; i < 5; i++) check(s, T, { pin: "0000" });
@@ -676,6 +676,69 @@ describe("access rules: lockout after 5 wrong PINs (docs/access-rules.md#pin-and
     for (let i = 0; i < 5; i++) check(s, T, { pin: "0000" });
     assert.equal(s.lockout(T - H).retryAfter, 900);
     assert.equal(check(s, T - H + LOCKOUT_MS, { pin: "4711" }).allowed, true);
+  });
+
+  // docs/access-rules.md#what-ends-a-lockout
+  it("what a restart must not forget: a lockout and the wrong PINs go into a record with their end, and come back from it; no PIN in it", () => {
+    const r = rules(cfg);
+    const s = r.newState();
+    assert.equal(s.lockoutRecord(T), null, "nothing to keep");
+    for (let i = 0; i < 3; i++) check(s, T + i * MIN, { pin: "0000" });
+    const three = s.lockoutRecord(T + 2 * MIN)!;
+    assert.deepEqual(three, {
+      record: { wrongPins: [T, T + MIN, T + 2 * MIN], lockedUntil: null, lockedWith: 0 },
+      expiresAt: T + 2 * MIN + LOCKOUT_WINDOW_MS,
+    });
+    assert.ok(!JSON.stringify(three).includes("4711"));
+    const again = r.newState();
+    again.restoreLockout(JSON.parse(JSON.stringify(three.record)), T + 3 * MIN);
+    check(again, T + 3 * MIN, { pin: "0000" });
+    assert.equal((check(again, T + 4 * MIN, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted, true);
+    const locked = again.lockoutRecord(T + 4 * MIN)!;
+    assert.deepEqual(locked, {
+      record: { wrongPins: [], lockedUntil: T + 4 * MIN + LOCKOUT_MS, lockedWith: 5 },
+      expiresAt: T + 4 * MIN + LOCKOUT_MS,
+    });
+    const third = r.newState();
+    third.restoreLockout(locked.record, T + 10 * MIN);
+    assert.equal(reasonOf(check(third, T + 10 * MIN, { pin: "4711" })), "locked-out");
+    assert.equal(check(third, T + 4 * MIN + LOCKOUT_MS, { pin: "4711" }).allowed, true);
+  });
+
+  // docs/access-rules.md#what-ends-a-lockout
+  it("a restored record is read defensively: a clock set back never makes a lockout longer than 15 minutes from now, wrong PINs from the future count from now, and anything unusable is ignored", () => {
+    const r = rules(cfg);
+    const s = r.newState();
+    s.restoreLockout({ wrongPins: [], lockedUntil: T + 10 * H, lockedWith: 5 }, T);
+    assert.equal(s.lockout(T).retryAfter, 900);
+    const f = r.newState();
+    f.restoreLockout({ wrongPins: [T + H, T + H, T + H, T + H], lockedUntil: null, lockedWith: 0 }, T);
+    assert.deepEqual(f.snapshot(T).wrongPins, [T, T, T, T]);
+    assert.equal((check(f, T, { pin: "0000" }) as { lockoutStarted?: true }).lockoutStarted, true);
+    for (const junk of [
+      null,
+      7,
+      "x",
+      [],
+      { wrongPins: "x" },
+      { lockedUntil: "soon" },
+      { wrongPins: [NaN, "1", null] },
+    ]) {
+      const j = r.newState();
+      j.restoreLockout(junk, T);
+      assert.deepEqual(
+        j.lockout(T),
+        { locked: false, wrongPins: 0, until: null, retryAfter: null },
+        JSON.stringify(junk),
+      );
+    }
+    const old = r.newState();
+    old.restoreLockout({ wrongPins: [T - LOCKOUT_WINDOW_MS, T - 2 * H], lockedUntil: T - 1, lockedWith: 5 }, T);
+    assert.deepEqual(
+      old.lockout(T),
+      { locked: false, wrongPins: 0, until: null, retryAfter: null },
+      "what has run out stays out",
+    );
   });
 
   it("memory is bounded: at most 4 wrong PINs are ever kept", () => {

@@ -4,13 +4,15 @@
  * The procedure itself is src/unlock/unlock.ts; this file is Node-RED glue.
  *
  * Access rules (docs/access-rules.md#the-node-at-run-time): read once at deploy into one rule
- * state for this node instance (a redeploy starts a new one: no cooldowns, no wrong PINs, no
- * lockout); performUnlock applies them. msg.pin is read once and deleted from the message before
+ * state for this node instance (a redeploy starts a new one with no cooldowns; the wrong PINs and
+ * the lockout are read back from the account's records: docs/access-rules.md#what-ends-a-lockout);
+ * performUnlock applies them. msg.pin is read once and deleted from the message before
  * anything else happens to it, whatever the node's rules, so that no output, Catch node, log or
  * status ever carries it.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../../unlock/access-rules.js";
+import { LockoutKeeper, pinChanged } from "../../unlock/lockout-keeper.js";
 import {
   AuditRecordLost,
   messageActor,
@@ -131,6 +133,14 @@ export = function register(RED: NodeAPI): void {
             return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
           };
     const binding = new FlowNodeBinding(RED, node, config.account, decorate);
+    // docs/access-rules.md#what-ends-a-lockout: wrong PINs and a lockout outlive a deploy and a
+    // restart; a deploy that changes the PIN starts from none.
+    const pinText = (node.credentials as { pin?: unknown } | undefined)?.pin;
+    const changed = pinChanged(node.id, rules?.rules.hasPin && typeof pinText === "string" ? pinText : null);
+    const lockout =
+      rules !== null && rules.rules.hasPin
+        ? new LockoutKeeper(rules, node.id, changed, Date.now, (m) => node.warn(`door-unlock: ${m}`))
+        : null;
     const settings = {
       nodeId: node.id,
       door: configuredDoor(config),
@@ -138,6 +148,7 @@ export = function register(RED: NodeAPI): void {
       actor: typeof config.actor === "string" ? config.actor : "",
       rejectRetained: config.rejectRetained !== false,
       access,
+      lockout,
     };
     // Said at deploy; a message that would carry it is refused (docs/nodes.md#door-unlock).
     const actorProblem = nodeActorProblem(settings.actor);
@@ -158,6 +169,20 @@ export = function register(RED: NodeAPI): void {
       );
       lockoutTimer.unref();
     };
+    // Read at once, so that a lockout kept from before a restart is on the status before any message.
+    if (lockout !== null) {
+      const got = binding.account();
+      if (!("problem" in got)) {
+        void lockout.load(got.account.core.records).then(() => {
+          try {
+            binding.refresh();
+            watchLockout();
+          } catch {
+            /* the node closed meanwhile */
+          }
+        });
+      }
+    }
     node.on("close", () => {
       if (lockoutTimer !== null) clearTimeout(lockoutTimer);
       lockoutTimer = null;
