@@ -8,14 +8,19 @@
  *
  * It has its own connection (never the session's pool), starts only once the session's
  * start-up has settled, and nothing of it is awaited by the session or a message: it informs
- * an operator, it never stops a door. Every timer goes through the account's clock (unref'd)
- * and is cleared by close(); no promise of it can reject unhandled.
+ * an operator, it never stops a door. The body is parsed and compared in a worker thread, never
+ * on the event loop, given up after DESCRIPTION_READ_DEADLINE_MS. Every timer goes through the
+ * account's clock (unref'd) and is cleared by close(), which also ends a read in progress; no
+ * promise of it can reject unhandled.
  */
 import { createHash } from "node:crypto";
 import type { Dispatcher } from "undici";
 import { BaseUrlError, parseBaseUrl } from "../client/base-url.js";
 import { undiciPool } from "../client/pool.js";
-import { TOO_COMPLEX, compareDescription, isDescription, nestsDeeperThan } from "../spec/description.js";
+import * as path from "node:path";
+import { Worker } from "node:worker_threads";
+import { TOO_COMPLEX } from "../spec/description.js";
+import type { DescriptionRead } from "../spec/description-read.js";
 import { type Clock, sleep, systemClock } from "../util/clock.js";
 
 /** The period of the check (and of the retry after a failed fetch). */
@@ -34,6 +39,10 @@ const ANSWER_TIMEOUT_MS = 20_000;
  * would be joined by every later check (no check again until a redeploy).
  */
 export const DESCRIPTION_FETCH_DEADLINE_MS = 60_000;
+/** Reading a description (parse and compare, in a worker thread) is given up after this: "too complex to check". */
+export const DESCRIPTION_READ_DEADLINE_MS = 10_000;
+/** The worker thread's heap limit: a description that needs more is "too complex to check". */
+export const DESCRIPTION_READ_MEMORY_MB = 256;
 
 export interface DescriptionCheckLog {
   debug(message: string): void;
@@ -95,6 +104,9 @@ export class ServiceDescriptionCheck {
   };
   private inflight: Promise<void> | null = null;
   private abort: AbortController | null = null;
+  private readonly readWorker: string;
+  /** Ends the worker thread reading a description, if one runs. */
+  private stopReading: (() => void) | null = null;
   private closed = false;
   private first = true;
   private etag: string | null = null;
@@ -104,8 +116,16 @@ export class ServiceDescriptionCheck {
   /** The differences the last warning named ("" = none warned, or matching again since). */
   private warned = "";
 
-  constructor(options: { url: URL; clock?: Clock; log: DescriptionCheckLog; heldForMs?: () => number }) {
+  constructor(options: {
+    url: URL;
+    clock?: Clock;
+    log: DescriptionCheckLog;
+    heldForMs?: () => number;
+    /** The worker thread's script (tests: one that never answers); default src/spec/description-worker.ts. */
+    readWorker?: string;
+  }) {
     this.heldForMs = options.heldForMs ?? (() => 0);
+    this.readWorker = options.readWorker ?? path.join(__dirname, "..", "spec", "description-worker.js");
     this.url = new URL(options.url.href);
     this.clock = options.clock ?? systemClock;
     this.log = options.log;
@@ -192,6 +212,7 @@ export class ServiceDescriptionCheck {
     if (this.timer !== null) this.clock.clearTimeout(this.timer);
     this.timer = null;
     this.abort?.abort(new Error("the account closed"));
+    this.stopReading?.();
   }
 
   private async fetchAndCompare(): Promise<void> {
@@ -246,31 +267,64 @@ export class ServiceDescriptionCheck {
       await pool.destroy().catch(() => undefined);
     }
     if (this.closed) return;
-    if (nestsDeeperThan(body)) {
-      // docs/service-description.md#when: JSON.parse itself would hold the loop; said once.
-      const hash = createHash("sha256").update(body).digest("hex");
+    const hash = createHash("sha256").update(body).digest("hex");
+    if (hash === this.bodyHash) {
+      // The same description as last time: silent, and not read again.
       this.checkedAt = this.clock.now();
       this.etag = etag;
-      if (hash === this.bodyHash) return;
-      this.bodyHash = hash;
-      this.differences = [TOO_COMPLEX];
-      this.tell();
       return;
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body.toString("utf8"));
-    } catch {
-      throw new FetchFailed("the answer is not JSON");
-    }
-    if (!isDescription(parsed)) throw new FetchFailed("the answer is not an OpenAPI 3 description");
-    const hash = createHash("sha256").update(body).digest("hex");
+    // docs/service-description.md#when: parsed and compared in a worker thread, never on the
+    // event loop; given up (too complex) after DESCRIPTION_READ_DEADLINE_MS or if the thread fails.
+    const read = await this.readInWorker(body);
+    if (this.closed) return;
+    if (read.kind === "not-json") throw new FetchFailed("the answer is not JSON");
+    if (read.kind === "not-openapi") throw new FetchFailed("the answer is not an OpenAPI 3 description");
     this.checkedAt = this.clock.now();
     this.etag = etag;
-    if (hash === this.bodyHash) return; // the same description: silent
     this.bodyHash = hash;
-    this.differences = compareDescription(parsed);
+    this.differences = read.differences;
     this.tell();
+  }
+
+  /**
+   * Reads the body in a worker thread (src/spec/description-worker.ts), with a memory limit and a
+   * deadline on the account's clock; close() ends it. Never rejects: a thread that fails, runs out
+   * of memory or overruns is "too complex to check".
+   */
+  private readInWorker(body: Buffer): Promise<DescriptionRead> {
+    const tooComplex: DescriptionRead = { kind: "compared", differences: [TOO_COMPLEX] };
+    // A copy of its own, moved (not copied again) to the thread.
+    const own = new Uint8Array(body);
+    return new Promise<DescriptionRead>((resolve) => {
+      let worker: Worker;
+      try {
+        worker = new Worker(this.readWorker, {
+          workerData: { body: own },
+          transferList: [own.buffer],
+          resourceLimits: { maxOldGenerationSizeMb: DESCRIPTION_READ_MEMORY_MB, maxYoungGenerationSizeMb: 32 },
+          stdout: true,
+          stderr: true,
+        });
+      } catch {
+        resolve(tooComplex);
+        return;
+      }
+      let settled = false;
+      const finish = (r: DescriptionRead): void => {
+        if (settled) return;
+        settled = true;
+        this.clock.clearTimeout(deadline);
+        this.stopReading = null;
+        void worker.terminate().catch(() => undefined);
+        resolve(r);
+      };
+      const deadline = this.clock.setTimeout(() => finish(tooComplex), DESCRIPTION_READ_DEADLINE_MS);
+      this.stopReading = () => finish(tooComplex);
+      worker.once("message", (r: DescriptionRead) => finish(r));
+      worker.once("error", () => finish(tooComplex));
+      worker.once("exit", () => finish(tooComplex));
+    });
   }
 
   /** Warns once about what the last comparison found (or that it gave up). */

@@ -460,16 +460,20 @@ export function dropSignIn(key: string, core: AccountCore): void {
   void core.close().catch(() => undefined);
 }
 
-/** For shutdown and tests: close every core that has no member (parked or signed in). */
+/**
+ * For shutdown and tests: close every core that has no member (parked or signed in), and forget
+ * what only this process's memory held, as a restart does: what the nodes were deployed with and
+ * the service's waits (docs/session.md#a-retry-after-holds-the-account: a restart forgets a hold).
+ */
 export async function closeAllParked(): Promise<void> {
-  lastDeployed.clear(); // a restart forgets what the nodes were deployed with
+  lastDeployed.clear();
   const idle = [...entries.values()].filter((e) => e.members.size === 0);
   for (const e of idle) {
     clearPark(e);
     entries.delete(e.key);
-    retire(e.key, e.core);
   }
   await Promise.all(idle.map((e) => (e.core ? e.core.close().catch(() => undefined) : Promise.resolve())));
+  heldUntil.clear();
 }
 
 /** For tests: how many accounts have an entry, and their members. */

@@ -59,9 +59,10 @@ export interface ReliedOperation {
 /**
  * The comparison's work bound (docs/service-description.md#when): every pointer segment, path,
  * schema, allOf part and listed field counts one step, and a comparison that needs more than
- * STEP_BUDGET gives up as "too complex to check". It runs in one turn of the event loop, so the
- * bound is what keeps a hostile description (reference chains, fan-out, cycles, huge lists)
- * from holding Node-RED: 100,000 steps take about 10 ms here (docs/service-description.md#when has the figures).
+ * STEP_BUDGET gives up as "too complex to check". The check runs it in a worker thread
+ * (src/spec/description-read.ts), with a 10 s deadline; the bound keeps a hostile description
+ * (reference chains, fan-out, cycles, huge lists) from using that thread for long: 100,000 steps
+ * take about 10 ms here (docs/service-description.md#when has the figures).
  */
 export const STEP_BUDGET = 100_000;
 /** A `$ref` longer than this (characters) is not followed: no description needs one. */

@@ -10,13 +10,16 @@
 import { strict as assert } from "node:assert";
 import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
+import { writeFileSync } from "node:fs";
 import * as path from "node:path";
+import sinon from "sinon";
 import { Account } from "../../src/account/account.js";
 import {
   DESCRIPTION_CHECK_INTERVAL_MS,
   DESCRIPTION_FIRST_CHECK_DELAY_MS,
   DESCRIPTION_FIRST_CHECK_LATEST_MS,
   DESCRIPTION_MAX_BYTES,
+  DESCRIPTION_READ_DEADLINE_MS,
   ServiceDescriptionCheck,
   descriptionUrl,
 } from "../../src/account/description-check.js";
@@ -577,6 +580,33 @@ describe("service description check: in a Node-RED runtime against the simulator
     assert.ok(worst < 1000, `the runtime stood still for ${Math.round(worst)} ms while the description was read`);
   });
 
+  // docs/service-description.md#when: the description is parsed and compared in a worker thread.
+  it("an ordinary description of nearly 4 MiB is parsed and compared off the event loop: Node-RED's thread never parses it, nothing is said, the unlock is accepted", async () => {
+    const d = description();
+    const pad = "x".repeat(900);
+    let size = JSON.stringify(d).length;
+    for (let i = 0; size < 4 * 1024 * 1024 - 20_000; i++) {
+      const item = { get: { summary: pad, responses: { "200": { description: `ok ${i}` } } } };
+      d.paths[`/extra/${i}`] = item;
+      size += JSON.stringify(item).length + `"/extra/${i}":,`.length;
+    }
+    const body = JSON.stringify(d);
+    assert.ok(body.length > 4_000_000 && body.length <= 4 * 1024 * 1024, String(body.length));
+    sim.control.serveDescription({ body });
+    const parse = sinon.spy(JSON, "parse");
+    try {
+      const node = await deploy();
+      await firstCheckDone(node);
+      assertAccepted(await unlock({}));
+      assert.deepEqual(descriptionWarnings(node), [], "compared: it differs in nothing the package relies on");
+      assert.ok(node.account.descriptionCheck.report().checkedAt !== null, "it was read");
+    } finally {
+      parse.restore();
+    }
+    const big = parse.getCalls().filter((c) => typeof c.args[0] === "string" && c.args[0].length > 1024 * 1024);
+    assert.equal(big.length, 0, "no JSON.parse of the description on Node-RED's thread");
+  });
+
   it("specCheck off: no request for the description", async () => {
     const node = await deploy({ specCheck: false });
     assert.equal(node.account.descriptionCheck, null);
@@ -761,6 +791,77 @@ describe("service description check: a fetch that never answers is cut off by cl
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe("service description check: reading a description is bounded in time and memory (docs/service-description.md#when)", function () {
+  this.timeout(30_000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSimulator({ rateLimit: false });
+  });
+  after(async () => {
+    await sim.close();
+  });
+
+  /** A check whose worker thread runs `script` instead of the reader. */
+  function checkWith(script: string, clock?: FakeClock): { check: ServiceDescriptionCheck; lines: string[] } {
+    const file = path.join(tempDir("worker-"), "worker.js");
+    writeFileSync(file, script);
+    const lines: string[] = [];
+    const check = new ServiceDescriptionCheck({
+      url: descriptionUrl("", sim.url),
+      ...(clock ? { clock } : {}),
+      readWorker: file,
+      log: {
+        debug: (m) => lines.push(`debug ${m}`),
+        info: (m) => lines.push(`info ${m}`),
+        warn: (m) => lines.push(`warn ${m}`),
+      },
+    });
+    return { check, lines };
+  }
+  const reading = (check: ServiceDescriptionCheck): boolean =>
+    (check as unknown as { stopReading: unknown }).stopReading !== null;
+
+  it('a read that has not finished after 10 s on the account\'s clock is given up: "too complex to check", warned once', async () => {
+    assert.equal(DESCRIPTION_READ_DEADLINE_MS, 10_000);
+    const clock = fakeClock();
+    const { check, lines } = checkWith("setInterval(() => {}, 1000);", clock);
+    try {
+      const done = check.checkNow();
+      await waitUntil(() => reading(check), 5000, "the read to start");
+      await clock.tickAsync(DESCRIPTION_READ_DEADLINE_MS - 1);
+      assert.ok(reading(check), "still reading 1 ms before the deadline");
+      await clock.tickAsync(1);
+      await done;
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assert.match(lines[0], /^warn the service description at .* is too complex to check/);
+      assert.equal(reading(check), false);
+    } finally {
+      check.close();
+      clock.uninstall();
+    }
+  });
+
+  it('a read that runs out of its thread\'s memory is given up: "too complex to check", and Node-RED goes on', async () => {
+    const { check, lines } = checkWith("const keep = []; for (;;) keep.push(new Array(1e5).fill({ a: 1 }));");
+    try {
+      await check.checkNow();
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assert.match(lines[0], /too complex to check/);
+    } finally {
+      check.close();
+    }
+  });
+
+  it("close() ends a read in progress: nothing is said, nothing rejects", async () => {
+    const { check, lines } = checkWith("setInterval(() => {}, 1000);");
+    const done = check.checkNow();
+    await waitUntil(() => reading(check), 5000, "the read to start");
+    check.close();
+    await done;
+    assert.deepEqual(lines, []);
   });
 });
 
