@@ -12,6 +12,7 @@
  * Nothing is written anywhere: the parent was the reader of Node-RED's output.
  */
 import { fstatSync } from "node:fs";
+import { isMainThread } from "node:worker_threads";
 
 const FORCE_EXIT_MS = 10_000;
 
@@ -25,7 +26,9 @@ function stdinIsPipe(): boolean {
   }
 }
 
-if (stdinIsPipe()) {
+// A worker thread that inherits this preload shares fd 0 but has a stdin of its own, which ends at
+// once: only Node-RED's main thread watches the parent.
+if (isMainThread && stdinIsPipe()) {
   let stopping = false;
   const stop = () => {
     if (stopping) return;

@@ -302,6 +302,9 @@ export class ServiceDescriptionCheck {
         worker = new Worker(this.readWorker, {
           workerData: { body: own },
           transferList: [own.buffer],
+          // None of Node-RED's own options or preloads (-r): the reader needs none, and a preload
+          // written for the main thread (one that watches stdin, an APM agent) must not run here.
+          execArgv: [],
           resourceLimits: { maxOldGenerationSizeMb: DESCRIPTION_READ_MEMORY_MB, maxYoungGenerationSizeMb: 32 },
           stdout: true,
           stderr: true,

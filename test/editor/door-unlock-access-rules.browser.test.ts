@@ -724,6 +724,59 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await page.locator("#red-ui-header-button-deploy").waitFor({ state: "visible" });
     });
 
+    // docs/access-rules.md#a-copied-node-and-its-pin
+    it("an export (Ctrl+E) holds the PIN's mark and not the PIN; imported again (Ctrl+I, Import copy), the node says 'PIN not set: enter it again' in its dialog", async () => {
+      await node(UNLOCK).locator("rect.red-ui-flow-node").click();
+      await page.keyboard.press("Control+e");
+      // The dialog opens on its node list; its JSON tab shows the text a person copies.
+      await page.locator("#red-ui-clipboard-dialog-export-tab-clipboard-tabs a", { hasText: "JSON" }).click();
+      const exportText = page.locator("#red-ui-clipboard-dialog-export-text");
+      await exportText.waitFor({ state: "visible" });
+      const exported = await exportText.inputValue();
+      assert.ok(!exported.includes(PIN), "the export has no PIN");
+      const nodes = JSON.parse(exported) as Record<string, unknown>[];
+      const mine = nodes.find((n) => n.type === "door-unlock")!;
+      assert.equal(mine.pinSet, true, "the export carries the mark");
+      assert.equal((mine.credentials as { pin?: string } | undefined)?.pin ?? "", "");
+      await page.locator("#red-ui-clipboard-dialog-cancel").click();
+      const before = new Set<string>(
+        await red((RED) => RED.nodes.filterNodes({ type: "door-unlock" }).map((n: any) => n.id)),
+      );
+      // Imported as a person does: Ctrl+I, paste the text, Import; the ids exist here, so "Import copy".
+      await page.keyboard.press("Control+i");
+      await page.locator("#red-ui-clipboard-dialog-import-text").fill(JSON.stringify([mine]));
+      await page.locator("#red-ui-clipboard-dialog-ok").click();
+      await page.getByRole("button", { name: "Import copy" }).click();
+      await page.mouse.move(700, 420);
+      await page.mouse.click(700, 420);
+      const importedId = await red(
+        (RED, known: string[]) => {
+          const n = RED.nodes.filterNodes({ type: "door-unlock" }).find((x: any) => !known.includes(x.id));
+          return n ? n.id : null;
+        },
+        [...before],
+      );
+      assert.ok(importedId, "the imported node is on the canvas");
+      await red((RED, id) => RED.editor.edit(RED.nodes.node(id)), importedId);
+      await page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+      await dialogReady(page);
+      await page.waitForFunction(
+        () => /PIN not set: enter it again/.test(document.querySelector("#door-unlock-pin-state")?.textContent ?? ""),
+        null,
+        { timeout: STEP_MS },
+      );
+      await page.locator("#door-unlock-pin-state").scrollIntoViewIfNeeded();
+      await screenshot(page, "access-rules-imported-node.png");
+      await closeDialog("cancel");
+      // The node is not deployed: taken off the canvas again (the copy test above proved the runtime's refusal).
+      // The workspace is then as deployed again (it was clean before the import).
+      await red((RED, id) => {
+        RED.nodes.remove(id);
+        RED.nodes.dirty(false);
+        RED.view.redraw(true);
+      }, importedId);
+    });
+
     it("a message from an actor the rules do not allow is denied: nothing sent, one unlock-rejected record naming the rule", async () => {
       demo!.sim.control.resetRequests();
       const res = await fetch(new URL(`inject/${VISITOR}`, demo!.editorUrl), {
