@@ -53,6 +53,8 @@ export interface NodeDefinition<N extends EditorNode> {
   paletteLabel?: string | ((this: N) => string);
   label?: string | ((this: N) => string);
   labelStyle?: string | ((this: N) => string);
+  /** Called when the node is dropped from the palette or imported (before it is added). */
+  onadd?: (this: N) => void;
   oneditprepare?: (this: N) => void;
   oneditsave?: (this: N) => void;
   oneditcancel?: (this: N) => void;
@@ -87,7 +89,10 @@ export interface RedEditor {
   nodes: {
     registerType<N extends EditorNode>(type: string, definition: NodeDefinition<N>): void;
     node(id: string): (EditorNode & Record<string, unknown>) | null;
+    /** Calls `cb` for each config node; stops when it returns false. */
+    eachConfig(cb: (node: EditorNode & { z?: string }) => boolean | void): void;
   };
+  workspaces: { active(): string };
   plugins: {
     registerPlugin(id: string, definition: { onadd: () => void }): void;
   };

@@ -7,6 +7,7 @@
  * The build (scripts/editor-build.ts) bundles this file into the node's door-devices.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
+import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import type { EditorNode } from "../../editor-shared/red.js";
 
 interface DoorDevicesNode extends EditorNode {
@@ -46,7 +47,11 @@ RED.nodes.registerType<DoorDevicesNode>("door-devices", {
   labelStyle() {
     return this.name ? "node_label_italic" : "";
   },
+  onadd() {
+    preselectAccount(this);
+  },
   oneditprepare() {
+    preselectAccountInDialog(this);
     if (!$("#node-input-list").val()) $("#node-input-list").val("devices");
   },
 });

@@ -7,6 +7,7 @@
  * The build (scripts/editor-build.ts) bundles this file with what it imports into the node's
  * door-status.html (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
+import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import {
   type DoorNode,
   closePicker,
@@ -53,7 +54,11 @@ RED.nodes.registerType<DoorStatusNode>("door-status", {
   labelStyle() {
     return this.name ? "node_label_italic" : "";
   },
+  onadd() {
+    preselectAccount(this);
+  },
   oneditprepare() {
+    preselectAccountInDialog(this);
     this._doorPicker = doorPicker(this, "door-status", tr, () => {});
   },
   oneditsave() {

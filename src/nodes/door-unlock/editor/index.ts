@@ -10,6 +10,7 @@
  * door-unlock.html; the registerType call stays literal there, as Node-RED and the flow library's
  * scorecard read it (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
+import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import { nodeActorProblem } from "../../../unlock/node-actor.js";
 import { textOf } from "../../../util/text.js";
 import {
@@ -150,7 +151,11 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
   labelStyle() {
     return this.name ? "node_label_italic" : "";
   },
+  onadd() {
+    preselectAccount(this);
+  },
   oneditprepare() {
+    preselectAccountInDialog(this);
     const node = this;
     const lockInput = $("#door-unlock-lockId");
     const lockSel = $("#door-unlock-lock");

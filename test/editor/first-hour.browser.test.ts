@@ -1,0 +1,83 @@
+/**
+ * What a new user meets in the editor in their first hour, in a real browser (chromium) against
+ * the demo: each rule here is one a new user tripped over (the docs section it follows is named in
+ * each test). Screenshots: test-artifacts/first-hour-*.png.
+ */
+import { strict as assert } from "node:assert";
+import { nodeRedVersion } from "../helpers/runtime.js";
+import { dialogReady } from "../helpers/editor-dialog.js";
+import { STEP_MS, getFlows, useEditor } from "../helpers/browser.js";
+
+const TAB = "f1f1f1f1f1f1f1f1";
+
+describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(120_000);
+  const ed = useEditor();
+
+  /** The demo's account alone on one tab (and `more` nodes). */
+  async function withAccount(more: Record<string, unknown>[] = []): Promise<Record<string, any>> {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const account = flows.find((n) => n.type === "door-account")!;
+    await ed.setFlows([{ id: TAB, type: "tab", label: "First hour" }, account, ...more]);
+    return account;
+  }
+
+  /** Drops a node of `type` from the palette onto the workspace, as a person does; its id. */
+  async function drop(type: string, x: number, y: number): Promise<string> {
+    const page = ed.page;
+    const before: string[] = await ed.red((RED, t) => RED.nodes.filterNodes({ type: t }).map((n: any) => n.id), type);
+    const item = page.locator(`#red-ui-palette .red-ui-palette-node[data-palette-type="${type}"]`);
+    await item.scrollIntoViewIfNeeded();
+    const from = (await item.boundingBox())!;
+    const chart = (await page.locator("#red-ui-workspace-chart").boundingBox())!;
+    await page.mouse.move(from.x + from.width / 2, from.y + from.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(from.x + 40, from.y + 10, { steps: 5 });
+    await page.mouse.move(chart.x + x, chart.y + y, { steps: 15 });
+    await page.mouse.up();
+    let id: string | null = null;
+    const end = Date.now() + STEP_MS;
+    while (id === null && Date.now() < end) {
+      id = await ed.red(
+        (RED, a) => RED.nodes.filterNodes({ type: a.type }).find((n: any) => !a.before.includes(n.id))?.id ?? null,
+        { type, before },
+      );
+      if (id === null) await page.waitForTimeout(100);
+    }
+    assert.ok(id, `a ${type} was dropped`);
+    return id;
+  }
+
+  // docs/nodes.md#door-account
+  it("a door node dropped where exactly one door-account exists uses it: the dialog shows it, not 'none'", async () => {
+    const account = await withAccount();
+    for (const [type, y] of [
+      ["door-unlock", 80],
+      ["door-status", 160],
+      ["door-devices", 240],
+    ] as const) {
+      const id = await drop(type, 200, y);
+      assert.equal(
+        await ed.red((RED, i) => RED.nodes.node(i).account, id),
+        account.id,
+        `${type} took the only account`,
+      );
+    }
+    // A node made before the account existed (its account empty) gets it when its dialog opens.
+    await ed.red((RED, tab) => {
+      const n = RED.nodes.filterNodes({ type: "door-status" })[0];
+      n.account = "";
+      RED.editor.edit(n);
+      return tab;
+    }, TAB);
+    await ed.page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+    await dialogReady(ed.page);
+    await ed.page.waitForFunction(
+      (id) => document.querySelector<HTMLSelectElement>("#node-input-account")?.value === id,
+      account.id,
+      { timeout: STEP_MS },
+    );
+    await ed.screenshot("first-hour-only-account");
+    await ed.page.locator("#node-dialog-cancel").click();
+  });
+});
