@@ -226,7 +226,9 @@ export class FlowNodeBinding implements AccountUser {
   }
 
   onAccountHalt(error: SessionHaltedError): void {
-    this.node.error(error, {
+    // The text only: an Error object would put its stack (file paths) in the debug sidebar
+    // (docs/session.md#halts-and-reconnect).
+    this.node.error(error.message, {
       topic: "door-access/session-halted",
       payload: { state: error.state, reason: error.message },
       outcome: "session-halted",

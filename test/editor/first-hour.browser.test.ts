@@ -81,3 +81,50 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
     await ed.page.locator("#node-dialog-cancel").click();
   });
 });
+
+describe(`the editor's first hour: what the runtime says (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(120_000);
+  const ed = useEditor();
+
+  // docs/session.md#halts-and-reconnect
+  it("a halted account puts one line per node in the debug sidebar: the reason, never a stack trace or a file path", async () => {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const account = flows.find((n) => n.type === "door-account")!;
+    await ed.setFlows([
+      { id: TAB, type: "tab", label: "First hour" },
+      { ...account, credentials: { phoneNumber: "+15550000001", password: "not-the-password" } },
+      {
+        id: "f1f1f1f1f1f1f1a1",
+        type: "door-unlock",
+        z: TAB,
+        account: account.id,
+        deviceId: "101",
+        doorName: "Front Door",
+        doorLocation: "",
+        lockId: "",
+        actor: "",
+        rejectRetained: true,
+        x: 300,
+        y: 100,
+        wires: [[], []],
+      },
+    ]);
+    await ed.red((RED) => RED.sidebar.show("debug"));
+    // Reconnect (as the sidebar's button does): one more login, refused, the halt said again.
+    const res = await fetch(new URL(`door-access/accounts/${account.id}/reconnect`, ed.demo.editorUrl), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" },
+      body: "{}",
+    });
+    assert.equal(res.status, 202);
+    // The account's line and the door node's line.
+    const lines = ed.page.locator(".red-ui-debug-msg", { hasText: "f1f1f1f1f1f1f1a1" });
+    await lines.first().waitFor({ state: "visible", timeout: 30_000 });
+    // Opened, as a person does to read the whole of it.
+    await lines.first().locator(".red-ui-debug-msg-object-handle, .red-ui-debug-msg-element").first().click();
+    const text = await ed.page.locator("#red-ui-sidebar-content").innerText();
+    assert.match(text, /refused the login/);
+    assert.doesNotMatch(text, /SessionHaltedError|\bat \S+ \(|\/dist\/|node_modules|\.js:\d+/, text);
+    await ed.screenshot("first-hour-halt-debug", ed.page.locator("#red-ui-sidebar"));
+  });
+});

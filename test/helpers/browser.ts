@@ -26,8 +26,8 @@ export interface EditorHandle {
   log: string[];
   /** Runs `fn(RED, arg)` in the page. */
   red<T>(fn: (RED: any, arg: any) => T, arg?: unknown): Promise<T>;
-  /** POST /flows (full deploy), then the editor reloaded so it shows them. */
-  setFlows(flows: unknown[]): Promise<void>;
+  /** POST /flows (full deploy), then the editor (re)opened so it shows them, unless `reopen` is false. */
+  setFlows(flows: unknown[], reopen?: boolean): Promise<void>;
   /** Opens (or reopens) the editor and waits until its palette has our nodes. */
   openEditor(): Promise<void>;
   /** test-artifacts/<name>.png of the page (or of `what`). */
@@ -98,7 +98,7 @@ export function useEditor(
     await h.page.locator("#red-ui-header-button-deploy").waitFor({ state: "visible" });
   };
 
-  h.setFlows = async (flows: unknown[]) => {
+  h.setFlows = async (flows: unknown[], reopen = true) => {
     const res = await fetch(new URL("flows", h.demo.editorUrl), {
       method: "POST",
       headers: { "Content-Type": "application/json", "Node-RED-API-Version": "v2", "Node-RED-Deployment-Type": "full" },
@@ -106,7 +106,7 @@ export function useEditor(
       signal: AbortSignal.timeout(10_000),
     });
     assert.equal(res.status, 200, `POST /flows: ${res.status} ${await res.text()}`);
-    await h.openEditor();
+    if (reopen) await h.openEditor();
   };
 
   h.screenshot = async (name: string, what?: Locator) => {

@@ -128,7 +128,7 @@ describe("door-account: one session for every node, its state on every node's st
     const flow = flowWithAllNodes(sim.url);
     await loadFlow(flow, { creds: { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: "not-the-password" } } });
     await waitState("halted-login-failed");
-    // The halt is raised as node.error(err, msg) on one node of the tab (the spy sees every call).
+    // The halt is raised as node.error(text, msg) on one node of the tab (the spy sees every call).
     const nodes = ["u1", "st", "dev"].map((id) => helper.getNode(id));
     await until("the halt error", () =>
       nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"),
@@ -169,8 +169,9 @@ describe("door-account: one session for every node, its state on every node's st
       nodes[0].error.getCalls().some((c: any) => c.args[1]?.outcome === "session-halted"),
     );
     const halt = nodes[0].error.getCalls().find((c: any) => c.args[1]?.outcome === "session-halted");
+    // The text, not an Error: its stack would show in the debug sidebar (docs/session.md#halts-and-reconnect).
     assert.equal(
-      halt.args[0].message,
+      halt.args[0],
       "the service refused the login (401): check the account's phone number (or email) and password",
     );
     const p = assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
