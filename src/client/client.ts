@@ -76,6 +76,8 @@ export class DoorApiClient {
    * One client per account, so every node and config-node copy of the account shares it.
    */
   private heldUntil = Number.NEGATIVE_INFINITY;
+  /** The service has answered a request of this client: its base URL is right (docs/session.md#connection-errors). */
+  private answered = false;
   /** The logins and passwords of the account (hideInErrors): hidden in the service's error words. */
   private readonly sentSecrets = new Set<string>();
 
@@ -287,6 +289,7 @@ export class DoorApiClient {
       throw this.transportError(req.op, e, signal);
     }
     const status = res.statusCode;
+    this.answered = true;
     const contentType = String(res.headers["content-type"] ?? "");
     const isJson = /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType);
     if (status >= 200 && status < 300) {
@@ -352,7 +355,7 @@ export class DoorApiClient {
   }
 
   private transportError(op: OperationId, e: unknown, signal?: AbortSignal): DoorApiError {
-    return transportError(op, e, signal, this.baseUrl, this.timeouts);
+    return transportError(op, e, signal, this.baseUrl, this.timeouts, this.answered);
   }
 
   private async readBody(op: OperationId, res: Dispatcher.ResponseData, signal?: AbortSignal): Promise<Buffer> {

@@ -46,6 +46,7 @@ export function connectionProblem(
   code: string,
   connectTimeoutMs: number,
   headersTimeoutMs: number,
+  answeredBefore = false,
 ): { problem: string; brief: string; sent: boolean } {
   // Clipped: a base URL typed or imported may be of any length, and this text reaches a node's
   // status, a message and the editor.
@@ -56,6 +57,21 @@ export function connectionProblem(
     brief,
     sent: false,
   });
+  // The service answered at this base URL before: it is right, and the service (or the way to
+  // it) is what is down. Said so instead of sending the user to check a URL that works.
+  if (answeredBefore && (code === "ECONNREFUSED" || code === "EHOSTUNREACH" || code === "UND_ERR_CONNECT_TIMEOUT")) {
+    const why =
+      code === "ECONNREFUSED"
+        ? "connection refused"
+        : code === "EHOSTUNREACH"
+          ? "no route to the host"
+          : `no connection within ${seconds(connectTimeoutMs)}`;
+    return {
+      problem: `the service at ${where} is not reachable (${why}); it answered before: check that the service and the network to it are up`,
+      brief: "service not reachable",
+      sent: false,
+    };
+  }
   switch (code) {
     case "ECONNREFUSED":
       return cannot("connection refused", "check the base URL", "connection refused");
@@ -143,6 +159,7 @@ export function transportError(
   signal: AbortSignal | undefined,
   baseUrl: URL,
   timeouts: { connectMs: number; headersMs: number },
+  answeredBefore = false,
 ): DoorApiError {
   if (signal?.aborted || errorCode(e) === "UND_ERR_ABORTED" || (e as Error)?.name === "AbortError") {
     return new DoorApiError({
@@ -154,7 +171,13 @@ export function transportError(
     });
   }
   const code = errorCode(e);
-  const { problem, brief, sent } = connectionProblem(baseUrl, code, timeouts.connectMs, timeouts.headersMs);
+  const { problem, brief, sent } = connectionProblem(
+    baseUrl,
+    code,
+    timeouts.connectMs,
+    timeouts.headersMs,
+    answeredBefore,
+  );
   const notSent = NOT_SENT_CODES.has(code) || isTlsCode(code) || !sent;
   const kind: FailureKind =
     code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT"

@@ -480,6 +480,22 @@ describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-un
     assert.equal(logins(sim), 2, "no new login within the minute");
   });
 
+  // docs/session.md#connection-errors
+  it("network-error: a service that answered before and then stopped is said to be not reachable, not the base URL to be checked", async () => {
+    const own = await startSim();
+    try {
+      await loadFlow(unlockFlow(own.url));
+      await waitReady();
+      assertAccepted(await unlock({ deviceId: 101 }));
+    } finally {
+      await own.close();
+    }
+    const p = assertFailed(await unlock({ deviceId: 101 }), "network-error", null);
+    assert.match(p.message, /the service at http:\/\/127\.0\.0\.1:\d+ is not reachable \(connection refused\); it answered before/);
+    assert.doesNotMatch(p.message, /check the base URL/);
+    assert.equal(p.mayHaveOpened, false);
+  });
+
   it("service-unreachable: base URL on a closed loopback port → output 2, status null", async () => {
     await loadFlow(unlockFlow(`http://127.0.0.1:${await refusedPort()}`));
     await waitState("unreachable");
