@@ -67,6 +67,16 @@ export function stateStatus(snap: SessionSnapshot, label: (state: string) => str
   }
 }
 
+/** A node status fits on the canvas under its node (docs/nodes.md#node-status): at most this many characters. */
+export const STATUS_MAX = 64;
+
+/** The status with its text cut to STATUS_MAX characters (ending in "…"); the whole is said in the sidebar. */
+export function fitStatus(status: NodeStatus): NodeStatus {
+  const text = status.text;
+  if (typeof text !== "string" || text.length <= STATUS_MAX) return status;
+  return { ...status, text: `${clip(text, STATUS_MAX - 1).trimEnd()}…` };
+}
+
 /**
  * The first clause of a failure's message, for a node status: 'no door named "Frontdoor" —
  * known doors: ...' gives 'no door named "Frontdoor"'. Cut at " — ", "; ", ": " or ", got ",
@@ -256,7 +266,7 @@ export class FlowNodeBinding implements AccountUser {
   private render(): void {
     const ready = this.accountStatus.fill === "green";
     const status = ready && this.lastResult ? this.lastResult : this.accountStatus;
-    this.node.status(this.decorate ? this.decorate(status) : status);
+    this.node.status(fitStatus(this.decorate ? this.decorate(status) : status));
   }
 }
 

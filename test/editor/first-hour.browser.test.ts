@@ -128,3 +128,63 @@ describe(`the editor's first hour: what the runtime says (chromium, Node-RED ${n
     await ed.screenshot("first-hour-halt-debug", ed.page.locator("#red-ui-sidebar"));
   });
 });
+
+describe(`the editor's first hour: statuses fit (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(120_000);
+  const ed = useEditor();
+
+  // docs/nodes.md#node-status
+  it("an account that cannot be used: every status on the canvas fits in 64 characters, and the sidebar says the whole reason once, beside its records", async () => {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const account = flows.find((n) => n.type === "door-account")!;
+    const door = (id: string, type: string, y: number) => ({
+      id,
+      type,
+      z: TAB,
+      account: account.id,
+      deviceId: "101",
+      doorName: "Front Door",
+      doorLocation: "",
+      lockId: "",
+      actor: "",
+      rejectRetained: true,
+      x: 300,
+      y,
+      wires: type === "door-unlock" ? [[], []] : [[]],
+    });
+    await ed.setFlows([
+      { id: TAB, type: "tab", label: "First hour" },
+      // Plain http to a host that is not this machine: refused before anything is sent.
+      { ...account, baseUrl: "http://doors.example.com/api/v1/some/long/path/of/the/installation" },
+      door("f1f1f1f1f1f1f1b1", "door-unlock", 80),
+      door("f1f1f1f1f1f1f1b2", "door-status", 160),
+    ]);
+    await ed.page.waitForFunction(
+      () => document.querySelectorAll("#red-ui-workspace-chart .red-ui-flow-node-status-label").length >= 2,
+      null,
+      {
+        timeout: STEP_MS,
+      },
+    );
+    const texts = await ed.page.evaluate(() =>
+      [...document.querySelectorAll("#red-ui-workspace-chart .red-ui-flow-node-status-label")].map(
+        (e) => e.textContent ?? "",
+      ),
+    );
+    for (const t of texts) assert.ok(t.length <= 64, `"${t}" (${t.length} characters) fits on the canvas`);
+    await ed.red((RED) => RED.sidebar.show("door-access"));
+    const sidebar = ed.page.locator("#door-access-sidebar");
+    await sidebar.waitFor({ state: "visible" });
+    await ed.page.waitForFunction(
+      () => /must use https/i.test(document.querySelector("#door-access-sidebar")?.textContent ?? ""),
+      null,
+      {
+        timeout: STEP_MS,
+      },
+    );
+    const whole = await sidebar.innerText();
+    const said = whole.match(/must use https/gi) ?? [];
+    assert.equal(said.length, 1, `the reason once: ${whole}`);
+    await ed.screenshot("first-hour-statuses");
+  });
+});

@@ -170,9 +170,12 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
       ...demoCreds(["accA"]),
       ...demoCreds(["accB"], "another"),
     });
+    // The reason in full (the dialog, the sidebar); a few words on the canvas (docs/nodes.md#node-status).
     await until("the conflict on both", () =>
-      ["accA", "accB"].every((id) => /configuration conflict/.test(helper.getNode(id).statusFor().text ?? "")),
+      ["accA", "accB"].every((id) => /configuration conflict/.test(helper.getNode(id).problem ?? "")),
     );
+    for (const id of ["accA", "accB"])
+      assert.equal(helper.getNode(id).statusFor().text, "door-account.state.configuration");
     await sleep(300);
     assert.ok(logins(sim) <= 1, `${logins(sim)} logins`);
   });

@@ -491,7 +491,10 @@ describe("door-unlock: session-halted and unauthorized (docs/outcomes.md#door-un
       await own.close();
     }
     const p = assertFailed(await unlock({ deviceId: 101 }), "network-error", null);
-    assert.match(p.message, /the service at http:\/\/127\.0\.0\.1:\d+ is not reachable \(connection refused\); it answered before/);
+    assert.match(
+      p.message,
+      /the service at http:\/\/127\.0\.0\.1:\d+ is not reachable \(connection refused\); it answered before/,
+    );
     assert.doesNotMatch(p.message, /check the base URL/);
     assert.equal(p.mayHaveOpened, false);
   });

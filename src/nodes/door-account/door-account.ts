@@ -159,12 +159,8 @@ export = function register(RED: NodeAPI): void {
       stateStatus(snap, (k) => RED._(`door-account.state.${k}`));
 
     node.statusFor = (): NodeStatus => {
-      if (node.problem)
-        return {
-          fill: "red",
-          shape: "ring",
-          text: node.problem.startsWith("configuration") ? node.problem : `configuration: ${node.problem}`,
-        };
+      // A few words on the canvas; the whole problem is in the account's dialog, the sidebar and the log.
+      if (node.problem) return { fill: "red", shape: "ring", text: RED._("door-account.state.configuration") };
       if (!node.account) return { fill: "grey", shape: "ring", text: RED._("door-account.state.closed") };
       return translateState(node.account.snapshot());
     };

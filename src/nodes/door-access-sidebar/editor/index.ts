@@ -102,6 +102,8 @@ function build(): { root: JQuery; refresh: () => void } {
   )
     .text(t("sidebar.reconnect"))
     .appendTo(stateRow);
+  // Why the account cannot be used, in full and once (statuses are short).
+  const reasonLine = $('<div id="door-access-reason" class="da-reason-line"></div>').hide().appendTo(root);
   const spec = $('<div id="door-access-spec" class="da-spec"></div>').hide().appendTo(root);
   const chain = $('<div id="door-access-chain" class="da-chain"></div>').appendTo(root);
 
@@ -175,10 +177,16 @@ function build(): { root: JQuery; refresh: () => void } {
   function selected(): SidebarAccount | null {
     return accounts.find((a) => a.id === current) ?? null;
   }
+  /** The selected account cannot be used (its reason is shown once, under its state). */
+  function unusable(): boolean {
+    const a = selected();
+    return !!a && !!a.reason && !!a.status && a.status.fill === "red";
+  }
   function showState(): void {
     const a = selected();
     const dot = state.find(".da-dot").removeClass("green yellow red");
     if (!a) {
+      reasonLine.text("").hide();
       state.find(".da-state-text").text(accounts.length ? "" : t("sidebar.no-accounts"));
       reconnectBtn.prop("disabled", true);
       showSpec(null);
@@ -190,6 +198,7 @@ function build(): { root: JQuery; refresh: () => void } {
       .find(".da-state-text")
       .text((a.status && a.status.text) || text(a.state))
       .attr("title", a.reason || "");
+    reasonLine.text(text(a.reason)).toggle(fill === "red" && !!a.reason);
     reconnectBtn.prop("disabled", false);
     showSpec(a);
   }
@@ -333,7 +342,7 @@ function build(): { root: JQuery; refresh: () => void } {
         if (mine !== loadSeq) return;
         records = [];
         render(false);
-        empty.text(errorText(xhr)).show();
+        empty.text(unusable() ? t("sidebar.records-unavailable") : errorText(xhr)).show();
       });
   }
   function verify(): void {
@@ -356,7 +365,8 @@ function build(): { root: JQuery; refresh: () => void } {
         }
       })
       .fail((xhr: JQuery.jqXHR) => {
-        chain.addClass("bad").text(errorText(xhr));
+        if (unusable()) chain.removeClass("bad").text("");
+        else chain.addClass("bad").text(errorText(xhr));
       });
   }
   function verifySoon(): void {
