@@ -532,6 +532,19 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.deepEqual(reasons, ["pin", "pin", "pin", "pin", "pin", "locked-out", "locked-out"]);
     });
 
+    // docs/nodes.md#node-status: every status time is on the runtime's clock.
+    it("the lockout's status is on the runtime's clock, as the denied status beside it, whatever zone the rules use", async () => {
+      await deploy({ pin: TEST_PIN, rules: { timeZone: "Pacific/Auckland" } });
+      const lockedAt = await lockOut();
+      await settled();
+      const until = new Date(lockedAt + 15 * MIN);
+      const hhmm = `${String(until.getHours()).padStart(2, "0")}:${String(until.getMinutes()).padStart(2, "0")}`;
+      assert.equal(statusOf().text, `locked: 5 wrong PINs, until ${hhmm}`);
+      // The refusal's own text names the rules' zone.
+      const p = assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
+      assert.match(p.message as string, /\(Pacific\/Auckland\)$/);
+    });
+
     it("wrong PINs count over a sliding 15 minutes: four, then one 15 minutes after the first, do not lock", async () => {
       await deploy({ pin: TEST_PIN });
       for (let i = 0; i < 4; i++) {

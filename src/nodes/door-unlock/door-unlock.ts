@@ -128,8 +128,13 @@ export = function register(RED: NodeAPI): void {
         ? undefined
         : (status: NodeStatus): NodeStatus => {
             if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord };
-            const locked = access.state.lockoutText(Date.now());
-            if (locked !== null) return { fill: "red", shape: "dot", text: locked };
+            // On the runtime's clock, as every other status time (docs/nodes.md#node-status); the
+            // refusal's message names the rules' zone.
+            const l = access.state.lockout(Date.now());
+            if (l.locked) {
+              const until = clockTime(l.until!).slice(0, 5);
+              return { fill: "red", shape: "dot", text: `locked: ${l.wrongPins} wrong PINs, until ${until}` };
+            }
             return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
           };
     const binding = new FlowNodeBinding(RED, node, config.account, decorate);
