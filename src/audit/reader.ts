@@ -270,6 +270,7 @@ export const CSV_COLUMNS = [
   "status",
   "replay",
   "reason",
+  "message",
   "msgid",
 ] as const;
 

@@ -28,7 +28,8 @@ export interface ChainFields {
 export type AuditRecord =
   | ({ type: "unlock-attempt"; ts: string; replay?: true } & AuditBase & ChainFields)
   | ({ type: "unlock-result"; ts: string; outcome: string; status: number | null } & AuditBase & ChainFields)
-  | ({ type: "unlock-rejected"; ts: string; outcome: string; reason: string } & AuditBase & ChainFields);
+  | ({ type: "unlock-rejected"; ts: string; outcome: string; reason: string; message?: string } & AuditBase &
+      ChainFields);
 
 type AuditRecordType = "unlock-attempt" | "unlock-result" | "unlock-rejected";
 
@@ -44,6 +45,8 @@ export interface AuditEntry {
   outcome?: string;
   status?: number | null;
   reason?: string;
+  /** A denied record's message (docs/audit-log.md#records): why, in words; never a PIN. */
+  message?: string;
   replay?: boolean;
   /** The writer went back before this record (a batch cut off after a failed write, or written again). */
   rewound?: number;
@@ -106,14 +109,19 @@ export function resultRecord(ts: string, r: AuditBase & { outcome: string; statu
 }
 
 /** An `unlock-rejected` record made at `ts`. */
-export function rejectedRecord(ts: string, r: AuditBase & { outcome: string; reason: string }): AuditRecord {
-  return {
+export function rejectedRecord(
+  ts: string,
+  r: AuditBase & { outcome: string; reason: string; message?: string },
+): AuditRecord {
+  const rec: AuditRecord = {
     type: "unlock-rejected",
     ts,
     ...base(r),
     outcome: cap(r.outcome, MAX_SHORT_TEXT) ?? "",
     reason: cap(r.reason, MAX_TEXT) ?? "",
   };
+  if (typeof r.message === "string" && r.message !== r.reason) rec.message = cap(r.message, MAX_TEXT) ?? "";
+  return rec;
 }
 
 const RECORD_TYPES = new Set<string>(["unlock-attempt", "unlock-result", "unlock-rejected"]);

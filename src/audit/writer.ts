@@ -156,7 +156,7 @@ export class AuditLog {
   }
 
   /** Appends an `unlock-rejected` record; resolves once it is durable on disk (not urgent, as result()). */
-  rejected(r: AuditBase & { outcome: string; reason: string }): Promise<void> {
+  rejected(r: AuditBase & { outcome: string; reason: string; message?: string }): Promise<void> {
     return this.append(rejectedRecord(this.timestamp(), r), false);
   }
 

@@ -193,6 +193,9 @@ async function unlockOnce(
       msgid: input.msgid,
       outcome,
       reason: extra.reason ?? message,
+      // A denied record's reason is the rule's word; its message says which case (a missing PIN
+      // or a wrong one, the seconds left). Denied messages never hold a PIN.
+      ...(extra.reason !== undefined ? { message } : {}),
     };
     const r: UnlockResult = {
       ...base,

@@ -388,6 +388,7 @@ describe("CSV: RFC 4180, and a cell a spreadsheet would run as a formula stays t
       "status",
       "replay",
       "reason",
+      "message",
       "msgid",
     ]);
     assert.equal(rows.length, 5);

@@ -16,6 +16,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import { type RunningSimulator, startSimulator } from "../../src/simulator/index.js";
+import { CSV_COLUMNS, csvHeader, csvRow } from "../../src/audit/reader.js";
 import { NodeRedProcess } from "../helpers/node-red-process.js";
 import { RedisServer } from "../helpers/redis.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
@@ -405,6 +406,29 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       }
       assertAccepted(await unlock({ pin: TEST_PIN }));
       assert.equal(unlockRequests(sim), 1);
+    });
+
+    // docs/audit-log.md#records
+    it("the audit log tells a missing PIN from a wrong one: a denied record has the message beside the rule's word, and the CSV export has it in its message column", async () => {
+      await deploy({ pin: TEST_PIN });
+      assertDenied(await unlock({ _msgid: "no-pin" }), "pin");
+      assertDenied(await unlock({ _msgid: "bad-pin", pin: WRONG_PINS[2] }), "pin");
+      await until("both records", () => rejectedRecords().length >= 2);
+      const byMsg = (id: string) => rejectedRecords().find((r) => r.msgid === id)!;
+      assert.equal(byMsg("no-pin").reason, "pin");
+      assert.equal(byMsg("no-pin").message, "a PIN is needed: msg.pin is missing");
+      assert.equal(byMsg("bad-pin").reason, "pin");
+      assert.equal(byMsg("bad-pin").message, "wrong PIN");
+      assert.ok(CSV_COLUMNS.includes("message"));
+      const csv =
+        csvHeader() +
+        rejectedRecords()
+          .map((r) => csvRow(r as never))
+          .join("");
+      assert.match(csv.split("\r\n")[0], /,reason,message,/);
+      assert.match(csv, /,pin,a PIN is needed: msg\.pin is missing,/);
+      assert.match(csv, /,pin,wrong PIN,/);
+      for (const pin of [TEST_PIN, ...WRONG_PINS]) assert.ok(!csv.includes(pin), "no PIN in the export");
     });
 
     it("msg.pin is deleted from the message on both outputs, and is in no audit record, error or status", async () => {
