@@ -666,10 +666,15 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
     );
     await assertDialogTextFits("door-unlock dialog, Front Door picked");
     await screenshot("browser-dialog-door-unlock.png");
-    // A door with two locks: the lock choice appears beside the lock id.
+    // A door with two locks: the list of its locks replaces the lock id field (one control, not
+    // a "whole device" field beside a "whole device" list: docs/doors.md#picking-a-door-in-the-editor).
+    assert.equal(await page.locator("#door-unlock-lockId").isVisible(), true, "one lock: the id field");
     await door.selectOption(await door.locator("option", { hasText: /^Garage\b/ }).getAttribute("value"));
     await page.locator("#door-unlock-lock").waitFor({ state: "visible" });
+    await page.locator("#door-unlock-lockId").waitFor({ state: "hidden" });
+    assert.equal(await page.locator("#door-unlock-lock option:checked").innerText(), "whole device");
     await assertDialogTextFits("door-unlock dialog, Garage (two locks) picked");
+    await screenshot("browser-dialog-door-unlock-two-locks.png");
 
     // The account, from the pencil beside it (Node-RED 4/5: -edit-; older editors: the lookup button).
     await page
@@ -995,8 +1000,17 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
       { timeout: STEP_MS },
     );
     await page.locator("#door-access-account").selectOption(HOSTILE_ID);
-    await textShows("#door-access-state", "the sidebar's state line");
-    await textShows("#door-access-empty", "the sidebar's record list");
+    // The short state above, the whole reason once under it (docs/nodes.md#node-status).
+    await textShows("#door-access-reason", "the sidebar's reason line");
+    // The record list does not say it again.
+    await page.waitForFunction(
+      () =>
+        /cannot be shown while the account cannot be used/.test(
+          document.querySelector("#door-access-empty")?.textContent ?? "",
+        ),
+      null,
+      { timeout: STEP_MS },
+    );
 
     await markNotices();
     const [answer] = await Promise.all([

@@ -190,7 +190,10 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
         }
         lockSel.val(typed === null ? "" : String(typed));
       }
+      // One control at a time: the list when the door has several locks (it holds any id typed
+      // before, marked "not in the list"), else the text field.
       lockSel.toggle(locks.length > 1);
+      lockInput.toggle(locks.length <= 1);
     }
     lockSel.on("change", () => {
       lockInput.val(lockSel.val() || "");
