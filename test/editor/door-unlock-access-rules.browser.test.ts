@@ -362,7 +362,15 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await addButton("door-unlock-schedule").click();
       const tuesday = windows().nth(0);
       await tuesday.locator('input.door-unlock-day[value="2"]').check();
-      await tuesday.locator("input.door-unlock-from").fill("07:00");
+      // 24-hour fields whatever the browser's locale (docs/access-rules.md#schedule): what is shown
+      // is the text typed (a browser time picker would show "07:00 AM" here); "7:00" becomes "07:00".
+      await tuesday.locator("input.door-unlock-from").fill("7:00");
+      await tuesday.locator("input.door-unlock-to").focus();
+      assert.equal(await tuesday.locator("input.door-unlock-from").inputValue(), "07:00");
+      assert.equal(
+        await tuesday.locator("input.door-unlock-from").evaluate((el) => (el as HTMLInputElement).type),
+        "text",
+      );
       await tuesday.locator("input.door-unlock-to").fill("12:00");
       await addButton("door-unlock-schedule").click();
       const nights = windows().nth(1);

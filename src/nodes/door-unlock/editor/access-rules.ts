@@ -203,13 +203,22 @@ export function rulesSection(node: RulesNode, t: Translate): RulesSection {
     });
     const times = $('<div class="door-unlock-times"></div>').appendTo(row);
     $('<span class="door-unlock-time-label"></span>').text(t("from")).appendTo(times);
-    const from = $('<input type="time" class="door-unlock-from" step="60">')
-      .val(typeof data.from === "string" ? data.from : "")
-      .appendTo(times);
+    // 24-hour text fields, as the rules are written (a browser's time picker follows its
+    // locale's 12-hour clock): "7:30" is taken as 07:30 when the field is left.
+    const timeField = (cls: string, value: string) =>
+      $(`<input type="text" class="door-unlock-time ${cls}" inputmode="numeric" maxlength="5" autocomplete="off">`)
+        .attr("placeholder", "HH:MM")
+        .val(value)
+        .on("change", function () {
+          const v = String($(this).val() ?? "").trim();
+          if (/^[0-9]:[0-5][0-9]$/.test(v)) $(this).val(`0${v}`);
+        });
+    const from = timeField("door-unlock-from", typeof data.from === "string" ? data.from : "").appendTo(times);
     $('<span class="door-unlock-time-label"></span>').text(t("to")).appendTo(times);
-    const to = $('<input type="time" class="door-unlock-to" step="60">')
-      .val(typeof data.to === "string" ? (data.to === "24:00" ? "00:00" : data.to) : "")
-      .appendTo(times);
+    const to = timeField(
+      "door-unlock-to",
+      typeof data.to === "string" ? (data.to === "24:00" ? "00:00" : data.to) : "",
+    ).appendTo(times);
     const hint = $('<div class="door-unlock-window-hint"></div>').appendTo(row);
     function check(): void {
       const w = readWindow(row);
