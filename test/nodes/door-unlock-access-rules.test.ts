@@ -611,6 +611,18 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
     });
 
     // docs/access-rules.md#what-ends-a-lockout
+    it("a deploy with an unreadable rule and then the rule fixed, the same PIN throughout, does not end the lockout", async () => {
+      await deploy({ pin: TEST_PIN });
+      await lockOut();
+      const creds = { ...CREDS, u1: { pin: TEST_PIN } };
+      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, timeZone: "Not/AZone" }), "full", creds);
+      assertDenied(await unlock({ pin: TEST_PIN }), "configuration");
+      await helper.setFlows(unlockFlow(sim.url, DOOR_101), "full", creds);
+      assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
+      assert.equal(unlockRequests(sim), 0);
+    });
+
+    // docs/access-rules.md#what-ends-a-lockout
     it("a deploy that gives the node another PIN ends the lockout and the count: the new PIN opens", async () => {
       await deploy({ pin: TEST_PIN });
       await lockOut();

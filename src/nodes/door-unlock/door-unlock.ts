@@ -140,8 +140,10 @@ export = function register(RED: NodeAPI): void {
     const binding = new FlowNodeBinding(RED, node, config.account, decorate);
     // docs/access-rules.md#what-ends-a-lockout: wrong PINs and a lockout outlive a deploy and a
     // restart; a deploy that changes the PIN starts from none.
+    // The PIN as deployed (the credential), whether or not the rest of the rules could be read: a
+    // deploy with an unreadable rule and the same PIN is no change of PIN.
     const pinText = (node.credentials as { pin?: unknown } | undefined)?.pin;
-    const changed = pinChanged(node.id, rules?.rules.hasPin && typeof pinText === "string" ? pinText : null);
+    const changed = pinChanged(node.id, typeof pinText === "string" && pinText !== "" ? pinText : null);
     const lockout =
       rules !== null && rules.rules.hasPin
         ? new LockoutKeeper(rules, node.id, changed, Date.now, (m) => node.warn(`door-unlock: ${m}`))
