@@ -127,6 +127,7 @@ export class AccountCore {
             filePath: options.tokenFile,
             accountKey: this.key,
             secret: options.secret ?? null,
+            password: options.credentials.password,
             onProblem: (m) => log?.warn(m),
           });
     const store = options.store ?? this.ownStore!;

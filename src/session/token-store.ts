@@ -12,7 +12,7 @@
  * a lock file around renewal (`withRenewalLock`); the session re-reads the pair after
  * taking it.
  */
-import { createHash, randomBytes, scryptSync } from "node:crypto";
+import { createHash, randomBytes, scrypt, scryptSync } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
@@ -86,6 +86,11 @@ export function tokenFileFor(userDir: string, accountKey: string): string {
 interface FileFormat {
   v: 1;
   account: string;
+  /**
+   * Which password the pair was obtained with: scrypt of it under the account (never the password).
+   * A pair written for another password is not resumed (docs/session.md#changed-credentials-are-checked).
+   */
+  pw?: string;
   enc: "aes-256-gcm" | "none";
   iv?: string;
   tag?: string;
@@ -103,6 +108,11 @@ export interface FileTokenStoreOptions {
   accountKey: string;
   /** Node-RED's credential secret, when one is set: the pair is then encrypted. */
   secret?: string | null;
+  /**
+   * The account's password as deployed: the file records which password its pair was obtained
+   * with, and a pair of another password is not resumed. Absent: not checked (tests of the store).
+   */
+  password?: string;
   onProblem?: (message: string) => void;
   /** How long to wait for another process's renewal lock (default 15 s). */
   lockWaitMs?: number;
@@ -141,6 +151,11 @@ export class FileTokenStore implements TokenStore {
       // written before carries the account key itself, and is accepted once (rewritten at the next save).
       const id = accountStoreId(this.options.accountKey);
       if (file.account !== id && file.account !== this.options.accountKey) return null;
+      // A pair obtained with another password than the one deployed now is not this
+      // configuration's: the account logs in (and a wrong password is refused, never "ready").
+      if (typeof file.pw === "string" && this.options.password !== undefined) {
+        if (file.pw !== (await this.passwordTag())) return null;
+      }
       return openPair(this.key, file);
     } catch (e) {
       this.problem(`the ${this.description} is unreadable (${(e as Error).message}); logging in instead`);
@@ -149,7 +164,12 @@ export class FileTokenStore implements TokenStore {
   }
 
   async save(pair: StoredPair): Promise<void> {
-    const file: FileFormat = { v: 1, account: accountStoreId(this.options.accountKey), ...sealPair(this.key, pair) };
+    const file: FileFormat = {
+      v: 1,
+      account: accountStoreId(this.options.accountKey),
+      ...(this.options.password !== undefined ? { pw: await this.passwordTag() } : {}),
+      ...sealPair(this.key, pair),
+    };
     await writeFileAtomic(this.options.filePath, JSON.stringify(file) + "\n");
   }
 
@@ -184,6 +204,29 @@ export class FileTokenStore implements TokenStore {
   private problem(message: string): void {
     this.options.onProblem?.(message);
   }
+
+  /** The file's `pw`: scrypt of the password under the account, off the event loop, once per process. */
+  private passwordTag(): Promise<string> {
+    return passwordTagOf(this.options.accountKey, this.options.password ?? "");
+  }
+}
+
+const passwordTags = new Map<string, Promise<string>>();
+
+/** scrypt(password, account) as hex, cached per account and password for this process (memory only). */
+function passwordTagOf(accountKey: string, password: string): Promise<string> {
+  const cacheKey = createHash("sha256").update(`${accountKey}\n${password}`).digest("hex");
+  let tag = passwordTags.get(cacheKey);
+  if (tag === undefined) {
+    tag = new Promise<string>((resolve, reject) => {
+      scrypt(password, `door-access pair password v1\n${accountKey}`, 16, { N: 1 << 14, r: 8, p: 1 }, (err, key) =>
+        err ? reject(err) : resolve(key.toString("hex")),
+      );
+    });
+    passwordTags.set(cacheKey, tag);
+    tag.catch(() => passwordTags.delete(cacheKey));
+  }
+  return tag;
 }
 
 /** temp file (0600) → write → fsync → rename over the target → fsync the folder. */

@@ -112,11 +112,14 @@ function cases(
       const flow = twoTabs(sim.url, store());
       const c = { ...demoCreds(["accA"]), ...demoCreds(["accB"], "another-password") };
       await loadFlow(flow, { creds: c });
+      // The whole reason is the node's problem (the dialog, the sidebar, the log); its status a few
+      // words (docs/nodes.md#node-status).
       await until("the conflict on both nodes", () =>
-        ["accA", "accB"].every((id) => /configuration conflict/.test(accountOf(id).statusFor().text ?? "")),
+        ["accA", "accB"].every((id) => /configuration conflict/.test(accountOf(id).problem ?? "")),
       );
       for (const id of ["accA", "accB"]) {
-        const text = accountOf(id).statusFor().text as string;
+        assert.equal(accountOf(id).statusFor().text, "door-account.state.configuration");
+        const text = accountOf(id).problem as string;
         assert.match(text, /same login on the same base URL with a different password/, text);
         assert.ok(
           !text.includes(PASSWORD) && !text.includes("another-password") && !text.includes(PHONE),
@@ -131,8 +134,9 @@ function cases(
           `${id} logged the conflict: ${JSON.stringify(logged)}`,
         );
       }
-      await until("the flow nodes show it", () =>
-        /configuration conflict/.test(lastStatus(helper.getNode("uB"))?.text ?? ""),
+      await until(
+        "the flow nodes show it",
+        () => lastStatus(helper.getNode("uB"))?.text === "door-account.state.configuration",
       );
       const out = assertFailed(await unlock({ deviceId: 101 }, "uA"), "session-halted", null);
       assert.match(out.message, /configuration conflict/);

@@ -317,6 +317,50 @@ describe("door-account: one session for every node, its state on every node's st
   });
 
   // docs/session.md#changed-credentials-are-checked
+  it("a refused new password is not forgotten by a restart: the stored pair of the old password is not resumed, the account halts again after one login, nothing is sent", async () => {
+    const userDir = freshUserDir();
+    const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+    await loadFlow(flow, { userDir });
+    await waitReady();
+    await stopFlows();
+    const wrong = { acc1: { phoneNumber: PHONE, password: "changed-password" } };
+    await loadFlow(flow, { userDir, creds: wrong });
+    await waitState("halted-login-failed");
+    // A restart: Node-RED forgets what the nodes were deployed with; the files stay.
+    await teardown();
+    const before = demoLogins(sim);
+    await loadFlow(flow, { userDir, creds: wrong });
+    await waitState("halted-login-failed");
+    assert.equal(demoLogins(sim), before + 1, "one login with the deployed password, refused");
+    const puts = unlockRequests(sim);
+    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(unlockRequests(sim), puts, "nothing was sent");
+  });
+
+  // docs/session.md#changed-credentials-are-checked
+  it("a new door-account node (another id) with the same login and a wrong password does not resume the stored session: one login, refused, halted", async () => {
+    const userDir = freshUserDir();
+    await loadFlow([tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")], { userDir });
+    await waitReady();
+    await stopFlows();
+    const before = demoLogins(sim);
+    await loadFlow(
+      [
+        tab(),
+        accountNode(sim.url, { id: "acc9" }),
+        unlockNode({ account: "acc9" }),
+        ...helperNodes("u1-ok", "u1-fail"),
+      ],
+      { userDir, creds: { acc9: { phoneNumber: PHONE, password: "wrong-password-456" } } },
+    );
+    await waitState("halted-login-failed", "acc9");
+    assert.equal(demoLogins(sim), before + 1);
+    const puts = unlockRequests(sim);
+    assertFailed(await unlock({ deviceId: 101 }), "session-halted", null);
+    assert.equal(unlockRequests(sim), puts);
+  });
+
+  // docs/session.md#changed-credentials-are-checked
   it("a deploy that changes the password back to the right one logs in once and is ready; a deploy that changes nothing logs in no more", async () => {
     const userDir = freshUserDir();
     const flow = [tab(), accountNode(sim.url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
