@@ -65,6 +65,8 @@ export interface ReliedOperation {
  * take about 10 ms here (docs/service-description.md#when has the figures).
  */
 export const STEP_BUDGET = 100_000;
+/** At most this many differences are listed; more are counted in one last line. */
+export const MAX_DIFFERENCES = 50;
 /** A `$ref` longer than this (characters) is not followed: no description needs one. */
 const MAX_POINTER_LENGTH = 1024;
 /** What the check reports, once, for a description that needs more than the bound. */
@@ -367,7 +369,11 @@ function typeChange(label: string, pinned: FieldType, live: FieldType): string |
 export function compareDescription(live: unknown, relied: ReliedOperation[] = reliedOn()): string[] {
   stepsLeft = STEP_BUDGET;
   try {
-    return compareWithin(live, relied);
+    const all = compareWithin(live, relied);
+    // Bounded, whatever the description holds: the warning, the sidebar and the thread's answer
+    // stay small (docs/service-description.md#what-you-see).
+    if (all.length <= MAX_DIFFERENCES) return all;
+    return [...all.slice(0, MAX_DIFFERENCES), `and ${all.length - MAX_DIFFERENCES} more differences (not listed)`];
   } catch (e) {
     if (e instanceof TooComplex) return [TOO_COMPLEX];
     throw e;

@@ -26,6 +26,7 @@ import {
 import {
   PINNED_DESCRIPTION,
   TOO_COMPLEX,
+  MAX_DIFFERENCES,
   compareDescription,
   isDescription,
   nestsDeeperThan,
@@ -217,6 +218,30 @@ describe("service description check: what the package relies on (docs/service-de
 
   it("an operation removed and a required request field added are each named", () => {
     assert.deepEqual(compareDescription(drifted()), DRIFT_DIFFERENCES);
+  });
+
+  // docs/service-description.md#what-you-see
+  it("however many things differ, at most 50 are listed and the rest counted in one line: a description with 8,500 new required parameters per operation gives a short warning", () => {
+    const d = description();
+    for (const item of Object.values(d.paths) as Record<string, any>[]) {
+      for (const op of Object.values(item)) {
+        if (typeof op !== "object" || op === null || !("responses" in op)) continue;
+        op.parameters = [
+          ...(op.parameters ?? []),
+          ...Array.from({ length: 8500 }, (_, i) => ({
+            in: "query",
+            name: `x${i}`,
+            required: true,
+            schema: { type: "string" },
+          })),
+        ];
+      }
+    }
+    const found = compareDescription(d);
+    assert.equal(found.length, MAX_DIFFERENCES + 1, String(found.length));
+    assert.equal(MAX_DIFFERENCES, 50);
+    assert.match(found[found.length - 1], /^and \d+ more differences \(not listed\)$/);
+    assert.ok(found.join("\n").length < 20_000, "the list stays small");
   });
 
   it("moved operations, removed or retyped fields, fields made optional or nullable, statuses no longer listed, a new required parameter", () => {
