@@ -223,7 +223,7 @@ describe("service description check: what the package relies on (docs/service-de
   // docs/service-description.md#what-you-see
   it("however many things differ, at most 50 are listed and the rest counted in one line: a description with 8,500 new required parameters per operation gives a short warning", () => {
     const d = description();
-    for (const item of Object.values(d.paths) as Record<string, any>[]) {
+    for (const item of Object.values<Record<string, any>>(d.paths)) {
       for (const op of Object.values(item)) {
         if (typeof op !== "object" || op === null || !("responses" in op)) continue;
         op.parameters = [
