@@ -227,8 +227,7 @@ export class Session extends SessionCore {
           if (this.pair && !this.isExpired()) return this.pair.accessToken;
           // Expired (or the wall clock says so) within a refresh's Retry-After: nothing is sent
           // before it has passed (docs/session.md#rate-limits), measured on the monotonic clock.
-          if (!this.inflight && this.gate.rateLimitedNow())
-            throw this.renewalFailedError("nothing was sent");
+          if (!this.inflight && this.gate.rateLimitedNow()) throw this.renewalFailedError("nothing was sent");
           await this.waitFor(this.inflight ?? this.refresh("the access token has expired"));
           break;
         case "unreachable": {
