@@ -22,33 +22,40 @@ class MemoryStore implements TokenStore {
   private check(): void {
     if (this.down) throw new StoreUnreachableError("the session store is unreachable");
   }
-  async load(): Promise<StoredPair | null> {
+  load(): Promise<StoredPair | null> {
     this.check();
-    return this.held;
+    return Promise.resolve(this.held);
   }
-  async save(pair: StoredPair): Promise<void> {
+  save(pair: StoredPair): Promise<void> {
     this.check();
     this.held = pair;
     this.saves.push(pair);
+    return Promise.resolve();
   }
-  async clear(): Promise<void> {
+  clear(): Promise<void> {
     this.held = null;
+    return Promise.resolve();
   }
   async withRenewalLock<T>(fn: () => Promise<T>): Promise<T> {
     this.check();
     this.locks++;
     return fn();
   }
-  async restore(pair: StoredPair): Promise<boolean> {
+  restore(pair: StoredPair): Promise<boolean> {
     this.check();
-    if (this.held) return false;
+    if (this.held) return Promise.resolve(false);
     this.held = pair;
-    return true;
+    return Promise.resolve(true);
   }
 }
 
-const pair = (n: number): LivePair =>
-  ({ accessToken: `a${n}`, refreshToken: `r${n}`, obtainedAt: n, exp: null, lifetimeMs: null }) as unknown as LivePair;
+const pair = (n: number): LivePair => ({
+  accessToken: `a${n}`,
+  refreshToken: `r${n}`,
+  obtainedAt: n,
+  exp: null,
+  lifetimeMs: null,
+});
 
 describe("session store sync: the renewal lock, and a pair the shared store missed written back only over the one it replaced (docs/session.md#the-redis-session-store)", function () {
   let store: MemoryStore;
@@ -65,8 +72,9 @@ describe("session store sync: the renewal lock, and a pair the shared store miss
     let inside = false;
     await sync.underLock(async () => {
       assert.equal(sync.holdsLock, true);
-      await sync.underLock(async () => {
+      await sync.underLock(() => {
         inside = true;
+        return Promise.resolve();
       }, assert.fail);
     }, assert.fail);
     assert.ok(inside);
