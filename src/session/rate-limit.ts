@@ -1,7 +1,7 @@
 /**
  * The arithmetic of a login or refresh answered 429 (docs/session.md#rate-limits): how long
- * nothing is sent, and the error a call gets meanwhile. The session (session.ts) keeps the run
- * of 429s and the time it may send again.
+ * nothing is sent, and the error a call gets meanwhile. The send gate (send-gate.ts) keeps the
+ * run of 429s and the time the session may send again.
  */
 import { BACKOFF } from "../client/retry-policy.js";
 import { RenewalFailedError } from "./errors.js";

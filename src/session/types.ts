@@ -1,6 +1,7 @@
 /**
  * The session's vocabulary: its states, the snapshot it shows, the log it writes to, its
- * timings and its options (the state machine itself is session.ts).
+ * timings and its options (the state machine itself is session-core.ts, its allowed changes
+ * transitions.ts).
  */
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import type { Clock } from "../util/clock.js";

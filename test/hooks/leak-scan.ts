@@ -1,6 +1,6 @@
 /**
  * The secrets rule, checked over the whole test run (a mocha root hook plugin, loaded by
- * .mocharc.json before any test):
+ * .mocharc.js and by `npm run test:file` before any test):
  *
  * - every temp file the suite writes lands under one folder (TMPDIR is pointed there), and
  *   every one of them (audit logs, flow files, credentials files, logs) is searched at the end;

@@ -1,8 +1,9 @@
 /**
  * "No rejection or exception of ours may go unhandled" (docs/performance.md#reliability-checks: nothing of ours crashes the
- * runtime), checked over the whole run (a mocha root hook plugin, loaded by .mocharc.json).
+ * runtime), checked over the whole run (a mocha root hook plugin, loaded by .mocharc.js and by
+ * `npm run test:file`).
  *
- * Mocha runs with `--unhandled-rejections=strict` (.mocharc.json `node-option`), and this file
+ * Mocha runs with `--unhandled-rejections=strict` (.mocharc.js `node-option`), and this file
  * puts the same flag into NODE_OPTIONS, so every process a test starts (the demo's Node-RED,
  * the Redis flow runtime, crash and store children) runs with it too. Here every unhandled
  * rejection and uncaught exception is recorded with its stack and printed after the test during
@@ -11,7 +12,12 @@
  * parallel worker (the file that saw it fails) and once per run in a serial mocha; the main
  * process of a parallel run adds up what its workers saw and fails the run too
  * (test/hooks/suite-process.ts).
+ *
+ * A session state change that the transition table forbids (src/session/transitions.ts) is
+ * recorded here the same way: in the suite it throws, and fails the file even when the throw was
+ * caught on the way (production logs it and refuses the change instead).
  */
+import { strictTransitions } from "../../src/session/transitions.js";
 import { isMochaWorker, readStats, writeStats } from "./suite-process.js";
 
 const seen: { kind: string; test: string; stack: string }[] = [];
@@ -47,6 +53,8 @@ function listen(): void {
     process.prependListener("uncaughtException", onException);
 }
 listen();
+strictTransitions.enabled = true;
+strictTransitions.seen = (e) => record("illegal session state transition", e);
 if (isMochaWorker) {
   // A parallel worker removes every `unhandledRejection` and `uncaughtException` listener after
   // each file it runs: ours go straight back, so that a rejection between two files is recorded

@@ -51,13 +51,6 @@ export default tseslint.config(
     rules: { "max-lines": ["error", { max: 500, skipBlankLines: false, skipComments: false }] },
   },
   {
-    // The session state machine stays one file: every method in it makes or decides a transition
-    // over the same fields, and split by path one transition would be written across files (its
-    // header says why, in full).
-    files: ["src/session/session.ts"],
-    rules: { "max-lines": "off" },
-  },
-  {
     // Tests read what the runtime hands them: Node-RED messages, admin answers and JSON bodies,
     // which are `any` by nature (msg.payload). Typing each read would add casts, not safety, so
     // the rules about flowing `any` values are off for tests only; every other rule holds there.
