@@ -17,7 +17,8 @@ const CONTRIBUTOR_PAGES = new Set(["architecture.md", "testing.md"]);
 function files(dir: string, exts: RegExp): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = path.join(dir, e.name);
-    if (e.isDirectory()) return e.name === "node_modules" || e.name === "dist" || e.name.startsWith(".") ? [] : files(p, exts);
+    if (e.isDirectory())
+      return e.name === "node_modules" || e.name === "dist" || e.name.startsWith(".") ? [] : files(p, exts);
     return exts.test(e.name) ? [p] : [];
   });
 }

@@ -85,7 +85,11 @@ describe("node help is short enough to read in the Help sidebar: at most 600 wor
     it(`${node}: Node-RED's sections (Inputs or Outputs as it has them, References) and a link to the docs`, () => {
       const h = help();
       assert.match(h, /<h3>References<\/h3>/, `${node}: a References section`);
-      assert.match(h, /<a href="https:\/\/github\.com\/[^"]+\/docs\/[a-z-]+\.md[^"]*"/, `${node}: a link to its docs page`);
+      assert.match(
+        h,
+        /<a href="https:\/\/github\.com\/[^"]+\/docs\/[a-z-]+\.md[^"]*"/,
+        `${node}: a link to its docs page`,
+      );
       if (node !== "door-account") {
         assert.match(h, /<h3>Inputs<\/h3>\s*<dl class="message-properties">/, `${node}: Inputs`);
         assert.match(h, /<h3>Outputs<\/h3>/, `${node}: Outputs`);
