@@ -99,4 +99,20 @@ describe("the users' reference: user pages cite no source file, and every cited 
     assert.ok(citations > 50, `only ${citations} citations found`);
     assert.deepEqual([...new Set(missing)], []);
   });
+  it("the two first questions of a new user (an alert when the account stops working; one lock of a door with several) are linked from the README's reference and answered on the first screen of their page", () => {
+    const readme = readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
+    const index = readFileSync(path.join(DOCS, "README.md"), "utf8").replace(/\s+/g, " ");
+    const questions = [
+      { anchor: "get-an-alert-when-the-account-stops-working", words: /alert when the account stops working/i },
+      { anchor: "open-one-lock-of-a-door-with-several-locks", words: /one lock of a door with several locks/i },
+    ];
+    for (const q of questions) {
+      assert.ok(readme.includes(`docs/recipes.md#${q.anchor}`), `README.md links docs/recipes.md#${q.anchor}`);
+      assert.match(index, q.words, `docs/README.md names it`);
+      const firstScreen = readFileSync(path.join(DOCS, "recipes.md"), "utf8").split("\n").slice(0, 50).join("\n");
+      const heading = /^## (.*)$/gm;
+      const headings = [...firstScreen.matchAll(heading)].map((m) => slug(m[1]));
+      assert.ok(headings.includes(q.anchor), `docs/recipes.md answers ${q.anchor} within its first 50 lines`);
+    }
+  });
 });
