@@ -3,7 +3,7 @@
  * Node-RED, of the service or of the audit log. The node reads its configuration with
  * `parseAccessRules`, keeps one `AccessState` per deployed node (`rules.newState()`), asks
  * `check()` for every message before anything is sent, and tells the state what became of an
- * allowed message (docs/access-rules.md#the-engine-for-the-nodes-code).
+ * allowed message (docs/architecture.md#the-access-rules-engine).
  *
  * Rules, in the order they are checked (docs/access-rules.md#order-of-the-rules):
  *

@@ -63,3 +63,37 @@ describe("editor validators say why a value is invalid: each takes (value, opt),
     });
   }
 });
+
+/** The words of a help text as the Help sidebar shows it: tags stripped, entities as one character. */
+function helpWords(html: string): number {
+  const text = html
+    .replace(/<[^>]*>/g, " ")
+    .replace(/&[a-z#0-9]+;/gi, "x")
+    .trim();
+  return text === "" ? 0 : text.split(/\s+/).length;
+}
+
+describe("node help is short enough to read in the Help sidebar: at most 600 words, in Node-RED's help style, with a link to its docs page (docs/nodes.md)", () => {
+  for (const node of NODES) {
+    const help = () => readFileSync(nodeFile(node, "help"), "utf8");
+
+    it(`${node}: at most 600 words (tags stripped)`, () => {
+      const words = helpWords(help());
+      assert.ok(words <= 600, `${node}'s help has ${words} words`);
+    });
+
+    it(`${node}: Node-RED's sections (Inputs or Outputs as it has them, References) and a link to the docs`, () => {
+      const h = help();
+      assert.match(h, /<h3>References<\/h3>/, `${node}: a References section`);
+      assert.match(
+        h,
+        /<a href="https:\/\/github\.com\/[^"]+\/docs\/[a-z-]+\.md[^"]*"/,
+        `${node}: a link to its docs page`,
+      );
+      if (node !== "door-account") {
+        assert.match(h, /<h3>Inputs<\/h3>\s*<dl class="message-properties">/, `${node}: Inputs`);
+        assert.match(h, /<h3>Outputs<\/h3>/, `${node}: Outputs`);
+      }
+    });
+  }
+});

@@ -1,0 +1,118 @@
+/**
+ * The users' reference (docs/, README.md) as a person reads it: a user page cites no source file
+ * (the installed package ships none; internals are in docs/architecture.md, for contributors),
+ * and every `docs/<page>.md#<section>` cited by the code, the tests, the help and the docs
+ * themselves names a section that exists, so a section renamed cannot leave a citation pointing
+ * nowhere (docs/README.md).
+ */
+import { strict as assert } from "node:assert";
+import { readdirSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import { PACKAGE_ROOT } from "../helpers/node-files.js";
+
+const DOCS = path.join(PACKAGE_ROOT, "docs");
+/** Pages for contributors, which name source files by design. */
+const CONTRIBUTOR_PAGES = new Set(["architecture.md", "testing.md"]);
+
+function files(dir: string, exts: RegExp): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory())
+      return e.name === "node_modules" || e.name === "dist" || e.name.startsWith(".") ? [] : files(p, exts);
+    return exts.test(e.name) ? [p] : [];
+  });
+}
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+    .replace(/\s/g, "-");
+}
+
+/** The anchors of a page, outside code blocks, with GitHub's -1, -2 for repeated headings. */
+function anchors(page: string): Set<string> {
+  const seen = new Map<string, number>();
+  const out = new Set<string>();
+  let fenced = false;
+  for (const line of readFileSync(path.join(DOCS, page), "utf8").split("\n")) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const m = fenced ? null : /^#{1,6}\s+(.*)$/.exec(line);
+    if (!m) continue;
+    const s = slug(m[1]);
+    const n = seen.get(s) ?? 0;
+    seen.set(s, n + 1);
+    out.add(n === 0 ? s : `${s}-${n}`);
+  }
+  return out;
+}
+
+describe("the users' reference: user pages cite no source file, and every cited section exists (docs/README.md)", () => {
+  const pages = readdirSync(DOCS).filter((f) => f.endsWith(".md"));
+
+  it("no user page (docs/*.md but architecture.md and testing.md) names a src/ path", () => {
+    const hits = pages
+      .filter((p) => !CONTRIBUTOR_PAGES.has(p))
+      .flatMap((p) =>
+        readFileSync(path.join(DOCS, p), "utf8")
+          .split("\n")
+          .map((line, i) => ({ where: `docs/${p}:${i + 1}`, line }))
+          .filter(({ line }) => line.includes("src/")),
+      );
+    assert.deepEqual(
+      hits.map((h) => `${h.where}: ${h.line.trim()}`),
+      [],
+    );
+  });
+
+  it("every docs/<page>.md#<section> cited in the code, tests, help, examples and docs exists", () => {
+    const cache = new Map<string, Set<string>>();
+    const known = (page: string) => {
+      if (!cache.has(page)) cache.set(page, pages.includes(page) ? anchors(page) : new Set());
+      return cache.get(page)!;
+    };
+    const missing: string[] = [];
+    const sources = [
+      ...["src", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
+        files(path.join(PACKAGE_ROOT, d), /\.(ts|js|html|json|md)$/),
+      ),
+      path.join(PACKAGE_ROOT, "README.md"),
+      path.join(PACKAGE_ROOT, ".mocharc.js"),
+    ];
+    let citations = 0;
+    for (const file of sources) {
+      const text = readFileSync(file, "utf8");
+      const inDocs = path.dirname(file) === DOCS;
+      // docs/<page>.md#x anywhere; inside docs/, also (<page>.md#x) and (#x) links.
+      const re = inDocs
+        ? /(?:docs\/|\(|\]\()([a-z0-9-]+\.md)?#([a-z0-9_-]+)/g
+        : /docs\/([a-z0-9-]+\.md)#([a-z0-9_-]+)/g;
+      for (const m of text.matchAll(re)) {
+        const page = m[1] ?? path.basename(file);
+        if (inDocs && m[1] === undefined && !m[0].startsWith("(") && !m[0].startsWith("](")) continue;
+        citations++;
+        if (!known(page).has(m[2])) missing.push(`${path.relative(PACKAGE_ROOT, file)}: ${page}#${m[2]}`);
+      }
+    }
+    assert.ok(citations > 50, `only ${citations} citations found`);
+    assert.deepEqual([...new Set(missing)], []);
+  });
+  it("the two first questions of a new user (an alert when the account stops working; one lock of a door with several) are linked from the README's reference and answered on the first screen of their page", () => {
+    const readme = readFileSync(path.join(PACKAGE_ROOT, "README.md"), "utf8");
+    const index = readFileSync(path.join(DOCS, "README.md"), "utf8").replace(/\s+/g, " ");
+    const questions = [
+      { anchor: "get-an-alert-when-the-account-stops-working", words: /alert when the account stops working/i },
+      { anchor: "open-one-lock-of-a-door-with-several-locks", words: /one lock of a door with several locks/i },
+    ];
+    for (const q of questions) {
+      assert.ok(readme.includes(`docs/recipes.md#${q.anchor}`), `README.md links docs/recipes.md#${q.anchor}`);
+      assert.match(index, q.words, `docs/README.md names it`);
+      const firstScreen = readFileSync(path.join(DOCS, "recipes.md"), "utf8").split("\n").slice(0, 50).join("\n");
+      const heading = /^## (.*)$/gm;
+      const headings = [...firstScreen.matchAll(heading)].map((m) => slug(m[1]));
+      assert.ok(headings.includes(q.anchor), `docs/recipes.md answers ${q.anchor} within its first 50 lines`);
+    }
+  });
+});
