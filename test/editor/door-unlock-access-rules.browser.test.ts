@@ -752,7 +752,15 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       );
       // Imported as a person does: Ctrl+I, paste the text, Import; the ids exist here, so "Import copy".
       await page.keyboard.press("Control+i");
-      await page.locator("#red-ui-clipboard-dialog-import-text").fill(JSON.stringify([mine]));
+      const importText = page.locator("#red-ui-clipboard-dialog-import-text");
+      await importText.fill(JSON.stringify([mine]));
+      // The editor checks the text on a key press (after a short delay), as when a person types it.
+      await importText.press("End");
+      await page.waitForFunction(
+        () => !(document.querySelector("#red-ui-clipboard-dialog-ok") as HTMLButtonElement | null)?.disabled,
+        null,
+        { timeout: STEP_MS },
+      );
       await page.locator("#red-ui-clipboard-dialog-ok").click();
       await page.getByRole("button", { name: "Import copy" }).click();
       await page.mouse.move(700, 420);

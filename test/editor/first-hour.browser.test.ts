@@ -48,6 +48,65 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
     return id;
   }
 
+  // docs/doors.md#picking-a-door-in-the-editor
+  it("a door renamed at the service: the dialog says 'renamed to Main Entrance' (not 'not in the current list') and takes the new name on request; the canvas label follows", async () => {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const accountId = flows.find((n) => n.type === "door-account")!.id as string;
+    await withAccount([
+      {
+        id: "f1f1f1f1f1f1f1c1",
+        type: "door-unlock",
+        z: TAB,
+        account: accountId,
+        deviceId: "101",
+        doorName: "Front Door",
+        doorLocation: "Main Street 1",
+        lockId: "",
+        actor: "",
+        rejectRetained: true,
+        x: 300,
+        y: 100,
+        wires: [[], []],
+      },
+    ]);
+    const res = await fetch(new URL("/_sim/devices/101", ed.demo.simUrl), {
+      method: "PATCH",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "Main Entrance" }),
+    });
+    assert.ok(res.ok, `rename at the simulator: ${res.status}`);
+    try {
+      await ed.red((RED) => RED.editor.edit(RED.nodes.node("f1f1f1f1f1f1f1c1")));
+      await ed.page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+      await dialogReady(ed.page);
+      await ed.page.locator("#door-unlock-door-refresh").click();
+      const detail = ed.page.locator("#door-unlock-door-detail");
+      await ed.page.waitForFunction(
+        () => /renamed to Main Entrance/.test(document.querySelector("#door-unlock-door-detail")?.textContent ?? ""),
+        null,
+        { timeout: STEP_MS },
+      );
+      assert.doesNotMatch(await detail.innerText(), /not in the current list/);
+      assert.equal(await ed.page.locator("#door-unlock-door-kept").isVisible(), false);
+      await ed.screenshot("first-hour-renamed-door");
+      await ed.page.locator("#door-unlock-door-rename").click();
+      assert.match(await ed.page.locator("#door-unlock-door option:checked").innerText(), /^Main Entrance\b/);
+      await ed.page.locator("#node-dialog-ok").click();
+      await ed.page.locator("#node-dialog-ok").waitFor({ state: "detached" });
+      const saved = await ed.red((RED) => {
+        const n = RED.nodes.node("f1f1f1f1f1f1f1c1");
+        return { id: n.deviceId, name: n.doorName, label: n._def.label.call(n) };
+      });
+      assert.deepEqual(saved, { id: 101, name: "Main Entrance", label: "Main Entrance (Main Street 1)" });
+    } finally {
+      await fetch(new URL("/_sim/devices/101", ed.demo.simUrl), {
+        method: "PATCH",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ name: "Front Door" }),
+      });
+    }
+  });
+
   // docs/nodes.md#door-account
   it("a door node dropped where exactly one door-account exists uses it: the dialog shows it, not 'none'", async () => {
     const account = await withAccount();

@@ -106,6 +106,16 @@ export function doorPicker(
   const note = $(`#${prefix}-door-note`);
   const detail = $(`#${prefix}-door-detail`);
   const refreshBtn = $(`#${prefix}-door-refresh`);
+  // Offered under a kept door that the service now calls by another name: take that name.
+  const renameBtn = $('<div style="margin: 4px 0;"></div>').hide().insertAfter(detail);
+  $(`<button type="button" id="${prefix}-door-rename" class="red-ui-button red-ui-button-small"></button>`)
+    .text(t("picker.take-new-name"))
+    .appendTo(renameBtn)
+    .on("click", (evt) => {
+      evt.preventDefault();
+      const i = renamedIndex();
+      if (i !== -1) sel.val(`dev:${i}`).trigger("change");
+    });
   const accountSel = $("#node-input-account");
   let devices: PickerDevice[] = [];
   let loaded = false;
@@ -164,10 +174,13 @@ export function doorPicker(
     } else if (v === "kept" && current) {
       const parts: string[] = [];
       if (current.deviceId !== "") parts.push(t("picker.id", { id: current.deviceId }));
-      if (loaded) parts.push(t("picker.not-in-list"));
+      const renamed = renamedIndex();
+      if (renamed !== -1) parts.push(t("picker.renamed", { name: doorText(deviceIdentity(devices[renamed])) }));
+      else if (loaded) parts.push(t("picker.not-in-list"));
       text = parts.join(" \u00b7 ");
     }
     detail.text(text).toggle(text !== "");
+    renameBtn.toggle(v === "kept" && renamedIndex() !== -1);
     // The whole text on hover, should a long door name still be cut.
     sel.attr("title", sel.find("option:selected").text() || "");
   }
@@ -190,6 +203,15 @@ export function doorPicker(
     }
     return -1;
   }
+  /**
+   * The device with the kept door's id when its name (or location) at the service is another one:
+   * the door was renamed (docs/doors.md#picking-a-door-in-the-editor). -1 when not.
+   */
+  function renamedIndex(): number {
+    if (!current || current.deviceId === "" || findCurrent() !== -1) return -1;
+    const id = current.deviceId;
+    return devices.findIndex((d) => d.id === id);
+  }
   function render(): void {
     sel.empty();
     $("<option>").val("none").text(t("picker.none")).appendTo(sel);
@@ -207,7 +229,7 @@ export function doorPicker(
       current = deviceIdentity(devices[match]);
       sel.val(`dev:${match}`);
     }
-    $(`#${prefix}-door-kept`).toggle(loaded && !!current && match === -1);
+    $(`#${prefix}-door-kept`).toggle(loaded && !!current && match === -1 && renamedIndex() === -1);
     showDetail();
     onDevice(match === -1 ? null : devices[match], false);
   }
@@ -319,9 +341,12 @@ export function doorPicker(
       device = devices[pickedIndex(v)] || null;
       current = device ? deviceIdentity(device) : current;
     }
-    // "kept": the door stays as it was.
-    const changed = JSON.stringify(before) !== JSON.stringify(current);
-    $(`#${prefix}-door-kept`).toggle(v === "kept" && loaded);
+    // "kept": the door stays as it was. Another device is a change (its lock goes); the same
+    // device under its new name is not.
+    const changed =
+      (before?.deviceId ?? "") !== (current?.deviceId ?? "") ||
+      ((current?.deviceId ?? "") === "" && JSON.stringify(before) !== JSON.stringify(current));
+    $(`#${prefix}-door-kept`).toggle(v === "kept" && loaded && renamedIndex() === -1);
     showDetail();
     onDevice(device, changed);
   });
