@@ -757,7 +757,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       // The editor checks the text on a key press (after a short delay), as when a person types it.
       await importText.press("End");
       await page.waitForFunction(
-        () => !(document.querySelector("#red-ui-clipboard-dialog-ok") as HTMLButtonElement | null)?.disabled,
+        () => !document.querySelector<HTMLButtonElement>("#red-ui-clipboard-dialog-ok")?.disabled,
         null,
         { timeout: STEP_MS },
       );
