@@ -152,6 +152,7 @@ export function failMessage(
 ): void {
   let message = failure.message;
   try {
+    clearOutcomeFields(msg);
     msg.outcome = failure.outcome;
     if (failure.status !== null) msg.statusCode = failure.status;
     if (failure.outcome === "rate-limited" && typeof failure.retryAfter === "number")
@@ -176,6 +177,21 @@ export function failMessage(
           : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
   });
   done(new Error(message));
+}
+
+/**
+ * Removes msg.outcome, msg.statusCode and msg.retryAfter (an earlier failure's, or a flow's): they
+ * describe a failure of this node (docs/outcomes.md), so a message that succeeds leaves without
+ * them, and one that fails carries only its own. Never throws.
+ */
+export function clearOutcomeFields(msg: Record<string, unknown>): void {
+  for (const k of ["outcome", "statusCode", "retryAfter"]) {
+    try {
+      if (Object.prototype.hasOwnProperty.call(msg, k)) delete msg[k];
+    } catch {
+      /* a frozen message keeps what it has */
+    }
+  }
 }
 
 /**

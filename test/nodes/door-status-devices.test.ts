@@ -168,6 +168,21 @@ describe("door-devices and door-status: payloads, the 24 h cache, msg.refresh, r
       assert.equal(count(sim, "getDevice", 101), 1);
     });
 
+    // docs/outcomes.md: msg.outcome, msg.statusCode and msg.retryAfter describe a failure of this node.
+    it("a message that carries an earlier failure's fields (a Catch → retry loop) leaves on success without them", async () => {
+      const got = next("st-out");
+      send("st", { outcome: "rate-limited", statusCode: 429, retryAfter: 90 });
+      const msg = await got;
+      assert.equal(msg.payload.id, 101);
+      for (const k of ["outcome", "statusCode", "retryAfter"]) assert.ok(!(k in msg), `no ${k} on success`);
+      const list = next("dev-out");
+      send("dev", { outcome: "offline", statusCode: 503 });
+      const m2 = await list;
+      assert.ok(Array.isArray(m2.payload));
+      for (const k of ["outcome", "statusCode", "retryAfter"])
+        assert.ok(!(k in m2), `door-devices: no ${k} on success`);
+    });
+
     it("msg.deviceId and msg.door select the device", async () => {
       let got = next("stmsg-out");
       send("stmsg", { deviceId: 105 });

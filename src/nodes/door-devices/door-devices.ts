@@ -5,7 +5,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { classifyFailure } from "../../unlock/outcome.js";
-import { FlowNodeBinding, MessageFields, clockTime, failMessage, endMessage } from "../shared.js";
+import { FlowNodeBinding, MessageFields, clearOutcomeFields, clockTime, endMessage, failMessage } from "../shared.js";
 
 interface DevicesDef extends NodeDef {
   account: string;
@@ -47,6 +47,7 @@ export = function register(RED: NodeAPI): void {
           // Each message gets its own copy (docs/doors.md#resolution-rules): a flow that sorts or
           // edits msg.payload changes nothing else — not the account's cache, not the picker,
           // not how door names resolve.
+          clearOutcomeFields(m);
           m.payload = structuredClone(list);
           binding.setResult({
             fill: "green",

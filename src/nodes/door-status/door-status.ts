@@ -12,6 +12,7 @@ import {
   clockTime,
   configuredDoor,
   describeThrown,
+  clearOutcomeFields,
   failMessage,
   endMessage,
 } from "../shared.js";
@@ -81,6 +82,7 @@ export = function register(RED: NodeAPI): void {
           text: RED._("door-status.status.ok", { state, time: clockTime(Date.now()) }),
         });
         try {
+          clearOutcomeFields(m);
           m.payload = device;
           m.deviceId = device.id;
           send(m);
