@@ -315,12 +315,20 @@ export class Session extends SessionCore {
     if (this._state === "closed" || this.inflight) return;
     // The operator overrides the once-an-hour re-login rule, never the service's Retry-After:
     // within it, the login is made once it has passed (one, however often Reconnect is pressed).
-    const wait = this.gate.reconnectWait();
+    // The account's hold after any 429 with Retry-After (a PUT's too) is a wait like the login's.
+    const wait = Math.max(this.gate.reconnectWait(), this.client.heldForMs());
     if (wait > 0) {
       if (!this.reconnectTimer.pending) {
         const pairAtPress = this.pair;
-        this.reconnectTimer.start(wait, () => {
+        const fire = (): void => {
           if (this._state === "closed" || this.inflight) return;
+          // A timer may fire a moment before the wait it was set for (the event loop's cached
+          // time): what is left of it is waited out first, so the login is not refused as held.
+          const left = Math.max(this.gate.reconnectWait(), this.client.heldForMs());
+          if (left > 0) {
+            this.reconnectTimer.start(left + 1, fire);
+            return;
+          }
           // Something renewed meanwhile (a message after the Retry-After): that session is kept.
           if (
             this._state === "ready" &&
@@ -331,7 +339,8 @@ export class Session extends SessionCore {
           )
             return;
           void this.login("operator reconnect").catch(() => undefined);
-        });
+        };
+        this.reconnectTimer.start(wait, fire);
       }
       const sec = Math.ceil(wait / 1000);
       this.log.warn(`session: reconnect requested; the service asked to wait, logging in in ${sec} s`);

@@ -34,6 +34,7 @@ import {
   waitState,
   accountOf,
   stopFlows,
+  editorPost,
 } from "../helpers/flow.js";
 import { refusedPort } from "../helpers/refused-port.js";
 import { received, settle } from "../helpers/odd-messages.js";
@@ -641,6 +642,25 @@ describe("A Retry-After holds the account: after a PUT answered 429 with Retry-A
     await new Promise((r) => setTimeout(r, 2100));
     assertAccepted(await unlock({ deviceId: 102 }, "u2"));
     assert.equal(unlockRequests(sim), 2, "exactly one PUT after the wait, no burst");
+  });
+
+  // docs/session.md#halts-and-reconnect
+  it("a Reconnect pressed during the hold sends nothing before it is over, then makes its one login by itself", async () => {
+    await loadFlow(unlockFlow(sim.url));
+    await waitReady();
+    sim.control.resetRequests();
+    sim.control.inject({ kind: "429", endpoint: "unlockDevice", retryAfter: 2 });
+    assertFailed(await unlock({ deviceId: 101 }), "rate-limited", 429);
+    const heldAt = Date.now();
+    await editorPost("/door-access/accounts/acc1/reconnect").send({}).expect(202);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(logins(sim), 0, "no login within the hold");
+    await until("the one login after the hold", () => logins(sim) === 1, 5000);
+    const login = sim.control.requests().find((r) => /^login/.test(r.operation))!;
+    assert.ok(login.startedAt >= heldAt + 1900, `the login left ${login.startedAt - heldAt} ms after the 429`);
+    await waitState("ready");
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(logins(sim), 1, "one login");
   });
 
   it("the hold outlives a deploy that changes the account's password: the new session sends nothing, not even its login, until the wait is over; the next message then has it checked by one login", async () => {
