@@ -188,6 +188,68 @@ describe(`the editor's first hour: what the runtime says (chromium, Node-RED ${n
   });
 });
 
+describe(`the editor's first hour: an account without a name (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(120_000);
+  const ed = useEditor();
+
+  // docs/nodes.md#door-account
+  it("an unnamed account has one label everywhere, 'door account <host>': in the config list, the door node's Account field, the Door access tab and the debug sidebar; never its id", async () => {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const account = flows.find((n) => n.type === "door-account")!;
+    const host = new URL(account.baseUrl as string).host;
+    const label = `door account ${host}`;
+    await ed.setFlows([
+      { id: TAB, type: "tab", label: "First hour" },
+      { ...account, name: "", credentials: { phoneNumber: "+15550000001", password: "not-the-password" } },
+      {
+        id: "f1f1f1f1f1f1f1d1",
+        type: "door-unlock",
+        z: TAB,
+        account: account.id,
+        deviceId: "101",
+        doorName: "Front Door",
+        doorLocation: "",
+        lockId: "",
+        actor: "",
+        rejectRetained: true,
+        x: 300,
+        y: 100,
+        wires: [[], []],
+      },
+    ]);
+    // The editor's own label of the config node.
+    assert.equal(await ed.red((RED, id) => RED.utils.getNodeLabel(RED.nodes.node(id)), account.id), label);
+    // The Door access tab.
+    await ed.red((RED) => RED.sidebar.show("door-access"));
+    await ed.page.waitForFunction(
+      (id) => !!document.querySelector(`#door-access-account option[value="${id}"]`),
+      account.id,
+      { timeout: STEP_MS },
+    );
+    assert.equal(await ed.page.locator(`#door-access-account option[value="${account.id}"]`).innerText(), label);
+    // The debug sidebar: the halt said by the account after a Reconnect.
+    await ed.red((RED) => RED.sidebar.show("debug"));
+    const res = await fetch(new URL(`door-access/accounts/${account.id}/reconnect`, ed.demo.editorUrl), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" },
+      body: "{}",
+    });
+    assert.equal(res.status, 202);
+    const fromAccount = ed.page.locator(".red-ui-debug-msg", { hasText: "session halted" }).first();
+    await fromAccount.waitFor({ state: "visible", timeout: 30_000 });
+    const text = await fromAccount.innerText();
+    assert.match(text, new RegExp(`node: ${label.replace(/[.]/g, "\\.")}`), text);
+    assert.ok(!text.includes(account.id as string), "not the account's id");
+    // The door node's dialog: its Account field.
+    await ed.red((RED) => RED.editor.edit(RED.nodes.node("f1f1f1f1f1f1f1d1")));
+    await ed.page.locator("#node-dialog-ok").waitFor({ state: "visible" });
+    await dialogReady(ed.page);
+    assert.equal(await ed.page.locator("#node-input-account option:checked").innerText(), label);
+    await ed.screenshot("first-hour-unnamed-account");
+    await ed.page.locator("#node-dialog-cancel").click();
+  });
+});
+
 describe(`the editor's first hour: statuses fit (chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
   const ed = useEditor();

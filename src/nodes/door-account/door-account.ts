@@ -2,6 +2,7 @@
  * The `door-account` config node: the account's credentials and its one session, shared by
  * every flow node that names it. Thin Node-RED glue around src/account/account.ts.
  */
+import { accountLabel } from "../../account/label.js";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
@@ -132,6 +133,8 @@ export = function register(RED: NodeAPI): void {
 
   function DoorAccount(this: Node<AccountCreds> & DoorAccountNode, config: AccountDef) {
     RED.nodes.createNode(this, config);
+    // One label everywhere (the debug sidebar and the log read node.name): never the node's id.
+    if (!(this as { name?: string }).name) (this as { name?: string }).name = accountLabel(config.name, config.baseUrl);
     const node = this;
     const users = new Set<AccountUser>();
     const inflight = new Set<Promise<unknown>>();

@@ -10,6 +10,7 @@
  * bundles this file with what it imports into the node's door-account.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
+import { accountLabel } from "../../../account/label.js";
 import { parseBaseUrl } from "../../../client/base-url.js";
 import { textOf } from "../../../util/text.js";
 import { STORED } from "../../editor-shared/credentials.js";
@@ -206,7 +207,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     return t("paletteLabel");
   },
   label() {
-    return this.name || t("label.default");
+    return accountLabel(this.name, this.baseUrl, t("label.default"));
   },
   oneditprepare() {
     const node = this;
