@@ -7,11 +7,14 @@
 export function accountLabel(name: unknown, baseUrl: unknown, word = "door account"): string {
   const n = typeof name === "string" ? name.trim() : "";
   if (n !== "") return n;
-  let host = "";
-  try {
-    host = typeof baseUrl === "string" && baseUrl.trim() !== "" ? new URL(baseUrl.trim()).host : "";
-  } catch {
-    host = "";
-  }
+  const host = hostOf(baseUrl);
   return host !== "" ? `${word} ${host}` : word;
+}
+
+function hostOf(baseUrl: unknown): string {
+  try {
+    return typeof baseUrl === "string" && baseUrl.trim() !== "" ? new URL(baseUrl.trim()).host : "";
+  } catch {
+    return "";
+  }
 }
