@@ -45,7 +45,14 @@ const known = {
   ...read(path.join(__dirname, "node_modules", ".cache", "door-access-node-red", "test-times.json")),
 };
 const weight = (f) => (typeof known[f] === "number" ? known[f] : Number.POSITIVE_INFINITY);
-const files = testFiles(DIR).sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
+// DOOR_TEST_SCOPE=unit (npm run test:unit): only the files that start no Node-RED, browser or
+// child process (test/helpers/test-scope.ts), the fast loop of docs/testing.md.
+function inScope(list) {
+  if (process.env.DOOR_TEST_SCOPE !== "unit") return list;
+  const { isUnitTest } = require("./dist/test/helpers/test-scope.js");
+  return list.filter((f) => isUnitTest(path.join(__dirname, f)));
+}
+const files = inScope(testFiles(DIR)).sort((a, b) => weight(b) - weight(a) || a.localeCompare(b));
 
 module.exports = {
   // Before the first build there is nothing to order: the glob then says what is missing.
