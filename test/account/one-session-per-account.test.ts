@@ -27,6 +27,7 @@ import {
   until,
   waitReady,
   waitState,
+  deployFlows,
 } from "../helpers/flow.js";
 import {
   type Flow,
@@ -52,7 +53,7 @@ async function alternate(sim: RunningSimulator, nodes: string[], n: number): Pro
 
 /** Node-RED's deploy: "full" (every node restarted) or "nodes" (only the changed ones). */
 async function deploy(flow: Flow, type: "full" | "nodes", credentials: Record<string, unknown>): Promise<void> {
-  await helper.setFlows(flow, type, credentials);
+  await deployFlows(flow, type, credentials);
 }
 
 function cases(

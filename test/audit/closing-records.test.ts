@@ -44,6 +44,7 @@ import {
   catchNode,
   lastStatus,
   unlockFlow,
+  deployFlows,
 } from "../helpers/flow.js";
 import { settle } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
@@ -272,7 +273,7 @@ describe("Never short a record: also when the device answers after the close bou
         5000,
         2,
       );
-      await helper.setFlows([tab()], "full", {});
+      await deployFlows([tab()], "full", {});
       await until(
         "the result record",
         () => readAudit(userDir).some((r) => r.msgid === "b13-slow" && r.type === "unlock-result"),
@@ -333,7 +334,7 @@ describe("Never short a record: an account deleted or a runtime stopped during a
 
   it("the account node deleted (deploy without it) while the PUT is held: the result record is written before the deploy completes", async () => {
     const userDir = await slowUnlockInFlight("deleted-mid", "acc-deleted");
-    await helper.setFlows([tab()], "full", {});
+    await deployFlows([tab()], "full", {});
     const mine = readAudit(userDir).filter((r) => r.msgid === "deleted-mid");
     assert.deepEqual(
       mine.map((r) => r.type),
@@ -385,7 +386,7 @@ describe("Never short a record: an account deleted while the PUT is held at the 
         .map((r) => r.type),
       ["unlock-attempt"],
     );
-    await helper.setFlows([tab()], "full", {});
+    await deployFlows([tab()], "full", {});
     const mine = readAudit(userDir).filter((r) => r.msgid === "held-mid");
     assert.deepEqual(
       mine.map((r) => [r.type, r.outcome]),
@@ -449,7 +450,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
       "b24-del",
       () => {
         accNode = accountOf("acc-b24del");
-        return helper.setFlows([tab()], "full", {});
+        return deployFlows([tab()], "full", {});
       },
       () => accNode !== null && accNode.account === null,
     );
@@ -479,7 +480,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
       "b24-re",
       () => {
         accNode = accountOf("acc-b24re");
-        return helper.setFlows(changed, "full", {
+        return deployFlows(changed, "full", {
           "acc-b24re": { phoneNumber: "+15550000001", password: "demo-password" },
         });
       },
@@ -569,7 +570,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     let deploy: Promise<unknown> | null = null;
     helper.getNode("u2-ok").on("input", (m: any) => {
       if (m._msgid === "b24-two")
-        deploy = helper.setFlows(
+        deploy = deployFlows(
           flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"),
           "full",
           { accA: creds.accA },
@@ -577,7 +578,7 @@ describe("Never short a record: the account deleted, redeployed or reconnected b
     });
     helper.getNode("u2-fail").on("input", (m: any) => {
       if (m._msgid === "b24-two")
-        deploy = helper.setFlows(
+        deploy = deployFlows(
           flow.filter((n) => n.id !== "accB" && n.id !== "u2" && n.id !== "u2-ok" && n.id !== "u2-fail"),
           "full",
           { accA: creds.accA },
@@ -1087,7 +1088,7 @@ describe("A closing record is never written twice: not again once its line staye
         failures += 1;
         if (failures === 1) {
           accNode = accountOf();
-          deploy = helper.setFlows([tab(), ...catchNode()], "full", {});
+          deploy = deployFlows([tab(), ...catchNode()], "full", {});
         }
         return Promise.reject(eio("write"));
       }

@@ -35,6 +35,7 @@ import {
   unlockRequests,
   until,
   waitReady,
+  deployFlows,
 } from "../helpers/flow.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { RedisServer } from "../helpers/redis.js";
@@ -168,7 +169,7 @@ describe("door picker before the first deploy: one sign-in from the editor lists
       unlockNode({ account: "new-acc", deviceId: "101" }),
       ...helperNodes("u1-ok", "u1-fail"),
     ];
-    await helper.setFlows(flow, "full", { "new-acc": { phoneNumber: PHONE, password: PASSWORD } });
+    await deployFlows(flow, "full", { "new-acc": { phoneNumber: PHONE, password: PASSWORD } });
     await waitReady("new-acc");
     assertAccepted(await unlock({}));
     assert.equal(logins(sim), 1, "no second login after the deploy");
@@ -284,7 +285,7 @@ describe("a sign-in never reports success for a password that is not the account
   it("a deployed account runs on its resumed pair (no login since the start): a sign-in with its very password is no success (not checked) and sends nothing", async () => {
     await closeAllParked();
     const { flow, creds } = accountFlow(PASSWORD);
-    await helper.setFlows(flow, "full", creds);
+    await deployFlows(flow, "full", creds);
     await waitReady("acc1");
     sim.control.resetRequests();
     const res = await signIn("other-id", right()).expect(200);
@@ -302,7 +303,7 @@ describe("a sign-in never reports success for a password that is not the account
   it("a wrong password deployed over a stored pair is checked, not resumed: one login, refused, halted; a sign-in with the same wrong password is no success either, and the right one sends nothing", async () => {
     const { flow, creds } = accountFlow("wrong-password");
     sim.control.resetRequests();
-    await helper.setFlows(flow, "full", creds);
+    await deployFlows(flow, "full", creds);
     await until("the halt", () => accountOf("acc1")?.account?.session.state === "halted-login-failed");
     assert.deepEqual(
       sim.control.requests().map((r) => `${r.operation} ${r.status}`),
@@ -383,7 +384,7 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
     sim = await startSim(); // a new port: another account key for each test
   });
   afterEach(async () => {
-    await helper.setFlows([tab()], "full", {});
+    await deployFlows([tab()], "full", {});
     await closeAllParked();
     await sim.close();
   });
@@ -409,7 +410,7 @@ describe("a sign-in or deploy within the Retry-After of the login before it send
   it("a deployed account whose login was answered 429 (Retry-After: 60), deployed again with another password: no login before the wait is over; a message says when", async () => {
     sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 60, count: 1 });
     const deployWith = (password: string) =>
-      helper.setFlows(
+      deployFlows(
         [
           tab(),
           {

@@ -328,6 +328,42 @@ export function textMatches(text: string | undefined, key: string, english: RegE
   return text.includes(key) || english.test(text);
 }
 
+/**
+ * A deploy to the loaded runtime (what the editor's Deploy does): `type` "full", "flows" or
+ * "nodes". Resolves once the new flows have started. node-red-node-test-helper's own setFlows
+ * starts listening for "flows:started" only after the deploy call returns, and gives up 300 ms
+ * later: a deploy that waits on a node's close (an account draining its unlocks) or a busy
+ * machine made it fail now and then. Here the listener is in place before the deploy.
+ */
+export async function deployFlows(
+  flow: Record<string, unknown>[],
+  type: "full" | "flows" | "nodes" = "full",
+  creds: Record<string, unknown> = {},
+  timeoutMs = 60_000,
+): Promise<void> {
+  const h = helper as unknown as {
+    _events: { on(e: string, f: () => void): void; off(e: string, f: () => void): void };
+    _redNodes: { setFlows(f: unknown, c: unknown, t: string): Promise<unknown> };
+  };
+  let onStarted: () => void = () => undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const started = new Promise<void>((resolve, reject) => {
+    onStarted = () => resolve();
+    timer = setTimeout(
+      () => reject(new Error(`the flows did not start within ${timeoutMs} ms of the deploy`)),
+      timeoutMs,
+    );
+    h._events.on("flows:started", onStarted);
+  });
+  try {
+    await h._redNodes.setFlows(flow, structuredClone(creds), type);
+    await started;
+  } finally {
+    clearTimeout(timer);
+    h._events.off("flows:started", onStarted);
+  }
+}
+
 /** Stops the flows as a redeploy does: each door-account is parked, ready to be reclaimed. */
 export async function stopFlows(): Promise<void> {
   await helper.unload();

@@ -38,6 +38,7 @@ import {
   until,
   waitReady,
   waitState,
+  deployFlows,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
 
@@ -70,7 +71,7 @@ describe("door-account nodes of one login keep one session across deploys; the l
     // The operator imports the same flow with its own account node (new id) and deletes the old
     // one, then deploys once: the account is still used by a door-account node afterwards.
     const flowC: Flow = [tabNode(TAB_A, "A"), namedAccount("accC", sim.url), ...unlockOn("uA", TAB_A, "accC")];
-    await helper.setFlows(flowC, "full", demoCreds(["accC"]));
+    await deployFlows(flowC, "full", demoCreds(["accC"]));
     await waitReady("accC");
     assertAccepted(await unlock({}, "uA"));
     await sleep(200);
@@ -85,7 +86,7 @@ describe("door-account nodes of one login keep one session across deploys; the l
     await waitReady("accA");
     // accB is changed to another login (modified-nodes deploy).
     const moved = flow.map((n) => (n.id === "accB" ? { ...n, loginMethod: "email" } : n));
-    await helper.setFlows(moved, "nodes", { ...demoCreds(["accA"]), accB: OTHER });
+    await deployFlows(moved, "nodes", { ...demoCreds(["accA"]), accB: OTHER });
     await until("accB on the other login", () =>
       sim.control.requests({ accountId: "other" }).some((r) => r.operation === "loginByEmail" && r.status === 200),
     );
@@ -93,7 +94,7 @@ describe("door-account nodes of one login keep one session across deploys; the l
     assert.equal(demoLogouts(sim), 0);
     // accA, now the last node of the demo login, is deleted (modified-nodes deploy).
     const withoutA = moved.filter((n) => n.id !== "accA" && n.z !== TAB_A && n.id !== TAB_A);
-    await helper.setFlows(withoutA, "nodes", { accB: OTHER });
+    await deployFlows(withoutA, "nodes", { accB: OTHER });
     assert.equal(helper.getNode("accA"), null);
     await until("the demo account's logout", () => demoLogouts(sim) === 1, 5000).catch(() => undefined);
     assert.equal(
@@ -110,7 +111,7 @@ describe("door-account nodes of one login keep one session across deploys; the l
     await waitState("ready", "inst1-sacc");
     assertAccepted(await unlock({}, "inst1"));
     // Delete both instances (modified-nodes deploy): no door-account of that login is left.
-    await helper.setFlows(subflowFlow(sim.url, {}, 0), "nodes", demoCreds(["sacc"]));
+    await deployFlows(subflowFlow(sim.url, {}, 0), "nodes", demoCreds(["sacc"]));
     await until("the logout", () => count(sim, "logout") === 1, 5000).catch(() => undefined);
     assert.equal(count(sim, "logout"), 1, `one logout (registry: ${JSON.stringify(registrySnapshot())})`);
   });
@@ -133,7 +134,7 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
       flow.filter((n) => n.id !== "cB"),
       { creds },
     );
-    await helper.setFlows(flow, "full", creds);
+    await deployFlows(flow, "full", creds);
   }
 
   const twoTabsWithCatch = (url: string, scoped = false): Flow => [
@@ -216,7 +217,7 @@ describe("door-account nodes of one login on two tabs: one halt error per tab, a
     await editorPost(`${ADMIN}/x/sign-in`)
       .send({ baseUrl: sim.url, loginMethod: "phone", phoneNumber: PHONE, password: PASSWORD, sessionStore: "file" })
       .expect(200);
-    await helper.setFlows(twoTabs(sim.url), "full", demoCreds(["accA", "accB"]));
+    await deployFlows(twoTabs(sim.url), "full", demoCreds(["accA", "accB"]));
     await waitReady("accB");
     assertAccepted(await unlock({}, "uA"));
     assertAccepted(await unlock({}, "uB"));

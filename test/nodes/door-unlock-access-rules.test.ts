@@ -42,6 +42,7 @@ import {
   unlockRequests,
   until,
   waitReady,
+  deployFlows,
 } from "../helpers/flow.js";
 import { OTHER_PIN, TEST_PIN, WRONG_PINS, ZERO_PIN } from "../helpers/pins.js";
 
@@ -372,7 +373,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await deploy({ rules: { cooldown: 300 } });
       assertAccepted(await unlock({ deviceId: 101 }));
       assertDenied(await unlock({ deviceId: 101 }), "cooldown", 300);
-      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, cooldown: 300, name: "front" }), "nodes", CREDS);
+      await deployFlows(unlockFlow(sim.url, { ...DOOR_101, cooldown: 300, name: "front" }), "nodes", CREDS);
       assertAccepted(await unlock({ deviceId: 101 }));
       assert.equal(unlockRequests(sim), 2);
     });
@@ -587,7 +588,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await lockOut();
       assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
       clock.tick(MIN);
-      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, timeZone: "UTC", name: "front" }), "nodes", {
+      await deployFlows(unlockFlow(sim.url, { ...DOOR_101, timeZone: "UTC", name: "front" }), "nodes", {
         ...CREDS,
         u1: { pin: TEST_PIN },
       });
@@ -600,7 +601,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
     it("wrong PINs count across a redeploy: four before it and one after lock the node", async () => {
       await deploy({ pin: TEST_PIN });
       for (let i = 0; i < 4; i++) assertDenied(await unlock({ pin: WRONG_PINS[i] }), "pin");
-      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, name: "front" }), "nodes", {
+      await deployFlows(unlockFlow(sim.url, { ...DOOR_101, name: "front" }), "nodes", {
         ...CREDS,
         u1: { pin: TEST_PIN },
       });
@@ -615,9 +616,9 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await deploy({ pin: TEST_PIN });
       await lockOut();
       const creds = { ...CREDS, u1: { pin: TEST_PIN } };
-      await helper.setFlows(unlockFlow(sim.url, { ...DOOR_101, timeZone: "Not/AZone" }), "full", creds);
+      await deployFlows(unlockFlow(sim.url, { ...DOOR_101, timeZone: "Not/AZone" }), "full", creds);
       assertDenied(await unlock({ pin: TEST_PIN }), "configuration");
-      await helper.setFlows(unlockFlow(sim.url, DOOR_101), "full", creds);
+      await deployFlows(unlockFlow(sim.url, DOOR_101), "full", creds);
       assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
       assert.equal(unlockRequests(sim), 0);
     });
@@ -627,7 +628,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await deploy({ pin: TEST_PIN });
       await lockOut();
       // A full deploy: every node starts again (the editor marks a node whose PIN was typed as changed).
-      await helper.setFlows(unlockFlow(sim.url, DOOR_101), "full", { ...CREDS, u1: { pin: OTHER_PIN } });
+      await deployFlows(unlockFlow(sim.url, DOOR_101), "full", { ...CREDS, u1: { pin: OTHER_PIN } });
       assertAccepted(await unlock({ pin: OTHER_PIN }));
       assert.equal(unlockRequests(sim), 1);
       await settled();

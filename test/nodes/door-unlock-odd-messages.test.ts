@@ -41,6 +41,7 @@ import {
   unlockRequests,
   until,
   waitReady,
+  deployFlows,
 } from "../helpers/flow.js";
 import {
   LONE_SURROGATE,
@@ -993,7 +994,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
         ...catchNode(),
         completeNode(),
       ];
-      await helper.setFlows(flow, "nodes", CREDS);
+      await deployFlows(flow, "nodes", CREDS);
       await until("results", () => ids.every((id) => mine(id).some((r) => r.type === "unlock-result")), 8000);
       await settle();
       assert.equal(unlockRequests(sim), 3);
@@ -1017,7 +1018,7 @@ describe("Odd _msgid values, prototypes and lock ids; a field that throws only w
       helper.getNode("u1").receive(Object.freeze({ _msgid: "del-acc", deviceId: 101 }));
       await until("PUT in flight", () => sim.control.inFlight().some((e) => e.operation === "unlockDevice"), 5000);
       const dir = userDir;
-      await helper.setFlows([tab(), ...helperNodes("x")], "full", {});
+      await deployFlows([tab(), ...helperNodes("x")], "full", {});
       await until(
         "result",
         () => readAudit(dir).some((r) => r.msgid === "del-acc" && r.type === "unlock-result"),

@@ -34,6 +34,7 @@ import {
   until,
   waitReady,
   next,
+  deployFlows,
 } from "../helpers/flow.js";
 import { LONE_SURROGATE, settle } from "../helpers/odd-messages.js";
 
@@ -437,11 +438,9 @@ describe("A picked door follows its identity through a renumbering and a removal
     await loadFlow(flow({ deviceId: "102", doorName: "Back Door", doorLocation: "Main Street 1" }));
     await waitReady();
     assert.equal((await unlock({ _msgid: "first-pick" })).msg.payload.deviceId, 102);
-    await helper.setFlows(
-      flow({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }),
-      "nodes",
-      { acc1: { phoneNumber: "+15550000001", password: "demo-password" } },
-    );
+    await deployFlows(flow({ deviceId: "103", doorName: "Back Door", doorLocation: "Harbour Warehouse" }), "nodes", {
+      acc1: { phoneNumber: "+15550000001", password: "demo-password" },
+    });
     await until("u1 again", () => helper.getNode("u1") !== null && helper.getNode("u1-ok") !== null);
     await waitReady();
     const out = await unlock({ _msgid: "new-pick" });

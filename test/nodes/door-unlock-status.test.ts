@@ -34,6 +34,7 @@ import {
   unlockRequests,
   until,
   waitReady,
+  deployFlows,
 } from "../helpers/flow.js";
 import { type Status, received, recordStatuses, settle, unhandledSince } from "../helpers/odd-messages.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
@@ -708,7 +709,7 @@ describe("The outcome status comes from the node's own values, shown once the me
       5000,
       2,
     );
-    await helper.setFlows([tab(), accountNode(sim.url)], "full", {
+    await deployFlows([tab(), accountNode(sim.url)], "full", {
       acc1: { phoneNumber: "+15550000001", password: "demo-password" },
     });
     deployed = true;
