@@ -24,6 +24,12 @@ export interface NodeStatus {
   fill?: "red" | "green" | "yellow" | "blue" | "grey";
   shape?: "ring" | "dot";
   text?: string;
+  /**
+   * door-unlock only: whether the node asks for a PIN (it has one, or had one that was not copied).
+   * A Status node passes it on as msg.status.pinRequired (docs/nodes.md#node-status): a door panel
+   * asks for the PIN from the first press.
+   */
+  pinRequired?: boolean;
 }
 
 export interface AccountUser {

@@ -247,6 +247,10 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
       ["dashboard:door-panel"],
       "the example's fixed actor, never the browser's",
     );
+    // Its PUT answered before the next step counts requests (the audit's attempt record comes first).
+    await until("the forged press's PUT answered", () =>
+      demo!.sim.control.requests({ operation: "unlockDevice" }).some((r) => r.deviceId === 101 && r.status === 200),
+    );
     await dismissOutcomes();
   });
 

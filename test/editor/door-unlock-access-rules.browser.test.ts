@@ -1124,38 +1124,31 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
       await screenshot(page, "access-rules-panel-wrong-pin.png");
     });
 
-    it("a panel that does not ask yet learns it: a press without a PIN is refused ('needs a PIN', not a wrong PIN), then the confirmation asks", async () => {
+    // docs/access-rules.md#door-panel-and-home-assistant
+    it("the panel asks for the PIN from the first press of a door whose node has one: the node's status says so at deploy, no press is refused first", async () => {
       await configurePanel("learn");
       await openPanel();
       demo!.sim.control.resetRequests();
-      // The redeployed inject sends the list with askPin false a few seconds after the deploy.
+      const since = auditRecords().length;
+      // The first press of the Front Door after the deploy: the confirmation has the PIN field.
       await until(
-        "the panel no longer asking for the PIN",
+        "the panel asking for the PIN",
         async () => {
           await press("Front Door");
           const asks = (await pinField().count()) > 0;
-          if (asks) {
-            await page.locator(".door-cancel").click();
-            await page.locator(".door-cancel").waitFor({ state: "hidden" });
-          }
-          return !asks;
+          await page.locator(".door-cancel").click();
+          await page.locator(".door-cancel").waitFor({ state: "hidden" });
+          return asks;
         },
         20_000,
       );
-      await page.locator(".door-confirm").click();
-      assert.match(await outcome(/needs a PIN/), /this door needs a PIN/);
-      assert.equal(unlocks(), 0);
-      await dismissOutcomes();
-      await until("the panel asking for the PIN", async () => {
-        await press("Front Door");
-        const asks = (await pinField().count()) > 0;
-        await page.locator(".door-cancel").click();
-        await page.locator(".door-cancel").waitFor({ state: "hidden" });
-        return asks;
-      });
       await pressWithPin("Front Door", PIN);
       assert.match(await outcome(/unlock sent/), /accepted/);
       await until("the unlock", () => unlocks(101) === 1);
+      const refused = auditRecords()
+        .slice(since)
+        .filter((r) => r.type === "unlock-rejected");
+      assert.deepEqual(refused, [], "no press was refused for a missing PIN first");
       await dismissOutcomes();
     });
 

@@ -114,7 +114,7 @@ function assertDenied(out: Output, reason: string, retryAfter?: number): Record<
 }
 
 /** The door-unlock node's last status and its node.error calls. */
-function statusOf(id = "u1"): { fill?: string; shape?: string; text?: string } {
+function statusOf(id = "u1"): { fill?: string; shape?: string; text?: string; pinRequired?: boolean } {
   const node = helper.getNode(id);
   const calls = node.status.getCalls().filter((c: { thisValue: unknown }) => c.thisValue === node);
   return calls.length ? calls[calls.length - 1].args[0] : {};
@@ -541,7 +541,12 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       await deploy({ pin: TEST_PIN, rules: { timeZone: "UTC" } });
       const lockedAt = await lockOut(); // 09:04 UTC
       await settled();
-      assert.deepEqual(statusOf(), { fill: "red", shape: "dot", text: "locked: 5 wrong PINs, until 09:19" });
+      assert.deepEqual(statusOf(), {
+        fill: "red",
+        shape: "dot",
+        text: "locked: 5 wrong PINs, until 09:19",
+        pinRequired: true,
+      });
       const p = assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
       assert.match(p.message as string, /^locked: 5 wrong PINs, every message is refused until 09:19 \(UTC\)$/);
       clock.setSystemTime(lockedAt + 15 * MIN - 1);
@@ -705,11 +710,11 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
         assert.equal(errors.length, 1, JSON.stringify(errors));
         assert.match(errors[0], problem);
         await settled();
-        assert.deepEqual(statusOf(), {
-          fill: "red",
-          shape: "ring",
-          text: "rules cannot be read: every message refused",
-        });
+        const st = statusOf();
+        assert.deepEqual(
+          { fill: st.fill, shape: st.shape, text: st.text },
+          { fill: "red", shape: "ring", text: "rules cannot be read: every message refused" },
+        );
         for (const msg of [{}, { deviceId: 102 }, { pin: TEST_PIN, actor: "alice" }]) {
           const p = assertDenied(await unlock(msg), "configuration");
           assert.match(p.message as string, problem);
@@ -718,7 +723,12 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
         await settled();
         assert.deepEqual(
           statusOf(),
-          { fill: "red", shape: "ring", text: "rules cannot be read: every message refused" },
+          {
+            fill: "red",
+            shape: "ring",
+            text: "rules cannot be read: every message refused",
+            pinRequired: statusOf().pinRequired,
+          },
           "the error stays in the status",
         );
         assert.equal(unlockRequests(sim), 0);
@@ -749,7 +759,12 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.equal(errors.length, 1, JSON.stringify(errors));
       assert.match(errors[0], /PIN not set: enter it again/);
       await settled();
-      assert.deepEqual(statusOf(), { fill: "red", shape: "ring", text: "PIN not set: enter it again" });
+      assert.deepEqual(statusOf(), {
+        fill: "red",
+        shape: "ring",
+        text: "PIN not set: enter it again",
+        pinRequired: true,
+      });
       for (const msg of [{}, { pin: TEST_PIN }, { pin: "" }]) {
         const p = assertDenied(await unlock(msg), "configuration");
         assert.match(p.message as string, /PIN not set: enter it again/);
@@ -851,10 +866,24 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.equal(unlockRequests(sim), 1, "bad input counted as no wrong PIN either");
     });
 
+    // docs/nodes.md#node-status
+    it("every status says whether the node asks for a PIN (pinRequired), for a Status node and a door panel: true with a PIN, false without", async () => {
+      await deploy({ pin: TEST_PIN });
+      await settled();
+      assert.equal(statusOf().pinRequired, true);
+      assertDenied(await unlock({ pin: WRONG_PINS[0] }), "pin");
+      await settled();
+      assert.equal(statusOf().pinRequired, true, "also on a result's status");
+      await teardown();
+      await deploy({ rules: { cooldown: 30 } });
+      await settled();
+      assert.equal(statusOf().pinRequired, false);
+    });
+
     it('status: "ready · rules" once deployed; "denied: <rule> <time>" after a denied message; the last outcome otherwise', async () => {
       await deploy({ rules: { cooldown: 30 } });
       await settled();
-      assert.deepEqual(statusOf(), { fill: "green", shape: "dot", text: "ready · rules" });
+      assert.deepEqual(statusOf(), { fill: "green", shape: "dot", text: "ready · rules", pinRequired: false });
       assertAccepted(await unlock({ deviceId: 101 }));
       await settled();
       assert.match(statusOf().text ?? "", /^accepted \d\d:\d\d:\d\d · rules$/);
@@ -868,7 +897,7 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       for (const rules of [{ allowActors: [], schedule: [], timeZone: "", cooldown: 0 }, {}]) {
         await deploy({ rules });
         await settled();
-        assert.deepEqual(statusOf(), { fill: "green", shape: "dot", text: "ready" });
+        assert.deepEqual(statusOf(), { fill: "green", shape: "dot", text: "ready", pinRequired: false });
         const outs = await Promise.all([1, 2, 3].map(() => unlock({ deviceId: 101 })));
         for (const o of outs)
           assert.deepEqual(Object.keys(assertAccepted(o)).sort(), [

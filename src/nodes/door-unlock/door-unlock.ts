@@ -123,21 +123,31 @@ export = function register(RED: NodeAPI): void {
                 ? "door-unlock.status.pin-missing"
                 : "door-unlock.status.rules-error",
           );
-    const decorate =
-      access === null
-        ? undefined
-        : (status: NodeStatus): NodeStatus => {
-            if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord };
-            // On the runtime's clock, as every other status time (docs/nodes.md#node-status); the
-            // refusal's message names the rules' zone.
-            const l = access.state.lockout(Date.now());
-            if (l.locked) {
-              const until = clockTime(l.until!).slice(0, 5);
-              return { fill: "red", shape: "dot", text: `locked: ${l.wrongPins} wrong PINs, until ${until}` };
-            }
-            return { ...status, text: `${status.text ?? ""} · ${rulesWord}` };
-          };
+    // Whether a message needs msg.pin here: every status says so (docs/nodes.md#node-status), for a
+    // panel that asks for the PIN from the first press.
+    const pinRequired = config.pinSet === true || (access?.ok === true && access.state.rules.hasPin);
+    const decorate = (status: NodeStatus): NodeStatus => {
+      if (access === null) return { ...status, pinRequired };
+      if (!access.ok) return { fill: "red", shape: "ring", text: rulesWord, pinRequired };
+      // On the runtime's clock, as every other status time (docs/nodes.md#node-status); the
+      // refusal's message names the rules' zone.
+      const l = access.state.lockout(Date.now());
+      if (l.locked) {
+        const until = clockTime(l.until!).slice(0, 5);
+        return { fill: "red", shape: "dot", text: `locked: ${l.wrongPins} wrong PINs, until ${until}`, pinRequired };
+      }
+      return { ...status, text: `${status.text ?? ""} · ${rulesWord}`, pinRequired };
+    };
     const binding = new FlowNodeBinding(RED, node, config.account, decorate);
+    // Said again once every node of the deploy exists: a Status node that watches this one and was
+    // created after it hears pinRequired too (docs/nodes.md#node-status).
+    setImmediate(() => {
+      try {
+        binding.refresh();
+      } catch {
+        /* closed meanwhile */
+      }
+    });
     // docs/access-rules.md#what-ends-a-lockout: wrong PINs and a lockout outlive a deploy and a
     // restart; a deploy that changes the PIN starts from none.
     // The PIN as deployed (the credential), whether or not the rest of the rules could be read: a
