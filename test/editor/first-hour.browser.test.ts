@@ -5,7 +5,6 @@
  */
 import { strict as assert } from "node:assert";
 import { nodeRedVersion } from "../helpers/runtime.js";
-import { dialogReady } from "../helpers/editor-dialog.js";
 import { STEP_MS, getFlows, useEditor } from "../helpers/browser.js";
 
 const TAB = "f1f1f1f1f1f1f1f1";
@@ -76,9 +75,7 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
     });
     assert.ok(res.ok, `rename at the simulator: ${res.status}`);
     try {
-      await ed.red((RED) => RED.editor.edit(RED.nodes.node("f1f1f1f1f1f1f1c1")));
-      await ed.page.locator("#node-dialog-ok").waitFor({ state: "visible" });
-      await dialogReady(ed.page);
+      await ed.editNode("f1f1f1f1f1f1f1c1");
       await ed.page.locator("#door-unlock-door-refresh").click();
       const detail = ed.page.locator("#door-unlock-door-detail");
       await ed.page.waitForFunction(
@@ -123,14 +120,12 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
       );
     }
     // A node made before the account existed (its account empty) gets it when its dialog opens.
-    await ed.red((RED, tab) => {
+    const statusId = await ed.red((RED) => {
       const n = RED.nodes.filterNodes({ type: "door-status" })[0];
       n.account = "";
-      RED.editor.edit(n);
-      return tab;
-    }, TAB);
-    await ed.page.locator("#node-dialog-ok").waitFor({ state: "visible" });
-    await dialogReady(ed.page);
+      return n.id as string;
+    });
+    await ed.editNode(statusId);
     await ed.page.waitForFunction(
       (id) => document.querySelector<HTMLSelectElement>("#node-input-account")?.value === id,
       account.id,
@@ -241,9 +236,7 @@ describe(`the editor's first hour: an account without a name (chromium, Node-RED
     assert.match(text, new RegExp(`node: ${label.replace(/[.]/g, "\\.")}`), text);
     assert.ok(!text.includes(account.id as string), "not the account's id");
     // The door node's dialog: its Account field.
-    await ed.red((RED) => RED.editor.edit(RED.nodes.node("f1f1f1f1f1f1f1d1")));
-    await ed.page.locator("#node-dialog-ok").waitFor({ state: "visible" });
-    await dialogReady(ed.page);
+    await ed.editNode("f1f1f1f1f1f1f1d1");
     assert.equal(await ed.page.locator("#node-input-account option:checked").innerText(), label);
     await ed.screenshot("first-hour-unnamed-account");
     await ed.page.locator("#node-dialog-cancel").click();

@@ -13,6 +13,7 @@ import * as path from "node:path";
 import type { BrowserContext, Locator, Page } from "playwright-core";
 import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
 import { type RunningDemo, startDemo } from "../../scripts/start-demo.js";
+import { dialogReady } from "./editor-dialog.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
@@ -30,6 +31,11 @@ export interface EditorHandle {
   setFlows(flows: unknown[], reopen?: boolean): Promise<void>;
   /** Opens (or reopens) the editor and waits until its palette has our nodes. */
   openEditor(): Promise<void>;
+  /**
+   * Opens node `id`'s edit dialog (as a double-click does) once the editor has the node, and waits
+   * until it is ready to type into. Asked again (at most three times) if the editor was still busy.
+   */
+  editNode(id: string): Promise<void>;
   /** test-artifacts/<name>.png of the page (or of `what`). */
   screenshot(name: string, what?: Locator): Promise<void>;
 }
@@ -107,6 +113,22 @@ export function useEditor(
     });
     assert.equal(res.status, 200, `POST /flows: ${res.status} ${await res.text()}`);
     if (reopen) await h.openEditor();
+  };
+
+  h.editNode = async (id: string) => {
+    await h.page.waitForFunction((i) => !!(window as unknown as { RED: any }).RED?.nodes?.node(i), id, {
+      timeout: STEP_MS,
+    });
+    for (let attempt = 1; ; attempt++) {
+      await h.red((RED, i) => RED.editor.edit(RED.nodes.node(i)), id);
+      try {
+        await h.page.locator("#node-dialog-ok").waitFor({ state: "visible", timeout: 5000 });
+        break;
+      } catch (e) {
+        if (attempt >= 3) throw e;
+      }
+    }
+    await dialogReady(h.page);
   };
 
   h.screenshot = async (name: string, what?: Locator) => {
