@@ -9,6 +9,31 @@ import { STEP_MS, getFlows, useEditor } from "../helpers/browser.js";
 
 const TAB = "f1f1f1f1f1f1f1f1";
 
+/** A door node on door 101 (Front Door) of `account`, on the test's tab. */
+function doorNode(
+  id: string,
+  type: string,
+  account: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    id,
+    type,
+    z: TAB,
+    account,
+    deviceId: "101",
+    doorName: "Front Door",
+    doorLocation: "",
+    lockId: "",
+    actor: "",
+    rejectRetained: true,
+    x: 300,
+    y: 100,
+    wires: type === "door-unlock" ? [[], []] : [[]],
+    ...extra,
+  };
+}
+
 describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
   const ed = useEditor();
@@ -51,23 +76,7 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
   it("a door renamed at the service: the dialog says 'renamed to Main Entrance' (not 'not in the current list') and takes the new name on request; the canvas label follows", async () => {
     const { flows } = await getFlows(ed.demo.editorUrl);
     const accountId = flows.find((n) => n.type === "door-account")!.id as string;
-    await withAccount([
-      {
-        id: "f1f1f1f1f1f1f1c1",
-        type: "door-unlock",
-        z: TAB,
-        account: accountId,
-        deviceId: "101",
-        doorName: "Front Door",
-        doorLocation: "Main Street 1",
-        lockId: "",
-        actor: "",
-        rejectRetained: true,
-        x: 300,
-        y: 100,
-        wires: [[], []],
-      },
-    ]);
+    await withAccount([doorNode("f1f1f1f1f1f1f1c1", "door-unlock", accountId, { doorLocation: "Main Street 1" })]);
     const res = await fetch(new URL("/_sim/devices/101", ed.demo.simUrl), {
       method: "PATCH",
       headers: { "Content-Type": "application/json" },
@@ -147,21 +156,7 @@ describe(`the editor's first hour: what the runtime says (chromium, Node-RED ${n
     await ed.setFlows([
       { id: TAB, type: "tab", label: "First hour" },
       { ...account, credentials: { phoneNumber: "+15550000001", password: "not-the-password" } },
-      {
-        id: "f1f1f1f1f1f1f1a1",
-        type: "door-unlock",
-        z: TAB,
-        account: account.id,
-        deviceId: "101",
-        doorName: "Front Door",
-        doorLocation: "",
-        lockId: "",
-        actor: "",
-        rejectRetained: true,
-        x: 300,
-        y: 100,
-        wires: [[], []],
-      },
+      doorNode("f1f1f1f1f1f1f1a1", "door-unlock", account.id as string),
     ]);
     await ed.red((RED) => RED.sidebar.show("debug"));
     // Reconnect (as the sidebar's button does): one more login, refused, the halt said again.
@@ -199,21 +194,7 @@ describe(`the editor's first hour: an account without a name (chromium, Node-RED
     await ed.setFlows([
       { id: TAB, type: "tab", label: "First hour" },
       { ...account, name: "", credentials: { phoneNumber: "+15550000001", password: "not-the-password" } },
-      {
-        id: "f1f1f1f1f1f1f1d1",
-        type: "door-unlock",
-        z: TAB,
-        account: account.id,
-        deviceId: "101",
-        doorName: "Front Door",
-        doorLocation: "",
-        lockId: "",
-        actor: "",
-        rejectRetained: true,
-        x: 300,
-        y: 100,
-        wires: [[], []],
-      },
+      doorNode("f1f1f1f1f1f1f1d1", "door-unlock", account.id as string),
     ]);
     // The editor's own label of the config node.
     assert.equal(await ed.red((RED, id) => RED.utils.getNodeLabel(RED.nodes.node(id)), account.id), label);
@@ -254,27 +235,12 @@ describe(`the editor's first hour: statuses fit (chromium, Node-RED ${nodeRedVer
   it("an account that cannot be used: every status on the canvas fits in 64 characters, and the sidebar says the whole reason once, beside its records", async () => {
     const { flows } = await getFlows(ed.demo.editorUrl);
     const account = flows.find((n) => n.type === "door-account")!;
-    const door = (id: string, type: string, y: number) => ({
-      id,
-      type,
-      z: TAB,
-      account: account.id,
-      deviceId: "101",
-      doorName: "Front Door",
-      doorLocation: "",
-      lockId: "",
-      actor: "",
-      rejectRetained: true,
-      x: 300,
-      y,
-      wires: type === "door-unlock" ? [[], []] : [[]],
-    });
     await ed.setFlows([
       { id: TAB, type: "tab", label: "First hour" },
       // Plain http to a host that is not this machine: refused before anything is sent.
       { ...account, baseUrl: "http://doors.example.com/api/v1/some/long/path/of/the/installation" },
-      door("f1f1f1f1f1f1f1b1", "door-unlock", 80),
-      door("f1f1f1f1f1f1f1b2", "door-status", 160),
+      doorNode("f1f1f1f1f1f1f1b1", "door-unlock", account.id as string, { y: 80 }),
+      doorNode("f1f1f1f1f1f1f1b2", "door-status", account.id as string, { y: 160 }),
     ]);
     await ed.page.waitForFunction(
       () => document.querySelectorAll("#red-ui-workspace-chart .red-ui-flow-node-status-label").length >= 2,

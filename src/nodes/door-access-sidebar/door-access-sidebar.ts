@@ -14,7 +14,7 @@ import type { Request, Response } from "express";
 import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../audit/reader.js";
 import { onAnyAuditRecord, verifyAuditLog } from "../../audit/source.js";
 import { permission } from "../admin-access.js";
-import type { DoorAccountNode } from "../shared.js";
+import type { DoorAccountNode } from "../node-runtime.js";
 import { textOf } from "../../util/text.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";

@@ -17,7 +17,7 @@ import { HALTED_STATES, type SessionLog } from "../../session/session.js";
 import { accountKey } from "../../session/token-store.js";
 import type { Device } from "../../spec/schemas.js";
 import { fromEditor, hasPermission, permission } from "../admin-access.js";
-import { type DoorAccountNode, ADMIN_PREFIX } from "../shared.js";
+import { type DoorAccountNode, ADMIN_PREFIX } from "../node-runtime.js";
 
 /**
  * A forced list fetch from the editor happens at most once per this interval per account,

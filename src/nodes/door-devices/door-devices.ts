@@ -5,7 +5,14 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { classifyFailure } from "../../unlock/outcome.js";
-import { FlowNodeBinding, MessageFields, clearOutcomeFields, clockTime, endMessage, failMessage } from "../shared.js";
+import {
+  FlowNodeBinding,
+  MessageFields,
+  clearOutcomeFields,
+  clockTime,
+  endMessage,
+  failMessage,
+} from "../node-runtime.js";
 
 interface DevicesDef extends NodeDef {
   account: string;

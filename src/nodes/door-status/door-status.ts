@@ -15,7 +15,7 @@ import {
   clearOutcomeFields,
   failMessage,
   endMessage,
-} from "../shared.js";
+} from "../node-runtime.js";
 
 interface StatusDef extends NodeDef {
   account: string;

@@ -31,7 +31,7 @@ import {
   configuredDoor,
   describeThrown,
   endMessage,
-} from "../shared.js";
+} from "../node-runtime.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -302,7 +302,7 @@ export = function register(RED: NodeAPI): void {
             }
           });
         };
-        // The message's fields, read once (shared.ts MessageFields): one that cannot be read is
+        // The message's fields, read once (node-runtime.ts MessageFields): one that cannot be read is
         // bad input, answered invalid-input by performUnlock, and nothing is sent.
         const msgid = fields.read("_msgid");
         const input: UnlockInput = {
