@@ -168,7 +168,10 @@ describe(`the editor's first hour: what the runtime says (chromium, Node-RED ${n
     assert.equal(res.status, 202);
     // The account's line and the door node's line.
     const lines = ed.page.locator(".red-ui-debug-msg", { hasText: "f1f1f1f1f1f1f1a1" });
-    await lines.first().waitFor({ state: "visible", timeout: 30_000 });
+    await lines.first().waitFor({ state: "attached", timeout: 30_000 });
+    // The editor may have switched the sidebar while it loaded: the debug tab again.
+    await ed.red((RED) => RED.sidebar.show("debug"));
+    await lines.first().waitFor({ state: "visible" });
     // Opened, as a person does to read the whole of it.
     await lines.first().locator(".red-ui-debug-msg-object-handle, .red-ui-debug-msg-element").first().click();
     // Every debug message's text (Node-RED 4 and 5 lay the sidebar out differently).
@@ -215,7 +218,9 @@ describe(`the editor's first hour: an account without a name (chromium, Node-RED
     });
     assert.equal(res.status, 202);
     const fromAccount = ed.page.locator(".red-ui-debug-msg", { hasText: "session halted" }).first();
-    await fromAccount.waitFor({ state: "visible", timeout: 30_000 });
+    await fromAccount.waitFor({ state: "attached", timeout: 30_000 });
+    await ed.red((RED) => RED.sidebar.show("debug"));
+    await fromAccount.waitFor({ state: "visible" });
     const text = await fromAccount.innerText();
     assert.match(text, new RegExp(`node: ${label.replace(/[.]/g, "\\.")}`), text);
     assert.ok(!text.includes(account.id as string), "not the account's id");

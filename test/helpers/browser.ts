@@ -112,7 +112,18 @@ export function useEditor(
       signal: AbortSignal.timeout(10_000),
     });
     assert.equal(res.status, 200, `POST /flows: ${res.status} ${await res.text()}`);
-    if (reopen) await h.openEditor();
+    if (!reopen) return;
+    await h.openEditor();
+    // The palette is there before the flows are: wait until the editor has every node deployed.
+    const ids = (flows as { id?: unknown }[]).map((n) => n.id).filter((id): id is string => typeof id === "string");
+    await h.page.waitForFunction(
+      (list) => {
+        const RED = (window as unknown as { RED: any }).RED;
+        return list.every((id) => !!(RED?.nodes?.node(id) || RED?.nodes?.workspace(id)));
+      },
+      ids,
+      { timeout: STEP_MS },
+    );
   };
 
   h.editNode = async (id: string) => {
