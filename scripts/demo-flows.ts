@@ -9,7 +9,7 @@ import { REPO_ROOT } from "./node-red-process.js";
 
 export const EXAMPLES_DIR = path.join(REPO_ROOT, "examples");
 /** The flow node types of ours that name a `door-account` (property `account`). */
-export const ACCOUNT_USERS = ["door-devices", "door-status", "door-unlock"];
+export const ACCOUNT_USERS = ["door-devices", "door-events", "door-status", "door-unlock"];
 
 /** A new node id as Node-RED makes them (16 hex digits, random): never one a page elsewhere could know. */
 export function newNodeId(): string {

@@ -26,6 +26,7 @@ import {
   redisRecords,
 } from "../session/account-records.js";
 import type { Device, Location } from "../spec/schemas.js";
+import { type AccountEvents, accountEvents } from "./events.js";
 import { type Clock, systemClock } from "../util/clock.js";
 
 /** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
@@ -79,6 +80,9 @@ export class AccountCore {
   readonly records: AccountRecords;
   /** accountKey(baseUrl, method, identity): a hash, never the identity in clear. */
   readonly key: string;
+  /** What an operator is told of this account (docs/events.md): shared with every core of the same key. */
+  readonly events: AccountEvents;
+  private readonly detachEvents: () => void;
   private locationCache: { at: number; list: Location[] } | null = null;
   private locationFetch: Promise<Location[]> | null = null;
   /** The location list's back-off, as the device list's (directory.ts): monotonic; no fetch within a Retry-After, one message try per window. */
@@ -151,11 +155,23 @@ export class AccountCore {
       // The Redis store seals the pair under a key from the password, unless given another secret.
       storeProvesCredentials: !options.store && choice.kind === "redis" && choice.secret === undefined,
     });
-    this.directory = new DeviceDirectory(() => this.session.call((t) => this.client.listDevices(t)), {
-      ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
-      now: () => this.clock.now(),
-      monotonic: () => this.clock.monotonic(),
-    });
+    this.events = accountEvents(this.key);
+    this.client.observer = this.events;
+    this.detachEvents = this.events.attach(this);
+    this.directory = new DeviceDirectory(
+      () =>
+        this.session
+          .call((t) => this.client.listDevices(t))
+          .then((list) => {
+            this.events.doorsListed(list);
+            return list;
+          }),
+      {
+        ttlMs: options.deviceListTtlMs ?? DEVICE_LIST_TTL_MS,
+        now: () => this.clock.now(),
+        monotonic: () => this.clock.monotonic(),
+      },
+    );
   }
 
   /** Resume the stored pair, or log in (once, however many nodes call it). */
@@ -215,6 +231,12 @@ export class AccountCore {
     this.warmOnReady = null;
   }
 
+  /** A closed core tells the account's events nothing more (a core that replaces it does). */
+  private stopEvents(): void {
+    this.detachEvents();
+    if (this.client.observer === this.events) this.client.observer = null;
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }
@@ -230,7 +252,14 @@ export class AccountCore {
   refreshDevicesWithHeldToken(): Promise<Device[]> {
     // Checked first: without a token to use, the directory is not touched (no back-off, no try used).
     if (this.session.heldToken() === null) return Promise.reject(this.session.noSessionError());
-    return this.directory.refreshWith(() => this.session.callWithHeldToken((t) => this.client.listDevices(t)));
+    return this.directory.refreshWith(() =>
+      this.session
+        .callWithHeldToken((t) => this.client.listDevices(t))
+        .then((list) => {
+          this.events.doorsListed(list);
+          return list;
+        }),
+    );
   }
 
   /** The location list, cached like the device list (single flight). */
@@ -292,7 +321,12 @@ export class AccountCore {
 
   /** GET /api/device/{id} with the idempotent retry policy and the 401 rule. */
   getDevice(deviceId: number): Promise<Device> {
-    return this.session.call((t) => this.client.getDevice(t, deviceId));
+    return this.session
+      .call((t) => this.client.getDevice(t, deviceId))
+      .then((d) => {
+        if (typeof d.online === "boolean") this.events.door(d.id, d.name ?? null, d.online);
+        return d;
+      });
   }
 
   /** Stop (redeploy or shutdown): the stored pair stays, so the next start resumes it. */
@@ -300,6 +334,7 @@ export class AccountCore {
     if (this.closed) return;
     this.closed = true;
     this.stopWarming();
+    this.stopEvents();
     await this.session.close();
     await Promise.allSettled([this.client.close(), this.ownStore?.close?.()]);
   }
@@ -309,6 +344,7 @@ export class AccountCore {
     if (this.closed) return;
     this.closed = true;
     this.stopWarming();
+    this.stopEvents();
     await this.session.destroy();
     await Promise.allSettled([this.client.close(), this.ownStore?.close?.()]);
   }

@@ -147,6 +147,7 @@ export class Account extends EventEmitter {
   readonly descriptionCheck: ServiceDescriptionCheck | null;
   private closed = false;
   private readonly releaseDescriptionCheck: () => void;
+  private readonly unwatchDescription: () => void;
   /** Unlocks in flight (attempt written, result not yet): close() waits for their results. */
   private readonly inflight = new Set<Promise<unknown>>();
   private readonly ownCore: boolean;
@@ -177,6 +178,8 @@ export class Account extends EventEmitter {
     this.descriptionCheck = shared?.check ?? null;
     this.releaseDescriptionCheck = shared ? () => shared.release() : () => undefined;
     this.descriptionCheck?.startAfter(this.session);
+    this.unwatchDescription =
+      this.descriptionCheck?.watch((d) => this.core.events.descriptionDiffers(d)) ?? (() => undefined);
   }
 
   /**
@@ -243,6 +246,7 @@ export class Account extends EventEmitter {
   }
 
   private detach(): void {
+    this.unwatchDescription();
     this.releaseDescriptionCheck();
     this.session.off("state", this.onState);
     this.session.off("halt", this.onHalt);

@@ -115,6 +115,8 @@ export class ServiceDescriptionCheck {
   private differences: string[] = [];
   /** The differences the last warning named ("" = none warned, or matching again since). */
   private warned = "";
+  /** Told each time what the check found changes (the accounts' events: docs/events.md#service). */
+  private readonly watchers = new Set<(differences: readonly string[]) => void>();
 
   constructor(options: {
     url: URL;
@@ -330,9 +332,17 @@ export class ServiceDescriptionCheck {
     });
   }
 
+  /** `fn` is told what the check finds, now if it found differences and at each change; returns its unsubscribe. */
+  watch(fn: (differences: readonly string[]) => void): () => void {
+    this.watchers.add(fn);
+    if (this.differences.length > 0) fn([...this.differences]);
+    return () => this.watchers.delete(fn);
+  }
+
   /** Warns once about what the last comparison found (or that it gave up). */
   private tell(): void {
     const key = this.differences.join("\n");
+    if (key !== this.warned) for (const fn of [...this.watchers]) fn([...this.differences]);
     if (this.differences.length === 1 && this.differences[0] === TOO_COMPLEX && key !== this.warned) {
       // docs/service-description.md#when: given up within the work bound, said once.
       this.warned = key;

@@ -31,6 +31,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccountCore } from "./account-core.js";
+import { forgetIdleEventHubs } from "./events.js";
 import { holderOf, otherHolders, otherLiveLogin, recogniseSameAccount } from "./holders.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 import { quoted } from "../util/text.js";
@@ -463,7 +464,8 @@ export function dropSignIn(key: string, core: AccountCore): void {
 /**
  * For shutdown and tests: close every core that has no member (parked or signed in), and forget
  * what only this process's memory held, as a restart does: what the nodes were deployed with and
- * the service's waits (docs/session.md#a-retry-after-holds-the-account: a restart forgets a hold).
+ * the service's waits (docs/session.md#a-retry-after-holds-the-account: a restart forgets a hold)
+ * and what the account's events learnt (docs/events.md#session: a start says session/ready).
  */
 export async function closeAllParked(): Promise<void> {
   lastDeployed.clear();
@@ -474,6 +476,7 @@ export async function closeAllParked(): Promise<void> {
   }
   await Promise.all(idle.map((e) => (e.core ? e.core.close().catch(() => undefined) : Promise.resolve())));
   heldUntil.clear();
+  forgetIdleEventHubs();
 }
 
 /** For tests: how many accounts have an entry, and their members. */

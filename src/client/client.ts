@@ -61,8 +61,18 @@ interface Req {
   body?: unknown;
 }
 
+/** What the client saw, for the account's events (docs/events.md#session): never a body, a header or a token. */
+export interface ClientObserver {
+  /** The service answered (any status); a request got no answer (a few words why); a 429 holds the account. */
+  answered(): void;
+  unreachable(brief: string): void;
+  held(): void;
+}
+
 export class DoorApiClient {
   readonly baseUrl: URL;
+  /** Told what the client saw (the account's events); null: nobody listens. */
+  observer: ClientObserver | null = null;
   private readonly pool: UndiciPool;
   private readonly prefix: string;
   private readonly clock: Clock;
@@ -206,6 +216,7 @@ export class DoorApiClient {
    */
   holdUntil(at: number): void {
     this.heldUntil = Math.max(this.heldUntil, at);
+    if (this.heldForMs() > 0) this.observer?.held();
   }
 
   /** A 429 with Retry-After holds the whole account for that long (never shortens a longer hold). */
@@ -256,7 +267,10 @@ export class DoorApiClient {
         if (!(e instanceof DoorApiError)) throw e;
         error = e;
       }
-      if (error.kind === "http" && error.status === 429 && error.retryAfter !== null) this.holdFor(error.retryAfter);
+      if (error.kind === "http" && error.status === 429 && error.retryAfter !== null) {
+        this.holdFor(error.retryAfter);
+        this.observer?.held();
+      }
       const retryable =
         attempt < rule.maxAttempts &&
         (error.kind === "http"
@@ -286,10 +300,13 @@ export class DoorApiClient {
     try {
       res = await this.pool.request({ path: this.prefix + req.path, method, headers, body, signal });
     } catch (e) {
-      throw this.transportError(req.op, e, signal);
+      const error = this.transportError(req.op, e, signal);
+      if (error.kind !== "aborted") this.observer?.unreachable(error.brief ?? error.kind);
+      throw error;
     }
     const status = res.statusCode;
     this.answered = true;
+    this.observer?.answered();
     const contentType = String(res.headers["content-type"] ?? "");
     const isJson = /^application\/([a-z0-9.+-]*\+)?json\b/i.test(contentType);
     if (status >= 200 && status < 300) {

@@ -46,6 +46,8 @@ export interface DoorAccountNode {
   account: Account | null;
   /** Configuration problem that keeps the account from starting. */
   problem: string | null;
+  /** The account key its events are kept under (docs/events.md); null when its settings cannot be read. */
+  eventsKey?: string | null;
   users: Set<AccountUser>;
   register(user: AccountUser): void;
   deregister(user: AccountUser): void;
@@ -182,7 +184,8 @@ export function failMessage(
             })
           : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
   });
-  done(new Error(message));
+  // docs/events.md#catch-errors: a Catch node's msg.error.code is the outcome word (Node-RED 4.1 passes code on).
+  done(Object.assign(new Error(message), { code: failure.outcome }));
 }
 
 /**

@@ -30,6 +30,7 @@ export const accountModule = load("door-account") as (red: any) => void;
 export const devicesModule = load("door-devices") as (red: any) => void;
 export const statusModule = load("door-status") as (red: any) => void;
 export const unlockModule = load("door-unlock") as (red: any) => void;
+export const eventsModule = load("door-events") as (red: any) => void;
 /** The editor sidebar plugin (it registers the sidebar's admin routes). */
 export const pluginModule = load("door-access-sidebar") as (red: any) => void;
 const core = (file: string): unknown => requireCjs(resolveFromNodeRed(`@node-red/nodes/core/common/${file}.js`));
@@ -121,6 +122,11 @@ export function completeNode(scope: string[] = ["u1"]): Record<string, unknown> 
 /** Node-RED's Status node for the nodes in `scope`, wired to helper node "status-out" (load nodeRedStatusModule with it). */
 export function nodeRedStatusNode(scope: string[] = ["u1"]): Record<string, unknown> {
   return { id: "sts", type: "status", z: TAB, name: "", scope, wires: [["status-out"]] };
+}
+
+/** A door-events node (docs/events.md) wired to helper node `<id>-out` (load eventsModule with it). */
+export function doorEventsNode(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, type: "door-events", z: TAB, name: "", account: "acc1", wires: [[`${id}-out`]], ...extra };
 }
 
 export function helperNodes(...ids: string[]): Record<string, unknown>[] {

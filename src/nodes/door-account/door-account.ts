@@ -279,6 +279,7 @@ export = function register(RED: NodeAPI): void {
         storeChecked.store,
         (config as { _alias?: string })._alias ? null : node.id,
       );
+      node.eventsKey = setup.key;
       member = join(setup.key, setup.settings, setup.make, {
         id: node.id,
         label,

@@ -32,6 +32,7 @@ import {
   describeThrown,
   endMessage,
 } from "../node-runtime.js";
+import { LockoutEvents, tellUnlock } from "./unlock-events.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -170,9 +171,17 @@ export = function register(RED: NodeAPI): void {
     // Said at deploy; a message that would carry it is refused (docs/nodes.md#door-unlock).
     const actorProblem = nodeActorProblem(settings.actor);
     if (actorProblem) node.error(`door-unlock: ${actorProblem}`);
+    /** The account's events, when the node has an account (docs/events.md). */
+    const hub = () => {
+      const got = binding.account();
+      return "problem" in got ? null : got.account.core.events;
+    };
+    const nodeName = (typeof config.name === "string" && config.name.trim()) || `door-unlock ${node.id}`;
+    const lockoutEvents = rules !== null && rules.rules.hasPin ? new LockoutEvents(rules, nodeName, hub) : null;
     /** The status again when a lockout ends (off by itself otherwise until the next message). */
     let lockoutTimer: NodeJS.Timeout | null = null;
     const watchLockout = (): void => {
+      lockoutEvents?.check(Date.now());
       if (rules === null || lockoutTimer !== null) return;
       const l = rules.lockout(Date.now());
       if (!l.locked) return;
@@ -192,6 +201,7 @@ export = function register(RED: NodeAPI): void {
       if (!("problem" in got)) {
         void lockout.load(got.account.core.records).then(() => {
           try {
+            lockoutEvents?.known(Date.now());
             binding.refresh();
             watchLockout();
           } catch {
@@ -235,6 +245,7 @@ export = function register(RED: NodeAPI): void {
         done();
         return;
       }
+      const msgid = fields.read("_msgid");
       const work = (async () => {
         const got = binding.account();
         let sent = false;
@@ -270,6 +281,8 @@ export = function register(RED: NodeAPI): void {
           // The status once the next node has the message (Node-RED delivers it in a setImmediate
           // queued by send()).
           later(() => {
+            if (!("problem" in got))
+              tellUnlock(got.account.core.events, result, typeof msgid === "string" ? msgid : null);
             const time = clockTime(Date.parse(at));
             if (outcome === "accepted") {
               binding.setResult({ fill: "green", shape: "dot", text: RED._("door-unlock.status.accepted", { time }) });
@@ -304,7 +317,6 @@ export = function register(RED: NodeAPI): void {
         };
         // The message's fields, read once (node-runtime.ts MessageFields): one that cannot be read is
         // bad input, answered invalid-input by performUnlock, and nothing is sent.
-        const msgid = fields.read("_msgid");
         const input: UnlockInput = {
           msgDeviceId: fields.read("deviceId"),
           msgDoor: fields.read("door"),

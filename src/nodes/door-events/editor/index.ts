@@ -1,0 +1,82 @@
+/**
+ * door-events in the editor: its definition (RED.nodes.registerType) and its dialog
+ * (editor/template.html): the account, and which kinds of events the node sends
+ * (docs/events.md#kinds). The runtime (door-events.ts) reads exactly these properties: name,
+ * account, kinds. The kinds and their default are the runtime's own (src/account/event-kinds.ts).
+ *
+ * The build (scripts/editor-build.ts) bundles this file into the node's door-events.html
+ * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
+ */
+import { DEFAULT_KINDS, EVENT_KINDS, eventKinds, kindsValid } from "../../../account/event-kinds.js";
+import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
+import type { EditorNode } from "../../editor-shared/red.js";
+
+interface DoorEventsNode extends EditorNode {
+  name?: string;
+  account?: string;
+  kinds?: string[];
+}
+
+const NS = "@door-access/node-red/door-events";
+
+function tr(key: string, opts?: Record<string, unknown>): string {
+  return RED._(`${NS}:door-events.${key}`, opts);
+}
+
+RED.nodes.registerType<DoorEventsNode>("door-events", {
+  category: "door access",
+  color: "#9BC4E2",
+  defaults: {
+    name: { value: "" },
+    account: { value: "", type: "door-account", required: true },
+    kinds: {
+      value: [...DEFAULT_KINDS],
+      validate(v, _opt) {
+        return kindsValid(v);
+      },
+    },
+  },
+  inputs: 0,
+  outputs: 1,
+  icon: "door-events.svg",
+  paletteLabel() {
+    return tr("paletteLabel");
+  },
+  label() {
+    return this.name || tr("label.default");
+  },
+  labelStyle() {
+    return this.name ? "node_label_italic" : "";
+  },
+  onadd() {
+    preselectAccount(this);
+  },
+  oneditprepare() {
+    preselectAccountInDialog(this);
+    const chosen = new Set<string>(eventKinds(this.kinds));
+    const box = $("#node-input-kinds-box").empty();
+    for (const kind of EVENT_KINDS) {
+      const id = `node-input-kind-${kind}`;
+      const row = $('<div class="door-events-kind"></div>').appendTo(box);
+      $('<input type="checkbox" style="width: auto; margin: 0 6px 0 0;">')
+        .attr("id", id)
+        .val(kind)
+        .prop("checked", chosen.has(kind))
+        .appendTo(row);
+      $("<label></label>")
+        .attr("for", id)
+        .css({ width: "auto" })
+        .append($("<code></code>").text(kind))
+        .append(document.createTextNode(` ${tr(`kinds.${kind}`)}`))
+        .appendTo(row);
+    }
+  },
+  oneditsave() {
+    const picked: string[] = [];
+    $("#node-input-kinds-box input[type=checkbox]:checked").each((_i, el) => {
+      picked.push(String($(el).val()));
+    });
+    // None ticked is the default (all but unlock), as the runtime reads it.
+    this.kinds = picked.length > 0 ? picked : [...DEFAULT_KINDS];
+  },
+});
