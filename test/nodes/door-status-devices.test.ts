@@ -438,7 +438,7 @@ describe("door-status and door-devices: the Catch node's msg.error.message is th
     await sim.close();
   });
 
-  it("after a halt (login refused), a door-status and a door-devices message: msg.error.message starts with the node's type, not with \"Error:\"", async () => {
+  it('after a halt (login refused), a door-status and a door-devices message: msg.error.message starts with the node\'s type, not with "Error:"', async () => {
     await loadFlow(
       [
         tab(),

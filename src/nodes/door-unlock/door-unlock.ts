@@ -363,7 +363,10 @@ export = function register(RED: NodeAPI): void {
         }
         // Both can happen to one message (a frozen message whose record is lost too): both are said.
         if (recordLost === undefined) done(undelivered);
-        else done(new MessageError(undelivered ? `${undelivered.message}; and ${recordLost}` : `door-unlock: ${recordLost}`));
+        else
+          done(
+            new MessageError(undelivered ? `${undelivered.message}; and ${recordLost}` : `door-unlock: ${recordLost}`),
+          );
       })();
       binding.track(work).catch((e: Error) => done(e));
     });
