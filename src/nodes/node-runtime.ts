@@ -145,6 +145,17 @@ export function endMessage(node: Node, done: (err?: Error) => void, err?: Error)
 }
 
 /**
+ * The Error a failed message ends with (done(err)). Node-RED gives a Catch node
+ * `msg.error.message = err.toString()`, which for a plain Error is "Error: <text>"; this one's is
+ * the text alone, as the halt error and door-unlock's (docs/outcomes.md#door-devices-and-door-status-failures).
+ */
+export class MessageError extends Error {
+  override toString(): string {
+    return this.message;
+  }
+}
+
+/**
  * Ends a failed door-devices / door-status message the way the contract says: msg.outcome and
  * msg.statusCode set, a red status, and done() with a real Error a Catch node sees. A
  * rate-limited failure also sets msg.retryAfter, the seconds its error text names
@@ -185,7 +196,7 @@ export function failMessage(
           : RED._(`${type}.status.failed`, { outcome: failure.outcome, time }),
   });
   // docs/events.md#catch-errors: a Catch node's msg.error.code is the outcome word (Node-RED 4.1 passes code on).
-  done(Object.assign(new Error(message), { code: failure.outcome }));
+  done(Object.assign(new MessageError(message), { code: failure.outcome }));
 }
 
 /**

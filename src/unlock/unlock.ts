@@ -8,7 +8,7 @@ import { AuditWriteFailed } from "../audit/audit-log.js";
 import type { DeviceDirectory, DoorIdentity } from "../doors/directory.js";
 import { checkLock, describeValue, doorInputProblem, isDeviceId, parseLockId, selectDoor } from "../doors/select.js";
 import { describeThrown } from "../util/text.js";
-import { nodeActorProblem } from "./node-actor.js";
+import { MAX_ACTOR, nodeActorProblem } from "./node-actor.js";
 import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
 import type { LockoutKeeper } from "./lockout-keeper.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
@@ -67,7 +67,6 @@ export interface UnlockResult {
   candidates?: string[];
 }
 
-const MAX_ACTOR = 100;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 

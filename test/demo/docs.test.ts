@@ -8,6 +8,7 @@
 import { strict as assert } from "node:assert";
 import { readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
+import { demoSeed } from "../../src/simulator/seed.js";
 import { PACKAGE_ROOT } from "../helpers/node-files.js";
 
 const DOCS = path.join(PACKAGE_ROOT, "docs");
@@ -114,5 +115,27 @@ describe("the users' reference: user pages cite no source file, and every cited 
       const headings = [...firstScreen.matchAll(heading)].map((m) => slug(m[1]));
       assert.ok(headings.includes(q.anchor), `docs/recipes.md answers ${q.anchor} within its first 50 lines`);
     }
+  });
+});
+
+describe("docs/simulator.md's demo doors are the simulator's: the table lists every door the demo account sees in the built-in seed, by id and name, and the page names the others (docs/simulator.md#demo-accounts)", () => {
+  it("the demo-door table's rows are exactly the doors of the demo account's company or keys, with their names; every other seed door is named on the page", () => {
+    const seed = demoSeed();
+    const account = seed.accounts.find((a) => a.id === "demo")!;
+    const companyOf = new Map(seed.locations.map((l) => [l.id, l.companyId]));
+    const keyed = new Set(seed.keys.filter((k) => k.accountId === account.id).map((k) => k.deviceId));
+    const sees = (d: { id: number; locationId: number }) =>
+      companyOf.get(d.locationId) === account.companyId || keyed.has(d.id);
+    const page = readFileSync(path.join(DOCS, "simulator.md"), "utf8");
+    const section = page.slice(page.indexOf("\n## Demo accounts"), page.indexOf("\n### Your own seed"));
+    assert.ok(section.length > 0, "docs/simulator.md has its Demo accounts section");
+    const rows = [...section.matchAll(/^\| (\d+) \| ([^|]+?) \|/gm)].map((m) => ({ id: Number(m[1]), name: m[2] }));
+    assert.deepEqual(
+      rows,
+      seed.doors.filter(sees).map((d) => ({ id: d.id, name: d.name })),
+      "one row per door the demo account sees, in the seed's order",
+    );
+    for (const d of seed.doors.filter((x) => !sees(x)))
+      assert.ok(section.includes(`Door ${d.id} (*${d.name}*`), `door ${d.id} is named below the table`);
   });
 });

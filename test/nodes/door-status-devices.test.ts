@@ -33,6 +33,7 @@ import {
   unlockRequests,
   until,
   waitReady,
+  waitState,
 } from "../helpers/flow.js";
 import {
   LONE_SURROGATE,
@@ -422,6 +423,48 @@ describe("door-devices: every message gets its own copy of the list (docs/nodes.
     } finally {
       await teardown();
       await sim.close();
+    }
+  });
+});
+
+describe("door-status and door-devices: the Catch node's msg.error.message is the node's own text, without an \"Error: \" in front, as door-unlock's (docs/outcomes.md#door-devices-and-door-status-failures)", function () {
+  this.timeout(20000);
+  let sim: RunningSimulator;
+  before(async () => {
+    sim = await startSim();
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  it('after a halt (login refused), a door-status and a door-devices message: msg.error.message starts with the node\'s type, not with "Error:"', async () => {
+    await loadFlow(
+      [
+        tab(),
+        accountNode(sim.url),
+        doorStatusNode("st", { deviceId: "101" }),
+        doorDevicesNode("dev", { list: "devices" }),
+        ...helperNodes("st-out", "dev-out"),
+        ...catchNode(),
+      ],
+      { creds: { acc1: { phoneNumber: "+15550000001", password: "wrong-password" } } },
+    );
+    await waitState("halted-login-failed");
+    const caught = received("caught");
+    send("st", { _msgid: "status-halted" });
+    send("dev", { _msgid: "devices-halted" });
+    await until("both messages at the Catch node", () =>
+      ["status-halted", "devices-halted"].every((id) => caught.some((m) => m._msgid === id)),
+    );
+    for (const [id, type] of [
+      ["status-halted", "door-status"],
+      ["devices-halted", "door-devices"],
+    ] as const) {
+      const m = caught.find((c) => c._msgid === id);
+      assert.equal(m.outcome, "session-halted", type);
+      assert.doesNotMatch(m.error.message, /^Error:/, `${type}: ${m.error.message}`);
+      assert.ok(m.error.message.startsWith(`${type}: `), `${type}: ${m.error.message}`);
     }
   });
 });

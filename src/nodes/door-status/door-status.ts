@@ -8,6 +8,7 @@ import { selectDoor } from "../../doors/select.js";
 import { classifyFailure } from "../../unlock/outcome.js";
 import {
   FlowNodeBinding,
+  MessageError,
   MessageFields,
   clockTime,
   configuredDoor,
@@ -90,7 +91,7 @@ export = function register(RED: NodeAPI): void {
           // The door was read; the message cannot carry it (frozen, a setter that throws, a field
           // Node-RED cannot copy for a second wire).
           return done(
-            new Error(
+            new MessageError(
               `door-status: door #${device.id} was read (${state}) but the message could not carry it or be sent to every wire: ${describeThrown(e)}`,
             ),
           );

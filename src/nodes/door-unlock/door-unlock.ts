@@ -24,6 +24,7 @@ import {
 } from "../../unlock/unlock.js";
 import {
   FlowNodeBinding,
+  MessageError,
   MessageFields,
   type NodeStatus,
   briefReason,
@@ -274,7 +275,7 @@ export = function register(RED: NodeAPI): void {
             // The message cannot carry the outcome (a read-only msg.payload, a frozen message), or
             // Node-RED could not copy it for a second wire (the first may have it): said on done()
             // once the audit record is written; the outcome stands and the status shows it.
-            undelivered = new Error(
+            undelivered = new MessageError(
               `door-unlock: the outcome ${result.outcome}${result.outcome === "accepted" ? " (the door was unlocked)" : ""} could not be ${step}: ${describeThrown(e)}`,
             );
           }
@@ -374,7 +375,10 @@ export = function register(RED: NodeAPI): void {
         }
         // Both can happen to one message (a frozen message whose record is lost too): both are said.
         if (recordLost === undefined) done(undelivered);
-        else done(new Error(undelivered ? `${undelivered.message}; and ${recordLost}` : `door-unlock: ${recordLost}`));
+        else
+          done(
+            new MessageError(undelivered ? `${undelivered.message}; and ${recordLost}` : `door-unlock: ${recordLost}`),
+          );
       })();
       binding.track(work).catch((e: Error) => done(e));
     });
