@@ -708,6 +708,47 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
         `${sim.control.requests({ operation: "unlockDevice" }).filter((r) => r.status === 200).length}. Log:\n${log}`,
     );
   });
+
+  it('09: doing what its comment\'s "Try it" says (door offline, press; back online, press) tells a person device/offline once, then device/online', async () => {
+    const ex = byTitle("09");
+    const info = String(ex.nodes.find((n) => n.type === "comment")!.info);
+    const tryIt = info.slice(info.indexOf("Try it"));
+    const url = /(http:\/\/127\.0\.0\.1:8787\/_sim\/devices\/101\/online)/.exec(tryIt)?.[1];
+    assert.ok(url && tryIt.includes('{"online":false}') && tryIt.includes('{"online":true}'), tryIt);
+    const button = ex.nodes.find((n) => n.type === "inject")!;
+    const mark = await deploy(ex, { debugToConsole: true });
+    const setOnline = async (online: boolean) => {
+      const res = await fetch(url.replace("http://127.0.0.1:8787", sim.url), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ online }),
+      });
+      assert.equal(res.status, 200);
+    };
+    const offlineLines = () => nr.output().slice(mark).split("Front Door is offline").length - 1;
+    await setOnline(false);
+    for (let i = 0; i < 3; i++) {
+      await inject(button.id);
+      await sleep(700);
+    }
+    const deadline = Date.now() + 5000;
+    while (offlineLines() < 1 && Date.now() < deadline) await sleep(200);
+    await setOnline(true);
+    await inject(button.id);
+    await sleep(1500);
+    const log = nr.output().slice(mark);
+    // One device/offline for three presses (docs/events.md: one event per change), then device/online.
+    assert.equal(offlineLines(), 1, `one line for three presses at an offline door:\n${log}`);
+    assert.match(
+      log,
+      /\[debug:to a person\][\s\S]*Front Door is offline[\s\S]*\[debug:to a person\][\s\S]*Front Door is reachable again/,
+    );
+    assert.equal(
+      sim.control.requests({ operation: "unlockDevice" }).length,
+      4,
+      "four presses, four PUTs: events send nothing",
+    );
+  });
 });
 
 /** A PIN for the tests below: long enough never to turn up by chance in a file. */

@@ -14,6 +14,7 @@ import type { Request, Response } from "express";
 import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../audit/reader.js";
 import { onAnyAuditRecord, verifyAuditLog } from "../../audit/source.js";
 import { permission } from "../admin-access.js";
+import { accountEvents } from "../../account/events.js";
 import type { DoorAccountNode } from "../node-runtime.js";
 import { textOf } from "../../util/text.js";
 
@@ -76,6 +77,13 @@ function describeAccount(n: DoorAccountNode & { name?: string }) {
     auditLog: n.account?.audit.filePath ?? null,
     // The service description check's findings (docs/service-description.md#what-you-see); null when off.
     serviceDescription: n.account?.descriptionCheck?.report() ?? null,
+    // The account's last events, newest first (docs/events.md#in-the-sidebar): the package's own words.
+    events: n.eventsKey
+      ? accountEvents(n.eventsKey)
+          .recent()
+          .reverse()
+          .map((e) => ({ topic: `${e.kind}/${e.event}`, at: e.at, message: e.message }))
+      : [],
   };
 }
 

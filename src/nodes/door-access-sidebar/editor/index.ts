@@ -11,10 +11,9 @@
  * The build (scripts/editor-build.ts) bundles this file with what it imports, and editor/style.css,
  * into the plugin's door-access-sidebar.html.
  */
-import { textOf } from "../../../util/text.js";
 import { adminError, notifyText } from "../../editor-shared/text.js";
+import { type AccountFindings, localTime, showEvents, showSpec, t, text } from "./findings.js";
 
-const NS = "@door-access/node-red/door-access-sidebar:";
 const BASE = "door-access/sidebar/accounts";
 /** Records asked for per page (the runtime's page size: door-access-sidebar.ts). */
 const PAGE = 50;
@@ -39,13 +38,12 @@ const OUTCOMES = [
 const DENY_REASONS = ["actor", "schedule", "cooldown", "pin", "locked-out", "configuration"];
 
 /** An account as the sidebar's list endpoint gives it. */
-interface SidebarAccount {
+interface SidebarAccount extends AccountFindings {
   id: string;
   name?: string;
   state?: string;
   reason?: string;
   status?: { fill?: string; text?: string };
-  serviceDescription?: { differences?: unknown; url?: unknown; checkedAt?: unknown } | null;
 }
 
 /** An audit record as the records endpoint gives it. */
@@ -63,26 +61,14 @@ interface AuditRecordRow {
   lockId?: number | null;
 }
 
-function t(key: string, opts?: Record<string, unknown>): string {
-  return RED._(NS + key, opts);
-}
 function errorText(xhr: JQuery.jqXHR): string {
   return adminError(xhr) ?? (xhr.status ? `HTTP ${xhr.status}` : t("errors.no-answer"));
-}
-function localTime(ts: unknown): string {
-  const d = new Date(ts as string);
-  if (isNaN(d.getTime())) return String(ts);
-  // Today: the time alone; before: the date too (the full ISO time is in the tooltip).
-  return d.toDateString() === new Date().toDateString()
-    ? d.toLocaleTimeString()
-    : `${d.toLocaleDateString()} ${d.toLocaleTimeString()}`;
 }
 function isoOrEmpty(localValue: unknown): string | null {
   if (!localValue) return "";
   const d = new Date(localValue as string);
   return isNaN(d.getTime()) ? null : d.toISOString();
 }
-const text = (v: unknown): string => textOf(v ?? "");
 
 function build(): { root: JQuery; refresh: () => void } {
   const root = $('<div id="door-access-sidebar" class="door-access-sidebar"></div>');
@@ -105,6 +91,7 @@ function build(): { root: JQuery; refresh: () => void } {
   // Why the account cannot be used, in full and once (statuses are short).
   const reasonLine = $('<div id="door-access-reason" class="da-reason-line"></div>').hide().appendTo(root);
   const spec = $('<div id="door-access-spec" class="da-spec"></div>').hide().appendTo(root);
+  const events = $('<div id="door-access-events" class="da-events"></div>').hide().appendTo(root);
   const chain = $('<div id="door-access-chain" class="da-chain"></div>').appendTo(root);
 
   // Two text filters side by side; the outcome select as wide as its longest outcome, on the
@@ -189,7 +176,8 @@ function build(): { root: JQuery; refresh: () => void } {
       reasonLine.text("").hide();
       state.find(".da-state-text").text(accounts.length ? "" : t("sidebar.no-accounts"));
       reconnectBtn.prop("disabled", true);
-      showSpec(null);
+      showSpec(spec, null);
+      showEvents(events, null);
       return;
     }
     const fill = a.status && a.status.fill;
@@ -200,26 +188,8 @@ function build(): { root: JQuery; refresh: () => void } {
       .attr("title", a.reason || "");
     reasonLine.text(text(a.reason)).toggle(fill === "red" && !!a.reason);
     reconnectBtn.prop("disabled", false);
-    showSpec(a);
-  }
-  // What the service description check found: each difference as text, never as HTML.
-  function showSpec(a: SidebarAccount | null): void {
-    const d = a && a.serviceDescription;
-    const list: unknown[] = d && Array.isArray(d.differences) ? (d.differences as unknown[]) : [];
-    spec.empty();
-    if (!d || !list.length) {
-      spec.hide();
-      return;
-    }
-    $('<div class="da-spec-title"></div>')
-      .text(t("spec.differs", { number: list.length }))
-      .attr("title", text(d.url) + (d.checkedAt ? `  ${localTime(d.checkedAt)}` : ""))
-      .appendTo(spec);
-    const ul = $("<ul></ul>").appendTo(spec);
-    list.forEach((x) => {
-      $("<li></li>").text(String(x)).appendTo(ul);
-    });
-    spec.show();
+    showSpec(spec, a);
+    showEvents(events, a);
   }
   function loadAccounts(done?: (changed: boolean) => void): void {
     $.ajax({ url: BASE, dataType: "json", cache: false })
