@@ -51,8 +51,10 @@ export function unlockNode(id: string, extra: FlowNode = {}): FlowNode[] {
 }
 
 /**
- * door-unlock (u1, no rule), door-status (st, with a catch), the Node-RED floor (nrf), and a
- * door-unlock with all four access rules on the same door (bench/access-rules-node.ts).
+ * door-unlock (u1, no rule), door-status (st, with a catch), the Node-RED floor (nrf), a
+ * door-unlock with all four access rules on the same door (bench/access-rules-node.ts), and a
+ * door-events node that asks for every kind, unlock events included (docs/events.md#what-it-costs):
+ * the unlock p50's goal holds with it listening.
  */
 export function ourFlow(simUrl: string): FlowNode[] {
   return [
@@ -72,7 +74,16 @@ export function ourFlow(simUrl: string): FlowNode[] {
     },
     { id: "catch1", type: "catch", z: TAB, name: "", scope: ["st"], uncaught: false, wires: [["st-err"]] },
     { id: "nrf", type: "bench-floor", z: TAB, wires: [["nrf-out"]] },
-    ...["st-out", "st-err", "nrf-out"].map((id) => ({ id, type: "helper", z: TAB })),
+    {
+      id: "ev",
+      type: "door-events",
+      z: TAB,
+      name: "",
+      account: "acc1",
+      kinds: ["session", "device", "unlock", "rule", "pass", "service"],
+      wires: [["ev-out"]],
+    },
+    ...["st-out", "st-err", "nrf-out", "ev-out"].map((id) => ({ id, type: "helper", z: TAB })),
     ...rulesBenchNodes(TAB, { deviceId: DOOR, doorName: "Front Door", doorLocation: "Main Street 1" }),
   ];
 }

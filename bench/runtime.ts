@@ -61,7 +61,7 @@ const load = (p: string): unknown => requireCjs(p);
 const ENTRIES = (load(path.join(REPO_ROOT, "package.json")) as { "node-red": { nodes: Record<string, string> } })[
   "node-red"
 ].nodes;
-const OUR_NODES = ["door-account", "door-devices", "door-status", "door-unlock"].map((n) =>
+const OUR_NODES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"].map((n) =>
   load(path.join(REPO_ROOT, ENTRIES[n])),
 );
 

@@ -96,7 +96,8 @@ export class AccountEvents implements ClientObserver {
       if (this.recentEvents.length > RECENT_EVENTS) this.recentEvents.shift();
     }
     if (!this.wants(kind)) return;
-    for (const [fn, kinds] of [...this.listeners]) {
+    // A Map iterates safely while a listener unsubscribes (a node closing mid-event).
+    for (const [fn, kinds] of this.listeners) {
       if (!kinds.has(kind)) continue;
       try {
         fn(e);

@@ -44,6 +44,8 @@ import {
   accountModule,
   accountOf,
   assertAccepted,
+  doorEventsNode,
+  eventsModule,
   helper,
   helperNodes,
   loadFlow,
@@ -450,6 +452,26 @@ describe("service description check: in a Node-RED runtime against the simulator
     assertAccepted(await unlock({}));
     assert.deepEqual(descriptionWarnings(node), []);
     assert.deepEqual((await sidebarView()).serviceDescription.differences, []);
+  });
+
+  // docs/events.md#service
+  it("drifted: a door-events node gets one service/description-changed with the same differences; the next check of the same description says nothing more", async () => {
+    sim.control.serveDescription({ description: drifted() });
+    await loadFlow([...unlockFlow(sim.url, { deviceId: "101" }), doorEventsNode("ev"), ...helperNodes("ev-out")], {
+      nodes: [accountModule, unlockModule, eventsModule, pluginModule],
+    });
+    const got: any[] = [];
+    helper.getNode("ev-out").on("input", (m: any) => got.push(m));
+    await waitReady();
+    const node = accountOf();
+    await firstCheckDone(node);
+    await until("the event", () => got.some((m) => m.topic === "service/description-changed"));
+    const changed = got.filter((m) => m.topic === "service/description-changed");
+    assert.equal(changed.length, 1);
+    assert.deepEqual(changed[0].payload.differences, DRIFT_DIFFERENCES);
+    assert.match(changed[0].payload.message, /doors keep working/);
+    assertAccepted(await unlock({}));
+    assert.equal(got.filter((m) => m.topic === "service/description-changed").length, 1);
   });
 
   it("drifted (an operation removed, a required request field added): one warning naming each difference, the same list in the sidebar, the unlock accepted", async () => {

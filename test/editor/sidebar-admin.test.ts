@@ -134,6 +134,7 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     assert.equal(a.auditLog, path.join(userDir, "door-access-audit.jsonl"));
     assert.deepEqual(Object.keys(a).sort(), [
       "auditLog",
+      "events",
       "id",
       "name",
       "reason",
@@ -144,6 +145,9 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     // The service description check's findings (docs/service-description.md#what-you-see): its URL, never a credential.
     assert.deepEqual(Object.keys(a.serviceDescription).sort(), ["checkedAt", "differences", "url"]);
     assert.equal(a.serviceDescription.url, `${sim.url}/openapi.json`);
+    // The account's last events, newest first, each a topic, a time and a line (docs/events.md#in-the-sidebar).
+    assert.ok(Array.isArray(a.events));
+    for (const e of a.events) assert.deepEqual(Object.keys(e).sort(), ["at", "message", "topic"]);
     assertNoSecret("GET /accounts", res.text);
   });
 
