@@ -39,6 +39,8 @@ export const catchModule: unknown = core("25-catch");
 export const completeModule: unknown = core("24-complete");
 /** Node-RED's Status node (not door-status: that is statusModule). */
 export const nodeRedStatusModule: unknown = core("25-status");
+/** Node-RED's Change node (changeNode() builds one). */
+export const changeModule: unknown = requireCjs(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
 export const ALL_NODES = [accountModule, devicesModule, statusModule, unlockModule];
 
 export const TAB = "tab1";
@@ -126,6 +128,24 @@ export function nodeRedStatusNode(scope: string[] = ["u1"]): Record<string, unkn
 
 export function helperNodes(...ids: string[]): Record<string, unknown>[] {
   return ids.map((id) => ({ id, type: "helper", z: TAB }));
+}
+
+/** A Node-RED change node (changeModule): rules on msg properties, each a "set" to a string or a "delete". */
+export function changeNode(
+  id: string,
+  rules: { t: "set" | "delete"; p: string; to?: string }[],
+  wires: string[],
+): Record<string, unknown> {
+  return {
+    id,
+    type: "change",
+    z: TAB,
+    name: "",
+    rules: rules.map((r) =>
+      r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" },
+    ),
+    wires: [wires],
+  };
 }
 
 /** A Catch node on the tab, wired to helper node "caught". */

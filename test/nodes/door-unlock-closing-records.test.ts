@@ -42,31 +42,11 @@ import {
   lastStatus,
   unlockFlow,
   deployFlows,
+  changeModule,
+  changeNode,
 } from "../helpers/flow.js";
 import { settle } from "../helpers/odd-messages.js";
-import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- the change node is a CommonJS file of the installed Node-RED, found at run time
-const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
-
-/** A Node-RED change node: rules on msg properties, each a "set" to a string or a "delete". */
-function changeNode(
-  id: string,
-  rules: { t: "set" | "delete"; p: string; to?: string }[],
-  wires: string[],
-): Record<string, unknown> {
-  return {
-    id,
-    type: "change",
-    z: TAB,
-    name: "",
-    rules: rules.map((r) =>
-      r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" },
-    ),
-    wires: [wires],
-  };
-}
 
 describe("Never short a record: also when the device answers after the close bound (docs/audit-log.md#never-short-a-record)", function () {
   this.timeout(30000);
