@@ -16,6 +16,7 @@ describe("npm run test:unit runs the tests that need Node.js alone (docs/testing
       "session/send-gate.test.js",
       "audit/closing-records.test.js",
       "audit/writer.test.js",
+      "account/service-description-check.test.js",
     ])
       assert.equal(isUnitTest(compiled(f)), true, f);
     for (const f of [
@@ -27,6 +28,7 @@ describe("npm run test:unit runs the tests that need Node.js alone (docs/testing
       "audit/rotation.test.js",
       "audit/closing-record-in-log.test.js",
       "nodes/door-unlock-closing-records.test.js",
+      "nodes/door-account-service-description.test.js",
     ])
       assert.equal(isUnitTest(compiled(f)), false, f);
   });
