@@ -36,7 +36,7 @@ import {
   seqs,
   useAuditDir,
 } from "../helpers/audit-faults.js";
-import { until } from "../helpers/flow.js";
+import { until } from "../helpers/until.js";
 
 /** A record with deviceId 12 and msgid "m1", unless `over` says otherwise. */
 const recWith = (over: Partial<AuditBase> = {}): AuditBase => ({

@@ -30,76 +30,30 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Locator, Page } from "playwright-core";
+import type { Locator, Page } from "playwright-core";
 import { newNodeId } from "../../scripts/demo-flows.js";
-import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { waitForAccountState } from "../../scripts/node-red-process.js";
+import type { RunningDemo } from "../../scripts/start-demo.js";
+import { ARTIFACTS, STEP_MS, useEditor } from "../helpers/browser.js";
 import { DEMO_ACCOUNT, OTHER_ACCOUNT } from "../../src/simulator/seed.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { dialogReady } from "../helpers/editor-dialog.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
-const STEP_MS = 15_000;
 const TAB_ID = "acd1a1090000a000";
-
-/** Chromium with a profile of its own at 1280 x 760, its steps bounded by STEP_MS; page errors are collected. */
-async function openEditorBrowser(
-  profile: string,
-  pageErrors: string[],
-): Promise<{ context: BrowserContext; page: Page }> {
-  const { chromium } = await import("playwright-core");
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 760 },
-    args: [
-      "--no-sandbox",
-      "--disable-background-networking",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    timeout: 60_000,
-  });
-  context.setDefaultTimeout(STEP_MS);
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => pageErrors.push(e.message));
-  return { context, page };
-}
 
 describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVersion}): a stored login is shown as stored, never in clear (docs/security.md#secrets)`, function () {
   this.timeout(180_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  const ed = useEditor({ name: "account-dialog", stopAfterFailure: true });
+  let demo: RunningDemo;
   let page: Page;
   const accountId = newNodeId();
-  const log: string[] = [];
-  const pageErrors: string[] = [];
+  const pageErrors = ed.pageErrors;
 
   before(async function () {
-    this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-dialog-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-dialog-profile-"));
-    demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: false,
-      onLog: (l) => log.push(l),
-    });
-    // The editor answers before the demo's flows have started: a deploy then can start the demo's
-    // account without its credentials (Node-RED clears them for the new flows first). Wait for it.
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
+    this.timeout(60_000);
+    ({ demo, page } = ed);
     // An account that logs in by email, deployed as an existing flow is (its credentials sent once).
     const res = await fetch(new URL("flows", demo.editorUrl), {
       method: "POST",
@@ -122,32 +76,6 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
     });
     assert.equal(res.status, 200, `deploying the email account: ${res.status} ${await res.text()}`);
     assert.equal((await waitForAccountState(demo.editorUrl, accountId, "ready", 20_000)).state, "ready");
-
-    ({ context, page } = await openEditorBrowser(profile, pageErrors));
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  let broken = "";
-  beforeEach(function () {
-    if (broken) throw new Error(`an earlier step failed: ${broken}`);
-  });
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || broken) return;
-    broken = this.currentTest.title;
-    if (context) {
-      fs.mkdirSync(ARTIFACTS, { recursive: true });
-      await page.screenshot({ path: path.join(ARTIFACTS, "account-dialog-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(
-        path.join(ARTIFACTS, "account-dialog-failure.log"),
-        [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n",
-      );
-    }
   });
 
   const email = () => page.locator("#node-config-input-email");
@@ -250,61 +178,16 @@ describe(`door-account dialog in a real browser (chromium, Node-RED ${nodeRedVer
 
 describe(`door-account dialog: Sign in never claims a password no login accepted (docs/session.md#signing-in-from-the-editor; chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(180_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  const ed = useEditor({ readyMs: 20_000, name: "sign-in", stopAfterFailure: true });
+  let demo: RunningDemo;
   let page: Page;
-  const log: string[] = [];
-  const pageErrors: string[] = [];
+  const pageErrors = ed.pageErrors;
+  before(() => ({ demo, page } = ed));
 
   const logins = (outcome?: number) =>
     demo!.sim.control
       .requests()
       .filter((r) => /^login/.test(r.operation) && (outcome === undefined || r.status === outcome)).length;
-
-  before(async function () {
-    this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium)`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-sign-in-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-sign-in-profile-"));
-    demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: false,
-      onLog: (l) => log.push(l),
-    });
-    await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000);
-
-    ({ context, page } = await openEditorBrowser(profile, pageErrors));
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  let broken = "";
-  beforeEach(function () {
-    if (broken) throw new Error(`an earlier step failed: ${broken}`);
-  });
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || broken) return;
-    broken = this.currentTest.title;
-    if (context) {
-      fs.mkdirSync(ARTIFACTS, { recursive: true });
-      await page.screenshot({ path: path.join(ARTIFACTS, "sign-in-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(
-        path.join(ARTIFACTS, "sign-in-failure.log"),
-        [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n",
-      );
-    }
-  });
 
   // ---- the editor's DOM -----------------------------------------------------------------
 

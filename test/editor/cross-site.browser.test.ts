@@ -9,18 +9,14 @@
  * reads nothing of the accounts or their audit log.
  */
 import { strict as assert } from "node:assert";
-import * as fs from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import * as path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import type { RunningDemo } from "../../scripts/start-demo.js";
+import { useEditor } from "../helpers/browser.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
-
-const CHROMIUM = "/usr/bin/chromium";
 
 /** The hostile page: every request it can make to the editor's routes, and what it could read. */
 function hostilePage(editorUrl: string, accountId: string, simUrl: string): string {
@@ -68,28 +64,14 @@ window.done = (async () => {
 
 describe(`a page on another site in a real browser (chromium, Node-RED ${nodeRedVersion}, no adminAuth): it makes no login and reads no account (docs/security.md#cross-site-requests)`, function () {
   this.timeout(120_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  const ed = useEditor({ viewport: { width: 1280, height: 720 }, stepMs: 20_000 });
+  let demo: RunningDemo;
   let page: Page;
   let hostile: Server | null = null;
-  const log: string[] = [];
 
   before(async function () {
-    this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-cross-site-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-cross-site-profile-"));
-    demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: false,
-      onLog: (l) => log.push(l),
-    });
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
+    this.timeout(60_000);
+    ({ demo, page } = ed);
     // The account's own service description check follows its start-up by a second
     // (docs/service-description.md#when): let it come before the page's window, or the test
     // would count it as the page's.
@@ -101,30 +83,10 @@ describe(`a page on another site in a real browser (chromium, Node-RED ${nodeRed
     const html = hostilePage(demo.editorUrl, demo.accountId, demo.simUrl);
     hostile = createServer((_req, res) => res.writeHead(200, { "Content-Type": "text/html" }).end(html));
     await new Promise<void>((resolve) => hostile!.listen(0, "127.0.0.1", resolve));
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(20_000);
-    page = context.pages()[0] ?? (await context.newPage());
   });
 
   after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
     if (hostile) await new Promise((resolve) => hostile!.close(resolve));
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
   });
 
   it("every request the page can make is refused: no login, nothing sent to the service, no account, door or record read", async () => {

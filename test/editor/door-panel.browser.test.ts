@@ -19,18 +19,16 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { loadExamples, type ExampleFlow, type FlowNode } from "../../scripts/demo-flows.js";
-import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
+import type { RunningDemo } from "../../scripts/start-demo.js";
+import { ARTIFACTS, useDemo, useEditor } from "../helpers/browser.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 import { until } from "../helpers/flow.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "door-panel.png");
 
 function sleep(ms: number): Promise<void> {
@@ -44,63 +42,21 @@ function byTitle(prefix: string): ExampleFlow {
 
 describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, one unlock per confirmed press, each outcome in words (docs/outcomes.md#door-unlock-outcomes; chromium 390x844, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  // The demo with its examples (07 is the panel) and the MQTT broker, as `npm start` runs it.
+  const ed = useEditor({
+    deployExamples: true,
+    mqttPort: 0,
+    readyMs: 20_000,
+    viewport: { width: 390, height: 844 },
+    mobile: true,
+    stepMs: 20_000,
+    name: "door-panel",
+    stopAfterFailure: true,
+  });
+  const log = ed.log;
+  let demo: RunningDemo;
   let page: Page;
-  const log: string[] = [];
-
-  before(async function () {
-    this.timeout(150_000);
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-panel-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000)).state, "ready");
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 2,
-      isMobile: true,
-      hasTouch: true,
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(20_000);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  // The steps build on each other: after a failed one, the rest fail at once.
-  let broken = "";
-  beforeEach(function () {
-    if (broken) throw new Error(`an earlier step failed: ${broken}`);
-  });
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || broken) return;
-    broken = this.currentTest.title;
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    if (context) await page.screenshot({ path: path.join(ARTIFACTS, "door-panel-failure.png") }).catch(() => undefined);
-    fs.writeFileSync(path.join(ARTIFACTS, "door-panel-failure.log"), log.join("\n") + "\n");
-  });
+  before(() => ({ demo, page } = ed));
 
   const unlocks = (deviceId?: number) =>
     demo!.sim.control.requests({ operation: "unlockDevice", ...(deviceId ? { deviceId } : {}) }).length +
@@ -293,35 +249,13 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
 // Fixed in 697c2da: Dashboard 2 kept the press as the template's state and sent it to every screen.
 describe("door panel (example 07): a screen that opens the panel is told nothing of who pressed before (no msg._client: socket id, IP, user)", function () {
   this.timeout(120_000);
-  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-presser-"));
-  let demo: RunningDemo | null = null;
-  let context: import("playwright-core").BrowserContext | null = null;
-  after(async () => {
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const d = useDemo({ deployExamples: true, mqttPort: 0 });
+  let demo: RunningDemo;
+  before(() => ({ demo } = d));
 
   it("after a press, a phone that opens the panel receives no msg._client (socket id, IP, user) of the person who pressed", async () => {
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId)).state, "ready");
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(path.join(dir, "profile"), {
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      viewport: { width: 390, height: 844 },
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(30_000);
-    const presser = context.pages()[0] ?? (await context.newPage());
+    const presser = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000 });
+    const context = presser.context();
     await presser.goto(demo.dashboardUrl!);
     await presser.locator(".door-button", { hasText: "Front Door" }).first().click();
     await presser.locator(".door-confirm").click();
@@ -361,14 +295,9 @@ describe("door panel (example 07): a screen that opens the panel is told nothing
 // Fixed in ca2cb42: the example's comment said nothing of the one ui-base Dashboard 2 allows.
 describe("door panel (example 07) imported into a Node-RED that already has a Dashboard 2: its comment says which nodes to point at the existing ui-base, and doing that works", function () {
   this.timeout(120_000);
-  const dir = fs.mkdtempSync(path.join(tmpdir(), "door-panel-twobase-"));
-  let demo: RunningDemo | null = null;
-  let context: import("playwright-core").BrowserContext | null = null;
-  after(async () => {
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  const d = useDemo({ deployExamples: true, mqttPort: 0 });
+  let demo: RunningDemo;
+  before(() => ({ demo } = d));
 
   it("a second ui-base breaks every dashboard page; the example's comment says what to do, naming each node to point at the existing ui-base, and doing that works", async () => {
     const ex = byTitle("07");
@@ -376,8 +305,6 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
     const users = ex.nodes.filter((n) => n.ui === base.id).map((n) => String(n.name));
     const info = String(ex.nodes.find((n) => n.type === "comment")!.info);
 
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: () => undefined });
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId)).state, "ready");
     const flows = JSON.parse(fs.readFileSync(path.join(demo.userDir, "flows.json"), "utf8")) as FlowNode[];
     const tab = flows.find((n) => n.type === "tab")!.id;
     // The user's own dashboard, there before the import.
@@ -449,23 +376,7 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
       assert.equal(res.status, 200);
       await sleep(4000);
     };
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(path.join(dir, "profile"), {
-      executablePath: "/usr/bin/chromium",
-      headless: true,
-      viewport: { width: 390, height: 844 },
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(30_000);
-    const page = context.pages()[0] ?? (await context.newPage());
+    const page = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000 });
 
     // As imported: two ui-base nodes. Dashboard 2 then shows no page at all, the user's neither.
     await deploy([...mine, ...flows]);

@@ -19,28 +19,15 @@
 import { strict as assert } from "node:assert";
 import { createDecipheriv, createHash } from "node:crypto";
 import * as fs from "node:fs";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Locator, Page, Request } from "playwright-core";
+import type { Locator, Page, Request } from "playwright-core";
 import type { FlowNode } from "../../scripts/demo-flows.js";
-import { DEMO_CREDENTIAL_SECRET, REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { DEMO_CREDENTIAL_SECRET, waitForAccountState } from "../../scripts/node-red-process.js";
+import type { RunningDemo } from "../../scripts/start-demo.js";
+import { ARTIFACTS, STEP_MS, stopAfterFailure, useDemo } from "../helpers/browser.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { dialogReady } from "../helpers/editor-dialog.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
-const STEP_MS = 15_000;
-const BROWSER_ARGS = [
-  "--no-sandbox",
-  "--disable-background-networking",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 /** The PIN typed in these tests: long enough never to turn up by chance in a file or a page. */
 const PIN = "73190264";
@@ -69,30 +56,14 @@ function readCredentials(userDir: string): Record<string, Record<string, unknown
 
 describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(240_000);
-  let dir = "";
-  const profiles: string[] = [];
-  const contexts: BrowserContext[] = [];
+  // The demo with its examples (07 is the door panel) and the MQTT broker, as `npm start` runs it.
+  const d = useDemo({ deployExamples: true, mqttPort: 0 });
   let demo: RunningDemo | null = null;
-  const log: string[] = [];
+  const log = d.log;
 
-  async function browser(viewport: { width: number; height: number }, mobile: boolean): Promise<Page> {
-    const profile = fs.mkdtempSync(path.join(tmpdir(), "door-rules-profile-"));
-    profiles.push(profile);
-    const { chromium } = await import("playwright-core");
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport,
-      ...(mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
-      args: BROWSER_ARGS,
-      timeout: 60_000,
-    });
-    contexts.push(context);
-    context.setDefaultTimeout(STEP_MS);
-    const page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
-    return page;
-  }
+  /** One more chromium (closed with the demo), its page with the given viewport, a phone's if `mobile`. */
+  const browser = (viewport: { width: number; height: number }, mobile: boolean): Promise<Page> =>
+    d.newPage({ viewport, mobile });
 
   async function getFlows(): Promise<Flows> {
     const res = await fetch(new URL("flows", demo!.editorUrl), {
@@ -147,12 +118,8 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   }
 
   before(async function () {
-    this.timeout(150_000);
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-rules-demo-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
+    this.timeout(60_000);
+    demo = d.demo;
     // The demo's flows plus one tab: a door-unlock for the Front Door without rules, and an
     // inject that sends msg.actor = "visitor" to it.
     const current = await getFlows();
@@ -195,27 +162,10 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
     ]);
   });
 
-  after(async function () {
-    this.timeout(60_000);
-    for (const c of contexts) await c.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [...profiles, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
   // ------------------------------------------------------------------------------------------
   describe("the dialog's Access rules section (docs/access-rules.md#in-the-editor)", () => {
     let page: Page;
-    let broken = "";
-    beforeEach(function () {
-      if (broken) throw new Error(`an earlier step failed: ${broken}`);
-    });
-    afterEach(async function () {
-      if (this.currentTest?.state !== "failed" || broken) return;
-      broken = this.currentTest.title;
-      if (page) await screenshot(page, "access-rules-dialog-failure.png").catch(() => undefined);
-      fs.mkdirSync(ARTIFACTS, { recursive: true });
-      fs.writeFileSync(path.join(ARTIFACTS, "access-rules-dialog-failure.log"), log.join("\n") + "\n");
-    });
+    stopAfterFailure("access-rules-dialog-failure", () => page, log);
 
     const node = (id: string) => page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"]`);
     const red = <T>(fn: (RED: any, arg: any) => T, arg?: unknown) =>
@@ -812,15 +762,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   // ------------------------------------------------------------------------------------------
   describe("the audit sidebar: denied attempts and their rule (docs/nodes.md#editor-sidebar)", () => {
     let page: Page;
-    let broken = "";
-    beforeEach(function () {
-      if (broken) throw new Error(`an earlier step failed: ${broken}`);
-    });
-    afterEach(async function () {
-      if (this.currentTest?.state !== "failed" || broken) return;
-      broken = this.currentTest.title;
-      if (page) await screenshot(page, "access-rules-sidebar-failure.png").catch(() => undefined);
-    });
+    stopAfterFailure("access-rules-sidebar-failure", () => page, log);
 
     const rows = () => page.locator("#door-access-records tr.door-access-record");
 
@@ -971,21 +913,9 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   // ------------------------------------------------------------------------------------------
   describe("the door panel (example 07) on a phone, its node with a PIN (docs/access-rules.md#door-panel-and-home-assistant)", () => {
     let page: Page;
-    let broken = "";
     let panelUnlock = "";
     let panelInject = "";
-    beforeEach(function () {
-      if (broken) throw new Error(`an earlier step failed: ${broken}`);
-    });
-    afterEach(async function () {
-      if (this.currentTest?.state !== "failed" || broken) return;
-      broken = this.currentTest.title;
-      if (page) {
-        await screenshot(page, "access-rules-panel-failure.png").catch(() => undefined);
-        fs.mkdirSync(ARTIFACTS, { recursive: true });
-        fs.writeFileSync(path.join(ARTIFACTS, "access-rules-panel-failure.html"), await page.content().catch(() => ""));
-      }
-    });
+    stopAfterFailure("access-rules-panel-failure", () => page, log, { html: true });
 
     const doorButton = (name: string) => page.locator(".door-button", { hasText: name });
     const pinField = () => page.locator(".door-pin input");

@@ -18,20 +18,17 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Locator, Page } from "playwright-core";
+import type { Locator, Page } from "playwright-core";
 import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import type { RunningDemo } from "../../scripts/start-demo.js";
+import { ARTIFACTS, STEP_MS, useEditor } from "../helpers/browser.js";
 import { checkTextFits } from "../helpers/layout-check.js";
 import { nodeRedPackage, nodeRedVersion } from "../helpers/runtime.js";
 import { dialogReady } from "../helpers/editor-dialog.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "editor.png");
-const STEP_MS = 15_000;
 
 interface EditorNode {
   id: string;
@@ -41,33 +38,15 @@ interface EditorNode {
 
 describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flow built with the mouse signs in once from the dialog, picks its door before the deploy and unlocks once (docs/doors.md#picking-a-door-in-the-editor)`, function () {
   this.timeout(180_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  // The steps build on each other: after a failed one, the rest fail at once instead of timing out.
+  const ed = useEditor({ name: "browser", stopAfterFailure: true });
+  let demo: RunningDemo;
   let page: Page;
-  const log: string[] = [];
+  const log = ed.log;
 
   before(async function () {
-    this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) {
-      throw new Error(
-        `${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`,
-      );
-    }
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-browser-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
-    demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: false,
-      onLog: (l) => log.push(l),
-    });
-    // The editor answers before the demo's flows have started: a deploy then can start the demo's
-    // account without its credentials (Node-RED clears them for the new flows first). Wait for it.
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
+    this.timeout(60_000);
+    ({ demo, page } = ed);
     // Our own flow from scratch: replace the demo's preconfigured account with one empty tab.
     const res = await fetch(new URL("flows", demo.editorUrl), {
       method: "POST",
@@ -78,49 +57,6 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
       signal: AbortSignal.timeout(10_000),
     });
     assert.equal(res.status, 200, `clearing the demo flows: ${res.status} ${await res.text()}`);
-
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 760 },
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(STEP_MS);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  // The steps build on each other: after a failed one, the rest fail at once instead of timing out.
-  let broken = "";
-  beforeEach(function () {
-    if (broken) throw new Error(`an earlier step failed: ${broken}`);
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || broken) return;
-    broken = this.currentTest.title;
-    if (context) {
-      fs.mkdirSync(ARTIFACTS, { recursive: true });
-      await page.screenshot({ path: path.join(ARTIFACTS, "browser-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(path.join(ARTIFACTS, "browser-failure.log"), log.join("\n") + "\n");
-    }
   });
 
   // ---- helpers: the editor's DOM --------------------------------------------------------
@@ -721,67 +657,11 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): text 
   const HOSTILE_URL = payload("base-url");
   const HOSTILE_NAME = `<svg onload=window.__xss='account-name'></svg>`;
   const HOSTILE_TITLE = payload("service-title");
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  const ed = useEditor({ name: "text-as-text", stopAfterFailure: true });
+  let demo: RunningDemo;
   let page: Page;
-  const log: string[] = [];
-
-  before(async function () {
-    this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-text-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-text-profile-"));
-    demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: false,
-      onLog: (l) => log.push(l),
-    });
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 760 },
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(STEP_MS);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  let broken = "";
-  beforeEach(function () {
-    if (broken) throw new Error(`an earlier step failed: ${broken}`);
-  });
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || broken) return;
-    broken = this.currentTest.title;
-    if (context) {
-      fs.mkdirSync(ARTIFACTS, { recursive: true });
-      await page.screenshot({ path: path.join(ARTIFACTS, "text-as-text-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(path.join(ARTIFACTS, "text-as-text-failure.log"), log.join("\n") + "\n");
-    }
-  });
+  const log = ed.log;
+  before(() => ({ demo, page } = ed));
 
   /** Runs fn(RED) in the page (for what a user does through a menu or a tab's button). */
   const red = (fn: (RED: any) => unknown) => page.evaluate(`(${fn.toString()})(window.RED)`);

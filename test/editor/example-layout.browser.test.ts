@@ -11,17 +11,12 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { loadExamples } from "../../scripts/demo-flows.js";
-import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import { ARTIFACTS, useEditor } from "../helpers/browser.js";
 import { checkDrawnLayout, type LayoutReport } from "../helpers/layout-check.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
-
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 
 interface Tab {
   id: string;
@@ -30,41 +25,22 @@ interface Tab {
 
 describe(`example flows as drawn by the editor: nothing overlaps or lies left of or above the origin, on the grid, wires left to right (chromium, Node-RED ${nodeRedVersion})`, function () {
   this.timeout(120_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  // The demo with its examples and the MQTT broker (example 06), as `npm start` shows them.
+  const ed = useEditor({
+    deployExamples: true,
+    mqttPort: 0,
+    readyMs: 20_000,
+    viewport: { width: 1600, height: 900 },
+    stepMs: 20_000,
+  });
+  const log = ed.log;
   let page: Page;
   let tabs: Tab[] = [];
-  const log: string[] = [];
 
   before(async function () {
     this.timeout(150_000);
-    if (!fs.existsSync(CHROMIUM))
-      throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-layout-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-layout-profile-"));
-    demo = await startDemo({ dir, simPort: 0, editorPort: 0, mqttPort: 0, onLog: (l) => log.push(l) });
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000)).state, "ready");
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1600, height: 900 },
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(20_000);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
-    await page.goto(demo.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    page = ed.page;
+    await page.goto(ed.demo.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator("#red-ui-workspace-chart").waitFor({ state: "visible", timeout: 60_000 });
     await page.waitForFunction(
       () => {
@@ -81,13 +57,6 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
       ).RED.nodes.eachWorkspace((w) => out.push({ id: w.id, label: w.label }));
       return out;
     });
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
   });
 
   /** Shows the tab and waits until the editor has drawn each of its nodes, and each door node's status. */

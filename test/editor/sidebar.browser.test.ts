@@ -15,20 +15,17 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
-import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
+import type { RunningDemo } from "../../scripts/start-demo.js";
+import { ARTIFACTS, STEP_MS, useEditor } from "../helpers/browser.js";
 import { exportCsv } from "../../src/audit/reader.js";
 import { checkTextFits } from "../helpers/layout-check.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "audit-sidebar.png");
-const STEP_MS = 15_000;
 const TAB_ID = "5b1deba000000000";
 const PAIRS = [
   {
@@ -68,31 +65,22 @@ async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Prom
 
 describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVersion}): the account's state, live records, filters, CSV, Reconnect, all as text (docs/nodes.md#editor-sidebar)`, function () {
   this.timeout(180_000);
-  let dir = "";
-  let profile = "";
-  let demo: RunningDemo | null = null;
-  let context: BrowserContext | null = null;
+  const ed = useEditor({ name: "audit-sidebar", stopAfterFailure: true });
+  let demo: RunningDemo;
   let page: Page;
   let auditFile = "";
-  const log: string[] = [];
-  const pageErrors: string[] = [];
+  const log = ed.log;
+  const pageErrors = ed.pageErrors;
 
   before(async function () {
-    this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the browser test needs Debian's chromium`);
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-sidebar-profile-"));
-    demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: false,
-      onLog: (l) => log.push(l),
-    });
+    this.timeout(60_000);
+    ({ demo, page } = ed);
     auditFile = path.join(demo.userDir, "door-access-audit.jsonl");
-    assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 30_000)).state, "ready");
-
+    page.on("console", (m) => {
+      if (m.type() !== "error") return;
+      pageErrors.push(`console: ${m.text()}`);
+      log.push(`[pageerror] console: ${m.text()}`);
+    });
     // The demo's flows plus one tab of inject → door-unlock pairs on the demo's account.
     const current = (await (
       await fetch(new URL("flows", demo.editorUrl), {
@@ -142,54 +130,6 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     });
     assert.equal(res.status, 200, `deploying the test flow: ${res.status} ${await res.text()}`);
     assert.equal((await waitForAccountState(demo.editorUrl, demo.accountId, "ready", 20_000)).state, "ready");
-
-    const { chromium } = await import("playwright-core");
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 760 },
-      acceptDownloads: true,
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-      timeout: 60_000,
-    });
-    context.setDefaultTimeout(STEP_MS);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on("pageerror", (e) => pageErrors.push(e.message));
-    page.on("console", (m) => {
-      if (m.type() === "error") pageErrors.push(`console: ${m.text()}`);
-    });
-  });
-
-  after(async function () {
-    this.timeout(60_000);
-    if (context) await context.close().catch(() => undefined);
-    if (demo) await demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  let broken = "";
-  beforeEach(function () {
-    if (broken) throw new Error(`an earlier step failed: ${broken}`);
-  });
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || broken) return;
-    broken = this.currentTest.title;
-    if (context) {
-      fs.mkdirSync(ARTIFACTS, { recursive: true });
-      await page.screenshot({ path: path.join(ARTIFACTS, "audit-sidebar-failure.png") }).catch(() => undefined);
-      fs.writeFileSync(
-        path.join(ARTIFACTS, "audit-sidebar-failure.log"),
-        [...log, ...pageErrors.map((e) => `[pageerror] ${e}`)].join("\n") + "\n",
-      );
-    }
   });
 
   const rows = () => page.locator("#door-access-records tbody tr.door-access-record");

@@ -1,10 +1,16 @@
 /**
- * One fixture for a browser test against the demo (scripts/start-demo.ts: simulator + Node-RED
- * with our package): the demo, Debian's chromium (playwright-core), the page, and a screenshot
- * with the log when a step fails. `useEditor()` registers mocha's hooks in the calling describe
- * and returns a handle whose fields are set once `before` has run.
+ * One fixture for the browser tests against the demo (scripts/start-demo.ts: simulator + Node-RED
+ * with our package) in Debian's chromium (playwright-core, headless):
  *
- * Without /usr/bin/chromium the test fails (it is never skipped): `.ci/run` installs it.
+ * - `useDemo()`: the demo on ephemeral ports, its account ready; `newPage()` opens a chromium
+ *   with a profile of its own (a phone with `mobile`), closed with the demo after the describe;
+ * - `useEditor()`: the demo and one page, with the editor's steps (setFlows, editNode, ...) and a
+ *   screenshot with the log when a test fails (`stopAfterFailure`: steps that build on each other);
+ * - `launchChromium()`, `saveFailure()`, `stopAfterFailure()` for a test that starts its own demo.
+ *
+ * The `use*` functions register mocha's hooks in the calling describe and return a handle whose
+ * fields are set once `before` has run. Without /usr/bin/chromium the test fails (it is never
+ * skipped): `.ci/run` installs it.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -18,13 +24,167 @@ import { dialogReady } from "./editor-dialog.js";
 export const CHROMIUM = "/usr/bin/chromium";
 export const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 export const STEP_MS = 15_000;
+/** Headless chromium with nothing of its own on the network: no background fetches, no updates. */
+export const BROWSER_ARGS = [
+  "--no-sandbox",
+  "--disable-background-networking",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
-export interface EditorHandle {
+export interface PageOptions {
+  /** Default 1280 x 760. */
+  viewport?: { width: number; height: number };
+  /** A phone: touch, device scale factor 2. */
+  mobile?: boolean;
+  /** Each step's time-out (default STEP_MS). */
+  stepMs?: number;
+}
+
+/** Fails (never skips) without Debian's chromium: `.ci/run` installs it. */
+export function assertChromium(): void {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(
+      `${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`,
+    );
+  }
+}
+
+/**
+ * Debian's chromium with the profile folder `profile` (playwright-core), headless, and its first
+ * page; page errors are pushed to `log` as `[pageerror] ...` and, bare, to `pageErrors`.
+ */
+export async function launchChromium(
+  profile: string,
+  options: PageOptions = {},
+  log: string[] = [],
+  pageErrors: string[] = [],
+): Promise<{ context: BrowserContext; page: Page }> {
+  assertChromium();
+  const { chromium } = await import("playwright-core");
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: options.viewport ?? { width: 1280, height: 760 },
+    ...(options.mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
+    args: BROWSER_ARGS,
+    timeout: 60_000,
+  });
+  context.setDefaultTimeout(options.stepMs ?? STEP_MS);
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("pageerror", (e) => {
+    log.push(`[pageerror] ${e.message}`);
+    pageErrors.push(e.message);
+  });
+  return { context, page };
+}
+
+/** test-artifacts/<name>.png of `page` (if any), <name>.log of `log`, and with `html` <name>.html of the page. */
+export async function saveFailure(
+  name: string,
+  page: Page | undefined,
+  log: string[],
+  options: { html?: boolean } = {},
+): Promise<void> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  if (page) {
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) }).catch(() => undefined);
+    if (options.html) fs.writeFileSync(path.join(ARTIFACTS, `${name}.html`), await page.content().catch(() => ""));
+  }
+  fs.writeFileSync(path.join(ARTIFACTS, `${name}.log`), log.join("\n") + "\n");
+}
+
+/**
+ * Mocha hooks of the calling describe for steps that build on each other: the first failed test
+ * saves `name` (saveFailure) of the page `page()` gives, and every later test fails at once.
+ */
+export function stopAfterFailure(
+  name: string,
+  page: () => Page | undefined,
+  log: string[],
+  options: { html?: boolean } = {},
+): void {
+  let broken = "";
+  beforeEach(function () {
+    if (broken) throw new Error(`an earlier step failed: ${broken}`);
+  });
+  afterEach(async function () {
+    if (this.currentTest?.state !== "failed" || broken) return;
+    broken = this.currentTest.title;
+    await saveFailure(name, page(), log, options);
+  });
+}
+
+export interface DemoFixtureOptions {
+  /** Deploy the example flows (default false). */
+  deployExamples?: boolean;
+  /** The demo's MQTT broker: false (default) none, 0 an ephemeral port. */
+  mqttPort?: number | false;
+  /** How long the demo's account may take to be ready (default 30 s). */
+  readyMs?: number;
+}
+
+export interface DemoHandle {
   demo: RunningDemo;
+  /** Everything Node-RED and the pages said (the failure log). */
+  log: string[];
+  /** The pages' errors, bare. */
+  pageErrors: string[];
+  /** One more chromium with a profile of its own, closed after the describe. */
+  newPage(options?: PageOptions): Promise<Page>;
+}
+
+/**
+ * Mocha hooks of the calling describe: the demo on ephemeral ports in a temp folder, started
+ * before its tests (its account ready), stopped after them with every chromium `newPage` opened.
+ */
+export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
+  const h = { log: [] as string[], pageErrors: [] as string[] } as DemoHandle;
+  const dirs: string[] = [];
+  const contexts: BrowserContext[] = [];
+
+  before(async function () {
+    this.timeout(150_000);
+    assertChromium();
+    const dir = fs.mkdtempSync(path.join(tmpdir(), "door-browser-demo-"));
+    dirs.push(dir);
+    h.demo = await startDemo({
+      dir,
+      simPort: 0,
+      editorPort: 0,
+      mqttPort: options.mqttPort ?? false,
+      deployExamples: options.deployExamples ?? false,
+      onLog: (l) => h.log.push(l),
+    });
+    // The editor answers before the demo's flows have started: a deploy then can start the demo's
+    // account without its credentials (Node-RED clears them for the new flows first). Wait for it.
+    const ready = await waitForAccountState(h.demo.editorUrl, h.demo.accountId, "ready", options.readyMs ?? 30_000);
+    assert.equal(ready.state, "ready");
+  });
+
+  after(async function () {
+    this.timeout(60_000);
+    for (const c of contexts) await c.close().catch(() => undefined);
+    if (h.demo) await h.demo.stop();
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  h.newPage = async (pageOptions: PageOptions = {}) => {
+    const profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
+    dirs.push(profile);
+    const { context, page } = await launchChromium(profile, pageOptions, h.log, h.pageErrors);
+    contexts.push(context);
+    return page;
+  };
+  return h;
+}
+
+export interface EditorHandle extends DemoHandle {
   page: Page;
   context: BrowserContext;
-  /** Everything Node-RED and the page said (the failure log). */
-  log: string[];
   /** Runs `fn(RED, arg)` in the page. */
   red<T>(fn: (RED: any, arg: any) => T, arg?: unknown): Promise<T>;
   /** POST /flows (full deploy), then the editor (re)opened so it shows them, unless `reopen` is false. */
@@ -40,60 +200,40 @@ export interface EditorHandle {
   screenshot(name: string, what?: Locator): Promise<void>;
 }
 
-export function useEditor(
-  options: { deployExamples?: boolean; viewport?: { width: number; height: number } } = {},
-): EditorHandle {
-  const h = { log: [] as string[] } as EditorHandle;
-  let dir = "";
-  let profile = "";
+export interface EditorOptions extends DemoFixtureOptions, PageOptions {
+  /**
+   * test-artifacts/<name>-failure.png and .log when a test fails (default: the test file's name).
+   * With `stopAfterFailure`, the first failed test saves them and every later test fails at once.
+   */
+  name?: string;
+  stopAfterFailure?: boolean;
+}
+
+/**
+ * The demo (useDemo) and one chromium page (default 1280 x 760), with a screenshot and the log
+ * when a test fails. Registers mocha's hooks in the calling describe and returns a handle whose
+ * fields are set once `before` has run.
+ */
+export function useEditor(options: EditorOptions = {}): EditorHandle {
+  const h = useDemo(options) as EditorHandle;
   let failed = false;
 
   before(async function () {
     this.timeout(120_000);
-    if (!fs.existsSync(CHROMIUM)) {
-      throw new Error(
-        `${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`,
-      );
-    }
-    dir = fs.mkdtempSync(path.join(tmpdir(), "door-browser-demo-"));
-    profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
-    h.demo = await startDemo({
-      dir,
-      simPort: 0,
-      editorPort: 0,
-      mqttPort: false,
-      deployExamples: options.deployExamples ?? false,
-      onLog: (l) => h.log.push(l),
-    });
-    assert.equal((await waitForAccountState(h.demo.editorUrl, h.demo.accountId, "ready", 30_000)).state, "ready");
-    const { chromium } = await import("playwright-core");
-    h.context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: options.viewport ?? { width: 1280, height: 760 },
-      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--no-first-run", "--disable-sync"],
-      timeout: 60_000,
-    });
-    h.context.setDefaultTimeout(STEP_MS);
-    h.page = h.context.pages()[0] ?? (await h.context.newPage());
-    h.page.on("pageerror", (e) => h.log.push(`[pageerror] ${e.message}`));
+    h.page = await h.newPage(options);
+    h.context = h.page.context();
   });
 
-  after(async function () {
-    this.timeout(60_000);
-    if (h.context) await h.context.close().catch(() => undefined);
-    if (h.demo) await h.demo.stop();
-    for (const d of [profile, dir]) if (d) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  afterEach(async function () {
-    if (this.currentTest?.state !== "failed" || failed || !h.page) return;
-    failed = true;
-    fs.mkdirSync(ARTIFACTS, { recursive: true });
-    const name = path.basename(this.currentTest.file ?? "browser", ".js").replace(/\.test$/, "");
-    await h.page.screenshot({ path: path.join(ARTIFACTS, `${name}-failure.png`) }).catch(() => undefined);
-    fs.writeFileSync(path.join(ARTIFACTS, `${name}-failure.log`), h.log.join("\n") + "\n");
-  });
+  if (options.stopAfterFailure) {
+    stopAfterFailure(`${options.name ?? "browser"}-failure`, () => h.page, h.log);
+  } else {
+    afterEach(async function () {
+      if (this.currentTest?.state !== "failed" || failed || !h.page) return;
+      failed = true;
+      const file = path.basename(this.currentTest.file ?? "browser", ".js").replace(/\.test$/, "");
+      await saveFailure(`${options.name ?? file}-failure`, h.page, h.log);
+    });
+  }
 
   h.red = <T>(fn: (RED: any, arg: any) => T, arg?: unknown): Promise<T> =>
     h.page.evaluate<T>(`(${fn.toString()})(window.RED, ${JSON.stringify(arg ?? null)})`);

@@ -7,15 +7,16 @@
  * Requests are always counted at the simulator (its request log), never in our own code.
  */
 import { strict as assert } from "node:assert";
-import { mkdtempSync, readFileSync, existsSync } from "node:fs";
+import { readFileSync, existsSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { startSimulator, DEMO_ACCOUNT } from "../../src/simulator/index.js";
 import type { RunningSimulator, SimulatorOptions } from "../../src/simulator/index.js";
 import { closeAllParked } from "../../src/account/registry.js";
 import { entryPoint } from "./node-files.js";
 import { nodeRedPath, resolveFromNodeRed } from "./runtime.js";
+import { freshUserDir } from "./temp-dir.js";
+import { until } from "./until.js";
 
 // node-red-node-test-helper (no type declarations), our nodes' entry points and Node-RED's own
 // nodes are CommonJS, found by path at run time.
@@ -39,14 +40,16 @@ export const catchModule: unknown = core("25-catch");
 export const completeModule: unknown = core("24-complete");
 /** Node-RED's Status node (not door-status: that is statusModule). */
 export const nodeRedStatusModule: unknown = core("25-status");
+/** Node-RED's Change node (changeNode() builds one). */
+export const changeModule: unknown = requireCjs(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
 export const ALL_NODES = [accountModule, devicesModule, statusModule, unlockModule];
 
 export const TAB = "tab1";
 export const CREDS = { acc1: { phoneNumber: DEMO_ACCOUNT.phoneNumber, password: DEMO_ACCOUNT.password } };
 
-export function freshUserDir(): string {
-  return mkdtempSync(path.join(tmpdir(), "door-nr-test-"));
-}
+// Re-exported: test files that start no Node-RED import them from their own files, so that the
+// fast loop keeps them (test/helpers/test-scope.ts).
+export { freshUserDir, until };
 
 export async function startSim(options: SimulatorOptions = {}): Promise<RunningSimulator> {
   return startSimulator({ host: "127.0.0.1", port: 0, ...options });
@@ -133,6 +136,24 @@ export function helperNodes(...ids: string[]): Record<string, unknown>[] {
   return ids.map((id) => ({ id, type: "helper", z: TAB }));
 }
 
+/** A Node-RED change node (changeModule): rules on msg properties, each a "set" to a string or a "delete". */
+export function changeNode(
+  id: string,
+  rules: { t: "set" | "delete"; p: string; to?: string }[],
+  wires: string[],
+): Record<string, unknown> {
+  return {
+    id,
+    type: "change",
+    z: TAB,
+    name: "",
+    rules: rules.map((r) =>
+      r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" },
+    ),
+    wires: [wires],
+  };
+}
+
 /** A Catch node on the tab, wired to helper node "caught". */
 export function catchNode(): Record<string, unknown>[] {
   return [
@@ -167,15 +188,6 @@ export async function loadFlow(
   // (helper.setFlows) rewrites it; the shared CREDS must stay as they are for the next test file.
   await helper.load(nodes, flow, structuredClone(opts.creds ?? CREDS));
   return { userDir };
-}
-
-/** Waits for a condition (15 s by default: a login takes seconds when the machine runs eight files at once). */
-export async function until(what: string, cond: () => boolean, timeoutMs = 15_000, stepMs = 10): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
 }
 
 export function accountOf(id = "acc1"): any {

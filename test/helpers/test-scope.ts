@@ -22,7 +22,7 @@ const NEEDS_MORE = [
 ];
 
 /** Long fault matrices that need only Node.js but take a minute: `npm test` runs them, the fast loop not. */
-const LONG = [/[\\/]audit[\\/]rotation\.test\.js$/];
+const LONG = [/[\\/]audit[\\/]rotation\.test\.js$/, /[\\/]audit[\\/]closing-record-in-log\.test\.js$/];
 
 /** Whether the compiled test file at `file` needs only Node.js (loopback sockets allowed) and is quick. */
 export function isUnitTest(file: string): boolean {

@@ -14,7 +14,6 @@ import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
 import { withEnglishText } from "../helpers/catalogue.js";
 import {
   ALL_NODES,
-  TAB,
   accountNode,
   assertAccepted,
   assertFailed,
@@ -35,31 +34,11 @@ import {
   until,
   waitReady,
   deployFlows,
+  changeModule,
+  changeNode,
 } from "../helpers/flow.js";
 import { type Status, received, recordStatuses, settle, unhandledSince } from "../helpers/odd-messages.js";
-import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { unhandledSeen } from "../hooks/no-unhandled.js";
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports -- a core node of the selected Node-RED, found at run time
-const changeModule: unknown = require(resolveFromNodeRed("@node-red/nodes/core/function/15-change.js"));
-
-/** A Node-RED change node: rules on msg properties, each a "set" to a string or a "delete". */
-function changeNode(
-  id: string,
-  rules: { t: "set" | "delete"; p: string; to?: string }[],
-  wires: string[],
-): Record<string, unknown> {
-  return {
-    id,
-    type: "change",
-    z: TAB,
-    name: "",
-    rules: rules.map((r) =>
-      r.t === "set" ? { t: "set", p: r.p, pt: "msg", to: r.to, tot: "str" } : { t: "delete", p: r.p, pt: "msg" },
-    ),
-    wires: [wires],
-  };
-}
 
 describe("'sending' while the command is out, then the outcome; an outcome known at once is never followed by 'sending' (docs/nodes.md#door-unlock)", function () {
   this.timeout(20000);
