@@ -27,6 +27,7 @@ import {
 } from "../session/account-records.js";
 import type { Device, Location } from "../spec/schemas.js";
 import { type AccountEvents, accountEvents } from "./events.js";
+import { type PassBook, passBookFor } from "../passes/pass-book.js";
 import { type Clock, systemClock } from "../util/clock.js";
 
 /** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
@@ -229,6 +230,16 @@ export class AccountCore {
     this.warmTimer = null;
     if (this.warmOnReady) this.session.off("state", this.warmOnReady);
     this.warmOnReady = null;
+  }
+
+  /** The account's guest passes (docs/passes.md#where-passes-are-kept): one book per account, read on first use. */
+  get passes(): PassBook {
+    return passBookFor(
+      this.key,
+      this.options.tokenFile,
+      () => this.clock.now(),
+      (m) => this.options.log?.warn(m),
+    );
   }
 
   /** A closed core tells the account's events nothing more (a core that replaces it does). */

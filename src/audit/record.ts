@@ -16,6 +16,8 @@ export interface AuditBase {
   lockId: number | null;
   door: string | null;
   msgid: string | null;
+  /** The guest pass a message opened with: its id, never its code (docs/passes.md#at-a-door-unlock). */
+  pass?: string;
 }
 
 /** The chain fields every written record carries (docs/audit-log.md#the-chain). */
@@ -42,6 +44,7 @@ export interface AuditEntry {
   lockId: number | null;
   door: string | null;
   msgid: string | null;
+  pass?: string;
   outcome?: string;
   status?: number | null;
   reason?: string;
@@ -72,13 +75,15 @@ function intOrNull(value: unknown): number | null {
 }
 
 function base(r: AuditBase): AuditBase {
-  return {
+  const b: AuditBase = {
     actor: cap(r.actor, MAX_TEXT) ?? "",
     deviceId: intOrNull(r.deviceId),
     lockId: intOrNull(r.lockId),
     door: cap(r.door, MAX_TEXT),
     msgid: cap(r.msgid, MAX_SHORT_TEXT),
   };
+  if (typeof r.pass === "string") b.pass = cap(r.pass, MAX_SHORT_TEXT)!;
+  return b;
 }
 
 /** An `unlock-attempt` record made at `ts`; `replay: true` marks the single replay after a 401. */
@@ -93,6 +98,7 @@ export function attemptRecord(ts: string, r: AuditBase & { replay?: boolean }): 
     door: cap(r.door, MAX_TEXT),
     msgid: cap(r.msgid, MAX_SHORT_TEXT),
   };
+  if (typeof r.pass === "string") record.pass = cap(r.pass, MAX_SHORT_TEXT)!;
   if (r.replay === true) record.replay = true;
   return record;
 }

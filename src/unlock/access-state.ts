@@ -31,7 +31,7 @@ export const LOCKOUT_MS = 15 * 60_000;
  */
 export const SLOT_HOLD_MS = 5 * 60_000;
 
-export type DenyReason = "actor" | "schedule" | "cooldown" | "pin" | "locked-out";
+export type DenyReason = "actor" | "schedule" | "cooldown" | "pin" | "locked-out" | "pass";
 
 export interface CheckInput {
   /** The actor as door-unlock defines it (msg.actor, else the node's actor, else node-red:<id>). */
@@ -44,6 +44,11 @@ export interface CheckInput {
   pin: unknown;
   /** Wall-clock time in ms since the epoch (the schedule is read from it, in the rules' zone). */
   now: number;
+  /**
+   * The message opens with a guest pass the node has checked: the pass replaces the actor rule and
+   * the PIN; the schedule, the cooldown and the lockout still apply (docs/passes.md#at-a-door-unlock).
+   */
+  byPass?: boolean;
 }
 
 /** The door's cooldown slot taken by an allowed message. */
@@ -153,7 +158,7 @@ export class AccessState {
     const rules = this.rules;
 
     // 1. actor, 2. schedule
-    const early = this.doorless(input.actor, now);
+    const early = this.doorless(input.actor, now, input.byPass === true);
     if (early !== null) return early;
 
     // 3. cooldown (tested here, taken only once every rule has allowed the message)
@@ -179,34 +184,16 @@ export class AccessState {
 
     // 4. PIN, and the lockout it leads to. The lockout is looked at before the PIN is compared,
     // so that while it lasts no answer says whether a PIN was right.
-    if (rules.hasPin) {
-      const lock = this.lockout(now);
-      if (lock.locked) {
-        const until = `${rules.formatClock(lock.until!)} (${rules.timeZone})`;
-        const message = `locked: ${lock.wrongPins} wrong PINs, every message is refused until ${until}`;
-        return deny("locked-out", message, lock.retryAfter!);
-      }
+    if (rules.hasPin || input.byPass === true) {
+      const locked = this.lockedOut(now);
+      if (locked !== null) return locked;
+    }
+    if (rules.hasPin && input.byPass !== true) {
       const kind = comparePin(rules, input.pin);
       if (kind !== true) {
         if (kind === "missing") return deny("pin", "a PIN is needed: msg.pin is missing");
-        this.wrongPins.push(now);
-        this.counted++;
-        if (this.wrongPins.length >= LOCKOUT_AFTER) {
-          this.lockedWith = this.wrongPins.length;
-          this.lockedUntil = now + LOCKOUT_MS;
-          this.wrongPins = [];
-          const until = `${rules.formatClock(this.lockedUntil)} (${rules.timeZone})`;
-          return {
-            allowed: false,
-            reason: "pin",
-            message:
-              `wrong PIN; that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
-              `every message is refused until ${until}`,
-            lockoutStarted: true,
-          };
-        }
         const unusable = "wrong PIN (msg.pin must be the PIN's digits, as text or a number)";
-        return deny("pin", kind === "unusable" ? unusable : "wrong PIN");
+        return this.countWrong(now, "pin", kind === "unusable" ? unusable : "wrong PIN");
       }
     }
 
@@ -224,12 +211,50 @@ export class AccessState {
    * service, so that a message these rules refuse makes no request at all. `check()` applies them
    * again afterwards (the time may have moved on). null: neither refuses.
    */
-  precheck(input: { actor: unknown; now: number }): Denied | null {
+  precheck(input: { actor: unknown; now: number; byPass?: boolean }): Denied | null {
     const { now } = input;
     if (typeof now !== "number" || !Number.isFinite(now)) {
       throw new TypeError("precheck() needs now as a finite number of ms");
     }
-    return this.doorless(input.actor, now);
+    return this.doorless(input.actor, now, input.byPass === true);
+  }
+
+  /**
+   * A guest pass code that opens nothing (unknown): counted as a wrong PIN is, toward the same
+   * lockout (docs/passes.md#at-a-door-unlock). While the node is locked out, says so instead.
+   */
+  wrongCode(now: number): Denied {
+    return this.lockedOut(now) ?? this.countWrong(now, "pass", "no pass has this code");
+  }
+
+  /** The lockout's refusal while it lasts, else null. Looked at before any code is compared. */
+  private lockedOut(now: number): Denied | null {
+    const lock = this.lockout(now);
+    if (!lock.locked) return null;
+    const until = `${this.rules.formatClock(lock.until!)} (${this.rules.timeZone})`;
+    const message = `locked: ${lock.wrongPins} wrong PINs, every message is refused until ${until}`;
+    return deny("locked-out", message, lock.retryAfter!);
+  }
+
+  /** Counts a wrong PIN (or pass code); the one that reaches LOCKOUT_AFTER starts the lockout. */
+  private countWrong(now: number, reason: DenyReason, what: string): Denied {
+    this.wrongPins.push(now);
+    this.counted++;
+    if (this.wrongPins.length >= LOCKOUT_AFTER) {
+      this.lockedWith = this.wrongPins.length;
+      this.lockedUntil = now + LOCKOUT_MS;
+      this.wrongPins = [];
+      const until = `${this.rules.formatClock(this.lockedUntil)} (${this.rules.timeZone})`;
+      return {
+        allowed: false,
+        reason,
+        message:
+          `${reason === "pass" ? what : "wrong PIN"}; that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
+          `every message is refused until ${until}`,
+        lockoutStarted: true,
+      };
+    }
+    return deny(reason, what);
   }
 
   /** The lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"). */
@@ -344,9 +369,9 @@ export class AccessState {
   }
 
   /** Actor, then schedule: state-free, the first two rules of check() and all of precheck(). */
-  private doorless(actor: unknown, now: number): Denied | null {
+  private doorless(actor: unknown, now: number, byPass = false): Denied | null {
     const rules = this.rules;
-    if (!rules.actorAllowed(actor)) {
+    if (!byPass && !rules.actorAllowed(actor)) {
       const who = typeof actor === "string" ? `"${clipText(actor, 100)}"` : "the actor";
       return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
     }

@@ -5,13 +5,18 @@
  */
 import type { Account } from "../account/account.js";
 import { AuditWriteFailed } from "../audit/audit-log.js";
-import type { DeviceDirectory, DoorIdentity } from "../doors/directory.js";
-import { checkLock, describeValue, doorInputProblem, isDeviceId, parseLockId, selectDoor } from "../doors/select.js";
-import { describeThrown } from "../util/text.js";
+import type { DoorIdentity } from "../doors/directory.js";
+import { checkLock, describeValue, doorInputProblem, parseLockId, selectDoor } from "../doors/select.js";
 import { MAX_ACTOR, nodeActorProblem } from "./node-actor.js";
 import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
 import type { LockoutKeeper } from "./lockout-keeper.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
+import { lookUpPass, passRefusal } from "./pass-check.js";
+import type { PassTicket } from "../passes/pass-book.js";
+import type { Pass } from "../passes/pass.js";
+import { AuditRecordLost, CLOSING_TRIES, afterDelivery, doorKnownLocally, rateLimited } from "./unlock-parts.js";
+
+export { AuditRecordLost, CLOSING_TRIES };
 
 export interface UnlockInput {
   msgDeviceId: unknown;
@@ -22,6 +27,8 @@ export interface UnlockInput {
   msgid: string | null;
   /** msg.pin as it came (docs/access-rules.md#pin-and-lockout); only the access rules read it. */
   msgPin?: unknown;
+  /** msg.pass as it came (docs/passes.md#at-a-door-unlock): read only when the node accepts passes. */
+  msgPass?: unknown;
   /** Set when the message's fields could not be read (a getter that throws): why. Nothing is sent. */
   unreadable?: string;
 }
@@ -43,6 +50,8 @@ export interface UnlockNodeSettings {
    * (docs/access-rules.md#what-ends-a-lockout): read before the first check, written after a wrong PIN.
    */
   lockout?: LockoutKeeper | null;
+  /** The node opens for guest passes (msg.pass; docs/passes.md#at-a-door-unlock). */
+  acceptPasses?: boolean;
 }
 
 export type NodeAccess = { ok: true; state: AccessState } | { ok: false; message: string };
@@ -65,6 +74,8 @@ export interface UnlockResult {
   mayHaveOpened?: boolean;
   /** Candidates for an unknown or ambiguous door name. */
   candidates?: string[];
+  /** The guest pass the message opened with (never its code): `first` on the pass's first use. */
+  pass?: { id: string; ref: string | null; first: boolean };
 }
 
 // eslint-disable-next-line no-control-regex
@@ -128,7 +139,13 @@ async function unlockOnce(
   const at = () => new Date(account.clock.now()).toISOString();
   const actorProblem = input.msgActor === undefined ? null : checkActor(input.msgActor);
   const actor = messageActor(input.msgActor, node);
-  const base = { deviceId: null as number | null, lockId: null as number | null, door: null as string | null, actor };
+  const base: Pick<UnlockResult, "deviceId" | "lockId" | "door" | "actor" | "pass"> = {
+    deviceId: null,
+    lockId: null,
+    door: null,
+    actor,
+  };
+  let pass: Pass | null = null;
 
   // onResult is the caller's (a node sending a message); whatever it throws, the closing record is
   // written first (docs/audit-log.md#records: every message that reached the service gets its
@@ -190,6 +207,7 @@ async function unlockOnce(
       lockId: base.lockId,
       door: base.door,
       msgid: input.msgid,
+      ...(pass ? { pass: pass.id } : {}),
       outcome,
       reason: extra.reason ?? message,
       // A denied record's reason is the rule's word; its message says which case (a missing PIN
@@ -242,6 +260,22 @@ async function unlockOnce(
   if (!lock.ok) return reject("invalid-input", input.msgLockId !== undefined ? `msg.${lock.message}` : lock.message);
   base.lockId = lock.lockId;
 
+  const keeper = access ? (node.lockout ?? null) : null;
+  if (access && node.acceptPasses === true && input.msgPass !== undefined) {
+    // docs/passes.md#at-a-door-unlock: the pass names the guest and replaces the actor rule and the PIN.
+    const found = await lookUpPass(account.core.passes, input.msgPass);
+    if (found.kind === "invalid") return reject("invalid-input", found.message);
+    if (found.kind === "unknown") {
+      // Counted toward the node's lockout as a wrong PIN is, and kept before it is answered.
+      if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
+      const d = access.wrongCode(account.clock.now());
+      if (keeper !== null) await keeper.saveIfCounted(account.core.records);
+      return deny(d);
+    }
+    pass = found.pass;
+    base.actor = `guest:${pass.guest}`;
+  }
+  const byPass = pass !== null;
   const choice = { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door };
   if (access) {
     // Bad input is answered as such, also when a rule would refuse the message too.
@@ -250,7 +284,7 @@ async function unlockOnce(
     // Actor and schedule need no door: asked before the door is resolved, so that a message they
     // refuse never makes the account fetch its device list. The record names the door as far as
     // it is known without the service.
-    const early = access.precheck({ actor, now: account.clock.now() });
+    const early = access.precheck({ actor: base.actor, now: account.clock.now(), byPass });
     if (early) {
       Object.assign(base, doorKnownLocally(account.directory, input, node.door));
       return deny(early);
@@ -286,7 +320,6 @@ async function unlockOnce(
   // a cooldown slot or compares a PIN. Read from memory: no I/O on the unlock path.
   // docs/access-rules.md#what-ends-a-lockout: the wrong PINs and lockout kept from before a
   // deploy or restart are read before the first check (read once; later messages do not wait).
-  const keeper = access ? (node.lockout ?? null) : null;
   if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
   const heldMs = account.client.heldForMs();
   if (heldMs > 0) {
@@ -296,14 +329,20 @@ async function unlockOnce(
       retryAfter: left,
     });
   }
+  if (pass !== null) {
+    const why = passRefusal(pass, selection.deviceId, account.clock.now());
+    if (why !== null) return reject("denied", why, { reason: "pass" });
+  }
   let slot: CooldownSlot | null = null;
+  let ticket: PassTicket | null = null;
   if (access) {
     const d = access.check({
-      actor,
+      actor: base.actor,
       deviceId: selection.deviceId,
       lockId: lock.lockId,
       pin: input.msgPin,
       now: account.clock.now(),
+      byPass,
     });
     if (!d.allowed) {
       // A wrong PIN is kept before it is answered: a restart after the answer has not forgotten it.
@@ -311,15 +350,37 @@ async function unlockOnce(
       return deny(d);
     }
     slot = d.slot;
+    if (pass !== null) {
+      // The pass's use, taken in this same turn: two messages racing for its last use send one command.
+      ticket = account.core.passes.reserve(pass);
+      if (ticket === null) {
+        slot.release();
+        return reject(
+          "denied",
+          passRefusal(pass, selection.deviceId, account.clock.now()) ?? "this pass has no use left",
+          { reason: "pass" },
+        );
+      }
+    }
   }
   try {
     const record = {
-      actor,
+      actor: base.actor,
       deviceId: selection.deviceId,
       lockId: lock.lockId,
       door: selection.label,
       msgid: input.msgid,
+      ...(pass ? { pass: pass.id } : {}),
     };
+    if (ticket !== null) {
+      // Counted when the command is sent, written before it leaves (docs/passes.md#at-a-door-unlock).
+      try {
+        const { first } = await ticket.commit();
+        base.pass = { id: pass!.id, ref: pass!.ref, first };
+      } catch (e) {
+        return reject("error", `not sent: the pass's use could not be written (${(e as Error).message})`);
+      }
+    }
     let sends = 0;
     try {
       await account.session.call(async (token) => {
@@ -405,6 +466,7 @@ async function unlockOnce(
       status: 200,
       at: at(),
     };
+    if (base.pass) accepted.pass = base.pass;
     tell(accepted);
     await closeWith("unlock-result", "accepted", () =>
       account.audit.result({ ...record, outcome: "accepted", status: 200 }),
@@ -412,85 +474,8 @@ async function unlockOnce(
     return passOn(accepted);
   } finally {
     slot?.release();
+    ticket?.release();
   }
-}
-
-/**
- * The door of a message as far as it is known without the service (for a message refused before
- * its door is resolved): a valid msg.deviceId (labelled from the cached list when it is there),
- * else, without msg.door, the node's stored door; a door name is not looked up.
- */
-function doorKnownLocally(
-  directory: DeviceDirectory,
-  input: UnlockInput,
-  configured: DoorIdentity | null,
-): { deviceId: number | null; door: string | null } {
-  if (input.msgDeviceId !== undefined) {
-    if (!isDeviceId(input.msgDeviceId)) return { deviceId: null, door: null };
-    const id = input.msgDeviceId;
-    const device = directory.cached()?.devices.find((d) => d.id === id);
-    return { deviceId: id, door: device ? directory.label(device) : `#${id}` };
-  }
-  if (input.msgDoor !== undefined || configured === null) return { deviceId: null, door: null };
-  // The listed door when the stored id still has the stored name; else the door as it was stored.
-  const device =
-    configured.id === null
-      ? undefined
-      : directory
-          .cached()
-          ?.devices.find((d) => d.id === configured.id && (configured.name === null || d.name === configured.name));
-  if (device) return { deviceId: device.id, door: directory.label(device) };
-  const label = configured.name
-    ? configured.location
-      ? `${configured.location} / ${configured.name}`
-      : configured.name
-    : configured.id !== null
-      ? `#${configured.id}`
-      : null;
-  return { deviceId: configured.id, door: label };
 }
 
 class AuditWriteError extends Error {}
-
-/**
- * A rate-limited message that sent nothing (its renewal or its device list was limited): status
- * 429 as the outcome table pairs them, and retryAfter, which its text names
- * (docs/session.md#rate-limits).
- */
-function rateLimited(c: Classified): Partial<UnlockResult> {
-  return c.retryAfter !== null ? { status: 429, retryAfter: c.retryAfter } : { status: 429 };
-}
-
-/**
- * Batches an unlock's closing record is tried in before it is given up (AuditRecordLost). Each
- * try is a new append: it goes with the next attempt record's write or within the audit log's
- * DEFER_MS, so a log that keeps failing gives it up within about CLOSING_TRIES x DEFER_MS.
- */
-export const CLOSING_TRIES = 3;
-
-/**
- * An unlock's closing record (unlock-result or unlock-rejected) that the audit log could not
- * write in CLOSING_TRIES tries. The outcome went out before; this is passed on after it so that
- * the node can say so (door-unlock: on done()).
- */
-export class AuditRecordLost extends Error {
-  constructor(type: "unlock-result" | "unlock-rejected", outcome: Outcome, cause: unknown) {
-    const what =
-      outcome === "accepted"
-        ? "the door was unlocked (accepted)"
-        : type === "unlock-result"
-          ? `the unlock's outcome was ${outcome}`
-          : `nothing was sent (${outcome})`;
-    super(`${what}, but its ${type} record could not be written to the audit log: ${describeThrown(cause)}`, { cause });
-    this.name = "AuditRecordLost";
-  }
-}
-
-/**
- * The next turn of the event loop: a closing record is made (its line and hashes) after what
- * onResult started in this one. Node-RED delivers a sent message in a setImmediate queued by
- * send(), so the next node has the outcome before this record's work is done.
- */
-function afterDelivery(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}

@@ -32,6 +32,7 @@ export const devicesModule = load("door-devices") as (red: any) => void;
 export const statusModule = load("door-status") as (red: any) => void;
 export const unlockModule = load("door-unlock") as (red: any) => void;
 export const eventsModule = load("door-events") as (red: any) => void;
+export const passModule = load("door-pass") as (red: any) => void;
 /** The editor sidebar plugin (it registers the sidebar's admin routes). */
 export const pluginModule = load("door-access-sidebar") as (red: any) => void;
 const core = (file: string): unknown => requireCjs(resolveFromNodeRed(`@node-red/nodes/core/common/${file}.js`));
@@ -130,6 +131,11 @@ export function nodeRedStatusNode(scope: string[] = ["u1"]): Record<string, unkn
 /** A door-events node (docs/events.md) wired to helper node `<id>-out` (load eventsModule with it). */
 export function doorEventsNode(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { id, type: "door-events", z: TAB, name: "", account: "acc1", wires: [[`${id}-out`]], ...extra };
+}
+
+/** A door-pass node (docs/passes.md) wired to helper node `<id>-out` (load passModule with it). */
+export function doorPassNode(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, type: "door-pass", z: TAB, name: "", account: "acc1", wires: [[`${id}-out`]], ...extra };
 }
 
 export function helperNodes(...ids: string[]): Record<string, unknown>[] {

@@ -49,6 +49,8 @@ interface UnlockDef extends NodeDef {
   cooldown?: unknown;
   /** The dialog's mark that a PIN was set: the flow file keeps it, never the PIN (docs/access-rules.md#a-copied-node-and-its-pin). */
   pinSet?: unknown;
+  /** Opens for guest passes given as msg.pass (docs/passes.md#at-a-door-unlock). */
+  acceptPasses?: unknown;
 }
 
 /** What the node's status and its refusals say when the mark is there and the PIN is not. */
@@ -59,8 +61,8 @@ function markedSecretMissing(config: UnlockDef, pin: unknown): boolean {
   return config.pinSet === true && (pin === undefined || pin === null || pin === "");
 }
 
-/** Reads the node's rules (the `pin` credential included); null when it has none. */
-function readRules(config: UnlockDef, pin: unknown): NodeAccess | null {
+/** Reads the node's rules (the `pin` credential included); null when it has none and takes no pass. */
+function readRules(config: UnlockDef, pin: unknown, acceptPasses: boolean): NodeAccess | null {
   if (markedSecretMissing(config, pin)) {
     // A copy, an import or an export: Node-RED carried the mark but not the PIN. Never open
     // without the rule the node was given.
@@ -83,24 +85,26 @@ function readRules(config: UnlockDef, pin: unknown): NodeAccess | null {
       message: `${parsed.message}. This node refuses every message until its rules are corrected and deployed`,
     };
   }
-  return parsed.rules.active ? { ok: true, state: parsed.rules.newState() } : null;
+  // A node that takes passes keeps a rule state without other rules: unknown codes lead to its lockout.
+  return parsed.rules.active || acceptPasses ? { ok: true, state: parsed.rules.newState() } : null;
 }
 
 /**
- * Deletes msg.pin from the message; one it cannot delete (inherited, or not configurable) is
- * hidden behind an own `undefined`. false when msg.pin can still be read (a frozen message, a
- * property that cannot be deleted or overwritten): the message must then go nowhere.
+ * Deletes a secret field (msg.pin, msg.pass) from the message; one it cannot delete (inherited,
+ * or not configurable) is hidden behind an own `undefined`. false when it can still be read (a
+ * frozen message, a property that cannot be deleted or overwritten): the message must then go
+ * nowhere.
  */
-function removePin(m: Record<string, unknown>): boolean {
+function removeSecret(m: Record<string, unknown>, key: "pin" | "pass"): boolean {
   try {
-    if (Object.prototype.hasOwnProperty.call(m, "pin")) delete m.pin;
+    if (Object.prototype.hasOwnProperty.call(m, key)) delete m[key];
   } catch {
     /* not deletable: overwritten below if it can be */
   }
   try {
-    if (m.pin === undefined) return true;
-    m.pin = undefined;
-    return m.pin === undefined;
+    if (m[key] === undefined) return true;
+    m[key] = undefined;
+    return m[key] === undefined;
   } catch {
     return false;
   }
@@ -110,7 +114,8 @@ export = function register(RED: NodeAPI): void {
   function DoorUnlock(this: Node, config: UnlockDef) {
     RED.nodes.createNode(this, config);
     const node = this;
-    const access = readRules(config, (node.credentials as { pin?: unknown } | undefined)?.pin);
+    const acceptPasses = config.acceptPasses === true || config.acceptPasses === "true";
+    const access = readRules(config, (node.credentials as { pin?: unknown } | undefined)?.pin, acceptPasses);
     const rules: AccessState | null = access?.ok ? access.state : null;
     if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
     /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
@@ -155,11 +160,12 @@ export = function register(RED: NodeAPI): void {
     // The PIN as deployed (the credential), whether or not the rest of the rules could be read: a
     // deploy with an unreadable rule and the same PIN is no change of PIN.
     const pinText = (node.credentials as { pin?: unknown } | undefined)?.pin;
+    // A lockout follows wrong PINs, and unknown pass codes (docs/passes.md#at-a-door-unlock).
+    const guarded = rules !== null && (rules.rules.hasPin || acceptPasses);
     const changed = pinChanged(node.id, typeof pinText === "string" && pinText !== "" ? pinText : null);
-    const lockout =
-      rules !== null && rules.rules.hasPin
-        ? new LockoutKeeper(rules, node.id, changed, Date.now, (m) => node.warn(`door-unlock: ${m}`))
-        : null;
+    const lockout = guarded
+      ? new LockoutKeeper(rules, node.id, changed, Date.now, (m) => node.warn(`door-unlock: ${m}`))
+      : null;
     const settings = {
       nodeId: node.id,
       door: configuredDoor(config),
@@ -168,6 +174,7 @@ export = function register(RED: NodeAPI): void {
       rejectRetained: config.rejectRetained !== false,
       access,
       lockout,
+      acceptPasses,
     };
     // Said at deploy; a message that would carry it is refused (docs/nodes.md#door-unlock).
     const actorProblem = nodeActorProblem(settings.actor);
@@ -178,7 +185,7 @@ export = function register(RED: NodeAPI): void {
       return "problem" in got ? null : got.account.core.events;
     };
     const nodeName = (typeof config.name === "string" && config.name.trim()) || `door-unlock ${node.id}`;
-    const lockoutEvents = rules !== null && rules.rules.hasPin ? new LockoutEvents(rules, nodeName, hub) : null;
+    const lockoutEvents = guarded ? new LockoutEvents(rules, nodeName, hub) : null;
     /** The status again when a lockout ends (off by itself otherwise until the next message). */
     let lockoutTimer: NodeJS.Timeout | null = null;
     const watchLockout = (): void => {
@@ -233,12 +240,14 @@ export = function register(RED: NodeAPI): void {
       // msg.pin: read once, then gone from the message before anything else happens to it.
       const fields = new MessageFields(m);
       const pin = fields.read("pin", false); // what a getter throws may hold the PIN: never quoted
-      if (!removePin(m)) {
+      const passCode = fields.read("pass", false); // a guest's code, as secret as a PIN
+      const stuck = !removeSecret(m, "pin") ? "pin" : !removeSecret(m, "pass") ? "pass" : null;
+      if (stuck !== null) {
         // It would leave the node on an output, or to a Catch node with the message: the message
         // goes nowhere, and nothing is sent for it.
         try {
           node.error(
-            "door-unlock: msg.pin could not be removed from the message (a frozen message?): nothing was sent, and the message is not passed on so that the PIN goes no further",
+            `door-unlock: msg.${stuck} could not be removed from the message (a frozen message?): nothing was sent, and the message is not passed on so that the ${stuck === "pin" ? "PIN" : "pass code"} goes no further`,
           );
         } catch {
           /* nothing left to tell it with */
@@ -326,6 +335,7 @@ export = function register(RED: NodeAPI): void {
           msgRetain: fields.read("retain"),
           msgid: typeof msgid === "string" ? msgid : null,
           msgPin: pin,
+          msgPass: passCode,
         };
         if (fields.unreadable !== undefined) input.unreadable = fields.unreadable;
         if ("problem" in got && access !== null && !access.ok) {

@@ -25,6 +25,19 @@ export function tellUnlock(hub: AccountEvents, r: UnlockResult, msgid: string | 
     // docs/events.md#device: an answer of the door itself is news of its reachability.
     if (r.deviceId !== null && (r.outcome === "accepted" || r.outcome === "offline"))
       hub.door(r.deviceId, r.door, r.outcome === "accepted");
+    if (r.pass !== undefined && r.outcome === "accepted") {
+      // docs/events.md#pass: `first` on the pass's first use ("the guest has arrived").
+      const guest = r.actor.startsWith("guest:") ? r.actor.slice("guest:".length) : r.actor;
+      const door = r.door ?? `door ${r.deviceId}`;
+      hub.emit(
+        "pass",
+        "used",
+        r.pass.first
+          ? `${guest} used their pass for the first time, at ${door}`
+          : `${guest} used their pass at ${door}`,
+        { id: r.pass.id, guest, ref: r.pass.ref, deviceId: r.deviceId, door: r.door, first: r.pass.first },
+      );
+    }
     if (!hub.wants("unlock")) return;
     hub.emit("unlock", r.outcome, unlockEventText(r), {
       deviceId: r.deviceId,

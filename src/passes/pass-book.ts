@@ -1,0 +1,302 @@
+/**
+ * An account's guest passes (docs/passes.md#where-passes-are-kept): one book per account in this
+ * runtime (every config-node copy and every door node of the account share it), kept in a file
+ * beside the account's session (`door-access/passes-<id>.json`, written whole and atomically, mode
+ * 0600) so passes outlive a deploy and a restart. A code is never stored: only its HMAC under the
+ * account's pass key, a random key in its own file (`pass-key-<id>`, 0600) made with the first
+ * pass.
+ *
+ * The use of a pass is taken in two steps, as a door's cooldown slot is: `reserve()` at the
+ * check (synchronous, so two messages in one millisecond cannot both take a pass's last use) and
+ * `commit()` before the command leaves (the count written to disk first) or `release()` when
+ * nothing is sent.
+ */
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import * as path from "node:path";
+import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
+import {
+  type Pass,
+  type PassDoor,
+  type PassView,
+  codeHash,
+  isLive,
+  newCode,
+  newPassId,
+  passState,
+  viewOf,
+} from "./pass.js";
+
+/** Passes over (expired, used up or revoked) for this long are dropped from the file. */
+export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
+/** At most this many passes per account (live or kept). */
+export const MAX_PASSES = 20_000;
+
+export interface NewPass {
+  guest: string;
+  doors: PassDoor[];
+  from: string;
+  until: string;
+  uses: number | null;
+  ref: string | null;
+}
+
+/** A use taken from a pass at the check: committed when the command leaves, released when not. */
+export interface PassTicket {
+  readonly pass: Pass;
+  /** Writes the use before the command leaves; rejects (nothing may be sent) when it cannot be written. */
+  commit(): Promise<{ first: boolean }>;
+  release(): void;
+}
+
+export class PassBookFull extends Error {}
+
+export class PassBook {
+  private passes = new Map<string, Pass>();
+  private byHash = new Map<string, string[]>();
+  private reserved = new Map<string, number>();
+  private key: Buffer | null = null;
+  private loading: Promise<void> | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private version = 0;
+  private written = 0;
+
+  constructor(
+    private readonly file: string,
+    private readonly keyFile: string,
+    private readonly now: () => number,
+    private readonly onProblem: (message: string) => void,
+  ) {}
+
+  /** Reads the file and the key once; later calls wait for the same read. Never rejects. */
+  ready(): Promise<void> {
+    this.loading ??= this.load();
+    return this.loading;
+  }
+
+  get loaded(): boolean {
+    return this.key !== null;
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const text = await fs.readFile(this.keyFile, "utf8");
+      const key = Buffer.from(text.trim(), "hex");
+      if (key.length === 32) this.key = key;
+      else this.onProblem(`the pass key ${this.keyFile} is not readable: passes issued before cannot be checked`);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT")
+        this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
+    }
+    if (this.key === null) {
+      const key = randomBytes(32);
+      try {
+        await writeFileAtomic(this.keyFile, key.toString("hex") + "\n");
+        this.key = key;
+      } catch (e) {
+        this.onProblem(`the pass key ${this.keyFile} could not be written (${(e as Error).message})`);
+        this.key = key; // passes issued now work until a restart
+      }
+    }
+    try {
+      const data = JSON.parse(await fs.readFile(this.file, "utf8")) as { v?: unknown; passes?: unknown };
+      const list = Array.isArray(data.passes) ? data.passes : [];
+      for (const p of list) if (wellFormed(p)) this.add(p);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT")
+        this.onProblem(`the passes file ${this.file} could not be read (${(e as Error).message}); it is read as empty`);
+    }
+  }
+
+  private add(p: Pass): void {
+    this.passes.set(p.id, p);
+    const ids = this.byHash.get(p.hash);
+    if (ids) ids.push(p.id);
+    else this.byHash.set(p.hash, [p.id]);
+  }
+
+  private drop(p: Pass): void {
+    this.passes.delete(p.id);
+    const ids = (this.byHash.get(p.hash) ?? []).filter((x) => x !== p.id);
+    if (ids.length > 0) this.byHash.set(p.hash, ids);
+    else this.byHash.delete(p.hash);
+  }
+
+  /** Issues a pass; its code is returned once and kept only as a hash. */
+  async issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
+    await this.ready();
+    const now = this.now();
+    this.prune(now);
+    if (this.passes.size >= MAX_PASSES)
+      throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
+    const fresh = (): { code: string; hash: string } => {
+      for (let i = 0; i <= 50; i++) {
+        const code = newCode(codeLength);
+        const hash = codeHash(this.key!, code);
+        if (!this.liveWithHash(hash, now)) return { code, hash };
+      }
+      throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
+    };
+    const { code, hash } = fresh();
+    const pass: Pass = {
+      id: newPassId(),
+      guest: n.guest,
+      doors: n.doors.map((d) => ({ ...d })),
+      from: n.from,
+      until: n.until,
+      uses: n.uses,
+      used: 0,
+      ref: n.ref,
+      revoked: null,
+      firstUsed: null,
+      issued: new Date(now).toISOString(),
+      hash,
+    };
+    this.add(pass);
+    try {
+      await this.save();
+    } catch (e) {
+      this.drop(pass); // not kept: not issued
+      throw e;
+    }
+    return { pass: structuredClone(pass), code };
+  }
+
+  /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
+  async revoke(by: { id?: string; ref?: string }): Promise<Pass[]> {
+    await this.ready();
+    const hit = [...this.passes.values()].filter(
+      (p) =>
+        p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref)),
+    );
+    if (hit.length === 0) return [];
+    const at = new Date(this.now()).toISOString();
+    for (const p of hit) p.revoked = at;
+    await this.save();
+    return hit.map((p) => structuredClone(p));
+  }
+
+  async list(): Promise<PassView[]> {
+    await this.ready();
+    const now = this.now();
+    return [...this.passes.values()].map((p) => viewOf(p, now));
+  }
+
+  /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */
+  find(code: string): Pass | null {
+    if (!this.key) return null;
+    const ids = this.byHash.get(codeHash(this.key, code));
+    if (!ids) return null;
+    const now = this.now();
+    const all = ids.map((id) => this.passes.get(id)!).filter(Boolean);
+    return all.find((p) => isLive(p, now)) ?? all[all.length - 1] ?? null;
+  }
+
+  /** Takes one use of an active pass, or null when none is left (counting uses reserved by messages in flight). */
+  reserve(p: Pass): PassTicket | null {
+    const live = this.passes.get(p.id);
+    if (!live || passState(live, this.now()) !== "active") return null;
+    const inFlight = this.reserved.get(live.id) ?? 0;
+    if (live.uses !== null && live.used + inFlight >= live.uses) return null;
+    this.reserved.set(live.id, inFlight + 1);
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      const left = (this.reserved.get(live.id) ?? 1) - 1;
+      if (left > 0) this.reserved.set(live.id, left);
+      else this.reserved.delete(live.id);
+    };
+    return {
+      pass: live,
+      release,
+      commit: async () => {
+        if (done) throw new Error("the pass's use was already taken or given back");
+        const first = live.used === 0;
+        live.used++;
+        if (first) live.firstUsed = new Date(this.now()).toISOString();
+        release();
+        try {
+          await this.save();
+        } catch (e) {
+          live.used--;
+          if (first) live.firstUsed = null;
+          throw e;
+        }
+        return { first };
+      },
+    };
+  }
+
+  /** How many uses of a pass are taken by messages in flight. */
+  inFlight(id: string): number {
+    return this.reserved.get(id) ?? 0;
+  }
+
+  private liveWithHash(hash: string, now: number): boolean {
+    return (this.byHash.get(hash) ?? []).some((id) => {
+      const p = this.passes.get(id);
+      return p !== undefined && isLive(p, now);
+    });
+  }
+
+  private prune(now: number): void {
+    for (const p of [...this.passes.values()]) {
+      const ended = p.revoked !== null ? Date.parse(p.revoked) : Date.parse(p.until);
+      if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && (this.reserved.get(p.id) ?? 0) === 0) this.drop(p);
+    }
+  }
+
+  /** Writes the whole book (one write at a time; the last one has every change). Rejects when it could not. */
+  private save(): Promise<void> {
+    const version = ++this.version;
+    const run = async () => {
+      if (this.written >= version) return;
+      const upTo = this.version;
+      await writeFileAtomic(this.file, JSON.stringify({ v: 1, passes: [...this.passes.values()] }) + "\n");
+      this.written = Math.max(this.written, upTo);
+    };
+    this.writing = this.writing.then(run, run);
+    return this.writing;
+  }
+}
+
+function wellFormed(p: unknown): p is Pass {
+  if (!p || typeof p !== "object") return false;
+  const x = p as Record<string, unknown>;
+  return (
+    typeof x.id === "string" &&
+    typeof x.guest === "string" &&
+    Array.isArray(x.doors) &&
+    typeof x.from === "string" &&
+    typeof x.until === "string" &&
+    typeof x.hash === "string" &&
+    typeof x.used === "number" &&
+    (x.uses === null || typeof x.uses === "number")
+  );
+}
+
+const books = new Map<string, PassBook>();
+
+/** The pass book of an account (its key), in the folder of its session file. */
+export function passBookFor(
+  accountKey: string,
+  tokenFile: string,
+  now: () => number,
+  onProblem: (message: string) => void,
+): PassBook {
+  const dir = path.dirname(tokenFile);
+  const id = accountStoreId(accountKey);
+  const file = path.join(dir, `passes-${id}.json`);
+  let book = books.get(file);
+  if (!book) {
+    book = new PassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem);
+    books.set(file, book);
+  }
+  return book;
+}
+
+/** For tests and a restart: forget the books held in memory (the files stay). */
+export function forgetPassBooks(): void {
+  books.clear();
+}

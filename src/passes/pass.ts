@@ -1,0 +1,186 @@
+/**
+ * A guest pass (docs/passes.md): time-limited access for a named guest to some doors of an
+ * account, opened with a code. This file holds what a pass is, its state at a time, the checks of
+ * a `door-pass` issue request, and the codes (random digits, kept only as a keyed hash). It knows
+ * nothing of storage (pass-book.ts) nor of Node-RED.
+ */
+import { createHmac, randomBytes, randomInt } from "node:crypto";
+
+import { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf } from "./pass-limits.js";
+
+export { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf };
+export const MAX_GUEST = 100;
+export const MAX_REF = 200;
+export const MAX_DOORS = 50;
+
+export interface PassDoor {
+  deviceId: number;
+  door: string | null;
+}
+
+/** A pass as stored: never its code, only the code's keyed hash. */
+export interface Pass {
+  id: string;
+  guest: string;
+  doors: PassDoor[];
+  /** ISO times: valid within [from, until). */
+  from: string;
+  until: string;
+  /** How many openings it allows; null: any number within its window. */
+  uses: number | null;
+  used: number;
+  ref: string | null;
+  /** ISO time it was revoked, or null. */
+  revoked: string | null;
+  /** ISO time of its first use, or null. */
+  firstUsed: string | null;
+  issued: string;
+  /** HMAC-SHA256 of the code under the account's pass key, hex. */
+  hash: string;
+}
+
+export type PassState = "upcoming" | "active" | "expired" | "used-up" | "revoked";
+
+/** What a flow or the sidebar sees of a pass: never the code nor its hash. */
+export interface PassView {
+  id: string;
+  guest: string;
+  doors: PassDoor[];
+  from: string;
+  until: string;
+  uses: number | null;
+  used: number;
+  ref: string | null;
+  state: PassState;
+}
+
+export function passState(p: Pass, now: number): PassState {
+  if (p.revoked !== null) return "revoked";
+  if (p.uses !== null && p.used >= p.uses) return "used-up";
+  if (now >= Date.parse(p.until)) return "expired";
+  if (now < Date.parse(p.from)) return "upcoming";
+  return "active";
+}
+
+/** A pass that may still open a door, now or later: its code stays unique among these. */
+export function isLive(p: Pass, now: number): boolean {
+  const s = passState(p, now);
+  return s === "active" || s === "upcoming";
+}
+
+export function viewOf(p: Pass, now: number): PassView {
+  return {
+    id: p.id,
+    guest: p.guest,
+    doors: p.doors.map((d) => ({ ...d })),
+    from: p.from,
+    until: p.until,
+    uses: p.uses,
+    used: p.used,
+    ref: p.ref,
+    state: passState(p, now),
+  };
+}
+
+// ---- codes ---------------------------------------------------------------------------------
+
+/** A code of `length` random digits (node:crypto; leading zeros allowed). */
+export function newCode(length: number): string {
+  let s = "";
+  for (let i = 0; i < length; i++) s += String(randomInt(10));
+  return s;
+}
+
+export function newPassId(): string {
+  return `pass-${randomBytes(6).toString("hex")}`;
+}
+
+/** The keyed hash a pass keeps of its code. */
+export function codeHash(key: Buffer, code: string): string {
+  return createHmac("sha256", key).update(`door-access pass v1\0${code}`).digest("hex");
+}
+
+/**
+ * msg.pass as a code: a string of 6 to 12 digits, or a whole number (a number pad's value, whose
+ * leading zeros are lost: it is read with up to 12 digits as it is). null: not a code at all.
+ */
+export function readCode(value: unknown): string | null {
+  if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) value = String(value);
+  if (typeof value !== "string") return null;
+  const s = value.trim();
+  return /^[0-9]{1,12}$/.test(s) ? s : null;
+}
+
+// ---- an issue request ------------------------------------------------------------------------
+
+export interface IssueRequest {
+  guest: string;
+  /** As given: device ids or door names, resolved by the caller. */
+  doors: (number | string)[];
+  from: string;
+  until: string;
+  uses: number | null;
+  ref: string | null;
+}
+
+// eslint-disable-next-line no-control-regex -- control characters are what it refuses
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+function isoTime(v: unknown): number | null {
+  if (typeof v !== "string" || v.length > 40) return null;
+  // A date and a time with its zone (Z or ±hh:mm): a time without a zone would depend on the runtime's.
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return null;
+  const t = Date.parse(v);
+  return Number.isFinite(t) ? t : null;
+}
+
+/** Checks an issue request's fields; the problems name each field (docs/passes.md#issue). */
+export function checkIssue(
+  p: Record<string, unknown>,
+): { ok: true; request: IssueRequest } | { ok: false; problems: string[] } {
+  const problems: string[] = [];
+  const guest = typeof p.guest === "string" ? p.guest.trim() : "";
+  if (guest === "") problems.push("guest: a name is required (text)");
+  else if (guest.length > MAX_GUEST || CONTROL.test(guest))
+    problems.push(`guest: at most ${MAX_GUEST} characters, no control characters`);
+  const raw = Array.isArray(p.doors) ? (p.doors as unknown[]) : p.doors === undefined ? [] : [p.doors];
+  const doors: (number | string)[] = [];
+  if (raw.length === 0) problems.push("doors: at least one door (a device id or a door name)");
+  else if (raw.length > MAX_DOORS) problems.push(`doors: at most ${MAX_DOORS}`);
+  else
+    for (const d of raw) {
+      if (typeof d === "number" && Number.isInteger(d) && d >= 1 && d <= 2147483647) doors.push(d);
+      else if (typeof d === "string" && d.trim() !== "" && d.length <= 200 && !CONTROL.test(d))
+        doors.push(/^\d{1,10}$/.test(d.trim()) ? Number(d.trim()) : d.trim());
+      else
+        problems.push(`doors: ${JSON.stringify(d)?.slice(0, 40) ?? String(d)} is neither a device id nor a door name`);
+    }
+  const from = isoTime(p.from);
+  const until = isoTime(p.until);
+  if (from === null) problems.push("from: an ISO date-time with its zone, e.g. 2026-12-01T15:00:00+01:00");
+  if (until === null) problems.push("until: an ISO date-time with its zone, e.g. 2026-12-05T11:00:00+01:00");
+  if (from !== null && until !== null && !(until > from)) problems.push("until: must be after from");
+  let uses: number | null = null;
+  if (p.uses !== undefined && p.uses !== null && p.uses !== "") {
+    if (typeof p.uses === "number" && Number.isInteger(p.uses) && p.uses >= 1 && p.uses <= 1_000_000) uses = p.uses;
+    else problems.push("uses: a whole number of at least 1 (or leave it out for any number)");
+  }
+  let ref: string | null = null;
+  if (p.ref !== undefined && p.ref !== null && p.ref !== "") {
+    if (typeof p.ref === "string" && p.ref.length <= MAX_REF && !CONTROL.test(p.ref)) ref = p.ref;
+    else if (typeof p.ref === "number" && Number.isFinite(p.ref)) ref = String(p.ref);
+    else problems.push(`ref: text of at most ${MAX_REF} characters`);
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    request: {
+      guest,
+      doors,
+      from: new Date(from!).toISOString(),
+      until: new Date(until!).toISOString(),
+      uses,
+      ref,
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * A guest pass at a door-unlock node (docs/passes.md#at-a-door-unlock): msg.pass read as a code,
+ * looked up in the account's pass book, and why a known pass does not open this door now. The
+ * use itself is taken by the book (reserve at the check, commit before the command leaves).
+ */
+import type { PassBook } from "../passes/pass-book.js";
+import { type Pass, passState, readCode } from "../passes/pass.js";
+
+export type PassLookup = { kind: "invalid"; message: string } | { kind: "unknown" } | { kind: "found"; pass: Pass };
+
+/** msg.pass, looked up (the book is read once, on first use). Never names the code. */
+export async function lookUpPass(book: PassBook, value: unknown): Promise<PassLookup> {
+  const code = readCode(value);
+  if (code === null)
+    return { kind: "invalid", message: "msg.pass must be a pass code: its digits, as text or a whole number" };
+  await book.ready();
+  const pass = book.find(code);
+  return pass ? { kind: "found", pass } : { kind: "unknown" };
+}
+
+/** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
+export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
+  switch (passState(p, now)) {
+    case "revoked":
+      return "this pass was revoked";
+    case "upcoming":
+      return `this pass is not valid yet: it opens from ${p.from}`;
+    case "expired":
+      return `this pass expired at ${p.until}`;
+    case "used-up":
+      return `this pass has no use left (${p.used} of ${p.uses} used)`;
+    case "active":
+      break;
+  }
+  if (!p.doors.some((d) => d.deviceId === deviceId)) return "this pass is not for this door";
+  return null;
+}

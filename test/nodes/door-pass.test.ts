@@ -1,0 +1,262 @@
+/**
+ * Guest passes in a real Node-RED runtime against the simulator (docs/passes.md): door-pass
+ * issues, revokes and lists; a door-unlock with acceptPasses opens for a live pass's code and for
+ * nothing else; a use is counted once, also when messages race for the last one; the code is in
+ * the issued message and nowhere else; passes outlive a restart. Requests are counted at the
+ * simulator.
+ */
+import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { forgetPassBooks } from "../../src/passes/pass-book.js";
+import {
+  ALL_NODES,
+  assertAccepted,
+  assertFailed,
+  catchModule,
+  catchNode,
+  doorPassNode,
+  helper,
+  helperNodes,
+  loadFlow,
+  passModule,
+  readAudit,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockNode,
+  unlockPuts,
+  until,
+  waitReady,
+} from "../helpers/flow.js";
+import { received } from "../helpers/odd-messages.js";
+
+const NODES = [...ALL_NODES, passModule, catchModule];
+const HOUR = 3600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function flow(simUrl: string, unlockExtra: Record<string, unknown> = {}, passExtra: Record<string, unknown> = {}) {
+  return [
+    tab(),
+    { id: "acc1", type: "door-account", name: "demo", baseUrl: simUrl, loginMethod: "phone", auditLog: "" },
+    unlockNode({
+      deviceId: "101",
+      doorName: "Front Door",
+      doorLocation: "Main Street 1",
+      acceptPasses: true,
+      ...unlockExtra,
+    }),
+    doorPassNode("dp", passExtra),
+    ...helperNodes("u1-ok", "u1-fail", "dp-out"),
+    ...catchNode(),
+  ];
+}
+
+/** What reached the door-pass node's output and the Catch node since the deploy. */
+let outs: any[] = [];
+let caught: any[] = [];
+
+/** Sends an action to the door-pass node: its answer, or the error a Catch node got. */
+async function pass(payload: Record<string, unknown>): Promise<{ ok: any } | { error: any }> {
+  const [o, c] = [outs.length, caught.length];
+  helper.getNode("dp").receive({ payload });
+  await until("the door-pass answer or its error", () => outs.length > o || caught.length > c, 10_000);
+  return outs.length > o ? { ok: outs[o] } : { error: caught[c] };
+}
+
+async function issue(payload: Record<string, unknown>): Promise<any> {
+  const r = await pass({ action: "issue", ...payload });
+  assert.ok("ok" in r, `issued: ${JSON.stringify(r)}`);
+  return r.ok.payload;
+}
+
+describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let userDir: string;
+
+  beforeEach(async () => {
+    sim = await startSim();
+  });
+  afterEach(async () => {
+    await teardown();
+    forgetPassBooks();
+    await sim.close();
+  });
+
+  async function deploy(
+    unlockExtra: Record<string, unknown> = {},
+    passExtra: Record<string, unknown> = {},
+    dir?: string,
+  ) {
+    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir }));
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+  }
+
+  // docs/passes.md#issue
+  it("issue: an 8-digit code in the issued message only; doors resolved to ids; the file keeps a hash, mode 0600", async () => {
+    await deploy();
+    const now = Date.now();
+    const p = await issue({
+      guest: "Ada",
+      doors: ["Front Door", 102],
+      from: iso(now - HOUR),
+      until: iso(now + HOUR),
+      uses: 2,
+      ref: "b-1",
+    });
+    assert.equal(p.action, "issued");
+    assert.match(p.code, /^\d{8}$/);
+    assert.deepEqual(
+      p.doors.map((d: any) => d.deviceId),
+      [101, 102],
+    );
+    const dir = path.join(userDir, "door-access");
+    const file = fs.readdirSync(dir).find((f) => f.startsWith("passes-"))!;
+    const text = fs.readFileSync(path.join(dir, file), "utf8");
+    assert.ok(!text.includes(p.code), "the passes file never holds the code");
+    assert.equal(fs.statSync(path.join(dir, file)).mode & 0o777, 0o600);
+    const listed = await pass({ action: "list" });
+    assert.ok("ok" in listed);
+    assert.ok(!JSON.stringify(listed.ok.payload).includes(p.code), "a list never holds a code");
+    assert.equal(listed.ok.payload.passes[0].state, "active");
+  });
+
+  it("codeLength 6 issues 6-digit codes", async () => {
+    await deploy({}, { codeLength: 6 });
+    const now = Date.now();
+    const p = await issue({ guest: "Bo", doors: [101], from: iso(now), until: iso(now + HOUR) });
+    assert.match(p.code, /^\d{6}$/);
+  });
+
+  // docs/passes.md#issue: bad input names the field, nothing is stored
+  for (const [what, payload, field] of [
+    ["no guest", { doors: [101] }, "guest"],
+    ["an unknown door", { guest: "Ada", doors: ["Nowhere Door"] }, "doors"],
+    ["until not after from", { guest: "Ada", doors: [101], until: "2026-12-01T08:00:00Z" }, "until"],
+    ["a time without its zone", { guest: "Ada", doors: [101], from: "2026-12-01T08:00:00" }, "from"],
+    ["uses 0", { guest: "Ada", doors: [101], uses: 0 }, "uses"],
+  ] as const) {
+    it(`issue with ${what}: an error naming ${field}, code invalid-input, nothing stored`, async () => {
+      await deploy();
+      const r = await pass({
+        action: "issue",
+        from: "2026-12-01T08:00:00Z",
+        until: "2026-12-02T08:00:00Z",
+        ...payload,
+      });
+      assert.ok("error" in r, JSON.stringify(r));
+      assert.match(r.error.error.message, new RegExp(`^door-pass: .*${field}:`));
+      assert.equal(r.error.error.code, "invalid-input");
+      const listed = await pass({ action: "list" });
+      assert.ok("ok" in listed);
+      assert.deepEqual(listed.ok.payload.passes, []);
+    });
+  }
+
+  // docs/passes.md#at-a-door-unlock
+  it("a live pass opens its door once per message as guest:<guest>; msg.pass is gone from the output; the audit names the pass, never the code", async () => {
+    await deploy({ allowActors: ["alice"] });
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    sim.control.resetRequests();
+    const out = await unlock({ pass: p.code });
+    const r = assertAccepted(out);
+    assert.equal(r.actor, "guest:Ada", "the pass replaces allowActors");
+    assert.equal(out.msg.pass, undefined);
+    assert.deepEqual(r.pass, { id: p.id, ref: null, first: true });
+    assert.equal(unlockPuts(sim).length, 1);
+    const second = assertAccepted(await unlock({ pass: p.code }));
+    assert.equal(second.pass.first, false);
+    await until("the audit records", () => readAudit(userDir).filter((x) => x.type === "unlock-result").length === 2);
+    const audit = readAudit(userDir);
+    assert.ok(audit.filter((x) => x.type !== "unlock-rejected").every((x) => x.pass === p.id));
+    assert.ok(!JSON.stringify(audit).includes(p.code));
+  });
+
+  it("refusals say why, reason pass, nothing sent: another door, not yet valid, expired, revoked, used up", async () => {
+    await deploy();
+    const now = Date.now();
+    const other = await issue({ guest: "A", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const later = await issue({ guest: "B", doors: [101], from: iso(now + HOUR), until: iso(now + 2 * HOUR) });
+    const over = await issue({ guest: "C", doors: [101], from: iso(now - 2 * HOUR), until: iso(now - HOUR) });
+    const gone = await issue({ guest: "D", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), ref: "r-d" });
+    const once = await issue({ guest: "E", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), uses: 1 });
+    const revoked = await pass({ action: "revoke", ref: "r-d" });
+    assert.ok("ok" in revoked);
+    assert.deepEqual(revoked.ok.payload, { action: "revoked", id: gone.id });
+    assertAccepted(await unlock({ pass: once.code }));
+    sim.control.resetRequests();
+    for (const [code, why] of [
+      [other.code, /not for this door/],
+      [later.code, /not valid yet/],
+      [over.code, /expired/],
+      [gone.code, /revoked/],
+      [once.code, /no use left/],
+    ] as const) {
+      const r = assertFailed(await unlock({ pass: code }), "denied", null);
+      assert.equal(r.reason, "pass");
+      assert.match(r.message, why);
+      assert.ok(!r.message.includes(code));
+    }
+    assert.equal(unlockPuts(sim).length, 0);
+  });
+
+  // docs/passes.md#at-a-door-unlock: unknown codes count toward the lockout
+  it("unknown codes count toward the node's lockout: the fifth locks it, and then even a live pass is refused", async () => {
+    await deploy();
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const wrong = p.code === "11111111" ? "22222222" : "11111111";
+    for (let i = 0; i < 5; i++) {
+      const r = assertFailed(await unlock({ pass: wrong }), "denied", null);
+      assert.equal(r.reason, "pass");
+    }
+    const r = assertFailed(await unlock({ pass: p.code }), "denied", null);
+    assert.equal(r.reason, "locked-out");
+  });
+
+  // docs/passes.md#at-a-door-unlock: two messages racing for the last use send one command
+  it("eight messages in one turn for a pass's last use: one command, seven refused", async () => {
+    await deploy();
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), uses: 1 });
+    sim.control.resetRequests();
+    const ok = received("u1-ok");
+    const fail = received("u1-fail");
+    for (let i = 0; i < 8; i++) helper.getNode("u1").receive({ pass: p.code });
+    await until("eight outcomes", () => ok.length + fail.length === 8);
+    assert.equal(ok.length, 1);
+    assert.equal(unlockPuts(sim).length, 1);
+    for (const m of fail) assert.equal(m.payload.reason, "pass");
+  });
+
+  it("a node without acceptPasses ignores msg.pass (its own rules apply) and deletes it", async () => {
+    await deploy({ acceptPasses: false, allowActors: ["alice"] });
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const out = await unlock({ pass: p.code });
+    const r = assertFailed(out, "denied", null);
+    assert.equal(r.reason, "actor");
+    assert.equal(out.msg.pass, undefined);
+  });
+
+  // docs/passes.md#where-passes-are-kept
+  it("passes and their use counts outlive a restart", async () => {
+    await deploy();
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), uses: 2 });
+    assertAccepted(await unlock({ pass: p.code }));
+    const dir = userDir;
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir);
+    const again = assertAccepted(await unlock({ pass: p.code }));
+    assert.equal(again.pass.first, false);
+    assertFailed(await unlock({ pass: p.code }), "denied", null);
+  });
+});
