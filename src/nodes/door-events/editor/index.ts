@@ -60,7 +60,9 @@ RED.nodes.registerType<DoorEventsNode>("door-events", {
       const label = $('<label class="door-events-kind"></label>').appendTo(box);
       $('<input type="checkbox">').val(kind).prop("checked", chosen.has(kind)).appendTo(label);
       $("<code></code>").text(kind).appendTo(label);
-      $("<span></span>").text(` ${tr(`kinds.${kind}`)}`).appendTo(label);
+      $("<span></span>")
+        .text(` ${tr(`kinds.${kind}`)}`)
+        .appendTo(label);
     }
   },
   oneditsave() {
