@@ -165,9 +165,13 @@ export class Member {
   }
 }
 
-/** The log of an entry's core: its first member's, so messages name a live node. */
-function entryLog(entry: Entry): SessionLog {
-  const first = (): SessionLog | null => entry.members.values().next().value?.hooks.log ?? null;
+/**
+ * The log of an entry's core: its first member's, so messages name a live node; `orElse` (a
+ * sign-in's) while it has none, so that a core signed in from the editor and then deployed speaks
+ * with the deployed node's name.
+ */
+function entryLog(entry: Entry, orElse: SessionLog | null = null): SessionLog {
+  const first = (): SessionLog | null => entry.members.values().next().value?.hooks.log ?? orElse;
   return {
     info: (m) => first()?.info(m),
     warn: (m) => first()?.warn(m),
@@ -442,7 +446,7 @@ export function signIn(
     freshStartDue: false,
   };
   entries.set(key, entry);
-  const core = make(log, true);
+  const core = make(entryLog(entry, log), true);
   holdNew(key, core);
   entry.core = core;
   watchCore(entry, core);
