@@ -62,6 +62,8 @@ export class AccountEvents implements ClientObserver {
   private holdTimer: unknown = null;
   private holdClock: Clock = systemClock;
   private lastDifferences = "";
+  /** The session is "unreachable" because its login was answered 429 (a wait, not a lost service). */
+  private waitingOutLogin = false;
 
   /** Whether a listener wants `kind`: the unlock path asks it before it builds an event. */
   wants(kind: EventKind): boolean {
@@ -116,6 +118,7 @@ export class AccountEvents implements ClientObserver {
     this.source = source;
     this.holdClock = source.clock;
     this.sessionState = source.session.state;
+    this.waitingOutLogin = false;
     source.session.on("state", this.onState);
     return () => {
       source.session.off("state", this.onState);
@@ -129,6 +132,9 @@ export class AccountEvents implements ClientObserver {
   private readonly onState = (snap: SessionSnapshot): void => {
     this.sessionState = snap.state;
     this.sessionReason = snap.reason;
+    // A login answered 429 leaves the session "unreachable" until a message logs in again: that
+    // is the service's wait (rate-limited), not a service that cannot be reached.
+    this.waitingOutLogin = snap.state === "unreachable" && (this.source?.client.heldForMs() ?? 0) > 0;
     if (snap.state === "ready") this.connectionDown = null;
     this.evaluate();
   };
@@ -155,6 +161,8 @@ export class AccountEvents implements ClientObserver {
     const s = this.sessionState;
     if (s === "halted-login-failed" || s === "halted-superseded") return "halted";
     if (this.source && this.source.client.heldForMs() > 0) return "rate-limited";
+    // After a login's wait: no change until the next login (ready) or a failed connection.
+    if (s === "unreachable" && this.waitingOutLogin && this.connectionDown === null) return null;
     if (s === "unreachable" || s === "store-unreachable") return "unreachable";
     if (this.connectionDown !== null && s !== "closed" && s !== "idle") return "unreachable";
     if (s === "ready") return "ready";

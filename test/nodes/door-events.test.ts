@@ -242,6 +242,19 @@ describe("door-events: what an operator is told, one event per change (docs/even
     assert.equal(got[1].payload.retryAfter, 1);
   });
 
+  // docs/events.md#session: a login answered 429 is a wait, not a service that cannot be reached
+  it("a login answered 429 gives session/rate-limited and, once a login works, session/ready: never session/unreachable", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 1 });
+    await loadFlow(flow(), { nodes: NODES });
+    const got = received("ev-out");
+    await until("session/rate-limited", () => topics(got).includes("session/rate-limited"));
+    await sleep(1600); // the wait is over; no message needs the session yet
+    assertAccepted(await unlock({}));
+    await until("session/ready", () => topics(got).includes("session/ready"));
+    await sleep(200);
+    assert.deepEqual(topics(got), ["session/rate-limited", "session/ready"]);
+  });
+
   // docs/events.md#session
   it("the service not reachable gives one session/unreachable; the next answer gives session/ready", async () => {
     await loadFlow(flow(), { nodes: NODES });
