@@ -64,6 +64,8 @@ export class AccountEvents implements ClientObserver {
   private lastDifferences = "";
   /** The session is "unreachable" because its login was answered 429 (a wait, not a lost service). */
   private waitingOutLogin = false;
+  /** A configuration conflict stops the account (no core runs): its text, else null. */
+  private conflictText: string | null = null;
 
   /** Whether a listener wants `kind`: the unlock path asks it before it builds an event. */
   wants(kind: EventKind): boolean {
@@ -119,6 +121,7 @@ export class AccountEvents implements ClientObserver {
     this.holdClock = source.clock;
     this.sessionState = source.session.state;
     this.waitingOutLogin = false;
+    this.conflictText = null; // a core runs only when the settings agree
     source.session.on("state", this.onState);
     return () => {
       source.session.off("state", this.onState);
@@ -151,6 +154,15 @@ export class AccountEvents implements ClientObserver {
     this.evaluate();
   }
 
+  /**
+   * The account's door-account nodes differ in password or session store (registry.ts): no core
+   * runs and every message fails as session-halted, so it is a halt (reason "conflict").
+   */
+  configurationConflict(text: string): void {
+    this.conflictText = text;
+    this.evaluate();
+  }
+
   held(): void {
     this.evaluate();
     this.watchHold();
@@ -158,6 +170,7 @@ export class AccountEvents implements ClientObserver {
 
   /** The account's condition now, from the session's state, the client's hold and the last connection. */
   private current(): Condition | null {
+    if (this.conflictText !== null) return "halted";
     const s = this.sessionState;
     if (s === "halted-login-failed" || s === "halted-superseded") return "halted";
     if (this.source && this.source.client.heldForMs() > 0) return "rate-limited";
@@ -179,6 +192,15 @@ export class AccountEvents implements ClientObserver {
         this.emit("session", "ready", "the door account is working: doors can be opened");
         return;
       case "halted": {
+        if (this.conflictText !== null) {
+          this.emit(
+            "session",
+            "halted",
+            "the session stopped: door-account nodes of this login differ in password or session store. Make their settings agree and deploy",
+            { reason: "conflict", detail: this.conflictText },
+          );
+          return;
+        }
         const superseded = this.sessionState === "halted-superseded";
         this.emit(
           "session",

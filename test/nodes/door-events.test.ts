@@ -186,6 +186,30 @@ describe("door-events: what an operator is told, one event per change (docs/even
     assert.equal(two[1].payload.account, "demo copy", "each node names its own account node");
   });
 
+  // docs/events.md#session, docs/session.md#one-session-per-account: a configuration conflict stops the account
+  it("a copy of the account deployed with another password halts the account: one session/halted (conflict), and session/ready once the settings agree", async () => {
+    await loadFlow(flow(), { nodes: NODES });
+    await waitReady();
+    const copy = [{ ...accountNode(sim.url), id: "acc2", name: "demo copy" }];
+    await deployFlows([...flow(), ...copy], "full", { ...CREDS, acc2: { ...CREDS.acc1, password: "another-password-9" } });
+    let got = received("ev-out");
+    assertFailed(await unlock({}), "session-halted", null);
+    await until("session/halted", () => topics(got).includes("session/halted"));
+    assertFailed(await unlock({}), "session-halted", null);
+    await sleep(200);
+    assert.deepEqual(topics(got), ["session/halted"]);
+    assert.equal(got[0].payload.reason, "conflict");
+    assert.match(got[0].payload.message, /password|session store/);
+    assertNoSecret(got);
+    assert.ok(!JSON.stringify(got).includes("another-password-9"));
+    await deployFlows([...flow(), ...copy], "full", { ...CREDS, acc2: CREDS.acc1 });
+    got = received("ev-out");
+    await waitReady();
+    await until("session/ready", () => topics(got).includes("session/ready"));
+    await sleep(200);
+    assert.deepEqual(topics(got), ["session/ready"]);
+  });
+
   // docs/events.md#unlock
   it("unlock events (asked for): one per message that ended, with its door, actor, reason and msgid; none without asking", async () => {
     const f = [
