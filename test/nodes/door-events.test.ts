@@ -191,7 +191,10 @@ describe("door-events: what an operator is told, one event per change (docs/even
     await loadFlow(flow(), { nodes: NODES });
     await waitReady();
     const copy = [{ ...accountNode(sim.url), id: "acc2", name: "demo copy" }];
-    await deployFlows([...flow(), ...copy], "full", { ...CREDS, acc2: { ...CREDS.acc1, password: "another-password-9" } });
+    await deployFlows([...flow(), ...copy], "full", {
+      ...CREDS,
+      acc2: { ...CREDS.acc1, password: "another-password-9" },
+    });
     let got = received("ev-out");
     assertFailed(await unlock({}), "session-halted", null);
     await until("session/halted", () => topics(got).includes("session/halted"));
