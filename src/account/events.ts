@@ -66,6 +66,8 @@ export class AccountEvents implements ClientObserver {
   private waitingOutLogin = false;
   /** A configuration conflict stops the account (no core runs): its text, else null. */
   private conflictText: string | null = null;
+  /** The service answered the attached core (a resumed pair alone proves nothing: it may be down). */
+  private answeredSinceAttach = false;
 
   /** Whether a listener wants `kind`: the unlock path asks it before it builds an event. */
   wants(kind: EventKind): boolean {
@@ -122,6 +124,7 @@ export class AccountEvents implements ClientObserver {
     this.sessionState = source.session.state;
     this.waitingOutLogin = false;
     this.conflictText = null; // a core runs only when the settings agree
+    this.answeredSinceAttach = false;
     source.session.on("state", this.onState);
     return () => {
       source.session.off("state", this.onState);
@@ -143,7 +146,9 @@ export class AccountEvents implements ClientObserver {
   };
 
   answered(): void {
-    if (this.connectionDown === null) return;
+    const first = !this.answeredSinceAttach;
+    this.answeredSinceAttach = true;
+    if (this.connectionDown === null && !first) return;
     this.connectionDown = null;
     this.evaluate();
   }
@@ -178,7 +183,8 @@ export class AccountEvents implements ClientObserver {
     if (s === "unreachable" && this.waitingOutLogin && this.connectionDown === null) return null;
     if (s === "unreachable" || s === "store-unreachable") return "unreachable";
     if (this.connectionDown !== null && s !== "closed" && s !== "idle") return "unreachable";
-    if (s === "ready") return "ready";
+    // A stored pair resumed at start is no proof: ready once the service has answered this core.
+    if (s === "ready") return this.answeredSinceAttach ? "ready" : null;
     return null; // logging in, renewing, closed: no change to tell
   }
 

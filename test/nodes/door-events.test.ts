@@ -298,6 +298,23 @@ describe("door-events: what an operator is told, one event per change (docs/even
     assert.equal(got[1].payload.what, "service");
   });
 
+  // docs/events.md#session: ready means the service answered, not only that a stored pair was resumed
+  it("a restart while the service does not answer gives session/unreachable and no session/ready until it answers", async () => {
+    const { userDir } = await loadFlow(flow(), { nodes: NODES });
+    await waitReady();
+    await teardown(); // as a restart: the stored pair stays
+    sim.control.inject({ kind: "drop", count: 1000 });
+    await loadFlow(flow(), { nodes: NODES, userDir });
+    const got = received("ev-out");
+    await until("session/unreachable", () => topics(got).includes("session/unreachable"));
+    await sleep(300);
+    assert.deepEqual(topics(got), ["session/unreachable"]);
+    sim.control.clearFaults();
+    assertAccepted(await unlock({}));
+    await until("session/ready", () => topics(got).includes("session/ready"));
+    assert.deepEqual(topics(got), ["session/unreachable", "session/ready"]);
+  });
+
   // docs/events.md#catch-errors
   it("a door-status failure reaches a Catch node with msg.error.code = the outcome word", async () => {
     sim.control.inject({ kind: "503", endpoint: "getDevice", count: 10 });
