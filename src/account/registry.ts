@@ -31,7 +31,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccountCore } from "./account-core.js";
-import { forgetIdleEventHubs } from "./events.js";
+import { accountEvents, forgetIdleEventHubs } from "./events.js";
 import { holderOf, otherHolders, otherLiveLogin, recogniseSameAccount } from "./holders.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 import { quoted } from "../util/text.js";
@@ -242,6 +242,10 @@ function reconcile(entry: Entry): void {
       }
       for (const m of members) m.hooks.log.error(text);
     }
+    // After the deploy step has created its nodes, so a door-events node of this deploy hears it.
+    setImmediate(() => {
+      if (entry.conflict === text) accountEvents(entry.key).configurationConflict(text);
+    });
   } else {
     const wasConflict = entry.conflict !== null;
     entry.conflict = null;
