@@ -181,7 +181,10 @@ export = function register(RED: NodeAPI): void {
     const lockoutEvents = rules !== null && rules.rules.hasPin ? new LockoutEvents(rules, nodeName, hub) : null;
     /** The status again when a lockout ends (off by itself otherwise until the next message). */
     let lockoutTimer: NodeJS.Timeout | null = null;
+    /** Closed (a redeploy, a stop): no more timers nor events from this instance; the next one takes over. */
+    let closed = false;
     const watchLockout = (): void => {
+      if (closed) return;
       lockoutEvents?.check(Date.now());
       if (rules === null || lockoutTimer !== null) return;
       const l = rules.lockout(Date.now());
@@ -201,6 +204,7 @@ export = function register(RED: NodeAPI): void {
       const got = binding.account();
       if (!("problem" in got)) {
         void lockout.load(got.account.core.records).then(() => {
+          if (closed) return; // redeployed while the records were read: the new instance tells it
           try {
             lockoutEvents?.known(Date.now());
             binding.refresh();
@@ -212,6 +216,7 @@ export = function register(RED: NodeAPI): void {
       }
     }
     node.on("close", () => {
+      closed = true;
       if (lockoutTimer !== null) clearTimeout(lockoutTimer);
       lockoutTimer = null;
     });
