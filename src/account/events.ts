@@ -62,6 +62,12 @@ export class AccountEvents implements ClientObserver {
   private holdTimer: unknown = null;
   private holdClock: Clock = systemClock;
   private lastDifferences = "";
+  /** The session is "unreachable" because its login was answered 429 (a wait, not a lost service). */
+  private waitingOutLogin = false;
+  /** A configuration conflict stops the account (no core runs): its text, else null. */
+  private conflictText: string | null = null;
+  /** The service answered the attached core (a resumed pair alone proves nothing: it may be down). */
+  private answeredSinceAttach = false;
 
   /** Whether a listener wants `kind`: the unlock path asks it before it builds an event. */
   wants(kind: EventKind): boolean {
@@ -116,6 +122,9 @@ export class AccountEvents implements ClientObserver {
     this.source = source;
     this.holdClock = source.clock;
     this.sessionState = source.session.state;
+    this.waitingOutLogin = false;
+    this.conflictText = null; // a core runs only when the settings agree
+    this.answeredSinceAttach = false;
     source.session.on("state", this.onState);
     return () => {
       source.session.off("state", this.onState);
@@ -129,12 +138,17 @@ export class AccountEvents implements ClientObserver {
   private readonly onState = (snap: SessionSnapshot): void => {
     this.sessionState = snap.state;
     this.sessionReason = snap.reason;
+    // A login answered 429 leaves the session "unreachable" until a message logs in again: that
+    // is the service's wait (rate-limited), not a service that cannot be reached.
+    this.waitingOutLogin = snap.state === "unreachable" && (this.source?.client.heldForMs() ?? 0) > 0;
     if (snap.state === "ready") this.connectionDown = null;
     this.evaluate();
   };
 
   answered(): void {
-    if (this.connectionDown === null) return;
+    const first = !this.answeredSinceAttach;
+    this.answeredSinceAttach = true;
+    if (this.connectionDown === null && !first) return;
     this.connectionDown = null;
     this.evaluate();
   }
@@ -145,6 +159,15 @@ export class AccountEvents implements ClientObserver {
     this.evaluate();
   }
 
+  /**
+   * The account's door-account nodes differ in password or session store (registry.ts): no core
+   * runs and every message fails as session-halted, so it is a halt (reason "conflict").
+   */
+  configurationConflict(text: string): void {
+    this.conflictText = text;
+    this.evaluate();
+  }
+
   held(): void {
     this.evaluate();
     this.watchHold();
@@ -152,12 +175,16 @@ export class AccountEvents implements ClientObserver {
 
   /** The account's condition now, from the session's state, the client's hold and the last connection. */
   private current(): Condition | null {
+    if (this.conflictText !== null) return "halted";
     const s = this.sessionState;
     if (s === "halted-login-failed" || s === "halted-superseded") return "halted";
     if (this.source && this.source.client.heldForMs() > 0) return "rate-limited";
+    // After a login's wait: no change until the next login (ready) or a failed connection.
+    if (s === "unreachable" && this.waitingOutLogin && this.connectionDown === null) return null;
     if (s === "unreachable" || s === "store-unreachable") return "unreachable";
     if (this.connectionDown !== null && s !== "closed" && s !== "idle") return "unreachable";
-    if (s === "ready") return "ready";
+    // A stored pair resumed at start is no proof: ready once the service has answered this core.
+    if (s === "ready") return this.answeredSinceAttach ? "ready" : null;
     return null; // logging in, renewing, closed: no change to tell
   }
 
@@ -171,6 +198,15 @@ export class AccountEvents implements ClientObserver {
         this.emit("session", "ready", "the door account is working: doors can be opened");
         return;
       case "halted": {
+        if (this.conflictText !== null) {
+          this.emit(
+            "session",
+            "halted",
+            "the session stopped: door-account nodes of this login differ in password or session store. Make their settings agree and deploy",
+            { reason: "conflict", detail: this.conflictText },
+          );
+          return;
+        }
         const superseded = this.sessionState === "halted-superseded";
         this.emit(
           "session",

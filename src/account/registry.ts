@@ -31,7 +31,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { AccountCore } from "./account-core.js";
-import { forgetIdleEventHubs } from "./events.js";
+import { accountEvents, forgetIdleEventHubs } from "./events.js";
 import { holderOf, otherHolders, otherLiveLogin, recogniseSameAccount } from "./holders.js";
 import { HALTED_STATES, type SessionLog } from "../session/session.js";
 import { quoted } from "../util/text.js";
@@ -165,9 +165,13 @@ export class Member {
   }
 }
 
-/** The log of an entry's core: its first member's, so messages name a live node. */
-function entryLog(entry: Entry): SessionLog {
-  const first = (): SessionLog | null => entry.members.values().next().value?.hooks.log ?? null;
+/**
+ * The log of an entry's core: its first member's, so messages name a live node; `orElse` (a
+ * sign-in's) while it has none, so that a core signed in from the editor and then deployed speaks
+ * with the deployed node's name.
+ */
+function entryLog(entry: Entry, orElse: SessionLog | null = null): SessionLog {
+  const first = (): SessionLog | null => entry.members.values().next().value?.hooks.log ?? orElse;
   return {
     info: (m) => first()?.info(m),
     warn: (m) => first()?.warn(m),
@@ -238,6 +242,10 @@ function reconcile(entry: Entry): void {
       }
       for (const m of members) m.hooks.log.error(text);
     }
+    // After the deploy step has created its nodes, so a door-events node of this deploy hears it.
+    setImmediate(() => {
+      if (entry.conflict === text) accountEvents(entry.key).configurationConflict(text);
+    });
   } else {
     const wasConflict = entry.conflict !== null;
     entry.conflict = null;
@@ -442,7 +450,7 @@ export function signIn(
     freshStartDue: false,
   };
   entries.set(key, entry);
-  const core = make(log, true);
+  const core = make(entryLog(entry, log), true);
   holdNew(key, core);
   entry.core = core;
   watchCore(entry, core);

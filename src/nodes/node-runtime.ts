@@ -223,6 +223,8 @@ export class FlowNodeBinding implements AccountUser {
   readonly accountNode: DoorAccountNode | null;
   private accountStatus: NodeStatus = { fill: "grey", shape: "ring", text: "" };
   private lastResult: NodeStatus | null = null;
+  /** The last result came before or during a halt or an outage: dropped once the account is ready again. */
+  private resultStale = false;
   private readonly inflight = new Set<Promise<unknown>>();
 
   /**
@@ -267,6 +269,14 @@ export class FlowNodeBinding implements AccountUser {
   }
 
   onAccountState(status: NodeStatus): void {
+    // Ready again after a halt or an outage (red): the result the node showed from before, or
+    // got during it, is over, so the account's "ready" is shown until the next message, not a
+    // stale red result (docs/nodes.md#node-status).
+    if (status.fill === "red") this.resultStale = true;
+    else if (status.fill === "green" && this.resultStale) {
+      this.lastResult = null;
+      this.resultStale = false;
+    }
     this.accountStatus = status;
     this.render();
   }
@@ -284,6 +294,7 @@ export class FlowNodeBinding implements AccountUser {
   /** The node's own last result; shown while the account is ready. */
   setResult(status: NodeStatus | null): void {
     this.lastResult = status;
+    this.resultStale = this.accountStatus.fill === "red";
     this.render();
   }
 

@@ -33,6 +33,7 @@ function rig() {
   };
   const hub = new AccountEvents();
   const detach = hub.attach({ clock, session, client });
+  hub.answered(); // the service answered this core (its login)
   const got: AccountEvent[] = [];
   hub.subscribe([...DEFAULT_KINDS], (e) => got.push(e));
   const topics = () => got.map((e) => `${e.kind}/${e.event}`);
@@ -93,6 +94,24 @@ describe("account events: one per change (docs/events.md)", () => {
     hub.answered();
     hub.answered();
     assert.deepEqual(topics(), ["session/ready", "session/unreachable", "session/ready"]);
+  });
+
+  // docs/events.md#session: a pair resumed from the store proves nothing of the service
+  it("session: a core that resumed its pair is ready only once the service has answered it", () => {
+    const clock: FakeClock = fakeClock();
+    const session = new FakeSession();
+    const hub = new AccountEvents();
+    hub.attach({ clock, session, client: { heldForMs: () => 0 } });
+    const got: AccountEvent[] = [];
+    hub.subscribe([...DEFAULT_KINDS], (e) => got.push(e));
+    session.set("ready");
+    assert.equal(got.length, 0, "no ready before an answer");
+    hub.unreachable("connection refused");
+    hub.answered();
+    assert.deepEqual(
+      got.map((e) => e.event),
+      ["unreachable", "ready"],
+    );
   });
 
   it("session: a detached core tells nothing more (the core that replaces it does)", () => {

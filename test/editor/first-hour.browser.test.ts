@@ -4,7 +4,9 @@
  * each test). Screenshots: test-artifacts/first-hour-*.png.
  */
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
 import { nodeRedVersion } from "../helpers/runtime.js";
+import { TEST_PIN, WRONG_PINS } from "../helpers/pins.js";
 import { STEP_MS, getFlows, useEditor } from "../helpers/browser.js";
 
 const TAB = "f1f1f1f1f1f1f1f1";
@@ -31,6 +33,27 @@ function doorNode(
     y: 100,
     wires: type === "door-unlock" ? [[], []] : [[]],
     ...extra,
+  };
+}
+
+/** An inject on the test's tab wired to `to` (output 1 of it). */
+function injectNode(id: string, to: string, y = 100): Record<string, unknown> {
+  return {
+    id,
+    type: "inject",
+    z: TAB,
+    name: "press",
+    props: [{ p: "payload" }],
+    repeat: "",
+    crontab: "",
+    once: false,
+    onceDelay: 0.1,
+    topic: "",
+    payload: "",
+    payloadType: "date",
+    x: 120,
+    y,
+    wires: [[to]],
   };
 }
 
@@ -274,5 +297,207 @@ describe(`the editor's first hour: statuses fit (chromium, Node-RED ${nodeRedVer
     const said = whole.match(/must use https/gi) ?? [];
     assert.equal(said.length, 1, `the reason once: ${whole}`);
     await ed.screenshot("first-hour-statuses");
+  });
+});
+
+describe(`the editor's first hour: a door-unlock with a PIN (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(120_000);
+  const ed = useEditor();
+  const UNLOCK = "f1f1f1f1f1f1f1e1";
+  const INJECT = "f1f1f1f1f1f1f1e2";
+
+  /** The node's status text on the canvas. */
+  const statusOnCanvas = (id: string) =>
+    ed.page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"] .red-ui-flow-node-status-label`);
+
+  /** The demo's account, an inject and a door-unlock with the PIN TEST_PIN (and `extra`) on one tab. */
+  async function withPinNode(extra: Record<string, unknown> = {}): Promise<void> {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const account = flows.find((n) => n.type === "door-account")!;
+    await ed.setFlows([
+      { id: TAB, type: "tab", label: "First hour" },
+      account,
+      injectNode(INJECT, UNLOCK),
+      { ...doorNode(UNLOCK, "door-unlock", account.id as string, extra), credentials: { pin: TEST_PIN } },
+    ]);
+  }
+
+  /**
+   * Presses the inject through the runtime's inject endpoint with `msg.pin` (none when undefined),
+   * as the editor's "inject with these properties" does: the PIN never lands in the flow file.
+   */
+  async function press(pin?: string): Promise<void> {
+    const props: Record<string, unknown>[] = [{ p: "payload", v: "", vt: "date" }];
+    if (pin !== undefined) props.push({ p: "pin", v: pin, vt: "str" });
+    const res = await fetch(new URL(`inject/${INJECT}`, ed.demo.editorUrl), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Requested-With": "XMLHttpRequest" },
+      body: JSON.stringify({ __user_inject_props__: props }),
+      signal: AbortSignal.timeout(5000),
+    });
+    assert.equal(res.status, 200);
+  }
+
+  /** The node's unlock-rejected records in the demo's audit log. */
+  function rejected(): Record<string, unknown>[] {
+    const file = `${ed.demo.userDir}/door-access-audit.jsonl`;
+    if (!fs.existsSync(file)) return [];
+    return fs
+      .readFileSync(file, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((r) => r.type === "unlock-rejected" && r.actor === `node-red:${UNLOCK}`);
+  }
+
+  /** Presses with `pin` and waits for its refusal's record. */
+  async function refused(pin?: string): Promise<void> {
+    const before = rejected().length;
+    await press(pin);
+    const end = Date.now() + STEP_MS;
+    while (rejected().length === before) {
+      assert.ok(Date.now() < end, "the refusal's audit record");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  // docs/audit-log.md#records
+  it("the CSV from the Door access tab tells a missing PIN from a wrong one: it has a message column, and the two refusals' messages differ", async () => {
+    await withPinNode();
+    await refused();
+    await refused(WRONG_PINS[0]);
+    await ed.red((RED) => RED.sidebar.show("door-access"));
+    const sidebar = ed.page.locator("#door-access-sidebar");
+    await sidebar.waitFor({ state: "visible" });
+    await ed.page.locator("#door-access-csv").waitFor({ state: "visible" });
+    const [download] = await Promise.all([
+      ed.page.waitForEvent("download"),
+      ed.page.locator("#door-access-csv").click(),
+    ]);
+    const csv = fs.readFileSync(await download.path(), "utf8");
+    const [header, ...lines] = csv.trimEnd().split("\r\n");
+    const columns = header.split(",");
+    const message = columns.indexOf("message");
+    assert.ok(message >= 0, `a message column: ${header}`);
+    const reason = columns.indexOf("reason");
+    const actor = columns.indexOf("actor");
+    // No cell of these rows holds a comma or a quote: a plain split reads them.
+    const denied = lines
+      .map((l) => l.split(","))
+      .filter((cells) => cells[actor] === `node-red:${UNLOCK}` && cells[reason] === "pin");
+    assert.deepEqual(
+      denied.map((cells) => cells[message]),
+      ["a PIN is needed: msg.pin is missing", "wrong PIN"],
+      csv,
+    );
+    for (const pin of [TEST_PIN, ...WRONG_PINS]) assert.ok(!csv.includes(pin), "no PIN in the export");
+    await ed.screenshot("first-hour-pin-csv", sidebar);
+  });
+
+  // docs/nodes.md#node-status: status times are the runtime's local time.
+  it("a lockout's status on the canvas is on the runtime's clock: 'locked: 5 wrong PINs, until HH:MM' in the runtime's time, not in the rules' time zone (Pacific/Auckland)", async () => {
+    await withPinNode({ timeZone: "Pacific/Auckland" });
+    await ed.red((RED) => RED.sidebar.show("info"));
+    let from = 0;
+    for (let i = 0; i < 5; i++) {
+      if (i === 4) from = Date.now();
+      await refused(WRONG_PINS[i]);
+    }
+    const to = Date.now();
+    // The demo runs on this machine: the runtime's local time is this process's (and the browser's).
+    const hhmm = (t: number) => {
+      const d = new Date(t + 15 * 60_000);
+      return `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+    };
+    const expected = [...new Set([hhmm(from), hhmm(to)])].map((t) => `locked: 5 wrong PINs, until ${t}`);
+    const label = statusOnCanvas(UNLOCK);
+    await ed.page.waitForFunction(
+      (id) =>
+        /^locked:/.test(
+          document.querySelector(
+            `#red-ui-workspace-chart g.red-ui-flow-node-group[id="${id}"] .red-ui-flow-node-status-label`,
+          )?.textContent ?? "",
+        ),
+      UNLOCK,
+      { timeout: STEP_MS },
+    );
+    const text = (await label.textContent()) ?? "";
+    assert.ok(expected.includes(text), `"${text}" is one of ${JSON.stringify(expected)}`);
+    await ed.screenshot("first-hour-lockout-clock");
+  });
+});
+
+describe(`the editor's first hour: a service that stops (chromium, Node-RED ${nodeRedVersion})`, function () {
+  this.timeout(120_000);
+  const ed = useEditor();
+  const UNLOCK = "f1f1f1f1f1f1f1f2";
+  const INJECT = "f1f1f1f1f1f1f1f3";
+  const DEBUG = "f1f1f1f1f1f1f1f4";
+
+  // docs/session.md#connection-errors
+  it("a service that answered before and then stops is said to be not reachable, on the canvas and in the debug sidebar; never 'check the base URL'", async () => {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const account = flows.find((n) => n.type === "door-account")!;
+    await ed.setFlows([
+      { id: TAB, type: "tab", label: "First hour" },
+      account,
+      injectNode(INJECT, UNLOCK),
+      { ...doorNode(UNLOCK, "door-unlock", account.id as string), wires: [[], [DEBUG]] },
+      {
+        id: DEBUG,
+        type: "debug",
+        z: TAB,
+        name: "failed",
+        active: true,
+        tosidebar: true,
+        console: false,
+        tostatus: false,
+        complete: "payload.message",
+        targetType: "msg",
+        x: 520,
+        y: 140,
+        wires: [],
+      },
+    ]);
+    await ed.red((RED) => RED.sidebar.show("debug"));
+    const node = ed.page.locator(`#red-ui-workspace-chart g.red-ui-flow-node-group[id="${UNLOCK}"]`);
+    const button = ed.page.locator(
+      `#red-ui-workspace-chart g.red-ui-flow-node-group[id="${INJECT}"] .red-ui-flow-node-button`,
+    );
+    // The service answers: the door opens.
+    await button.click();
+    const unlocks = () => ed.demo.sim.control.requests({ operation: "unlockDevice" }).length;
+    const end = Date.now() + STEP_MS;
+    while (unlocks() === 0) {
+      assert.ok(Date.now() < end, "the first press reached the service");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await node.locator(".red-ui-flow-node-status-label", { hasText: /accepted/ }).waitFor({ state: "attached" });
+    // The service stops (the demo's simulator closes), and the inject is pressed again.
+    await ed.demo.sim.close();
+    await button.click();
+    const line = ed.page.locator(".red-ui-debug-msg", { hasText: "not reachable" }).first();
+    await line.waitFor({ state: "visible", timeout: STEP_MS });
+    // Opened, as a person does to read the whole of it.
+    await line.locator(".red-ui-debug-msg-element").first().click();
+    const debug = await line.innerText();
+    assert.match(
+      debug,
+      /the service at http:\/\/127\.0\.0\.1:\d+ is not reachable \(connection refused\); it answered before/,
+      debug,
+    );
+    assert.doesNotMatch(debug, /check the base URL/);
+    // The node's own status: the message's failure, no advice on the base URL (docs/nodes.md#node-status).
+    const status = node.locator(".red-ui-flow-node-status-label");
+    await status.filter({ hasText: /^network-error \d\d:\d\d:\d\d$/ }).waitFor({ state: "attached" });
+    // Reconnect in the Door access tab, as a person does next: the login finds the service down,
+    // and the canvas says so in its few words.
+    await ed.red((RED) => RED.sidebar.show("door-access"));
+    await ed.page.locator("#door-access-reconnect").click();
+    await status.filter({ hasText: "service unreachable: service not reachable" }).waitFor({ state: "attached" });
+    assert.doesNotMatch((await status.textContent()) ?? "", /base URL|connection refused/);
+    await ed.red((RED) => RED.sidebar.show("debug"));
+    await line.waitFor({ state: "visible" });
+    await ed.screenshot("first-hour-service-stopped");
   });
 });

@@ -20,6 +20,7 @@ import type { BrowserContext, Locator, Page } from "playwright-core";
 import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.js";
 import { type RunningDemo, startDemo } from "../../scripts/start-demo.js";
 import { dialogReady } from "./editor-dialog.js";
+import { recordForLeakScan, scanFolderForLeaks } from "../hooks/leak-scan.js";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
@@ -169,6 +170,10 @@ export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
     this.timeout(60_000);
     for (const c of contexts) await c.close().catch(() => undefined);
     if (h.demo) await h.demo.stop();
+    // The demo's files (flows, credentials, audit log, session) and its log are searched for
+    // secrets before the folder goes (test/hooks/leak-scan.ts).
+    if (dirs.length > 0) scanFolderForLeaks(dirs[0], "browser demo file");
+    recordForLeakScan("browser demo log", h.log.join("\n"));
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   });
 

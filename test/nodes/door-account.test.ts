@@ -236,6 +236,9 @@ describe("door-account: one session for every node, its state on every node's st
     await waitState("ready");
     assert.equal(logins(sim) - before, 1);
     await until("green status", () => lastStatus(helper.getNode("st"))?.fill === "green");
+    // docs/nodes.md#node-status: ready again, the door-unlock that failed in the halt shows the
+    // account's ready, not its stale red "unauthorized (401)".
+    await until("door-unlock green", () => lastStatus(helper.getNode("u1"))?.fill === "green", 2000);
     sim.control.resetRequests();
     assertAccepted(await unlock({ deviceId: 101 }));
     assert.equal(unlockRequests(sim), 1);

@@ -186,6 +186,33 @@ describe("door-events: what an operator is told, one event per change (docs/even
     assert.equal(two[1].payload.account, "demo copy", "each node names its own account node");
   });
 
+  // docs/events.md#session, docs/session.md#one-session-per-account: a configuration conflict stops the account
+  it("a copy of the account deployed with another password halts the account: one session/halted (conflict), and session/ready once the settings agree", async () => {
+    await loadFlow(flow(), { nodes: NODES });
+    await waitReady();
+    const copy = [{ ...accountNode(sim.url), id: "acc2", name: "demo copy" }];
+    await deployFlows([...flow(), ...copy], "full", {
+      ...CREDS,
+      acc2: { ...CREDS.acc1, password: "another-password-9" },
+    });
+    let got = received("ev-out");
+    assertFailed(await unlock({}), "session-halted", null);
+    await until("session/halted", () => topics(got).includes("session/halted"));
+    assertFailed(await unlock({}), "session-halted", null);
+    await sleep(200);
+    assert.deepEqual(topics(got), ["session/halted"]);
+    assert.equal(got[0].payload.reason, "conflict");
+    assert.match(got[0].payload.message, /password|session store/);
+    assertNoSecret(got);
+    assert.ok(!JSON.stringify(got).includes("another-password-9"));
+    await deployFlows([...flow(), ...copy], "full", { ...CREDS, acc2: CREDS.acc1 });
+    got = received("ev-out");
+    await waitReady();
+    await until("session/ready", () => topics(got).includes("session/ready"));
+    await sleep(200);
+    assert.deepEqual(topics(got), ["session/ready"]);
+  });
+
   // docs/events.md#unlock
   it("unlock events (asked for): one per message that ended, with its door, actor, reason and msgid; none without asking", async () => {
     const f = [
@@ -242,6 +269,19 @@ describe("door-events: what an operator is told, one event per change (docs/even
     assert.equal(got[1].payload.retryAfter, 1);
   });
 
+  // docs/events.md#session: a login answered 429 is a wait, not a service that cannot be reached
+  it("a login answered 429 gives session/rate-limited and, once a login works, session/ready: never session/unreachable", async () => {
+    sim.control.inject({ kind: "429", endpoint: "loginByPhone", retryAfter: 1, count: 1 });
+    await loadFlow(flow(), { nodes: NODES });
+    const got = received("ev-out");
+    await until("session/rate-limited", () => topics(got).includes("session/rate-limited"));
+    await sleep(1600); // the wait is over; no message needs the session yet
+    assertAccepted(await unlock({}));
+    await until("session/ready", () => topics(got).includes("session/ready"));
+    await sleep(200);
+    assert.deepEqual(topics(got), ["session/rate-limited", "session/ready"]);
+  });
+
   // docs/events.md#session
   it("the service not reachable gives one session/unreachable; the next answer gives session/ready", async () => {
     await loadFlow(flow(), { nodes: NODES });
@@ -256,6 +296,23 @@ describe("door-events: what an operator is told, one event per change (docs/even
     await until("session/ready again", () => got.length === 3);
     assert.deepEqual(topics(got), ["session/ready", "session/unreachable", "session/ready"]);
     assert.equal(got[1].payload.what, "service");
+  });
+
+  // docs/events.md#session: ready means the service answered, not only that a stored pair was resumed
+  it("a restart while the service does not answer gives session/unreachable and no session/ready until it answers", async () => {
+    const { userDir } = await loadFlow(flow(), { nodes: NODES });
+    await waitReady();
+    await teardown(); // as a restart: the stored pair stays
+    sim.control.inject({ kind: "drop", count: 1000 });
+    await loadFlow(flow(), { nodes: NODES, userDir });
+    const got = received("ev-out");
+    await until("session/unreachable", () => topics(got).includes("session/unreachable"));
+    await sleep(300);
+    assert.deepEqual(topics(got), ["session/unreachable"]);
+    sim.control.clearFaults();
+    assertAccepted(await unlock({}));
+    await until("session/ready", () => topics(got).includes("session/ready"));
+    assert.deepEqual(topics(got), ["session/unreachable", "session/ready"]);
   });
 
   // docs/events.md#catch-errors

@@ -336,7 +336,8 @@ export function registerAccountAdminRoutes(RED: NodeAPI, ctx: AccountAdminContex
     const log: SessionLog = {
       info: (m) => RED.log.info(`door-account (editor sign-in): ${m}`),
       warn: (m) => RED.log.warn(`door-account (editor sign-in): ${m}`),
-      error: (m) => RED.log.error(`door-account (editor sign-in): ${m}`),
+      // A sign-in that fails is answered in the dialog; in the log it is a warning, not an account's error.
+      error: (m) => RED.log.warn(`door-account (editor sign-in): ${m}`),
     };
     const got = signIn(setup.key, setup.settings, setup.make, log, {
       baseUrl: checked.baseUrl,

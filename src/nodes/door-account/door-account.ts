@@ -213,7 +213,8 @@ export = function register(RED: NodeAPI): void {
     });
     const auditLog = auditChecked.path;
     const auditOptions = auditSettings(config);
-    const label = config.name || node.id;
+    // The one label of the account (docs/nodes.md#door-account), also in texts naming it to another node.
+    const label = accountLabel(config.name, config.baseUrl);
     // The service description check (docs/service-description.md#when): informs, never stops a
     // door. A docs URL it cannot use turns the check off with a warning, not the account.
     let docs: URL | null = null;

@@ -188,7 +188,10 @@ export = function register(RED: NodeAPI): void {
     const lockoutEvents = guarded ? new LockoutEvents(rules, nodeName, hub) : null;
     /** The status again when a lockout ends (off by itself otherwise until the next message). */
     let lockoutTimer: NodeJS.Timeout | null = null;
+    /** Closed (a redeploy, a stop): no more timers nor events from this instance; the next one takes over. */
+    let closed = false;
     const watchLockout = (): void => {
+      if (closed) return;
       lockoutEvents?.check(Date.now());
       if (rules === null || lockoutTimer !== null) return;
       const l = rules.lockout(Date.now());
@@ -208,6 +211,7 @@ export = function register(RED: NodeAPI): void {
       const got = binding.account();
       if (!("problem" in got)) {
         void lockout.load(got.account.core.records).then(() => {
+          if (closed) return; // redeployed while the records were read: the new instance tells it
           try {
             lockoutEvents?.known(Date.now());
             binding.refresh();
@@ -219,6 +223,7 @@ export = function register(RED: NodeAPI): void {
       }
     }
     node.on("close", () => {
+      closed = true;
       if (lockoutTimer !== null) clearTimeout(lockoutTimer);
       lockoutTimer = null;
     });

@@ -18,11 +18,21 @@ export function onlyAccount(z: string | undefined): string | null {
   return found.length === 1 ? found[0] : null;
 }
 
-/** A node without an account takes the only one there is (onadd, and when its dialog opens). */
+/**
+ * A node without an account takes the only one there is (onadd, and when its dialog opens). On an
+ * import Node-RED has judged the node before onadd: it is judged again, so that a node whose
+ * account was just chosen has no red triangle.
+ */
 export function preselectAccount(node: AccountUser): void {
   if (typeof node.account === "string" && node.account !== "" && node.account !== "_ADD_") return;
   const id = onlyAccount(node.z ?? RED.workspaces.active());
-  if (id !== null) node.account = id;
+  if (id === null) return;
+  node.account = id;
+  try {
+    RED.editor.validateNode(node as unknown as Parameters<typeof RED.editor.validateNode>[0]);
+  } catch {
+    /* an editor without it draws the node as it judged it */
+  }
 }
 
 /** In an open dialog whose Account is "none": the only account is chosen (and the door picker told). */

@@ -97,6 +97,8 @@ export interface RedEditor {
     registerPlugin(id: string, definition: { onadd: () => void }): void;
   };
   view: { redraw(): void };
+  /** Node-RED's validation of a node's properties: sets its `valid` (the red triangle on the canvas). */
+  editor: { validateNode(node: EditorNode): boolean };
   /** Takes a string as HTML: give it an element whose text is set instead (editor-shared/text.ts). */
   notify(message: JQuery, type?: NotificationType): unknown;
   comms: { subscribe(topic: string, callback: (topic: string, data: unknown) => void): void };

@@ -56,19 +56,13 @@ RED.nodes.registerType<DoorEventsNode>("door-events", {
     const chosen = new Set<string>(eventKinds(this.kinds));
     const box = $("#node-input-kinds-box").empty();
     for (const kind of EVENT_KINDS) {
-      const id = `node-input-kind-${kind}`;
-      const row = $('<div class="door-events-kind"></div>').appendTo(box);
-      $('<input type="checkbox" style="width: auto; margin: 0 6px 0 0;">')
-        .attr("id", id)
-        .val(kind)
-        .prop("checked", chosen.has(kind))
-        .appendTo(row);
-      $("<label></label>")
-        .attr("for", id)
-        .css({ width: "auto" })
-        .append($("<code></code>").text(kind))
-        .append(document.createTextNode(` ${tr(`kinds.${kind}`)}`))
-        .appendTo(row);
+      // One line per kind: the box, the kind's word and what it tells (labels set as text).
+      const label = $('<label class="door-events-kind"></label>').appendTo(box);
+      $('<input type="checkbox">').val(kind).prop("checked", chosen.has(kind)).appendTo(label);
+      $("<code></code>").text(kind).appendTo(label);
+      $("<span></span>")
+        .text(` ${tr(`kinds.${kind}`)}`)
+        .appendTo(label);
     }
   },
   oneditsave() {
