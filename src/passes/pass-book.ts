@@ -39,6 +39,16 @@ export interface NewPass {
   until: string;
   uses: number | null;
   ref: string | null;
+  /** The door-pass node whose calendar makes it. */
+  source?: string;
+}
+
+/** What a calendar may change of a pass it made: its code stays. */
+export interface PassChange {
+  guest: string;
+  doors: PassDoor[];
+  from: string;
+  until: string;
 }
 
 /** A use taken from a pass at the check: committed when the command leaves, released when not. */
@@ -151,6 +161,7 @@ export class PassBook {
       firstUsed: null,
       issued: new Date(now).toISOString(),
       hash,
+      ...(n.source !== undefined ? { source: n.source } : {}),
     };
     this.add(pass);
     try {
@@ -174,6 +185,31 @@ export class PassBook {
     for (const p of hit) p.revoked = at;
     await this.save();
     return hit.map((p) => structuredClone(p));
+  }
+
+  /** Changes a pass's guest, doors or window, keeping its code and uses; null when there is no such pass. */
+  async update(id: string, change: PassChange): Promise<Pass | null> {
+    await this.ready();
+    const p = this.passes.get(id);
+    if (!p) return null;
+    const before = structuredClone(p);
+    p.guest = change.guest;
+    p.doors = change.doors.map((d) => ({ ...d }));
+    p.from = change.from;
+    p.until = change.until;
+    try {
+      await this.save();
+    } catch (e) {
+      Object.assign(p, before);
+      throw e;
+    }
+    return structuredClone(p);
+  }
+
+  /** The passes a calendar (its door-pass node id) made, revoked ones included. */
+  async fromSource(source: string): Promise<Pass[]> {
+    await this.ready();
+    return [...this.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
   }
 
   async list(): Promise<PassView[]> {

@@ -37,6 +37,8 @@ export interface Pass {
   issued: string;
   /** HMAC-SHA256 of the code under the account's pass key, hex. */
   hash: string;
+  /** The door-pass node whose booking calendar made it (docs/passes.md#from-a-booking-calendar); absent: a flow's. */
+  source?: string;
 }
 
 export type PassState = "upcoming" | "active" | "expired" | "used-up" | "revoked";
