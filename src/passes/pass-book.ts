@@ -276,7 +276,12 @@ export class PassBook {
     });
   }
 
+  private prunedAt = Number.NEGATIVE_INFINITY;
+
+  /** Drops passes long over; at most once a minute (a calendar issues thousands in one go). */
   private prune(now: number): void {
+    if (Math.abs(now - this.prunedAt) < 60_000) return;
+    this.prunedAt = now;
     for (const p of [...this.passes.values()]) {
       const ended = p.revoked !== null ? Date.parse(p.revoked) : Date.parse(p.until);
       if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && (this.reserved.get(p.id) ?? 0) === 0) this.drop(p);

@@ -8,7 +8,10 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import type { Account } from "../../account/account.js";
 import { selectDoor } from "../../doors/select.js";
-import { type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
+import { type Pass, type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
+import { checkCalendarSettings } from "../../passes/calendar.js";
+import { CalendarPoller } from "../../passes/calendar-poller.js";
+import { applyBookings } from "../../passes/calendar-sync.js";
 import { classifyFailure } from "../../unlock/outcome.js";
 import {
   FlowNodeBinding,
@@ -22,6 +25,42 @@ import {
 interface PassDef extends NodeDef {
   account: string;
   codeLength?: unknown;
+  /** The booking calendar (docs/passes.md#from-a-booking-calendar): its feed and the doors its passes open. */
+  calendarUrl?: unknown;
+  calendarEvery?: unknown;
+  doors?: unknown;
+  checkIn?: unknown;
+  checkOut?: unknown;
+  timeZone?: unknown;
+  bufferBefore?: unknown;
+  bufferAfter?: unknown;
+}
+
+/** What a flow is told of a pass (never its code but in `issued`). */
+function answerOf(action: string, p: Pass, code?: string): Record<string, unknown> {
+  return {
+    action,
+    id: p.id,
+    ...(code !== undefined ? { code } : {}),
+    guest: p.guest,
+    doors: p.doors,
+    from: p.from,
+    until: p.until,
+    uses: p.uses,
+    ref: p.ref,
+  };
+}
+
+/** The doors a calendar's passes open, as the node stores them: device ids or names. */
+function calendarDoors(v: unknown): (number | string)[] {
+  const list: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(",") : [];
+  return list
+    .map((d) => (typeof d === "string" ? d.trim() : d))
+    .filter(
+      (d): d is number | string =>
+        (typeof d === "number" && Number.isInteger(d)) || (typeof d === "string" && d !== ""),
+    )
+    .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
 }
 
 /** Bad input: the message's error names the field; nothing is stored. */
@@ -54,6 +93,81 @@ export = function register(RED: NodeAPI): void {
     const binding = new FlowNodeBinding(RED, node, config.account);
     const codeLength = codeLengthOf(config.codeLength);
     if (typeof codeLength === "string") node.error(`door-pass: ${codeLength}; passes are issued with 8 digits`);
+    const digits = typeof codeLength === "number" ? codeLength : 8;
+
+    // The booking calendar, when one is set (docs/passes.md#from-a-booking-calendar).
+    const cal = checkCalendarSettings(config as unknown as Record<string, unknown>);
+    let poller: CalendarPoller | null = null;
+    let lastCounts = { issued: 0, updated: 0, revoked: 0 };
+    if (!cal.ok) node.error(`door-pass: ${cal.problems.join("; ")}; the calendar is not read`);
+    else if (cal.settings !== null) {
+      const wanted = calendarDoors(config.doors);
+      if (wanted.length === 0)
+        node.error("door-pass: doors: the calendar's passes need at least one door; the calendar is not read");
+      else {
+        let told: string | null = null;
+        poller = new CalendarPoller(
+          cal.settings,
+          async (bookings) => {
+            const got = binding.account();
+            if ("problem" in got) throw new Error(got.problem);
+            const account = got.account;
+            const doors = await resolveDoors(account, wanted);
+            const changes = await applyBookings(account.core.passes, node.id, bookings, doors, digits, Date.now());
+            const events = account.core.events;
+            for (const { pass, code } of changes.issued) {
+              node.send({ topic: "door-pass/calendar", payload: answerOf("issued", pass, code) });
+              events.emit(
+                "pass",
+                "issued",
+                `a pass for ${pass.guest} was issued from the calendar (${pass.from} to ${pass.until})`,
+                { id: pass.id, guest: pass.guest, ref: pass.ref, from: pass.from, until: pass.until },
+              );
+            }
+            for (const pass of changes.updated) {
+              node.send({ topic: "door-pass/calendar", payload: answerOf("updated", pass) });
+              events.emit("pass", "updated", `the pass of ${pass.guest} now runs ${pass.from} to ${pass.until}`, {
+                id: pass.id,
+                guest: pass.guest,
+                ref: pass.ref,
+                from: pass.from,
+                until: pass.until,
+              });
+            }
+            for (const pass of changes.revoked) {
+              node.send({ topic: "door-pass/calendar", payload: { action: "revoked", id: pass.id } });
+              events.emit("pass", "revoked", `the pass of ${pass.guest} was revoked: its booking is gone`, {
+                id: pass.id,
+                guest: pass.guest,
+                ref: pass.ref,
+              });
+            }
+            lastCounts = {
+              issued: changes.issued.length,
+              updated: changes.updated.length,
+              revoked: changes.revoked.length,
+            };
+            binding.setResult({ fill: "green", shape: "dot", text: `calendar read ${clockTime(Date.now())}` });
+          },
+          (problem) => {
+            // Once per kind of problem; a read that works again says so once.
+            if (problem === told) return;
+            told = problem;
+            if (problem === null) node.log("door-pass: the calendar is read again");
+            else {
+              node.warn(`door-pass: calendar: ${problem}; nothing was changed, tried again at the next read`);
+              binding.setResult({ fill: "yellow", shape: "ring", text: `calendar: not read ${clockTime(Date.now())}` });
+            }
+          },
+        );
+        // After the deploy step: the account's session starts first.
+        const start = setTimeout(() => poller?.start(), 1000);
+        node.on("close", () => {
+          clearTimeout(start);
+          poller?.stop();
+        });
+      }
+    }
 
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);
@@ -152,12 +266,19 @@ export = function register(RED: NodeAPI): void {
           for (const p of more) send({ ...RED.util.cloneMessage(m), payload: { action: "revoked", id: p.id } });
           return answer({ action: "revoked", id: first.id }, "revoked");
         }
+        if (action === "sync") {
+          if (poller === null) return fail("invalid-input", "sync: this node has no booking calendar (calendarUrl)");
+          lastCounts = { issued: 0, updated: 0, revoked: 0 };
+          const r = await poller.poll();
+          if (r.kind === "failed") return fail("error", `sync: ${r.problem}`);
+          return answer({ action: "synced", ...lastCounts }, "synced");
+        }
         if (action === "list") {
           const passes = await book.list();
           const live = passes.filter((p) => p.state === "active" || p.state === "upcoming").length;
           return answer({ action: "list", passes }, `${live} live`);
         }
-        return fail("invalid-input", `msg.payload.action must be "issue", "revoke" or "list"`);
+        return fail("invalid-input", `msg.payload.action must be "issue", "revoke", "list" or "sync"`);
       })();
       binding.track(work).catch((e: Error) => fail("error", describeThrown(e)));
     });

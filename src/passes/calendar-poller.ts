@@ -1,0 +1,180 @@
+/**
+ * Reads a door-pass node's booking calendar every `everyMinutes` (docs/passes.md#from-a-booking-calendar):
+ * a GET with If-None-Match / If-Modified-Since (an unchanged feed is answered 304 and costs
+ * nothing more), the body (at most MAX_FEED_BYTES) read into bookings in a worker thread, then
+ * handed to `apply`. A feed that cannot be fetched, read or applied changes nothing: `onProblem`
+ * is told once per kind of problem, and the next poll tries again. One read at a time.
+ */
+import { Worker } from "node:worker_threads";
+import * as path from "node:path";
+import { request } from "undici";
+import type { Booking, CalendarSettings, FeedRead } from "./calendar.js";
+
+export const MAX_FEED_BYTES = 20 * 1024 * 1024;
+export const READ_DEADLINE_MS = 10_000;
+export const FETCH_TIMEOUT_MS = 30_000;
+
+export type PollResult =
+  { kind: "unchanged" } | { kind: "read"; bookings: Booking[]; skipped: number } | { kind: "failed"; problem: string };
+
+/** Reads a feed's text into bookings in a worker thread (bounded in time and memory). */
+export function readFeedOffThread(text: string, settings: CalendarSettings, now: number): Promise<FeedRead> {
+  return new Promise((resolve) => {
+    let worker: Worker;
+    try {
+      worker = new Worker(path.join(__dirname, "calendar-worker.js"), {
+        workerData: { text, settings, now },
+        execArgv: [],
+        resourceLimits: { maxOldGenerationSizeMb: 256, maxYoungGenerationSizeMb: 32 },
+        stdout: true,
+        stderr: true,
+      });
+    } catch (e) {
+      resolve({ ok: false, problem: `the feed could not be read (${(e as Error).message})` });
+      return;
+    }
+    let settled = false;
+    const finish = (r: FeedRead) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      void worker.terminate().catch(() => undefined);
+      resolve(r);
+    };
+    const deadline = setTimeout(
+      () => finish({ ok: false, problem: `reading the feed took more than ${READ_DEADLINE_MS / 1000} s` }),
+      READ_DEADLINE_MS,
+    );
+    deadline.unref();
+    worker.once("message", (r: FeedRead) => finish(r));
+    worker.once("error", (e) =>
+      finish({ ok: false, problem: `the feed could not be read (${e.message.slice(0, 120)})` }),
+    );
+    worker.once("exit", () => finish({ ok: false, problem: "the feed could not be read (its reader stopped)" }));
+  });
+}
+
+export class CalendarPoller {
+  private etag: string | null = null;
+  private lastModified: string | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<PollResult> | null = null;
+  private stopped = false;
+  private readonly abort = new AbortController();
+
+  constructor(
+    private readonly settings: CalendarSettings,
+    private readonly apply: (bookings: Booking[], skipped: number) => Promise<void>,
+    private readonly onProblem: (problem: string | null) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Reads now and then every everyMinutes. */
+  start(): void {
+    if (this.stopped || this.timer !== null) return;
+    void this.poll().catch(() => undefined);
+    this.timer = setInterval(() => void this.poll().catch(() => undefined), this.settings.everyMinutes * 60_000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    this.abort.abort();
+  }
+
+  /** One read (a `sync` message): waits for one in progress instead of starting a second. Never rejects. */
+  poll(): Promise<PollResult> {
+    if (this.stopped) return Promise.resolve({ kind: "failed", problem: "the node is stopping" });
+    this.running ??= this.readOnce().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async readOnce(): Promise<PollResult> {
+    const r = await this.fetchFeed();
+    if (r.kind === "failed") {
+      this.onProblem(r.problem);
+      return r;
+    }
+    if (r.kind === "unchanged") return r;
+    const feed = await readFeedOffThread(r.text, this.settings, this.now());
+    if (!feed.ok) {
+      this.onProblem(feed.problem);
+      return { kind: "failed", problem: feed.problem };
+    }
+    try {
+      await this.apply(feed.bookings, feed.skipped);
+    } catch (e) {
+      // Not applied: the next read tries again (no ETag kept, so it is read again in full).
+      this.etag = null;
+      this.lastModified = null;
+      this.onProblem((e as Error).message);
+      return { kind: "failed", problem: (e as Error).message };
+    }
+    this.etag = r.etag;
+    this.lastModified = r.lastModified;
+    this.onProblem(null);
+    return { kind: "read", bookings: feed.bookings, skipped: feed.skipped };
+  }
+
+  private async fetchFeed(): Promise<
+    | { kind: "unchanged" }
+    | { kind: "failed"; problem: string }
+    | { kind: "body"; text: string; etag: string | null; lastModified: string | null }
+  > {
+    const headers: Record<string, string> = { accept: "text/calendar, */*;q=0.5" };
+    if (this.etag) headers["if-none-match"] = this.etag;
+    if (this.lastModified) headers["if-modified-since"] = this.lastModified;
+    try {
+      const res = await request(this.settings.url, {
+        method: "GET",
+        headers,
+        signal: this.abort.signal,
+        headersTimeout: FETCH_TIMEOUT_MS,
+        bodyTimeout: FETCH_TIMEOUT_MS,
+      });
+      if (res.statusCode === 304) {
+        await res.body.dump().catch(() => undefined);
+        return { kind: "unchanged" };
+      }
+      if (res.statusCode !== 200) {
+        await res.body.dump().catch(() => undefined);
+        return { kind: "failed", problem: `the calendar answered ${res.statusCode}` };
+      }
+      const declared = Number(res.headers["content-length"]);
+      if (Number.isFinite(declared) && declared > MAX_FEED_BYTES) {
+        res.body.destroy();
+        return { kind: "failed", problem: `the calendar is larger than ${MAX_FEED_BYTES / 1024 / 1024} MB` };
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_FEED_BYTES) {
+          res.body.destroy();
+          return { kind: "failed", problem: `the calendar is larger than ${MAX_FEED_BYTES / 1024 / 1024} MB` };
+        }
+        chunks.push(chunk as Buffer);
+      }
+      const h = (k: string) => {
+        const v = res.headers[k];
+        return typeof v === "string" && v.length <= 200 ? v : null;
+      };
+      return {
+        kind: "body",
+        text: Buffer.concat(chunks).toString("utf8"),
+        etag: h("etag"),
+        lastModified: h("last-modified"),
+      };
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      return {
+        kind: "failed",
+        problem: `the calendar could not be fetched (${code ?? (e as Error).message.slice(0, 100)})`,
+      };
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * A booking calendar's reading applied to the account's passes (docs/passes.md#from-a-booking-calendar):
+ * a new booking issues a pass (its code goes out once), a booking whose guest or dates changed
+ * updates its pass (same code), a booking gone or cancelled revokes its pass. A feed that suddenly
+ * lists nothing while passes it made are live is not applied. Reading the feed and fetching it
+ * are the poller's (calendar-poller.ts).
+ */
+import type { Pass, PassDoor } from "./pass.js";
+import type { PassBook } from "./pass-book.js";
+import { isLive } from "./pass.js";
+import type { Booking } from "./calendar.js";
+
+export interface SyncChanges {
+  issued: { pass: Pass; code: string }[];
+  updated: Pass[];
+  revoked: Pass[];
+}
+
+export class EmptyFeedRefused extends Error {}
+
+function sameDoors(a: PassDoor[], b: PassDoor[]): boolean {
+  return a.length === b.length && a.every((d, i) => d.deviceId === b[i].deviceId);
+}
+
+export async function applyBookings(
+  book: PassBook,
+  source: string,
+  bookings: readonly Booking[],
+  doors: PassDoor[],
+  codeLength: number,
+  now: number,
+): Promise<SyncChanges> {
+  const mine = (await book.fromSource(source)).filter((p) => p.revoked === null);
+  const live = mine.filter((p) => isLive(p, now));
+  if (bookings.length === 0 && live.length > 0)
+    throw new EmptyFeedRefused(
+      `the calendar lists no booking while ${live.length} pass${live.length === 1 ? "" : "es"} made from it ${live.length === 1 ? "is" : "are"} live: not applied (a feed gone wrong is not a cancellation of every booking)`,
+    );
+  const byRef = new Map(mine.filter((p) => p.ref !== null).map((p) => [p.ref!, p]));
+  const seen = new Set<string>();
+  const issuing: Promise<{ pass: Pass; code: string }>[] = [];
+  const updating: Promise<Pass | null>[] = [];
+  // Started together: the book writes its file once for many changes (its writes are coalesced).
+  for (const b of bookings) {
+    if (seen.has(b.ref)) continue;
+    seen.add(b.ref);
+    const p = byRef.get(b.ref);
+    if (p === undefined) {
+      issuing.push(
+        book.issue({ guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source }, codeLength),
+      );
+    } else if (p.guest !== b.guest || p.from !== b.from || p.until !== b.until || !sameDoors(p.doors, doors)) {
+      updating.push(book.update(p.id, { guest: b.guest, doors, from: b.from, until: b.until }));
+    }
+  }
+  const revoking = live.filter((p) => p.ref === null || !seen.has(p.ref)).map((p) => book.revoke({ id: p.id }));
+  const [issued, updated, revoked] = await Promise.all([
+    Promise.all(issuing),
+    Promise.all(updating),
+    Promise.all(revoking),
+  ]);
+  return { issued, updated: updated.filter((p): p is Pass => p !== null), revoked: revoked.flat() };
+}

@@ -1,0 +1,275 @@
+/**
+ * A booking calendar as passes (docs/passes.md#from-a-booking-calendar): the door-pass node's
+ * calendar settings, checked; an iCalendar feed read into bookings (ical.js parses it: folded
+ * lines, time zones, recurrence and its exceptions are not ours to write), each booking's window
+ * from its start date at check-in to its end date at check-out in the node's zone, widened by
+ * the buffers. Pure and synchronous: the node reads a feed in a worker thread
+ * (calendar-worker.ts), never on Node-RED's event loop.
+ */
+import ICAL from "ical.js";
+import { isLoopbackHost } from "../util/loopback.js";
+
+/** How far ahead a recurring booking is expanded, and how many occurrences of one at most. */
+export const RECUR_HORIZON_MS = 400 * 24 * 3600_000;
+export const MAX_OCCURRENCES = 500;
+/** More bookings than this in one feed are not applied (a feed gone wrong). */
+export const MAX_BOOKINGS = 20_000;
+
+export interface CalendarSettings {
+  url: string;
+  everyMinutes: number;
+  /** "HH:MM" */
+  checkIn: string;
+  checkOut: string;
+  /** IANA zone the dates are read in. */
+  timeZone: string;
+  bufferBeforeMin: number;
+  bufferAfterMin: number;
+}
+
+/** One booking of the feed: a pass's ref, guest and window. */
+export interface Booking {
+  ref: string;
+  guest: string;
+  from: string;
+  until: string;
+}
+
+export type FeedRead = { ok: true; bookings: Booking[]; skipped: number } | { ok: false; problem: string };
+
+const HHMM = /^([01]\d|2[0-3]):([0-5]\d)$/;
+
+function minutes(v: unknown, dflt: number, name: string, problems: string[]): number {
+  if (v === undefined || v === null || v === "") return dflt;
+  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v) : v;
+  if (typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= 7 * 24 * 60) return n;
+  problems.push(`${name}: whole minutes from 0 to ${7 * 24 * 60}`);
+  return dflt;
+}
+
+/** The node's calendar settings, or the problems naming each field; null when no calendar is set. */
+export function checkCalendarSettings(
+  c: Record<string, unknown>,
+  runtimeZone = Intl.DateTimeFormat().resolvedOptions().timeZone,
+): { ok: true; settings: CalendarSettings | null } | { ok: false; problems: string[] } {
+  const raw = typeof c.calendarUrl === "string" ? c.calendarUrl.trim() : "";
+  if (raw === "") return { ok: true, settings: null };
+  const problems: string[] = [];
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push("calendarUrl: not a URL");
+  }
+  if (url !== null) {
+    if (url.username || url.password) problems.push("calendarUrl: no user or password in the URL");
+    else if (!(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))))
+      problems.push("calendarUrl: https://, or http:// on this machine (loopback) only");
+  }
+  const every = minutes(c.calendarEvery, 15, "calendarEvery", problems);
+  if (every < 5) problems.push("calendarEvery: at least 5 minutes");
+  const checkIn = typeof c.checkIn === "string" && c.checkIn.trim() !== "" ? c.checkIn.trim() : "15:00";
+  const checkOut = typeof c.checkOut === "string" && c.checkOut.trim() !== "" ? c.checkOut.trim() : "11:00";
+  if (!HHMM.test(checkIn)) problems.push('checkIn: a time "HH:MM" (24 hours)');
+  if (!HHMM.test(checkOut)) problems.push('checkOut: a time "HH:MM" (24 hours)');
+  const zone = typeof c.timeZone === "string" && c.timeZone.trim() !== "" ? c.timeZone.trim() : runtimeZone;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+  } catch {
+    problems.push(`timeZone: ${JSON.stringify(zone).slice(0, 60)} is not an IANA time zone`);
+  }
+  const before = minutes(c.bufferBefore, 0, "bufferBefore", problems);
+  const after = minutes(c.bufferAfter, 0, "bufferAfter", problems);
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    settings: {
+      url: url!.href,
+      everyMinutes: every,
+      checkIn,
+      checkOut,
+      timeZone: zone,
+      bufferBeforeMin: before,
+      bufferAfterMin: after,
+    },
+  };
+}
+
+/** The zone's offset from UTC at `at` (ms). */
+function offsetAt(at: number, fmt: Intl.DateTimeFormat): number {
+  const p: Record<string, number> = {};
+  for (const part of fmt.formatToParts(new Date(at))) if (part.type !== "literal") p[part.type] = Number(part.value);
+  return Date.UTC(p.year, p.month - 1, p.day, p.hour % 24, p.minute, p.second) - Math.floor(at / 1000) * 1000;
+}
+
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+/** One formatter per zone (making one costs far more than using it). */
+function zoneFormat(zone: string): Intl.DateTimeFormat {
+  let f = formats.get(zone);
+  if (f === undefined) {
+    f = makeFormat(zone);
+    if (formats.size > 100) formats.clear();
+    formats.set(zone, f);
+  }
+  return f;
+}
+
+function makeFormat(zone: string): Intl.DateTimeFormat {
+  return new Intl.DateTimeFormat("en-US", {
+    timeZone: zone,
+    hourCycle: "h23",
+    year: "numeric",
+    month: "numeric",
+    day: "numeric",
+    hour: "numeric",
+    minute: "numeric",
+    second: "numeric",
+  });
+}
+
+/**
+ * The instant of a wall-clock time in a zone (a time the clocks skip, in a spring-forward night,
+ * is read with the offset before the change: it lands just after it).
+ */
+export function localInstant(y: number, m: number, d: number, hhmm: string, zone: string): number {
+  const [hh, mm] = hhmm.split(":").map(Number);
+  const fmt = zoneFormat(zone);
+  const guess = Date.UTC(y, m - 1, d, hh, mm);
+  const first = guess - offsetAt(guess, fmt);
+  return guess - offsetAt(first, fmt);
+}
+
+/** The date a booking's start or end names: as written for a date or a zoned time; in `zone` for a UTC time. */
+function dateOf(t: ICAL.Time, zone: string): { y: number; m: number; d: number } {
+  if (!t.isDate && t.zone === ICAL.Timezone.utcTimezone) {
+    const fmt = zoneFormat(zone);
+    const p: Record<string, number> = {};
+    for (const part of fmt.formatToParts(t.toJSDate())) if (part.type !== "literal") p[part.type] = Number(part.value);
+    return { y: p.year, m: p.month, d: p.day };
+  }
+  return { y: t.year, m: t.month, d: t.day };
+}
+
+function validZone(zone: unknown): zone is string {
+  if (typeof zone !== "string" || zone === "" || zone === "floating") return false;
+  try {
+    zoneFormat(zone);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The instant of a start or end time: UTC as it is; a zoned time in its TZID (an IANA name); a floating one in the node's zone. */
+function instantOf(t: ICAL.Time, zone: string): number {
+  if (t.zone === ICAL.Timezone.utcTimezone) return t.toJSDate().getTime();
+  // The TZID a time was written with (ical.js keeps it without a VTIMEZONE; its types do not name it).
+  const written = (t as unknown as { timezone?: unknown }).timezone;
+  const tz = validZone(written) ? written : zone;
+  const hhmm = `${String(t.hour).padStart(2, "0")}:${String(t.minute).padStart(2, "0")}`;
+  return localInstant(t.year, t.month, t.day, hhmm, tz) + t.second * 1000;
+}
+
+function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from: number; until: number } | null {
+  const a = dateOf(start, s.timeZone);
+  const b = dateOf(end, s.timeZone);
+  let from = localInstant(a.y, a.m, a.d, s.checkIn, s.timeZone);
+  let until = localInstant(b.y, b.m, b.d, s.checkOut, s.timeZone);
+  if (!(until > from) && !start.isDate) {
+    // A few hours on one day (a cleaner's visit): its own times.
+    from = instantOf(start, s.timeZone);
+    until = instantOf(end, s.timeZone);
+  }
+  from -= s.bufferBeforeMin * 60_000;
+  until += s.bufferAfterMin * 60_000;
+  return until > from && Number.isFinite(from) && Number.isFinite(until) ? { from, until } : null;
+}
+
+function guestOf(summary: unknown): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what it drops
+  const s = typeof summary === "string" ? summary.replace(/[\u0000-\u001f\u007f]/g, " ").trim() : "";
+  return (s || "guest").slice(0, 100);
+}
+
+/**
+ * Reads a feed's text into bookings: every event not cancelled, each occurrence of a recurring one
+ * from a day ago to RECUR_HORIZON_MS ahead (its exceptions applied), ending after `now`.
+ */
+export function readFeed(text: string, s: CalendarSettings, now: number): FeedRead {
+  let root: ICAL.Component;
+  try {
+    const parsed: unknown = ICAL.parse(text);
+    if (!Array.isArray(parsed)) return { ok: false, problem: "not an iCalendar feed" };
+    root = new ICAL.Component(parsed as unknown[]);
+  } catch (e) {
+    return { ok: false, problem: `not an iCalendar feed (${(e as Error).message.slice(0, 120)})` };
+  }
+  if (root.name !== "vcalendar") return { ok: false, problem: "not an iCalendar feed (no VCALENDAR)" };
+  const masters = new Map<string, ICAL.Event>();
+  const exceptions: ICAL.Component[] = [];
+  for (const v of root.getAllSubcomponents("vevent")) {
+    if (v.hasProperty("recurrence-id")) exceptions.push(v);
+    else {
+      const uid = v.getFirstPropertyValue("uid");
+      // Its exceptions are related below: without `exceptions`, ical.js would search the whole
+      // calendar for them once per event (10,000 bookings: seconds).
+      if (typeof uid === "string" && uid !== "") masters.set(uid, new ICAL.Event(v, { exceptions: [] }));
+    }
+  }
+  for (const x of exceptions) {
+    const m = masters.get(String(x.getFirstPropertyValue("uid")));
+    if (m) m.relateException(x);
+  }
+  const bookings: Booking[] = [];
+  let skipped = 0;
+  const horizon = now + RECUR_HORIZON_MS;
+  const cancelled = (c: ICAL.Component) =>
+    String(c.getFirstPropertyValue("status") ?? "").toUpperCase() === "CANCELLED";
+  for (const [uid, ev] of masters) {
+    if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+    if (cancelled(ev.component)) continue;
+    if (!ev.startDate) {
+      skipped++;
+      continue;
+    }
+    if (!ev.isRecurring()) {
+      const w = windowOf(ev.startDate, ev.endDate ?? ev.startDate, s);
+      if (w === null) skipped++;
+      else if (w.until > now)
+        bookings.push({ ref: uid, guest: guestOf(ev.summary), from: iso(w.from), until: iso(w.until) });
+      continue;
+    }
+    const it = ev.iterator();
+    for (let i = 0; i < MAX_OCCURRENCES; i++) {
+      const next = it.next();
+      if (!next) break;
+      if (instantOf(next, s.timeZone) > horizon) break;
+      const o: Occurrence = ev.getOccurrenceDetails(next);
+      if (cancelled(o.item.component)) continue;
+      const w = windowOf(o.startDate, o.endDate, s);
+      if (w === null) {
+        skipped++;
+        continue;
+      }
+      if (w.until <= now) continue;
+      bookings.push({
+        ref: `${uid}@${o.recurrenceId.toString()}`,
+        guest: guestOf(o.item.summary),
+        from: iso(w.from),
+        until: iso(w.until),
+      });
+    }
+  }
+  return { ok: true, bookings, skipped };
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** What ical.js tells of one occurrence (its types leave it unnamed). */
+interface Occurrence {
+  recurrenceId: ICAL.Time;
+  item: ICAL.Event;
+  startDate: ICAL.Time;
+  endDate: ICAL.Time;
+}

@@ -1,0 +1,212 @@
+/**
+ * A door-pass node's booking calendar in a real Node-RED runtime, with the simulator and a feed
+ * served on loopback (docs/passes.md#from-a-booking-calendar): a new booking issues a pass whose
+ * code goes out once; changed dates update it (same code); a cancelled or removed booking revokes
+ * it; a feed that fails or suddenly lists nothing changes nothing; an unchanged feed is answered
+ * 304 (If-None-Match); a large feed is applied.
+ */
+import { strict as assert } from "node:assert";
+import { type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { RunningSimulator } from "../../src/simulator/index.js";
+import { forgetPassBooks } from "../../src/passes/pass-book.js";
+import {
+  ALL_NODES,
+  assertAccepted,
+  assertFailed,
+  catchModule,
+  catchNode,
+  doorPassNode,
+  helper,
+  helperNodes,
+  loadFlow,
+  passModule,
+  startSim,
+  tab,
+  teardown,
+  unlock,
+  unlockNode,
+  until,
+  waitReady,
+} from "../helpers/flow.js";
+import { received } from "../helpers/odd-messages.js";
+
+const DAY = 24 * 3600_000;
+
+/** A date N days from today (UTC), as iCalendar writes a date. */
+function date(days: number): string {
+  return new Date(Date.now() + days * DAY).toISOString().slice(0, 10).replace(/-/g, "");
+}
+
+function booking(uid: string, guest: string, fromDays: number, toDays: number, extra: string[] = []): string {
+  return [
+    "BEGIN:VEVENT",
+    `UID:${uid}`,
+    `SUMMARY:${guest}`,
+    `DTSTART;VALUE=DATE:${date(fromDays)}`,
+    `DTEND;VALUE=DATE:${date(toDays)}`,
+    ...extra,
+    "END:VEVENT",
+  ].join("\r\n");
+}
+
+function feed(...events: string[]): string {
+  return ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...events, "END:VCALENDAR", ""].join("\r\n");
+}
+
+/** A calendar on loopback: its body, ETag, and the requests it got (with their If-None-Match). */
+class FeedServer {
+  body = feed();
+  status = 200;
+  requests: { ifNoneMatch: string | null }[] = [];
+  private server!: Server;
+  url = "";
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      this.requests.push({ ifNoneMatch: req.headers["if-none-match"] ?? null });
+      const etag = `"${Buffer.from(this.body).length}-${hash(this.body)}"`;
+      if (this.status !== 200) {
+        res.writeHead(this.status).end("down");
+        return;
+      }
+      if (req.headers["if-none-match"] === etag) {
+        res.writeHead(304).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/calendar", etag }).end(this.body);
+    });
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/listing.ics`;
+  }
+  async stop(): Promise<void> {
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+function hash(s: string): number {
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return h >>> 0;
+}
+
+describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", function () {
+  this.timeout(40000);
+  let sim: RunningSimulator;
+  let cal: FeedServer;
+  let outs: any[] = [];
+  let caught: any[] = [];
+
+  beforeEach(async () => {
+    sim = await startSim();
+    cal = new FeedServer();
+    await cal.start();
+  });
+  afterEach(async () => {
+    await teardown();
+    forgetPassBooks();
+    await cal.stop();
+    await sim.close();
+  });
+
+  async function deploy(): Promise<void> {
+    await loadFlow(
+      [
+        tab(),
+        { id: "acc1", type: "door-account", name: "demo", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+        unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
+        doorPassNode("dp", {
+          calendarUrl: cal.url,
+          doors: ["Front Door"],
+          checkIn: "00:00",
+          checkOut: "23:59",
+          timeZone: "UTC",
+        }),
+        ...helperNodes("u1-ok", "u1-fail", "dp-out"),
+        ...catchNode(),
+      ],
+      { nodes: [...ALL_NODES, passModule, catchModule] },
+    );
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+  }
+
+  /** Reads the calendar now (the `sync` action): its answer. */
+  async function sync(): Promise<any> {
+    const n = outs.filter((m) => m.payload.action === "synced").length;
+    const c = caught.length;
+    helper.getNode("dp").receive({ payload: { action: "sync" } });
+    await until(
+      "synced or an error",
+      () => outs.filter((m) => m.payload.action === "synced").length > n || caught.length > c,
+    );
+    if (caught.length > c) return { error: caught[c] };
+    return outs.filter((m) => m.payload.action === "synced")[n].payload;
+  }
+
+  const issued = () => outs.filter((m) => m.payload.action === "issued").map((m) => m.payload);
+
+  it("a new booking issues a pass whose code opens the door; changed dates update it with the same code; an unchanged feed is 304", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the first read's pass", () => issued().length === 1);
+    const p = issued()[0];
+    assert.equal(p.guest, "Ada");
+    assert.equal(p.ref, "b1");
+    assert.match(p.code, /^\d{8}$/);
+    assert.deepEqual(
+      p.doors.map((d: any) => d.deviceId),
+      [101],
+    );
+    assertAccepted(await unlock({ pass: p.code }));
+    // Moved by a day: updated, the same code still opens.
+    cal.body = feed(booking("b1", "Ada", -1, 3));
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    const upd = outs.filter((m) => m.payload.action === "updated").map((m) => m.payload);
+    assert.equal(upd.length, 1);
+    assert.equal(upd[0].id, p.id);
+    assert.equal(upd[0].code, undefined, "an update never carries the code");
+    assertAccepted(await unlock({ pass: p.code }));
+    // Unchanged: answered 304, nothing applied.
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.ok(cal.requests[cal.requests.length - 1].ifNoneMatch !== null, "If-None-Match sent");
+  });
+
+  it("a cancelled booking and a removed one revoke their passes; their codes open nothing", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2), booking("b3", "Cy", -1, 2));
+    await deploy();
+    await until("three passes", () => issued().length === 3);
+    const [a, b, c] = ["Ada", "Bo", "Cy"].map((g) => issued().find((p) => p.guest === g));
+    cal.body = feed(booking("b1", "Ada", -1, 2, ["STATUS:CANCELLED"]), booking("b3", "Cy", -1, 2));
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 2 });
+    assert.match(assertFailed(await unlock({ pass: a.code }), "denied", null).message, /revoked/);
+    assert.match(assertFailed(await unlock({ pass: b.code }), "denied", null).message, /revoked/);
+    assertAccepted(await unlock({ pass: c.code }));
+  });
+
+  it("a feed that fails or suddenly lists nothing changes nothing: the passes keep opening, one warning", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    const p = issued()[0];
+    cal.status = 500;
+    const failed = await sync();
+    assert.ok("error" in failed);
+    assert.match(failed.error.error.message, /calendar answered 500/);
+    cal.status = 200;
+    cal.body = feed();
+    const empty = await sync();
+    assert.ok("error" in empty);
+    assert.match(empty.error.error.message, /lists no booking/);
+    assertAccepted(await unlock({ pass: p.code }));
+  });
+
+  it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async () => {
+    const events: string[] = [];
+    for (let i = 0; i < 10_000; i++) events.push(booking(`big-${i}`, `Guest ${i}`, 1 + (i % 300), 3 + (i % 300)));
+    cal.body = feed(...events);
+    await deploy();
+    await until("10,000 passes", () => issued().length === 10_000, 30_000, 100);
+    assert.equal(new Set(issued().map((p) => p.code)).size, 10_000);
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * A booking calendar read into bookings, without a runtime (src/passes/calendar.ts;
+ * docs/passes.md#from-a-booking-calendar): the window from the start date at check-in to the end
+ * date at check-out in the node's zone, buffers, all-day dates across a daylight-saving night,
+ * recurrence with its exceptions, cancelled events, folded lines, and the settings' checks.
+ */
+import { strict as assert } from "node:assert";
+import { type CalendarSettings, checkCalendarSettings, localInstant, readFeed } from "../../src/passes/calendar.js";
+
+const NOW = Date.parse("2026-10-20T12:00:00Z");
+
+function settings(extra: Partial<CalendarSettings> = {}): CalendarSettings {
+  return {
+    url: "http://127.0.0.1/cal.ics",
+    everyMinutes: 15,
+    checkIn: "15:00",
+    checkOut: "11:00",
+    timeZone: "Europe/Oslo",
+    bufferBeforeMin: 0,
+    bufferAfterMin: 0,
+    ...extra,
+  };
+}
+
+function feed(...events: string[]): string {
+  return ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...events, "END:VCALENDAR", ""].join("\r\n");
+}
+
+function vevent(lines: string[]): string {
+  return ["BEGIN:VEVENT", ...lines, "END:VEVENT"].join("\r\n");
+}
+
+describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-booking-calendar)", () => {
+  it("an all-day booking opens on its start date at check-in and closes on its end date at check-out, in the node's zone, across the night the clocks go back", () => {
+    // Oslo leaves summer time in the night to 25 October 2026.
+    const r = readFeed(
+      feed(
+        vevent(["UID:b1@airbnb", "SUMMARY:Reserved - Ada", "DTSTART;VALUE=DATE:20261023", "DTEND;VALUE=DATE:20261027"]),
+      ),
+      settings(),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(r.bookings, [
+      {
+        ref: "b1@airbnb",
+        guest: "Reserved - Ada",
+        from: "2026-10-23T13:00:00.000Z",
+        until: "2026-10-27T10:00:00.000Z",
+      },
+    ]);
+  });
+
+  it("buffers widen the window; a booking already over is left out", () => {
+    const r = readFeed(
+      feed(
+        vevent(["UID:b1", "SUMMARY:Ada", "DTSTART;VALUE=DATE:20261101", "DTEND;VALUE=DATE:20261103"]),
+        vevent(["UID:old", "SUMMARY:Bo", "DTSTART;VALUE=DATE:20261001", "DTEND;VALUE=DATE:20261003"]),
+      ),
+      settings({ bufferBeforeMin: 60, bufferAfterMin: 30 }),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      r.bookings.map((b) => [b.ref, b.from, b.until]),
+      [["b1", "2026-11-01T13:00:00.000Z", "2026-11-03T10:30:00.000Z"]],
+    );
+  });
+
+  it("a cancelled booking is none; a recurring one is one booking per occurrence, its exceptions moved or cancelled", () => {
+    const r = readFeed(
+      feed(
+        vevent([
+          "UID:gone",
+          "SUMMARY:Cy",
+          "STATUS:CANCELLED",
+          "DTSTART;VALUE=DATE:20261101",
+          "DTEND;VALUE=DATE:20261102",
+        ]),
+        vevent([
+          "UID:clean",
+          "SUMMARY:Cleaner",
+          "DTSTART;TZID=Europe/Oslo:20261103T090000",
+          "DTEND;TZID=Europe/Oslo:20261103T120000",
+          "RRULE:FREQ=WEEKLY;COUNT=3",
+        ]),
+        vevent([
+          "UID:clean",
+          "RECURRENCE-ID;TZID=Europe/Oslo:20261110T090000",
+          "SUMMARY:Cleaner",
+          "DTSTART;TZID=Europe/Oslo:20261111T100000",
+          "DTEND;TZID=Europe/Oslo:20261111T130000",
+        ]),
+        vevent([
+          "UID:clean",
+          "RECURRENCE-ID;TZID=Europe/Oslo:20261117T090000",
+          "STATUS:CANCELLED",
+          "SUMMARY:Cleaner",
+          "DTSTART;TZID=Europe/Oslo:20261117T090000",
+          "DTEND;TZID=Europe/Oslo:20261117T120000",
+        ]),
+      ),
+      settings(),
+      NOW,
+    );
+    assert.ok(r.ok);
+    // One day each: a visit of a few hours opens from its own start to its own end.
+    assert.deepEqual(
+      r.bookings.map((b) => [b.ref, b.from, b.until]),
+      [
+        ["clean@2026-11-03T09:00:00", "2026-11-03T08:00:00.000Z", "2026-11-03T11:00:00.000Z"],
+        ["clean@2026-11-10T09:00:00", "2026-11-11T09:00:00.000Z", "2026-11-11T12:00:00.000Z"],
+      ],
+    );
+  });
+
+  it("folded lines and a UTC time are read as the feed means them", () => {
+    const r = readFeed(
+      feed(
+        [
+          "BEGIN:VEVENT",
+          "UID:long",
+          "SUMMARY:A guest whose name is written on more than one line of the feed beca",
+          " use it is long",
+          "DTSTART:20261105T230000Z",
+          "DTEND:20261107T090000Z",
+          "END:VEVENT",
+        ].join("\r\n"),
+      ),
+      settings(),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.equal(
+      r.bookings[0].guest,
+      "A guest whose name is written on more than one line of the feed because it is long",
+    );
+    // 23:00 UTC on 5 November is the 6th in Oslo: check-in on the 6th.
+    assert.equal(r.bookings[0].from, "2026-11-06T14:00:00.000Z");
+  });
+
+  it("text that is not a calendar is refused, not read as empty", () => {
+    const r = readFeed("<html>maintenance</html>", settings(), NOW);
+    assert.equal(r.ok, false);
+  });
+
+  it("a wall-clock time in a zone, also on the nights the clocks change", () => {
+    assert.equal(new Date(localInstant(2026, 3, 29, "15:00", "Europe/Oslo")).toISOString(), "2026-03-29T13:00:00.000Z");
+    assert.equal(new Date(localInstant(2026, 3, 28, "15:00", "Europe/Oslo")).toISOString(), "2026-03-28T14:00:00.000Z");
+    assert.equal(
+      new Date(localInstant(2026, 11, 1, "11:00", "America/New_York")).toISOString(),
+      "2026-11-01T16:00:00.000Z",
+    );
+  });
+
+  it("settings: none without calendarUrl; each wrong field named", () => {
+    assert.deepEqual(checkCalendarSettings({}), { ok: true, settings: null });
+    const bad = checkCalendarSettings({
+      calendarUrl: "http://calendar.example.com/x.ics",
+      calendarEvery: 2,
+      checkIn: "3pm",
+      timeZone: "Mars/Olympus",
+      bufferBefore: -5,
+    });
+    assert.equal(bad.ok, false);
+    const text = bad.ok ? "" : bad.problems.join("\n");
+    for (const f of ["calendarUrl", "calendarEvery", "checkIn", "timeZone", "bufferBefore"])
+      assert.match(text, new RegExp(`^${f}:`, "m"));
+    const good = checkCalendarSettings({
+      calendarUrl: "https://www.airbnb.com/calendar/ical/1.ics?s=x",
+      timeZone: "Europe/Oslo",
+    });
+    assert.ok(
+      good.ok && good.settings !== null && good.settings.everyMinutes === 15 && good.settings.checkIn === "15:00",
+    );
+  });
+});
