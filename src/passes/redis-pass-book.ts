@@ -405,6 +405,6 @@ function parse(raw: string | null): Stored | null {
 function pairs(flat: string[] | Record<string, string>): Map<string, string> {
   if (!Array.isArray(flat)) return new Map(Object.entries(flat));
   const m = new Map<string, string>();
-  for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i]!, flat[i + 1]!);
+  for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
   return m;
 }

@@ -115,7 +115,8 @@ describe("guest passes on the account's Redis store: every instance sees the sam
     assert.equal(r.action, "issued", JSON.stringify(r));
     return r;
   }
-  const open = (rt: Runtime, code: string, deviceId = 101): Promise<any> => rt.post("/unlock", { deviceId, pass: code });
+  const open = (rt: Runtime, code: string, deviceId = 101): Promise<any> =>
+    rt.post("/unlock", { deviceId, pass: code });
 
   it("a pass issued on one instance opens on the other; its use is counted for both", async () => {
     const p = await issue(a, { uses: 2 });
@@ -190,7 +191,10 @@ describe("guest passes on the account's Redis store: every instance sees the sam
     const store = new RedisTokenStore({ url: redis.url, accountKey: "scan" });
     try {
       const keys = await store.command<string[]>(["KEYS", "*"]);
-      assert.ok(keys.some((k) => k.endsWith(":passes")), `the passes hash: ${keys.join(" ")}`);
+      assert.ok(
+        keys.some((k) => k.endsWith(":passes")),
+        `the passes hash: ${keys.join(" ")}`,
+      );
       let all = "";
       for (const k of keys) {
         const type = await store.command<string>(["TYPE", k]);
