@@ -86,6 +86,8 @@ local v = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[3], v, ARGV[1])
 return v`;
 
+/** Ended passes are looked for at most this often (at an issue). */
+const PRUNE_EVERY_MS = 60_000;
 /** Changed passes read one by one up to this many; more: the whole hash is read again. */
 const DELTA_MAX = 500;
 
@@ -102,6 +104,7 @@ export class RedisPassBook implements PassBook {
   private key: Buffer | null = null;
   private loading: Promise<void> | null = null;
   private version = -1;
+  private prunedAt = Number.NEGATIVE_INFINITY;
   private readonly k: { passes: string; uses: string; version: string; changed: string; key: string };
 
   constructor(
@@ -356,6 +359,8 @@ export class RedisPassBook implements PassBook {
 
   /** Drops the passes over for 30 days (each only if no other instance changed it meanwhile). */
   private async prune(now: number): Promise<void> {
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return;
+    this.prunedAt = now;
     for (const p of [...this.passes.values()]) {
       const ended = p.revoked !== null ? Date.parse(p.revoked) : Date.parse(p.until);
       if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && (this.reserved.get(p.id) ?? 0) === 0)

@@ -214,4 +214,17 @@ describe("guest passes on the account's Redis store: every instance sees the sam
       await store.close();
     }
   });
+
+  // docs/passes.md#where-passes-are-kept: Redis unreachable: outcome error, nothing sent (last: it stops Redis)
+  it("Redis unreachable: a message with a pass sends nothing and ends with outcome error, not as a wrong code", async () => {
+    const p = await issue(a);
+    await redis.stop();
+    sim.control.resetRequests();
+    const r = await open(b, p.code);
+    assert.equal(r.outcome, "error", JSON.stringify(r));
+    assert.notEqual(r.reason, "pass", "not answered as a code no pass has");
+    assert.match(r.message, /^not sent: the passes cannot be read/);
+    assert.ok(!String(r.message).includes(p.code));
+    assert.equal(unlockPuts(sim).length, 0);
+  });
 });
