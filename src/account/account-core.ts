@@ -28,6 +28,7 @@ import {
 import type { Device, Location } from "../spec/schemas.js";
 import { type AccountEvents, accountEvents } from "./events.js";
 import { type PassBook, passBookFor } from "../passes/pass-book.js";
+import { RedisPassBook } from "../passes/redis-pass-book.js";
 import { type Clock, systemClock } from "../util/clock.js";
 
 /** Where the session's pair lives: a file (one instance), or Redis (several instances on one account). */
@@ -100,6 +101,7 @@ export class AccountCore {
   private warmOnReady: ((snap: SessionSnapshot) => void) | null = null;
   /** The store this core built (and closes); a store passed in is the caller's. */
   private readonly ownStore: TokenStore | null;
+  private redisPasses: RedisPassBook | null = null;
 
   constructor(readonly options: AccountCoreOptions) {
     this.clock = options.clock ?? systemClock;
@@ -234,6 +236,13 @@ export class AccountCore {
 
   /** The account's guest passes (docs/passes.md#where-passes-are-kept): one book per account, read on first use. */
   get passes(): PassBook {
+    // On Redis, in the account's store, shared by every instance (one book per core: Redis holds the truth).
+    if (this.ownStore instanceof RedisTokenStore)
+      return (this.redisPasses ??= new RedisPassBook(
+        this.ownStore,
+        () => this.clock.now(),
+        (m) => this.options.log?.warn(m),
+      ));
     return passBookFor(
       this.key,
       this.options.tokenFile,

@@ -31,6 +31,8 @@ import {
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
 /** At most this many passes per account (live or kept). */
 export const MAX_PASSES = 20_000;
+/** Tries of a change that met another instance's change of the same pass (Redis). */
+export const CHANGE_TRIES = 5;
 
 export interface NewPass {
   guest: string;
@@ -61,7 +63,31 @@ export interface PassTicket {
 
 export class PassBookFull extends Error {}
 
-export class PassBook {
+/** The store refused a use taken at the check (another instance took the last one, or the pass changed): nothing may be sent. */
+export class PassUseRefused extends Error {}
+
+/**
+ * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
+ * account's Redis store shared by every instance (src/passes/redis-pass-book.ts).
+ */
+export interface PassBook {
+  /** Reads the book once; later calls wait for the same read. Never rejects. */
+  ready(): Promise<void>;
+  /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */
+  refresh(): Promise<void>;
+  issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }>;
+  revoke(by: { id?: string; ref?: string }): Promise<Pass[]>;
+  update(id: string, change: PassChange): Promise<Pass | null>;
+  fromSource(source: string): Promise<Pass[]>;
+  list(): Promise<PassView[]>;
+  /** The pass with this code (a live one first), or null. Synchronous: after refresh(). */
+  find(code: string): Pass | null;
+  /** Takes one use of an active pass at door `deviceId`, or null when none is left. Synchronous. */
+  reserve(p: Pass, deviceId?: number): PassTicket | null;
+  inFlight(id: string): number;
+}
+
+export class FilePassBook implements PassBook {
   private passes = new Map<string, Pass>();
   private byHash = new Map<string, string[]>();
   private reserved = new Map<string, number>();
@@ -82,6 +108,10 @@ export class PassBook {
   ready(): Promise<void> {
     this.loading ??= this.load();
     return this.loading;
+  }
+
+  refresh(): Promise<void> {
+    return this.ready();
   }
 
   get loaded(): boolean {
@@ -139,30 +169,7 @@ export class PassBook {
     this.prune(now);
     if (this.passes.size >= MAX_PASSES)
       throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
-    const fresh = (): { code: string; hash: string } => {
-      for (let i = 0; i <= 50; i++) {
-        const code = newCode(codeLength);
-        const hash = codeHash(this.key!, code);
-        if (!this.liveWithHash(hash, now)) return { code, hash };
-      }
-      throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
-    };
-    const { code, hash } = fresh();
-    const pass: Pass = {
-      id: newPassId(),
-      guest: n.guest,
-      doors: n.doors.map((d) => ({ ...d })),
-      from: n.from,
-      until: n.until,
-      uses: n.uses,
-      used: 0,
-      ref: n.ref,
-      revoked: null,
-      firstUsed: null,
-      issued: new Date(now).toISOString(),
-      hash,
-      ...(n.source !== undefined ? { source: n.source } : {}),
-    };
+    const { pass, code } = makePass(n, this.key!, codeLength, now, (hash) => this.liveWithHash(hash, now));
     this.add(pass);
     try {
       await this.save();
@@ -302,7 +309,40 @@ export class PassBook {
   }
 }
 
-function wellFormed(p: unknown): p is Pass {
+/** A new pass with a fresh code, unique among the live passes (`taken`); its code returned once. */
+export function makePass(
+  n: NewPass,
+  key: Buffer,
+  codeLength: number,
+  now: number,
+  taken: (hash: string) => boolean,
+): { pass: Pass; code: string } {
+  for (let i = 0; i <= 50; i++) {
+    const code = newCode(codeLength);
+    const hash = codeHash(key, code);
+    if (taken(hash)) continue;
+    const pass: Pass = {
+      id: newPassId(),
+      guest: n.guest,
+      doors: n.doors.map((d) => ({ ...d })),
+      from: n.from,
+      until: n.until,
+      uses: n.uses,
+      used: 0,
+      ref: n.ref,
+      revoked: null,
+      firstUsed: null,
+      issued: new Date(now).toISOString(),
+      hash,
+      ...(n.source !== undefined ? { source: n.source } : {}),
+    };
+    return { pass, code };
+  }
+  throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
+}
+
+/** A pass read from a store: its fields as a pass has them. */
+export function wellFormed(p: unknown): p is Pass {
   if (!p || typeof p !== "object") return false;
   const x = p as Record<string, unknown>;
   return (
@@ -317,7 +357,7 @@ function wellFormed(p: unknown): p is Pass {
   );
 }
 
-const books = new Map<string, PassBook>();
+const books = new Map<string, FilePassBook>();
 
 /** The pass book of an account (its key), in the folder of its session file. */
 export function passBookFor(
@@ -325,13 +365,13 @@ export function passBookFor(
   tokenFile: string,
   now: () => number,
   onProblem: (message: string) => void,
-): PassBook {
+): FilePassBook {
   const dir = path.dirname(tokenFile);
   const id = accountStoreId(accountKey);
   const file = path.join(dir, `passes-${id}.json`);
   let book = books.get(file);
   if (!book) {
-    book = new PassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem);
+    book = new FilePassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem);
     books.set(file, book);
   }
   return book;

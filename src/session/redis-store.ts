@@ -17,7 +17,7 @@
  * reconnects by itself (back-off capped at 2 s); when it is back, watchers get
  * "reconnected" and may restore the pair Redis lost in a restart (`restore`, SET NX).
  */
-import { createHash, randomBytes, scrypt } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, scrypt } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { createRequire } from "node:module";
 import type * as RedisClientModule from "@redis/client";
@@ -258,7 +258,49 @@ export class RedisTokenStore implements TokenStore {
   }
 
   private recordKey(name: string): string {
-    return `${this.keys.pair.slice(0, -":pair".length)}:rec:${name}`;
+    return `${this.keyOf("rec")}:${name}`;
+  }
+
+  // ---- the account's guest passes (src/passes/redis-pass-book.ts) ----------------------
+
+  /** The key `<prefix><id>:<name>` of this account. */
+  keyOf(name: string): string {
+    return `${this.keys.pair.slice(0, -":pair".length)}:${name}`;
+  }
+
+  /** One command (EVAL, HGET, ...) on this store's connection; StoreUnreachableError when Redis cannot be reached. */
+  command<T = unknown>(args: string[]): Promise<T> {
+    return this.exec<T>(args);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** `text` sealed (AES-256-GCM) under a key derived from the pair's sealing key, or as is when no secret is set. */
+  async sealText(text: string, info: string): Promise<string> {
+    const key = await this.textKey(info);
+    if (!key) return `none:${text}`;
+    const iv = randomBytes(12);
+    const c = createCipheriv("aes-256-gcm", key, iv);
+    const data = Buffer.concat([c.update(text, "utf8"), c.final()]);
+    return `gcm:${iv.toString("base64")}:${c.getAuthTag().toString("base64")}:${data.toString("base64")}`;
+  }
+
+  /** What sealText sealed; throws (naming no secret) when it cannot be opened. */
+  async openText(sealed: string, info: string): Promise<string> {
+    if (sealed.startsWith("none:")) return sealed.slice(5);
+    const [kind, iv, tag, data] = sealed.split(":");
+    const key = await this.textKey(info);
+    if (kind !== "gcm" || !key) throw new Error(key ? "unknown format" : "it is sealed but no secret is set");
+    const d = createDecipheriv("aes-256-gcm", key, Buffer.from(iv ?? "", "base64"));
+    d.setAuthTag(Buffer.from(tag ?? "", "base64"));
+    return Buffer.concat([d.update(Buffer.from(data ?? "", "base64")), d.final()]).toString("utf8");
+  }
+
+  private async textKey(info: string): Promise<Buffer | null> {
+    if (!this.cipherKey) return null;
+    return Buffer.from(hkdfSync("sha256", await this.cipherKey, this.options.accountKey, info, 32));
   }
 
   private async seal(pair: StoredPair): Promise<StoredRecord> {

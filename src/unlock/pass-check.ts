@@ -6,14 +6,23 @@
 import type { PassBook } from "../passes/pass-book.js";
 import { type Pass, passState, readCode } from "../passes/pass.js";
 
-export type PassLookup = { kind: "invalid"; message: string } | { kind: "unknown" } | { kind: "found"; pass: Pass };
+export type PassLookup =
+  | { kind: "invalid"; message: string }
+  | { kind: "unknown" }
+  | { kind: "found"; pass: Pass }
+  | { kind: "unavailable"; message: string };
 
-/** msg.pass, looked up (the book is read once, on first use). Never names the code. */
+/** msg.pass, looked up in the book as every instance sees it now (docs/passes.md#where-passes-are-kept). Never names the code. */
 export async function lookUpPass(book: PassBook, value: unknown): Promise<PassLookup> {
   const code = readCode(value);
   if (code === null)
     return { kind: "invalid", message: "msg.pass must be a pass code: its digits, as text or a whole number" };
-  await book.ready();
+  try {
+    await book.refresh();
+  } catch (e) {
+    // The passes cannot be read (the Redis store is unreachable): no code is known or unknown.
+    return { kind: "unavailable", message: `not sent: the passes cannot be read (${(e as Error).message})` };
+  }
   const pass = book.find(code);
   return pass ? { kind: "found", pass } : { kind: "unknown" };
 }

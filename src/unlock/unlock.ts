@@ -12,7 +12,7 @@ import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rul
 import type { LockoutKeeper } from "./lockout-keeper.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
 import { lookUpPass, passRefusal } from "./pass-check.js";
-import type { PassTicket } from "../passes/pass-book.js";
+import { type PassTicket, PassUseRefused } from "../passes/pass-book.js";
 import type { Pass } from "../passes/pass.js";
 import { AuditRecordLost, CLOSING_TRIES, afterDelivery, doorKnownLocally, rateLimited } from "./unlock-parts.js";
 
@@ -265,6 +265,7 @@ async function unlockOnce(
     // docs/passes.md#at-a-door-unlock: the pass names the guest and replaces the actor rule and the PIN.
     const found = await lookUpPass(account.core.passes, input.msgPass);
     if (found.kind === "invalid") return reject("invalid-input", found.message);
+    if (found.kind === "unavailable") return reject("error", found.message);
     if (found.kind === "unknown") {
       // Counted toward the node's lockout as a wrong PIN is, and kept before it is answered.
       if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
@@ -352,7 +353,7 @@ async function unlockOnce(
     slot = d.slot;
     if (pass !== null) {
       // The pass's use, taken in this same turn: two messages racing for its last use send one command.
-      ticket = account.core.passes.reserve(pass);
+      ticket = account.core.passes.reserve(pass, selection.deviceId);
       if (ticket === null) {
         slot.release();
         return reject(
@@ -378,6 +379,8 @@ async function unlockOnce(
         const { first } = await ticket.commit();
         base.pass = { id: pass!.id, ref: pass!.ref, first };
       } catch (e) {
+        // Another instance took the pass's last use, or the pass changed there: refused as at the check.
+        if (e instanceof PassUseRefused) return reject("denied", e.message, { reason: "pass" });
         return reject("error", `not sent: the pass's use could not be written (${(e as Error).message})`);
       }
     }

@@ -1,0 +1,415 @@
+/**
+ * An account's guest passes in its Redis session store (docs/passes.md#where-passes-are-kept),
+ * shared by every Node-RED instance on the account. Keys, beside the session's
+ * (`<prefix><id>:...`):
+ *
+ * - `passes`: a hash, pass id → the pass as JSON (never its code: the code's HMAC), with `rev`
+ *   (+1 at every change) and its window in epoch ms for the scripts;
+ * - `pass-uses`: a hash, pass id → uses taken, `<id>:first` → the time of its first use;
+ * - `pass-key`: the HMAC key of the codes, made once by whichever instance comes first (SET NX)
+ *   and sealed (AES-256-GCM) under a key derived from the session's secret, as the pair is;
+ * - `passes-version` and `passes-changed`: a counter bumped by every change of a pass and a sorted
+ *   set of the passes changed at each version, so an instance refreshes its copy in memory with
+ *   one GET per pass message (and reads only the passes changed since).
+ *
+ * A use is counted by one Lua script, atomic in Redis: it checks the pass as stored (revoked,
+ * window, door, uses left) and only then counts the use. Two instances racing for a pass's last
+ * use: one script counts it, the other is refused, so one command is sent. A change (issue,
+ * revoke, update) is written only over the revision it was made from (compare-and-set).
+ */
+import { randomBytes } from "node:crypto";
+import { type Pass, type PassView, codeHash, isLive, passState, viewOf } from "./pass.js";
+import {
+  CHANGE_TRIES,
+  KEEP_ENDED_MS,
+  MAX_PASSES,
+  type NewPass,
+  type PassBook,
+  PassBookFull,
+  type PassChange,
+  type PassTicket,
+  PassUseRefused,
+  makePass,
+  wellFormed,
+} from "./pass-book.js";
+
+/** What the account's Redis store offers the book (src/session/redis-store.ts). */
+export interface PassCommands {
+  readonly description: string;
+  keyOf(name: string): string;
+  command<T = unknown>(args: string[]): Promise<T>;
+  sealText(text: string, info: string): Promise<string>;
+  openText(sealed: string, info: string): Promise<string>;
+}
+
+const KEY_INFO = "door-access pass key v1";
+
+// KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO.
+// {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted.
+const USE = `
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return {-1, 'gone', 0} end
+local p = cjson.decode(raw)
+local used = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used} end
+local now = tonumber(ARGV[2])
+if now < tonumber(p.f) then return {-1, 'upcoming', used} end
+if now >= tonumber(p.u) then return {-1, 'expired', used} end
+if ARGV[3] ~= '' then
+  local ok = false
+  for _, d in ipairs(p.doors) do if tostring(d.deviceId) == ARGV[3] then ok = true end end
+  if not ok then return {-1, 'door', used} end
+end
+if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
+redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+if used == 0 then redis.call('HSET', KEYS[2], ARGV[1] .. ':first', ARGV[4]) end
+return {used + 1, 'ok', used + 1}`;
+
+// KEYS[1] passes, KEYS[2] version, KEYS[3] changed, KEYS[4] uses; ARGV[1] id, ARGV[2] the revision
+// it was made from ('' for a new pass), ARGV[3] the pass as JSON ('' deletes it). 0: another
+// change came first, nothing written; else the new version.
+const PUT = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[2] == '' then
+  if cur then return 0 end
+else
+  if not cur then return 0 end
+  if tostring(cjson.decode(cur).rev) ~= ARGV[2] then return 0 end
+end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. ':first')
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+end
+local v = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[3], v, ARGV[1])
+return v`;
+
+/** Ended passes are looked for at most this often (at an issue). */
+const PRUNE_EVERY_MS = 60_000;
+/** Changed passes read one by one up to this many; more: the whole hash is read again. */
+const DELTA_MAX = 500;
+
+interface Stored {
+  pass: Pass;
+  rev: number;
+}
+
+export class RedisPassBook implements PassBook {
+  private passes = new Map<string, Pass>();
+  private revs = new Map<string, number>();
+  private byHash = new Map<string, string[]>();
+  private reserved = new Map<string, number>();
+  private key: Buffer | null = null;
+  private loading: Promise<void> | null = null;
+  private version = -1;
+  private prunedAt = Number.NEGATIVE_INFINITY;
+  private readonly k: { passes: string; uses: string; version: string; changed: string; key: string };
+
+  constructor(
+    private readonly redis: PassCommands,
+    private readonly now: () => number,
+    private readonly onProblem: (message: string) => void,
+  ) {
+    this.k = {
+      passes: redis.keyOf("passes"),
+      uses: redis.keyOf("pass-uses"),
+      version: redis.keyOf("passes-version"),
+      changed: redis.keyOf("passes-changed"),
+      key: redis.keyOf("pass-key"),
+    };
+  }
+
+  /** Reads the key and every pass once (again after a failed read). Never rejects. */
+  ready(): Promise<void> {
+    this.loading ??= this.load().catch((e: unknown) => {
+      this.loading = null;
+      this.onProblem(`the passes in the ${this.redis.description} could not be read (${(e as Error).message})`);
+    });
+    return this.loading;
+  }
+
+  private async load(): Promise<void> {
+    if (this.key === null) this.key = await this.readKey();
+    await this.reloadAll();
+  }
+
+  private async readKey(): Promise<Buffer> {
+    let sealed = await this.redis.command<string | null>(["GET", this.k.key]);
+    if (sealed === null || sealed === undefined) {
+      const made = await this.redis.sealText(randomBytes(32).toString("hex"), KEY_INFO);
+      await this.redis.command(["SET", this.k.key, made, "NX"]);
+      sealed = await this.redis.command<string | null>(["GET", this.k.key]);
+    }
+    const key = Buffer.from((await this.redis.openText(String(sealed), KEY_INFO)).trim(), "hex");
+    if (key.length !== 32) throw new Error("the pass key is not readable");
+    return key;
+  }
+
+  private async reloadAll(): Promise<void> {
+    const version = Number((await this.redis.command<string | null>(["GET", this.k.version])) ?? 0);
+    const [all, uses] = await Promise.all([
+      this.redis.command<string[]>(["HGETALL", this.k.passes]),
+      this.redis.command<string[]>(["HGETALL", this.k.uses]),
+    ]);
+    const used = pairs(uses);
+    this.passes.clear();
+    this.revs.clear();
+    this.byHash.clear();
+    const list = pairs(all);
+    for (const [id, raw] of list) {
+      const s = parse(raw);
+      if (s) this.put(s, Number(used.get(id) ?? 0), used.get(`${id}:first`) ?? null);
+    }
+    this.version = version;
+  }
+
+  async refresh(): Promise<void> {
+    await this.ready();
+    if (this.key === null) throw new Error(`the passes in the ${this.redis.description} could not be read`);
+    const version = Number((await this.redis.command<string | null>(["GET", this.k.version])) ?? 0);
+    if (version === this.version) return;
+    if (version < this.version) return this.reloadAll(); // Redis lost its data (a restart without persistence)
+    const ids = await this.redis.command<string[]>(["ZRANGEBYSCORE", this.k.changed, `(${this.version}`, "+inf"]);
+    if (ids.length > DELTA_MAX) return this.reloadAll();
+    if (ids.length > 0) {
+      const [raws, uses] = await Promise.all([
+        this.redis.command<(string | null)[]>(["HMGET", this.k.passes, ...ids]),
+        this.redis.command<(string | null)[]>(["HMGET", this.k.uses, ...ids.flatMap((id) => [id, `${id}:first`])]),
+      ]);
+      ids.forEach((id, i) => {
+        const old = this.passes.get(id);
+        if (old) this.drop(old);
+        const s = raws[i] ? parse(raws[i]) : null;
+        if (s) this.put(s, Number(uses[2 * i] ?? 0), uses[2 * i + 1] ?? null);
+      });
+    }
+    this.version = Math.max(this.version, version);
+  }
+
+  /** The uses of every pass as counted in Redis (other instances' included). */
+  private async readUses(): Promise<void> {
+    await this.refresh();
+    const used = pairs(await this.redis.command<string[]>(["HGETALL", this.k.uses]));
+    for (const p of this.passes.values()) {
+      p.used = Math.max(p.used, Number(used.get(p.id) ?? 0));
+      p.firstUsed = used.get(`${p.id}:first`) ?? p.firstUsed;
+    }
+  }
+
+  private put(s: Stored, used: number, firstUsed: string | null): void {
+    const p = { ...s.pass, used, firstUsed };
+    this.passes.set(p.id, p);
+    this.revs.set(p.id, s.rev);
+    const ids = this.byHash.get(p.hash);
+    if (ids) ids.push(p.id);
+    else this.byHash.set(p.hash, [p.id]);
+  }
+
+  private drop(p: Pass): void {
+    this.passes.delete(p.id);
+    this.revs.delete(p.id);
+    const ids = (this.byHash.get(p.hash) ?? []).filter((x) => x !== p.id);
+    if (ids.length > 0) this.byHash.set(p.hash, ids);
+    else this.byHash.delete(p.hash);
+  }
+
+  /** Writes `next` over revision `rev` (null: a new pass; next null: deletes). false: another change came first. */
+  private async write(id: string, rev: number | null, next: Pass | null): Promise<boolean> {
+    const json = next === null ? "" : stored(next, (rev ?? 0) + 1);
+    const v = Number(
+      await this.redis.command([
+        "EVAL",
+        PUT,
+        "4",
+        this.k.passes,
+        this.k.version,
+        this.k.changed,
+        this.k.uses,
+        id,
+        rev === null ? "" : String(rev),
+        json,
+      ]),
+    );
+    return v > 0;
+  }
+
+  /** Applies `change` to pass `id` over its latest revision (again when another instance changed it meanwhile). */
+  private async change(id: string, change: (p: Pass) => Pass | null): Promise<Pass | null> {
+    for (let i = 0; i < CHANGE_TRIES; i++) {
+      await this.refresh();
+      const p = this.passes.get(id);
+      if (!p) return null;
+      const next = change(structuredClone(p));
+      if (next === null) return null;
+      if (await this.write(id, this.revs.get(id)!, next)) {
+        await this.refresh();
+        return structuredClone(this.passes.get(id) ?? next);
+      }
+    }
+    throw new Error(`the pass ${id} kept being changed by other instances; try again`);
+  }
+
+  async issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
+    await this.refresh();
+    const now = this.now();
+    await this.prune(now);
+    if (this.passes.size >= MAX_PASSES)
+      throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
+    const made = makePass(n, this.key!, codeLength, now, (hash) =>
+      (this.byHash.get(hash) ?? []).some((id) => isLive(this.passes.get(id)!, now)),
+    );
+    if (!(await this.write(made.pass.id, null, made.pass))) throw new Error("a pass with this id exists; try again");
+    await this.refresh();
+    return { pass: structuredClone(made.pass), code: made.code };
+  }
+
+  async revoke(by: { id?: string; ref?: string }): Promise<Pass[]> {
+    await this.refresh();
+    const at = new Date(this.now()).toISOString();
+    const match = (p: Pass) =>
+      p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref));
+    const out: Pass[] = [];
+    for (const p of [...this.passes.values()].filter(match)) {
+      const done = await this.change(p.id, (x) => (match(x) ? { ...x, revoked: at } : null));
+      if (done) out.push(done);
+    }
+    return out;
+  }
+
+  update(id: string, change: PassChange): Promise<Pass | null> {
+    return this.change(id, (p) => ({
+      ...p,
+      guest: change.guest,
+      doors: change.doors.map((d) => ({ ...d })),
+      from: change.from,
+      until: change.until,
+    }));
+  }
+
+  async fromSource(source: string): Promise<Pass[]> {
+    await this.readUses();
+    return [...this.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
+  }
+
+  async list(): Promise<PassView[]> {
+    await this.readUses();
+    const now = this.now();
+    return [...this.passes.values()].map((p) => viewOf(p, now));
+  }
+
+  find(code: string): Pass | null {
+    if (!this.key) return null;
+    const ids = this.byHash.get(codeHash(this.key, code));
+    if (!ids) return null;
+    const now = this.now();
+    const all = ids.map((id) => this.passes.get(id)!).filter(Boolean);
+    return all.find((p) => isLive(p, now)) ?? all[all.length - 1] ?? null;
+  }
+
+  reserve(p: Pass, deviceId?: number): PassTicket | null {
+    const live = this.passes.get(p.id);
+    if (!live || passState(live, this.now()) !== "active") return null;
+    const inFlight = this.reserved.get(live.id) ?? 0;
+    if (live.uses !== null && live.used + inFlight >= live.uses) return null;
+    this.reserved.set(live.id, inFlight + 1);
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      const left = (this.reserved.get(live.id) ?? 1) - 1;
+      if (left > 0) this.reserved.set(live.id, left);
+      else this.reserved.delete(live.id);
+    };
+    return {
+      pass: live,
+      release,
+      commit: async () => {
+        if (done) throw new Error("the pass's use was already taken or given back");
+        const now = this.now();
+        let r: [number, string, number];
+        try {
+          r = await this.redis.command<[number, string, number]>([
+            "EVAL",
+            USE,
+            "2",
+            this.k.passes,
+            this.k.uses,
+            live.id,
+            String(now),
+            deviceId === undefined ? "" : String(deviceId),
+            new Date(now).toISOString(),
+          ]);
+        } finally {
+          release();
+        }
+        const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
+        live.used = Math.max(live.used, used);
+        if (n < 0) throw new PassUseRefused(refusal(why, live));
+        if (n === 1) live.firstUsed = new Date(now).toISOString();
+        return { first: n === 1 };
+      },
+    };
+  }
+
+  inFlight(id: string): number {
+    return this.reserved.get(id) ?? 0;
+  }
+
+  /** Drops the passes over for 30 days (each only if no other instance changed it meanwhile). */
+  private async prune(now: number): Promise<void> {
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return;
+    this.prunedAt = now;
+    for (const p of [...this.passes.values()]) {
+      const ended = p.revoked !== null ? Date.parse(p.revoked) : Date.parse(p.until);
+      if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && (this.reserved.get(p.id) ?? 0) === 0)
+        await this.write(p.id, this.revs.get(p.id)!, null);
+    }
+    await this.refresh();
+  }
+}
+
+function refusal(why: string, p: Pass): string {
+  switch (why) {
+    case "revoked":
+      return "this pass was revoked";
+    case "upcoming":
+      return `this pass is not valid yet: it opens from ${p.from}`;
+    case "expired":
+      return `this pass expired at ${p.until}`;
+    case "door":
+      return "this pass is not for this door";
+    case "used-up":
+      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
+    default:
+      return "this pass no longer exists";
+  }
+}
+
+/** A pass as kept in the `passes` hash: without its uses (kept apart), with its revision and window in ms. */
+function stored(p: Pass, rev: number): string {
+  const { used: _u, firstUsed: _f, ...rest } = p;
+  return JSON.stringify({ ...rest, rev, f: Date.parse(p.from), u: Date.parse(p.until) });
+}
+
+function parse(raw: string | null): Stored | null {
+  if (raw === null) return null;
+  try {
+    const x = JSON.parse(raw) as Record<string, unknown>;
+    const { rev, f: _f, u: _u, ...rest } = x;
+    const p = { ...rest, used: 0, firstUsed: null };
+    if (!wellFormed(p) || typeof rev !== "number") return null;
+    return { pass: p, rev };
+  } catch {
+    return null;
+  }
+}
+
+/** HGETALL's flat [field, value, ...] as a map. */
+function pairs(flat: string[] | Record<string, string>): Map<string, string> {
+  if (!Array.isArray(flat)) return new Map(Object.entries(flat));
+  const m = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
+  return m;
+}

@@ -1,0 +1,230 @@
+/**
+ * Guest passes on the account's Redis store (docs/passes.md#where-passes-are-kept): two Node-RED
+ * runtimes (real processes) with a door-account on one Redis store see the same passes and the
+ * same use counts. Each runtime's flow: POST /pass → door-pass → answer (errors via Catch), and
+ * POST /unlock → msg.pass, msg.deviceId → door-unlock (Accept passes) → answer. PUTs are counted
+ * at the simulator; keys and values read from the real redis-server.
+ */
+import { strict as assert } from "node:assert";
+import { RedisTokenStore } from "../../src/session/redis-store.js";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { NodeRedProcess as Runtime } from "../helpers/node-red-process.js";
+import { RedisServer } from "../helpers/redis.js";
+import { unlockPuts } from "../helpers/requests.js";
+
+const HOUR = 3600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function flow(accountId: string, simUrl: string, redisUrl: string): unknown[] {
+  const z = "tab1";
+  return [
+    { id: z, type: "tab", label: "passes" },
+    {
+      id: accountId,
+      type: "door-account",
+      name: "shared account",
+      baseUrl: simUrl,
+      loginMethod: "phone",
+      auditLog: "",
+      sessionStore: "redis",
+      redisUrl,
+      redisKeyPrefix: "door-access:",
+      credentials: { phoneNumber: "+15550000001", password: "demo-password" },
+    },
+    { id: "inPass", type: "http in", z, url: "/pass", method: "post", upload: false, wires: [["pass1"]] },
+    { id: "pass1", type: "door-pass", z, name: "", account: accountId, wires: [["res1"]] },
+    { id: "catch1", type: "catch", z, name: "", scope: ["pass1"], uncaught: false, wires: [["err1"]] },
+    {
+      id: "err1",
+      type: "change",
+      z,
+      rules: [{ t: "set", p: "payload", pt: "msg", to: "error", tot: "msg" }],
+      wires: [["res1"]],
+    },
+    { id: "res1", type: "http response", z, statusCode: "200", headers: {}, wires: [] },
+    { id: "inUnlock", type: "http in", z, url: "/unlock", method: "post", upload: false, wires: [["set1"]] },
+    {
+      id: "set1",
+      type: "change",
+      z,
+      rules: [
+        { t: "set", p: "deviceId", pt: "msg", to: "payload.deviceId", tot: "msg" },
+        { t: "set", p: "pass", pt: "msg", to: "payload.pass", tot: "msg" },
+      ],
+      wires: [["unlock1"]],
+    },
+    {
+      id: "unlock1",
+      type: "door-unlock",
+      z,
+      account: accountId,
+      deviceId: "",
+      doorName: "",
+      doorLocation: "",
+      lockId: "",
+      actor: "",
+      rejectRetained: true,
+      acceptPasses: true,
+      wires: [["res2"], ["res2"]],
+    },
+    { id: "res2", type: "http response", z, statusCode: "200", headers: {}, wires: [] },
+  ];
+}
+
+describe("guest passes on the account's Redis store: every instance sees the same passes and the same use counts (docs/passes.md#where-passes-are-kept)", function () {
+  this.timeout(180_000);
+  let redis: RedisServer;
+  let sim: RunningSimulator;
+  let a: Runtime;
+  let b: Runtime;
+
+  async function ready(rt: Runtime, id: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if ((await rt.accountState(id)).state === "ready") return;
+      if (Date.now() > deadline) throw new Error(`account ${id} not ready:\n${rt.log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  before(async () => {
+    redis = await RedisServer.start();
+    sim = await startSimulator({ rateLimit: false });
+    [a, b] = await Promise.all([Runtime.start("pa"), Runtime.start("pb")]);
+    await a.deploy(flow("acctA", sim.url, redis.url));
+    await ready(a, "acctA");
+    await b.deploy(flow("acctB", sim.url, redis.url));
+    await ready(b, "acctB");
+  });
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await sim?.close();
+    await redis?.stop();
+  });
+
+  async function issue(rt: Runtime, extra: Record<string, unknown> = {}): Promise<any> {
+    const now = Date.now();
+    const r = await rt.post("/pass", {
+      action: "issue",
+      guest: "Ada",
+      doors: [101],
+      from: iso(now - HOUR),
+      until: iso(now + HOUR),
+      ...extra,
+    });
+    assert.equal(r.action, "issued", JSON.stringify(r));
+    return r;
+  }
+  const open = (rt: Runtime, code: string, deviceId = 101): Promise<any> =>
+    rt.post("/unlock", { deviceId, pass: code });
+
+  it("a pass issued on one instance opens on the other; its use is counted for both", async () => {
+    const p = await issue(a, { uses: 2 });
+    sim.control.resetRequests();
+    const onB = await open(b, p.code);
+    assert.equal(onB.outcome, "accepted", JSON.stringify(onB));
+    assert.deepEqual(onB.pass, { id: p.id, ref: null, first: true });
+    const onA = await open(a, p.code);
+    assert.equal(onA.outcome, "accepted", JSON.stringify(onA));
+    assert.equal(onA.pass.first, false, "the first use was counted on the other instance");
+    const third = await open(b, p.code);
+    assert.equal(third.outcome, "denied");
+    assert.equal(third.reason, "pass");
+    assert.equal(unlockPuts(sim).length, 2);
+    const listed = await b.post("/pass", { action: "list" });
+    assert.equal((listed.passes as any[]).find((x) => x.id === p.id).used, 2);
+  });
+
+  it("a pass revoked on one instance is refused on the other, also after the other has checked it", async () => {
+    const p = await issue(a, { ref: "booking-r" });
+    // b knows the pass (it checked it at another door), then a revokes it.
+    assert.equal((await open(b, p.code, 102)).reason, "pass");
+    const revoked = await a.post("/pass", { action: "revoke", ref: "booking-r" });
+    assert.deepEqual(revoked, { action: "revoked", id: p.id });
+    sim.control.resetRequests();
+    const r = await open(b, p.code);
+    assert.equal(r.outcome, "denied", JSON.stringify(r));
+    assert.equal(r.reason, "pass");
+    assert.match(r.message, /revoked/);
+    assert.equal(unlockPuts(sim).length, 0);
+  });
+
+  it("two instances racing for a pass's last use send one command: both believe a use is left, one is counted", async () => {
+    // Forced: b reads the pass (used 0 of 1) before a takes its use, so both pass their own check.
+    const p = await issue(a, { uses: 1 });
+    assert.match((await open(b, p.code, 102)).message, /not for this door/);
+    sim.control.resetRequests();
+    const first = await open(a, p.code);
+    assert.equal(first.outcome, "accepted", JSON.stringify(first));
+    const late = await open(b, p.code);
+    assert.equal(late.outcome, "denied", JSON.stringify(late));
+    assert.equal(late.reason, "pass");
+    assert.match(late.message, /no use left/);
+    assert.equal(unlockPuts(sim).length, 1);
+
+    // And at once: ten messages spread over both instances for another pass's last use.
+    const q = await issue(b, { uses: 1 });
+    await Promise.all([open(a, q.code, 102), open(b, q.code, 102)]); // both know it, used 0 of 1
+    sim.control.resetRequests();
+    const all = await Promise.all(Array.from({ length: 10 }, (_, i) => open(i % 2 ? b : a, q.code)));
+    assert.equal(all.filter((r) => r.outcome === "accepted").length, 1, JSON.stringify(all));
+    assert.ok(all.filter((r) => r.outcome !== "accepted").every((r) => r.outcome === "denied" && r.reason === "pass"));
+    assert.equal(unlockPuts(sim).length, 1);
+  });
+
+  it("use counts outlive a restart of an instance (kept in Redis)", async () => {
+    const p = await issue(a, { uses: 2 });
+    assert.equal((await open(a, p.code)).outcome, "accepted");
+    await a.stop();
+    a = await Runtime.start("pa", a.userDir);
+    await ready(a, "acctA");
+    const again = await open(a, p.code);
+    assert.equal(again.outcome, "accepted", JSON.stringify(again));
+    assert.equal(again.pass.first, false);
+    const over = await open(a, p.code);
+    assert.equal(over.outcome, "denied");
+    assert.match(over.message, /no use left \(2 of 2 used\)/);
+  });
+
+  it("no code in Redis: only its HMAC, under a pass key that is sealed", async () => {
+    const codes = [(await issue(a)).code as string, (await issue(b)).code as string];
+    const store = new RedisTokenStore({ url: redis.url, accountKey: "scan" });
+    try {
+      const keys = await store.command<string[]>(["KEYS", "*"]);
+      assert.ok(
+        keys.some((k) => k.endsWith(":passes")),
+        `the passes hash: ${keys.join(" ")}`,
+      );
+      let all = "";
+      for (const k of keys) {
+        const type = await store.command<string>(["TYPE", k]);
+        const v =
+          type === "hash"
+            ? await store.command(["HGETALL", k])
+            : type === "zset"
+              ? await store.command(["ZRANGE", k, "0", "-1"])
+              : type === "string"
+                ? await store.command(["GET", k])
+                : null;
+        all += `${k} ${JSON.stringify(v)}\n`;
+        if (k.endsWith(":pass-key")) assert.match(String(v), /^gcm:/, "the pass key is sealed");
+      }
+      for (const code of codes) assert.ok(!all.includes(code), "no code in any key or value");
+    } finally {
+      await store.close();
+    }
+  });
+
+  // docs/passes.md#where-passes-are-kept: Redis unreachable: outcome error, nothing sent (last: it stops Redis)
+  it("Redis unreachable: a message with a pass sends nothing and ends with outcome error, not as a wrong code", async () => {
+    const p = await issue(a);
+    await redis.stop();
+    sim.control.resetRequests();
+    const r = await open(b, p.code);
+    assert.equal(r.outcome, "error", JSON.stringify(r));
+    assert.notEqual(r.reason, "pass", "not answered as a code no pass has");
+    assert.match(r.message, /^not sent: the passes cannot be read/);
+    assert.ok(!String(r.message).includes(p.code));
+    assert.equal(unlockPuts(sim).length, 0);
+  });
+});
