@@ -9,7 +9,9 @@ import { REPO_ROOT } from "./node-red-process.js";
 
 export const EXAMPLES_DIR = path.join(REPO_ROOT, "examples");
 /** The flow node types of ours that name a `door-account` (property `account`). */
-export const ACCOUNT_USERS = ["door-devices", "door-events", "door-status", "door-unlock"];
+export const ACCOUNT_USERS = ["door-devices", "door-events", "door-pass", "door-status", "door-unlock"];
+/** Where an example's booking calendar is the simulator's demo calendar (docs/simulator.md#demo-calendar). */
+const EXAMPLE_SIM = "http://127.0.0.1:8787";
 
 /** A new node id as Node-RED makes them (16 hex digits, random): never one a page elsewhere could know. */
 export function newNodeId(): string {
@@ -115,7 +117,12 @@ export function buildDemoFlows(o: DemoFlowsOptions): FlowNode[] {
       disabled: false,
       info: typeof comment?.info === "string" ? comment.info : "",
     });
-    flows.push(...exampleOnTab(ex, tabId, o.accountId));
+    for (const n of exampleOnTab(ex, tabId, o.accountId)) {
+      // The demo's simulator runs on its own port: the calendar is read there.
+      if (typeof n.calendarUrl === "string" && n.calendarUrl.startsWith(`${EXAMPLE_SIM}/`))
+        n.calendarUrl = o.simUrl + n.calendarUrl.slice(EXAMPLE_SIM.length);
+      flows.push(n);
+    }
     for (const n of ex.nodes) if (isConfigNode(n) && !configs.has(n.id)) configs.set(n.id, { ...n });
   });
   configs.set(o.accountId, {

@@ -7,25 +7,15 @@
  * (calendar-worker.ts), never on Node-RED's event loop.
  */
 import ICAL from "ical.js";
-import { isLoopbackHost } from "../util/loopback.js";
+import type { CalendarSettings } from "./calendar-settings.js";
+
+export { type CalendarSettings, checkCalendarSettings } from "./calendar-settings.js";
 
 /** How far ahead a recurring booking is expanded, and how many occurrences of one at most. */
 export const RECUR_HORIZON_MS = 400 * 24 * 3600_000;
 export const MAX_OCCURRENCES = 500;
 /** More bookings than this in one feed are not applied (a feed gone wrong). */
 export const MAX_BOOKINGS = 20_000;
-
-export interface CalendarSettings {
-  url: string;
-  everyMinutes: number;
-  /** "HH:MM" */
-  checkIn: string;
-  checkOut: string;
-  /** IANA zone the dates are read in. */
-  timeZone: string;
-  bufferBeforeMin: number;
-  bufferAfterMin: number;
-}
 
 /** One booking of the feed: a pass's ref, guest and window. */
 export interface Booking {
@@ -36,64 +26,6 @@ export interface Booking {
 }
 
 export type FeedRead = { ok: true; bookings: Booking[]; skipped: number } | { ok: false; problem: string };
-
-const HHMM = /^([01]\d|2[0-3]):([0-5]\d)$/;
-
-function minutes(v: unknown, dflt: number, name: string, problems: string[]): number {
-  if (v === undefined || v === null || v === "") return dflt;
-  const n = typeof v === "string" && /^\d+$/.test(v.trim()) ? Number(v) : v;
-  if (typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= 7 * 24 * 60) return n;
-  problems.push(`${name}: whole minutes from 0 to ${7 * 24 * 60}`);
-  return dflt;
-}
-
-/** The node's calendar settings, or the problems naming each field; null when no calendar is set. */
-export function checkCalendarSettings(
-  c: Record<string, unknown>,
-  runtimeZone = Intl.DateTimeFormat().resolvedOptions().timeZone,
-): { ok: true; settings: CalendarSettings | null } | { ok: false; problems: string[] } {
-  const raw = typeof c.calendarUrl === "string" ? c.calendarUrl.trim() : "";
-  if (raw === "") return { ok: true, settings: null };
-  const problems: string[] = [];
-  let url: URL | null = null;
-  try {
-    url = new URL(raw);
-  } catch {
-    problems.push("calendarUrl: not a URL");
-  }
-  if (url !== null) {
-    if (url.username || url.password) problems.push("calendarUrl: no user or password in the URL");
-    else if (!(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))))
-      problems.push("calendarUrl: https://, or http:// on this machine (loopback) only");
-  }
-  const every = minutes(c.calendarEvery, 15, "calendarEvery", problems);
-  if (every < 5) problems.push("calendarEvery: at least 5 minutes");
-  const checkIn = typeof c.checkIn === "string" && c.checkIn.trim() !== "" ? c.checkIn.trim() : "15:00";
-  const checkOut = typeof c.checkOut === "string" && c.checkOut.trim() !== "" ? c.checkOut.trim() : "11:00";
-  if (!HHMM.test(checkIn)) problems.push('checkIn: a time "HH:MM" (24 hours)');
-  if (!HHMM.test(checkOut)) problems.push('checkOut: a time "HH:MM" (24 hours)');
-  const zone = typeof c.timeZone === "string" && c.timeZone.trim() !== "" ? c.timeZone.trim() : runtimeZone;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: zone });
-  } catch {
-    problems.push(`timeZone: ${JSON.stringify(zone).slice(0, 60)} is not an IANA time zone`);
-  }
-  const before = minutes(c.bufferBefore, 0, "bufferBefore", problems);
-  const after = minutes(c.bufferAfter, 0, "bufferAfter", problems);
-  if (problems.length > 0) return { ok: false, problems };
-  return {
-    ok: true,
-    settings: {
-      url: url!.href,
-      everyMinutes: every,
-      checkIn,
-      checkOut,
-      timeZone: zone,
-      bufferBeforeMin: before,
-      bufferAfterMin: after,
-    },
-  };
-}
 
 /** The zone's offset from UTC at `at` (ms). */
 function offsetAt(at: number, fmt: Intl.DateTimeFormat): number {

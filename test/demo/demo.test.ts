@@ -26,7 +26,7 @@ import {
 import { startDemo, type RunningDemo } from "../../scripts/start-demo.js";
 import type { FlowNode } from "../../scripts/demo-flows.js";
 
-const TYPES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"];
+const TYPES = ["door-account", "door-devices", "door-events", "door-pass", "door-status", "door-unlock"];
 
 function alive(pid: number): boolean {
   try {

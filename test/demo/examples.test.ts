@@ -33,7 +33,7 @@ import {
 import { DEMO_ACCOUNT, startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { parseAccessRules } from "../../src/unlock/access-rules.js";
 
-const OUR_TYPES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"];
+const OUR_TYPES = ["door-account", "door-devices", "door-events", "door-pass", "door-status", "door-unlock"];
 /** Core node types the examples may use (checked again against the running Node-RED's core set). */
 const CORE_TYPES = new Set([
   "tab",

@@ -39,7 +39,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, "package.json"), "ut
   version: string;
   "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> };
 };
-const OUR_TYPES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"];
+const OUR_TYPES = ["door-account", "door-devices", "door-events", "door-pass", "door-status", "door-unlock"];
 
 function walk(dir: string): string[] {
   const abs = path.join(REPO_ROOT, dir);

@@ -247,7 +247,7 @@ describe("flow-library scorecard (checked offline, on the package npm pack makes
         ),
     );
     const flowNodes = registered.filter((r) => r.category !== "config").map((r) => r.type);
-    assert.deepEqual(flowNodes.sort(), ["door-devices", "door-events", "door-status", "door-unlock"]);
+    assert.deepEqual(flowNodes.sort(), ["door-devices", "door-events", "door-pass", "door-status", "door-unlock"]);
     for (const t of flowNodes) assert.ok(exampleTypes.has(t), `${t} in an example`);
   });
 

@@ -10,7 +10,7 @@ import { strict as assert } from "node:assert";
 import { readFileSync } from "node:fs";
 import { editorDefinition, nodeFile } from "../helpers/node-files.js";
 
-const NODES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"];
+const NODES = ["door-account", "door-devices", "door-events", "door-pass", "door-status", "door-unlock"];
 
 /** The dialog of the built editor file Node-RED loads. */
 function template(node: string): string {

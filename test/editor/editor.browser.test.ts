@@ -309,7 +309,7 @@ describe(`editor in a real browser (chromium, Node-RED ${nodeRedVersion}): a flo
 
   it("opens the editor with our nodes in the palette and an empty workspace", async () => {
     await page.goto(demo!.editorUrl, { waitUntil: "domcontentloaded", timeout: 60_000 });
-    for (const type of ["door-devices", "door-events", "door-status", "door-unlock"]) {
+    for (const type of ["door-devices", "door-events", "door-pass", "door-status", "door-unlock"]) {
       await page
         .locator(`.red-ui-palette-node[data-palette-type="${type}"]`)
         .waitFor({ state: "attached", timeout: 60_000 });

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { nodeFile } from "./node-files.js";
 
-const CATALOGUES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"].map(
+const CATALOGUES = ["door-account", "door-devices", "door-events", "door-pass", "door-status", "door-unlock"].map(
   (n) => JSON.parse(readFileSync(nodeFile(n, "catalogue"), "utf8")) as Record<string, unknown>,
 );
 

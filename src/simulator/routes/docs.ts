@@ -8,8 +8,15 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { buildOpenApi, etagMatches, llmsTxt, strongEtag, toYaml } from "../openapi.js";
 import type { DescriptionOverride } from "../types.js";
 import { errorResult, send, type Runtime } from "./common.js";
+import { DEMO_CALENDAR_PATH, demoCalendar } from "../demo-calendar.js";
 
-const DOCS_PATHS: readonly string[] = ["/openapi.json", "/openapi.yaml", "/openapi.pinned.json", "/llms.txt"];
+const DOCS_PATHS: readonly string[] = [
+  "/openapi.json",
+  "/openapi.yaml",
+  "/openapi.pinned.json",
+  "/llms.txt",
+  DEMO_CALENDAR_PATH,
+];
 
 export function isDocsPath(path: string): boolean {
   return DOCS_PATHS.includes(path);
@@ -78,6 +85,11 @@ export function createDocs(rt: Runtime): (req: IncomingMessage, res: ServerRespo
       content = pinned;
       type = "application/json; charset=utf-8";
       source = "pinned";
+    } else if (path === DEMO_CALENDAR_PATH) {
+      const body = demoCalendar(rt.state.now());
+      content = { body, etag: strongEtag(body) };
+      type = "text/calendar; charset=utf-8";
+      source = null;
     } else {
       const body = llmsTxt();
       content = { body, etag: strongEtag(body) };

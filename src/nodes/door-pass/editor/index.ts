@@ -8,6 +8,7 @@
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
 import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../passes/pass-limits.js";
+import { checkCalendarSettings } from "../../../passes/calendar-settings.js";
 import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import type { EditorNode } from "../../editor-shared/red.js";
 
@@ -15,6 +16,22 @@ interface DoorPassNode extends EditorNode {
   name?: string;
   account?: string;
   codeLength?: number | string;
+  calendarUrl?: string;
+  calendarEvery?: number | string;
+  doors?: string;
+  checkIn?: string;
+  checkOut?: string;
+  timeZone?: string;
+  bufferBefore?: number | string;
+  bufferAfter?: number | string;
+}
+
+/** The problem the runtime would report for this calendar field (its own check), or true. */
+function calendarField(node: Record<string, unknown>, field: string, value: unknown): true | string {
+  const checked = checkCalendarSettings({ ...node, [field]: value });
+  if (checked.ok) return true;
+  const mine = checked.problems.find((p) => p.startsWith(`${field}:`));
+  return mine ?? true;
 }
 
 const NS = "@door-access/node-red/door-pass";
@@ -34,6 +51,57 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
       validate(v, _opt) {
         const n = codeLengthOf(v);
         return typeof n === "number" ? true : n;
+      },
+    },
+    // The booking calendar (docs/passes.md#from-a-booking-calendar), checked by the runtime's own rules.
+    calendarUrl: {
+      value: "",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "calendarUrl", v);
+      },
+    },
+    calendarEvery: {
+      value: 15,
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "calendarEvery", v);
+      },
+    },
+    doors: {
+      value: "",
+      validate(v, _opt) {
+        const url = (this as unknown as { calendarUrl?: unknown }).calendarUrl;
+        const needs = typeof url === "string" && url.trim() !== "";
+        return !needs || (typeof v === "string" && v.trim() !== "") ? true : tr("errors.doors");
+      },
+    },
+    checkIn: {
+      value: "15:00",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "checkIn", v);
+      },
+    },
+    checkOut: {
+      value: "11:00",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "checkOut", v);
+      },
+    },
+    timeZone: {
+      value: "",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "timeZone", v);
+      },
+    },
+    bufferBefore: {
+      value: 0,
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "bufferBefore", v);
+      },
+    },
+    bufferAfter: {
+      value: 0,
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "bufferAfter", v);
       },
     },
   },

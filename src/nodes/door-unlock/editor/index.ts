@@ -40,6 +40,7 @@ interface DoorUnlockNode extends DoorNode, RulesNode {
   lockId?: unknown;
   actor?: unknown;
   rejectRetained?: boolean;
+  acceptPasses?: boolean;
   _accessRules?: RulesSection;
 }
 
@@ -94,6 +95,8 @@ RED.nodes.registerType<DoorUnlockNode>("door-unlock", {
       },
     },
     rejectRetained: { value: true },
+    // docs/passes.md#at-a-door-unlock: msg.pass opens for a live guest pass of the account.
+    acceptPasses: { value: false },
     // Access rules (docs/access-rules.md): the runtime's reading of each field; what it cannot read is flagged.
     allowActors: {
       value: [],
