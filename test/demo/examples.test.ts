@@ -286,7 +286,12 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       },
     ];
     for (const n of ex.nodes) {
-      if (ACCOUNT_USERS.includes(n.type)) out.push(tweak({ ...n, z: tab, account: accountId }));
+      // A booking calendar on the demo's simulator is read from this test's (docs/simulator.md#demo-calendar).
+      const cal =
+        typeof n.calendarUrl === "string" && n.calendarUrl.startsWith("http://127.0.0.1:8787/")
+          ? { calendarUrl: sim.url + n.calendarUrl.slice("http://127.0.0.1:8787".length) }
+          : {};
+      if (ACCOUNT_USERS.includes(n.type)) out.push(tweak({ ...n, ...cal, z: tab, account: accountId }));
       else if (n.type === "mqtt-broker") out.push({ ...n, port: String(broker.port) });
       else if (isConfigNode(n)) out.push({ ...n });
       else if (n.type === "debug" && o.debugToConsole) out.push(tweak({ ...n, z: tab, console: true }));
@@ -333,8 +338,13 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     );
   }
 
-  async function inject(id: string): Promise<void> {
-    const res = await fetch(`${nr.url}/inject/${id}`, { method: "POST" });
+  async function inject(id: string, props?: Record<string, unknown>[]): Promise<void> {
+    const res = await fetch(`${nr.url}/inject/${id}`, {
+      method: "POST",
+      ...(props
+        ? { headers: { "Content-Type": "application/json" }, body: JSON.stringify({ __user_inject_props__: props }) }
+        : {}),
+    });
     assert.equal(res.status, 200, `inject ${id}`);
   }
 
@@ -749,6 +759,40 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       4,
       "four presses, four PUTs: events send nothing",
     );
+  });
+
+  it("10: issue a pass, open the Front Door with its code at the keypad, revoke it: the code then opens nothing", async () => {
+    const ex = byTitle("10");
+    const byName = (name: string) => ex.nodes.find((n) => n.name === name)!;
+    const mark = await deploy(ex, { debugToConsole: true });
+    await inject(byName("Issue a pass for Ada").id);
+    // The debug node prints the object as util.inspect does: code: '12345678'.
+    await until("the code for the guest", () => /code: '\d{8}'/.test(nr.output().slice(mark)));
+    const code = /code: '(\d{8})'/.exec(nr.output().slice(mark))![1];
+    const before = unlocks(101);
+    const keypad = byName("Guest at the keypad").id;
+    await inject(keypad, [{ p: "pass", v: code, vt: "str" }]);
+    await until("the accepted unlock", () => unlocks(101) === before + 1);
+    await inject(byName("Revoke Ada's pass").id);
+    await until("the revoked answer", () => /action: 'revoked'/.test(nr.output().slice(mark)));
+    await inject(keypad, [{ p: "pass", v: code, vt: "str" }]);
+    await until("the refusal", () => /reason: 'pass'/.test(nr.output().slice(mark)));
+    assert.equal(unlocks(101), before + 1, "the revoked code opened nothing");
+  });
+
+  it("11: the demo calendar's bookings become passes at deploy, each code out once; Read the calendar now changes nothing more", async () => {
+    const ex = byTitle("11");
+    const mark = await deploy(ex, { debugToConsole: true });
+    const issuedLines = () => nr.output().slice(mark).split("[debug:new pass: send the code]").length - 1;
+    await until("the stays' and the cleaner's passes", () => issuedLines() >= 3, 20_000);
+    const log = nr.output().slice(mark);
+    assert.match(log, /Demo guest \(booking HM-1001\)/);
+    assert.match(log, /Next guest \(booking HM-1002\)/);
+    assert.match(log, /guest: 'Cleaner'/);
+    const n = issuedLines();
+    await inject(ex.nodes.find((x) => x.name === "Read the calendar now")!.id);
+    await until("synced", () => /action: 'synced', issued: 0, updated: 0, revoked: 0/.test(nr.output().slice(mark)));
+    assert.equal(issuedLines(), n, "nothing issued twice");
   });
 });
 
