@@ -11,7 +11,8 @@
  *
  * Searched for: every token any simulator in this process issued (access JWTs and refresh
  * tokens), the seed accounts' passwords and phone numbers, and the door-unlock PINs the tests
- * configure and send as msg.pin (test/helpers/pins.ts). The token store's own files
+ * configure and send as msg.pin (test/helpers/pins.ts), and every guest pass code a door-pass
+ * node issued, anywhere but in its `issued` answer. The token store's own files
  * are the one place tokens are allowed, and are recognised by their format. Any hit fails
  * the run in the root "after all" hook, naming where (never printing the secret).
  *
@@ -56,6 +57,18 @@ const candidates: Candidate[] = [];
 const fixedHits: { where: string; secret: string }[] = [];
 let scannedChunks = 0;
 
+/**
+ * Guest pass codes seen in a door-pass `issued` answer (docs/passes.md#issue): that message, and
+ * the copies a flow passes on, are the only place a code may be; anywhere else (another message, a
+ * log line, a file: the passes file keeps a hash) is a leak. Matched as a whole number.
+ */
+const passCodes = new Set<string>();
+
+function isIssuedAnswer(msg: unknown): boolean {
+  const p = (msg as { payload?: { action?: unknown; code?: unknown } } | null)?.payload;
+  return !!p && p.action === "issued" && typeof p.code === "string";
+}
+
 function scanText(where: string, text: string): void {
   scannedChunks++;
   for (const re of [JWT, REFRESH]) {
@@ -63,6 +76,11 @@ function scanText(where: string, text: string): void {
     for (const m of text.matchAll(re)) candidates.push({ where, value: m[0] });
   }
   for (const s of FIXED_SECRETS) if (text.includes(s)) fixedHits.push({ where, secret: s });
+  for (const c of passCodes) {
+    const i = text.indexOf(c);
+    if (i < 0) continue;
+    if (new RegExp(`(?<![0-9])${c}(?![0-9])`).test(text)) fixedHits.push({ where, secret: `pass code ${c.slice(0, 2)}` });
+  }
 }
 
 /**
@@ -142,7 +160,14 @@ function hookNodeRed(): void {
   }
   if (!util.hooks.has("onSend.leakScan")) {
     util.hooks.add("onSend.leakScan", (events: unknown) => {
-      for (const e of events as { msg?: unknown }[]) scanText("node message", safeJson(e.msg));
+      for (const e of events as { msg?: unknown }[]) {
+        if (isIssuedAnswer(e.msg)) {
+          // The one message a code may be in: learnt, and searched for everywhere else.
+          passCodes.add((e.msg as { payload: { code: string } }).payload.code);
+          continue;
+        }
+        scanText("node message", safeJson(e.msg));
+      }
     });
   }
 }
