@@ -79,7 +79,8 @@ function scanText(where: string, text: string): void {
   for (const c of passCodes) {
     const i = text.indexOf(c);
     if (i < 0) continue;
-    if (new RegExp(`(?<![0-9])${c}(?![0-9])`).test(text)) fixedHits.push({ where, secret: `pass code ${c.slice(0, 2)}` });
+    if (new RegExp(`(?<![0-9])${c}(?![0-9])`).test(text))
+      fixedHits.push({ where, secret: `pass code ${c.slice(0, 2)}` });
   }
 }
 
