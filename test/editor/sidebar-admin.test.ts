@@ -91,7 +91,14 @@ async function issuePass(
   uses: number | null = null,
 ): Promise<{ pass: { id: string; hash: string }; code: string }> {
   return accountOf().account.core.passes.issue(
-    { guest, doors: [{ deviceId: 101, door: "Main Street 1 / Front Door" }], from: iso(fromMs), until: iso(untilMs), uses, ref: null },
+    {
+      guest,
+      doors: [{ deviceId: 101, door: "Main Street 1 / Front Door" }],
+      from: iso(fromMs),
+      until: iso(untilMs),
+      uses,
+      ref: null,
+    },
     8,
   );
 }
