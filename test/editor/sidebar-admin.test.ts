@@ -84,7 +84,7 @@ const HOUR = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** Issues a pass through the account's pass book (what a door-pass node does): the pass and its code. */
-async function issuePass(
+function issuePass(
   guest: string,
   fromMs: number,
   untilMs: number,
