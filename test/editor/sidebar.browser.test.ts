@@ -573,6 +573,23 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
       path: path.join(ARTIFACTS, "passes-sidebar.png"),
       clip: { x: Math.floor(side.x) - 4, y, width: Math.ceil(side.width) + 4, height: Math.ceil(box.height) + 120 },
     });
+
+    // Compact: ten rows until Show all (docs/nodes.md#editor-sidebar).
+    for (let i = 0; i < 10; i++) await press(issues[0].id);
+    const more = Date.now() + STEP_MS;
+    while ((await listed()).length < 12 && Date.now() < more) await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await listed()).length, 12, "twelve passes");
+    await page.locator("#door-access-refresh").click();
+    const all = page.locator("#door-access-passes-all");
+    await all.waitFor({ state: "visible", timeout: STEP_MS });
+    assert.equal(await passRows.count(), 10, "ten rows first");
+    assert.match(await all.innerText(), /Show all 12/);
+    assert.equal(await passRows.last().getAttribute("data-state"), "active", "the live passes first");
+    await all.click();
+    assert.equal(await passRows.count(), 12);
+    assert.equal(await passRows.last().getAttribute("data-state"), "revoked");
+    await all.click();
+    assert.equal(await passRows.count(), 10);
     assert.deepEqual(pageErrors, [], "no page error");
   });
 
