@@ -5,6 +5,8 @@
  * permissions (docs/security.md#who-can-do-what-the-admin-routes: admin endpoints behind
  * RED.auth.needsPermission; reading needs door-account.read, Reconnect door-account.write). No
  * token, password or phone number in any answer or notice (docs/security.md#secrets).
+ * An account's guest passes: listed (never a code nor its hash) and revoked with door-account.write,
+ * only as the editor's JSON from its own page (docs/passes.md#in-the-sidebar).
  * The tab itself: docs/nodes.md#editor-sidebar. Its error texts come from the message catalogue
  * of a real Node-RED (the test helper has none): the last describe runs one with our package.
  */
@@ -26,6 +28,7 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import { exportCsv } from "../../src/audit/reader.js";
 import {
   DEMO_ACCOUNT,
+  EDITOR_HEADERS,
   accountModule,
   accountNode,
   accountOf,
@@ -76,6 +79,32 @@ function assertNoSecret(where: string, text: string): void {
   assert.ok(!text.includes(DEMO_ACCOUNT.password), `${where}: no password`);
   assert.ok(!text.includes(DEMO_ACCOUNT.phoneNumber.slice(1)), `${where}: no phone number`);
 }
+
+const HOUR = 3600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Issues a pass through the account's pass book (what a door-pass node does): the pass and its code. */
+function issuePass(
+  guest: string,
+  fromMs: number,
+  untilMs: number,
+  uses: number | null = null,
+): Promise<{ pass: { id: string; hash: string }; code: string }> {
+  return accountOf().account.core.passes.issue(
+    {
+      guest,
+      doors: [{ deviceId: 101, door: "Main Street 1 / Front Door" }],
+      from: iso(fromMs),
+      until: iso(untilMs),
+      uses,
+      ref: null,
+    },
+    8,
+  );
+}
+
+/** The keys a pass has in the sidebar's list: a flow's `list` view (docs/passes.md#revoke-and-list). */
+const PASS_KEYS = ["doors", "from", "guest", "id", "ref", "state", "until", "used", "uses"];
 
 async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Promise<string> {
   let text = "";
@@ -319,17 +348,97 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
       .expect(404); // a flow node is not an account
   });
 
+  // docs/passes.md#in-the-sidebar
+  it("GET /passes: the account's passes (guest, doors, window, uses, used, state), live first; never a code nor its hash", async () => {
+    const now = Date.now();
+    const ended = await issuePass("Old guest", now - 3 * HOUR, now - 2 * HOUR);
+    const active = await issuePass("Ada (cleaner)", now - HOUR, now + HOUR, 2);
+    const upcoming = await issuePass("Bo", now + HOUR, now + 2 * HOUR);
+    const res = await helper.request().get(`${SIDEBAR}/acc1/passes`).expect(200);
+    const passes: any[] = res.body.passes;
+    assert.deepEqual(
+      passes.map((p) => [p.guest, p.state]),
+      [
+        ["Ada (cleaner)", "active"],
+        ["Bo", "upcoming"],
+        ["Old guest", "expired"],
+      ],
+    );
+    for (const p of passes) assert.deepEqual(Object.keys(p).sort(), PASS_KEYS);
+    const a = passes[0];
+    assert.equal(a.id, active.pass.id);
+    assert.deepEqual(a.doors, [{ deviceId: 101, door: "Main Street 1 / Front Door" }]);
+    assert.equal(a.from, iso(now - HOUR));
+    assert.equal(a.until, iso(now + HOUR));
+    assert.equal(a.uses, 2);
+    assert.equal(a.used, 0);
+    assert.equal(passes[1].uses, null);
+    for (const x of [ended, active, upcoming]) {
+      assert.ok(!res.text.includes(x.code), "no code in the answer");
+      assert.ok(!res.text.includes(x.pass.hash), "no code hash in the answer");
+    }
+    assertNoSecret("GET /passes", res.text);
+    await helper.request().get(`${SIDEBAR}/nope/passes`).expect(404);
+  });
+
+  // docs/passes.md#in-the-sidebar
+  it("POST /passes/:passId/revoke (the editor's JSON): the pass's state becomes revoked and the account's events tell it; again: 404", async () => {
+    const now = Date.now();
+    const { pass } = await issuePass("Cy", now - HOUR, now + HOUR);
+    const res = await editorPost(`${SIDEBAR}/acc1/passes/${pass.id}/revoke`).send({}).expect(200);
+    assert.deepEqual(res.body, { revoked: pass.id });
+    const list = await helper.request().get(`${SIDEBAR}/acc1/passes`).expect(200);
+    assert.equal(list.body.passes.find((p: any) => p.id === pass.id).state, "revoked");
+    const accounts = await helper.request().get(SIDEBAR).expect(200);
+    const ev = accounts.body.accounts[0].events.find((e: any) => e.topic === "pass/revoked");
+    assert.ok(ev, "a pass/revoked event");
+    assert.match(ev.message, /Cy/);
+    await editorPost(`${SIDEBAR}/acc1/passes/${pass.id}/revoke`).send({}).expect(404);
+    await editorPost(`${SIDEBAR}/acc1/passes/pass-000000000000/revoke`).send({}).expect(404);
+  });
+
+  // docs/security.md#cross-site-requests
+  it("a revoke a page on another site sends is refused with 403 (a form, text/plain, JSON without X-Requested-With, another origin's page): the pass stays live", async () => {
+    const now = Date.now();
+    const { pass } = await issuePass("Dee", now - HOUR, now + HOUR);
+    const url = `${SIDEBAR}/acc1/passes/${pass.id}/revoke`;
+    const attempts: [string, any][] = [
+      ["a form post", helper.request().post(url).type("form").send("a=1")],
+      ["a text/plain post", helper.request().post(url).set("Content-Type", "text/plain").send("{}")],
+      ["JSON without X-Requested-With", helper.request().post(url).set("Content-Type", "application/json").send("{}")],
+      [
+        "the editor's JSON from a page on another site",
+        helper
+          .request()
+          .post(url)
+          .set(EDITOR_HEADERS)
+          .set("Host", "editor.example:1880")
+          .set({ Origin: "http://evil.example", "Sec-Fetch-Site": "cross-site" })
+          .send("{}"),
+      ],
+    ];
+    for (const [what, req] of attempts) {
+      const res = await req;
+      assert.equal(res.status, 403, `${what}: ${res.status} ${res.text}`);
+    }
+    const list = await helper.request().get(`${SIDEBAR}/acc1/passes`).expect(200);
+    assert.equal(list.body.passes.find((p: any) => p.id === pass.id).state, "active");
+  });
+
   it("every sidebar route has a permission middleware before its handler", () => {
     const stack: any[] = helper._httpAdmin._router?.stack ?? helper._httpAdmin.router?.stack;
     const routes = stack
       .filter((l: any) => l.route && String(l.route.path).startsWith("/door-access/sidebar"))
       .map((l: any) => l.route);
     const got = routes.map((r: any) => `${Object.keys(r.methods)[0].toUpperCase()} ${r.path} ${r.stack.length}`).sort();
+    // A POST also has the editor-only check (docs/security.md#cross-site-requests).
     assert.deepEqual(got, [
       `GET ${SIDEBAR} 2`,
       `GET ${SIDEBAR}/:id/export.csv 2`,
+      `GET ${SIDEBAR}/:id/passes 2`,
       `GET ${SIDEBAR}/:id/records 2`,
       `GET ${SIDEBAR}/:id/verify 2`,
+      `POST ${SIDEBAR}/:id/passes/:passId/revoke 3`,
     ]);
   });
 });
@@ -378,7 +487,13 @@ describe("door access sidebar with adminAuth: reading needs door-account.read, R
     await sim.close();
   });
 
-  const reads = [SIDEBAR, `${SIDEBAR}/acc1/records`, `${SIDEBAR}/acc1/verify`, `${SIDEBAR}/acc1/export.csv`];
+  const reads = [
+    SIDEBAR,
+    `${SIDEBAR}/acc1/records`,
+    `${SIDEBAR}/acc1/verify`,
+    `${SIDEBAR}/acc1/export.csv`,
+    `${SIDEBAR}/acc1/passes`,
+  ];
 
   it("without a token or with a bogus one: 401; signed in without door-account.read: 403; on every read route, no record in the answer", async () => {
     for (const url of reads) {
@@ -415,6 +530,31 @@ describe("door access sidebar with adminAuth: reading needs door-account.read, R
     await until("the login", () => logins(sim) === before + 1);
     await until("ready again", () => accountOf().account.session.state === "ready");
     assert.equal(logins(sim), before + 1);
+  });
+
+  // docs/passes.md#in-the-sidebar: listing reads, revoking writes.
+  it("a read-only user lists the passes but cannot revoke one (door-account.write): 403, the pass stays live; an admin can", async () => {
+    const now = Date.now();
+    const { pass, code } = await issuePass("Eve", now - HOUR, now + HOUR);
+    const list = await helper
+      .request()
+      .get(`${SIDEBAR}/acc1/passes`)
+      .set("Authorization", `Bearer ${readerToken}`)
+      .expect(200);
+    assert.deepEqual(
+      list.body.passes.map((p: any) => [p.guest, p.state]),
+      [["Eve", "active"]],
+    );
+    assert.ok(!list.text.includes(code), "no code in the answer");
+    const url = `${SIDEBAR}/acc1/passes/${pass.id}/revoke`;
+    await editorPost(url).set("Authorization", `Bearer ${readerToken}`).send({}).expect(403);
+    await editorPost(url).set("Authorization", `Bearer ${noneToken}`).send({}).expect(403);
+    await editorPost(url).send({}).expect(401);
+    const still = await helper.request().get(`${SIDEBAR}/acc1/passes`).set("Authorization", `Bearer ${adminToken}`);
+    assert.equal(still.body.passes[0].state, "active");
+    await editorPost(url).set("Authorization", `Bearer ${adminToken}`).send({}).expect(200);
+    const after = await helper.request().get(`${SIDEBAR}/acc1/passes`).set("Authorization", `Bearer ${adminToken}`);
+    assert.equal(after.body.passes[0].state, "revoked");
   });
 });
 

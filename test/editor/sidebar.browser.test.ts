@@ -8,7 +8,7 @@
  * the injects are pressed through Node-RED's inject endpoint. In the tab: the account's state, an
  * unlock appearing live (over comms, without a reload; its delay printed), the filters, a CSV
  * download equal to the export of the file, Reconnect (one login at the simulator), a replay
- * record marked, and no page error.
+ * record marked, guest passes issued by a door-pass node listed and one revoked, and no page error.
  *
  * Screenshot: test-artifacts/audit-sidebar.png every run; the README's docs/audit-sidebar.png
  * only with DOOR_ACCESS_UPDATE_SCREENSHOT=1 (as test/editor/editor.browser.test.ts does for docs/editor.png).
@@ -421,6 +421,176 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     }
     assert.deepEqual(pageErrors, [], "no page error");
     assert.doesNotMatch(log.join("\n"), /\[error\]/, "no error in Node-RED's log");
+  });
+
+  // docs/passes.md#in-the-sidebar
+  it("guest passes: a door-pass node issues two; the tab lists both (a guest name with markup shown as text), Revoke asks, then the pass is revoked; screenshot", async () => {
+    const HOSTILE = "<img src=x onerror=alert(1)>";
+    const dialogs: string[] = [];
+    page.on("dialog", (d) => {
+      dialogs.push(d.message());
+      void d.dismiss().catch(() => undefined);
+    });
+    const passNode = "5b1deba000000041";
+    const issues = [
+      { id: "5b1deba000000042", guest: "Ada (cleaner)", uses: 2 },
+      { id: "5b1deba000000043", guest: HOSTILE },
+    ];
+    const nodes: object[] = issues.map((x, k) => ({
+      id: x.id,
+      type: "inject",
+      z: TAB_ID,
+      name: `issue ${k}`,
+      props: [{ p: "payload" }],
+      payload: JSON.stringify({
+        action: "issue",
+        guest: x.guest,
+        doors: [101],
+        from: "2026-01-01T00:00:00Z",
+        until: "2099-01-01T00:00:00Z",
+        ...(x.uses ? { uses: x.uses } : {}),
+      }),
+      payloadType: "json",
+      repeat: "",
+      crontab: "",
+      once: false,
+      onceDelay: 0.1,
+      topic: "",
+      x: 120,
+      y: 260 + k * 60,
+      wires: [[passNode]],
+    }));
+    nodes.push({
+      id: passNode,
+      type: "door-pass",
+      z: TAB_ID,
+      name: "",
+      account: demo!.accountId,
+      x: 340,
+      y: 260,
+      wires: [[]],
+    });
+    const current = (await (
+      await fetch(new URL("flows", demo!.editorUrl), {
+        headers: { "Node-RED-API-Version": "v2" },
+        signal: AbortSignal.timeout(10_000),
+      })
+    ).json()) as { flows: object[] };
+    const res = await fetch(new URL("flows", demo!.editorUrl), {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        "Node-RED-API-Version": "v2",
+        "Node-RED-Deployment-Type": "nodes",
+      },
+      body: JSON.stringify({ flows: [...current.flows, ...nodes] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(res.status, 200, `deploying the door-pass node: ${res.status} ${await res.text()}`);
+    const passesUrl = new URL(`door-access/sidebar/accounts/${demo!.accountId}/passes`, demo!.editorUrl);
+    const listed = async (): Promise<any[]> =>
+      ((await (await fetch(passesUrl, { signal: AbortSignal.timeout(5000) })).json()) as { passes: any[] }).passes;
+    // The deploy's answer may come before its new nodes run: the inject endpoint answers 404 (nothing
+    // injected) until then.
+    for (const x of issues) {
+      const until = Date.now() + STEP_MS;
+      let status = 0;
+      do {
+        if (status) await new Promise((r) => setTimeout(r, 100));
+        status = (
+          await fetch(new URL(`inject/${x.id}`, demo!.editorUrl), { method: "POST", signal: AbortSignal.timeout(5000) })
+        ).status;
+      } while (status === 404 && Date.now() < until);
+      assert.equal(status, 200, `inject ${x.id}: ${status}`);
+    }
+    const deadline = Date.now() + STEP_MS;
+    while ((await listed()).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await listed()).length, 2, "two passes issued");
+
+    await page.locator("#door-access-refresh").click();
+    const passRows = page.locator("#door-access-pass-list li.da-pass");
+    await page
+      .waitForFunction(() => document.querySelectorAll("#door-access-pass-list li.da-pass").length === 2, null, {
+        timeout: STEP_MS,
+      })
+      .catch(async () => assert.fail(`two pass rows: ${await page.locator("#door-access-passes").innerText()}`));
+    const guests = await passRows.locator(".da-pass-guest").allInnerTexts();
+    assert.deepEqual([...guests].sort(), [HOSTILE, "Ada (cleaner)"].sort(), "both guests, the markup as text");
+    assert.equal(await page.locator("#door-access-passes img").count(), 0, "a guest's name is not markup");
+    const ada = passRows.filter({ hasText: "Ada (cleaner)" });
+    assert.match(await ada.locator(".da-pass-uses").innerText(), /0\/2/);
+    assert.match(await ada.locator(".da-pass-doors").innerText(), /Front Door/);
+    assert.match(await ada.locator(".da-pass-state").innerText(), /active/);
+    const hostile = passRows.filter({ has: page.locator(".da-pass-guest", { hasText: HOSTILE }) });
+    assert.match(await hostile.locator(".da-pass-uses").innerText(), /0\/\u221e/);
+    assert.match(await page.locator("#door-access-passes .da-passes-title").innerText(), /2 live of 2/);
+
+    // Revoke asks first; Cancel takes the question back; Revoke then revokes.
+    await hostile.locator(".da-pass-revoke").click();
+    assert.match(
+      await hostile.locator(".da-pass-question").innerText(),
+      /Revoke the pass of <img src=x onerror=alert\(1\)>\?/,
+    );
+    await hostile.locator(".da-pass-cancel").click();
+    assert.equal((await listed()).filter((p) => p.state === "revoked").length, 0, "Cancel revoked nothing");
+    await hostile.locator(".da-pass-revoke").click();
+    await hostile.locator(".da-pass-confirm").click();
+    await page
+      .waitForFunction(
+        () =>
+          [...document.querySelectorAll("#door-access-pass-list li.da-pass")].some(
+            (li) => li.getAttribute("data-state") === "revoked" && /onerror/.test(li.textContent ?? ""),
+          ),
+        null,
+        { timeout: STEP_MS },
+      )
+      .catch(async () => assert.fail(`the revoked row: ${await page.locator("#door-access-passes").innerText()}`));
+    const after = await listed();
+    assert.deepEqual(
+      after.map((p) => [p.guest, p.state]).sort(),
+      [
+        [HOSTILE, "revoked"],
+        ["Ada (cleaner)", "active"],
+      ].sort(),
+    );
+    // Live first: the revoked pass is the second row, without a Revoke button.
+    assert.equal(await passRows.nth(1).getAttribute("data-state"), "revoked");
+    assert.equal(await passRows.nth(1).locator(".da-pass-revoke").count(), 0);
+    assert.match(await page.locator("#door-access-passes .da-passes-title").innerText(), /1 live of 2/);
+    assert.deepEqual(dialogs, [], "no alert ran");
+
+    await page
+      .locator(".red-ui-notification")
+      .first()
+      .waitFor({ state: "hidden", timeout: 8000 })
+      .catch(() => undefined);
+    await page.locator("#door-access-passes").scrollIntoViewIfNeeded();
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const side = (await page.locator("#red-ui-sidebar").boundingBox())!;
+    const box = (await page.locator("#door-access-passes").boundingBox())!;
+    const y = Math.max(0, Math.floor(box.y) - 80);
+    await page.screenshot({
+      path: path.join(ARTIFACTS, "passes-sidebar.png"),
+      clip: { x: Math.floor(side.x) - 4, y, width: Math.ceil(side.width) + 4, height: Math.ceil(box.height) + 120 },
+    });
+
+    // Compact: ten rows until Show all (docs/nodes.md#editor-sidebar).
+    for (let i = 0; i < 10; i++) await press(issues[0].id);
+    const more = Date.now() + STEP_MS;
+    while ((await listed()).length < 12 && Date.now() < more) await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await listed()).length, 12, "twelve passes");
+    await page.locator("#door-access-refresh").click();
+    const all = page.locator("#door-access-passes-all");
+    await all.waitFor({ state: "visible", timeout: STEP_MS });
+    assert.equal(await passRows.count(), 10, "ten rows first");
+    assert.match(await all.innerText(), /Show all 12/);
+    assert.equal(await passRows.last().getAttribute("data-state"), "active", "the live passes first");
+    await all.click();
+    assert.equal(await passRows.count(), 12);
+    assert.equal(await passRows.last().getAttribute("data-state"), "revoked");
+    await all.click();
+    assert.equal(await passRows.count(), 10);
+    assert.deepEqual(pageErrors, [], "no page error");
   });
 
   it("a drifted service description: the account view lists each difference, as text (docs/service-description.md#what-you-see)", async () => {

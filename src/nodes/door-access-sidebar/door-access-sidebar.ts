@@ -4,8 +4,10 @@
  * read their audit logs, and a live notice over Node-RED comms when a record is written.
  *
  * Reading needs `door-account.read`; the Reconnect button uses door-account's own
- * POST /door-access/accounts/:id/reconnect (`door-account.write`). The browser gets records
- * (which hold no token, password or phone number) and account states, never a credential.
+ * POST /door-access/accounts/:id/reconnect (`door-account.write`), and revoking a guest pass
+ * `door-account.write` too. The browser gets records (which hold no token, password or phone
+ * number), account states and guest passes as a flow's `list` sees them (never a code nor its
+ * hash: docs/passes.md#in-the-sidebar), never a credential.
  * The comms notice carries only account ids: every editor connection receives comms messages,
  * so the records themselves go only through the permission-checked endpoints.
  */
@@ -13,10 +15,11 @@ import type { NodeAPI } from "node-red";
 import type { Request, Response } from "express";
 import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../audit/reader.js";
 import { onAnyAuditRecord, verifyAuditLog } from "../../audit/source.js";
-import { permission } from "../admin-access.js";
+import { fromEditor, permission } from "../admin-access.js";
 import { accountEvents } from "../../account/events.js";
 import type { DoorAccountNode } from "../node-runtime.js";
 import { textOf } from "../../util/text.js";
+import type { PassView } from "../../passes/pass.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
 const COMMS_TOPIC = "door-access/audit";
@@ -87,6 +90,31 @@ function describeAccount(n: DoorAccountNode & { name?: string }) {
   };
 }
 
+/** Live passes first (active, then upcoming soonest first), then the ended ones, latest ended first. */
+const STATE_RANK: Record<string, number> = { active: 0, upcoming: 1 };
+function passOrder(a: PassView, b: PassView): number {
+  const ra = STATE_RANK[a.state] ?? 2;
+  const rb = STATE_RANK[b.state] ?? 2;
+  if (ra !== rb) return ra - rb;
+  if (ra === 1) return Date.parse(a.from) - Date.parse(b.from);
+  return Date.parse(b.until) - Date.parse(a.until);
+}
+
+/** What the sidebar shows of a pass: a PassView's fields, picked one by one (never a code nor a hash). */
+function passRow(p: PassView): PassView {
+  return {
+    id: p.id,
+    guest: p.guest,
+    doors: p.doors.map((d) => ({ deviceId: d.deviceId, door: d.door })),
+    from: p.from,
+    until: p.until,
+    uses: p.uses,
+    used: p.used,
+    ref: p.ref,
+    state: p.state,
+  };
+}
+
 function filterFrom(q: Request["query"]): AuditFilter | string {
   const str = (k: string): string | undefined =>
     typeof q[k] === "string" && q[k].trim() ? q[k].trim().slice(0, 200) : undefined;
@@ -117,6 +145,10 @@ export = function register(RED: NodeAPI): void {
   // docs/security.md#who-can-do-what-the-admin-routes: reading needs door-account.read; a
   // signed-in user without it gets 403.
   const read = permission(RED, "door-account.read");
+  // Revoking a pass changes something: door-account.write, and only as the editor's JSON from its own page
+  // (docs/security.md#cross-site-requests), as Reconnect.
+  const write = permission(RED, "door-account.write");
+  const editorOnly = fromEditor();
   const accountFor = (req: Request, res: Response): DoorAccountNode | null => {
     const n = RED.nodes.getNode(String(req.params.id)) as unknown as DoorAccountNode | null;
     if (!n || n.type !== "door-account") {
@@ -159,6 +191,50 @@ export = function register(RED: NodeAPI): void {
     if (!n) return;
     verifyAuditLog(n.account!.audit.filePath)
       .then((report) => res.json(report), failed(res))
+      .catch(() => undefined);
+  });
+
+  // docs/passes.md#in-the-sidebar: an account's guest passes, never a code.
+  RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/passes`, read, (req, res) => {
+    const n = accountFor(req, res);
+    if (!n) return;
+    n.account!.core.passes.list()
+      .then((list) => {
+        res.setHeader("Cache-Control", "no-store");
+        res.json({ passes: list.map(passRow).sort(passOrder) });
+      })
+      .catch((e: unknown) => {
+        if (!res.headersSent)
+          res.status(500).json({ error: `cannot read the passes: ${e instanceof Error ? e.message : String(e)}` });
+      })
+      .catch(() => undefined);
+  });
+
+  RED.httpAdmin.post(`${SIDEBAR_PREFIX}/accounts/:id/passes/:passId/revoke`, write, editorOnly, (req, res) => {
+    const n = accountFor(req, res);
+    if (!n) return;
+    const id = String(req.params.passId);
+    const account = n.account!;
+    account.core.passes
+      .revoke({ id })
+      .then((revoked) => {
+        const p = revoked[0];
+        if (!p) {
+          res.status(404).json({ error: `no pass with id ${id.slice(0, 40)} that is not revoked already` });
+          return;
+        }
+        // The account's events are told as the door-pass node tells them (docs/events.md#pass).
+        account.core.events.emit("pass", "revoked", `the pass of ${p.guest} was revoked`, {
+          id: p.id,
+          guest: p.guest,
+          ref: p.ref,
+        });
+        res.json({ revoked: p.id });
+      })
+      .catch((e: unknown) => {
+        if (!res.headersSent)
+          res.status(500).json({ error: `cannot revoke the pass: ${e instanceof Error ? e.message : String(e)}` });
+      })
       .catch(() => undefined);
   });
 

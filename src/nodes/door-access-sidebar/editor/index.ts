@@ -3,7 +3,8 @@
  * with its state and a Reconnect button, the latest records of its audit log (filterable, denied
  * attempts by the rule that refused them, docs/access-rules.md; updated live over Node-RED comms),
  * the chain's last seq and whether it verifies, a CSV download of a time range, and the
- * differences the service description check found (docs/service-description.md#what-you-see).
+ * differences the service description check found (docs/service-description.md#what-you-see), and
+ * the account's guest passes with a Revoke button (editor/passes.ts, docs/passes.md#in-the-sidebar).
  * Runtime half: door-access-sidebar.ts in this folder (admin endpoints under door-access/sidebar/).
  * Every text from the runtime is set with .text(), never as HTML; notifications are made from
  * text (editor-shared/text.ts), as in the node dialogs.
@@ -13,6 +14,7 @@
  */
 import { adminError, notifyText } from "../../editor-shared/text.js";
 import { type AccountFindings, localTime, showEvents, showSpec, t, text } from "./findings.js";
+import { passesView } from "./passes.js";
 
 const BASE = "door-access/sidebar/accounts";
 /** Records asked for per page (the runtime's page size: door-access-sidebar.ts). */
@@ -92,6 +94,8 @@ function build(): { root: JQuery; refresh: () => void } {
   const reasonLine = $('<div id="door-access-reason" class="da-reason-line"></div>').hide().appendTo(root);
   const spec = $('<div id="door-access-spec" class="da-spec"></div>').hide().appendTo(root);
   const events = $('<div id="door-access-events" class="da-events"></div>').hide().appendTo(root);
+  const passes = passesView();
+  passes.root.appendTo(root);
   const chain = $('<div id="door-access-chain" class="da-chain"></div>').appendTo(root);
 
   // Two text filters side by side; the outcome select as wide as its longest outcome, on the
@@ -354,6 +358,7 @@ function build(): { root: JQuery; refresh: () => void } {
     loadAccounts(() => {
       loadRecords(false);
       verify();
+      passes.load(current);
     });
   }
   function refreshSoon(): void {
@@ -362,6 +367,7 @@ function build(): { root: JQuery; refresh: () => void } {
       refreshTimer = null;
       loadAccounts((changed) => {
         loadRecords(false);
+        passes.load(current);
         if (changed) verify();
         else verifySoon();
       });
@@ -373,6 +379,7 @@ function build(): { root: JQuery; refresh: () => void } {
     showState();
     loadRecords(false);
     verify();
+    passes.load(current);
   });
   refreshBtn.on("click", refreshAll);
   let filterTimer: ReturnType<typeof setTimeout> | undefined;
