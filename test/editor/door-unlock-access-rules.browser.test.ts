@@ -370,10 +370,14 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
         valid: true,
         errors: [],
       });
-      assert.match(
-        (await node(UNLOCK).locator(".red-ui-flow-node-label").first().textContent()) ?? "",
-        /rules test · rules/,
-      );
+      // The canvas redraws the label after the dialog closes (later on Node-RED 5): waited for.
+      const label = node(UNLOCK).locator(".red-ui-flow-node-label").first();
+      let text = "";
+      for (const end = Date.now() + 10_000; Date.now() < end; await page.waitForTimeout(100)) {
+        text = (await label.textContent()) ?? "";
+        if (/rules test · rules/.test(text)) break;
+      }
+      assert.match(text, /rules test · rules/);
     });
 
     it("a rule the runtime cannot read is flagged: the node gets the red triangle, the dialog marks the field", async () => {

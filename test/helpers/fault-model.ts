@@ -546,9 +546,18 @@ function checkInvariants(
   stats.invariantsChecked += 1;
 
   // 3. Accepted outcomes match 200 PUTs; every message has exactly one outcome and one
-  //    closing audit record (result or rejected).
+  //    closing audit record (result or rejected). A PUT the service answered 200 after the client
+  //    stopped waiting (its header time-out here is 600 ms: a loaded machine can exceed it) is a
+  //    message told `mayHaveOpened: true` (docs/outcomes.md#door-unlock-outcomes), never one told
+  //    nothing opened: each 200 without an accepted result is owed to such a message.
   const accepted = [...results.values()].filter((r) => r.outcome === "accepted").length;
-  assert.equal(accepted, puts.filter((p) => p.status === 200).length, "accepted results = PUTs answered 200");
+  const answered200 = puts.filter((p) => p.status === 200).length;
+  const mayHaveOpened = [...results.values()].filter((r) => r.outcome !== "accepted" && r.mayHaveOpened === true);
+  assert.ok(accepted <= answered200, `accepted results (${accepted}) are PUTs answered 200 (${answered200})`);
+  assert.ok(
+    answered200 - accepted <= mayHaveOpened.length,
+    `accepted results = PUTs answered 200, but for messages told they may have opened: ${accepted} accepted, ${answered200} answered 200, ${mayHaveOpened.length} may have opened`,
+  );
   assert.equal(resultsRec.length + rejected.length, results.size, "one closing audit record per message");
   stats.invariantsChecked += 2;
 
