@@ -18,6 +18,10 @@ export interface SyncChanges {
 
 export class EmptyFeedRefused extends Error {}
 
+/** Bookings handled in one turn of the event loop. */
+const SLICE = 200;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 function sameDoors(a: PassDoor[], b: PassDoor[]): boolean {
   return a.length === b.length && a.every((d, i) => d.deviceId === b[i].deviceId);
 }
@@ -41,7 +45,10 @@ export async function applyBookings(
   const issuing: Promise<{ pass: Pass; code: string }>[] = [];
   const updating: Promise<Pass | null>[] = [];
   // Started together: the book writes its file once for many changes (its writes are coalesced).
+  // In slices, with a turn of the event loop between: 10,000 bookings never hold Node-RED for long.
+  let n = 0;
   for (const b of bookings) {
+    if (++n % SLICE === 0) await nextTurn();
     if (seen.has(b.ref)) continue;
     seen.add(b.ref);
     const p = byRef.get(b.ref);

@@ -1,0 +1,134 @@
+/**
+ * What guest passes cost (docs/passes.md#what-passes-cost), in-process, on the file book:
+ *
+ *   node dist/bench/passes.js
+ *
+ * - checkNs: a message's pass check with 10,000 live passes on the account (the code looked up,
+ *   the door and window checked, a use reserved and given back): goal under 20 µs;
+ * - issue1000Ms: 1,000 passes issued at once (a flow sending them together): goal under 1 s;
+ *   issue1000SerialMs: one after another, each awaited (each one written to disk);
+ * - feed: a feed of 10,000 bookings (about 5 MB with descriptions) read in the worker and applied:
+ *   the longest the event loop was held meanwhile (goal: 50 ms at a time) and the total time.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { FilePassBook } from "../src/passes/pass-book.js";
+import { passRefusal } from "../src/unlock/pass-check.js";
+import { readFeedOffThread } from "../src/passes/calendar-poller.js";
+import { applyBookings } from "../src/passes/calendar-sync.js";
+
+const HOUR = 3600_000;
+
+function book(): FilePassBook {
+  const dir = mkdtempSync(path.join(tmpdir(), "door-pass-bench-"));
+  return new FilePassBook(path.join(dir, "passes.json"), path.join(dir, "pass-key"), Date.now, () => undefined);
+}
+
+function feed(n: number): string {
+  const day = (d: number) => new Date(Date.now() + d * 24 * HOUR).toISOString().slice(0, 10).replace(/-/g, "");
+  const filler = "Booked through the demo channel manager; arrival after 15:00, key code sent by e-mail. ".repeat(4);
+  const ev: string[] = [];
+  for (let i = 0; i < n; i++)
+    ev.push(
+      [
+        "BEGIN:VEVENT",
+        `UID:bench-${i}@example.com`,
+        `SUMMARY:Guest ${i}`,
+        `DESCRIPTION:${filler}`,
+        `DTSTART;VALUE=DATE:${day(1 + (i % 300))}`,
+        `DTEND;VALUE=DATE:${day(3 + (i % 300))}`,
+        "END:VEVENT",
+      ].join("\r\n"),
+    );
+  return ["BEGIN:VCALENDAR", "VERSION:2.0", ...ev, "END:VCALENDAR", ""].join("\r\n");
+}
+
+export async function measurePasses(): Promise<Record<string, number>> {
+  const now = Date.now();
+  const b = book();
+  const issued = await Promise.all(
+    Array.from({ length: 10_000 }, (_, i) =>
+      b.issue(
+        {
+          guest: `g${i}`,
+          doors: [{ deviceId: 101 + (i % 5), door: null }],
+          from: new Date(now - HOUR).toISOString(),
+          until: new Date(now + 24 * HOUR).toISOString(),
+          uses: null,
+          ref: `r${i}`,
+        },
+        8,
+      ),
+    ),
+  );
+  const codes = issued.map((x) => x.code);
+  const check = (i: number) => {
+    const p = b.find(codes[i % codes.length]);
+    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now()) !== null) throw new Error("pass refused");
+    const t = b.reserve(p);
+    if (t === null) throw new Error("no use");
+    t.release();
+  };
+  for (let i = 0; i < 20_000; i++) check(i);
+  const N = 50_000;
+  let t0 = process.hrtime.bigint();
+  for (let i = 0; i < N; i++) check(i);
+  const checkNs = Number(process.hrtime.bigint() - t0) / N;
+
+  const b2 = book();
+  const mk = (i: number) => ({
+    guest: `h${i}`,
+    doors: [{ deviceId: 101, door: null }],
+    from: new Date(now).toISOString(),
+    until: new Date(now + HOUR).toISOString(),
+    uses: 1,
+    ref: null,
+  });
+  t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: 1000 }, (_, i) => b2.issue(mk(i), 8)));
+  const issue1000Ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  const b3 = book();
+  t0 = process.hrtime.bigint();
+  for (let i = 0; i < 1000; i++) await b3.issue(mk(i), 8);
+  const issue1000SerialMs = Number(process.hrtime.bigint() - t0) / 1e6;
+
+  const text = feed(10_000);
+  const h = monitorEventLoopDelay({ resolution: 5 });
+  const b4 = book();
+  h.enable();
+  t0 = process.hrtime.bigint();
+  const read = await readFeedOffThread(
+    text,
+    {
+      url: "http://127.0.0.1/x.ics",
+      everyMinutes: 15,
+      checkIn: "15:00",
+      checkOut: "11:00",
+      timeZone: "Europe/Oslo",
+      bufferBeforeMin: 0,
+      bufferAfterMin: 0,
+    },
+    Date.now(),
+  );
+  if (!read.ok) throw new Error(read.problem);
+  await applyBookings(b4, "bench", read.bookings, [{ deviceId: 101, door: null }], 8, Date.now());
+  const feedTotalMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  h.disable();
+  return {
+    checkNs: Math.round(checkNs),
+    issue1000Ms: Math.round(issue1000Ms),
+    issue1000SerialMs: Math.round(issue1000SerialMs),
+    feedBytes: Buffer.byteLength(text),
+    feedBookings: read.bookings.length,
+    feedTotalMs: Math.round(feedTotalMs),
+    feedMaxLoopDelayMs: Math.round(h.max / 1e6),
+  };
+}
+
+if (require.main === module) {
+  void measurePasses().then((r) => {
+    console.log(`guest passes (Node.js ${process.versions.node}):`, r);
+  });
+}
