@@ -5,8 +5,10 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+import * as path from "node:path";
 import { nodeRedVersion } from "../helpers/runtime.js";
 import { TEST_PIN, WRONG_PINS } from "../helpers/pins.js";
+import { REPO_ROOT } from "../../scripts/node-red-process.js";
 import { STEP_MS, getFlows, useEditor } from "../helpers/browser.js";
 
 const TAB = "f1f1f1f1f1f1f1f1";
@@ -165,6 +167,64 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
     );
     await ed.screenshot("first-hour-only-account");
     await ed.page.locator("#node-dialog-cancel").click();
+  });
+
+  // docs/events.md#kinds
+  it("door-events' dialog lists each kind on one line with its box and words, under the Kinds label, and keeps what is ticked", async () => {
+    const account = await withAccount([
+      { id: "f1f1f1f1f1f1f1e1", type: "door-events", z: TAB, name: "", account: "", x: 200, y: 80, wires: [[]] },
+    ]);
+    await ed.editNode("f1f1f1f1f1f1f1e1");
+    const rows = ed.page.locator("#node-input-kinds-box label.door-events-kind");
+    assert.equal(await rows.count(), 6);
+    for (let i = 0; i < 6; i++) {
+      const box = (await rows.nth(i).locator("input").boundingBox())!;
+      const word = (await rows.nth(i).locator("code").boundingBox())!;
+      assert.ok(
+        Math.abs(box.y + box.height / 2 - (word.y + word.height / 2)) < 8,
+        `kind ${i}: its box beside its word`,
+      );
+    }
+    const label = (await ed.page.locator("label", { hasText: "Kinds" }).first().boundingBox())!;
+    const first = (await rows.first().boundingBox())!;
+    assert.ok(Math.abs(label.y - first.y) < 12, "the Kinds label at the top of the list");
+    // The only account was taken; the default ticks all but unlock.
+    assert.equal(await ed.page.locator("#node-input-account").inputValue(), account.id);
+    assert.deepEqual(
+      await rows.locator("input:checked").evaluateAll((els) => els.map((e) => (e as HTMLInputElement).value)),
+      ["session", "device", "rule", "pass", "service"],
+    );
+    await ed.screenshot("first-hour-door-events-dialog");
+    await rows.nth(2).locator("input").check(); // unlock
+    await rows.nth(5).locator("input").uncheck(); // service
+    await ed.page.locator("#node-dialog-ok").click();
+    await ed.page.locator("#node-dialog-ok").waitFor({ state: "detached" });
+    assert.deepEqual(await ed.red((RED) => RED.nodes.node("f1f1f1f1f1f1f1e1").kinds), [
+      "session",
+      "device",
+      "unlock",
+      "rule",
+      "pass",
+    ]);
+  });
+
+  // docs/nodes.md#door-account: an example's door nodes take the only account, and are valid
+  it("an example imported where exactly one door-account exists: its door nodes take it and show no red triangle", async () => {
+    const account = await withAccount();
+    const example = JSON.parse(
+      fs.readFileSync(path.join(REPO_ROOT, "examples", "09 Alerts and metrics from door events.json"), "utf8"),
+    ) as Record<string, unknown>[];
+    await ed.red((RED, nodes) => RED.view.importNodes(nodes, { generateIds: true }), example);
+    await ed.page.waitForTimeout(300);
+    const doors = await ed.red((RED) =>
+      RED.nodes
+        .filterNodes({})
+        .filter((n: any) => n.type === "door-unlock" || n.type === "door-events")
+        .map((n: any) => ({ type: n.type, account: n.account, valid: n.valid })),
+    );
+    assert.equal(doors.length, 2, JSON.stringify(doors));
+    for (const d of doors) assert.deepEqual(d, { type: d.type, account: account.id, valid: true });
+    await ed.screenshot("first-hour-imported-example");
   });
 });
 
