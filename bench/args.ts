@@ -15,6 +15,7 @@ export const REPO_ROOT = path.resolve(__dirname, "..", "..");
 export const PHASES = [
   "load",
   "scale",
+  "passes",
   "logins",
   "latency",
   "rules",

@@ -57,6 +57,7 @@ import { writeReport } from "./report.js";
 import { RULES_NODE, measureRulesNode } from "./access-rules-node.js";
 import { Driver, type Rig, startRig } from "./runtime.js";
 import { measureScale } from "./scale.js";
+import { measurePasses } from "./passes.js";
 import { measureLogins, measureRefresh, warmUp } from "./sessions.js";
 import { resetLog, startSimProcess } from "./sim-process.js";
 import { round } from "./stats.js";
@@ -84,6 +85,8 @@ async function main(args: Args): Promise<void> {
     const footprint = want("load") ? await measureFootprint({ reps: 5, ha: args.ha === true, log }) : null;
     if (footprint) record(footprint.figures);
     if (want("scale")) record(await measureScale(R, C.scaleLookups));
+    // Guest passes without a runtime: the check, issuing, a large booking calendar (docs/passes.md#what-passes-cost).
+    if (want("passes")) record(await measurePasses());
 
     // In one Node-RED 4 runtime: our nodes, the floors beside them, the hand-built flow.
     rig = await startRig(sim.url, userDir, C, R);

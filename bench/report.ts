@@ -54,6 +54,17 @@ function table(r: Figures): string {
     ],
     ["unlockP50Ratio (node p50 / floor p50, interleaved)", `${n("unlockP50Ratio")}×`, "≤ 1.15×"],
     ["unlockP99Ratio (node p99 / floor p99, interleaved)", `${n("unlockP99Ratio")}×`, ""],
+    ["Guest pass check with 10,000 live passes (checkNs)", `${n("checkNs", 0)} ns`, "< 20,000 ns"],
+    [
+      "1,000 passes issued at once / one after another",
+      `${n("issue1000Ms", 0)} / ${n("issue1000SerialMs", 0)} ms`,
+      "< 1,000 ms at once",
+    ],
+    [
+      "Booking calendar of 10,000 bookings: bytes, total ms, longest event-loop hold",
+      `${n("feedBytes", 0)} B, ${n("feedTotalMs", 0)} ms, ${n("feedMaxLoopDelayMs", 0)} ms`,
+      "hold ≤ 50 ms",
+    ],
     [
       "Node-RED's own share: Node-RED floor p50 / floor p50 (a node doing the floor's work)",
       `${n("nodeRedFloorRatio")}×`,
