@@ -411,6 +411,8 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
   let demo: RunningDemo;
   let page: Page;
   let origin: URL;
+  /** The live pass's code (3 uses), issued by the first test. */
+  let code = "";
   const log: string[] = [];
   before(async () => {
     ({ demo } = d);
@@ -509,14 +511,16 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     demo.sim.control.requests({ operation: "unlockDevice" }).length +
     demo.sim.control.requests({ operation: "unlockDeviceLock" }).length;
 
-  function auditRecords(): { type?: string; deviceId?: number; actor?: string; pass?: string }[] {
+  function auditRecords(): { type?: string; deviceId?: number; actor?: string; reason?: string; pass?: string }[] {
     const file = path.join(demo.userDir, "door-access-audit.jsonl");
     if (!fs.existsSync(file)) return [];
     return fs
       .readFileSync(file, "utf8")
       .split("\n")
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as { type?: string; deviceId?: number; actor?: string; pass?: string });
+      .map(
+        (l) => JSON.parse(l) as { type?: string; deviceId?: number; actor?: string; reason?: string; pass?: string },
+      );
   }
 
   /** The page's whole DOM (markup, attribute values, input values): the digits must be in none of it. */
@@ -555,7 +559,7 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
   }
 
   it("a live pass's code for the Front Door, typed on the pad with Front Door chosen, then Open: one unlock of 101, the guest told it is unlocked, audited as guest:<name>; the digits are shown as dots and gone after the press", async () => {
-    const code = await issue("Guest in test", -60_000, 3_600_000);
+    code = await issue("Guest in test", -60_000, 3_600_000);
     demo.sim.control.resetRequests();
     await page.goto(new URL("/dashboard/guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator(".guest-door", { hasText: "Front Door" }).first().waitFor({ state: "visible", timeout: 30_000 });
@@ -634,6 +638,73 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     assert.match(words, /Front Door was not opened: this pass expired at \d{4}-\d\d-\d\dT/);
     await page.waitForTimeout(1500);
     assert.equal(unlocks(), 0, "no unlock for an expired pass");
+    await dismissOutcomes();
+  });
+
+  // docs/access-rules.md#who-pressed-on-a-dashboard: a browser writes the message; only the door, the code and its name go on.
+  it("a press a page script forges: an actor, a PIN or other fields it adds are dropped (the pass names the guest); a code that is not 6 to 12 digits as text sends nothing", async () => {
+    const deployed = (await (await fetch(new URL("flows", demo.editorUrl))).json()) as FlowNode[];
+    const widgetId = deployed.find((n) => n.type === "ui-template" && n.name === "number pad for a guest's code")?.id;
+    assert.ok(widgetId, "the guest page's ui-template is deployed");
+    const emit = (press: Record<string, unknown>) =>
+      page.evaluate(
+        ([id, p]) => {
+          const app = (document.querySelector("[data-v-app]") as unknown as { __vue_app__?: any } | null)?.__vue_app__;
+          const socket = app?._context?.provides?.$socket ?? app?.config?.globalProperties?.$socket;
+          if (!socket) return false;
+          socket.emit("widget-action", id, p);
+          return true;
+        },
+        [widgetId, press] as const,
+      );
+    demo.sim.control.resetRequests();
+    const before = auditRecords().length;
+    for (const bad of ["1234567", "12345", "1234567890123", "12a45678"]) {
+      assert.ok(
+        await emit({ action: "guest", deviceId: 101, doorLabel: "Front Door", pass: bad }),
+        "the page's socket was reached",
+      );
+    }
+    assert.ok(await emit({ action: "guest", deviceId: 101, doorLabel: "Front Door", pass: Number(code) }));
+    assert.ok(
+      await emit({ action: "unlock", deviceId: 101, doorLabel: "Front Door", pass: code }),
+      "not a guest press",
+    );
+    // The forged press with a live code: it opens (the code is the guest's proof), as the guest, never as "alice".
+    assert.ok(
+      await emit({
+        action: "guest",
+        deviceId: 101,
+        doorLabel: "Front Door",
+        pass: code,
+        actor: "dashboard:alice",
+        pin: "1234",
+        lockId: 9,
+        _client: { user: { username: "alice", name: "alice", userId: "alice" } },
+      }),
+    );
+    await until("the forged press's unlock answered", () =>
+      demo.sim.control.requests({ operation: "unlockDevice" }).some((r) => r.status === 200),
+    );
+    await page.waitForTimeout(1500);
+    // "1234567" is 7 digits and reaches door-unlock (an unknown code, refused); the others never leave the flow.
+    const reached = auditRecords()
+      .slice(before)
+      .filter((r) => r.type === "unlock-attempt" || r.type === "unlock-rejected")
+      .map((r) => [r.type, r.actor, r.reason ?? null]);
+    assert.deepEqual(
+      reached,
+      [
+        ["unlock-rejected", "dashboard:guest-page", "pass"],
+        ["unlock-attempt", "guest:Guest in test", null],
+      ],
+      "one refused unknown code, one unlock as the guest: nothing else reached door-unlock",
+    );
+    assert.equal(unlocks(), 1, "one unlock, of the Front Door, by the forged press with a live code");
+    assert.deepEqual(
+      demo.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.deviceId),
+      [101],
+    );
     await dismissOutcomes();
   });
 
