@@ -709,7 +709,13 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
   });
 
   it("the Open button, keys and door choices are big enough for a thumb (at least 44 px high) on a 390 px wide phone, and nothing overflows sideways", async () => {
-    for (const sel of [".guest-open", ".guest-pad .v-btn", ".guest-door"]) {
+    const counts: Record<string, number> = { ".guest-open": 1, ".guest-pad .v-btn": 12, ".guest-door": 8 };
+    for (const [sel, count] of Object.entries(counts)) {
+      assert.equal(
+        await page.locator(sel).count(),
+        count,
+        `${sel}: one Open, 10 digits with Clear and backspace, one per door`,
+      );
       for (const box of await Promise.all((await page.locator(sel).all()).map((l) => l.boundingBox()))) {
         assert.ok(box && box.height >= 44 && box.width >= 44, `${sel}: ${JSON.stringify(box)}`);
         assert.ok(box.x >= 0 && box.x + box.width <= 390, `${sel} fits the screen: ${JSON.stringify(box)}`);
