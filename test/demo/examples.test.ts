@@ -219,9 +219,12 @@ function runFunction(n: FlowNode, msg: Record<string, unknown>, flowContext: Rec
 // docs/access-rules.md#door-panel-and-home-assistant: what example 07's comment says of its guest page.
 describe("example 07's guest page: a number pad on a page of its own, its press forwards only the door and the code, to a door-unlock of its own that accepts passes", () => {
   const ex = byTitle("07");
-  const pad = nodeNamed(ex, "ui-template", "number pad for a guest's code");
-  const press = nodeNamed(ex, "function", "the guest's press");
-  const words = nodeNamed(ex, "function", "outcome in plain words");
+  let pad: FlowNode, press: FlowNode, words: FlowNode;
+  before(() => {
+    pad = nodeNamed(ex, "ui-template", "number pad for a guest's code");
+    press = nodeNamed(ex, "function", "the guest's press");
+    words = nodeNamed(ex, "function", "outcome in plain words");
+  });
   const wiredFrom = (n: FlowNode) => ((n.wires as string[][])[0] ?? []).map((id) => ex.nodes.find((x) => x.id === id)!);
 
   it("is the page /guest on the example's ui-base, its template fed the same door list as the panel's and showing text only through {{ }}", () => {
