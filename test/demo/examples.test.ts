@@ -209,6 +209,94 @@ describe("example flows: each parses, uses core nodes plus ours, explains itself
   }
 });
 
+/** Runs an example's function node body as Node-RED does (`msg`, `flow` in scope). */
+function runFunction(n: FlowNode, msg: Record<string, unknown>, flowContext: Record<string, unknown> = {}): unknown {
+  const flow = { get: (k: string) => flowContext[k], set: (k: string, v: unknown) => (flowContext[k] = v) };
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the example's own code, as Node-RED runs it
+  return new Function("msg", "flow", String(n.func))(msg, flow) as unknown;
+}
+
+// docs/access-rules.md#door-panel-and-home-assistant: what example 07's comment says of its guest page.
+describe("example 07's guest page: a number pad on a page of its own, its press forwards only the door and the code, to a door-unlock of its own that accepts passes", () => {
+  const ex = byTitle("07");
+  let pad: FlowNode, press: FlowNode, words: FlowNode;
+  before(() => {
+    pad = nodeNamed(ex, "ui-template", "number pad for a guest's code");
+    press = nodeNamed(ex, "function", "the guest's press");
+    words = nodeNamed(ex, "function", "outcome in plain words");
+  });
+  const wiredFrom = (n: FlowNode) => ((n.wires as string[][])[0] ?? []).map((id) => ex.nodes.find((x) => x.id === id)!);
+
+  it("is the page /guest on the example's ui-base, its template fed the same door list as the panel's and showing text only through {{ }}", () => {
+    const group = ex.nodes.find((n) => n.id === pad.group)!;
+    const page = ex.nodes.find((n) => n.id === group.page)!;
+    assert.equal(page.path, "/guest");
+    assert.equal(page.ui, nodeNamed(ex, "ui-base").id);
+    assert.ok(String(nodeNamed(ex, "comment").info).includes("/dashboard/guest"), "the comment gives its address");
+    const list = wiredFrom(nodeNamed(ex, "door-devices")).map((n) => n.name);
+    assert.deepEqual(list.sort(), ["number pad for a guest's code", "one button per door"]);
+    for (const t of [pad, nodeNamed(ex, "ui-template", "one button per door")])
+      assert.doesNotMatch(String(t.format), /v-html|innerHTML/, `${String(t.name)}: flow text as text`);
+  });
+
+  it("the guest's press forwards only deviceId, a pass of 6 to 12 digits as text, the door's name and _client; an actor, a PIN or a lock id a browser adds are dropped, and anything else sends nothing", () => {
+    const client = { socketId: "s1" };
+    const out = runFunction(press, {
+      action: "guest",
+      deviceId: 101,
+      pass: "40718253",
+      doorLabel: "Front\u0007 Door",
+      actor: "dashboard:alice",
+      pin: "1234",
+      lockId: 9,
+      door: "Garage",
+      _client: client,
+    }) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(out).sort(), ["_client", "deviceId", "doorLabel", "guestPage", "pass", "topic"]);
+    assert.equal(out.deviceId, 101);
+    assert.equal(out.pass, "40718253");
+    assert.equal(out.doorLabel, "Front Door");
+    assert.equal(out._client, client);
+    for (const bad of [
+      { action: "guest", deviceId: 101, pass: "12345" },
+      { action: "guest", deviceId: 101, pass: "1234567890123" },
+      { action: "guest", deviceId: 101, pass: 40718253 },
+      { action: "guest", deviceId: 101, pass: "4071 8253" },
+      { action: "guest", deviceId: "101", pass: "40718253" },
+      { action: "unlock", deviceId: 101, pass: "40718253" },
+    ])
+      assert.equal(runFunction(press, { ...bad }), null, JSON.stringify(bad));
+  });
+
+  it("goes to a door-unlock of its own with acceptPasses, not the panel's: wrong codes lock out the guest page only", () => {
+    const [guestNode] = wiredFrom(press);
+    assert.equal(guestNode.type, "door-unlock");
+    assert.equal(guestNode.acceptPasses, true);
+    const panelNode = wiredFrom(nodeNamed(ex, "function", "the press (actor)"))[0];
+    assert.notEqual(guestNode.id, panelNode.id);
+    assert.deepEqual(guestNode.wires, [[words.id], [words.id]], "its outcomes are told in words too");
+  });
+
+  it("the outcome in words: a pass refused gives the node's reason, a pass accepted welcomes the guest by name", () => {
+    const [refused] = runFunction(words, {
+      guestPage: true,
+      doorLabel: "Front Door",
+      payload: { outcome: "denied", reason: "pass", message: "this pass expired at 2026-12-01T11:00:00.000Z" },
+    }) as [{ payload: string }, unknown];
+    assert.equal(refused.payload, "Front Door was not opened: this pass expired at 2026-12-01T11:00:00.000Z.");
+    const [accepted] = runFunction(words, {
+      guestPage: true,
+      doorLabel: "Front Door",
+      payload: { outcome: "accepted", status: 200, door: "Front Door", actor: "guest:Ada", pass: { id: "pass-1" } },
+    }) as [{ payload: string }, unknown];
+    assert.equal(accepted.payload, "Welcome, Ada. Front Door is unlocked: you can go in now.");
+    const [panel] = runFunction(words, {
+      payload: { outcome: "accepted", status: 200, door: "Front Door", actor: "dashboard:door-panel" },
+    }) as [{ payload: string }, unknown];
+    assert.equal(panel.payload, "Front Door: unlock sent. The service accepted the command.");
+  });
+});
+
 describe("example flows deployed into a real Node-RED 4: each starts without an error and does what its comment says", function () {
   this.timeout(60_000);
   let sim: RunningSimulator;

@@ -403,3 +403,327 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
     assert.equal(demo.sim.control.requests({ operation: "unlockDevice", deviceId: 101 }).length, 1);
   });
 });
+
+// docs/access-rules.md#door-panel-and-home-assistant (the guest page), docs/passes.md#at-a-door-unlock
+describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a pass's code typed on the number pad opens the chosen door once, a wrong or expired code opens nothing, and the digits never stay in the page", function () {
+  this.timeout(180_000);
+  const d = useDemo({ deployExamples: true, mqttPort: 0 });
+  let demo: RunningDemo;
+  let page: Page;
+  let origin: URL;
+  /** The live pass's code (3 uses), issued by the first test. */
+  let code = "";
+  const log: string[] = [];
+  before(async () => {
+    ({ demo } = d);
+    origin = new URL(demo.dashboardUrl!);
+    // A code the honest way: a door-pass node on the demo's account issues it. Deployed beside the
+    // examples on a tab of its own (a "flows" deploy starts only that tab): POST /test/issue-pass
+    // with an issue request answers door-pass's `issued` message, the one place a code is.
+    const current = (await (
+      await fetch(new URL("flows", demo.editorUrl), { headers: { "Node-RED-API-Version": "v2" } })
+    ).json()) as { rev: string; flows: FlowNode[] };
+    const tab = "9e57000000000001";
+    const extra: FlowNode[] = [
+      { id: tab, type: "tab", label: "test: issue a pass over HTTP", disabled: false, info: "" },
+      {
+        id: "9e57000000000002",
+        type: "http in",
+        z: tab,
+        name: "",
+        url: "/test/issue-pass",
+        method: "post",
+        upload: false,
+        swaggerDoc: "",
+        x: 150,
+        y: 60,
+        wires: [["9e57000000000003"]],
+      },
+      {
+        id: "9e57000000000003",
+        type: "door-pass",
+        z: tab,
+        name: "",
+        account: demo.accountId,
+        codeLength: 8,
+        x: 350,
+        y: 60,
+        wires: [["9e57000000000004"]],
+      },
+      {
+        id: "9e57000000000004",
+        type: "http response",
+        z: tab,
+        name: "",
+        statusCode: "",
+        headers: {},
+        x: 550,
+        y: 60,
+        wires: [],
+      },
+    ];
+    const res = await fetch(new URL("flows", demo.editorUrl), {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        "Node-RED-API-Version": "v2",
+        "Node-RED-Deployment-Type": "flows",
+      },
+      body: JSON.stringify({ rev: current.rev, flows: [...current.flows, ...extra] }),
+    });
+    assert.equal(res.status, 200, `deploying the pass-issuing tab: ${await res.text()}`);
+    page = await d.newPage({ viewport: { width: 390, height: 844 }, mobile: true, stepMs: 30_000 });
+    page.on("console", (m) => {
+      if (m.type() === "error") log.push(`[console] ${m.text()}`);
+    });
+    page.on("pageerror", (e) => log.push(`[pageerror] ${e.message}`));
+  });
+
+  /** Issues a pass for the Front Door (101) through the deployed door-pass node; its code. */
+  async function issue(guest: string, fromMs: number, untilMs: number): Promise<string> {
+    const body = {
+      action: "issue",
+      guest,
+      doors: [101],
+      from: new Date(Date.now() + fromMs).toISOString(),
+      until: new Date(Date.now() + untilMs).toISOString(),
+      uses: 3,
+    };
+    // The tab's http endpoint answers 404 until the deploy has started it.
+    let res: Response | null = null;
+    for (const end = Date.now() + 20_000; Date.now() < end; await sleep(200)) {
+      res = await fetch(new URL("/test/issue-pass", origin), {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (res.status !== 404) break;
+    }
+    assert.equal(res?.status, 200, "door-pass answered the issue request");
+    const answer = (await res.json()) as { action?: string; code?: string };
+    assert.equal(answer.action, "issued");
+    assert.match(String(answer.code), /^\d{8}$/);
+    return answer.code!;
+  }
+
+  const unlocks = () =>
+    demo.sim.control.requests({ operation: "unlockDevice" }).length +
+    demo.sim.control.requests({ operation: "unlockDeviceLock" }).length;
+
+  function auditRecords(): { type?: string; deviceId?: number; actor?: string; reason?: string; pass?: string }[] {
+    const file = path.join(demo.userDir, "door-access-audit.jsonl");
+    if (!fs.existsSync(file)) return [];
+    return fs
+      .readFileSync(file, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map(
+        (l) => JSON.parse(l) as { type?: string; deviceId?: number; actor?: string; reason?: string; pass?: string },
+      );
+  }
+
+  /** The page's whole DOM (markup, attribute values, input values): the digits must be in none of it. */
+  async function dom(): Promise<string> {
+    const html = await page.content();
+    const values = await page.evaluate(() =>
+      Array.from(document.querySelectorAll("input, textarea")).map((e) => (e as HTMLInputElement).value),
+    );
+    return html + "\n" + values.join("\n");
+  }
+
+  async function typeCode(code: string): Promise<void> {
+    for (const digit of code) await page.locator(".guest-pad .v-btn", { hasText: new RegExp(`^${digit}$`) }).click();
+  }
+
+  async function outcome(text: RegExp): Promise<string> {
+    const note = page.locator(".nrdb-ui-notification", { hasText: text }).last();
+    await note.waitFor({ state: "visible", timeout: 20_000 });
+    const words = await note.innerText();
+    recordForLeakScan("guest page notification", words);
+    return words;
+  }
+
+  async function dismissOutcomes(): Promise<void> {
+    for (const b of await page.locator(".nrdb-ui-notification button").all()) await b.click().catch(() => undefined);
+    await page
+      .locator(".nrdb-ui-notification")
+      .first()
+      .waitFor({ state: "hidden", timeout: 15_000 })
+      .catch(() => undefined);
+  }
+
+  async function shot(name: string): Promise<void> {
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
+  }
+
+  it("a live pass's code for the Front Door, typed on the pad with Front Door chosen, then Open: one unlock of 101, the guest told it is unlocked, audited as guest:<name>; the digits are shown as dots and gone after the press", async () => {
+    code = await issue("Guest in test", -60_000, 3_600_000);
+    demo.sim.control.resetRequests();
+    await page.goto(new URL("/dashboard/guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    await page.locator(".guest-door", { hasText: "Front Door" }).first().waitFor({ state: "visible", timeout: 30_000 });
+    const open = page.locator(".guest-open");
+    assert.ok(await open.isDisabled(), "Open is offered only with a door and 6 to 12 digits");
+
+    await page.locator(".guest-door", { hasText: "Front Door" }).first().click();
+    await typeCode(code.slice(0, 5));
+    assert.ok(await open.isDisabled(), "5 digits: not yet");
+    // Backspace and Clear work; the pad takes 12 digits at most.
+    await page.locator(".guest-back").click();
+    assert.equal((await page.locator(".guest-dots").innerText()).length, 4);
+    await page.locator(".guest-clear").click();
+    assert.equal(await page.locator(".guest-dots").count(), 0, "Clear empties the code");
+    await typeCode("123456789012");
+    assert.equal((await page.locator(".guest-dots").innerText()).length, 12);
+    assert.ok(await page.locator(".guest-key").first().isDisabled(), "at most 12 digits: the keys are off at 12");
+    await page.locator(".guest-clear").click();
+
+    await typeCode(code);
+    assert.ok(await open.isEnabled(), "8 digits and a door: Open is offered");
+    assert.equal(await page.locator(".guest-dots").innerText(), "\u25cf".repeat(8), "the digits are shown as dots");
+    assert.ok(!(await dom()).includes(code), "the typed digits are nowhere in the page, only dots");
+    await shot("door-panel-guest");
+
+    await open.click();
+    assert.ok(!(await dom()).includes(code), "the digits are gone from the page once Open is pressed");
+    assert.equal(await page.locator(".guest-dots").count(), 0, "the code is emptied by the press");
+    const words = await outcome(/Front Door/);
+    assert.match(words, /Welcome, Guest in test\. .*Front Door is unlocked/);
+    await until("the unlock answered", () =>
+      demo.sim.control.requests({ operation: "unlockDevice" }).some((r) => r.status === 200),
+    );
+    await shot("door-panel-guest-opened");
+    await page.waitForTimeout(1000);
+    assert.deepEqual(
+      demo.sim.control.requests({ operation: "unlockDevice" }).map((r) => [r.deviceId, r.status]),
+      [[101, 200]],
+      "one unlock of the Front Door",
+    );
+    assert.equal(unlocks(), 1, "and nothing else");
+    assert.ok(await open.isDisabled(), "no second press without typing the code again");
+    const attempts = auditRecords().filter((r) => r.type === "unlock-attempt" && r.deviceId === 101);
+    assert.equal(
+      attempts.at(-1)?.actor,
+      "guest:Guest in test",
+      "the pass names the guest (docs/passes.md#at-a-door-unlock)",
+    );
+    assert.ok(!(await dom()).includes(code));
+    await dismissOutcomes();
+  });
+
+  it("a wrong code: refused in words (no pass has this code), nothing sent, the digits gone from the page", async () => {
+    demo.sim.control.resetRequests();
+    const wrong = "90817263";
+    await page.locator(".guest-door", { hasText: "Front Door" }).first().click();
+    await typeCode(wrong);
+    await page.locator(".guest-open").click();
+    const words = await outcome(/not opened/);
+    assert.match(words, /Front Door was not opened: no pass has this code\./);
+    assert.ok(!(await dom()).includes(wrong), "the wrong code is not in the page either");
+    // Nothing can be on its way: the refusal is door-unlock's answer. Give a wrongly sent PUT the time to arrive.
+    await page.waitForTimeout(1500);
+    assert.equal(unlocks(), 0, "no unlock for a code no pass has");
+    await shot("door-panel-guest-wrong");
+    await dismissOutcomes();
+  });
+
+  it("an expired pass: refused with the node's reason (this pass expired at ...), nothing sent", async () => {
+    const code = await issue("Guest gone", -7_200_000, -3_600_000);
+    demo.sim.control.resetRequests();
+    await page.locator(".guest-door", { hasText: "Front Door" }).first().click();
+    await typeCode(code);
+    await page.locator(".guest-open").click();
+    const words = await outcome(/expired/);
+    assert.match(words, /Front Door was not opened: this pass expired at \d{4}-\d\d-\d\dT/);
+    await page.waitForTimeout(1500);
+    assert.equal(unlocks(), 0, "no unlock for an expired pass");
+    await dismissOutcomes();
+  });
+
+  // docs/access-rules.md#who-pressed-on-a-dashboard: a browser writes the message; only the door, the code and its name go on.
+  it("a press a page script forges: an actor, a PIN or other fields it adds are dropped (the pass names the guest); a code that is not 6 to 12 digits as text sends nothing", async () => {
+    const deployed = (await (await fetch(new URL("flows", demo.editorUrl))).json()) as FlowNode[];
+    const widgetId = deployed.find((n) => n.type === "ui-template" && n.name === "number pad for a guest's code")?.id;
+    assert.ok(widgetId, "the guest page's ui-template is deployed");
+    const emit = (press: Record<string, unknown>) =>
+      page.evaluate(
+        ([id, p]) => {
+          const app = (document.querySelector("[data-v-app]") as unknown as { __vue_app__?: any } | null)?.__vue_app__;
+          const socket = app?._context?.provides?.$socket ?? app?.config?.globalProperties?.$socket;
+          if (!socket) return false;
+          socket.emit("widget-action", id, p);
+          return true;
+        },
+        [widgetId, press] as const,
+      );
+    demo.sim.control.resetRequests();
+    const before = auditRecords().length;
+    for (const bad of ["1234567", "12345", "1234567890123", "12a45678"]) {
+      assert.ok(
+        await emit({ action: "guest", deviceId: 101, doorLabel: "Front Door", pass: bad }),
+        "the page's socket was reached",
+      );
+    }
+    assert.ok(await emit({ action: "guest", deviceId: 101, doorLabel: "Front Door", pass: Number(code) }));
+    assert.ok(
+      await emit({ action: "unlock", deviceId: 101, doorLabel: "Front Door", pass: code }),
+      "not a guest press",
+    );
+    // The forged press with a live code: it opens (the code is the guest's proof), as the guest, never as "alice".
+    assert.ok(
+      await emit({
+        action: "guest",
+        deviceId: 101,
+        doorLabel: "Front Door",
+        pass: code,
+        actor: "dashboard:alice",
+        pin: "1234",
+        lockId: 9,
+        _client: { user: { username: "alice", name: "alice", userId: "alice" } },
+      }),
+    );
+    await until("the forged press's unlock answered", () =>
+      demo.sim.control.requests({ operation: "unlockDevice" }).some((r) => r.status === 200),
+    );
+    await page.waitForTimeout(1500);
+    // "1234567" is 7 digits and reaches door-unlock (an unknown code, refused); the others never leave the flow.
+    const reached = auditRecords()
+      .slice(before)
+      .filter((r) => r.type === "unlock-attempt" || r.type === "unlock-rejected")
+      .map((r) => [r.type, r.actor, r.reason ?? null]);
+    assert.deepEqual(
+      reached,
+      [
+        ["unlock-rejected", "dashboard:guest-page", "pass"],
+        ["unlock-attempt", "guest:Guest in test", null],
+      ],
+      "one refused unknown code, one unlock as the guest: nothing else reached door-unlock",
+    );
+    assert.equal(unlocks(), 1, "one unlock, of the Front Door, by the forged press with a live code");
+    assert.deepEqual(
+      demo.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.deviceId),
+      [101],
+    );
+    await dismissOutcomes();
+  });
+
+  it("the Open button, keys and door choices are big enough for a thumb (at least 44 px high) on a 390 px wide phone, and nothing overflows sideways", async () => {
+    const counts: Record<string, number> = { ".guest-open": 1, ".guest-pad .v-btn": 12, ".guest-door": 8 };
+    for (const [sel, count] of Object.entries(counts)) {
+      assert.equal(
+        await page.locator(sel).count(),
+        count,
+        `${sel}: one Open, 10 digits with Clear and backspace, one per door`,
+      );
+      for (const box of await Promise.all((await page.locator(sel).all()).map((l) => l.boundingBox()))) {
+        assert.ok(box && box.height >= 44 && box.width >= 44, `${sel}: ${JSON.stringify(box)}`);
+        assert.ok(box.x >= 0 && box.x + box.width <= 390, `${sel} fits the screen: ${JSON.stringify(box)}`);
+      }
+    }
+  });
+
+  it("no error in the page", () => {
+    assert.deepEqual(log, []);
+  });
+});
