@@ -132,6 +132,11 @@ async function main(): Promise<void> {
       `                   preconfigured as "Demo account (simulator)": ${acc.state}${acc.reason ? ` (${acc.reason})` : ""}`,
       `Example flows:     deployed one per tab; also under Import > Examples > ${PACKAGE_NAME}`,
       `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 07, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
+      ...(demo.dashboardUrl
+        ? [
+            `Guest page:        ${demo.dashboardUrl.replace(/\/doors\/?$/, "/guest")}   (example 07: a guest types a pass's code; codes from examples 10 and 11)`,
+          ]
+        : []),
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,
       "Stop:              Ctrl-C stops Node-RED, the broker and the simulator (so does stopping npm start).",
       line,
