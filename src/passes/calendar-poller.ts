@@ -7,7 +7,8 @@
  */
 import { Worker } from "node:worker_threads";
 import * as path from "node:path";
-import { request } from "undici";
+import type { Pool as UndiciPool } from "undici";
+import { undiciPool } from "../client/pool.js";
 import type { Booking, CalendarSettings, FeedRead } from "./calendar.js";
 
 export const MAX_FEED_BYTES = 20 * 1024 * 1024;
@@ -61,6 +62,8 @@ export class CalendarPoller {
   private running: Promise<PollResult> | null = null;
   private stopped = false;
   private readonly abort = new AbortController();
+  /** One connection pool to the feed's origin (undici's Pool alone: src/client/pool.ts), made on the first read. */
+  private pool: UndiciPool | null = null;
 
   constructor(
     private readonly settings: CalendarSettings,
@@ -82,6 +85,8 @@ export class CalendarPoller {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     this.abort.abort();
+    void this.pool?.close().catch(() => undefined);
+    this.pool = null;
   }
 
   /** One read (a `sync` message): waits for one in progress instead of starting a second. Never rejects. */
@@ -129,12 +134,21 @@ export class CalendarPoller {
     if (this.etag) headers["if-none-match"] = this.etag;
     if (this.lastModified) headers["if-modified-since"] = this.lastModified;
     try {
-      const res = await request(this.settings.url, {
+      const url = new URL(this.settings.url);
+      if (this.pool === null) {
+        const Pool = undiciPool();
+        this.pool = new Pool(url.origin, {
+          connections: 1,
+          headersTimeout: FETCH_TIMEOUT_MS,
+          bodyTimeout: FETCH_TIMEOUT_MS,
+          connect: { timeout: FETCH_TIMEOUT_MS },
+        });
+      }
+      const res = await this.pool.request({
+        path: url.pathname + url.search,
         method: "GET",
         headers,
         signal: this.abort.signal,
-        headersTimeout: FETCH_TIMEOUT_MS,
-        bodyTimeout: FETCH_TIMEOUT_MS,
       });
       if (res.statusCode === 304) {
         await res.body.dump().catch(() => undefined);

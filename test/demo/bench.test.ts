@@ -213,7 +213,7 @@ describe("the benchmark's --only takes the names of its measurements (docs/perfo
       const r = await run(["--quick", "--only", "latency,stauts", "--out", out], 60_000);
       assert.notEqual(r.code, 0, `the bench ran with a misspelt phase:\n${r.out.slice(-2000)}`);
       assert.match(r.out, /unknown phase stauts/);
-      assert.match(r.out, /load,scale,logins,latency,rules,tput,status,handbuilt,refresh,memory/);
+      assert.match(r.out, /load,scale,passes,logins,latency,rules,tput,status,handbuilt,refresh,memory/);
       assert.doesNotMatch(r.out, /bench: simulator/, "nothing was started");
       assert.ok(!existsSync(out), "no results file");
     } finally {

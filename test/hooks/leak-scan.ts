@@ -63,6 +63,7 @@ let scannedChunks = 0;
  * log line, a file: the passes file keeps a hash) is a leak. Matched as a whole number.
  */
 const passCodes = new Set<string>();
+const CODE_LIKE = /(?<![0-9A-Za-z])[0-9]{6,12}(?![0-9A-Za-z])/g;
 
 function isIssuedAnswer(msg: unknown): boolean {
   const p = (msg as { payload?: { action?: unknown; code?: unknown } } | null)?.payload;
@@ -76,11 +77,11 @@ function scanText(where: string, text: string): void {
     for (const m of text.matchAll(re)) candidates.push({ where, value: m[0] });
   }
   for (const s of FIXED_SECRETS) if (text.includes(s)) fixedHits.push({ where, secret: s });
-  for (const c of passCodes) {
-    const i = text.indexOf(c);
-    if (i < 0) continue;
-    if (new RegExp(`(?<![0-9])${c}(?![0-9])`).test(text))
-      fixedHits.push({ where, secret: `pass code ${c.slice(0, 2)}` });
+  if (passCodes.size > 0) {
+    // Every whole number of 6 to 12 digits in the text (not inside a hex id or a hash), looked up.
+    for (const m of text.matchAll(CODE_LIKE)) {
+      if (passCodes.has(m[0])) fixedHits.push({ where, secret: `pass code ${m[0].slice(0, 2)}` });
+    }
   }
 }
 

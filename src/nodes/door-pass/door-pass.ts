@@ -9,7 +9,7 @@ import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import type { Account } from "../../account/account.js";
 import { selectDoor } from "../../doors/select.js";
 import { type Pass, type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
-import { checkCalendarSettings } from "../../passes/calendar.js";
+import { checkCalendarSettings } from "../../passes/calendar-settings.js";
 import { CalendarPoller } from "../../passes/calendar-poller.js";
 import { applyBookings } from "../../passes/calendar-sync.js";
 import { classifyFailure } from "../../unlock/outcome.js";
