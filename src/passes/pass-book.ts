@@ -236,7 +236,7 @@ export class FilePassBook implements PassBook {
   }
 
   /** Takes one use of an active pass, or null when none is left (counting uses reserved by messages in flight). */
-  reserve(p: Pass): PassTicket | null {
+  reserve(p: Pass, deviceId?: number): PassTicket | null {
     const live = this.passes.get(p.id);
     if (!live || passState(live, this.now()) !== "active") return null;
     const inFlight = this.reserved.get(live.id) ?? 0;
@@ -255,6 +255,20 @@ export class FilePassBook implements PassBook {
       release,
       commit: async () => {
         if (done) throw new Error("the pass's use was already taken or given back");
+        // Checked again as it is now: the command may leave a while after the check (a token
+        // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
+        const state = passState(live, this.now());
+        const why = !this.passes.has(live.id)
+          ? "gone"
+          : state !== "active"
+            ? state
+            : deviceId !== undefined && !live.doors.some((d) => d.deviceId === deviceId)
+              ? "door"
+              : null;
+        if (why !== null) {
+          release();
+          throw new PassUseRefused(useRefusal(why, live));
+        }
         const first = live.used === 0;
         live.used++;
         if (first) live.firstUsed = new Date(this.now()).toISOString();
@@ -339,6 +353,24 @@ export function makePass(
     return { pass, code };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
+}
+
+/** Why the store refused a use taken at the check, in the words of docs/passes.md#at-a-door-unlock. */
+export function useRefusal(why: string, p: Pass): string {
+  switch (why) {
+    case "revoked":
+      return "this pass was revoked";
+    case "upcoming":
+      return `this pass is not valid yet: it opens from ${p.from}`;
+    case "expired":
+      return `this pass expired at ${p.until}`;
+    case "door":
+      return "this pass is not for this door";
+    case "used-up":
+      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
+    default:
+      return "this pass no longer exists";
+  }
 }
 
 /** A pass read from a store: its fields as a pass has them. */

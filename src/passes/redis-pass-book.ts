@@ -30,6 +30,7 @@ import {
   type PassTicket,
   PassUseRefused,
   makePass,
+  useRefusal,
   wellFormed,
 } from "./pass-book.js";
 
@@ -346,7 +347,7 @@ export class RedisPassBook implements PassBook {
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusal(why, live));
+        if (n < 0) throw new PassUseRefused(useRefusal(why, live));
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },
@@ -367,23 +368,6 @@ export class RedisPassBook implements PassBook {
         await this.write(p.id, this.revs.get(p.id)!, null);
     }
     await this.refresh();
-  }
-}
-
-function refusal(why: string, p: Pass): string {
-  switch (why) {
-    case "revoked":
-      return "this pass was revoked";
-    case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
-    case "expired":
-      return `this pass expired at ${p.until}`;
-    case "door":
-      return "this pass is not for this door";
-    case "used-up":
-      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
-    default:
-      return "this pass no longer exists";
   }
 }
 

@@ -235,6 +235,26 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     for (const m of fail) assert.equal(m.payload.reason, "pass");
   });
 
+  // docs/passes.md#at-a-door-unlock: a use is counted when the command is sent
+  it("a message whose command is never sent (the session halted) takes no use of the pass", async () => {
+    await deploy();
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), uses: 1 });
+    // Two takeovers within the hour halt the account (docs/session.md): then nothing is sent.
+    sim.control.supersede("demo");
+    assertAccepted(await unlock({ deviceId: 101 }));
+    sim.control.supersede("demo");
+    assertFailed(await unlock({ deviceId: 101 }), "unauthorized", 401);
+    sim.control.resetRequests();
+    assertFailed(await unlock({ pass: p.code }), "session-halted", null);
+    assert.equal(unlockPuts(sim).length, 0);
+    const listed = await pass({ action: "list" });
+    assert.ok("ok" in listed);
+    const view = listed.ok.payload.passes.find((x: any) => x.id === p.id);
+    assert.equal(view.used, 0, "nothing was sent: the use is still the guest's");
+    assert.equal(view.state, "active");
+  });
+
   it("a node without acceptPasses ignores msg.pass (its own rules apply) and deletes it", async () => {
     await deploy({ acceptPasses: false, allowActors: ["alice"] });
     const now = Date.now();
