@@ -86,10 +86,13 @@ export function viewOf(p: Pass, now: number): PassView {
 
 // ---- codes ---------------------------------------------------------------------------------
 
-/** A code of `length` random digits (node:crypto; leading zeros allowed). */
+/**
+ * A code of `length` random digits (node:crypto), never beginning with 0: a code a keypad or a
+ * number pad sends as a number loses no digit (docs/passes.md#issue).
+ */
 export function newCode(length: number): string {
-  let s = "";
-  for (let i = 0; i < length; i++) s += String(randomInt(10));
+  let s = String(1 + randomInt(9));
+  for (let i = 1; i < length; i++) s += String(randomInt(10));
   return s;
 }
 

@@ -6,8 +6,10 @@
  * simulator.
  */
 import { strict as assert } from "node:assert";
+import crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { forgetPassBooks } from "../../src/passes/pass-book.js";
 import {
@@ -131,6 +133,25 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     const now = Date.now();
     const p = await issue({ guest: "Bo", doors: [101], from: iso(now), until: iso(now + HOUR) });
     assert.match(p.code, /^\d{6}$/);
+  });
+
+  // docs/passes.md#at-a-door-unlock: the code as text or a number
+  it("a code given as a number opens: a code never begins with 0, so a number loses none of its digits", async () => {
+    await deploy();
+    const now = Date.now();
+    const real = crypto.randomInt;
+    let calls = 0;
+    // The first digit drawn is a 0 (as one code in ten would begin).
+    const stub = sinon.stub(crypto, "randomInt").callsFake((n: number) => (calls++ === 0 ? 0 : real(n)));
+    let p: any;
+    try {
+      p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    } finally {
+      stub.restore();
+    }
+    assert.ok(calls > 0, "the code was drawn with node:crypto's randomInt");
+    assertAccepted(await unlock({ pass: Number(p.code) }));
+    assert.match(p.code, /^[1-9]\d{7}$/);
   });
 
   // docs/passes.md#issue: bad input names the field, nothing is stored
