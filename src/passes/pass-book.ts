@@ -76,7 +76,8 @@ export interface PassBook {
   /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */
   refresh(): Promise<void>;
   issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }>;
-  revoke(by: { id?: string; ref?: string }): Promise<Pass[]>;
+  /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
+  revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
   fromSource(source: string): Promise<Pass[]>;
   list(): Promise<PassView[]>;
@@ -181,7 +182,7 @@ export class FilePassBook implements PassBook {
   }
 
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
-  async revoke(by: { id?: string; ref?: string }): Promise<Pass[]> {
+  async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.ready();
     const hit = [...this.passes.values()].filter(
       (p) =>
@@ -189,7 +190,10 @@ export class FilePassBook implements PassBook {
     );
     if (hit.length === 0) return [];
     const at = new Date(this.now()).toISOString();
-    for (const p of hit) p.revoked = at;
+    for (const p of hit) {
+      p.revoked = at;
+      if (by.byCalendar === true) p.revokedBy = "calendar";
+    }
     await this.save();
     return hit.map((p) => structuredClone(p));
   }

@@ -32,6 +32,8 @@ export interface Pass {
   ref: string | null;
   /** ISO time it was revoked, or null. */
   revoked: string | null;
+  /** "calendar": revoked by its calendar (the booking gone or cancelled); absent: by a flow or the sidebar. */
+  revokedBy?: "calendar";
   /** ISO time of its first use, or null. */
   firstUsed: string | null;
   issued: string;

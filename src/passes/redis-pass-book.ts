@@ -266,14 +266,16 @@ export class RedisPassBook implements PassBook {
     return { pass: structuredClone(made.pass), code: made.code };
   }
 
-  async revoke(by: { id?: string; ref?: string }): Promise<Pass[]> {
+  async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.refresh();
     const at = new Date(this.now()).toISOString();
     const match = (p: Pass) =>
       p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref));
     const out: Pass[] = [];
     for (const p of [...this.passes.values()].filter(match)) {
-      const done = await this.change(p.id, (x) => (match(x) ? { ...x, revoked: at } : null));
+      const done = await this.change(p.id, (x) =>
+        match(x) ? { ...x, revoked: at, ...(by.byCalendar === true ? { revokedBy: "calendar" as const } : {}) } : null,
+      );
       if (done) out.push(done);
     }
     return out;
