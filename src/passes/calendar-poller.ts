@@ -13,6 +13,8 @@ import type { Booking, CalendarSettings, FeedRead } from "./calendar.js";
 export const MAX_FEED_BYTES = 20 * 1024 * 1024;
 export const READ_DEADLINE_MS = 10_000;
 export const FETCH_TIMEOUT_MS = 30_000;
+/** The whole fetch, headers and body: a feed that trickles in never holds the next reads back. */
+export const FETCH_DEADLINE_MS = 60_000;
 
 export type PollResult =
   { kind: "unchanged" } | { kind: "read"; bookings: Booking[]; skipped: number } | { kind: "failed"; problem: string };
@@ -67,6 +69,7 @@ export class CalendarPoller {
     private readonly apply: (bookings: Booking[], skipped: number) => Promise<void>,
     private readonly onProblem: (problem: string | null) => void,
     private readonly now: () => number = Date.now,
+    private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
   ) {}
 
   /** Reads now and then every everyMinutes. */
@@ -128,11 +131,12 @@ export class CalendarPoller {
     const headers: Record<string, string> = { accept: "text/calendar, */*;q=0.5" };
     if (this.etag) headers["if-none-match"] = this.etag;
     if (this.lastModified) headers["if-modified-since"] = this.lastModified;
+    const deadline = AbortSignal.timeout(this.fetchDeadlineMs);
     try {
       const res = await request(this.settings.url, {
         method: "GET",
         headers,
-        signal: this.abort.signal,
+        signal: AbortSignal.any([this.abort.signal, deadline]),
         headersTimeout: FETCH_TIMEOUT_MS,
         bodyTimeout: FETCH_TIMEOUT_MS,
       });
@@ -170,6 +174,8 @@ export class CalendarPoller {
         lastModified: h("last-modified"),
       };
     } catch (e) {
+      if (deadline.aborted && !this.abort.signal.aborted)
+        return { kind: "failed", problem: `the calendar was not read within ${this.fetchDeadlineMs / 1000} s` };
       const code = (e as { code?: string }).code;
       return {
         kind: "failed",
