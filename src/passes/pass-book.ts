@@ -120,14 +120,20 @@ export class FilePassBook implements PassBook {
   }
 
   private async load(): Promise<void> {
+    let absent = false;
     try {
       const text = await fs.readFile(this.keyFile, "utf8");
       const key = Buffer.from(text.trim(), "hex");
       if (key.length === 32) this.key = key;
       else this.onProblem(`the pass key ${this.keyFile} is not readable: passes issued before cannot be checked`);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT")
-        this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
+      absent = (e as NodeJS.ErrnoException).code === "ENOENT";
+      if (!absent) this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
+    }
+    if (this.key === null && !absent) {
+      // Never written over: once the file is readable again (a restart), the passes issued under
+      // it are checked again. Until then, passes issued now work until a restart.
+      this.key = randomBytes(32);
     }
     if (this.key === null) {
       const key = randomBytes(32);

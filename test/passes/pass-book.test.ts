@@ -43,6 +43,17 @@ describe("the file pass book: a use is written as the pass is when the command w
     assert.equal(b.inFlight(pass.id), 0);
   });
 
+  // docs/passes.md#where-passes-are-kept: the key of the codes' hashes, in its own file
+  it("a pass key file that cannot be read is never replaced: the passes issued under it can be checked once it is readable again", async () => {
+    const keyFile = path.join(dir, "pass-key");
+    fs.writeFileSync(keyFile, "not a key\n", { mode: 0o600 });
+    const problems: string[] = [];
+    const b = new FilePassBook(path.join(dir, "passes.json"), keyFile, Date.now, (m) => problems.push(m));
+    await b.ready();
+    assert.equal(problems.length, 1, "said once");
+    assert.equal(fs.readFileSync(keyFile, "utf8"), "not a key\n", "the key file is left as it was");
+  });
+
   it("a pass moved to another door after the check: the use at the old door is refused, not counted", async () => {
     const b = book();
     const { pass } = await b.issue(newPass, 8);
