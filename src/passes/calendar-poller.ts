@@ -14,6 +14,8 @@ import type { Booking, CalendarSettings, FeedRead } from "./calendar.js";
 export const MAX_FEED_BYTES = 20 * 1024 * 1024;
 export const READ_DEADLINE_MS = 10_000;
 export const FETCH_TIMEOUT_MS = 30_000;
+/** The whole fetch, headers and body: a feed that trickles in never holds the next reads back. */
+export const FETCH_DEADLINE_MS = 60_000;
 
 export type PollResult =
   { kind: "unchanged" } | { kind: "read"; bookings: Booking[]; skipped: number } | { kind: "failed"; problem: string };
@@ -70,6 +72,7 @@ export class CalendarPoller {
     private readonly apply: (bookings: Booking[], skipped: number) => Promise<void>,
     private readonly onProblem: (problem: string | null) => void,
     private readonly now: () => number = Date.now,
+    private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
   ) {}
 
   /** Reads now and then every everyMinutes. */
@@ -133,6 +136,7 @@ export class CalendarPoller {
     const headers: Record<string, string> = { accept: "text/calendar, */*;q=0.5" };
     if (this.etag) headers["if-none-match"] = this.etag;
     if (this.lastModified) headers["if-modified-since"] = this.lastModified;
+    const deadline = AbortSignal.timeout(this.fetchDeadlineMs);
     try {
       const url = new URL(this.settings.url);
       if (this.pool === null) {
@@ -148,7 +152,7 @@ export class CalendarPoller {
         path: url.pathname + url.search,
         method: "GET",
         headers,
-        signal: this.abort.signal,
+        signal: AbortSignal.any([this.abort.signal, deadline]),
       });
       if (res.statusCode === 304) {
         await res.body.dump().catch(() => undefined);
@@ -184,6 +188,8 @@ export class CalendarPoller {
         lastModified: h("last-modified"),
       };
     } catch (e) {
+      if (deadline.aborted && !this.abort.signal.aborted)
+        return { kind: "failed", problem: `the calendar was not read within ${this.fetchDeadlineMs / 1000} s` };
       const code = (e as { code?: string }).code;
       return {
         kind: "failed",

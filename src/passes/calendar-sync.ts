@@ -34,7 +34,13 @@ export async function applyBookings(
   codeLength: number,
   now: number,
 ): Promise<SyncChanges> {
-  const mine = (await book.fromSource(source)).filter((p) => p.revoked === null);
+  const all = await book.fromSource(source);
+  const mine = all.filter((p) => p.revoked === null);
+  // A booking whose pass was revoked by hand (a flow's revoke, the sidebar) gets no new pass while
+  // that pass is kept: the owner took the guest's access back, a later read must not give it again.
+  const handRevoked = new Set(
+    all.filter((p) => p.revoked !== null && p.revokedBy !== "calendar" && p.ref !== null).map((p) => p.ref!),
+  );
   const live = mine.filter((p) => isLive(p, now));
   if (bookings.length === 0 && live.length > 0)
     throw new EmptyFeedRefused(
@@ -53,6 +59,7 @@ export async function applyBookings(
     seen.add(b.ref);
     const p = byRef.get(b.ref);
     if (p === undefined) {
+      if (handRevoked.has(b.ref)) continue;
       issuing.push(
         book.issue({ guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source }, codeLength),
       );
@@ -60,7 +67,9 @@ export async function applyBookings(
       updating.push(book.update(p.id, { guest: b.guest, doors, from: b.from, until: b.until }));
     }
   }
-  const revoking = live.filter((p) => p.ref === null || !seen.has(p.ref)).map((p) => book.revoke({ id: p.id }));
+  const revoking = live
+    .filter((p) => p.ref === null || !seen.has(p.ref))
+    .map((p) => book.revoke({ id: p.id, byCalendar: true }));
   const [issued, updated, revoked] = await Promise.all([
     Promise.all(issuing),
     Promise.all(updating),

@@ -14,6 +14,12 @@ export { type CalendarSettings, checkCalendarSettings } from "./calendar-setting
 /** How far ahead a recurring booking is expanded, and how many occurrences of one at most. */
 export const RECUR_HORIZON_MS = 400 * 24 * 3600_000;
 export const MAX_OCCURRENCES = 500;
+/**
+ * Occurrences over before now that a feed's recurring events may step through, all together: a
+ * series that began long ago is stepped through from its start (its rule is anchored there). A
+ * feed past this is not read (it changes nothing), rather than lose the series' coming visits.
+ */
+export const MAX_PAST_OCCURRENCES = 50_000;
 /** More bookings than this in one feed are not applied (a feed gone wrong). */
 export const MAX_BOOKINGS = 20_000;
 
@@ -156,6 +162,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
   const bookings: Booking[] = [];
   let skipped = 0;
   const horizon = now + RECUR_HORIZON_MS;
+  let past = 0;
   const cancelled = (c: ICAL.Component) =>
     String(c.getFirstPropertyValue("status") ?? "").toUpperCase() === "CANCELLED";
   for (const [uid, ev] of masters) {
@@ -173,18 +180,24 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
       continue;
     }
     const it = ev.iterator();
-    for (let i = 0; i < MAX_OCCURRENCES; i++) {
+    // MAX_OCCURRENCES to come; the ones over before now are counted apart (MAX_PAST_OCCURRENCES).
+    for (let i = 0; i < MAX_OCCURRENCES;) {
       const next = it.next();
       if (!next) break;
       if (instantOf(next, s.timeZone) > horizon) break;
       const o: Occurrence = ev.getOccurrenceDetails(next);
       if (cancelled(o.item.component)) continue;
       const w = windowOf(o.startDate, o.endDate, s);
+      if (w !== null && w.until <= now) {
+        if (++past > MAX_PAST_OCCURRENCES)
+          return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };
+        continue;
+      }
+      i++;
       if (w === null) {
         skipped++;
         continue;
       }
-      if (w.until <= now) continue;
       bookings.push({
         ref: `${uid}@${o.recurrenceId.toString()}`,
         guest: guestOf(o.item.summary),

@@ -76,7 +76,8 @@ export interface PassBook {
   /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */
   refresh(): Promise<void>;
   issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }>;
-  revoke(by: { id?: string; ref?: string }): Promise<Pass[]>;
+  /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
+  revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
   fromSource(source: string): Promise<Pass[]>;
   list(): Promise<PassView[]>;
@@ -119,14 +120,20 @@ export class FilePassBook implements PassBook {
   }
 
   private async load(): Promise<void> {
+    let absent = false;
     try {
       const text = await fs.readFile(this.keyFile, "utf8");
       const key = Buffer.from(text.trim(), "hex");
       if (key.length === 32) this.key = key;
       else this.onProblem(`the pass key ${this.keyFile} is not readable: passes issued before cannot be checked`);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "ENOENT")
-        this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
+      absent = (e as NodeJS.ErrnoException).code === "ENOENT";
+      if (!absent) this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
+    }
+    if (this.key === null && !absent) {
+      // Never written over: once the file is readable again (a restart), the passes issued under
+      // it are checked again. Until then, passes issued now work until a restart.
+      this.key = randomBytes(32);
     }
     if (this.key === null) {
       const key = randomBytes(32);
@@ -181,7 +188,7 @@ export class FilePassBook implements PassBook {
   }
 
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
-  async revoke(by: { id?: string; ref?: string }): Promise<Pass[]> {
+  async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.ready();
     const hit = [...this.passes.values()].filter(
       (p) =>
@@ -189,7 +196,10 @@ export class FilePassBook implements PassBook {
     );
     if (hit.length === 0) return [];
     const at = new Date(this.now()).toISOString();
-    for (const p of hit) p.revoked = at;
+    for (const p of hit) {
+      p.revoked = at;
+      if (by.byCalendar === true) p.revokedBy = "calendar";
+    }
     await this.save();
     return hit.map((p) => structuredClone(p));
   }
@@ -236,7 +246,7 @@ export class FilePassBook implements PassBook {
   }
 
   /** Takes one use of an active pass, or null when none is left (counting uses reserved by messages in flight). */
-  reserve(p: Pass): PassTicket | null {
+  reserve(p: Pass, deviceId?: number): PassTicket | null {
     const live = this.passes.get(p.id);
     if (!live || passState(live, this.now()) !== "active") return null;
     const inFlight = this.reserved.get(live.id) ?? 0;
@@ -255,6 +265,20 @@ export class FilePassBook implements PassBook {
       release,
       commit: async () => {
         if (done) throw new Error("the pass's use was already taken or given back");
+        // Checked again as it is now: the command may leave a while after the check (a token
+        // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
+        const state = passState(live, this.now());
+        const why = !this.passes.has(live.id)
+          ? "gone"
+          : state !== "active"
+            ? state
+            : deviceId !== undefined && !live.doors.some((d) => d.deviceId === deviceId)
+              ? "door"
+              : null;
+        if (why !== null) {
+          release();
+          throw new PassUseRefused(useRefusal(why, live));
+        }
         const first = live.used === 0;
         live.used++;
         if (first) live.firstUsed = new Date(this.now()).toISOString();
@@ -339,6 +363,24 @@ export function makePass(
     return { pass, code };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
+}
+
+/** Why the store refused a use taken at the check, in the words of docs/passes.md#at-a-door-unlock. */
+export function useRefusal(why: string, p: Pass): string {
+  switch (why) {
+    case "revoked":
+      return "this pass was revoked";
+    case "upcoming":
+      return `this pass is not valid yet: it opens from ${p.from}`;
+    case "expired":
+      return `this pass expired at ${p.until}`;
+    case "door":
+      return "this pass is not for this door";
+    case "used-up":
+      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
+    default:
+      return "this pass no longer exists";
+  }
 }
 
 /** A pass read from a store: its fields as a pass has them. */

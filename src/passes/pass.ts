@@ -32,6 +32,8 @@ export interface Pass {
   ref: string | null;
   /** ISO time it was revoked, or null. */
   revoked: string | null;
+  /** "calendar": revoked by its calendar (the booking gone or cancelled); absent: by a flow or the sidebar. */
+  revokedBy?: "calendar";
   /** ISO time of its first use, or null. */
   firstUsed: string | null;
   issued: string;
@@ -86,10 +88,13 @@ export function viewOf(p: Pass, now: number): PassView {
 
 // ---- codes ---------------------------------------------------------------------------------
 
-/** A code of `length` random digits (node:crypto; leading zeros allowed). */
+/**
+ * A code of `length` random digits (node:crypto), never beginning with 0: a code a keypad or a
+ * number pad sends as a number loses no digit (docs/passes.md#issue).
+ */
 export function newCode(length: number): string {
-  let s = "";
-  for (let i = 0; i < length; i++) s += String(randomInt(10));
+  let s = String(1 + randomInt(9));
+  for (let i = 1; i < length; i++) s += String(randomInt(10));
   return s;
 }
 

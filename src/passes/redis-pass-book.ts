@@ -30,6 +30,7 @@ import {
   type PassTicket,
   PassUseRefused,
   makePass,
+  useRefusal,
   wellFormed,
 } from "./pass-book.js";
 
@@ -265,14 +266,16 @@ export class RedisPassBook implements PassBook {
     return { pass: structuredClone(made.pass), code: made.code };
   }
 
-  async revoke(by: { id?: string; ref?: string }): Promise<Pass[]> {
+  async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.refresh();
     const at = new Date(this.now()).toISOString();
     const match = (p: Pass) =>
       p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref));
     const out: Pass[] = [];
     for (const p of [...this.passes.values()].filter(match)) {
-      const done = await this.change(p.id, (x) => (match(x) ? { ...x, revoked: at } : null));
+      const done = await this.change(p.id, (x) =>
+        match(x) ? { ...x, revoked: at, ...(by.byCalendar === true ? { revokedBy: "calendar" as const } : {}) } : null,
+      );
       if (done) out.push(done);
     }
     return out;
@@ -346,7 +349,7 @@ export class RedisPassBook implements PassBook {
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusal(why, live));
+        if (n < 0) throw new PassUseRefused(useRefusal(why, live));
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },
@@ -367,23 +370,6 @@ export class RedisPassBook implements PassBook {
         await this.write(p.id, this.revs.get(p.id)!, null);
     }
     await this.refresh();
-  }
-}
-
-function refusal(why: string, p: Pass): string {
-  switch (why) {
-    case "revoked":
-      return "this pass was revoked";
-    case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
-    case "expired":
-      return `this pass expired at ${p.until}`;
-    case "door":
-      return "this pass is not for this door";
-    case "used-up":
-      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
-    default:
-      return "this pass no longer exists";
   }
 }
 

@@ -373,20 +373,20 @@ async function unlockOnce(
       msgid: input.msgid,
       ...(pass ? { pass: pass.id } : {}),
     };
-    if (ticket !== null) {
-      // Counted when the command is sent, written before it leaves (docs/passes.md#at-a-door-unlock).
-      try {
-        const { first } = await ticket.commit();
-        base.pass = { id: pass!.id, ref: pass!.ref, first };
-      } catch (e) {
-        // Another instance took the pass's last use, or the pass changed there: refused as at the check.
-        if (e instanceof PassUseRefused) return reject("denied", e.message, { reason: "pass" });
-        return reject("error", `not sent: the pass's use could not be written (${(e as Error).message})`);
-      }
-    }
     let sends = 0;
     try {
       await account.session.call(async (token) => {
+        // The pass's use: counted when the command is sent (a session that cannot give a token
+        // takes none), once (not again for the replay), written before it leaves
+        // (docs/passes.md#at-a-door-unlock).
+        if (ticket !== null && sends === 0) {
+          try {
+            const { first } = await ticket.commit();
+            base.pass = { id: pass!.id, ref: pass!.ref, first };
+          } catch (e) {
+            throw new PassUseError(e);
+          }
+        }
         // Every PUT, the 401 replay included, has its attempt record on disk before it leaves; the
         // replay's is marked `replay: true` (docs/audit-log.md#records). If the record cannot be
         // written, nothing is sent: an unaudited unlock is worse than none.
@@ -409,6 +409,11 @@ async function unlockOnce(
         await put;
       });
     } catch (e) {
+      if (e instanceof PassUseError) {
+        // Another instance took the pass's last use, or the pass changed: refused as at the check.
+        if (e.why instanceof PassUseRefused) return reject("denied", e.why.message, { reason: "pass" });
+        return reject("error", `not sent: the pass's use could not be written (${(e.why as Error).message})`);
+      }
       let c: Classified;
       if (e instanceof AuditWriteError) {
         c = {
@@ -482,3 +487,8 @@ async function unlockOnce(
 }
 
 class AuditWriteError extends Error {}
+class PassUseError extends Error {
+  constructor(readonly why: unknown) {
+    super("the pass's use was not taken");
+  }
+}

@@ -184,6 +184,36 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assertAccepted(await unlock({ pass: c.code }));
   });
 
+  // docs/passes.md#from-a-booking-calendar: a pass revoked by hand stays revoked
+  it("a calendar's pass revoked by hand stays revoked while its booking is listed: the next read issues no new pass for it", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    await deploy();
+    await until("two passes", () => issued().length === 2);
+    const a = issued().find((p) => p.guest === "Ada");
+    const c = caught.length;
+    helper.getNode("dp").receive({ payload: { action: "revoke", id: a.id } });
+    await until("revoked", () => outs.some((m) => m.payload.action === "revoked") || caught.length > c);
+    // The feed changes for another booking: read in full again.
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 3));
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    assert.equal(issued().filter((p) => p.ref === "b1").length, 1, "no second code for the revoked booking");
+    assert.match(assertFailed(await unlock({ pass: a.code }), "denied", null).message, /revoked/);
+  });
+
+  it("a booking cancelled and then listed again gets a new pass (the calendar, not a person, had revoked the old one)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    await deploy();
+    await until("two passes", () => issued().length === 2);
+    const old = issued().find((p) => p.ref === "b1");
+    cal.body = feed(booking("b1", "Ada", -1, 2, ["STATUS:CANCELLED"]), booking("b2", "Bo", -1, 2));
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 1 });
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    assert.deepEqual(await sync(), { action: "synced", issued: 1, updated: 0, revoked: 0 });
+    const again = issued().filter((p) => p.ref === "b1")[1];
+    assertAccepted(await unlock({ pass: again.code }));
+    assert.match(assertFailed(await unlock({ pass: old.code }), "denied", null).message, /revoked/);
+  });
+
   it("a feed that fails or suddenly lists nothing changes nothing: the passes keep opening, one warning", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2));
     await deploy();

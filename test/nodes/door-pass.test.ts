@@ -6,8 +6,10 @@
  * simulator.
  */
 import { strict as assert } from "node:assert";
+import crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { forgetPassBooks } from "../../src/passes/pass-book.js";
 import {
@@ -133,6 +135,25 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     assert.match(p.code, /^\d{6}$/);
   });
 
+  // docs/passes.md#at-a-door-unlock: the code as text or a number
+  it("a code given as a number opens: a code never begins with 0, so a number loses none of its digits", async () => {
+    await deploy();
+    const now = Date.now();
+    const real = crypto.randomInt;
+    let calls = 0;
+    // The first digit drawn is a 0 (as one code in ten would begin).
+    const stub = sinon.stub(crypto, "randomInt").callsFake((n: number) => (calls++ === 0 ? 0 : real(n)));
+    let p: any;
+    try {
+      p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    } finally {
+      stub.restore();
+    }
+    assert.ok(calls > 0, "the code was drawn with node:crypto's randomInt");
+    assertAccepted(await unlock({ pass: Number(p.code) }));
+    assert.match(p.code, /^[1-9]\d{7}$/);
+  });
+
   // docs/passes.md#issue: bad input names the field, nothing is stored
   for (const [what, payload, field] of [
     ["no guest", { doors: [101] }, "guest"],
@@ -233,6 +254,26 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     assert.equal(ok.length, 1);
     assert.equal(unlockPuts(sim).length, 1);
     for (const m of fail) assert.equal(m.payload.reason, "pass");
+  });
+
+  // docs/passes.md#at-a-door-unlock: a use is counted when the command is sent
+  it("a message whose command is never sent (the session halted) takes no use of the pass", async () => {
+    await deploy();
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), uses: 1 });
+    // Two takeovers within the hour halt the account (docs/session.md): then nothing is sent.
+    sim.control.supersede("demo");
+    assertAccepted(await unlock({ deviceId: 101 }));
+    sim.control.supersede("demo");
+    assertFailed(await unlock({ deviceId: 101 }), "unauthorized", 401);
+    sim.control.resetRequests();
+    assertFailed(await unlock({ pass: p.code }), "session-halted", null);
+    assert.equal(unlockPuts(sim).length, 0);
+    const listed = await pass({ action: "list" });
+    assert.ok("ok" in listed);
+    const view = listed.ok.payload.passes.find((x: any) => x.id === p.id);
+    assert.equal(view.used, 0, "nothing was sent: the use is still the guest's");
+    assert.equal(view.state, "active");
   });
 
   it("a node without acceptPasses ignores msg.pass (its own rules apply) and deletes it", async () => {

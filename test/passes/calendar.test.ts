@@ -114,6 +114,30 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     );
   });
 
+  it("a recurring booking whose series began long ago still gives its coming occurrences (past ones are not counted toward the limit)", () => {
+    // A cleaner every weekday since 2024-09-02 (about 550 visits before NOW), without an end.
+    const r = readFeed(
+      feed(
+        vevent([
+          "UID:weekdays",
+          "SUMMARY:Cleaner",
+          "DTSTART;TZID=Europe/Oslo:20240902T090000",
+          "DTEND;TZID=Europe/Oslo:20240902T120000",
+          "RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR",
+        ]),
+      ),
+      settings(),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.equal(
+      r.bookings[0]?.ref,
+      "weekdays@2026-10-21T09:00:00",
+      "the next visit after NOW (Tue 2026-10-20 14:00 Oslo)",
+    );
+    assert.ok(r.bookings.length > 250, `a year of visits ahead: ${r.bookings.length}`);
+  });
+
   it("folded lines and a UTC time are read as the feed means them", () => {
     const r = readFeed(
       feed(

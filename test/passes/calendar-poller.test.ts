@@ -1,0 +1,67 @@
+/**
+ * The calendar's reads (docs/passes.md#from-a-booking-calendar): a feed that cannot be read in
+ * time changes nothing and holds no later read back.
+ */
+import { strict as assert } from "node:assert";
+import { type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { CalendarPoller } from "../../src/passes/calendar-poller.js";
+
+describe("the calendar's reads: a feed that trickles in is given up, and the next read is made (docs/passes.md#from-a-booking-calendar)", function () {
+  this.timeout(20_000);
+  let server: Server;
+  let url = "";
+  const timers: NodeJS.Timeout[] = [];
+  let requests = 0;
+
+  before(async () => {
+    // Headers at once, then one byte every 100 ms, never the end: no pause long enough for an idle time-out.
+    server = createServer((_req, res) => {
+      requests++;
+      res.writeHead(200, { "content-type": "text/calendar" });
+      res.write("BEGIN:VCALENDAR\r\n");
+      timers.push(setInterval(() => res.write("X"), 100));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slow.ics`;
+  });
+  after(async () => {
+    for (const t of timers) clearInterval(t);
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it("a feed that never ends: the read fails after the deadline (nothing applied), and the next read is a new request", async () => {
+    const settings = {
+      url,
+      everyMinutes: 15,
+      checkIn: "15:00",
+      checkOut: "11:00",
+      timeZone: "UTC",
+      bufferBeforeMin: 0,
+      bufferAfterMin: 0,
+    };
+    const problems: (string | null)[] = [];
+    let applied = 0;
+    const poller = new CalendarPoller(
+      settings,
+      () => {
+        applied++;
+        return Promise.resolve();
+      },
+      (p) => problems.push(p),
+      Date.now,
+      1000,
+    );
+    try {
+      const first = await poller.poll();
+      assert.equal(first.kind, "failed");
+      assert.match(problems[0] ?? "", /not read within 1 s/);
+      await poller.poll();
+      assert.equal(requests, 2, "the second read was made");
+      assert.equal(applied, 0);
+    } finally {
+      poller.stop();
+    }
+  });
+});
