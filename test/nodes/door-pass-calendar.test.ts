@@ -108,7 +108,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     await sim.close();
   });
 
-  async function deploy(): Promise<void> {
+  async function deploy(calendar: Record<string, unknown> = {}): Promise<void> {
     await loadFlow(
       [
         tab(),
@@ -120,6 +120,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
           checkIn: "00:00",
           checkOut: "23:59",
           timeZone: "UTC",
+          ...calendar,
         }),
         ...helperNodes("u1-ok", "u1-fail", "dp-out"),
         ...catchNode(),
@@ -229,6 +230,64 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.ok("error" in empty);
     assert.match(empty.error.error.message, /lists no booking/);
     assertAccepted(await unlock({ pass: p.code }));
+  });
+
+  // docs/passes.md#from-a-booking-calendar: the dates in the node's zone, also across a night the clocks change
+  it("an all-day booking across the night Oslo's clocks go forward opens at check-in in winter time and closes at check-out in summer time", async () => {
+    cal.body = feed(
+      [
+        "BEGIN:VEVENT",
+        "UID:dst@test",
+        "SUMMARY:Spring guest",
+        "DTSTART;VALUE=DATE:20270327",
+        "DTEND;VALUE=DATE:20270330",
+        "END:VEVENT",
+      ].join("\r\n"),
+    );
+    await deploy({ checkIn: "15:00", checkOut: "11:00", timeZone: "Europe/Oslo" });
+    await until("the pass", () => issued().length === 1);
+    assert.equal(issued()[0].from, "2027-03-27T14:00:00.000Z"); // 15:00 CET
+    assert.equal(issued()[0].until, "2027-03-30T09:00:00.000Z"); // 11:00 CEST
+  });
+
+  // docs/passes.md#from-a-booking-calendar: a recurring booking is one pass per occurrence
+  it("a weekly visit is one pass per coming occurrence, each with its own code; the visit that was moved keeps its pass's code", async () => {
+    const start = new Date(Date.now() + DAY).toISOString().slice(0, 10).replace(/-/g, "");
+    const weekly = (moved: boolean) =>
+      feed(
+        [
+          "BEGIN:VEVENT",
+          "UID:cleaner@test",
+          "SUMMARY:Cleaner",
+          `DTSTART:${start}T090000Z`,
+          `DTEND:${start}T120000Z`,
+          "RRULE:FREQ=WEEKLY;COUNT=3",
+          "END:VEVENT",
+          ...(moved
+            ? [
+                "BEGIN:VEVENT",
+                "UID:cleaner@test",
+                `RECURRENCE-ID:${start}T090000Z`,
+                "SUMMARY:Cleaner",
+                `DTSTART:${start}T130000Z`,
+                `DTEND:${start}T160000Z`,
+                "END:VEVENT",
+              ]
+            : []),
+        ].join("\r\n"),
+      );
+    cal.body = weekly(false);
+    // Check-out before check-in on one day: a visit of a few hours opens at its own times.
+    await deploy({ checkIn: "15:00", checkOut: "11:00" });
+    await until("three passes", () => issued().length === 3);
+    assert.equal(new Set(issued().map((p) => p.code)).size, 3);
+    assert.ok(issued().every((p) => String(p.ref).startsWith("cleaner@test@")));
+    const first = issued().find((p) => String(p.ref).endsWith("T09:00:00Z"))!;
+    cal.body = weekly(true);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    const upd = outs.filter((m) => m.payload.action === "updated").map((m) => m.payload);
+    assert.equal(upd[0].id, first.id);
+    assert.match(upd[0].from, /T13:00:00/);
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
