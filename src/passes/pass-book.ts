@@ -26,6 +26,7 @@ import {
   passState,
   viewOf,
 } from "./pass.js";
+import { PassIndex } from "./pass-index.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
@@ -89,9 +90,7 @@ export interface PassBook {
 }
 
 export class FilePassBook implements PassBook {
-  private passes = new Map<string, Pass>();
-  private byHash = new Map<string, string[]>();
-  private reserved = new Map<string, number>();
+  private readonly index = new PassIndex();
   private key: Buffer | null = null;
   private loading: Promise<void> | null = null;
   private writing: Promise<void> = Promise.resolve();
@@ -156,17 +155,11 @@ export class FilePassBook implements PassBook {
   }
 
   private add(p: Pass): void {
-    this.passes.set(p.id, p);
-    const ids = this.byHash.get(p.hash);
-    if (ids) ids.push(p.id);
-    else this.byHash.set(p.hash, [p.id]);
+    this.index.add(p);
   }
 
   private drop(p: Pass): void {
-    this.passes.delete(p.id);
-    const ids = (this.byHash.get(p.hash) ?? []).filter((x) => x !== p.id);
-    if (ids.length > 0) this.byHash.set(p.hash, ids);
-    else this.byHash.delete(p.hash);
+    this.index.drop(p);
   }
 
   /** Issues a pass; its code is returned once and kept only as a hash. */
@@ -174,9 +167,9 @@ export class FilePassBook implements PassBook {
     await this.ready();
     const now = this.now();
     this.prune(now);
-    if (this.passes.size >= MAX_PASSES)
+    if (this.index.passes.size >= MAX_PASSES)
       throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
-    const { pass, code } = makePass(n, this.key!, codeLength, now, (hash) => this.liveWithHash(hash, now));
+    const { pass, code } = makePass(n, this.key!, codeLength, now, (hash) => this.index.liveWithHash(hash, now));
     this.add(pass);
     try {
       await this.save();
@@ -190,7 +183,7 @@ export class FilePassBook implements PassBook {
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.ready();
-    const hit = [...this.passes.values()].filter(
+    const hit = [...this.index.passes.values()].filter(
       (p) =>
         p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref)),
     );
@@ -207,7 +200,7 @@ export class FilePassBook implements PassBook {
   /** Changes a pass's guest, doors or window, keeping its code and uses; null when there is no such pass. */
   async update(id: string, change: PassChange): Promise<Pass | null> {
     await this.ready();
-    const p = this.passes.get(id);
+    const p = this.index.passes.get(id);
     if (!p) return null;
     const before = structuredClone(p);
     p.guest = change.guest;
@@ -226,39 +219,29 @@ export class FilePassBook implements PassBook {
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
   async fromSource(source: string): Promise<Pass[]> {
     await this.ready();
-    return [...this.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
+    return [...this.index.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
   }
 
   async list(): Promise<PassView[]> {
     await this.ready();
     const now = this.now();
-    return [...this.passes.values()].map((p) => viewOf(p, now));
+    return [...this.index.passes.values()].map((p) => viewOf(p, now));
   }
 
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */
   find(code: string): Pass | null {
-    if (!this.key) return null;
-    const ids = this.byHash.get(codeHash(this.key, code));
-    if (!ids) return null;
-    const now = this.now();
-    const all = ids.map((id) => this.passes.get(id)!).filter(Boolean);
-    return all.find((p) => isLive(p, now)) ?? all[all.length - 1] ?? null;
+    return this.key ? this.index.find(this.key, code, this.now()) : null;
   }
 
   /** Takes one use of an active pass, or null when none is left (counting uses reserved by messages in flight). */
   reserve(p: Pass, deviceId?: number): PassTicket | null {
-    const live = this.passes.get(p.id);
-    if (!live || passState(live, this.now()) !== "active") return null;
-    const inFlight = this.reserved.get(live.id) ?? 0;
-    if (live.uses !== null && live.used + inFlight >= live.uses) return null;
-    this.reserved.set(live.id, inFlight + 1);
+    const taken = this.index.take(p, this.now());
+    if (taken === null) return null;
+    const live = taken.live;
     let done = false;
     const release = () => {
-      if (done) return;
       done = true;
-      const left = (this.reserved.get(live.id) ?? 1) - 1;
-      if (left > 0) this.reserved.set(live.id, left);
-      else this.reserved.delete(live.id);
+      taken.release();
     };
     return {
       pass: live,
@@ -268,7 +251,7 @@ export class FilePassBook implements PassBook {
         // Checked again as it is now: the command may leave a while after the check (a token
         // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
         const state = passState(live, this.now());
-        const why = !this.passes.has(live.id)
+        const why = !this.index.passes.has(live.id)
           ? "gone"
           : state !== "active"
             ? state
@@ -297,14 +280,7 @@ export class FilePassBook implements PassBook {
 
   /** How many uses of a pass are taken by messages in flight. */
   inFlight(id: string): number {
-    return this.reserved.get(id) ?? 0;
-  }
-
-  private liveWithHash(hash: string, now: number): boolean {
-    return (this.byHash.get(hash) ?? []).some((id) => {
-      const p = this.passes.get(id);
-      return p !== undefined && isLive(p, now);
-    });
+    return this.index.inFlight(id);
   }
 
   private prunedAt = Number.NEGATIVE_INFINITY;
@@ -313,9 +289,9 @@ export class FilePassBook implements PassBook {
   private prune(now: number): void {
     if (Math.abs(now - this.prunedAt) < 60_000) return;
     this.prunedAt = now;
-    for (const p of [...this.passes.values()]) {
+    for (const p of [...this.index.passes.values()]) {
       const ended = p.revoked !== null ? Date.parse(p.revoked) : Date.parse(p.until);
-      if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && (this.reserved.get(p.id) ?? 0) === 0) this.drop(p);
+      if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && this.index.inFlight(p.id) === 0) this.drop(p);
     }
   }
 
@@ -325,7 +301,7 @@ export class FilePassBook implements PassBook {
     const run = async () => {
       if (this.written >= version) return;
       const upTo = this.version;
-      await writeFileAtomic(this.file, JSON.stringify({ v: 1, passes: [...this.passes.values()] }) + "\n");
+      await writeFileAtomic(this.file, JSON.stringify({ v: 1, passes: [...this.index.passes.values()] }) + "\n");
       this.written = Math.max(this.written, upTo);
     };
     this.writing = this.writing.then(run, run);

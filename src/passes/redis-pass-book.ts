@@ -18,7 +18,8 @@
  * revoke, update) is written only over the revision it was made from (compare-and-set).
  */
 import { randomBytes } from "node:crypto";
-import { type Pass, type PassView, codeHash, isLive, passState, viewOf } from "./pass.js";
+import { type Pass, type PassView, isLive, viewOf } from "./pass.js";
+import { PassIndex } from "./pass-index.js";
 import {
   CHANGE_TRIES,
   KEEP_ENDED_MS,
@@ -98,10 +99,8 @@ interface Stored {
 }
 
 export class RedisPassBook implements PassBook {
-  private passes = new Map<string, Pass>();
+  private readonly index = new PassIndex();
   private revs = new Map<string, number>();
-  private byHash = new Map<string, string[]>();
-  private reserved = new Map<string, number>();
   private key: Buffer | null = null;
   private loading: Promise<void> | null = null;
   private version = -1;
@@ -155,9 +154,8 @@ export class RedisPassBook implements PassBook {
       this.redis.command<string[]>(["HGETALL", this.k.uses]),
     ]);
     const used = pairs(uses);
-    this.passes.clear();
+    this.index.clear();
     this.revs.clear();
-    this.byHash.clear();
     const list = pairs(all);
     for (const [id, raw] of list) {
       const s = parse(raw);
@@ -180,7 +178,7 @@ export class RedisPassBook implements PassBook {
         this.redis.command<(string | null)[]>(["HMGET", this.k.uses, ...ids.flatMap((id) => [id, `${id}:first`])]),
       ]);
       ids.forEach((id, i) => {
-        const old = this.passes.get(id);
+        const old = this.index.passes.get(id);
         if (old) this.drop(old);
         const s = raws[i] ? parse(raws[i]) : null;
         if (s) this.put(s, Number(uses[2 * i] ?? 0), uses[2 * i + 1] ?? null);
@@ -193,7 +191,7 @@ export class RedisPassBook implements PassBook {
   private async readUses(): Promise<void> {
     await this.refresh();
     const used = pairs(await this.redis.command<string[]>(["HGETALL", this.k.uses]));
-    for (const p of this.passes.values()) {
+    for (const p of this.index.passes.values()) {
       p.used = Math.max(p.used, Number(used.get(p.id) ?? 0));
       p.firstUsed = used.get(`${p.id}:first`) ?? p.firstUsed;
     }
@@ -201,19 +199,13 @@ export class RedisPassBook implements PassBook {
 
   private put(s: Stored, used: number, firstUsed: string | null): void {
     const p = { ...s.pass, used, firstUsed };
-    this.passes.set(p.id, p);
+    this.index.add(p);
     this.revs.set(p.id, s.rev);
-    const ids = this.byHash.get(p.hash);
-    if (ids) ids.push(p.id);
-    else this.byHash.set(p.hash, [p.id]);
   }
 
   private drop(p: Pass): void {
-    this.passes.delete(p.id);
+    this.index.drop(p);
     this.revs.delete(p.id);
-    const ids = (this.byHash.get(p.hash) ?? []).filter((x) => x !== p.id);
-    if (ids.length > 0) this.byHash.set(p.hash, ids);
-    else this.byHash.delete(p.hash);
   }
 
   /** Writes `next` over revision `rev` (null: a new pass; next null: deletes). false: another change came first. */
@@ -240,13 +232,13 @@ export class RedisPassBook implements PassBook {
   private async change(id: string, change: (p: Pass) => Pass | null): Promise<Pass | null> {
     for (let i = 0; i < CHANGE_TRIES; i++) {
       await this.refresh();
-      const p = this.passes.get(id);
+      const p = this.index.passes.get(id);
       if (!p) return null;
       const next = change(structuredClone(p));
       if (next === null) return null;
       if (await this.write(id, this.revs.get(id)!, next)) {
         await this.refresh();
-        return structuredClone(this.passes.get(id) ?? next);
+        return structuredClone(this.index.passes.get(id) ?? next);
       }
     }
     throw new Error(`the pass ${id} kept being changed by other instances; try again`);
@@ -256,11 +248,9 @@ export class RedisPassBook implements PassBook {
     await this.refresh();
     const now = this.now();
     await this.prune(now);
-    if (this.passes.size >= MAX_PASSES)
+    if (this.index.passes.size >= MAX_PASSES)
       throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
-    const made = makePass(n, this.key!, codeLength, now, (hash) =>
-      (this.byHash.get(hash) ?? []).some((id) => isLive(this.passes.get(id)!, now)),
-    );
+    const made = makePass(n, this.key!, codeLength, now, (hash) => this.index.liveWithHash(hash, now));
     if (!(await this.write(made.pass.id, null, made.pass))) throw new Error("a pass with this id exists; try again");
     await this.refresh();
     return { pass: structuredClone(made.pass), code: made.code };
@@ -272,7 +262,7 @@ export class RedisPassBook implements PassBook {
     const match = (p: Pass) =>
       p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref));
     const out: Pass[] = [];
-    for (const p of [...this.passes.values()].filter(match)) {
+    for (const p of [...this.index.passes.values()].filter(match)) {
       const done = await this.change(p.id, (x) =>
         match(x) ? { ...x, revoked: at, ...(by.byCalendar === true ? { revokedBy: "calendar" as const } : {}) } : null,
       );
@@ -293,37 +283,27 @@ export class RedisPassBook implements PassBook {
 
   async fromSource(source: string): Promise<Pass[]> {
     await this.readUses();
-    return [...this.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
+    return [...this.index.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
   }
 
   async list(): Promise<PassView[]> {
     await this.readUses();
     const now = this.now();
-    return [...this.passes.values()].map((p) => viewOf(p, now));
+    return [...this.index.passes.values()].map((p) => viewOf(p, now));
   }
 
   find(code: string): Pass | null {
-    if (!this.key) return null;
-    const ids = this.byHash.get(codeHash(this.key, code));
-    if (!ids) return null;
-    const now = this.now();
-    const all = ids.map((id) => this.passes.get(id)!).filter(Boolean);
-    return all.find((p) => isLive(p, now)) ?? all[all.length - 1] ?? null;
+    return this.key ? this.index.find(this.key, code, this.now()) : null;
   }
 
   reserve(p: Pass, deviceId?: number): PassTicket | null {
-    const live = this.passes.get(p.id);
-    if (!live || passState(live, this.now()) !== "active") return null;
-    const inFlight = this.reserved.get(live.id) ?? 0;
-    if (live.uses !== null && live.used + inFlight >= live.uses) return null;
-    this.reserved.set(live.id, inFlight + 1);
+    const taken = this.index.take(p, this.now());
+    if (taken === null) return null;
+    const live = taken.live;
     let done = false;
     const release = () => {
-      if (done) return;
       done = true;
-      const left = (this.reserved.get(live.id) ?? 1) - 1;
-      if (left > 0) this.reserved.set(live.id, left);
-      else this.reserved.delete(live.id);
+      taken.release();
     };
     return {
       pass: live,
@@ -357,16 +337,16 @@ export class RedisPassBook implements PassBook {
   }
 
   inFlight(id: string): number {
-    return this.reserved.get(id) ?? 0;
+    return this.index.inFlight(id);
   }
 
   /** Drops the passes over for 30 days (each only if no other instance changed it meanwhile). */
   private async prune(now: number): Promise<void> {
     if (now - this.prunedAt < PRUNE_EVERY_MS) return;
     this.prunedAt = now;
-    for (const p of [...this.passes.values()]) {
+    for (const p of [...this.index.passes.values()]) {
       const ended = p.revoked !== null ? Date.parse(p.revoked) : Date.parse(p.until);
-      if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && (this.reserved.get(p.id) ?? 0) === 0)
+      if (!isLive(p, now) && now - ended > KEEP_ENDED_MS && this.index.inFlight(p.id) === 0)
         await this.write(p.id, this.revs.get(p.id)!, null);
     }
     await this.refresh();
