@@ -26,7 +26,7 @@ import {
   passState,
   viewOf,
 } from "./pass.js";
-import { PassIndex } from "./pass-index.js";
+import { PassIndex, bookingKey } from "./pass-index.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
@@ -45,6 +45,9 @@ export interface NewPass {
   /** The door-pass node whose calendar makes it. */
   source?: string;
 }
+
+/** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
+export type BookingPass = NewPass & { source: string; ref: string };
 
 /** What a calendar may change of a pass it made: its code stays. */
 export interface PassChange {
@@ -77,6 +80,14 @@ export interface PassBook {
   /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */
   refresh(): Promise<void>;
   issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }>;
+  /**
+   * Issues the pass of a calendar's booking (node id and ref) only if no pass of that booking is
+   * kept unrevoked, in one step whatever the number of instances or reads; null: that booking has
+   * its pass already (nothing issued, no code to send). docs/passes.md#from-a-booking-calendar
+   */
+  issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
+  /** Runs a read of calendar `source` (a door-pass node id) once the earlier ones of this runtime have ended. */
+  serially<T>(source: string, read: () => Promise<T>): Promise<T>;
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
@@ -94,6 +105,8 @@ export class FilePassBook implements PassBook {
   private key: Buffer | null = null;
   private loading: Promise<void> | null = null;
   private writing: Promise<void> = Promise.resolve();
+  /** A booking's pass being issued, by bookingKey: another issue for it waits, then finds it. */
+  private readonly booking = new Map<string, Promise<unknown>>();
   private version = 0;
   private written = 0;
 
@@ -178,6 +191,26 @@ export class FilePassBook implements PassBook {
       throw e;
     }
     return { pass: structuredClone(pass), code };
+  }
+
+  async issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.ready();
+    const key = bookingKey(n.source, n.ref);
+    for (let pending = this.booking.get(key); pending !== undefined; pending = this.booking.get(key))
+      await pending.catch(() => undefined);
+    // From here to the booking's entry, nothing awaits: no other issue of this booking runs between.
+    if (this.index.booked(n.source, n.ref) !== null) return null;
+    const run = this.issue(n, codeLength);
+    this.booking.set(key, run);
+    try {
+      return await run;
+    } finally {
+      if (this.booking.get(key) === run) this.booking.delete(key);
+    }
+  }
+
+  serially<T>(source: string, read: () => Promise<T>): Promise<T> {
+    return this.index.serially(source, read);
   }
 
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */

@@ -5,6 +5,7 @@
  */
 import { strict as assert } from "node:assert";
 import { RedisPassBook } from "../../src/passes/redis-pass-book.js";
+import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { RedisServer } from "../helpers/redis.js";
 
@@ -36,7 +37,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     let held = beforeFirstWrite;
     const commands = Object.assign(Object.create(store) as RedisTokenStore, {
       async command<T>(args: string[]): Promise<T> {
-        if (held && args[0] === "EVAL" && args[2] === "4") {
+        if (held && args[0] === "EVAL" && args[2] === "5") {
           const h = held;
           held = undefined;
           await h();
@@ -92,5 +93,68 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     }
     await y.refresh();
     assert.equal(y.find(code)!.id, pass.id);
+  });
+
+  /** Holds each book's read of its calendar's passes until every book has read them: their reads overlap. */
+  function overlapping(books: RedisPassBook[]): void {
+    let waiting = books.length;
+    let open!: () => void;
+    const all = new Promise<void>((r) => (open = r));
+    for (const b of books) {
+      const read = b.fromSource.bind(b);
+      b.fromSource = async (source: string) => {
+        const got = await read(source);
+        if (--waiting === 0) open();
+        await all;
+        return got;
+      };
+    }
+  }
+
+  // docs/passes.md#from-a-booking-calendar: one pass per booking, whatever the number of instances
+  it("two instances reading one calendar at once: one pass per booking, one code sent in all; a moved booking leaves no pass with the old window", async () => {
+    const doors = [{ deviceId: 101, door: "Front Door" }];
+    const bookings = (extra: number) =>
+      Array.from({ length: 40 }, (_, i) => ({
+        ref: `bk-${i}`,
+        guest: `Guest ${i}`,
+        from: iso(now + i * HOUR),
+        until: iso(now + (i + 24 + extra) * HOUR),
+      }));
+    const [x, y] = [instance(), instance()];
+    overlapping([x, y]);
+    const reads = await Promise.all([x, y].map((b) => applyBookings(b, "cal-1", bookings(0), doors, 8, now)));
+    const sent = reads.flatMap((r) => r.issued.map((i) => i.pass.ref));
+    assert.equal(sent.length, 40, "one code sent per booking across both instances");
+    assert.equal(new Set(sent).size, 40);
+    const liveOf = async () => (await x.list()).filter((p) => p.state === "active" || p.state === "upcoming");
+    assert.equal((await liveOf()).length, 40, "one live pass per booking");
+
+    // Every booking moved a day later, read by both at once.
+    const [x2, y2] = [instance(), instance()];
+    overlapping([x2, y2]);
+    const again = await Promise.all([x2, y2].map((b) => applyBookings(b, "cal-1", bookings(24), doors, 8, now)));
+    assert.equal(again.flatMap((r) => r.issued).length, 0, "a moved booking gets no new code");
+    const live = await liveOf();
+    assert.equal(live.length, 40);
+    for (const b of bookings(24))
+      assert.deepEqual(
+        live.filter((p) => p.ref === b.ref).map((p) => p.until),
+        [b.until],
+        `${b.ref}: one live pass, with the new window`,
+      );
+  });
+
+  // docs/passes.md#where-passes-are-kept: a booking's pass kept before `pass-bookings` existed is found
+  it("a booking's pass kept before the bookings index existed (an older version's Redis data): a read issues it no second pass", async () => {
+    const x = instance();
+    const { pass } = await x.issue(newPass("cal-1"), 8);
+    await stores[0].command(["DEL", stores[0].keyOf("pass-bookings")]);
+    const y = instance();
+    assert.equal(await y.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8), null);
+    await x.revoke({ id: pass.id, byCalendar: true });
+    const again = await y.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8);
+    assert.ok(again, "once revoked by its calendar, the booking listed again gets a new pass");
+    assert.notEqual(again.pass.id, pass.id);
   });
 });
