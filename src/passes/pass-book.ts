@@ -23,7 +23,8 @@ import {
   isLive,
   newCode,
   newPassId,
-  passState,
+  passCheck,
+  refusalText,
   viewOf,
 } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
@@ -283,17 +284,10 @@ export class FilePassBook implements PassBook {
         if (done) throw new Error("the pass's use was already taken or given back");
         // Checked again as it is now: the command may leave a while after the check (a token
         // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
-        const state = passState(live, this.now());
-        const why = !this.index.passes.has(live.id)
-          ? "gone"
-          : state !== "active"
-            ? state
-            : deviceId !== undefined && !live.doors.some((d) => d.deviceId === deviceId)
-              ? "door"
-              : null;
+        const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(useRefusal(why, live));
+          throw new PassUseRefused(refusalText(why, live));
         }
         const first = live.used === 0;
         live.used++;
@@ -372,24 +366,6 @@ export function makePass(
     return { pass, code };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
-}
-
-/** Why the store refused a use taken at the check, in the words of docs/passes.md#at-a-door-unlock. */
-export function useRefusal(why: string, p: Pass): string {
-  switch (why) {
-    case "revoked":
-      return "this pass was revoked";
-    case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
-    case "expired":
-      return `this pass expired at ${p.until}`;
-    case "door":
-      return "this pass is not for this door";
-    case "used-up":
-      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
-    default:
-      return "this pass no longer exists";
-  }
 }
 
 /** A pass read from a store: its fields as a pass has them. */

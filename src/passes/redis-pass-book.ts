@@ -21,7 +21,7 @@
  * revoke, update) is written only over the revision it was made from (compare-and-set).
  */
 import { randomBytes } from "node:crypto";
-import { type Pass, type PassView, isLive, viewOf } from "./pass.js";
+import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
 import {
   type BookingPass,
@@ -35,7 +35,6 @@ import {
   type PassTicket,
   PassUseRefused,
   makePass,
-  useRefusal,
   wellFormed,
 } from "./pass-book.js";
 
@@ -51,22 +50,24 @@ export interface PassCommands {
 const KEY_INFO = "door-access pass key v1";
 
 // KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO.
-// {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted.
+// {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted. The checks
+// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the door): revoked,
+// used up, expired, not valid yet, not for this door. Change one, change both.
 const USE = `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {-1, 'gone', 0} end
 local p = cjson.decode(raw)
 local used = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used} end
 local now = tonumber(ARGV[2])
-if now < tonumber(p.f) then return {-1, 'upcoming', used} end
+if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used} end
+if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
 if now >= tonumber(p.u) then return {-1, 'expired', used} end
+if now < tonumber(p.f) then return {-1, 'upcoming', used} end
 if ARGV[3] ~= '' then
   local ok = false
   for _, d in ipairs(p.doors) do if tostring(d.deviceId) == ARGV[3] then ok = true end end
   if not ok then return {-1, 'door', used} end
 end
-if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
 redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 if used == 0 then redis.call('HSET', KEYS[2], ARGV[1] .. ':first', ARGV[4]) end
 return {used + 1, 'ok', used + 1}`;
@@ -410,7 +411,7 @@ export class RedisPassBook implements PassBook {
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(useRefusal(why, live));
+        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live));
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

@@ -4,7 +4,13 @@
  * (docs/passes.md#where-passes-are-kept).
  */
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import fc from "fast-check";
 import { RedisPassBook } from "../../src/passes/redis-pass-book.js";
+import { FilePassBook, type PassBook, type PassTicket } from "../../src/passes/pass-book.js";
+import { passRefusal } from "../../src/unlock/pass-check.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { RedisServer } from "../helpers/redis.js";
@@ -31,7 +37,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
   });
 
   /** An instance; `beforeFirstWrite` runs before its first change is written (after it has read the pass). */
-  function instance(beforeFirstWrite?: () => Promise<unknown>): RedisPassBook {
+  function instance(beforeFirstWrite?: () => Promise<unknown>, clock: () => number = Date.now): RedisPassBook {
     const store = new RedisTokenStore({ url: redis.url, accountKey: "acct-1", secret: "pw" });
     stores.push(store);
     let held = beforeFirstWrite;
@@ -45,7 +51,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
         return store.command<T>(args);
       },
     });
-    return new RedisPassBook(commands, Date.now, (m) => assert.fail(m));
+    return new RedisPassBook(commands, clock, (m) => assert.fail(m));
   }
   const now = Date.now();
   const newPass = (source?: string) => ({
@@ -156,5 +162,88 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     const again = await y.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8);
     assert.ok(again, "once revoked by its calendar, the booking listed again gets a new pass");
     assert.notEqual(again.pass.id, pass.id);
+  });
+
+  // docs/passes.md#at-a-door-unlock: one order of the reasons, at the check and in either book's store
+  it("a pass is refused for the same reason at the check and by either book's store, in one order (revoked, used up, expired, not yet valid, not for this door): generated cases on the file book and on Redis", async function () {
+    this.timeout(300_000);
+    const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pass-order-"));
+    let now = Date.now();
+    const clock = () => now;
+    const file = new FilePassBook(path.join(dir, "passes.json"), path.join(dir, "pass-key"), clock, (m) =>
+      assert.fail(m),
+    );
+    // x checks and sends; y is another instance on the same Redis store.
+    const [x, y] = [instance(undefined, clock), instance(undefined, clock)];
+    const from = Date.now() + HOUR;
+    const until = from + 10 * 60_000;
+    const times = {
+      "before from": from - 1,
+      "at from": from,
+      inside: from + 5 * 60_000,
+      "before until": until - 1,
+      "at until": until,
+      "after until": until + 1,
+    };
+    const caseArb = fc.record({
+      revoked: fc.boolean(),
+      uses: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+      usedUp: fc.boolean(),
+      wrongDoor: fc.boolean(),
+      at: fc.constantFrom(...(Object.keys(times) as (keyof typeof times)[])),
+    });
+    /** What a message with the code is told at the check, and (with a use taken before) by the store when it would send. */
+    async function answers(
+      book: PassBook,
+      other: PassBook,
+      c: { revoked: boolean; uses: number | null; usedUp: boolean; wrongDoor: boolean; at: keyof typeof times },
+      ticketFirst: boolean,
+    ): Promise<{ check: string | null; store: string | null | undefined }> {
+      now = from + 1;
+      const door = c.wrongDoor ? 102 : 101;
+      const { pass, code } = await book.issue(
+        {
+          guest: "Ada",
+          doors: [{ deviceId: 101, door: "Front Door" }],
+          from: iso(from),
+          until: iso(until),
+          uses: c.uses,
+          ref: null,
+        },
+        8,
+      );
+      let ticket: PassTicket | null = ticketFirst ? book.reserve(pass, door) : null;
+      const uses = c.uses === null ? (c.usedUp ? 2 : 0) : c.usedUp ? c.uses : c.uses - 1;
+      await other.refresh();
+      for (let i = 0; i < uses; i++) await other.reserve(other.find(code)!, 101)!.commit();
+      if (!ticketFirst) ticket = book.reserve(book.find(code)!, door);
+      if (c.revoked) await other.revoke({ id: pass.id });
+      now = times[c.at];
+      await book.list(); // the pass and its uses as every instance sees them now
+      const check = passRefusal(book.find(code)!, door, now);
+      let store: string | null | undefined;
+      if (ticket !== null)
+        store = await ticket.commit().then(
+          () => null,
+          (e: Error) => e.message,
+        );
+      return { check, store };
+    }
+    try {
+      await fc.assert(
+        fc.asyncProperty(caseArb, async (c) => {
+          const onFile = await answers(file, file, c, false);
+          const onRedis = await answers(x, y, c, true);
+          assert.equal(onRedis.check, onFile.check, "the check, on Redis and on the file");
+          assert.equal(onRedis.store, onRedis.check, "Redis's script says what the check says");
+          if (onFile.store !== undefined)
+            assert.equal(onFile.store, onFile.check, "the file book says what the check says");
+        }),
+        { numRuns: RUNS },
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
