@@ -48,7 +48,7 @@ export async function applyBookings(
     );
   const byRef = new Map(mine.filter((p) => p.ref !== null).map((p) => [p.ref!, p]));
   const seen = new Set<string>();
-  const issuing: Promise<{ pass: Pass; code: string }>[] = [];
+  const issuing: Promise<{ pass: Pass; code: string } | null>[] = [];
   const updating: Promise<Pass | null>[] = [];
   // Started together: the book writes its file once for many changes (its writes are coalesced).
   // In slices, with a turn of the event loop between: 10,000 bookings never hold Node-RED for long.
@@ -61,7 +61,11 @@ export async function applyBookings(
     if (p === undefined) {
       if (handRevoked.has(b.ref)) continue;
       issuing.push(
-        book.issue({ guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source }, codeLength),
+        // null: another read (this instance's or another's) issued this booking's pass first.
+        book.issueBooking(
+          { guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source },
+          codeLength,
+        ),
       );
     } else if (p.guest !== b.guest || p.from !== b.from || p.until !== b.until || !sameDoors(p.doors, doors)) {
       updating.push(book.update(p.id, { guest: b.guest, doors, from: b.from, until: b.until }));
@@ -75,5 +79,9 @@ export async function applyBookings(
     Promise.all(updating),
     Promise.all(revoking),
   ]);
-  return { issued, updated: updated.filter((p): p is Pass => p !== null), revoked: revoked.flat() };
+  return {
+    issued: issued.filter((x): x is { pass: Pass; code: string } => x !== null),
+    updated: updated.filter((p): p is Pass => p !== null),
+    revoked: revoked.flat(),
+  };
 }

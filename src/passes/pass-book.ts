@@ -23,10 +23,11 @@ import {
   isLive,
   newCode,
   newPassId,
-  passState,
+  passCheck,
+  refusalText,
   viewOf,
 } from "./pass.js";
-import { PassIndex } from "./pass-index.js";
+import { PassIndex, bookingKey } from "./pass-index.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
@@ -45,6 +46,9 @@ export interface NewPass {
   /** The door-pass node whose calendar makes it. */
   source?: string;
 }
+
+/** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
+export type BookingPass = NewPass & { source: string; ref: string };
 
 /** What a calendar may change of a pass it made: its code stays. */
 export interface PassChange {
@@ -77,6 +81,14 @@ export interface PassBook {
   /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */
   refresh(): Promise<void>;
   issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }>;
+  /**
+   * Issues the pass of a calendar's booking (node id and ref) only if no pass of that booking is
+   * kept unrevoked, in one step whatever the number of instances or reads; null: that booking has
+   * its pass already (nothing issued, no code to send). docs/passes.md#from-a-booking-calendar
+   */
+  issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
+  /** Runs a read of calendar `source` (a door-pass node id) once the earlier ones of this runtime have ended. */
+  serially<T>(source: string, read: () => Promise<T>): Promise<T>;
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
@@ -94,6 +106,8 @@ export class FilePassBook implements PassBook {
   private key: Buffer | null = null;
   private loading: Promise<void> | null = null;
   private writing: Promise<void> = Promise.resolve();
+  /** A booking's pass being issued, by bookingKey: another issue for it waits, then finds it. */
+  private readonly booking = new Map<string, Promise<unknown>>();
   private version = 0;
   private written = 0;
 
@@ -180,6 +194,26 @@ export class FilePassBook implements PassBook {
     return { pass: structuredClone(pass), code };
   }
 
+  async issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.ready();
+    const key = bookingKey(n.source, n.ref);
+    for (let pending = this.booking.get(key); pending !== undefined; pending = this.booking.get(key))
+      await pending.catch(() => undefined);
+    // From here to the booking's entry, nothing awaits: no other issue of this booking runs between.
+    if (this.index.booked(n.source, n.ref) !== null) return null;
+    const run = this.issue(n, codeLength);
+    this.booking.set(key, run);
+    try {
+      return await run;
+    } finally {
+      if (this.booking.get(key) === run) this.booking.delete(key);
+    }
+  }
+
+  serially<T>(source: string, read: () => Promise<T>): Promise<T> {
+    return this.index.serially(source, read);
+  }
+
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.ready();
@@ -250,17 +284,10 @@ export class FilePassBook implements PassBook {
         if (done) throw new Error("the pass's use was already taken or given back");
         // Checked again as it is now: the command may leave a while after the check (a token
         // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
-        const state = passState(live, this.now());
-        const why = !this.index.passes.has(live.id)
-          ? "gone"
-          : state !== "active"
-            ? state
-            : deviceId !== undefined && !live.doors.some((d) => d.deviceId === deviceId)
-              ? "door"
-              : null;
+        const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(useRefusal(why, live));
+          throw new PassUseRefused(refusalText(why, live));
         }
         const first = live.used === 0;
         live.used++;
@@ -339,24 +366,6 @@ export function makePass(
     return { pass, code };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
-}
-
-/** Why the store refused a use taken at the check, in the words of docs/passes.md#at-a-door-unlock. */
-export function useRefusal(why: string, p: Pass): string {
-  switch (why) {
-    case "revoked":
-      return "this pass was revoked";
-    case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
-    case "expired":
-      return `this pass expired at ${p.until}`;
-    case "door":
-      return "this pass is not for this door";
-    case "used-up":
-      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
-    default:
-      return "this pass no longer exists";
-  }
 }
 
 /** A pass read from a store: its fields as a pass has them. */

@@ -1,33 +1,59 @@
 /**
  * What both pass books (pass-book.ts: a file; redis-pass-book.ts: Redis) keep in memory the same
  * way: the passes by id, their ids by code hash (several when ended passes share a code with a
- * live one), and the uses that messages in flight have reserved.
+ * live one), a calendar's passes by booking (node id and ref), the uses that messages in flight
+ * have reserved, and the calendar reads of one node, one at a time.
  */
 import { type Pass, codeHash, isLive, passState } from "./pass.js";
 
 export class PassIndex {
   readonly passes = new Map<string, Pass>();
   private readonly byHash = new Map<string, string[]>();
+  private readonly bySourceRef = new Map<string, string[]>();
   private readonly reserved = new Map<string, number>();
+  private readonly reads = new Map<string, Promise<unknown>>();
 
   add(p: Pass): void {
     this.passes.set(p.id, p);
-    const ids = this.byHash.get(p.hash);
-    if (ids) ids.push(p.id);
-    else this.byHash.set(p.hash, [p.id]);
+    push(this.byHash, p.hash, p.id);
+    if (p.source !== undefined && p.ref !== null) push(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
   }
 
   drop(p: Pass): void {
     this.passes.delete(p.id);
-    const ids = (this.byHash.get(p.hash) ?? []).filter((x) => x !== p.id);
-    if (ids.length > 0) this.byHash.set(p.hash, ids);
-    else this.byHash.delete(p.hash);
+    pull(this.byHash, p.hash, p.id);
+    if (p.source !== undefined && p.ref !== null) pull(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
   }
 
   /** Forgets the passes (a book read again); the reserved uses stay with their messages. */
   clear(): void {
     this.passes.clear();
     this.byHash.clear();
+    this.bySourceRef.clear();
+  }
+
+  /**
+   * The pass a calendar (its door-pass node id) made for booking `ref` and that is not revoked, or
+   * null: while there is one, that booking gets no other (docs/passes.md#from-a-booking-calendar).
+   */
+  booked(source: string, ref: string): Pass | null {
+    for (const id of this.bySourceRef.get(bookingKey(source, ref)) ?? []) {
+      const p = this.passes.get(id);
+      if (p !== undefined && p.revoked === null) return p;
+    }
+    return null;
+  }
+
+  /** Runs `read` once every earlier read of calendar `source` in this runtime has ended: one at a time. */
+  serially<T>(source: string, read: () => Promise<T>): Promise<T> {
+    const before = this.reads.get(source) ?? Promise.resolve();
+    const run = before.then(read, read);
+    const settled = run.catch(() => undefined);
+    this.reads.set(source, settled);
+    void settled.then(() => {
+      if (this.reads.get(source) === settled) this.reads.delete(source);
+    });
+    return run;
   }
 
   /** The pass with this code (a live one first), or null. */
@@ -73,4 +99,21 @@ export class PassIndex {
   inFlight(id: string): number {
     return this.reserved.get(id) ?? 0;
   }
+}
+
+/** A booking's key: a node id holds no NUL, so the first one ends it. */
+export function bookingKey(source: string, ref: string): string {
+  return `${source}\0${ref}`;
+}
+
+function push(m: Map<string, string[]>, k: string, id: string): void {
+  const ids = m.get(k);
+  if (ids) ids.push(id);
+  else m.set(k, [id]);
+}
+
+function pull(m: Map<string, string[]>, k: string, id: string): void {
+  const ids = (m.get(k) ?? []).filter((x) => x !== id);
+  if (ids.length > 0) m.set(k, ids);
+  else m.delete(k);
 }

@@ -58,12 +58,50 @@ export interface PassView {
   state: PassState;
 }
 
+/**
+ * A pass's state at `now`, in the one order every check of a pass follows (docs/passes.md#at-a-door-unlock):
+ * revoked, then used up, then expired, then not valid yet. passCheck adds the door; the Redis
+ * book's USE script (redis-pass-book.ts) follows this order, step for step.
+ */
 export function passState(p: Pass, now: number): PassState {
   if (p.revoked !== null) return "revoked";
   if (p.uses !== null && p.used >= p.uses) return "used-up";
   if (now >= Date.parse(p.until)) return "expired";
   if (now < Date.parse(p.from)) return "upcoming";
   return "active";
+}
+
+/** Why a pass does not open: its state, or a door it is not for. */
+export type PassRefusal = Exclude<PassState, "active"> | "door";
+
+/**
+ * Why pass `p` does not open door `deviceId` at `now` (no door given: any of its doors), or null:
+ * the pass state first (passState's order), then the door. The one source of a pass's validity:
+ * the check at a door-unlock, the file book's commit and, in Lua, the Redis book's USE script.
+ */
+export function passCheck(p: Pass, now: number, deviceId?: number): PassRefusal | null {
+  const state = passState(p, now);
+  if (state !== "active") return state;
+  if (deviceId !== undefined && !p.doors.some((d) => d.deviceId === deviceId)) return "door";
+  return null;
+}
+
+/** A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists). */
+export function refusalText(why: PassRefusal | "gone", p: Pass): string {
+  switch (why) {
+    case "revoked":
+      return "this pass was revoked";
+    case "used-up":
+      return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
+    case "expired":
+      return `this pass expired at ${p.until}`;
+    case "upcoming":
+      return `this pass is not valid yet: it opens from ${p.from}`;
+    case "door":
+      return "this pass is not for this door";
+    default: // "gone", or a word a store gave that no check makes
+      return "this pass no longer exists";
+  }
 }
 
 /** A pass that may still open a door, now or later: its code stays unique among these. */

@@ -10,7 +10,10 @@
  *   and sealed (AES-256-GCM) under a key derived from the session's secret, as the pair is;
  * - `passes-version` and `passes-changed`: a counter bumped by every change of a pass and a sorted
  *   set of the passes changed at each version, so an instance refreshes its copy in memory with
- *   one GET per pass message (and reads only the passes changed since).
+ *   one GET per pass message (and reads only the passes changed since);
+ * - `pass-bookings`: a hash, a calendar's booking (`<node id>\0<ref>`) → the id of the pass issued
+ *   for it, so that a booking's pass is issued by one script only if none is kept unrevoked, by
+ *   whichever instance comes first (field `""`: the passes kept before it existed are in it).
  *
  * A use is counted by one Lua script, atomic in Redis: it checks the pass as stored (revoked,
  * window, door, uses left) and only then counts the use. Two instances racing for a pass's last
@@ -18,9 +21,10 @@
  * revoke, update) is written only over the revision it was made from (compare-and-set).
  */
 import { randomBytes } from "node:crypto";
-import { type Pass, type PassView, isLive, viewOf } from "./pass.js";
-import { PassIndex } from "./pass-index.js";
+import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf } from "./pass.js";
+import { PassIndex, bookingKey } from "./pass-index.js";
 import {
+  type BookingPass,
   CHANGE_TRIES,
   KEEP_ENDED_MS,
   MAX_PASSES,
@@ -31,7 +35,6 @@ import {
   type PassTicket,
   PassUseRefused,
   makePass,
-  useRefusal,
   wellFormed,
 } from "./pass-book.js";
 
@@ -47,30 +50,42 @@ export interface PassCommands {
 const KEY_INFO = "door-access pass key v1";
 
 // KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO.
-// {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted.
+// {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted. The checks
+// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the door): revoked,
+// used up, expired, not valid yet, not for this door. Change one, change both.
 const USE = `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {-1, 'gone', 0} end
 local p = cjson.decode(raw)
 local used = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used} end
 local now = tonumber(ARGV[2])
-if now < tonumber(p.f) then return {-1, 'upcoming', used} end
+if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used} end
+if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
 if now >= tonumber(p.u) then return {-1, 'expired', used} end
+if now < tonumber(p.f) then return {-1, 'upcoming', used} end
 if ARGV[3] ~= '' then
   local ok = false
   for _, d in ipairs(p.doors) do if tostring(d.deviceId) == ARGV[3] then ok = true end end
   if not ok then return {-1, 'door', used} end
 end
-if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
 redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 if used == 0 then redis.call('HSET', KEYS[2], ARGV[1] .. ':first', ARGV[4]) end
 return {used + 1, 'ok', used + 1}`;
 
-// KEYS[1] passes, KEYS[2] version, KEYS[3] changed, KEYS[4] uses; ARGV[1] id, ARGV[2] the revision
-// it was made from ('' for a new pass), ARGV[3] the pass as JSON ('' deletes it). 0: another
-// change came first, nothing written; else the new version.
-const PUT = `
+// A booking's field in `pass-bookings`, as bookingKey() writes it.
+const BOOKING_FIELD = `
+local function booking(p)
+  if type(p) == 'table' and type(p.source) == 'string' and type(p.ref) == 'string' then
+    return p.source .. '\\0' .. p.ref
+  end
+  return nil
+end
+local function unrevoked(p) return p.revoked == nil or p.revoked == cjson.null end`;
+
+// KEYS[1] passes, KEYS[2] version, KEYS[3] changed, KEYS[4] uses, KEYS[5] bookings; ARGV[1] id,
+// ARGV[2] the revision it was made from ('' for a new pass), ARGV[3] the pass as JSON ('' deletes
+// it). 0: another change came first, nothing written; else the new version.
+const PUT = `${BOOKING_FIELD}
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if ARGV[2] == '' then
   if cur then return 0 end
@@ -81,12 +96,40 @@ end
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. ':first')
+  local f = cur and booking(cjson.decode(cur))
+  if f and redis.call('HGET', KEYS[5], f) == ARGV[1] then redis.call('HDEL', KEYS[5], f) end
 else
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  local f = ARGV[2] == '' and booking(cjson.decode(ARGV[3]))
+  if f then redis.call('HSET', KEYS[5], f, ARGV[1]) end
 end
 local v = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[3], v, ARGV[1])
 return v`;
+
+// A booking's pass (docs/passes.md#from-a-booking-calendar): KEYS[1] passes, KEYS[2] version,
+// KEYS[3] changed, KEYS[4] bookings; ARGV[1] id, ARGV[2] the pass as JSON, ARGV[3] its booking's
+// field. {0, id}: that booking has pass id, not revoked: nothing written; {-1, ''}: the id is
+// taken; else {the new version, id}.
+const ISSUE = `${BOOKING_FIELD}
+if redis.call('HEXISTS', KEYS[4], '') == 0 then
+  local all = redis.call('HGETALL', KEYS[1])
+  for i = 1, #all, 2 do
+    local ok, p = pcall(cjson.decode, all[i + 1])
+    local f = ok and type(p) == 'table' and unrevoked(p) and booking(p)
+    if f then redis.call('HSET', KEYS[4], f, all[i]) end
+  end
+  redis.call('HSET', KEYS[4], '', '1')
+end
+local have = redis.call('HGET', KEYS[4], ARGV[3])
+local raw = have and redis.call('HGET', KEYS[1], have)
+if raw and unrevoked(cjson.decode(raw)) then return {0, have} end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return {-1, ''} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[3], ARGV[1])
+local v = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[3], v, ARGV[1])
+return {v, ARGV[1]}`;
 
 /** Ended passes are looked for at most this often (at an issue). */
 const PRUNE_EVERY_MS = 60_000;
@@ -105,7 +148,14 @@ export class RedisPassBook implements PassBook {
   private loading: Promise<void> | null = null;
   private version = -1;
   private prunedAt = Number.NEGATIVE_INFINITY;
-  private readonly k: { passes: string; uses: string; version: string; changed: string; key: string };
+  private readonly k: {
+    passes: string;
+    uses: string;
+    version: string;
+    changed: string;
+    key: string;
+    bookings: string;
+  };
 
   constructor(
     private readonly redis: PassCommands,
@@ -118,6 +168,7 @@ export class RedisPassBook implements PassBook {
       version: redis.keyOf("passes-version"),
       changed: redis.keyOf("passes-changed"),
       key: redis.keyOf("pass-key"),
+      bookings: redis.keyOf("pass-bookings"),
     };
   }
 
@@ -215,11 +266,12 @@ export class RedisPassBook implements PassBook {
       await this.redis.command([
         "EVAL",
         PUT,
-        "4",
+        "5",
         this.k.passes,
         this.k.version,
         this.k.changed,
         this.k.uses,
+        this.k.bookings,
         id,
         rev === null ? "" : String(rev),
         json,
@@ -244,16 +296,46 @@ export class RedisPassBook implements PassBook {
     throw new Error(`the pass ${id} kept being changed by other instances; try again`);
   }
 
-  async issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
+  /** A new pass with a fresh code, after the book is read and checked for room. */
+  private async make(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
     await this.refresh();
     const now = this.now();
     await this.prune(now);
     if (this.index.passes.size >= MAX_PASSES)
       throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
-    const made = makePass(n, this.key!, codeLength, now, (hash) => this.index.liveWithHash(hash, now));
+    return makePass(n, this.key!, codeLength, now, (hash) => this.index.liveWithHash(hash, now));
+  }
+
+  async issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
+    const made = await this.make(n, codeLength);
     if (!(await this.write(made.pass.id, null, made.pass))) throw new Error("a pass with this id exists; try again");
     await this.refresh();
     return { pass: structuredClone(made.pass), code: made.code };
+  }
+
+  /** In one script: issued only if no pass of this booking is kept unrevoked, by this instance or another. */
+  async issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    const made = await this.make(n, codeLength);
+    const r = await this.redis.command<[number, string]>([
+      "EVAL",
+      ISSUE,
+      "4",
+      this.k.passes,
+      this.k.version,
+      this.k.changed,
+      this.k.bookings,
+      made.pass.id,
+      stored(made.pass, 1),
+      bookingKey(n.source, n.ref),
+    ]);
+    const v = Number(r[0]);
+    if (v < 0) throw new Error("a pass with this id exists; try again");
+    await this.refresh();
+    return v === 0 ? null : { pass: structuredClone(made.pass), code: made.code };
+  }
+
+  serially<T>(source: string, read: () => Promise<T>): Promise<T> {
+    return this.index.serially(source, read);
   }
 
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
@@ -329,7 +411,7 @@ export class RedisPassBook implements PassBook {
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(useRefusal(why, live));
+        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live));
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

@@ -4,7 +4,7 @@
  * use itself is taken by the book (reserve at the check, commit before the command leaves).
  */
 import type { PassBook } from "../passes/pass-book.js";
-import { type Pass, passState, readCode } from "../passes/pass.js";
+import { type Pass, passCheck, readCode, refusalText } from "../passes/pass.js";
 
 export type PassLookup =
   | { kind: "invalid"; message: string }
@@ -29,18 +29,6 @@ export async function lookUpPass(book: PassBook, value: unknown): Promise<PassLo
 
 /** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
 export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
-  switch (passState(p, now)) {
-    case "revoked":
-      return "this pass was revoked";
-    case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
-    case "expired":
-      return `this pass expired at ${p.until}`;
-    case "used-up":
-      return `this pass has no use left (${p.used} of ${p.uses} used)`;
-    case "active":
-      break;
-  }
-  if (!p.doors.some((d) => d.deviceId === deviceId)) return "this pass is not for this door";
-  return null;
+  const why = passCheck(p, now, deviceId);
+  return why === null ? null : refusalText(why, p);
 }

@@ -59,10 +59,24 @@ class FeedServer {
   body = feed();
   status = 200;
   requests: { ifNoneMatch: string | null }[] = [];
+  /** While true, requests wait for release(). */
+  hold = false;
+  private held: (() => void)[] = [];
   private server!: Server;
   url = "";
+  get waiting(): number {
+    return this.held.length;
+  }
+  release(): void {
+    this.hold = false;
+    for (const go of this.held.splice(0)) go();
+  }
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
+      if (this.hold) {
+        this.held.push(() => this.server.emit("request", req, res));
+        return;
+      }
       this.requests.push({ ifNoneMatch: req.headers["if-none-match"] ?? null });
       const etag = `"${Buffer.from(this.body).length}-${hash(this.body)}"`;
       if (this.status !== 200) {
@@ -288,6 +302,29 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     const upd = outs.filter((m) => m.payload.action === "updated").map((m) => m.payload);
     assert.equal(upd[0].id, first.id);
     assert.match(upd[0].from, /T13:00:00/);
+  });
+
+  // docs/passes.md#from-a-booking-calendar: one pass per booking, whatever the number of reads
+  it("two sync messages at once while the feed's answer is held: one pass and one issued message per booking", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the first read's pass", () => issued().length === 1);
+    cal.body = feed(...Array.from({ length: 30 }, (_, i) => booking(`n${i}`, `Guest ${i}`, -1, 2 + (i % 3))));
+    cal.hold = true;
+    const n = outs.filter((m) => m.payload.action === "synced").length;
+    helper.getNode("dp").receive({ payload: { action: "sync" } });
+    helper.getNode("dp").receive({ payload: { action: "sync" } });
+    await until("a read waiting", () => cal.waiting > 0);
+    await new Promise((r) => setTimeout(r, 300)); // a second read, if there were one, would wait too
+    cal.release();
+    await until("both syncs answered", () => outs.filter((m) => m.payload.action === "synced").length === n + 2);
+    const fresh = issued().filter((p) => String(p.ref).startsWith("n"));
+    assert.equal(fresh.length, 30, "one issued message per booking");
+    helper.getNode("dp").receive({ payload: { action: "list" } });
+    await until("the list", () => outs.some((m) => m.payload.action === "list"));
+    const listed = outs.find((m) => m.payload.action === "list").payload.passes as any[];
+    const live = listed.filter((p) => p.state === "active" && String(p.ref).startsWith("n"));
+    assert.equal(live.length, 30, "one live pass per booking");
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {

@@ -6,13 +6,25 @@
  * at the simulator; keys and values read from the real redis-server.
  */
 import { strict as assert } from "node:assert";
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { NodeRedProcess as Runtime } from "../helpers/node-red-process.js";
 import { RedisServer } from "../helpers/redis.js";
 import { unlockPuts } from "../helpers/requests.js";
+import { until } from "../helpers/until.js";
 
 const HOUR = 3600_000;
+
+async function ready(rt: Runtime, id: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if ((await rt.accountState(id)).state === "ready") return;
+    if (Date.now() > deadline) throw new Error(`account ${id} not ready:\n${rt.log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 const iso = (ms: number) => new Date(ms).toISOString();
 
 function flow(accountId: string, simUrl: string, redisUrl: string): unknown[] {
@@ -77,15 +89,6 @@ describe("guest passes on the account's Redis store: every instance sees the sam
   let sim: RunningSimulator;
   let a: Runtime;
   let b: Runtime;
-
-  async function ready(rt: Runtime, id: string): Promise<void> {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if ((await rt.accountState(id)).state === "ready") return;
-      if (Date.now() > deadline) throw new Error(`account ${id} not ready:\n${rt.log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
 
   before(async () => {
     redis = await RedisServer.start();
@@ -226,5 +229,208 @@ describe("guest passes on the account's Redis store: every instance sees the sam
     assert.match(r.message, /^not sent: the passes cannot be read/);
     assert.ok(!String(r.message).includes(p.code));
     assert.equal(unlockPuts(sim).length, 0);
+  });
+});
+
+const DAY = 24 * 3600_000;
+
+/** An all-day booking `fromDays`..`toDays` from today (UTC), as iCalendar writes one. */
+function booking(uid: string, fromDays: number, toDays: number): string {
+  const date = (days: number) => new Date(Date.now() + days * DAY).toISOString().slice(0, 10).replace(/-/g, "");
+  return [
+    "BEGIN:VEVENT",
+    `UID:${uid}`,
+    `SUMMARY:Guest ${uid}`,
+    `DTSTART;VALUE=DATE:${date(fromDays)}`,
+    `DTEND;VALUE=DATE:${date(toDays)}`,
+    "END:VEVENT",
+  ].join("\r\n");
+}
+
+/**
+ * On loopback: a booking calendar whose answers are held while `holding` (then all are answered
+ * at once by `release()`: the instances' reads overlap), and the collector of the door-pass nodes'
+ * calendar messages (POST /collect).
+ */
+class FeedAndCollector {
+  body = "";
+  holding = false;
+  collected: Record<string, any>[] = [];
+  private held: ServerResponse[] = [];
+  private server!: Server;
+  url = "";
+  get waiting(): number {
+    return this.held.length;
+  }
+  release(): void {
+    this.holding = false;
+    for (const r of this.held.splice(0)) this.answer(r);
+  }
+  private answer(res: ServerResponse): void {
+    res.writeHead(200, { "content-type": "text/calendar" }).end(this.body);
+  }
+  async start(): Promise<void> {
+    this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      if (req.method === "POST" && req.url === "/collect") {
+        let text = "";
+        req.on("data", (d: Buffer) => (text += d.toString()));
+        req.on("end", () => {
+          this.collected.push(JSON.parse(text) as Record<string, any>);
+          res.writeHead(200).end("ok");
+        });
+        return;
+      }
+      if (this.holding) this.held.push(res);
+      else this.answer(res);
+    });
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
+/** A calendar door-pass on the shared Redis store; its calendar messages go to the collector, /sync and /list answer. */
+function calendarFlow(simUrl: string, redisUrl: string, feedUrl: string): unknown[] {
+  const z = "tab1";
+  return [
+    { id: z, type: "tab", label: "calendar" },
+    {
+      id: "acct",
+      type: "door-account",
+      name: "shared account",
+      baseUrl: simUrl,
+      loginMethod: "phone",
+      auditLog: "",
+      sessionStore: "redis",
+      redisUrl,
+      redisKeyPrefix: "door-access:",
+      credentials: { phoneNumber: "+15550000001", password: "demo-password" },
+    },
+    { id: "inSync", type: "http in", z, url: "/pass", method: "post", upload: false, wires: [["cal"]] },
+    {
+      id: "cal",
+      type: "door-pass",
+      z,
+      name: "listing",
+      account: "acct",
+      calendarUrl: `${feedUrl}/listing.ics`,
+      calendarEvery: 60,
+      doors: [101],
+      checkIn: "00:00",
+      checkOut: "23:59",
+      timeZone: "UTC",
+      wires: [["route"]],
+    },
+    { id: "catch", type: "catch", z, name: "", scope: ["cal"], uncaught: false, wires: [["res"]] },
+    {
+      id: "route",
+      type: "switch",
+      z,
+      property: "topic",
+      propertyType: "msg",
+      rules: [{ t: "eq", v: "door-pass/calendar", vt: "str" }, { t: "else" }],
+      checkall: "false",
+      outputs: 2,
+      wires: [["collect"], ["res"]],
+    },
+    {
+      id: "collect",
+      type: "http request",
+      z,
+      method: "POST",
+      ret: "txt",
+      paytoqs: "ignore",
+      url: `${feedUrl}/collect`,
+      persist: false,
+      senderr: false,
+      headers: [],
+      wires: [[]],
+    },
+    { id: "res", type: "http response", z, statusCode: "200", headers: {}, wires: [] },
+  ];
+}
+
+describe("a booking calendar read by two instances on one Redis store: one pass per booking (per node and ref), whatever the number of instances or reads (docs/passes.md#from-a-booking-calendar)", function () {
+  this.timeout(180_000);
+  const BOOKINGS = 200;
+  let redis: RedisServer;
+  let sim: RunningSimulator;
+  let feed: FeedAndCollector;
+  let a: Runtime;
+  let b: Runtime;
+
+  before(async () => {
+    redis = await RedisServer.start();
+    sim = await startSimulator({ rateLimit: false });
+    feed = new FeedAndCollector();
+    await feed.start();
+    [a, b] = await Promise.all([Runtime.start("ca"), Runtime.start("cb")]);
+  });
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await feed?.stop();
+    await sim?.close();
+    await redis?.stop();
+  });
+
+  const calendar = (shift: number) =>
+    ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN"]
+      .concat(Array.from({ length: BOOKINGS }, (_, i) => booking(`bk-${i}`, 1 + (i % 30), 3 + (i % 30) + shift)))
+      .concat(["END:VCALENDAR", ""])
+      .join("\r\n");
+  const livePasses = async () =>
+    ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+      (p) => p.state === "active" || p.state === "upcoming",
+    );
+  const perRef = (list: Record<string, any>[]) => {
+    const m = new Map<string, number>();
+    for (const x of list) m.set(x.ref, (m.get(x.ref) ?? 0) + 1);
+    return m;
+  };
+
+  it("both instances' first reads held until both have asked: each booking has one live pass and one issued message in all; a booking moved while both read leaves no pass with its old window", async () => {
+    feed.body = calendar(0);
+    feed.holding = true;
+    // Each instance reads the calendar 1 s after its deploy; both answers wait until both accounts are ready.
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    await b.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    await until("both instances' reads", () => feed.waiting === 2, 30_000);
+    feed.release();
+    // A sync joins the read in progress: its answer comes once that read is applied.
+    const first = await Promise.all([a.post("/pass", { action: "sync" }), b.post("/pass", { action: "sync" })]);
+    assert.ok(
+      first.every((r) => r.action === "synced"),
+      JSON.stringify(first),
+    );
+    await until("the issued messages collected", () => feed.collected.length >= BOOKINGS, 30_000);
+    await new Promise((r) => setTimeout(r, 500)); // any second code would come now
+    const issued = feed.collected.filter((m) => m.action === "issued");
+    assert.equal(issued.length, BOOKINGS, "one issued message per booking across both instances");
+    assert.ok([...perRef(issued).values()].every((n) => n === 1));
+    const live = await livePasses();
+    assert.equal(live.length, BOOKINGS, "one live pass per booking");
+    assert.ok([...perRef(live).values()].every((n) => n === 1));
+
+    // Every booking moved a day later; both instances read it at once.
+    const before = new Map(live.map((p) => [p.ref as string, p.until as string]));
+    feed.body = calendar(1);
+    feed.holding = true;
+    const syncs = Promise.all([a.post("/pass", { action: "sync" }), b.post("/pass", { action: "sync" })]);
+    await until("both instances' reads", () => feed.waiting === 2, 30_000);
+    feed.release();
+    const moved = await syncs;
+    assert.ok(
+      moved.every((r) => r.action === "synced" && r.issued === 0),
+      JSON.stringify(moved),
+    );
+    const after = await livePasses();
+    assert.equal(after.length, BOOKINGS, "still one live pass per booking");
+    for (const p of after)
+      assert.equal(Date.parse(p.until) - Date.parse(before.get(p.ref)!), DAY, `${p.ref}: the new window only`);
+    assert.equal(feed.collected.filter((m) => m.action === "issued").length, BOOKINGS, "no new code");
   });
 });

@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { FilePassBook, PassUseRefused } from "../../src/passes/pass-book.js";
+import { applyBookings } from "../../src/passes/calendar-sync.js";
 
 const HOUR = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -65,5 +66,27 @@ describe("the file pass book: a use is written as the pass is when the command w
     const other = b.reserve(pass, 102);
     assert.ok(other);
     assert.deepEqual(await other.commit(), { first: true });
+  });
+
+  // docs/passes.md#from-a-booking-calendar: one pass per booking, whatever the number of reads
+  it("two reads of one calendar applied at once on one book: one pass per booking and one code sent, not one per read", async () => {
+    const b = book();
+    const doors = [{ deviceId: 101, door: "Front Door" }];
+    const bookings = Array.from({ length: 50 }, (_, i) => ({
+      ref: `bk-${i}`,
+      guest: `Guest ${i}`,
+      from: iso(now + i * HOUR),
+      until: iso(now + (i + 24) * HOUR),
+    }));
+    const reads = await Promise.all([
+      applyBookings(b, "cal-1", bookings, doors, 8, now),
+      applyBookings(b, "cal-1", bookings, doors, 8, now),
+    ]);
+    const sent = reads.flatMap((r) => r.issued.map((x) => x.pass.ref));
+    assert.equal(sent.length, 50, "one code sent per booking across both reads");
+    assert.equal(new Set(sent).size, 50);
+    const live = (await b.list()).filter((p) => p.state === "active" || p.state === "upcoming");
+    assert.equal(live.length, 50, "one live pass per booking");
+    assert.equal(new Set(live.map((p) => p.ref)).size, 50);
   });
 });

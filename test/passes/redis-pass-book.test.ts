@@ -4,7 +4,14 @@
  * (docs/passes.md#where-passes-are-kept).
  */
 import { strict as assert } from "node:assert";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import fc from "fast-check";
 import { RedisPassBook } from "../../src/passes/redis-pass-book.js";
+import { FilePassBook, type PassBook, type PassTicket } from "../../src/passes/pass-book.js";
+import { passRefusal } from "../../src/unlock/pass-check.js";
+import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { RedisServer } from "../helpers/redis.js";
 
@@ -30,13 +37,13 @@ describe("the pass book on the account's Redis store: changes on one instance ar
   });
 
   /** An instance; `beforeFirstWrite` runs before its first change is written (after it has read the pass). */
-  function instance(beforeFirstWrite?: () => Promise<unknown>): RedisPassBook {
+  function instance(beforeFirstWrite?: () => Promise<unknown>, clock: () => number = Date.now): RedisPassBook {
     const store = new RedisTokenStore({ url: redis.url, accountKey: "acct-1", secret: "pw" });
     stores.push(store);
     let held = beforeFirstWrite;
     const commands = Object.assign(Object.create(store) as RedisTokenStore, {
       async command<T>(args: string[]): Promise<T> {
-        if (held && args[0] === "EVAL" && args[2] === "4") {
+        if (held && args[0] === "EVAL" && args[2] === "5") {
           const h = held;
           held = undefined;
           await h();
@@ -44,7 +51,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
         return store.command<T>(args);
       },
     });
-    return new RedisPassBook(commands, Date.now, (m) => assert.fail(m));
+    return new RedisPassBook(commands, clock, (m) => assert.fail(m));
   }
   const now = Date.now();
   const newPass = (source?: string) => ({
@@ -92,5 +99,151 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     }
     await y.refresh();
     assert.equal(y.find(code)!.id, pass.id);
+  });
+
+  /** Holds each book's read of its calendar's passes until every book has read them: their reads overlap. */
+  function overlapping(books: RedisPassBook[]): void {
+    let waiting = books.length;
+    let open!: () => void;
+    const all = new Promise<void>((r) => (open = r));
+    for (const b of books) {
+      const read = b.fromSource.bind(b);
+      b.fromSource = async (source: string) => {
+        const got = await read(source);
+        if (--waiting === 0) open();
+        await all;
+        return got;
+      };
+    }
+  }
+
+  // docs/passes.md#from-a-booking-calendar: one pass per booking, whatever the number of instances
+  it("two instances reading one calendar at once: one pass per booking, one code sent in all; a moved booking leaves no pass with the old window", async () => {
+    const doors = [{ deviceId: 101, door: "Front Door" }];
+    const bookings = (extra: number) =>
+      Array.from({ length: 40 }, (_, i) => ({
+        ref: `bk-${i}`,
+        guest: `Guest ${i}`,
+        from: iso(now + i * HOUR),
+        until: iso(now + (i + 24 + extra) * HOUR),
+      }));
+    const [x, y] = [instance(), instance()];
+    overlapping([x, y]);
+    const reads = await Promise.all([x, y].map((b) => applyBookings(b, "cal-1", bookings(0), doors, 8, now)));
+    const sent = reads.flatMap((r) => r.issued.map((i) => i.pass.ref));
+    assert.equal(sent.length, 40, "one code sent per booking across both instances");
+    assert.equal(new Set(sent).size, 40);
+    const liveOf = async () => (await x.list()).filter((p) => p.state === "active" || p.state === "upcoming");
+    assert.equal((await liveOf()).length, 40, "one live pass per booking");
+
+    // Every booking moved a day later, read by both at once.
+    const [x2, y2] = [instance(), instance()];
+    overlapping([x2, y2]);
+    const again = await Promise.all([x2, y2].map((b) => applyBookings(b, "cal-1", bookings(24), doors, 8, now)));
+    assert.equal(again.flatMap((r) => r.issued).length, 0, "a moved booking gets no new code");
+    const live = await liveOf();
+    assert.equal(live.length, 40);
+    for (const b of bookings(24))
+      assert.deepEqual(
+        live.filter((p) => p.ref === b.ref).map((p) => p.until),
+        [b.until],
+        `${b.ref}: one live pass, with the new window`,
+      );
+  });
+
+  // docs/passes.md#where-passes-are-kept: a booking's pass kept before `pass-bookings` existed is found
+  it("a booking's pass kept before the bookings index existed (an older version's Redis data): a read issues it no second pass", async () => {
+    const x = instance();
+    const { pass } = await x.issue(newPass("cal-1"), 8);
+    await stores[0].command(["DEL", stores[0].keyOf("pass-bookings")]);
+    const y = instance();
+    assert.equal(await y.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8), null);
+    await x.revoke({ id: pass.id, byCalendar: true });
+    const again = await y.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8);
+    assert.ok(again, "once revoked by its calendar, the booking listed again gets a new pass");
+    assert.notEqual(again.pass.id, pass.id);
+  });
+
+  // docs/passes.md#at-a-door-unlock: one order of the reasons, at the check and in either book's store
+  it("a pass is refused for the same reason at the check and by either book's store, in one order (revoked, used up, expired, not yet valid, not for this door): generated cases on the file book and on Redis", async function () {
+    this.timeout(300_000);
+    const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pass-order-"));
+    let now = Date.now();
+    const clock = () => now;
+    const file = new FilePassBook(path.join(dir, "passes.json"), path.join(dir, "pass-key"), clock, (m) =>
+      assert.fail(m),
+    );
+    // x checks and sends; y is another instance on the same Redis store.
+    const [x, y] = [instance(undefined, clock), instance(undefined, clock)];
+    const from = Date.now() + HOUR;
+    const until = from + 10 * 60_000;
+    const times = {
+      "before from": from - 1,
+      "at from": from,
+      inside: from + 5 * 60_000,
+      "before until": until - 1,
+      "at until": until,
+      "after until": until + 1,
+    };
+    const caseArb = fc.record({
+      revoked: fc.boolean(),
+      uses: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null }),
+      usedUp: fc.boolean(),
+      wrongDoor: fc.boolean(),
+      at: fc.constantFrom(...(Object.keys(times) as (keyof typeof times)[])),
+    });
+    /** What a message with the code is told at the check, and (with a use taken before) by the store when it would send. */
+    async function answers(
+      book: PassBook,
+      other: PassBook,
+      c: { revoked: boolean; uses: number | null; usedUp: boolean; wrongDoor: boolean; at: keyof typeof times },
+      ticketFirst: boolean,
+    ): Promise<{ check: string | null; store: string | null | undefined }> {
+      now = from + 1;
+      const door = c.wrongDoor ? 102 : 101;
+      const { pass, code } = await book.issue(
+        {
+          guest: "Ada",
+          doors: [{ deviceId: 101, door: "Front Door" }],
+          from: iso(from),
+          until: iso(until),
+          uses: c.uses,
+          ref: null,
+        },
+        8,
+      );
+      let ticket: PassTicket | null = ticketFirst ? book.reserve(pass, door) : null;
+      const uses = c.uses === null ? (c.usedUp ? 2 : 0) : c.usedUp ? c.uses : c.uses - 1;
+      await other.refresh();
+      for (let i = 0; i < uses; i++) await other.reserve(other.find(code)!, 101)!.commit();
+      if (!ticketFirst) ticket = book.reserve(book.find(code)!, door);
+      if (c.revoked) await other.revoke({ id: pass.id });
+      now = times[c.at];
+      await book.list(); // the pass and its uses as every instance sees them now
+      const check = passRefusal(book.find(code)!, door, now);
+      let store: string | null | undefined;
+      if (ticket !== null)
+        store = await ticket.commit().then(
+          () => null,
+          (e: Error) => e.message,
+        );
+      return { check, store };
+    }
+    try {
+      await fc.assert(
+        fc.asyncProperty(caseArb, async (c) => {
+          const onFile = await answers(file, file, c, false);
+          const onRedis = await answers(x, y, c, true);
+          assert.equal(onRedis.check, onFile.check, "the check, on Redis and on the file");
+          assert.equal(onRedis.store, onRedis.check, "Redis's script says what the check says");
+          if (onFile.store !== undefined)
+            assert.equal(onFile.store, onFile.check, "the file book says what the check says");
+        }),
+        { numRuns: RUNS },
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

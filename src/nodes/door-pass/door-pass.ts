@@ -113,7 +113,11 @@ export = function register(RED: NodeAPI): void {
             if ("problem" in got) throw new Error(got.problem);
             const account = got.account;
             const doors = await resolveDoors(account, wanted);
-            const changes = await applyBookings(account.core.passes, node.id, bookings, doors, digits, Date.now());
+            // One read of this node at a time in this runtime (a redeploy's new node beside the old one's read).
+            const book = account.core.passes;
+            const changes = await book.serially(node.id, () =>
+              applyBookings(book, node.id, bookings, doors, digits, Date.now()),
+            );
             const events = account.core.events;
             for (const { pass, code } of changes.issued) {
               node.send({ topic: "door-pass/calendar", payload: answerOf("issued", pass, code) });
