@@ -161,6 +161,14 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     ["until not after from", { guest: "Ada", doors: [101], until: "2026-12-01T08:00:00Z" }, "until"],
     ["a time without its zone", { guest: "Ada", doors: [101], from: "2026-12-01T08:00:00" }, "from"],
     ["uses 0", { guest: "Ada", doors: [101], uses: 0 }, "uses"],
+    // A date that does not exist (30 February, 29 February of 2027, 31 April, 24:00, minute 60, offset +25:00).
+    ["until on 30 February", { guest: "Ada", doors: [101], until: "2027-02-30T11:00:00+01:00" }, "until"],
+    ["until on 29 February 2027", { guest: "Ada", doors: [101], until: "2027-02-29T11:00:00+01:00" }, "until"],
+    ["from on 31 April", { guest: "Ada", doors: [101], from: "2026-04-31T11:00:00+01:00" }, "from"],
+    ["until at 24:00", { guest: "Ada", doors: [101], until: "2026-12-01T24:00:00Z" }, "until"],
+    ["until at 25:00", { guest: "Ada", doors: [101], until: "2026-12-01T25:00:00Z" }, "until"],
+    ["from at minute 60", { guest: "Ada", doors: [101], from: "2026-12-01T07:60:00Z" }, "from"],
+    ["until with offset +25:00", { guest: "Ada", doors: [101], until: "2026-12-02T08:00:00+25:00" }, "until"],
   ] as const) {
     it(`issue with ${what}: an error naming ${field}, code invalid-input, nothing stored`, async () => {
       await deploy();
@@ -172,12 +180,27 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
       });
       assert.ok("error" in r, JSON.stringify(r));
       assert.match(r.error.error.message, new RegExp(`^door-pass: .*${field}:`));
+      if (/ on | at |offset/.test(what))
+        assert.match(r.error.error.message, new RegExp(`${field}: ".*" does not exist`));
       assert.equal(r.error.error.code, "invalid-input");
       const listed = await pass({ action: "list" });
       assert.ok("ok" in listed);
       assert.deepEqual(listed.ok.payload.passes, []);
     });
   }
+
+  // docs/passes.md#issue: a date that exists is taken as the instant it names
+  it("issue with dates at the edges that exist (29 February 2028, 23:59:59, fractional seconds, Z): issued as the instants they name", async () => {
+    await deploy();
+    const p = await issue({
+      guest: "Ada",
+      doors: [101],
+      from: "2027-12-31T23:59:59.25+01:00",
+      until: "2028-02-29T23:59:59Z",
+    });
+    assert.equal(p.from, "2027-12-31T22:59:59.250Z");
+    assert.equal(p.until, "2028-02-29T23:59:59.000Z");
+  });
 
   // docs/passes.md#at-a-door-unlock
   it("a live pass opens its door once per message as guest:<guest>; msg.pass is gone from the output; the audit names the pass, never the code", async () => {
