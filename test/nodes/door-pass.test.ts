@@ -11,14 +11,17 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { forgetPassBooks } from "../../src/passes/pass-book.js";
+import { forgetPassBooks, makePass } from "../../src/passes/pass-book.js";
+import { accountKey, accountStoreId } from "../../src/session/token-store.js";
 import {
   ALL_NODES,
+  DEMO_ACCOUNT,
   assertAccepted,
   assertFailed,
   catchModule,
   catchNode,
   doorPassNode,
+  freshUserDir,
   helper,
   helperNodes,
   loadFlow,
@@ -33,6 +36,7 @@ import {
   until,
   waitReady,
 } from "../helpers/flow.js";
+import { filesThatVerify } from "../helpers/key-search.js";
 import { received } from "../helpers/odd-messages.js";
 
 const NODES = [...ALL_NODES, passModule, catchModule];
@@ -92,8 +96,9 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     unlockExtra: Record<string, unknown> = {},
     passExtra: Record<string, unknown> = {},
     dir?: string,
+    settings?: Record<string, unknown>,
   ) {
-    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir }));
+    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir, settings }));
     outs = received("dp-out");
     caught = received("caught");
     await waitReady();
@@ -322,5 +327,80 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     const again = assertAccepted(await unlock({ pass: p.code }));
     assert.equal(again.pass.first, false);
     assertFailed(await unlock({ pass: p.code }), "denied", null);
+  });
+
+  /** The stored hash of a pass, as a copy of the user directory shows it. */
+  function storedHash(id: string): string {
+    const dir = path.join(userDir, "door-access");
+    const file = fs.readdirSync(dir).find((f) => f.startsWith("passes-"))!;
+    return JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")).passes.find((p: any) => p.id === id).hash;
+  }
+
+  // docs/passes.md#where-passes-are-kept: without Node-RED's credential secret, a copy of the user directory gives back no code
+  it("with a credential secret, no file of the user directory verifies a known code (each tried as the HMAC key); under another secret the key file is left as it was and the code opens again once the secret is back", async () => {
+    const secret = { credentialSecret: "the runtime's secret" };
+    await deploy({}, {}, undefined, secret);
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + 4 * HOUR) });
+    assertAccepted(await unlock({ pass: p.code }));
+    assert.deepEqual(filesThatVerify(userDir, p.code, storedHash(p.id)), []);
+    const dir = userDir;
+    const keyFile = path.join(
+      dir,
+      "door-access",
+      fs.readdirSync(path.join(dir, "door-access")).find((f) => f.startsWith("pass-key-"))!,
+    );
+    const sealed = fs.readFileSync(keyFile, "utf8");
+    // Another secret (a copy started elsewhere): the code opens nothing, and the key is not written over.
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, { credentialSecret: "another secret" });
+    assert.match(assertFailed(await unlock({ pass: p.code }), "denied", null).message, /no pass has this code/);
+    assert.equal(fs.readFileSync(keyFile, "utf8"), sealed);
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, secret);
+    assertAccepted(await unlock({ pass: p.code }));
+  });
+
+  // docs/passes.md#where-passes-are-kept: a key file of the first version is sealed in place
+  it("a user directory of the first version (the pass key in plain hex): at the first start with a credential secret the key is sealed in place, 0600, and its passes keep opening", async () => {
+    const dir = freshUserDir();
+    const id = accountStoreId(accountKey(sim.url, "phone", DEMO_ACCOUNT.phoneNumber));
+    const key = crypto.randomBytes(32);
+    const now = Date.now();
+    const { pass: old, code } = makePass(
+      {
+        guest: "Ada",
+        doors: [{ deviceId: 101, door: "Front Door" }],
+        from: iso(now - HOUR),
+        until: iso(now + HOUR),
+        uses: null,
+        ref: null,
+      },
+      key,
+      8,
+      now,
+      () => false,
+    );
+    fs.mkdirSync(path.join(dir, "door-access"), { recursive: true, mode: 0o700 });
+    const keyFile = path.join(dir, "door-access", `pass-key-${id}`);
+    fs.writeFileSync(keyFile, key.toString("hex") + "\n", { mode: 0o600 });
+    fs.writeFileSync(
+      path.join(dir, "door-access", `passes-${id}.json`),
+      JSON.stringify({ v: 1, passes: [old] }) + "\n",
+      {
+        mode: 0o600,
+      },
+    );
+    await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
+    assertAccepted(await unlock({ pass: code }));
+    assert.equal(JSON.parse(fs.readFileSync(keyFile, "utf8")).enc, "aes-256-gcm");
+    assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
+    assert.deepEqual(filesThatVerify(dir, code, old.hash), []);
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
+    assertAccepted(await unlock({ pass: code }));
   });
 });
