@@ -23,6 +23,8 @@ export const MAX_PAST_OCCURRENCES = 50_000;
 /** More bookings than this in one feed are not applied (a feed gone wrong). */
 export const MAX_BOOKINGS = 20_000;
 
+const DAY_MS = 24 * 3600_000;
+
 /** One booking of the feed: a pass's ref, guest and window. */
 export interface Booking {
   ref: string;
@@ -67,15 +69,22 @@ function makeFormat(zone: string): Intl.DateTimeFormat {
 }
 
 /**
- * The instant of a wall-clock time in a zone (a time the clocks skip, in a spring-forward night,
- * is read with the offset before the change: it lands just after it).
+ * The instant of a wall-clock time in a zone, as iCalendar reads one (RFC 5545, 3.3.5): a time the
+ * clocks skip (a spring-forward night) is read with the offset before the change, so it lands as
+ * far after the gap as it was into it (02:30 in New York is 03:30 EDT); a time that happens twice
+ * (a fall-back night) is the first of the two (01:30 EDT). docs/passes.md#from-a-booking-calendar.
  */
 export function localInstant(y: number, m: number, d: number, hhmm: string, zone: string): number {
   const [hh, mm] = hhmm.split(":").map(Number);
   const fmt = zoneFormat(zone);
-  const guess = Date.UTC(y, m - 1, d, hh, mm);
-  const first = guess - offsetAt(guess, fmt);
-  return guess - offsetAt(first, fmt);
+  const wall = Date.UTC(y, m - 1, d, hh, mm);
+  // A day before and after: offsets on both sides of any change that night (none changes twice in two days).
+  const early = wall - offsetAt(wall - DAY_MS, fmt);
+  const late = wall - offsetAt(wall + DAY_MS, fmt);
+  const shows = (t: number) => t + offsetAt(t, fmt) === wall;
+  if (shows(early) && shows(late)) return Math.min(early, late);
+  if (shows(late)) return late;
+  return early; // it exists with the earlier offset, or not at all (the gap): read with the offset before the change
 }
 
 /** The date a booking's start or end names: as written for a date or a zoned time; in `zone` for a UTC time. */

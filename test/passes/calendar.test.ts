@@ -177,6 +177,18 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     );
   });
 
+  // docs/passes.md#from-a-booking-calendar: a skipped time lands after the gap, a repeated one is the first
+  it("a time the clocks skip is read with the offset before the change, a time that happens twice is the first, east and west of UTC and on a half-hour change", () => {
+    const at = (y: number, m: number, d: number, t: string, zone: string) =>
+      new Date(localInstant(y, m, d, t, zone)).toISOString();
+    assert.equal(at(2027, 3, 14, "02:30", "America/New_York"), "2027-03-14T07:30:00.000Z"); // 03:30 EDT
+    assert.equal(at(2027, 11, 7, "01:30", "America/New_York"), "2027-11-07T05:30:00.000Z"); // 01:30 EDT
+    assert.equal(at(2027, 3, 28, "02:30", "Europe/Oslo"), "2027-03-28T01:30:00.000Z"); // 03:30 CEST
+    assert.equal(at(2027, 10, 31, "02:30", "Europe/Oslo"), "2027-10-31T00:30:00.000Z"); // 02:30 CEST
+    assert.equal(at(2027, 10, 3, "02:15", "Australia/Lord_Howe"), "2027-10-02T15:45:00.000Z"); // 02:45 +11:00
+    assert.equal(at(2027, 4, 4, "01:45", "Australia/Lord_Howe"), "2027-04-03T14:45:00.000Z"); // 01:45 +11:00
+  });
+
   it("settings: none without calendarUrl; each wrong field named", () => {
     assert.deepEqual(checkCalendarSettings({}), { ok: true, settings: null });
     const bad = checkCalendarSettings({
