@@ -207,6 +207,37 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     assert.equal(p.until, "2028-02-29T23:59:59.000Z");
   });
 
+  // docs/passes.md#issue: from and until with their offsets are instants, also on the nights the clocks change
+  it("New York's clock changes: 01:30 EDT to 01:30 EST is one real hour; 01:45 EST to 01:15 EDT is refused (until before from); 02:30-05:00 (a wall time New York skips) is the instant 07:30Z", async () => {
+    await deploy();
+    const hour = await issue({
+      guest: "Ada",
+      doors: [101],
+      from: "2027-11-07T01:30:00-04:00",
+      until: "2027-11-07T01:30:00-05:00",
+    });
+    assert.deepEqual([hour.from, hour.until], ["2027-11-07T05:30:00.000Z", "2027-11-07T06:30:00.000Z"]);
+    const back = await pass({
+      action: "issue",
+      guest: "Bo",
+      doors: [101],
+      from: "2027-11-07T01:45:00-05:00",
+      until: "2027-11-07T01:15:00-04:00",
+    });
+    assert.ok("error" in back);
+    assert.match(back.error.error.message, /until: must be after from/);
+    const gap = await issue({
+      guest: "Cy",
+      doors: [101],
+      from: "2027-03-14T02:30:00-05:00",
+      until: "2027-03-14T04:00:00-04:00",
+    });
+    assert.deepEqual([gap.from, gap.until], ["2027-03-14T07:30:00.000Z", "2027-03-14T08:00:00.000Z"]);
+    const listed = await pass({ action: "list" });
+    assert.ok("ok" in listed);
+    assert.equal(listed.ok.payload.passes.length, 2, "the refused one is not stored");
+  });
+
   // docs/passes.md#at-a-door-unlock
   it("a live pass opens its door once per message as guest:<guest>; msg.pass is gone from the output; the audit names the pass, never the code", async () => {
     await deploy({ allowActors: ["alice"] });
