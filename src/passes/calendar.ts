@@ -7,6 +7,7 @@
  * (calendar-worker.ts), never on Node-RED's event loop.
  */
 import ICAL from "ical.js";
+import { isoTimeExists } from "../util/iso-time.js";
 import type { CalendarSettings } from "./calendar-settings.js";
 
 export { type CalendarSettings, checkCalendarSettings } from "./calendar-settings.js";
@@ -133,6 +134,15 @@ function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from
   return until > from && Number.isFinite(from) && Number.isFinite(until) ? { from, until } : null;
 }
 
+/** Whether the event's start, end and recurrence id name dates and times that exist (ical.js would move 30 February to 2 March). */
+function datesExist(c: ICAL.Component): boolean {
+  for (const name of ["dtstart", "dtend", "recurrence-id"]) {
+    const raw = (c.getFirstProperty(name) as unknown as { jCal?: unknown[] } | null)?.jCal?.[3];
+    if (typeof raw === "string" && !isoTimeExists(raw)) return false;
+  }
+  return true;
+}
+
 function guestOf(summary: unknown): string {
   // eslint-disable-next-line no-control-regex -- control characters are what it drops
   const s = typeof summary === "string" ? summary.replace(/[\u0000-\u001f\u007f]/g, " ").trim() : "";
@@ -177,7 +187,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
   for (const [uid, ev] of masters) {
     if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
     if (cancelled(ev.component)) continue;
-    if (!ev.startDate) {
+    if (!ev.startDate || !datesExist(ev.component)) {
       skipped++;
       continue;
     }
@@ -196,7 +206,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
       if (instantOf(next, s.timeZone) > horizon) break;
       const o: Occurrence = ev.getOccurrenceDetails(next);
       if (cancelled(o.item.component)) continue;
-      const w = windowOf(o.startDate, o.endDate, s);
+      const w = datesExist(o.item.component) ? windowOf(o.startDate, o.endDate, s) : null;
       if (w !== null && w.until <= now) {
         if (++past > MAX_PAST_OCCURRENCES)
           return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };

@@ -138,6 +138,43 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     assert.ok(r.bookings.length > 250, `a year of visits ahead: ${r.bookings.length}`);
   });
 
+  // docs/passes.md#from-a-booking-calendar: an event whose date does not exist is no booking
+  it("an event on a date or time that does not exist (30 February, 31 April, 25:00) is skipped, not moved to another day; a moved occurrence on such a date too; 29 February 2028 is read", () => {
+    const r = readFeed(
+      feed(
+        vevent(["UID:feb30", "SUMMARY:A", "DTSTART;VALUE=DATE:20270227", "DTEND;VALUE=DATE:20270230"]),
+        vevent(["UID:apr31", "SUMMARY:B", "DTSTART;VALUE=DATE:20270431", "DTEND;VALUE=DATE:20270503"]),
+        vevent(["UID:h25", "SUMMARY:C", "DTSTART:20270301T250000Z", "DTEND:20270302T100000Z"]),
+        vevent(["UID:leap", "SUMMARY:D", "DTSTART;VALUE=DATE:20280228", "DTEND;VALUE=DATE:20280229"]),
+        vevent([
+          "UID:weekly",
+          "SUMMARY:E",
+          "DTSTART:20270201T090000Z",
+          "DTEND:20270201T120000Z",
+          "RRULE:FREQ=WEEKLY;COUNT=2",
+        ]),
+        vevent([
+          "UID:weekly",
+          "RECURRENCE-ID:20270208T090000Z",
+          "SUMMARY:E",
+          "DTSTART:20270230T090000Z",
+          "DTEND:20270230T120000Z",
+        ]),
+      ),
+      settings({ timeZone: "UTC" }),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      r.bookings.map((b) => [b.ref, b.from, b.until]),
+      [
+        ["leap", "2028-02-28T15:00:00.000Z", "2028-02-29T11:00:00.000Z"],
+        ["weekly@2027-02-01T09:00:00Z", "2027-02-01T09:00:00.000Z", "2027-02-01T12:00:00.000Z"],
+      ],
+    );
+    assert.equal(r.skipped, 4);
+  });
+
   it("folded lines and a UTC time are read as the feed means them", () => {
     const r = readFeed(
       feed(
