@@ -134,11 +134,19 @@ function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from
   return until > from && Number.isFinite(from) && Number.isFinite(until) ? { from, until } : null;
 }
 
-/** Whether the event's start, end and recurrence id name dates and times that exist (ical.js would move 30 February to 2 March). */
+const DATE_PROPS = new Set(["dtstart", "dtend", "recurrence-id"]);
+
+/**
+ * Whether the event's start, end and recurrence id name dates and times that exist (ical.js would
+ * move 30 February to 2 March). Read from the parsed properties as written (jCal), without making
+ * ical.js's property objects.
+ */
 function datesExist(c: ICAL.Component): boolean {
-  for (const name of ["dtstart", "dtend", "recurrence-id"]) {
-    const raw = (c.getFirstProperty(name) as unknown as { jCal?: unknown[] } | null)?.jCal?.[3];
-    if (typeof raw === "string" && !isoTimeExists(raw)) return false;
+  const props = (c.jCal as unknown[])[1];
+  if (!Array.isArray(props)) return true;
+  for (const p of props as unknown[][]) {
+    if (Array.isArray(p) && DATE_PROPS.has(p[0] as string) && typeof p[3] === "string" && !isoTimeExists(p[3]))
+      return false;
   }
   return true;
 }
