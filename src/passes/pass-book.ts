@@ -4,7 +4,9 @@
  * beside the account's session (`door-access/passes-<id>.json`, written whole and atomically, mode
  * 0600) so passes outlive a deploy and a restart. A code is never stored: only its HMAC under the
  * account's pass key, a random key in its own file (`pass-key-<id>`, 0600) made with the first
- * pass.
+ * pass, sealed as the session's pair is (src/session/pair-crypto.ts: AES-256-GCM under a key
+ * derived from Node-RED's credential secret), so that a copy of the user directory without the
+ * secret gives back no code. A plain key of the first version is sealed in place at the first read.
  *
  * The use of a pass is taken in two steps, as a door's cooldown slot is: `reserve()` at the
  * check (synchronous, so two messages in one millisecond cannot both take a pass's last use) and
@@ -14,6 +16,7 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
+import { type SealedPair, derivePairKey, openText, sealText } from "../session/pair-crypto.js";
 import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
 import {
   type Pass,
@@ -66,6 +69,47 @@ export interface PassTicket {
   release(): void;
 }
 
+/** HKDF info of the key that seals the file book's pass key (changing it would make existing key files unreadable). */
+export const PASS_KEY_INFO = "door-access pass key file v1";
+
+/** The key that seals an account's pass key file: from Node-RED's credential secret; null without one. */
+export function passKeySealer(secret: string | null | undefined, accountKey: string): Buffer | null {
+  return secret ? derivePairKey(secret, accountKey, PASS_KEY_INFO) : null;
+}
+
+/** The pass key file's text: the key (hex) sealed under `sealer` (as is without a secret). */
+export function passKeyFileText(key: Buffer, sealer: Buffer | null): string {
+  return JSON.stringify({ v: 1, ...sealText(sealer, key.toString("hex")) }) + "\n";
+}
+
+/**
+ * The key in a pass key file: sealed (this version), or plain hex (the first version's, or written
+ * without a secret: `plain`, to be sealed once a secret is set); or why it cannot be read.
+ */
+export function readPassKeyFile(text: string, sealer: Buffer | null): { key: Buffer; plain: boolean } | string {
+  const hex = (h: unknown) =>
+    typeof h === "string" && /^[0-9a-fA-F]{64}$/.test(h.trim()) ? Buffer.from(h.trim(), "hex") : null;
+  const old = hex(text);
+  if (old !== null) return { key: old, plain: true };
+  let file: Partial<SealedPair> & { v?: unknown };
+  try {
+    file = JSON.parse(text) as typeof file;
+  } catch {
+    return "is not a pass key";
+  }
+  if (file === null || typeof file !== "object" || file.v !== 1) return "is not a pass key";
+  let opened: string;
+  try {
+    opened = openText(sealer, file as SealedPair);
+  } catch {
+    return sealer === null
+      ? "is sealed, and Node-RED has no credential secret"
+      : "cannot be opened with Node-RED's credential secret (it was sealed under another)";
+  }
+  const key = hex(opened);
+  return key === null ? "is not a pass key" : { key, plain: file.enc === "none" };
+}
+
 export class PassBookFull extends Error {}
 
 /** The store refused a use taken at the check (another instance took the last one, or the pass changed): nothing may be sent. */
@@ -101,6 +145,9 @@ export interface PassBook {
   inFlight(id: string): number;
 }
 
+const NOT_CHECKED =
+  "the passes issued before cannot be checked until it can be read again (then restart Node-RED); it is not written over";
+
 export class FilePassBook implements PassBook {
   private readonly index = new PassIndex();
   private key: Buffer | null = null;
@@ -116,6 +163,8 @@ export class FilePassBook implements PassBook {
     private readonly keyFile: string,
     private readonly now: () => number,
     private readonly onProblem: (message: string) => void,
+    /** Seals the pass key file (passKeySealer); null: Node-RED has no credential secret, the key is kept as is. */
+    private readonly sealer: Buffer | null = null,
   ) {}
 
   /** Reads the file and the key once; later calls wait for the same read. Never rejects. */
@@ -133,31 +182,7 @@ export class FilePassBook implements PassBook {
   }
 
   private async load(): Promise<void> {
-    let absent = false;
-    try {
-      const text = await fs.readFile(this.keyFile, "utf8");
-      const key = Buffer.from(text.trim(), "hex");
-      if (key.length === 32) this.key = key;
-      else this.onProblem(`the pass key ${this.keyFile} is not readable: passes issued before cannot be checked`);
-    } catch (e) {
-      absent = (e as NodeJS.ErrnoException).code === "ENOENT";
-      if (!absent) this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
-    }
-    if (this.key === null && !absent) {
-      // Never written over: once the file is readable again (a restart), the passes issued under
-      // it are checked again. Until then, passes issued now work until a restart.
-      this.key = randomBytes(32);
-    }
-    if (this.key === null) {
-      const key = randomBytes(32);
-      try {
-        await writeFileAtomic(this.keyFile, key.toString("hex") + "\n");
-        this.key = key;
-      } catch (e) {
-        this.onProblem(`the pass key ${this.keyFile} could not be written (${(e as Error).message})`);
-        this.key = key; // passes issued now work until a restart
-      }
-    }
+    await this.loadKey();
     try {
       const data = JSON.parse(await fs.readFile(this.file, "utf8")) as { v?: unknown; passes?: unknown };
       const list = Array.isArray(data.passes) ? data.passes : [];
@@ -165,6 +190,50 @@ export class FilePassBook implements PassBook {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT")
         this.onProblem(`the passes file ${this.file} could not be read (${(e as Error).message}); it is read as empty`);
+    }
+  }
+
+  /**
+   * The pass key: read (a plain one sealed in place when a secret is set), or made and written
+   * sealed when there is none. A key file that cannot be read or opened is never written over
+   * (docs/passes.md#where-passes-are-kept): passes issued meanwhile use a key kept in memory.
+   */
+  private async loadKey(): Promise<void> {
+    let text: string;
+    try {
+      text = await fs.readFile(this.keyFile, "utf8");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return this.makeKey();
+      this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message}): ${NOT_CHECKED}`);
+      this.key = randomBytes(32);
+      return;
+    }
+    const read = readPassKeyFile(text, this.sealer);
+    if (typeof read === "string") {
+      this.onProblem(`the pass key ${this.keyFile} ${read}: ${NOT_CHECKED}`);
+      this.key = randomBytes(32);
+      return;
+    }
+    this.key = read.key;
+    if (read.plain && this.sealer !== null) {
+      // The same key, sealed (atomically, 0600): the passes issued under it keep opening.
+      try {
+        await writeFileAtomic(this.keyFile, passKeyFileText(read.key, this.sealer));
+      } catch (e) {
+        this.onProblem(
+          `the pass key ${this.keyFile} could not be sealed (${(e as Error).message}); tried again at the next start`,
+        );
+      }
+    }
+  }
+
+  private async makeKey(): Promise<void> {
+    const key = randomBytes(32);
+    this.key = key; // passes issued now work until a restart, also if it cannot be written
+    try {
+      await writeFileAtomic(this.keyFile, passKeyFileText(key, this.sealer));
+    } catch (e) {
+      this.onProblem(`the pass key ${this.keyFile} could not be written (${(e as Error).message})`);
     }
   }
 
@@ -392,13 +461,15 @@ export function passBookFor(
   tokenFile: string,
   now: () => number,
   onProblem: (message: string) => void,
+  /** Node-RED's credential secret: the pass key file is sealed under it. */
+  secret: string | null = null,
 ): FilePassBook {
   const dir = path.dirname(tokenFile);
   const id = accountStoreId(accountKey);
   const file = path.join(dir, `passes-${id}.json`);
   let book = books.get(file);
   if (!book) {
-    book = new FilePassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem);
+    book = new FilePassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem, passKeySealer(secret, accountKey));
     books.set(file, book);
   }
   return book;

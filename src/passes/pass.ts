@@ -6,6 +6,7 @@
  */
 import { createHmac, randomBytes, randomInt } from "node:crypto";
 
+import { isoTimeExists } from "../util/iso-time.js";
 import { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf } from "./pass-limits.js";
 
 export { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf };
@@ -171,12 +172,26 @@ export interface IssueRequest {
 // eslint-disable-next-line no-control-regex -- control characters are what it refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-function isoTime(v: unknown): number | null {
-  if (typeof v !== "string" || v.length > 40) return null;
+/** A date-time with its zone: its instant, "absent" when it is not one, "no-such" when it names a time that does not exist. */
+function isoTime(v: unknown): number | "absent" | "no-such" {
+  if (typeof v !== "string" || v.length > 40) return "absent";
   // A date and a time with its zone (Z or ±hh:mm): a time without a zone would depend on the runtime's.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return null;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return "absent";
+  // 30 February, 24:00, minute 60, offset +25:00: Date.parse would move some of them to another day.
+  if (!isoTimeExists(v)) return "no-such";
   const t = Date.parse(v);
-  return Number.isFinite(t) ? t : null;
+  return Number.isFinite(t) ? t : "no-such";
+}
+
+/** The instant of the field `name`, or its problem (docs/passes.md#issue). */
+function timeField(name: string, v: unknown, example: string, problems: string[]): number | null {
+  const t = isoTime(v);
+  if (t === "absent") problems.push(`${name}: an ISO date-time with its zone, e.g. ${example}`);
+  else if (t === "no-such")
+    problems.push(
+      `${name}: ${JSON.stringify(v)} does not exist (no such day in its month, or no such time of day or offset)`,
+    );
+  return typeof t === "number" ? t : null;
 }
 
 /** Checks an issue request's fields; the problems name each field (docs/passes.md#issue). */
@@ -200,10 +215,8 @@ export function checkIssue(
       else
         problems.push(`doors: ${JSON.stringify(d)?.slice(0, 40) ?? String(d)} is neither a device id nor a door name`);
     }
-  const from = isoTime(p.from);
-  const until = isoTime(p.until);
-  if (from === null) problems.push("from: an ISO date-time with its zone, e.g. 2026-12-01T15:00:00+01:00");
-  if (until === null) problems.push("until: an ISO date-time with its zone, e.g. 2026-12-05T11:00:00+01:00");
+  const from = timeField("from", p.from, "2026-12-01T15:00:00+01:00", problems);
+  const until = timeField("until", p.until, "2026-12-05T11:00:00+01:00", problems);
   if (from !== null && until !== null && !(until > from)) problems.push("until: must be after from");
   let uses: number | null = null;
   if (p.uses !== undefined && p.uses !== null && p.uses !== "") {

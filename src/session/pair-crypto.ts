@@ -2,7 +2,7 @@
  * Sealing the token pair for a store: AES-256-GCM under a key derived (HKDF-SHA256) from a
  * secret, salted with the account key, so the pair of one account never opens under another.
  * Used by the file store and the Redis store; neither writes a token in clear when a secret
- * is set.
+ * is set. `sealText` seals any text the same way (the file pass book's key).
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 
@@ -27,15 +27,21 @@ export function derivePairKey(secret: string, accountKey: string, info: string):
 }
 
 export function sealPair(key: Buffer | null, pair: PairRecord): SealedPair {
-  const json = JSON.stringify({
-    accessToken: pair.accessToken,
-    refreshToken: pair.refreshToken,
-    obtainedAt: pair.obtainedAt,
-  });
-  if (!key) return { enc: "none", data: Buffer.from(json, "utf8").toString("base64") };
+  return sealText(
+    key,
+    JSON.stringify({ accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: pair.obtainedAt }),
+  );
+}
+
+/**
+ * Any text sealed as the pair is: AES-256-GCM under `key`, or as is (base64) when no secret is set.
+ * The pass key of the codes' hashes is sealed with it too (docs/passes.md#where-passes-are-kept).
+ */
+export function sealText(key: Buffer | null, text: string): SealedPair {
+  if (!key) return { enc: "none", data: Buffer.from(text, "utf8").toString("base64") };
   const iv = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", key, iv);
-  const data = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
+  const data = Buffer.concat([cipher.update(text, "utf8"), cipher.final()]);
   return {
     enc: "aes-256-gcm",
     iv: iv.toString("base64"),
@@ -44,21 +50,22 @@ export function sealPair(key: Buffer | null, pair: PairRecord): SealedPair {
   };
 }
 
-/** The pair inside `sealed`; throws (with a message naming no secret) when it cannot be read. */
-export function openPair(key: Buffer | null, sealed: SealedPair): PairRecord {
+/** The text inside `sealed`; throws (with a message naming no secret) when it cannot be opened. */
+export function openText(key: Buffer | null, sealed: SealedPair): string {
   if (typeof sealed.data !== "string") throw new Error("unknown format");
-  let json: string;
   if (sealed.enc === "aes-256-gcm") {
-    if (!key) throw new Error("the pair is encrypted but no secret is set");
+    if (!key) throw new Error("it is encrypted but no secret is set");
     const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv ?? "", "base64"));
     decipher.setAuthTag(Buffer.from(sealed.tag ?? "", "base64"));
-    json = Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8");
-  } else if (sealed.enc === "none") {
-    json = Buffer.from(sealed.data, "base64").toString("utf8");
-  } else {
-    throw new Error("unknown encryption");
+    return Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8");
   }
-  const pair = JSON.parse(json) as Partial<PairRecord>;
+  if (sealed.enc === "none") return Buffer.from(sealed.data, "base64").toString("utf8");
+  throw new Error("unknown encryption");
+}
+
+/** The pair inside `sealed`; throws (with a message naming no secret) when it cannot be read. */
+export function openPair(key: Buffer | null, sealed: SealedPair): PairRecord {
+  const pair = JSON.parse(openText(key, sealed)) as Partial<PairRecord>;
   if (
     typeof pair.accessToken !== "string" ||
     typeof pair.refreshToken !== "string" ||

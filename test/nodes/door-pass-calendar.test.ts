@@ -264,6 +264,46 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.equal(issued()[0].until, "2027-03-30T09:00:00.000Z"); // 11:00 CEST
   });
 
+  // docs/passes.md#from-a-booking-calendar: a check-in or check-out the clocks skip or repeat that night
+  it("New York: check-in 02:30 on the night the clocks go forward opens at 03:30 EDT, an hour after 01:30 EST; check-out 01:30 on the night they go back is the first 01:30 (EDT); a visit that night keeps its own real hours", async () => {
+    const allDay = (uid: string, from: string, to: string) =>
+      [
+        "BEGIN:VEVENT",
+        `UID:${uid}`,
+        `SUMMARY:${uid}`,
+        `DTSTART;VALUE=DATE:${from}`,
+        `DTEND;VALUE=DATE:${to}`,
+        "END:VEVENT",
+      ].join("\r\n");
+    cal.body = feed(
+      allDay("spring", "20270314", "20270316"),
+      allDay("fall", "20271105", "20271107"),
+      allDay("after-fall", "20271107", "20271109"),
+      [
+        "BEGIN:VEVENT",
+        "UID:night-visit",
+        "SUMMARY:night-visit",
+        "DTSTART;TZID=America/New_York:20271107T013000",
+        "DTEND;TZID=America/New_York:20271107T030000",
+        "END:VEVENT",
+      ].join("\r\n"),
+    );
+    await deploy({ checkIn: "02:30", checkOut: "01:30", timeZone: "America/New_York" });
+    await until("four passes", () => issued().length === 4);
+    const window = (ref: string) => {
+      const p = issued().find((x) => x.ref === ref);
+      return [p.from, p.until];
+    };
+    // 02:30 does not happen on 14 March 2027: read with the offset before the change (EST), 07:30Z is 03:30 EDT.
+    assert.deepEqual(window("spring"), ["2027-03-14T07:30:00.000Z", "2027-03-16T05:30:00.000Z"]);
+    // 01:30 happens twice on 7 November 2027: the first, EDT (05:30Z), not the second, EST (06:30Z).
+    assert.deepEqual(window("fall"), ["2027-11-05T06:30:00.000Z", "2027-11-07T05:30:00.000Z"]);
+    // 02:30 after the repeated hour happens once, EST.
+    assert.deepEqual(window("after-fall"), ["2027-11-07T07:30:00.000Z", "2027-11-09T06:30:00.000Z"]);
+    // A visit of a few hours that night: from the first 01:30 (EDT) to 03:00 EST, two and a half real hours.
+    assert.deepEqual(window("night-visit"), ["2027-11-07T05:30:00.000Z", "2027-11-07T08:00:00.000Z"]);
+  });
+
   // docs/passes.md#from-a-booking-calendar: a recurring booking is one pass per occurrence
   it("a weekly visit is one pass per coming occurrence, each with its own code; the visit that was moved keeps its pass's code", async () => {
     const start = new Date(Date.now() + DAY).toISOString().slice(0, 10).replace(/-/g, "");

@@ -11,14 +11,17 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { forgetPassBooks } from "../../src/passes/pass-book.js";
+import { forgetPassBooks, makePass } from "../../src/passes/pass-book.js";
+import { accountKey, accountStoreId } from "../../src/session/token-store.js";
 import {
   ALL_NODES,
+  DEMO_ACCOUNT,
   assertAccepted,
   assertFailed,
   catchModule,
   catchNode,
   doorPassNode,
+  freshUserDir,
   helper,
   helperNodes,
   loadFlow,
@@ -33,6 +36,7 @@ import {
   until,
   waitReady,
 } from "../helpers/flow.js";
+import { filesThatVerify } from "../helpers/key-search.js";
 import { received } from "../helpers/odd-messages.js";
 
 const NODES = [...ALL_NODES, passModule, catchModule];
@@ -92,8 +96,9 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     unlockExtra: Record<string, unknown> = {},
     passExtra: Record<string, unknown> = {},
     dir?: string,
+    settings?: Record<string, unknown>,
   ) {
-    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir }));
+    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir, settings }));
     outs = received("dp-out");
     caught = received("caught");
     await waitReady();
@@ -161,6 +166,14 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     ["until not after from", { guest: "Ada", doors: [101], until: "2026-12-01T08:00:00Z" }, "until"],
     ["a time without its zone", { guest: "Ada", doors: [101], from: "2026-12-01T08:00:00" }, "from"],
     ["uses 0", { guest: "Ada", doors: [101], uses: 0 }, "uses"],
+    // A date that does not exist (30 February, 29 February of 2027, 31 April, 24:00, minute 60, offset +25:00).
+    ["until on 30 February", { guest: "Ada", doors: [101], until: "2027-02-30T11:00:00+01:00" }, "until"],
+    ["until on 29 February 2027", { guest: "Ada", doors: [101], until: "2027-02-29T11:00:00+01:00" }, "until"],
+    ["from on 31 April", { guest: "Ada", doors: [101], from: "2026-04-31T11:00:00+01:00" }, "from"],
+    ["until at 24:00", { guest: "Ada", doors: [101], until: "2026-12-01T24:00:00Z" }, "until"],
+    ["until at 25:00", { guest: "Ada", doors: [101], until: "2026-12-01T25:00:00Z" }, "until"],
+    ["from at minute 60", { guest: "Ada", doors: [101], from: "2026-12-01T07:60:00Z" }, "from"],
+    ["until with offset +25:00", { guest: "Ada", doors: [101], until: "2026-12-02T08:00:00+25:00" }, "until"],
   ] as const) {
     it(`issue with ${what}: an error naming ${field}, code invalid-input, nothing stored`, async () => {
       await deploy();
@@ -172,12 +185,58 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
       });
       assert.ok("error" in r, JSON.stringify(r));
       assert.match(r.error.error.message, new RegExp(`^door-pass: .*${field}:`));
+      if (/ on | at |offset/.test(what))
+        assert.match(r.error.error.message, new RegExp(`${field}: ".*" does not exist`));
       assert.equal(r.error.error.code, "invalid-input");
       const listed = await pass({ action: "list" });
       assert.ok("ok" in listed);
       assert.deepEqual(listed.ok.payload.passes, []);
     });
   }
+
+  // docs/passes.md#issue: a date that exists is taken as the instant it names
+  it("issue with dates at the edges that exist (29 February 2028, 23:59:59, fractional seconds, Z): issued as the instants they name", async () => {
+    await deploy();
+    const p = await issue({
+      guest: "Ada",
+      doors: [101],
+      from: "2027-12-31T23:59:59.25+01:00",
+      until: "2028-02-29T23:59:59Z",
+    });
+    assert.equal(p.from, "2027-12-31T22:59:59.250Z");
+    assert.equal(p.until, "2028-02-29T23:59:59.000Z");
+  });
+
+  // docs/passes.md#issue: from and until with their offsets are instants, also on the nights the clocks change
+  it("New York's clock changes: 01:30 EDT to 01:30 EST is one real hour; 01:45 EST to 01:15 EDT is refused (until before from); 02:30-05:00 (a wall time New York skips) is the instant 07:30Z", async () => {
+    await deploy();
+    const hour = await issue({
+      guest: "Ada",
+      doors: [101],
+      from: "2027-11-07T01:30:00-04:00",
+      until: "2027-11-07T01:30:00-05:00",
+    });
+    assert.deepEqual([hour.from, hour.until], ["2027-11-07T05:30:00.000Z", "2027-11-07T06:30:00.000Z"]);
+    const back = await pass({
+      action: "issue",
+      guest: "Bo",
+      doors: [101],
+      from: "2027-11-07T01:45:00-05:00",
+      until: "2027-11-07T01:15:00-04:00",
+    });
+    assert.ok("error" in back);
+    assert.match(back.error.error.message, /until: must be after from/);
+    const gap = await issue({
+      guest: "Cy",
+      doors: [101],
+      from: "2027-03-14T02:30:00-05:00",
+      until: "2027-03-14T04:00:00-04:00",
+    });
+    assert.deepEqual([gap.from, gap.until], ["2027-03-14T07:30:00.000Z", "2027-03-14T08:00:00.000Z"]);
+    const listed = await pass({ action: "list" });
+    assert.ok("ok" in listed);
+    assert.equal(listed.ok.payload.passes.length, 2, "the refused one is not stored");
+  });
 
   // docs/passes.md#at-a-door-unlock
   it("a live pass opens its door once per message as guest:<guest>; msg.pass is gone from the output; the audit names the pass, never the code", async () => {
@@ -299,5 +358,80 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     const again = assertAccepted(await unlock({ pass: p.code }));
     assert.equal(again.pass.first, false);
     assertFailed(await unlock({ pass: p.code }), "denied", null);
+  });
+
+  /** The stored hash of a pass, as a copy of the user directory shows it. */
+  function storedHash(id: string): string {
+    const dir = path.join(userDir, "door-access");
+    const file = fs.readdirSync(dir).find((f) => f.startsWith("passes-"))!;
+    return JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")).passes.find((p: any) => p.id === id).hash;
+  }
+
+  // docs/passes.md#where-passes-are-kept: without Node-RED's credential secret, a copy of the user directory gives back no code
+  it("with a credential secret, no file of the user directory verifies a known code (each tried as the HMAC key); under another secret the key file is left as it was and the code opens again once the secret is back", async () => {
+    const secret = { credentialSecret: "the runtime's secret" };
+    await deploy({}, {}, undefined, secret);
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + 4 * HOUR) });
+    assertAccepted(await unlock({ pass: p.code }));
+    assert.deepEqual(filesThatVerify(userDir, p.code, storedHash(p.id)), []);
+    const dir = userDir;
+    const keyFile = path.join(
+      dir,
+      "door-access",
+      fs.readdirSync(path.join(dir, "door-access")).find((f) => f.startsWith("pass-key-"))!,
+    );
+    const sealed = fs.readFileSync(keyFile, "utf8");
+    // Another secret (a copy started elsewhere): the code opens nothing, and the key is not written over.
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, { credentialSecret: "another secret" });
+    assert.match(assertFailed(await unlock({ pass: p.code }), "denied", null).message, /no pass has this code/);
+    assert.equal(fs.readFileSync(keyFile, "utf8"), sealed);
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, secret);
+    assertAccepted(await unlock({ pass: p.code }));
+  });
+
+  // docs/passes.md#where-passes-are-kept: a key file of the first version is sealed in place
+  it("a user directory of the first version (the pass key in plain hex): at the first start with a credential secret the key is sealed in place, 0600, and its passes keep opening", async () => {
+    const dir = freshUserDir();
+    const id = accountStoreId(accountKey(sim.url, "phone", DEMO_ACCOUNT.phoneNumber));
+    const key = crypto.randomBytes(32);
+    const now = Date.now();
+    const { pass: old, code } = makePass(
+      {
+        guest: "Ada",
+        doors: [{ deviceId: 101, door: "Front Door" }],
+        from: iso(now - HOUR),
+        until: iso(now + HOUR),
+        uses: null,
+        ref: null,
+      },
+      key,
+      8,
+      now,
+      () => false,
+    );
+    fs.mkdirSync(path.join(dir, "door-access"), { recursive: true, mode: 0o700 });
+    const keyFile = path.join(dir, "door-access", `pass-key-${id}`);
+    fs.writeFileSync(keyFile, key.toString("hex") + "\n", { mode: 0o600 });
+    fs.writeFileSync(
+      path.join(dir, "door-access", `passes-${id}.json`),
+      JSON.stringify({ v: 1, passes: [old] }) + "\n",
+      {
+        mode: 0o600,
+      },
+    );
+    await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
+    assertAccepted(await unlock({ pass: code }));
+    assert.equal(JSON.parse(fs.readFileSync(keyFile, "utf8")).enc, "aes-256-gcm");
+    assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
+    assert.deepEqual(filesThatVerify(dir, code, old.hash), []);
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
+    assertAccepted(await unlock({ pass: code }));
   });
 });
