@@ -44,6 +44,7 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
   this.timeout(120_000);
   // The demo with its examples (07 is the panel) and the MQTT broker, as `npm start` runs it.
   const ed = useEditor({
+    panelLogin: true,
     deployExamples: true,
     mqttPort: 0,
     readyMs: 20_000,
@@ -254,7 +255,7 @@ describe("door panel (example 07): a screen that opens the panel is told nothing
   before(() => ({ demo } = d));
 
   it("after a press, a phone that opens the panel receives no msg._client (socket id, IP, user) of the person who pressed", async () => {
-    const presser = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000 });
+    const presser = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000, panelLogin: true });
     const context = presser.context();
     await presser.goto(demo.dashboardUrl!);
     await presser.locator(".door-button", { hasText: "Front Door" }).first().click();
@@ -376,7 +377,7 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
       assert.equal(res.status, 200);
       await sleep(4000);
     };
-    const page = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000 });
+    const page = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000, panelLogin: true });
 
     // As imported: two ui-base nodes. Dashboard 2 then shows no page at all, the user's neither.
     await deploy([...mine, ...flows]);
@@ -475,7 +476,7 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     });
     assert.equal(res.status, 200, `deploying the pass-issuing tab: ${await res.text()}`);
     // A guest: no login. Every request and websocket the page opens is kept.
-    page = await d.newPage({ viewport: { width: 390, height: 844 }, mobile: true, stepMs: 30_000, guest: true });
+    page = await d.newPage({ viewport: { width: 390, height: 844 }, mobile: true, stepMs: 30_000 });
     page.on("request", (r) => requested.push(r.url()));
     page.on("websocket", (w) => sockets.push(w.url()));
     page.on("console", (m) => {

@@ -3,7 +3,7 @@
  * with our package) in Debian's chromium (playwright-core, headless):
  *
  * - `useDemo()`: the demo on ephemeral ports, its account ready; `newPage()` opens a chromium
- *   with a profile of its own (a phone with `mobile`; with the door panel's login unless `guest`),
+ *   with a profile of its own (a phone with `mobile`; the door panel's login with `panelLogin`),
  *   closed with the demo after the describe;
  * - `useEditor()`: the demo and one page, with the editor's steps (setFlows, editNode, ...) and a
  *   screenshot with the log when a test fails (`stopAfterFailure`: steps that build on each other);
@@ -45,11 +45,11 @@ export interface PageOptions {
   /** Each step's time-out (default STEP_MS). */
   stepMs?: number;
   /**
-   * A guest: the page has no login. Otherwise a page of `useDemo` sends the demo's panel login
-   * (`/dashboard` asks for it: docs/security.md#the-door-panel-behind-a-login) with every request
-   * to the demo's origin.
+   * A page of `useDemo` that sends the demo's door panel login (`/dashboard` asks for it:
+   * docs/security.md#the-door-panel-behind-a-login) with every request to the demo's origin.
+   * Without it (the default), a page has no login, as a guest or a page of another site.
    */
-  guest?: boolean;
+  panelLogin?: boolean;
   /** HTTP credentials sent with every request to `origin` (set by `useDemo`'s `newPage`). */
   login?: { username: string; password: string; origin: string };
 }
@@ -190,13 +190,13 @@ export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
   h.newPage = async (pageOptions: PageOptions = {}) => {
     const profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
     dirs.push(profile);
-    const login = pageOptions.guest
-      ? undefined
-      : {
+    const login = pageOptions.panelLogin
+      ? {
           username: h.demo.panelLogin.user,
           password: h.demo.panelLogin.password,
           origin: new URL(h.demo.editorUrl).origin,
-        };
+        }
+      : undefined;
     const { context, page } = await launchChromium(profile, { ...pageOptions, login }, h.log, h.pageErrors);
     contexts.push(context);
     return page;
