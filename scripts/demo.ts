@@ -14,7 +14,8 @@
  * (aes-256-ctr, key sha256(credentialSecret), hex IV prefix).
  *
  * The door panel of example 07 runs on FlowFuse Dashboard 2 (`@flowfuse/node-red-dashboard`, a
- * devDependency: nothing is installed at run time). Node-RED loads node modules from every
+ * devDependency: nothing is installed at run time), behind a login made at every start (printed;
+ * settings.js holds only its hashes); its guest page runs on `http in` nodes, without one. Node-RED loads node modules from every
  * `node_modules` folder above its own (here the repository's), so the demo's Node-RED finds it
  * there; `startDemo` checks that it can be resolved and gives the panel's address.
  *
@@ -134,7 +135,12 @@ async function main(): Promise<void> {
       `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 07, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
       ...(demo.dashboardUrl
         ? [
-            `Guest page:        ${demo.dashboardUrl.replace(/\/doors\/?$/, "/guest")}   (example 07: a guest types a pass's code; codes from examples 10 and 11)`,
+            `  panel login:     user ${demo.panelLogin.user}, password ${demo.panelLogin.password}   (new at every start; all of /dashboard asks for it)`,
+          ]
+        : []),
+      ...(demo.guestUrl
+        ? [
+            `Guest page:        ${demo.guestUrl}   (example 07, no login: a guest types a pass's code; codes from examples 10 and 11)`,
           ]
         : []),
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,

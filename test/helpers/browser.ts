@@ -3,7 +3,8 @@
  * with our package) in Debian's chromium (playwright-core, headless):
  *
  * - `useDemo()`: the demo on ephemeral ports, its account ready; `newPage()` opens a chromium
- *   with a profile of its own (a phone with `mobile`), closed with the demo after the describe;
+ *   with a profile of its own (a phone with `mobile`; the door panel's login with `panelLogin`),
+ *   closed with the demo after the describe;
  * - `useEditor()`: the demo and one page, with the editor's steps (setFlows, editNode, ...) and a
  *   screenshot with the log when a test fails (`stopAfterFailure`: steps that build on each other);
  * - `launchChromium()`, `saveFailure()`, `stopAfterFailure()` for a test that starts its own demo.
@@ -43,6 +44,14 @@ export interface PageOptions {
   mobile?: boolean;
   /** Each step's time-out (default STEP_MS). */
   stepMs?: number;
+  /**
+   * A page of `useDemo` that sends the demo's door panel login (`/dashboard` asks for it:
+   * docs/security.md#the-door-panel-behind-a-login) with every request to the demo's origin.
+   * Without it (the default), a page has no login, as a guest or a page of another site.
+   */
+  panelLogin?: boolean;
+  /** HTTP credentials sent with every request to `origin` (set by `useDemo`'s `newPage`). */
+  login?: { username: string; password: string; origin: string };
 }
 
 /** Fails (never skips) without Debian's chromium: `.ci/run` installs it. */
@@ -71,6 +80,7 @@ export async function launchChromium(
     headless: true,
     viewport: options.viewport ?? { width: 1280, height: 760 },
     ...(options.mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
+    ...(options.login ? { httpCredentials: { ...options.login, send: "always" as const } } : {}),
     args: BROWSER_ARGS,
     timeout: 60_000,
   });
@@ -180,7 +190,14 @@ export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
   h.newPage = async (pageOptions: PageOptions = {}) => {
     const profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
     dirs.push(profile);
-    const { context, page } = await launchChromium(profile, pageOptions, h.log, h.pageErrors);
+    const login = pageOptions.panelLogin
+      ? {
+          username: h.demo.panelLogin.user,
+          password: h.demo.panelLogin.password,
+          origin: new URL(h.demo.editorUrl).origin,
+        }
+      : undefined;
+    const { context, page } = await launchChromium(profile, { ...pageOptions, login }, h.log, h.pageErrors);
     contexts.push(context);
     return page;
   };
