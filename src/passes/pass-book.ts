@@ -193,7 +193,16 @@ export class FilePassBook implements PassBook {
       p.revoked = at;
       if (by.byCalendar === true) p.revokedBy = "calendar";
     }
-    await this.save();
+    try {
+      await this.save();
+    } catch (e) {
+      // Not written: not revoked (the file and the book stay alike; a retry revokes it again).
+      for (const p of hit) {
+        p.revoked = null;
+        delete p.revokedBy;
+      }
+      throw e;
+    }
     return hit.map((p) => structuredClone(p));
   }
 
