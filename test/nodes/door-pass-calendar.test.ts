@@ -35,6 +35,8 @@ import {
   waitReady,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
+import { RedisServer } from "../helpers/redis.js";
+import { connect } from "node:net";
 
 const DAY = 24 * 3600_000;
 
@@ -114,11 +116,19 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     await sim.close();
   });
 
-  async function deploy(calendar: Record<string, unknown> = {}): Promise<void> {
+  async function deploy(calendar: Record<string, unknown> = {}, account: Record<string, unknown> = {}): Promise<void> {
     await loadFlow(
       [
         tab(),
-        { id: "acc1", type: "door-account", name: "demo", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+        {
+          id: "acc1",
+          type: "door-account",
+          name: "demo",
+          baseUrl: sim.url,
+          loginMethod: "phone",
+          auditLog: "",
+          ...account,
+        },
         unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
         doorPassNode("dp", {
           calendarUrl: cal.url,
@@ -141,13 +151,14 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   }
 
   /** Reads the calendar now (the `sync` action): its answer. */
-  async function sync(): Promise<any> {
+  async function sync(timeoutMs = 15_000): Promise<any> {
     const n = outs.filter((m) => m.payload.action === "synced").length;
     const c = caught.length;
     helper.getNode("dp").receive({ payload: { action: "sync" } });
     await until(
       "synced or an error",
       () => outs.filter((m) => m.payload.action === "synced").length > n || caught.length > c,
+      timeoutMs,
     );
     if (caught.length > c) return { error: caught[c] };
     return outs.filter((m) => m.payload.action === "synced")[n].payload;
@@ -480,5 +491,82 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
       statuses.some((t) => /calendar: doors not found/.test(String(t))),
       `the status said why: ${statuses.join(" | ")}`,
     );
+  });
+
+  /** One command to a Redis server over a raw connection: its reply's lines (an array's items, or the one line). */
+  function redisCall(port: number, ...args: string[]): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      const c = connect({ port, host: "127.0.0.1" });
+      let got = "";
+      c.on("data", (d: Buffer) => {
+        got += d.toString();
+        const lines = got.split("\r\n");
+        const need = got.startsWith("*") ? 1 + 2 * Number(lines[0].slice(1)) : 1;
+        if (lines.length > need) {
+          c.destroy();
+          resolve(got.startsWith("*") ? lines.slice(1, need).filter((_, i) => i % 2 === 1) : [lines[0]]);
+        }
+      });
+      c.on("error", reject);
+      c.write(`*${args.length}\r\n` + args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join(""));
+    });
+  }
+  /** The passes stored in Redis (read commands only: they run while Redis holds writes). */
+  async function storedPasses(port: number): Promise<number> {
+    const [key] = await redisCall(port, "KEYS", "*:passes");
+    return key === undefined ? 0 : Number((await redisCall(port, "HLEN", key))[0].slice(1));
+  }
+
+  // docs/passes.md#from-a-booking-calendar: Redis going away mid-apply; the next read completes it
+  it("redis-server stopped mid-apply: no crash, one warning (pass/calendar-failed reason store); the next read completes the rest, each booking one live pass whose code was sent", async function () {
+    this.timeout(150_000);
+    const redis = await RedisServer.start();
+    try {
+      const n = 300;
+      const list: string[] = [];
+      for (let i = 0; i < n; i++) list.push(booking(`r-${i}`, `Guest ${i}`, -1, 3));
+      cal.body = feed();
+      await deploy({}, { sessionStore: "redis", redisUrl: redis.url, redisKeyPrefix: "door-access:" });
+      await until("the first read", () => /calendar read/.test(String(lastStatus(helper.getNode("dp"))?.text)));
+      cal.body = feed(...list);
+      const c = caught.length;
+      helper.getNode("dp").receive({ payload: { action: "sync" } });
+      // Mid-apply, forced: once the first passes are stored, Redis holds every write, then stops.
+      let before = 0;
+      for (const end = Date.now() + 60_000; before === 0; before = await storedPasses(redis.port))
+        assert.ok(Date.now() < end, "timed out waiting for the first passes stored");
+      await redisCall(redis.port, "CLIENT", "PAUSE", "60000", "WRITE");
+      before = await storedPasses(redis.port);
+      assert.ok(before < n, "stopped mid-apply");
+      await redis.stop();
+      await until("the sync's error", () => caught.length > c, 60_000);
+      assert.equal(calendarWarnings().length, 1);
+      assert.deepEqual(
+        failedEvents().map((e) => e.reason),
+        ["store"],
+      );
+      // Back, empty (no persistence): the next read gives every booking its pass again.
+      await redis.resume();
+      let r: any = { error: true };
+      for (let i = 0; i < 10 && "error" in r; i++) {
+        r = await sync(90_000);
+        if ("error" in r) await new Promise((res) => setTimeout(res, 500));
+      }
+      assert.equal(r.action, "synced", JSON.stringify(r.error?.error?.message));
+      const live = (await calendarPasses()).filter((p) => p.revoked === null);
+      assert.equal(live.length, n, "one live pass per booking");
+      assert.equal(new Set(live.map((p) => p.ref)).size, n);
+      await until("the messages of the read", () => issued().length >= n, 10_000);
+      const sent = new Set(issued().map((p) => p.id));
+      assert.deepEqual(
+        live.filter((p) => !sent.has(p.id)).map((p) => p.ref),
+        [],
+        "every live pass's code was sent",
+      );
+      const last = issued().find((p) => p.id === live[live.length - 1].id);
+      assertAccepted(await unlock({ pass: last.code }));
+    } finally {
+      await redis.stop();
+    }
   });
 });
