@@ -66,6 +66,11 @@ function table(r: Figures): string {
       "hold ≤ 50 ms",
     ],
     [
+      "10,000 bookings through door-pass and a one-line Function node in a runtime: total ms, longest event-loop hold",
+      `${n("calendarFlowTotalMs", 0)} ms, ${n("calendarFlowMaxLoopDelayMs", 0)} ms`,
+      "hold ≤ 50 ms",
+    ],
+    [
       "Node-RED's own share: Node-RED floor p50 / floor p50 (a node doing the floor's work)",
       `${n("nodeRedFloorRatio")}×`,
       "",

@@ -231,6 +231,8 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
         from: iso(w.from),
         until: iso(w.until),
       });
+      // Counted with every occurrence: one recurring event adds up to MAX_OCCURRENCES.
+      if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
     }
   }
   return { ok: true, bookings, skipped };

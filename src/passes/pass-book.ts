@@ -254,13 +254,16 @@ export class FilePassBook implements PassBook {
       throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
     const { pass, code } = makePass(n, this.key!, codeLength, now, (hash) => this.index.liveWithHash(hash, now));
     this.add(pass);
+    // The copy handed back is made now: thousands of issues waiting on one coalesced write all
+    // resume at once when it lands, and must not each copy their pass then (a calendar's read).
+    const copy = structuredClone(pass);
     try {
       await this.save();
     } catch (e) {
       this.drop(pass); // not kept: not issued
       throw e;
     }
-    return { pass: structuredClone(pass), code };
+    return { pass: copy, code };
   }
 
   async issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
@@ -296,8 +299,18 @@ export class FilePassBook implements PassBook {
       p.revoked = at;
       if (by.byCalendar === true) p.revokedBy = "calendar";
     }
-    await this.save();
-    return hit.map((p) => structuredClone(p));
+    const copies = hit.map((p) => structuredClone(p)); // made now, as at issue
+    try {
+      await this.save();
+    } catch (e) {
+      // Not written: not revoked (the file and the book stay alike; a retry revokes it again).
+      for (const p of hit) {
+        p.revoked = null;
+        delete p.revokedBy;
+      }
+      throw e;
+    }
+    return copies;
   }
 
   /** Changes a pass's guest, doors or window, keeping its code and uses; null when there is no such pass. */
@@ -310,13 +323,14 @@ export class FilePassBook implements PassBook {
     p.doors = change.doors.map((d) => ({ ...d }));
     p.from = change.from;
     p.until = change.until;
+    const copy = structuredClone(p); // made now, as at issue
     try {
       await this.save();
     } catch (e) {
       Object.assign(p, before);
       throw e;
     }
-    return structuredClone(p);
+    return copy;
   }
 
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */

@@ -6,13 +6,11 @@
  * the account's device list when a pass is issued and kept as ids.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import type { Account } from "../../account/account.js";
-import { selectDoor } from "../../doors/select.js";
-import { type Pass, type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
+import { type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
 import { checkCalendarSettings } from "../../passes/calendar-settings.js";
-import { CalendarPoller } from "../../passes/calendar-poller.js";
-import { applyBookings } from "../../passes/calendar-sync.js";
-import { classifyFailure } from "../../unlock/outcome.js";
+import type { CalendarPoller } from "../../passes/calendar-poller.js";
+import { calendarPoller } from "./calendar-node.js";
+import { PassInputError, resolveDoors } from "./resolve-doors.js";
 import {
   FlowNodeBinding,
   MessageError,
@@ -36,21 +34,6 @@ interface PassDef extends NodeDef {
   bufferAfter?: unknown;
 }
 
-/** What a flow is told of a pass (never its code but in `issued`). */
-function answerOf(action: string, p: Pass, code?: string): Record<string, unknown> {
-  return {
-    action,
-    id: p.id,
-    ...(code !== undefined ? { code } : {}),
-    guest: p.guest,
-    doors: p.doors,
-    from: p.from,
-    until: p.until,
-    uses: p.uses,
-    ref: p.ref,
-  };
-}
-
 /** The doors a calendar's passes open, as the node stores them: device ids or names. */
 function calendarDoors(v: unknown): (number | string)[] {
   const list: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(",") : [];
@@ -61,29 +44,6 @@ function calendarDoors(v: unknown): (number | string)[] {
         (typeof d === "number" && Number.isInteger(d)) || (typeof d === "string" && d !== ""),
     )
     .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
-}
-
-/** Bad input: the message's error names the field; nothing is stored. */
-class PassInputError extends Error {}
-
-/** Each door of an issue request resolved to its id and name, or why one cannot be. */
-async function resolveDoors(account: Account, doors: (number | string)[]): Promise<PassDoor[]> {
-  const out: PassDoor[] = [];
-  for (const d of doors) {
-    let got;
-    try {
-      got = await selectDoor(account.directory, {
-        msgDeviceId: typeof d === "number" ? d : undefined,
-        msgDoor: typeof d === "string" ? d : undefined,
-        configured: null,
-      });
-    } catch (e) {
-      throw new Error(`the doors could not be looked up: ${classifyFailure(e, false).message}`, { cause: e });
-    }
-    if (!got.ok) throw new PassInputError(`doors: ${got.message}`);
-    if (!out.some((x) => x.deviceId === got.deviceId)) out.push({ deviceId: got.deviceId, door: got.label });
-  }
-  return out;
 }
 
 export = function register(RED: NodeAPI): void {
@@ -105,65 +65,9 @@ export = function register(RED: NodeAPI): void {
       if (wanted.length === 0)
         node.error("door-pass: doors: the calendar's passes need at least one door; the calendar is not read");
       else {
-        let told: string | null = null;
-        poller = new CalendarPoller(
-          cal.settings,
-          async (bookings) => {
-            const got = binding.account();
-            if ("problem" in got) throw new Error(got.problem);
-            const account = got.account;
-            const doors = await resolveDoors(account, wanted);
-            // One read of this node at a time in this runtime (a redeploy's new node beside the old one's read).
-            const book = account.core.passes;
-            const changes = await book.serially(node.id, () =>
-              applyBookings(book, node.id, bookings, doors, digits, Date.now()),
-            );
-            const events = account.core.events;
-            for (const { pass, code } of changes.issued) {
-              node.send({ topic: "door-pass/calendar", payload: answerOf("issued", pass, code) });
-              events.emit(
-                "pass",
-                "issued",
-                `a pass for ${pass.guest} was issued from the calendar (${pass.from} to ${pass.until})`,
-                { id: pass.id, guest: pass.guest, ref: pass.ref, from: pass.from, until: pass.until },
-              );
-            }
-            for (const pass of changes.updated) {
-              node.send({ topic: "door-pass/calendar", payload: answerOf("updated", pass) });
-              events.emit("pass", "updated", `the pass of ${pass.guest} now runs ${pass.from} to ${pass.until}`, {
-                id: pass.id,
-                guest: pass.guest,
-                ref: pass.ref,
-                from: pass.from,
-                until: pass.until,
-              });
-            }
-            for (const pass of changes.revoked) {
-              node.send({ topic: "door-pass/calendar", payload: { action: "revoked", id: pass.id } });
-              events.emit("pass", "revoked", `the pass of ${pass.guest} was revoked: its booking is gone`, {
-                id: pass.id,
-                guest: pass.guest,
-                ref: pass.ref,
-              });
-            }
-            lastCounts = {
-              issued: changes.issued.length,
-              updated: changes.updated.length,
-              revoked: changes.revoked.length,
-            };
-            binding.setResult({ fill: "green", shape: "dot", text: `calendar read ${clockTime(Date.now())}` });
-          },
-          (problem) => {
-            // Once per kind of problem; a read that works again says so once.
-            if (problem === told) return;
-            told = problem;
-            if (problem === null) node.log("door-pass: the calendar is read again");
-            else {
-              node.warn(`door-pass: calendar: ${problem}; nothing was changed, tried again at the next read`);
-              binding.setResult({ fill: "yellow", shape: "ring", text: `calendar: not read ${clockTime(Date.now())}` });
-            }
-          },
-        );
+        poller = calendarPoller(node, binding, cal.settings, wanted, digits, (c) => {
+          lastCounts = c;
+        });
         // After the deploy step: the account's session starts first.
         const start = setTimeout(() => poller?.start(), 1000);
         node.on("close", () => {
