@@ -7,6 +7,7 @@
  * (calendar-worker.ts), never on Node-RED's event loop.
  */
 import ICAL from "ical.js";
+import { controlCharsAsSpaces } from "../util/text.js";
 import type { CalendarSettings } from "./calendar-settings.js";
 
 export { type CalendarSettings, checkCalendarSettings } from "./calendar-settings.js";
@@ -125,8 +126,7 @@ function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from
 }
 
 function guestOf(summary: unknown): string {
-  // eslint-disable-next-line no-control-regex -- control characters are what it drops
-  const s = typeof summary === "string" ? summary.replace(/[\u0000-\u001f\u007f]/g, " ").trim() : "";
+  const s = typeof summary === "string" ? controlCharsAsSpaces(summary).trim() : "";
   return (s || "guest").slice(0, 100);
 }
 
