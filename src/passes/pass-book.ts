@@ -14,7 +14,8 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
+import { writeFileAtomic } from "../util/atomic-file.js";
+import { accountStoreId } from "../util/store-id.js";
 import {
   type Pass,
   type PassDoor,
