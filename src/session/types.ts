@@ -1,6 +1,6 @@
 /**
  * The session's vocabulary: its states, the snapshot it shows, the log it writes to, its
- * timings and its options (the state machine itself is session-core.ts, its allowed changes
+ * timings and its options (the state machine itself is renewals.ts and session-status.ts, its allowed changes
  * transitions.ts).
  */
 import type { Credentials, DoorApiClient } from "../client/client.js";
