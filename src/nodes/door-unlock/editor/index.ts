@@ -54,7 +54,7 @@ function ruleResult(problem: string | null): true | string {
 
 /** The lock id as typed: "" (the whole device), a lock id, or null when it is neither (the runtime's rule, src/doors/ids.ts). */
 function toLockId(v: unknown): number | "" | null {
-  const r = parseLockId(typeof v === "string" ? v.trim() : v, true);
+  const r = parseLockId(v, true);
   return r.ok ? (r.lockId ?? "") : null;
 }
 
