@@ -29,8 +29,17 @@
  */
 import * as fs from "node:fs";
 import { DEMO_ACCOUNT } from "../src/simulator/index.js";
+import { argTokens } from "../src/util/args.js";
 import { PACKAGE_NAME, processAlive, waitForAccountState } from "./node-red-process.js";
 import { startDemo, type DemoOptions, type RunningDemo } from "./start-demo.js";
+
+const OPTIONS = {
+  dir: { type: "string" },
+  "sim-port": { type: "string" },
+  "editor-port": { type: "string" },
+  "mqtt-port": { type: "string" },
+  "no-examples": { type: "boolean" },
+} as const;
 
 /** `--dir <folder> --sim-port <n> --editor-port <n> --mqtt-port <n|off>` (all optional). */
 export function parseArgs(argv: string[]): DemoOptions {
@@ -40,21 +49,18 @@ export function parseArgs(argv: string[]): DemoOptions {
       throw new Error(`${flag} needs a port number (0 = any free port)`);
     return Number(v);
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = argv[i + 1];
+  for (const t of argTokens(argv, OPTIONS)) {
+    const a = t.kind === "option" ? `--${t.name}` : t.kind === "end" ? "--" : t.value;
+    const v = t.kind === "option" ? t.value : undefined;
     if (a === "--dir" && v) o.dir = v;
     else if (a === "--sim-port") o.simPort = port(a, v);
     else if (a === "--editor-port") o.editorPort = port(a, v);
     else if (a === "--mqtt-port") o.mqttPort = v === "off" ? false : port(a, v);
-    else if (a === "--no-examples") {
-      o.deployExamples = false;
-      continue;
-    } else
+    else if (a === "--no-examples") o.deployExamples = false;
+    else
       throw new Error(
-        `unknown option ${a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`,
+        `unknown option ${t.kind === "option" ? t.raw : a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`,
       );
-    i++;
   }
   return o;
 }

@@ -7,6 +7,7 @@ import { clip, describeThrown } from "../util/text.js";
 import type { Node, NodeAPI } from "node-red";
 import type { Account } from "../account/account.js";
 import type { DoorIdentity } from "../doors/directory.js";
+import { storedDeviceId } from "../doors/ids.js";
 import type { SessionHaltedError } from "../session/errors.js";
 import type { SessionSnapshot } from "../session/session.js";
 
@@ -323,13 +324,7 @@ export function configuredDoor(config: {
   doorName?: unknown;
   doorLocation?: unknown;
 }): DoorIdentity | null {
-  const idNum =
-    typeof config.deviceId === "number"
-      ? config.deviceId
-      : typeof config.deviceId === "string" && /^\d{1,10}$/.test(config.deviceId)
-        ? Number(config.deviceId)
-        : null;
-  const id = idNum !== null && Number.isInteger(idNum) && idNum >= 1 && idNum <= 2147483647 ? idNum : null;
+  const id = storedDeviceId(config.deviceId);
   const name = typeof config.doorName === "string" && config.doorName.trim() ? config.doorName.trim() : null;
   const location =
     typeof config.doorLocation === "string" && config.doorLocation.trim() ? config.doorLocation.trim() : null;

@@ -8,6 +8,7 @@
  */
 import ICAL from "ical.js";
 import { isoTimeExists } from "../util/iso-time.js";
+import { controlCharsAsSpaces } from "../util/text.js";
 import type { CalendarSettings } from "./calendar-settings.js";
 
 export { type CalendarSettings, checkCalendarSettings } from "./calendar-settings.js";
@@ -152,8 +153,7 @@ function datesExist(c: ICAL.Component): boolean {
 }
 
 function guestOf(summary: unknown): string {
-  // eslint-disable-next-line no-control-regex -- control characters are what it drops
-  const s = typeof summary === "string" ? summary.replace(/[\u0000-\u001f\u007f]/g, " ").trim() : "";
+  const s = typeof summary === "string" ? controlCharsAsSpaces(summary).trim() : "";
   return (s || "guest").slice(0, 100);
 }
 

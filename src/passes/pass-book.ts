@@ -16,8 +16,9 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { type SealedPair, derivePairKey, openText, sealText } from "../session/pair-crypto.js";
-import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
+import { type SealedPair, derivePairKey, openText, sealText } from "../util/seal.js";
+import { writeFileAtomic } from "../util/atomic-file.js";
+import { accountStoreId } from "../util/store-id.js";
 import {
   type Pass,
   type PassDoor,

@@ -7,6 +7,7 @@
 import { createHmac, randomBytes, randomInt } from "node:crypto";
 
 import { isoTimeExists } from "../util/iso-time.js";
+import { hasControlChars } from "../util/text.js";
 import { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf } from "./pass-limits.js";
 
 export { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf };
@@ -169,9 +170,6 @@ export interface IssueRequest {
   ref: string | null;
 }
 
-// eslint-disable-next-line no-control-regex -- control characters are what it refuses
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 /** A date-time with its zone: its instant, "absent" when it is not one, "no-such" when it names a time that does not exist. */
 function isoTime(v: unknown): number | "absent" | "no-such" {
   if (typeof v !== "string" || v.length > 40) return "absent";
@@ -201,7 +199,7 @@ export function checkIssue(
   const problems: string[] = [];
   const guest = typeof p.guest === "string" ? p.guest.trim() : "";
   if (guest === "") problems.push("guest: a name is required (text)");
-  else if (guest.length > MAX_GUEST || CONTROL.test(guest))
+  else if (guest.length > MAX_GUEST || hasControlChars(guest))
     problems.push(`guest: at most ${MAX_GUEST} characters, no control characters`);
   const raw = Array.isArray(p.doors) ? (p.doors as unknown[]) : p.doors === undefined ? [] : [p.doors];
   const doors: (number | string)[] = [];
@@ -210,7 +208,7 @@ export function checkIssue(
   else
     for (const d of raw) {
       if (typeof d === "number" && Number.isInteger(d) && d >= 1 && d <= 2147483647) doors.push(d);
-      else if (typeof d === "string" && d.trim() !== "" && d.length <= 200 && !CONTROL.test(d))
+      else if (typeof d === "string" && d.trim() !== "" && d.length <= 200 && !hasControlChars(d))
         doors.push(/^\d{1,10}$/.test(d.trim()) ? Number(d.trim()) : d.trim());
       else
         problems.push(`doors: ${JSON.stringify(d)?.slice(0, 40) ?? String(d)} is neither a device id nor a door name`);
@@ -225,7 +223,7 @@ export function checkIssue(
   }
   let ref: string | null = null;
   if (p.ref !== undefined && p.ref !== null && p.ref !== "") {
-    if (typeof p.ref === "string" && p.ref.length <= MAX_REF && !CONTROL.test(p.ref)) ref = p.ref;
+    if (typeof p.ref === "string" && p.ref.length <= MAX_REF && !hasControlChars(p.ref)) ref = p.ref;
     else if (typeof p.ref === "number" && Number.isFinite(p.ref)) ref = String(p.ref);
     else problems.push(`ref: text of at most ${MAX_REF} characters`);
   }

@@ -10,6 +10,7 @@
  * what it imports stay free of Node.js (no `node:` module, no Buffer), which the editor's
  * type-check (tsconfig.editor.json, lib dom without Node's types) enforces.
  */
+import { clip, hasControlChars } from "../util/text.js";
 import { type ScheduleWindow, runtimeZone } from "./access-schedule.js";
 
 /** Shortest and longest PIN accepted (digits). */
@@ -22,8 +23,6 @@ export const MAX_PATTERN_LENGTH = 200;
 
 const HHMM = /^([01][0-9]|2[0-3]):([0-5][0-9])$/;
 const PIN_FORMAT = /^[0-9]{4,12}$/;
-// eslint-disable-next-line no-control-regex -- control characters are what this looks for
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** What the node's editor stores (the `pin` credential added by the node). */
 export interface AccessRulesConfig {
@@ -92,7 +91,7 @@ function parseActors(value: unknown, found: AccessProblem[]): string[] {
     else if (p.trim() === "") problem(`${at} is empty`);
     else if (p !== p.trim()) problem(`${at} ("${p.trim()}") has spaces at its start or end`);
     else if (p.length > MAX_PATTERN_LENGTH) problem(`${at} is longer than ${MAX_PATTERN_LENGTH} characters`);
-    else if (CONTROL.test(p)) problem(`${at} contains control characters`);
+    else if (hasControlChars(p)) problem(`${at} contains control characters`);
     else out.push(p);
   });
   return out;
@@ -176,7 +175,7 @@ function parseZone(value: unknown, found: AccessProblem[], forSchedule: boolean)
     return new Intl.DateTimeFormat("en-US", { timeZone: value }).resolvedOptions().timeZone;
   } catch {
     problem(
-      `timeZone "${clipText(value, 60)}" is not a time zone this Node.js knows (an IANA name such as Europe/Oslo)`,
+      `timeZone "${clip(value, 60, "…")}" is not a time zone this Node.js knows (an IANA name such as Europe/Oslo)`,
     );
     return null;
   }
@@ -246,12 +245,7 @@ function typeOf(v: unknown): string {
 
 /** A value for an error text (never called with a PIN). */
 function shortText(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(clipText(v, 40));
+  if (typeof v === "string") return JSON.stringify(clip(v, 40, "…"));
   if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return String(v);
   return typeOf(v);
-}
-
-/** `s` cut to `max` characters, "…" after a cut (for a value quoted in an error text). */
-export function clipText(s: string, max: number): string {
-  return s.length <= max ? s : `${s.slice(0, max)}…`;
 }

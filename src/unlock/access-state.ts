@@ -17,7 +17,7 @@
  */
 import { comparePin } from "./access-pin.js";
 import { type LocalTime, type ScheduleWindow, LocalClock, formatLocal } from "./access-schedule.js";
-import { clipText } from "./access-config.js";
+import { clip } from "../util/text.js";
 
 /** Wrong PINs that lock the node, counted over a sliding LOCKOUT_WINDOW_MS. */
 const LOCKOUT_AFTER = 5;
@@ -372,7 +372,7 @@ export class AccessState {
   private doorless(actor: unknown, now: number, byPass = false): Denied | null {
     const rules = this.rules;
     if (!byPass && !rules.actorAllowed(actor)) {
-      const who = typeof actor === "string" ? `"${clipText(actor, 100)}"` : "the actor";
+      const who = typeof actor === "string" ? `"${clip(actor, 100, "…")}"` : "the actor";
       return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
     }
     if (rules.schedule.length > 0) {

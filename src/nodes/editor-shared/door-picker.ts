@@ -3,13 +3,15 @@
  * and the door-id helpers of their definitions. Every text from the runtime or the service goes in
  * as text (editor-shared/text.ts).
  */
+import { storedDeviceId } from "../../doors/ids.js";
 import { textOf } from "../../util/text.js";
 import { STORED } from "./credentials.js";
+import type { Translate } from "./i18n.js";
 import type { EditorNode } from "./red.js";
 import { adminError } from "./text.js";
 
 /** A node's catalogue lookup for keys under its own "<type>." (e.g. "picker.none"). */
-export type Translate = (key: string, opts?: Record<string, unknown>) => string;
+export type { Translate } from "./i18n.js";
 
 /** A door as a node stores it. deviceId "" = stored by name only. */
 export interface DoorIdentity {
@@ -388,11 +390,9 @@ export function closePicker(node: DoorNode): void {
   }
 }
 
-/** A stored device id as a number, or "" when it is none. */
+/** A stored device id as a number, or "" when it is none: the runtime's rule (src/doors/ids.ts). */
 export function toDeviceId(v: unknown): number | "" {
-  if (typeof v === "number" && Math.floor(v) === v && v > 0) return v;
-  if (typeof v === "string" && /^\s*[0-9]+\s*$/.test(v) && Number(v) > 0) return Number(v);
-  return "";
+  return storedDeviceId(v) ?? "";
 }
 
 export function lockCountOf(d: PickerDevice): number {
@@ -403,7 +403,7 @@ export function lockCountOf(d: PickerDevice): number {
 /** The deviceId property's check: empty (a door stored by name, or none), or a device id. */
 export function isDeviceIdValue(v: unknown): boolean {
   if (v === "" || v === undefined || v === null) return true;
-  return toDeviceId(v) !== "" && Number(v) <= 2147483647;
+  return storedDeviceId(v) !== null;
 }
 
 /** The door part of a node's label: its name (and location), else its id, else "". */

@@ -4,12 +4,9 @@
  * (docs/events.md#in-the-sidebar). Every text from the runtime is set with .text(), never as HTML.
  */
 import { textOf } from "../../../util/text.js";
+import { pluginTranslator } from "../../editor-shared/i18n.js";
 
-const NS = "@door-access/node-red/door-access-sidebar:";
-
-export function t(key: string, opts?: Record<string, unknown>): string {
-  return RED._(NS + key, opts);
-}
+export const t = pluginTranslator("door-access-sidebar");
 export const text = (v: unknown): string => textOf(v ?? "");
 export function localTime(ts: unknown): string {
   const d = new Date(ts as string);

@@ -16,6 +16,7 @@ import { textOf } from "../../../util/text.js";
 import { STORED } from "../../editor-shared/credentials.js";
 import type { EditorNode } from "../../editor-shared/red.js";
 import { adminError, notifyText } from "../../editor-shared/text.js";
+import { catalogueOf, nodeTranslator } from "../../editor-shared/i18n.js";
 
 interface DoorAccountNode extends EditorNode {
   name?: string;
@@ -25,12 +26,8 @@ interface DoorAccountNode extends EditorNode {
   _doorAccountStop?: () => void;
 }
 
-const NS = "@door-access/node-red/door-account";
+const t = nodeTranslator("door-account");
 const PHONE = /^[+][0-9]{9,13}$/;
-
-function t(key: string, opts?: Record<string, unknown>): string {
-  return RED._(`${NS}:door-account.${key}`, opts);
-}
 
 function text(v: unknown): string {
   return textOf(v ?? "");
@@ -113,7 +110,7 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     baseUrl: {
       value: "",
       required: true,
-      label: RED._("@door-access/node-red/door-account:door-account.label.baseUrl"),
+      label: t("label.baseUrl"),
       validate(v, _opt) {
         if (isValidBaseUrl(v)) return true;
         // "127.0.0.1:18787", "door.example.com": the scheme is missing.
@@ -273,7 +270,11 @@ RED.nodes.registerType<DoorAccountNode>("door-account", {
     function describe(body: StateBody | null): { colour: Colour; text: string } {
       const state = body && typeof body.state === "string" ? body.state : "";
       let label = state ? t(`state.${state}`) : "";
-      if (!state || label === `${NS}:door-account.state.${state}` || label === `door-account.state.${state}`) {
+      if (
+        !state ||
+        label === `${catalogueOf("door-account")}:door-account.state.${state}` ||
+        label === `door-account.state.${state}`
+      ) {
         label = t("session.unknown", { state: state || "?" });
       }
       const detail = body && (body.message || body.reason || body.detail);

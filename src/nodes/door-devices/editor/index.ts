@@ -9,6 +9,7 @@
  */
 import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import type { EditorNode } from "../../editor-shared/red.js";
+import { nodeTranslator } from "../../editor-shared/i18n.js";
 
 interface DoorDevicesNode extends EditorNode {
   name?: string;
@@ -16,11 +17,7 @@ interface DoorDevicesNode extends EditorNode {
   list?: string;
 }
 
-const NS = "@door-access/node-red/door-devices";
-
-function tr(key: string, opts?: Record<string, unknown>): string {
-  return RED._(`${NS}:door-devices.${key}`, opts);
-}
+const tr = nodeTranslator("door-devices");
 
 RED.nodes.registerType<DoorDevicesNode>("door-devices", {
   category: "door access",

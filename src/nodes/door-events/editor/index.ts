@@ -10,6 +10,7 @@
 import { DEFAULT_KINDS, EVENT_KINDS, eventKinds, kindsValid } from "../../../account/event-kinds.js";
 import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import type { EditorNode } from "../../editor-shared/red.js";
+import { nodeTranslator } from "../../editor-shared/i18n.js";
 
 interface DoorEventsNode extends EditorNode {
   name?: string;
@@ -17,11 +18,7 @@ interface DoorEventsNode extends EditorNode {
   kinds?: string[];
 }
 
-const NS = "@door-access/node-red/door-events";
-
-function tr(key: string, opts?: Record<string, unknown>): string {
-  return RED._(`${NS}:door-events.${key}`, opts);
-}
+const tr = nodeTranslator("door-events");
 
 RED.nodes.registerType<DoorEventsNode>("door-events", {
   category: "door access",

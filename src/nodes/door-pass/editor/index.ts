@@ -11,6 +11,7 @@ import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../passes/pass-limits.j
 import { checkCalendarSettings } from "../../../passes/calendar-settings.js";
 import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import type { EditorNode } from "../../editor-shared/red.js";
+import { nodeTranslator } from "../../editor-shared/i18n.js";
 
 interface DoorPassNode extends EditorNode {
   name?: string;
@@ -34,11 +35,7 @@ function calendarField(node: Record<string, unknown>, field: string, value: unkn
   return mine ?? true;
 }
 
-const NS = "@door-access/node-red/door-pass";
-
-function tr(key: string, opts?: Record<string, unknown>): string {
-  return RED._(`${NS}:door-pass.${key}`, opts);
-}
+const tr = nodeTranslator("door-pass");
 
 RED.nodes.registerType<DoorPassNode>("door-pass", {
   category: "door access",

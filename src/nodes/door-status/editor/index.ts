@@ -16,16 +16,13 @@ import {
   isDeviceIdValue,
   savePickedDoor,
 } from "../../editor-shared/door-picker.js";
+import { nodeTranslator } from "../../editor-shared/i18n.js";
 
 interface DoorStatusNode extends DoorNode {
   name?: string;
 }
 
-const NS = "@door-access/node-red/door-status";
-
-function tr(key: string, opts?: Record<string, unknown>): string {
-  return RED._(`${NS}:door-status.${key}`, opts);
-}
+const tr = nodeTranslator("door-status");
 
 RED.nodes.registerType<DoorStatusNode>("door-status", {
   category: "door access",

@@ -11,6 +11,7 @@
  * scorecard read it (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
 import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
+import { parseLockId } from "../../../doors/ids.js";
 import { nodeActorProblem } from "../../../unlock/node-actor.js";
 import { textOf } from "../../../util/text.js";
 import {
@@ -34,6 +35,7 @@ import {
   scheduleProblem,
   zoneProblem,
 } from "./access-rules.js";
+import { nodeTranslator } from "../../editor-shared/i18n.js";
 
 interface DoorUnlockNode extends DoorNode, RulesNode {
   name?: string;
@@ -44,22 +46,16 @@ interface DoorUnlockNode extends DoorNode, RulesNode {
   _accessRules?: RulesSection;
 }
 
-const NS = "@door-access/node-red/door-unlock";
-
-function tr(key: string, opts?: Record<string, unknown>): string {
-  return RED._(`${NS}:door-unlock.${key}`, opts);
-}
+const tr = nodeTranslator("door-unlock");
 
 function ruleResult(problem: string | null): true | string {
   return problem ? tr(`errors.${problem}`) : true;
 }
 
-/** The lock id as typed: "" (the whole device), a lock id, or null when it is neither. */
+/** The lock id as typed: "" (the whole device), a lock id, or null when it is neither (the runtime's rule, src/doors/ids.ts). */
 function toLockId(v: unknown): number | "" | null {
-  const s = textOf(v ?? "").trim();
-  if (s === "") return "";
-  if (/^[0-9]+$/.test(s) && Number(s) > 0 && Number(s) <= 2147483647) return Number(s);
-  return null;
+  const r = parseLockId(v, true);
+  return r.ok ? (r.lockId ?? "") : null;
 }
 
 function locksOf(d: PickerDevice | null): { id: number; name?: string }[] {
