@@ -309,7 +309,7 @@ export class RedisPassBook implements PassBook {
   async issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
     const made = await this.make(n, codeLength);
     if (!(await this.write(made.pass.id, null, made.pass))) throw new Error("a pass with this id exists; try again");
-    await this.refresh();
+    await this.refreshAfterStored();
     return { pass: structuredClone(made.pass), code: made.code };
   }
 
@@ -330,8 +330,21 @@ export class RedisPassBook implements PassBook {
     ]);
     const v = Number(r[0]);
     if (v < 0) throw new Error("a pass with this id exists; try again");
-    await this.refresh();
+    await this.refreshAfterStored();
     return v === 0 ? null : { pass: structuredClone(made.pass), code: made.code };
+  }
+
+  /**
+   * The pass is stored: its code goes out even when the read after it fails (Redis going away
+   * just then), since a booking's stored pass is never issued again and its code would be lost.
+   * The next call of the book reads again.
+   */
+  private async refreshAfterStored(): Promise<void> {
+    try {
+      await this.refresh();
+    } catch {
+      // read again by the next call
+    }
   }
 
   serially<T>(source: string, read: () => Promise<T>): Promise<T> {
