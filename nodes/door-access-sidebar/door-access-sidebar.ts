@@ -13,13 +13,13 @@
  */
 import type { NodeAPI } from "node-red";
 import type { Request, Response } from "express";
-import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../audit/reader.js";
-import { onAnyAuditRecord, verifyAuditLog } from "../../audit/source.js";
-import { fromEditor, permission } from "../admin-access.js";
-import { accountEvents } from "../../account/events.js";
-import type { DoorAccountNode } from "../node-runtime.js";
-import { textOf } from "../../util/text.js";
-import type { PassView } from "../../passes/pass.js";
+import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../src/audit/reader.js";
+import { onAnyAuditRecord, verifyAuditLog } from "../../src/audit/source.js";
+import { fromEditor, permission } from "../shared/admin-access.js";
+import { accountEvents } from "../../src/account/events.js";
+import type { DoorAccountNode } from "../shared/node-runtime.js";
+import { textOf } from "../../src/util/text.js";
+import type { PassView } from "../../src/passes/pass.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
 const COMMS_TOPIC = "door-access/audit";

@@ -9,15 +9,15 @@ import {
   checkAccountSettings,
   checkStoreSettings,
   type SessionStoreChoice,
-} from "../../account/account.js";
-import { type Settings, dropSignIn, runningCore, signIn } from "../../account/registry.js";
-import type { Credentials } from "../../client/client.js";
-import { locksOf } from "../../doors/select.js";
-import { HALTED_STATES, type SessionLog } from "../../session/session.js";
-import { accountKey } from "../../session/token-store.js";
-import type { Device } from "../../spec/schemas.js";
-import { fromEditor, hasPermission, permission } from "../admin-access.js";
-import { type DoorAccountNode, ADMIN_PREFIX } from "../node-runtime.js";
+} from "../../src/account/account.js";
+import { type Settings, dropSignIn, runningCore, signIn } from "../../src/account/registry.js";
+import type { Credentials } from "../../src/client/client.js";
+import { locksOf } from "../../src/doors/select.js";
+import { HALTED_STATES, type SessionLog } from "../../src/session/session.js";
+import { accountKey } from "../../src/session/token-store.js";
+import type { Device } from "../../src/spec/schemas.js";
+import { fromEditor, hasPermission, permission } from "../shared/admin-access.js";
+import { type DoorAccountNode, ADMIN_PREFIX } from "../shared/node-runtime.js";
 
 /**
  * A forced list fetch from the editor happens at most once per this interval per account,

@@ -2,11 +2,11 @@
  * The `door-account` config node: the account's credentials and its one session, shared by
  * every flow node that names it. Thin Node-RED glue around src/account/account.ts.
  */
-import { accountLabel } from "../../account/label.js";
+import { accountLabel } from "../../src/account/label.js";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { NodeAPI, Node, NodeDef } from "node-red";
-import { parseBaseUrl } from "../../client/base-url.js";
+import { parseBaseUrl } from "../../src/client/base-url.js";
 import {
   ACCOUNT_DRAIN_MS,
   Account,
@@ -14,16 +14,16 @@ import {
   checkAccountSettings,
   checkStoreSettings,
   type SessionStoreChoice,
-} from "../../account/account.js";
-import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../../audit/audit-log.js";
-import { checkAuditPath } from "../../audit/paths.js";
-import { descriptionUrl } from "../../account/description-check.js";
-import type { Credentials } from "../../client/client.js";
-import type { SessionHaltedError } from "../../session/errors.js";
-import { type SessionLog, type SessionSnapshot } from "../../session/session.js";
-import { accountKey, tokenFileFor } from "../../session/token-store.js";
-import { textOf } from "../../util/text.js";
-import { type Member, deployStarted, join, settingsOf } from "../../account/registry.js";
+} from "../../src/account/account.js";
+import { DEFAULT_KEEP, DEFAULT_MAX_BYTES, sameOptions } from "../../src/audit/audit-log.js";
+import { checkAuditPath } from "../../src/audit/paths.js";
+import { descriptionUrl } from "../../src/account/description-check.js";
+import type { Credentials } from "../../src/client/client.js";
+import type { SessionHaltedError } from "../../src/session/errors.js";
+import { type SessionLog, type SessionSnapshot } from "../../src/session/session.js";
+import { accountKey, tokenFileFor } from "../../src/session/token-store.js";
+import { textOf } from "../../src/util/text.js";
+import { type Member, deployStarted, join, settingsOf } from "../../src/account/registry.js";
 import { type AccountCreds, registerAccountAdminRoutes } from "./door-account-admin.js";
 import {
   type AccountUser,
@@ -31,7 +31,7 @@ import {
   type DoorAccountNode,
   ACCOUNT_CLOSE_GUARD_MS,
   stateStatus,
-} from "../node-runtime.js";
+} from "../shared/node-runtime.js";
 
 /** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
 const deployHooked = new WeakSet<object>();

@@ -4,7 +4,7 @@
  * msg.statusCode set.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { classifyFailure } from "../../unlock/outcome.js";
+import { classifyFailure } from "../../src/unlock/outcome.js";
 import {
   FlowNodeBinding,
   MessageFields,
@@ -12,7 +12,7 @@ import {
   clockTime,
   endMessage,
   failMessage,
-} from "../node-runtime.js";
+} from "../shared/node-runtime.js";
 
 interface DevicesDef extends NodeDef {
   account: string;

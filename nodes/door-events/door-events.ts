@@ -6,8 +6,8 @@
  * It sends nothing to the service and costs an account's unlock path nothing it does not ask for.
  */
 import type { NodeAPI, Node, NodeDef } from "node-red";
-import { type AccountEvent, type EventKind, accountEvents, eventKinds } from "../../account/events.js";
-import { type DoorAccountNode, clockTime, fitStatus } from "../node-runtime.js";
+import { type AccountEvent, type EventKind, accountEvents, eventKinds } from "../../src/account/events.js";
+import { type DoorAccountNode, clockTime, fitStatus } from "../shared/node-runtime.js";
 
 interface EventsDef extends NodeDef {
   account: string;

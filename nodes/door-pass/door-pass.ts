@@ -6,13 +6,13 @@
  * the account's device list when a pass is issued and kept as ids.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import type { Account } from "../../account/account.js";
-import { selectDoor } from "../../doors/select.js";
-import { type Pass, type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
-import { checkCalendarSettings } from "../../passes/calendar-settings.js";
-import { CalendarPoller } from "../../passes/calendar-poller.js";
-import { applyBookings } from "../../passes/calendar-sync.js";
-import { classifyFailure } from "../../unlock/outcome.js";
+import type { Account } from "../../src/account/account.js";
+import { selectDoor } from "../../src/doors/select.js";
+import { type Pass, type PassDoor, checkIssue, codeLengthOf } from "../../src/passes/pass.js";
+import { checkCalendarSettings } from "../../src/passes/calendar-settings.js";
+import { CalendarPoller } from "../../src/passes/calendar-poller.js";
+import { applyBookings } from "../../src/passes/calendar-sync.js";
+import { classifyFailure } from "../../src/unlock/outcome.js";
 import {
   FlowNodeBinding,
   MessageError,
@@ -20,7 +20,7 @@ import {
   clockTime,
   describeThrown,
   endMessage,
-} from "../node-runtime.js";
+} from "../shared/node-runtime.js";
 
 interface PassDef extends NodeDef {
   account: string;

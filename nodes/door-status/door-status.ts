@@ -4,8 +4,8 @@
  * Catch node can branch on them.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { selectDoor } from "../../doors/select.js";
-import { classifyFailure } from "../../unlock/outcome.js";
+import { selectDoor } from "../../src/doors/select.js";
+import { classifyFailure } from "../../src/unlock/outcome.js";
 import {
   FlowNodeBinding,
   MessageError,
@@ -16,7 +16,7 @@ import {
   clearOutcomeFields,
   failMessage,
   endMessage,
-} from "../node-runtime.js";
+} from "../shared/node-runtime.js";
 
 interface StatusDef extends NodeDef {
   account: string;

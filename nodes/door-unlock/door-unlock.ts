@@ -11,8 +11,8 @@
  * status ever carries it.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../../unlock/access-rules.js";
-import { LockoutKeeper, pinChanged } from "../../unlock/lockout-keeper.js";
+import { type AccessRulesConfig, type AccessState, parseAccessRules } from "../../src/unlock/access-rules.js";
+import { LockoutKeeper, pinChanged } from "../../src/unlock/lockout-keeper.js";
 import {
   AuditRecordLost,
   messageActor,
@@ -21,7 +21,7 @@ import {
   type NodeAccess,
   type UnlockInput,
   type UnlockResult,
-} from "../../unlock/unlock.js";
+} from "../../src/unlock/unlock.js";
 import {
   FlowNodeBinding,
   MessageError,
@@ -32,7 +32,7 @@ import {
   configuredDoor,
   describeThrown,
   endMessage,
-} from "../node-runtime.js";
+} from "../shared/node-runtime.js";
 import { LockoutEvents, tellUnlock } from "./unlock-events.js";
 
 interface UnlockDef extends NodeDef {

@@ -4,9 +4,9 @@
  * answer taught of the door's reachability, and `rule/locked-out` / `rule/lockout-ended`.
  * Called off the door's path (after the message has left); never throws.
  */
-import type { AccountEvents } from "../../account/events.js";
-import type { AccessState } from "../../unlock/access-rules.js";
-import type { UnlockResult } from "../../unlock/unlock.js";
+import type { AccountEvents } from "../../src/account/events.js";
+import type { AccessState } from "../../src/unlock/access-rules.js";
+import type { UnlockResult } from "../../src/unlock/unlock.js";
 
 /** One line for a person: what happened at the door (never the message's own text, which may quote a flow). */
 export function unlockEventText(r: UnlockResult): string {

@@ -3,12 +3,12 @@
  * (then their own last result), raising a halt to a Catch node, and waiting for requests in
  * flight on close.
  */
-import { clip, describeThrown } from "../util/text.js";
+import { clip, describeThrown } from "../../src/util/text.js";
 import type { Node, NodeAPI } from "node-red";
-import type { Account } from "../account/account.js";
-import type { DoorIdentity } from "../doors/directory.js";
-import type { SessionHaltedError } from "../session/errors.js";
-import type { SessionSnapshot } from "../session/session.js";
+import type { Account } from "../../src/account/account.js";
+import type { DoorIdentity } from "../../src/doors/directory.js";
+import type { SessionHaltedError } from "../../src/session/errors.js";
+import type { SessionSnapshot } from "../../src/session/session.js";
 
 export const ADMIN_PREFIX = "/door-access/accounts";
 /** How long a closing node waits for its requests in flight (Node-RED allows 15 s). */

@@ -76,7 +76,7 @@ describe("the users' reference: user pages cite no source file, and every cited 
     };
     const missing: string[] = [];
     const sources = [
-      ...["src", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
+      ...["src", "nodes", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
         files(path.join(PACKAGE_ROOT, d), /\.(ts|js|html|json|md)$/),
       ),
       path.join(PACKAGE_ROOT, "README.md"),

@@ -3,7 +3,7 @@
  * description check found (docs/service-description.md#what-you-see) and the account's last events
  * (docs/events.md#in-the-sidebar). Every text from the runtime is set with .text(), never as HTML.
  */
-import { textOf } from "../../../util/text.js";
+import { textOf } from "../../../src/util/text.js";
 
 const NS = "@door-access/node-red/door-access-sidebar:";
 

@@ -5,7 +5,7 @@
  * door-account.write. The runtime never sends a code. Every text is set with .text(), never as
  * HTML: a guest's name is whatever a flow or a booking calendar wrote.
  */
-import { adminError, notifyText } from "../../editor-shared/text.js";
+import { adminError, notifyText } from "../../shared/editor/text.js";
 import { localTime, t, text } from "./findings.js";
 
 const BASE = "door-access/sidebar/accounts";

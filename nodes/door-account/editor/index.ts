@@ -10,12 +10,12 @@
  * bundles this file with what it imports into the node's door-account.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { accountLabel } from "../../../account/label.js";
-import { parseBaseUrl } from "../../../client/base-url.js";
-import { textOf } from "../../../util/text.js";
-import { STORED } from "../../editor-shared/credentials.js";
-import type { EditorNode } from "../../editor-shared/red.js";
-import { adminError, notifyText } from "../../editor-shared/text.js";
+import { accountLabel } from "../../../src/account/label.js";
+import { parseBaseUrl } from "../../../src/client/base-url.js";
+import { textOf } from "../../../src/util/text.js";
+import { STORED } from "../../shared/editor/credentials.js";
+import type { EditorNode } from "../../shared/editor/red.js";
+import { adminError, notifyText } from "../../shared/editor/text.js";
 
 interface DoorAccountNode extends EditorNode {
   name?: string;
@@ -78,7 +78,7 @@ function stateColour(state: string): Colour {
 }
 
 // The error text of a failed admin request: the endpoint's { error } when it sent one
-// (editor-shared/text.ts), else the HTTP status text. Every notification is made from text: its
+// (nodes/shared/editor/text.ts), else the HTTP status text. Every notification is made from text: its
 // error part is the runtime's words, which can quote the flow (a base URL, a name) or the service.
 function errorText(xhr: JQuery.jqXHR): string {
   return adminError(xhr) || xhr.statusText || String(xhr.status);

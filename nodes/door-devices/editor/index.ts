@@ -7,8 +7,8 @@
  * The build (scripts/editor-build.ts) bundles this file into the node's door-devices.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
-import type { EditorNode } from "../../editor-shared/red.js";
+import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
+import type { EditorNode } from "../../shared/editor/red.js";
 
 interface DoorDevicesNode extends EditorNode {
   name?: string;

@@ -7,9 +7,9 @@
  * The build (scripts/editor-build.ts) bundles this file into the node's door-events.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { DEFAULT_KINDS, EVENT_KINDS, eventKinds, kindsValid } from "../../../account/event-kinds.js";
-import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
-import type { EditorNode } from "../../editor-shared/red.js";
+import { DEFAULT_KINDS, EVENT_KINDS, eventKinds, kindsValid } from "../../../src/account/event-kinds.js";
+import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
+import type { EditorNode } from "../../shared/editor/red.js";
 
 interface DoorEventsNode extends EditorNode {
   name?: string;

@@ -7,10 +7,10 @@
  * The build (scripts/editor-build.ts) bundles this file into the node's door-pass.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../passes/pass-limits.js";
-import { checkCalendarSettings } from "../../../passes/calendar-settings.js";
-import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
-import type { EditorNode } from "../../editor-shared/red.js";
+import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../src/passes/pass-limits.js";
+import { checkCalendarSettings } from "../../../src/passes/calendar-settings.js";
+import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
+import type { EditorNode } from "../../shared/editor/red.js";
 
 interface DoorPassNode extends EditorNode {
   name?: string;

@@ -2,12 +2,12 @@
  * door-status in the editor: its definition (RED.nodes.registerType) and its dialog
  * (editor/template.html); reads one door's state (GET /api/device/{deviceId}).
  * The runtime (door-status.ts) reads exactly these properties: name, account, deviceId, doorName,
- * doorLocation. The door picker is shared with door-unlock (editor-shared/door-picker.ts).
+ * doorLocation. The door picker is shared with door-unlock (nodes/shared/editor/door-picker.ts).
  *
  * The build (scripts/editor-build.ts) bundles this file with what it imports into the node's
  * door-status.html (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
+import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
 import {
   type DoorNode,
   closePicker,
@@ -15,7 +15,7 @@ import {
   doorPicker,
   isDeviceIdValue,
   savePickedDoor,
-} from "../../editor-shared/door-picker.js";
+} from "../../shared/editor/door-picker.js";
 
 interface DoorStatusNode extends DoorNode {
   name?: string;

@@ -18,11 +18,11 @@ import {
   cooldownValue,
   fieldProblem,
   isTimeOfDay,
-} from "../../../unlock/access-config.js";
-import { textOf } from "../../../util/text.js";
-import { STORED } from "../../editor-shared/credentials.js";
-import type { Translate } from "../../editor-shared/door-picker.js";
-import type { EditorNode } from "../../editor-shared/red.js";
+} from "../../../src/unlock/access-config.js";
+import { textOf } from "../../../src/util/text.js";
+import { STORED } from "../../shared/editor/credentials.js";
+import type { Translate } from "../../shared/editor/door-picker.js";
+import type { EditorNode } from "../../shared/editor/red.js";
 
 const DAY_KEYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]; // ISO 1 .. 7
 

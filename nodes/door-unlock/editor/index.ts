@@ -10,9 +10,9 @@
  * door-unlock.html; the registerType call stays literal there, as Node-RED and the flow library's
  * scorecard read it (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
-import { nodeActorProblem } from "../../../unlock/node-actor.js";
-import { textOf } from "../../../util/text.js";
+import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
+import { nodeActorProblem } from "../../../src/unlock/node-actor.js";
+import { textOf } from "../../../src/util/text.js";
 import {
   type DoorNode,
   type PickerDevice,
@@ -21,8 +21,8 @@ import {
   doorPicker,
   isDeviceIdValue,
   savePickedDoor,
-} from "../../editor-shared/door-picker.js";
-import { notifyText } from "../../editor-shared/text.js";
+} from "../../shared/editor/door-picker.js";
+import { notifyText } from "../../shared/editor/text.js";
 import {
   type RulesNode,
   type RulesSection,

@@ -1,9 +1,9 @@
 /**
  * The door picker of the door-status and door-unlock dialogs (docs/doors.md#picking-a-door-in-the-editor)
  * and the door-id helpers of their definitions. Every text from the runtime or the service goes in
- * as text (editor-shared/text.ts).
+ * as text (nodes/shared/editor/text.ts).
  */
-import { textOf } from "../../util/text.js";
+import { textOf } from "../../../src/util/text.js";
 import { STORED } from "./credentials.js";
 import type { EditorNode } from "./red.js";
 import { adminError } from "./text.js";

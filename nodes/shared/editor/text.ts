@@ -6,7 +6,7 @@
  * validate() returns fixed text only: the editor shows that text as HTML in its tooltips.
  * Used by every dialog and the "Door access" sidebar.
  */
-import { textOf } from "../../util/text.js";
+import { textOf } from "../../../src/util/text.js";
 import type { NotificationType } from "./red.js";
 
 /** The { error } text that our admin endpoints send with a failure, or null. */
