@@ -175,7 +175,7 @@ export async function measureFootprint(opts: {
       ["undici/lib/dispatcher/pool.js", "undici/lib/dispatcher/dispatcher.js", "undici/lib/api/index.js"],
     ],
     ["jose (decodeJwt)", "with the nodes", ["jose/jwt/decode"]],
-    ["our code (dist/src)", "with the nodes", ours],
+    ["our code (dist/src, dist/nodes)", "with the nodes", ours],
     ["@redis/client (an account on Redis)", "when used", ["@redis/client"]],
     ["proper-lockfile (first file-store renewal)", "when used", ["proper-lockfile"]],
     ["rest of undici (fetch, WebSocket, mocks, ...)", "not loaded", ["undici"]],

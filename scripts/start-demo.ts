@@ -133,7 +133,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     cleanups.push(() => {
       if (readDemoLock(lockFile)?.token === lock.token) fs.rmSync(lockFile, { force: true });
     });
-    for (const f of ["dist/src/nodes/door-account/door-account.js", "dist/src/nodes/door-account/door-account.html"]) {
+    for (const f of ["dist/nodes/door-account/door-account.js", "dist/nodes/door-account/door-account.html"]) {
       if (!fs.existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
     }
     // Simulator: 8787 unless busy.

@@ -5,7 +5,7 @@
  * problem names the PIN's value. parseAccessRules (src/unlock/access-rules.ts) makes a rule set of
  * what is read here only when nothing is wrong.
  *
- * The door-unlock dialog runs this same reading in the browser (src/nodes/door-unlock/editor/,
+ * The door-unlock dialog runs this same reading in the browser (nodes/door-unlock/editor/,
  * through fieldProblem below), so that it flags exactly what the runtime refuses: this module and
  * what it imports stay free of Node.js (no `node:` module, no Buffer), which the editor's
  * type-check (tsconfig.editor.json, lib dom without Node's types) enforces.

@@ -2,7 +2,7 @@
  * The door-unlock node's own actor (its `actor` property, docs/nodes.md#door-unlock): one line of
  * at most 200 characters, the same limit as for `msg.actor` (MAX_ACTOR). The runtime refuses another at deploy and for every message that would
  * carry it (src/unlock/unlock.ts); the dialog validates the property with this same function
- * (src/nodes/door-unlock/editor/), so it flags exactly what the runtime refuses. Free of Node.js:
+ * (nodes/door-unlock/editor/), so it flags exactly what the runtime refuses. Free of Node.js:
  * it runs in the browser too.
  */
 import { hasControlChars } from "../util/text.js";

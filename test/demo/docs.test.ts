@@ -53,14 +53,14 @@ function anchors(page: string): Set<string> {
 describe("the users' reference: user pages cite no source file, and every cited section exists (docs/README.md)", () => {
   const pages = readdirSync(DOCS).filter((f) => f.endsWith(".md"));
 
-  it("no user page (docs/*.md but architecture.md and testing.md) names a src/ path", () => {
+  it("no user page (docs/*.md but architecture.md and testing.md) names a source path: src/, or a node's folder nodes/<type>/ or nodes/shared/", () => {
     const hits = pages
       .filter((p) => !CONTRIBUTOR_PAGES.has(p))
       .flatMap((p) =>
         readFileSync(path.join(DOCS, p), "utf8")
           .split("\n")
           .map((line, i) => ({ where: `docs/${p}:${i + 1}`, line }))
-          .filter(({ line }) => line.includes("src/")),
+          .filter(({ line }) => line.includes("src/") || /(^|[^\w/.-])nodes\/(door-[a-z-]+|shared)\//.test(line)),
       );
     assert.deepEqual(
       hits.map((h) => `${h.where}: ${h.line.trim()}`),
@@ -76,7 +76,7 @@ describe("the users' reference: user pages cite no source file, and every cited 
     };
     const missing: string[] = [];
     const sources = [
-      ...["src", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
+      ...["src", "nodes", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
         files(path.join(PACKAGE_ROOT, d), /\.(ts|js|html|json|md)$/),
       ),
       path.join(PACKAGE_ROOT, "README.md"),

@@ -1,7 +1,7 @@
 /**
  * Shared setup of the Node-RED runtime tests (not a test file itself): a real Node-RED 4
  * runtime through node-red-node-test-helper, the four door nodes loaded from their compiled
- * entry points (package.json's node-red.nodes: dist/src/nodes/<type>/<type>.js), a fresh user
+ * entry points (package.json's node-red.nodes: dist/nodes/<type>/<type>.js), a fresh user
  * directory per flow, the simulator as the service.
  *
  * Requests are always counted at the simulator (its request log), never in our own code.
