@@ -62,6 +62,11 @@ module.exports = {
   timeout: 20000,
   exit: true,
   reporter: "spec",
-  require: ["dist/test/hooks/no-unhandled.js", "dist/test/hooks/leak-scan.js", "dist/test/hooks/file-times.js"],
+  require: [
+    "dist/test/hooks/programs.js",
+    "dist/test/hooks/no-unhandled.js",
+    "dist/test/hooks/leak-scan.js",
+    "dist/test/hooks/file-times.js",
+  ],
   "node-option": ["unhandled-rejections=strict"],
 };

@@ -10,6 +10,7 @@ import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { NodeRedProcess as Runtime } from "../helpers/node-red-process.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { unlockPuts } from "../helpers/requests.js";
 
 const HOUR = 3600_000;
@@ -87,7 +88,8 @@ describe("guest passes on the account's Redis store: every instance sees the sam
     }
   }
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
     sim = await startSimulator({ rateLimit: false });
     [a, b] = await Promise.all([Runtime.start("pa"), Runtime.start("pb")]);
