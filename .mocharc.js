@@ -63,6 +63,7 @@ module.exports = {
   exit: true,
   reporter: "spec",
   require: [
+    "dist/test/hooks/children.js",
     "dist/test/hooks/programs.js",
     "dist/test/hooks/no-unhandled.js",
     "dist/test/hooks/leak-scan.js",

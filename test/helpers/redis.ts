@@ -112,6 +112,10 @@ export class RedisServer {
       "warning",
     ];
     if (this.password) args.push("--requirepass", this.password);
+    // redis-server writes its title over its environment: the test run's mark goes into the title
+    // (test/hooks/children.ts), so that the run's watcher finds it.
+    const mark = process.env.DOOR_TEST_RUN;
+    if (mark) args.push("--proc-title-template", `{title} {listen-addr} {server-mode} DOOR_TEST_RUN=${mark}`);
     let out = "";
     const proc = spawn(this.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
     proc.stdout.on("data", (d: Buffer) => (out += d.toString()));
