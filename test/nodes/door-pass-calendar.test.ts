@@ -30,6 +30,7 @@ import {
   waitReady,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
+import { untilCount } from "../helpers/until.js";
 
 const DAY = 24 * 3600_000;
 
@@ -291,13 +292,14 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
-    this.timeout(150_000);
+    // Bound by progress, not by the machine's speed: it fails only when no pass comes out for two minutes.
+    this.timeout(0);
     const events: string[] = [];
     for (let i = 0; i < 10_000; i++) events.push(booking(`big-${i}`, `Guest ${i}`, 1 + (i % 300), 3 + (i % 300)));
     cal.body = feed(...events);
     await deploy();
-    // The time it takes is the benchmark's (docs/passes.md#what-passes-cost); here only that it is applied, with room for a loaded CI machine.
-    await until("10,000 passes", () => issued().length === 10_000, 120_000, 100);
+    // The time it takes is the benchmark's (docs/passes.md#what-passes-cost); here only that it is applied.
+    await untilCount("the passes issued", () => issued().length, 10_000, 120_000);
     assert.equal(new Set(issued().map((p) => p.code)).size, 10_000);
   });
 });
