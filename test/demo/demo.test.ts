@@ -51,7 +51,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 async function getJson(url: string): Promise<unknown> {
-  const res = await fetch(url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(5000) });
+  const res = await fetch(url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(30_000) });
   assert.equal(res.status, 200, `GET ${url}: ${res.status}`);
   return res.json();
 }
@@ -74,7 +74,7 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
   }
 
   async function checkRunning(demo: RunningDemo): Promise<void> {
-    const editor = await fetch(demo.editorUrl, { signal: AbortSignal.timeout(5000) });
+    const editor = await fetch(demo.editorUrl, { signal: AbortSignal.timeout(30_000) });
     assert.equal(editor.status, 200);
     assert.match(await editor.text(), /Node-RED/);
 

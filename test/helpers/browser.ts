@@ -10,8 +10,9 @@
  * - `launchChromium()`, `saveFailure()`, `stopAfterFailure()` for a test that starts its own demo.
  *
  * The `use*` functions register mocha's hooks in the calling describe and return a handle whose
- * fields are set once `before` has run. Without /usr/bin/chromium the test fails (it is never
- * skipped): `.ci/run` installs it.
+ * fields are set once `before` has run. Without chromium (/usr/bin/chromium, or DOOR_TEST_CHROMIUM)
+ * the tests of a `use*` describe are pending, or fail under CI=true
+ * (docs/testing.md#programs-the-suite-needs): `.ci/run` installs it.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -22,8 +23,8 @@ import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.j
 import { type RunningDemo, startDemo } from "../../scripts/start-demo.js";
 import { dialogReady } from "./editor-dialog.js";
 import { recordForLeakScan, scanFolderForLeaks } from "../hooks/leak-scan.js";
+import { chromiumPath, missingLine, needProgram, programPath } from "./programs.js";
 
-export const CHROMIUM = "/usr/bin/chromium";
 export const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 export const STEP_MS = 15_000;
 /** Headless chromium with nothing of its own on the network: no background fetches, no updates. */
@@ -54,13 +55,9 @@ export interface PageOptions {
   login?: { username: string; password: string; origin: string };
 }
 
-/** Fails (never skips) without Debian's chromium: `.ci/run` installs it. */
+/** Fails without chromium: a describe checks for it first (`needProgram`) to be pending instead. */
 export function assertChromium(): void {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`,
-    );
-  }
+  if (programPath("chromium") === null) throw new Error(missingLine("chromium"));
 }
 
 /**
@@ -76,7 +73,7 @@ export async function launchChromium(
   assertChromium();
   const { chromium } = await import("playwright-core");
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath: chromiumPath(),
     headless: true,
     viewport: options.viewport ?? { width: 1280, height: 760 },
     ...(options.mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
@@ -159,7 +156,7 @@ export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
 
   before(async function () {
     this.timeout(150_000);
-    assertChromium();
+    needProgram(this, "chromium");
     const dir = fs.mkdtempSync(path.join(tmpdir(), "door-browser-demo-"));
     dirs.push(dir);
     h.demo = await startDemo({

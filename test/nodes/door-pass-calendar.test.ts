@@ -35,8 +35,10 @@ import {
   waitReady,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
+import { needProgram } from "../helpers/programs.js";
 import { RedisServer } from "../helpers/redis.js";
 import { connect } from "node:net";
+import { untilCount } from "../helpers/until.js";
 
 const DAY = 24 * 3600_000;
 
@@ -387,13 +389,14 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
-    this.timeout(150_000);
+    // Bound by progress, not by the machine's speed: it fails only when no pass comes out for two minutes.
+    this.timeout(0);
     const events: string[] = [];
     for (let i = 0; i < 10_000; i++) events.push(booking(`big-${i}`, `Guest ${i}`, 1 + (i % 300), 3 + (i % 300)));
     cal.body = feed(...events);
     await deploy();
-    // The time it takes is the benchmark's (docs/passes.md#what-passes-cost); here only that it is applied, with room for a loaded CI machine.
-    await until("10,000 passes", () => issued().length === 10_000, 120_000, 100);
+    // The time it takes is the benchmark's (docs/passes.md#what-passes-cost); here only that it is applied.
+    await untilCount("the passes issued", () => issued().length, 10_000, 120_000);
     assert.equal(new Set(issued().map((p) => p.code)).size, 10_000);
   });
 
@@ -597,6 +600,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   // docs/passes.md#from-a-booking-calendar: Redis going away mid-apply; the next read completes it
   it("redis-server stopped mid-apply: no crash, one warning (pass/calendar-failed reason store); the next read completes the rest, each booking one live pass whose code was sent", async function () {
     this.timeout(150_000);
+    needProgram(this, "redis-server");
     const redis = await RedisServer.start();
     try {
       const n = 300;

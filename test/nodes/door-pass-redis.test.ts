@@ -12,6 +12,7 @@ import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { NodeRedProcess as Runtime } from "../helpers/node-red-process.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { unlockPuts } from "../helpers/requests.js";
 import { until } from "../helpers/until.js";
 
@@ -90,7 +91,8 @@ describe("guest passes on the account's Redis store: every instance sees the sam
   let a: Runtime;
   let b: Runtime;
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
     sim = await startSimulator({ rateLimit: false });
     [a, b] = await Promise.all([Runtime.start("pa"), Runtime.start("pb")]);
@@ -362,7 +364,8 @@ describe("a booking calendar read by two instances on one Redis store: one pass 
   let a: Runtime;
   let b: Runtime;
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
     sim = await startSimulator({ rateLimit: false });
     feed = new FeedAndCollector();

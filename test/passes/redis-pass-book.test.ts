@@ -14,6 +14,7 @@ import { passRefusal } from "../../src/unlock/pass-check.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 
 const HOUR = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -23,7 +24,8 @@ describe("the pass book on the account's Redis store: changes on one instance ar
   let redis: RedisServer;
   let stores: RedisTokenStore[] = [];
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
   });
   after(async () => {
