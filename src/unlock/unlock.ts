@@ -11,7 +11,8 @@ import { MAX_ACTOR, nodeActorProblem } from "./node-actor.js";
 import type { AccessState, CooldownSlot, Denied, DenyReason } from "./access-rules.js";
 import type { LockoutKeeper } from "./lockout-keeper.js";
 import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
-import { lookUpPass, passRefusal } from "./pass-check.js";
+import { checkCode, passRefusal, refusedBy } from "./pass-check.js";
+import { readCode } from "../passes/pass.js";
 import { type PassTicket, PassUseRefused } from "../passes/pass-book.js";
 import type { Pass } from "../passes/pass.js";
 import { AuditRecordLost, CLOSING_TRIES, afterDelivery, doorKnownLocally, rateLimited } from "./unlock-parts.js";
@@ -240,6 +241,23 @@ async function unlockOnce(
   // Rules that cannot be read refuse every message, before anything else is looked at.
   if (node.access && !node.access.ok) return reject("denied", node.access.message, { reason: "configuration" });
   const access = node.access?.ok ? node.access.state : null;
+  const keeper = access ? (node.lockout ?? null) : null;
+  const takesPasses = access !== null && node.acceptPasses === true;
+  /**
+   * docs/passes.md#how-hard-a-code-is-to-guess: while a node that accepts passes is locked out,
+   * every message gets this one answer, whatever it holds; no code is looked up, no PIN compared.
+   */
+  const lockedOutAlike = (d: Denied): Promise<UnlockResult> => {
+    Object.assign(base, { deviceId: null, lockId: null, door: null, actor });
+    pass = null;
+    return deny(d);
+  };
+  if (takesPasses) {
+    // The wrong tries kept from before a deploy or restart are read first (docs/access-rules.md#what-ends-a-lockout).
+    if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
+    const locked = access.lockedOut(account.clock.now());
+    if (locked) return lockedOutAlike(locked);
+  }
 
   if (input.unreadable !== undefined) return reject("invalid-input", input.unreadable);
   if (actorProblem) return reject("invalid-input", actorProblem);
@@ -260,23 +278,15 @@ async function unlockOnce(
   if (!lock.ok) return reject("invalid-input", input.msgLockId !== undefined ? `msg.${lock.message}` : lock.message);
   base.lockId = lock.lockId;
 
-  const keeper = access ? (node.lockout ?? null) : null;
-  if (access && node.acceptPasses === true && input.msgPass !== undefined) {
-    // docs/passes.md#at-a-door-unlock: the pass names the guest and replaces the actor rule and the PIN.
-    const found = await lookUpPass(account.core.passes, input.msgPass);
-    if (found.kind === "invalid") return reject("invalid-input", found.message);
-    if (found.kind === "unavailable") return reject("error", found.message);
-    if (found.kind === "unknown") {
-      // Counted toward the node's lockout as a wrong PIN is, and kept before it is answered.
-      if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
-      const d = access.wrongCode(account.clock.now());
-      if (keeper !== null) await keeper.saveIfCounted(account.core.records);
-      return deny(d);
-    }
-    pass = found.pass;
-    base.actor = `guest:${pass.guest}`;
+  // docs/passes.md#at-a-door-unlock: a code is read here, and looked up only once the message could
+  // open a door with it (docs/passes.md#how-hard-a-code-is-to-guess).
+  let code: string | null = null;
+  if (takesPasses && input.msgPass !== undefined) {
+    code = readCode(input.msgPass);
+    if (code === null)
+      return reject("invalid-input", "msg.pass must be a pass code: its digits, as text or a whole number");
   }
-  const byPass = pass !== null;
+  const byPass = code !== null;
   const choice = { msgDeviceId: input.msgDeviceId, msgDoor: input.msgDoor, configured: node.door };
   if (access) {
     // Bad input is answered as such, also when a rule would refuse the message too.
@@ -322,6 +332,15 @@ async function unlockOnce(
   // docs/access-rules.md#what-ends-a-lockout: the wrong PINs and lockout kept from before a
   // deploy or restart are read before the first check (read once; later messages do not wait).
   if (keeper !== null && !keeper.ready) await keeper.load(account.core.records);
+  if (code !== null) {
+    try {
+      await account.core.passes.refresh();
+    } catch (e) {
+      // The passes cannot be read (the Redis store is unreachable): no code is known or unknown.
+      return reject("error", `not sent: the passes cannot be read (${(e as Error).message})`);
+    }
+  }
+  // From here to the decision, one synchronous turn: no other message is checked in between.
   const heldMs = account.client.heldForMs();
   if (heldMs > 0) {
     const left = Math.ceil(heldMs / 1000);
@@ -330,9 +349,29 @@ async function unlockOnce(
       retryAfter: left,
     });
   }
-  if (pass !== null) {
-    const why = passRefusal(pass, selection.deviceId, account.clock.now());
-    if (why !== null) return reject("denied", why, { reason: "pass" });
+  /** A refusal of a message whose code belongs to a pass: it costs a try, kept before it is answered. */
+  const denyCounted = async (d: Denied): Promise<UnlockResult> => {
+    const counted = access!.costTry(account.clock.now(), d);
+    if (keeper !== null) await keeper.saveIfCounted(account.core.records);
+    return deny(counted);
+  };
+  /** A message with a pass's code that sent nothing for another reason (the session, the audit log): a try too. */
+  const costTry = async (): Promise<void> => {
+    if (pass === null) return;
+    access!.costTry(account.clock.now(), refusedBy("pass", "not sent"));
+    if (keeper !== null) await keeper.saveIfCounted(account.core.records);
+  };
+  if (code !== null) {
+    // Looked at again: another message may have locked the node while this one waited.
+    const checked = checkCode(access!, account.core.passes, code, selection.deviceId, account.clock.now());
+    if (checked.kind === "locked") return lockedOutAlike(checked.denied);
+    pass = checked.pass;
+    // The pass names the guest and replaces the actor rule and the PIN.
+    if (pass !== null) base.actor = `guest:${pass.guest}`;
+    if (checked.kind === "refused") {
+      if (keeper !== null) await keeper.saveIfCounted(account.core.records);
+      return deny(checked.denied);
+    }
   }
   let slot: CooldownSlot | null = null;
   let ticket: PassTicket | null = null;
@@ -346,6 +385,7 @@ async function unlockOnce(
       byPass,
     });
     if (!d.allowed) {
+      if (pass !== null) return denyCounted(d);
       // A wrong PIN is kept before it is answered: a restart after the answer has not forgotten it.
       if (keeper !== null) await keeper.saveIfCounted(account.core.records);
       return deny(d);
@@ -356,11 +396,8 @@ async function unlockOnce(
       ticket = account.core.passes.reserve(pass, selection.deviceId);
       if (ticket === null) {
         slot.release();
-        return reject(
-          "denied",
-          passRefusal(pass, selection.deviceId, account.clock.now()) ?? "this pass has no use left",
-          { reason: "pass" },
-        );
+        const why = passRefusal(pass, selection.deviceId, account.clock.now()) ?? "this pass has no use left";
+        return denyCounted(refusedBy("pass", why));
       }
     }
   }
@@ -411,7 +448,8 @@ async function unlockOnce(
     } catch (e) {
       if (e instanceof PassUseError) {
         // Another instance took the pass's last use, or the pass changed: refused as at the check.
-        if (e.why instanceof PassUseRefused) return reject("denied", e.why.message, { reason: "pass" });
+        if (e.why instanceof PassUseRefused) return denyCounted(refusedBy("pass", e.why.message));
+        await costTry();
         return reject("error", `not sent: the pass's use could not be written (${(e.why as Error).message})`);
       }
       let c: Classified;
@@ -444,6 +482,7 @@ async function unlockOnce(
       }
       if (sends === 0) slot?.release(); // nothing left: the next message for the door need not wait
       if (sends === 0 && !c.sent) {
+        await costTry();
         return reject(c.outcome, c.message, c.outcome === "rate-limited" ? rateLimited(c) : {});
       }
       if (c.outcome === "not-found") {
