@@ -2,8 +2,8 @@
  * Guest passes in a real Node-RED runtime against the simulator (docs/passes.md): door-pass
  * issues, revokes and lists; a door-unlock with acceptPasses opens for a live pass's code and for
  * nothing else; a use is counted once, also when messages race for the last one; the code is in
- * the issued message and nowhere else; passes outlive a restart. Requests are counted at the
- * simulator.
+ * the issued message and nowhere else; passes outlive a restart; a guesser gets five tries per
+ * lockout and nothing while it lasts. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
 import crypto from "node:crypto";
@@ -16,6 +16,7 @@ import { accountKey, accountStoreId } from "../../src/session/token-store.js";
 import {
   ALL_NODES,
   DEMO_ACCOUNT,
+  accountOf,
   assertAccepted,
   assertFailed,
   catchModule,
@@ -312,7 +313,17 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     await until("eight outcomes", () => ok.length + fail.length === 8);
     assert.equal(ok.length, 1);
     assert.equal(unlockPuts(sim).length, 1);
-    for (const m of fail) assert.equal(m.payload.reason, "pass");
+    // Each refusal told that the code is real, so each cost a try (docs/passes.md#how-hard-a-code-is-to-guess):
+    // the fifth locked the node, and the last two were answered as every message is while it is locked.
+    assert.deepEqual(fail.map((m) => m.payload.reason).sort(), [
+      "locked-out",
+      "locked-out",
+      "pass",
+      "pass",
+      "pass",
+      "pass",
+      "pass",
+    ]);
   });
 
   // docs/passes.md#at-a-door-unlock: a use is counted when the command is sent
@@ -433,5 +444,209 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     forgetPassBooks();
     await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
     assertAccepted(await unlock({ pass: code }));
+  });
+});
+
+/**
+ * Guessing codes at a keypad (docs/passes.md#how-hard-a-code-is-to-guess). The runtime's clock is
+ * faked (sinon, `Date` only, read by the simulator too), so that a lockout's 15 minutes are moved
+ * over, not waited for; the pass book of the account is watched by wrapping its lookups.
+ */
+describe("guessing a code: while locked out a node looks up no code and answers every message alike; outside a lockout every refusal about a real pass costs a try (docs/passes.md#how-hard-a-code-is-to-guess)", function () {
+  this.timeout(60_000);
+  const MIN = 60_000;
+  let sim: RunningSimulator;
+  let clock: sinon.SinonFakeTimers;
+
+  before(async () => {
+    clock = sinon.useFakeTimers({ now: Date.now(), toFake: ["Date"] });
+    sim = await startSim({ rateLimit: false, now: () => Date.now() });
+  });
+  after(async () => {
+    await sim?.close();
+    clock?.uninstall();
+  });
+  afterEach(async () => {
+    await teardown();
+    forgetPassBooks();
+  });
+
+  async function deploy(unlockExtra: Record<string, unknown> = {}, passExtra: Record<string, unknown> = {}) {
+    await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES });
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+  }
+
+  /** Counts what reaches the account's pass book: its refresh before a lookup, and the lookups. */
+  function watchBook(): { lookups: () => number; reads: () => number; stop: () => void } {
+    const book = accountOf().account.core.passes;
+    const find = sinon.spy(book, "find");
+    const refresh = sinon.spy(book, "refresh");
+    return {
+      lookups: () => find.callCount,
+      reads: () => refresh.callCount,
+      stop: () => {
+        find.restore();
+        refresh.restore();
+      },
+    };
+  }
+
+  /** A 6- or 8-digit code that no pass in `codes` has. */
+  function miss(codes: Set<string>, digits = 8, from = 1): string {
+    for (let n = from; ; n++) {
+      const c = String(10 ** (digits - 1) + n);
+      if (!codes.has(c)) return c;
+    }
+  }
+
+  /** Sends five codes no pass has, one after another: the fifth locks the node. */
+  async function lockOut(codes: Set<string>, digits = 8): Promise<void> {
+    for (let i = 1; i <= 5; i++) assertFailed(await unlock({ pass: miss(codes, digits, i * 1000) }), "denied", null);
+    assert.equal(assertFailed(await unlock({ pass: miss(codes, digits) }), "denied", null).reason, "locked-out");
+  }
+
+  it("while locked out: no code reaches the pass book and every message is answered alike (denied, locked-out, the same text and fields), whatever msg.pass, msg.pin or msg.deviceId hold", async () => {
+    await deploy();
+    const now = Date.now();
+    const live = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const other = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const over = await issue({ guest: "C", doors: [101], from: iso(now - 2 * HOUR), until: iso(now - HOUR) });
+    const later = await issue({ guest: "D", doors: [101], from: iso(now + HOUR), until: iso(now + 2 * HOUR) });
+    const codes = new Set([live.code, other.code, over.code, later.code]);
+    await lockOut(codes);
+    sim.control.resetRequests();
+    const book = watchBook();
+    const asked: Record<string, unknown>[] = [
+      { pass: live.code },
+      { pass: Number(live.code) },
+      { pass: other.code },
+      { pass: other.code, deviceId: 102 },
+      { pass: over.code },
+      { pass: later.code },
+      { pass: live.code, deviceId: 999 },
+      { pass: live.code, door: "No Such Door" },
+      { pass: miss(codes) },
+      { pass: "12ab" },
+      { pass: live.code, pin: "1234" },
+      { pin: "1234" },
+      { deviceId: "x" },
+      { deviceId: 101, lockId: 77 },
+      {},
+    ];
+    const answers: any[] = [];
+    for (const m of asked) answers.push(assertFailed(await unlock(m), "denied", null));
+    book.stop();
+    const alike = ({ at: _at, ...rest }: any) => rest;
+    assert.equal(answers[0].reason, "locked-out");
+    assert.match(answers[0].message, /^locked: /);
+    for (const [i, a] of answers.entries())
+      assert.deepEqual(alike(a), alike(answers[0]), `message ${i + 1} (${Object.keys(asked[i]).join(", ")})`);
+    assert.equal(book.lookups(), 0, "no code was looked up while locked out");
+    assert.equal(book.reads(), 0, "the pass book was not read while locked out");
+    assert.equal(unlockPuts(sim).length, 0);
+    assert.equal(sim.control.requests().length, 0, "nothing reached the service");
+  });
+
+  it("every refusal about a real pass costs a try as a code no pass has does: five of one kind lock the node (not for this door, an unknown msg.deviceId, not valid yet, expired, used up, revoked, the cooldown)", async () => {
+    await deploy({ cooldown: 60 });
+    const now = Date.now();
+    const span = { from: iso(now - HOUR), until: iso(now + 2 * 24 * HOUR) };
+    const live = await issue({ guest: "A", doors: [101], ...span });
+    const other = await issue({ guest: "B", doors: [102], ...span });
+    const later = await issue({ guest: "C", doors: [101], from: iso(now + 24 * HOUR), until: iso(now + 48 * HOUR) });
+    const over = await issue({ guest: "D", doors: [101], from: iso(now - 2 * HOUR), until: iso(now - HOUR) });
+    const once = await issue({ guest: "E", doors: [101], ...span, uses: 1 });
+    const gone = await issue({ guest: "F", doors: [101], ...span, ref: "r-f" });
+    assert.ok("ok" in (await pass({ action: "revoke", ref: "r-f" })));
+    // The cooldown first: the pass with one use opens, and the door is in its cooldown for 60 s.
+    assertAccepted(await unlock({ pass: once.code }));
+    const kinds: [string, Record<string, unknown>, string][] = [
+      ["the cooldown", { pass: live.code }, "cooldown"],
+      ["not for this door", { pass: other.code }, "pass"],
+      ["an unknown msg.deviceId", { pass: live.code, deviceId: 999 }, "pass"],
+      ["not valid yet", { pass: later.code }, "pass"],
+      ["expired", { pass: over.code }, "pass"],
+      ["used up", { pass: once.code }, "pass"],
+      ["revoked", { pass: gone.code }, "pass"],
+    ];
+    for (const [what, msg, reason] of kinds) {
+      sim.control.resetRequests();
+      for (let i = 1; i <= 5; i++) {
+        const r = assertFailed(await unlock({ ...msg }), "denied", null);
+        assert.equal(r.reason, reason, `${what}, try ${i}: ${r.message}`);
+        assert.equal(/every message is refused until/.test(r.message), i === 5, `${what}, try ${i}: ${r.message}`);
+      }
+      const locked = assertFailed(await unlock({ pass: live.code }), "denied", null);
+      assert.equal(locked.reason, "locked-out", `five refusals (${what}) lock the node`);
+      assert.equal(unlockPuts(sim).length, 0);
+      clock.tick(15 * MIN); // the lockout is over; the count starts from zero
+    }
+    assertAccepted(await unlock({ pass: live.code }));
+  });
+
+  it("a message that can open nothing whatever its code (a door name no door has, a msg.deviceId that is no id, a lock the door has not) is answered before the code is looked up: a real code and a code no pass has get the same answer, neither reaches the pass book, and neither costs a try", async () => {
+    await deploy();
+    const now = Date.now();
+    const live = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([live.code]);
+    const book = watchBook();
+    for (const where of [{ door: "No Such Door" }, { deviceId: "x" }, { deviceId: 101, lockId: 77 }]) {
+      const real = assertFailed(await unlock({ pass: live.code, ...where }), "invalid-input", null);
+      const blind = assertFailed(await unlock({ pass: miss(codes), ...where }), "invalid-input", null);
+      assert.equal(real.message, blind.message, JSON.stringify(where));
+    }
+    assert.equal(book.lookups(), 0);
+    // Such answers cost no try: the node is not locked after more than five of them.
+    assertAccepted(await unlock({ pass: live.code }));
+    book.stop();
+  });
+
+  it("a flood of blind guesses against 300 passes with 6-digit codes finds no live code: the pass book is asked at most five times per lockout, however many guesses come and however fast", async () => {
+    await deploy({}, { codeLength: 6 });
+    const now = Date.now();
+    const o = outs.length;
+    for (let i = 0; i < 300; i++) {
+      const doors = i % 3 === 0 ? [101] : [102];
+      helper.getNode("dp").receive({
+        payload: { action: "issue", guest: `G${i}`, doors, from: iso(now - HOUR), until: iso(now + 24 * HOUR) },
+      });
+    }
+    await until("300 passes issued", () => outs.length - o === 300, 30_000);
+    const codes = new Set(outs.slice(o).map((m) => m.payload.code as string));
+    assert.equal(codes.size, 300);
+    sim.control.resetRequests();
+    const book = watchBook();
+    const ok = received("u1-ok");
+    const fail = received("u1-fail");
+    /** Sends every guess in one turn (a flood), then waits for every answer. */
+    const flood = async (guesses: string[]) => {
+      const before = ok.length + fail.length;
+      for (const g of guesses) helper.getNode("u1").receive({ pass: g });
+      await until("every guess answered", () => ok.length + fail.length - before === guesses.length, 60_000);
+    };
+    // 1. A thousand codes no pass has, all at once: five are looked up, the fifth locks the node.
+    const blind = Array.from({ length: 1000 }, (_, i) => miss(codes, 6, 1 + i * 700));
+    await flood(blind);
+    assert.equal(book.lookups(), 5, "five lookups for a thousand guesses at once");
+    // 2. While locked: guesses that hold every live code, for this door and another, all at once.
+    await flood([...codes, ...blind.slice(0, 200)]);
+    assert.equal(book.lookups(), 5, "no lookup while locked, whatever the guesses");
+    // 3. A second lockout period: five lookups more, never more than the lockout allows.
+    clock.tick(15 * MIN);
+    await flood(blind.slice(200));
+    assert.equal(book.lookups(), 10, "five more lookups in the next 15 minutes");
+    book.stop();
+    assert.equal(ok.length, 0, "no guess opened a door");
+    assert.equal(unlockPuts(sim).length, 0);
+    const reasons = new Set(fail.map((m) => m.payload.reason));
+    assert.deepEqual([...reasons].sort(), ["locked-out", "pass"]);
+    const told = fail.filter((m) => m.payload.reason === "pass").map((m) => m.payload.message);
+    assert.equal(told.length, 10);
+    assert.ok(
+      told.every((t) => t.startsWith("no pass has this code")),
+      "no answer told a real code apart",
+    );
   });
 });
