@@ -150,6 +150,28 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     assert.equal(y.find(plain.code)?.id, plain.pass.id);
   });
 
+  // docs/passes.md#from-a-booking-calendar: what was stored is told as events (updated, revoked)
+  it("a change stored just before Redis goes away (the read after the write fails): update and revoke answer the change they stored, so its message goes out", async () => {
+    const { book: x, arm, back } = goingAwayAfterWrite();
+    const { pass } = await x.issue(newPass("cal-1"), 8);
+    arm();
+    const updated = await x.update(pass.id, { ...newPass(), guest: "Ada Lovelace", until: iso(now + 2 * HOUR) });
+    assert.equal(updated?.guest, "Ada Lovelace", "the update stored is the one answered");
+    assert.equal(updated?.until, iso(now + 2 * HOUR));
+    back();
+    arm();
+    const revoked = await x.revoke({ id: pass.id, byCalendar: true });
+    back();
+    assert.deepEqual(
+      revoked.map((p) => [p.id, p.guest, p.revoked !== null]),
+      [[pass.id, "Ada Lovelace", true]],
+      "the revoke stored is the one answered, over the update",
+    );
+    const [kept] = await instance().fromSource("cal-1");
+    assert.equal(kept.guest, "Ada Lovelace");
+    assert.notEqual(kept.revoked, null);
+  });
+
   /** Holds each book's read of its calendar's passes until every book has read them: their reads overlap. */
   function overlapping(books: RedisPassBook[]): void {
     let waiting = books.length;
