@@ -289,7 +289,9 @@ export class RedisPassBook implements PassBook {
       const next = change(structuredClone(p));
       if (next === null) return null;
       if (await this.write(id, this.revs.get(id)!, next)) {
-        await this.refresh();
+        // Stored: answered even when the read after it fails, so its message goes out (the next
+        // read of a calendar finds the change made and would not tell it again).
+        if (!(await this.refreshAfterStored())) return structuredClone(next);
         return structuredClone(this.index.passes.get(id) ?? next);
       }
     }
@@ -335,15 +337,17 @@ export class RedisPassBook implements PassBook {
   }
 
   /**
-   * The pass is stored: its code goes out even when the read after it fails (Redis going away
-   * just then), since a booking's stored pass is never issued again and its code would be lost.
-   * The next call of the book reads again.
+   * A change is stored: it is answered even when the read after it fails (Redis going away just
+   * then), since a booking's stored pass is never issued again (its code would be lost) and a
+   * stored update or revoke is not made again (its message would be lost). false: not read; the
+   * next call of the book reads again.
    */
-  private async refreshAfterStored(): Promise<void> {
+  private async refreshAfterStored(): Promise<boolean> {
     try {
       await this.refresh();
+      return true;
     } catch {
-      // read again by the next call
+      return false;
     }
   }
 
