@@ -30,5 +30,5 @@ export async function lookUpPass(book: PassBook, value: unknown): Promise<PassLo
 /** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
 export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
   const why = passCheck(p, now, deviceId);
-  return why === null ? null : refusalText(why, p);
+  return why === null ? null : refusalText(why, p, now);
 }

@@ -8,7 +8,7 @@
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import type { Account } from "../../account/account.js";
 import { selectDoor } from "../../doors/select.js";
-import { type Pass, type PassDoor, checkIssue, codeLengthOf } from "../../passes/pass.js";
+import { type Pass, type PassDoor, checkIssue, codeLengthOf, hoursOf } from "../../passes/pass.js";
 import { checkCalendarSettings } from "../../passes/calendar-settings.js";
 import { CalendarPoller } from "../../passes/calendar-poller.js";
 import { applyBookings } from "../../passes/calendar-sync.js";
@@ -48,6 +48,7 @@ function answerOf(action: string, p: Pass, code?: string): Record<string, unknow
     until: p.until,
     uses: p.uses,
     ref: p.ref,
+    ...hoursOf(p),
   };
 }
 
@@ -216,7 +217,15 @@ export = function register(RED: NodeAPI): void {
           }
           const r = checked.request;
           const { pass, code } = await book.issue(
-            { guest: r.guest, doors, from: r.from, until: r.until, uses: r.uses, ref: r.ref },
+            {
+              guest: r.guest,
+              doors,
+              from: r.from,
+              until: r.until,
+              uses: r.uses,
+              ref: r.ref,
+              ...hoursOf({ schedule: r.schedule ?? undefined, timeZone: r.timeZone ?? undefined }),
+            },
             typeof codeLength === "number" ? codeLength : 8,
           );
           account.core.events.emit(
@@ -244,6 +253,7 @@ export = function register(RED: NodeAPI): void {
               until: pass.until,
               uses: pass.uses,
               ref: pass.ref,
+              ...hoursOf(pass),
             },
             "issued",
           );
