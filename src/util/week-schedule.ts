@@ -309,15 +309,24 @@ export function clipText(s: string, max: number): string {
 
 const WEEK_MIN = 7 * 1440;
 
-/** A reader of a zone's wall clock through Intl (weekday, hour and minute, h23), for `readWallClock`. */
+/** Formatters by zone: making one costs far more than using it (a zone this Node.js lacks throws, and is not kept). */
+const wallFormats = new Map<string, Intl.DateTimeFormat>();
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** A reader of a zone's wall clock through Intl (weekday, hour and minute, h23), for `readWallClock`; one per zone. */
 export function wallClockFormat(timeZone: string): Intl.DateTimeFormat {
-  return new Intl.DateTimeFormat("en-US", {
-    timeZone,
-    weekday: "short",
-    hour: "2-digit",
-    minute: "2-digit",
-    hourCycle: "h23",
-  });
+  let f = wallFormats.get(timeZone);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      weekday: "short",
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+    });
+    wallFormats.set(timeZone, f);
+  }
+  return f;
 }
 
 /** Minutes on the wall clock from `local` to the next start of a window (1 .. a week). */
@@ -385,6 +394,11 @@ export function formatOpening(at: number, now: number, timeZone: string): string
   const local = readWallClock(wallClockFormat(timeZone), timeZone, at);
   const time = `${DAY_LONG[local.day]} ${pad(Math.floor(local.minute / 60))}:${pad(local.minute % 60)}`;
   if (at - now < 7 * 24 * 3600_000) return time;
-  const date = new Intl.DateTimeFormat("en-GB", { timeZone, day: "numeric", month: "long" }).format(at);
+  let dates = dateFormats.get(timeZone);
+  if (dates === undefined) {
+    dates = new Intl.DateTimeFormat("en-GB", { timeZone, day: "numeric", month: "long" });
+    dateFormats.set(timeZone, dates);
+  }
+  const date = dates.format(at);
   return time.replace(" ", ` ${date} `);
 }
