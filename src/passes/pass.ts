@@ -225,7 +225,7 @@ export function viewOf(p: Pass, now: number): PassView {
 
 /** A stored pass's hours (absent, or windows and a zone as text): a pass whose hours cannot be read is not loaded. */
 export function storedHoursReadable(x: Record<string, unknown>): boolean {
-  const time = (t: unknown) => typeof t === "string" && /^([01]\d|2[0-4]):[0-5]\d$/.test(t);
+  const time = (t: unknown) => typeof t === "string" && /^(([01]\d|2[0-3]):[0-5]\d|24:00)$/.test(t);
   const window = (w: unknown) => {
     const y = (w ?? {}) as Record<string, unknown>;
     return (
