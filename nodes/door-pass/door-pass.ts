@@ -6,7 +6,7 @@
  * the account's device list when a pass is issued and kept as ids.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { type PassDoor, checkIssue, codeLengthOf } from "../../src/passes/pass.js";
+import { type PassDoor, checkIssue, codeLengthOf, hoursOf } from "../../src/passes/pass.js";
 import { checkCalendarSettings } from "../../src/passes/calendar-settings.js";
 import type { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { calendarPoller } from "./calendar-node.js";
@@ -120,7 +120,15 @@ export = function register(RED: NodeAPI): void {
           }
           const r = checked.request;
           const { pass, code } = await book.issue(
-            { guest: r.guest, doors, from: r.from, until: r.until, uses: r.uses, ref: r.ref },
+            {
+              guest: r.guest,
+              doors,
+              from: r.from,
+              until: r.until,
+              uses: r.uses,
+              ref: r.ref,
+              ...hoursOf({ schedule: r.schedule ?? undefined, timeZone: r.timeZone ?? undefined }),
+            },
             typeof codeLength === "number" ? codeLength : 8,
           );
           account.core.events.emit(
@@ -148,6 +156,7 @@ export = function register(RED: NodeAPI): void {
               until: pass.until,
               uses: pass.uses,
               ref: pass.ref,
+              ...hoursOf(pass),
             },
             "issued",
           );

@@ -24,7 +24,9 @@ import {
   type PassDoor,
   type PassView,
   codeHash,
+  hoursOf,
   isLive,
+  storedHoursReadable,
   newCode,
   newPassId,
   passCheck,
@@ -32,6 +34,7 @@ import {
   viewOf,
 } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
+import type { ScheduleWindow } from "../util/week-schedule.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
@@ -49,6 +52,9 @@ export interface NewPass {
   ref: string | null;
   /** The door-pass node whose calendar makes it. */
   source?: string;
+  /** Weekly hours and their zone (docs/passes.md#issue); absent: at any hour. */
+  schedule?: ScheduleWindow[];
+  timeZone?: string;
 }
 
 /** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
@@ -371,7 +377,7 @@ export class FilePassBook implements PassBook {
         const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live));
+          throw new PassUseRefused(refusalText(why, live, this.now()));
         }
         const first = live.used === 0;
         live.used++;
@@ -446,6 +452,7 @@ export function makePass(
       issued: new Date(now).toISOString(),
       hash,
       ...(n.source !== undefined ? { source: n.source } : {}),
+      ...hoursOf(n),
     };
     return { pass, code };
   }
@@ -464,7 +471,8 @@ export function wellFormed(p: unknown): p is Pass {
     typeof x.until === "string" &&
     typeof x.hash === "string" &&
     typeof x.used === "number" &&
-    (x.uses === null || typeof x.uses === "number")
+    (x.uses === null || typeof x.uses === "number") &&
+    storedHoursReadable(x)
   );
 }
 

@@ -21,7 +21,7 @@
  * revoke, update) is written only over the revision it was made from (compare-and-set).
  */
 import { randomBytes } from "node:crypto";
-import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf } from "./pass.js";
+import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf, withinHours } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
 import {
   type BookingPass,
@@ -49,10 +49,13 @@ export interface PassCommands {
 
 const KEY_INFO = "door-access pass key v1";
 
-// KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO.
+// KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO,
+// ARGV[5] '0' when now is outside the pass's weekly hours (withinHours() in src/passes/pass.ts
+// decides: Redis has no time zones; a pass's hours never change once issued).
 // {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted. The checks
-// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the door): revoked,
-// used up, expired, not valid yet, not for this door. Change one, change both.
+// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the hours, then the
+// door): revoked, used up, expired, not valid yet, outside its hours, not for this door. Change
+// one, change both.
 const USE = `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {-1, 'gone', 0} end
@@ -63,6 +66,7 @@ if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used
 if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
 if now >= tonumber(p.u) then return {-1, 'expired', used} end
 if now < tonumber(p.f) then return {-1, 'upcoming', used} end
+if ARGV[5] == '0' then return {-1, 'closed', used} end
 if ARGV[3] ~= '' then
   local ok = false
   for _, d in ipairs(p.doors) do if tostring(d.deviceId) == ARGV[3] then ok = true end end
@@ -422,13 +426,14 @@ export class RedisPassBook implements PassBook {
             String(now),
             deviceId === undefined ? "" : String(deviceId),
             new Date(now).toISOString(),
+            withinHours(live, now) ? "1" : "0",
           ]);
         } finally {
           release();
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live));
+        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live, now));
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

@@ -38,5 +38,5 @@ export function refusedBy(reason: DenyReason, message: string): Denied {
 /** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
 export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
   const why = passCheck(p, now, deviceId);
-  return why === null ? null : refusalText(why, p);
+  return why === null ? null : refusalText(why, p, now);
 }

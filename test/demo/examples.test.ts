@@ -789,59 +789,84 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
     }
   });
 
-  it("08 cleaner: in the schedule the badge opens once, a second read within the cooldown is denied, the visitor's badge is denied; nothing else sent", async () => {
+  /**
+   * Example 08 deployed with the pass's Tuesday-morning window replaced (as a user would edit the
+   * function) by `window`; Anna's code read from what reached the SMS gateway's MQTT topic. The
+   * debug sidebar's lines are in Node-RED's log: the code must never be there.
+   */
+  async function cleanersCode(window: string): Promise<{ ex: ExampleFlow; code: string; mark: number; text: string }> {
     const ex = byTitle("08");
-    // The schedule widened to every day and hour (the example's Tuesday morning may be far off).
-    await deploy(ex, {
-      tweak: (n) =>
-        n.type === "door-unlock"
-          ? { ...n, schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }] }
-          : n,
-    });
+    const texts: string[] = [];
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-08" });
+    try {
+      client.on("message", (_t, payload) => texts.push(payload.toString()));
+      await client.subscribeAsync("notify/sms/cleaner-anna", { qos: 1 });
+      const mark = await deploy(ex, {
+        debugToConsole: true,
+        tweak: (n) =>
+          n.type === "function" && String(n.func).includes('days: [2], from: "07:00", to: "12:00"')
+            ? { ...n, func: String(n.func).replace('days: [2], from: "07:00", to: "12:00"', window) }
+            : n,
+      });
+      await inject(nodeNamed(ex, "inject", "Give Anna her Tuesday code").id);
+      await until("the text to Anna", () => texts.length >= 1);
+      const code = /your code for the Back Door \(Main Street 1\) is (\d{8})\./.exec(texts[0])?.[1];
+      assert.ok(code, texts[0]);
+      return { ex, code, mark, text: texts[0] };
+    } finally {
+      await client.endAsync();
+    }
+  }
+
+  async function typeAtKeypad(ex: ExampleFlow, code: string): Promise<void> {
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${broker.port}`, { clientId: "examples-test-08-keypad" });
+    try {
+      await client.publishAsync(String(nodeNamed(ex, "mqtt in").topic), code, { qos: 1 });
+    } finally {
+      await client.endAsync();
+    }
+  }
+
+  it("08 cleaner: Anna's code goes out once, to the SMS gateway's topic only (no debug line, no flow property holds it); in her hours it opens the Back Door once, typed again within the cooldown it is denied; nothing else sent", async () => {
+    const { ex, code, mark, text } = await cleanersCode('days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00"');
+    assert.match(text, /It opens Mon, Tue, Wed, Thu, Fri, Sat, Sun 00:00-00:00 \(Europe\/Oslo time\)/);
     sim.control.resetRequests();
     const before = auditRecords(userDir).length;
-    const cleaner = nodeNamed(ex, "inject", "cleaner's badge").id;
-    await inject(cleaner);
+    await typeAtKeypad(ex, code);
     await until("the unlock", () => unlocks() >= 1);
-    await inject(cleaner);
-    await inject(nodeNamed(ex, "inject", "visitor's badge").id);
-    await until(
-      "two refusals",
-      () =>
-        auditRecords(userDir)
-          .slice(before)
-          .filter((r) => r.outcome === "denied").length >= 2,
+    await typeAtKeypad(ex, code);
+    await until("the cooldown's refusal", () =>
+      auditRecords(userDir)
+        .slice(before)
+        .some((r) => r.outcome === "denied"),
     );
     await sleep(500);
     assert.equal(unlocks(), 1);
     assert.equal(unlocks(102), 1, "the Back Door of Main Street 1");
+    const records = auditRecords(userDir).slice(before);
     assert.deepEqual(
-      auditRecords(userDir)
-        .slice(before)
-        .filter((r) => r.outcome === "denied")
-        .map((r) => [r.actor, r.reason]),
-      [
-        ["cleaner-anna", "cooldown"],
-        ["visitor", "actor"],
-      ],
+      records.filter((r) => r.outcome === "denied").map((r) => [r.actor, r.reason]),
+      [["guest:Anna (cleaner)", "cooldown"]],
     );
+    const log = nr.output().slice(mark);
+    assert.match(log, /opened for guest:Anna \(cleaner\)/);
+    assert.ok(!log.includes(code), "no debug line and no log line holds the code");
+    assert.ok(!JSON.stringify(records).includes(code), "nor the audit log");
+    const flows = await (await fetch(`${nr.url}/flows`, { headers: { "Node-RED-API-Version": "v2" } })).text();
+    assert.ok(!flows.includes(code), "nor the deployed flow");
   });
 
-  it("08 cleaner: outside the schedule the badge opens nothing (denied, schedule)", async () => {
-    const ex = byTitle("08");
+  it("08 cleaner: outside her hours the code opens nothing (denied, reason pass) and the refusal names the next window in Oslo time", async () => {
     // A window on another weekday than today in Oslo.
     const today =
       ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].indexOf(
         new Intl.DateTimeFormat("en-US", { timeZone: "Europe/Oslo", weekday: "short" }).format(Date.now()),
       ) + 1;
     const other = (today % 7) + 1;
-    await deploy(ex, {
-      tweak: (n) =>
-        n.type === "door-unlock" ? { ...n, schedule: [{ days: [other], from: "07:00", to: "12:00" }] } : n,
-    });
+    const { ex, code, mark } = await cleanersCode(`days: [${other}], from: "07:00", to: "12:00"`);
     sim.control.resetRequests();
     const before = auditRecords(userDir).length;
-    await inject(nodeNamed(ex, "inject", "cleaner's badge").id);
+    await typeAtKeypad(ex, code);
     await until("the refusal", () =>
       auditRecords(userDir)
         .slice(before)
@@ -853,8 +878,10 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       auditRecords(userDir)
         .slice(before)
         .find((r) => r.outcome === "denied")!.reason,
-      "schedule",
+      "pass",
     );
+    const day = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"][other - 1];
+    await until("the refusal in words", () => nr.output().slice(mark).includes(`this code opens on ${day} 07:00`));
   });
 
   // Last: its steps halt the account's session at the simulator.

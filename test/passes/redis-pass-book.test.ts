@@ -238,7 +238,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
   });
 
   // docs/passes.md#at-a-door-unlock: one order of the reasons, at the check and in either book's store
-  it("a pass is refused for the same reason at the check and by either book's store, in one order (revoked, used up, expired, not yet valid, not for this door): generated cases on the file book and on Redis", async function () {
+  it("a pass is refused for the same reason at the check and by either book's store, in one order (revoked, used up, expired, not yet valid, outside its weekly hours, not for this door): generated cases on the file book and on Redis", async function () {
     this.timeout(300_000);
     const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pass-order-"));
@@ -249,7 +249,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     );
     // x checks and sends; y is another instance on the same Redis store.
     const [x, y] = [instance(undefined, clock), instance(undefined, clock)];
-    const from = Date.now() + HOUR;
+    const from = Math.ceil((Date.now() + HOUR) / 60_000) * 60_000;
     const until = from + 10 * 60_000;
     const times = {
       "before from": from - 1,
@@ -265,15 +265,33 @@ describe("the pass book on the account's Redis store: changes on one instance ar
       usedUp: fc.boolean(),
       wrongDoor: fc.boolean(),
       at: fc.constantFrom(...(Object.keys(times) as (keyof typeof times)[])),
+      hours: fc.constantFrom("none", "all week", "elsewhere"),
     });
+    // Weekly hours (docs/passes.md#issue): all week opens at every time above; "elsewhere" is the
+    // one minute (UTC) in which the uses are taken, and opens at none of the times above.
+    const hhmm = (ms: number) => iso(ms).slice(11, 16);
+    const useAt = from + 2 * 60_000;
+    const weekday = ((new Date(useAt).getUTCDay() + 6) % 7) + 1;
+    const hours = {
+      none: {},
+      "all week": { schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }], timeZone: "UTC" },
+      elsewhere: { schedule: [{ days: [weekday], from: hhmm(useAt), to: hhmm(useAt + 60_000) }], timeZone: "UTC" },
+    };
     /** What a message with the code is told at the check, and (with a use taken before) by the store when it would send. */
     async function answers(
       book: PassBook,
       other: PassBook,
-      c: { revoked: boolean; uses: number | null; usedUp: boolean; wrongDoor: boolean; at: keyof typeof times },
+      c: {
+        revoked: boolean;
+        uses: number | null;
+        usedUp: boolean;
+        wrongDoor: boolean;
+        at: keyof typeof times;
+        hours: keyof typeof hours;
+      },
       ticketFirst: boolean,
     ): Promise<{ check: string | null; store: string | null | undefined }> {
-      now = from + 1;
+      now = useAt + 1;
       const door = c.wrongDoor ? 102 : 101;
       const { pass, code } = await book.issue(
         {
@@ -283,6 +301,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
           until: iso(until),
           uses: c.uses,
           ref: null,
+          ...hours[c.hours],
         },
         8,
       );
