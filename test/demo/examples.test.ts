@@ -1120,6 +1120,18 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
         // Each door-pass under a new id: its calendar's bookings are new to it, so it issues their
         // passes (one pass per booking per node: docs/passes.md#from-a-booking-calendar).
         const ids = Object.fromEntries(passNodes.map((n) => [n.id, newNodeId()]));
+        // Whether a Debug node downstream of a door-pass shows its answers (a copy without the code):
+        // then that copy must be seen, so the check below is not passed by showing nothing.
+        const byId = new Map(ex.nodes.map((n) => [n.id, n]));
+        const seen = new Set<string>();
+        const queue = passNodes.flatMap((n) => ((n.wires as string[][] | undefined) ?? []).flat());
+        while (queue.length > 0) {
+          const id = queue.shift()!;
+          if (seen.has(id)) continue;
+          seen.add(id);
+          queue.push(...((byId.get(id)?.wires as string[][] | undefined) ?? []).flat());
+        }
+        const showsAnswers = [...seen].some((id) => byId.get(id)?.type === "debug");
         const editor = await watchEditor();
         try {
           await deploy(ex, {
@@ -1150,16 +1162,16 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
             await until(`${want} codes issued`, () => codes().length >= want, 20_000).catch((e: Error) => {
               throw new Error(`${e.message}; sent: ${JSON.stringify(gateway.sent).slice(0, 3000)}`);
             });
-            await until("the Debug nodes' copies", () => editor.debug().length >= want, 10_000);
+            if (showsAnswers) await until("the Debug nodes' copies", () => editor.debug().length >= 1, 10_000);
           }
           await sleep(1500);
           const published = JSON.stringify(editor.all());
           for (const code of codes())
             assert.doesNotMatch(published, new RegExp(`\\b${code}\\b`), `code ${code} published to the editor`);
-          if (passNodes.length > 0)
+          if (showsAnswers)
             assert.match(
               JSON.stringify(editor.debug()),
-              /"action\\?":\\?"issued/,
+              /"action\\?":\\?"(issued|updated|revoked|list)/,
               "the Debug nodes showed the answers",
             );
         } finally {
