@@ -21,6 +21,7 @@ import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
 import {
   type Pass,
   type PassDoor,
+  type PassRefusal,
   type PassView,
   codeHash,
   isLive,
@@ -113,7 +114,15 @@ export function readPassKeyFile(text: string, sealer: Buffer | null): { key: Buf
 export class PassBookFull extends Error {}
 
 /** The store refused a use taken at the check (another instance took the last one, or the pass changed): nothing may be sent. */
-export class PassUseRefused extends Error {}
+export class PassUseRefused extends Error {
+  /** Why, in passCheck's words (`gone`: the pass no longer exists), for the guest's answer (docs/passes.md#at-a-door-unlock). */
+  constructor(
+    message: string,
+    readonly why: PassRefusal | "gone" = "gone",
+  ) {
+    super(message);
+  }
+}
 
 /**
  * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
@@ -356,7 +365,7 @@ export class FilePassBook implements PassBook {
         const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live));
+          throw new PassUseRefused(refusalText(why, live), why);
         }
         const first = live.used === 0;
         live.used++;

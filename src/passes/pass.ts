@@ -87,23 +87,49 @@ export function passCheck(p: Pass, now: number, deviceId?: number): PassRefusal 
   return null;
 }
 
-/** A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists). */
-export function refusalText(why: PassRefusal | "gone", p: Pass): string {
+/**
+ * A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists).
+ * Times are local time in `zone` (the door-unlock node's; absent: the runtime's), never ISO UTC.
+ */
+export function refusalText(why: PassRefusal | "gone", p: Pass, zone?: string): string {
   switch (why) {
     case "revoked":
       return "this pass was revoked";
     case "used-up":
       return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
     case "expired":
-      return `this pass expired at ${p.until}`;
+      return `this pass expired on ${localDateTime(Date.parse(p.until), zone)}`;
     case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
+      return `this pass is not valid yet: it opens on ${localDateTime(Date.parse(p.from), zone)}`;
     case "door":
       return "this pass is not for this door";
     default: // "gone", or a word a store gave that no check makes
       return "this pass no longer exists";
   }
 }
+
+/**
+ * `at` as a person reads it (docs/passes.md#at-a-door-unlock): "Tuesday 1 December 11:00
+ * (Europe/Oslo)", on the wall clock of `zone` (absent or unknown: the runtime's zone).
+ */
+export function localDateTime(at: number, zone?: string): string {
+  let f: Intl.DateTimeFormat;
+  try {
+    f = new Intl.DateTimeFormat("en-GB", { timeZone: zone || undefined, ...LOCAL_PARTS });
+  } catch {
+    f = new Intl.DateTimeFormat("en-GB", LOCAL_PARTS);
+  }
+  const part = (t: string) => f.formatToParts(at).find((x) => x.type === t)?.value ?? "";
+  return `${part("weekday")} ${part("day")} ${part("month")} ${part("hour")}:${part("minute")} (${f.resolvedOptions().timeZone})`;
+}
+const LOCAL_PARTS: Intl.DateTimeFormatOptions = {
+  weekday: "long",
+  day: "numeric",
+  month: "long",
+  hour: "2-digit",
+  minute: "2-digit",
+  hourCycle: "h23",
+};
 
 /** A pass that may still open a door, now or later: its code stays unique among these. */
 export function isLive(p: Pass, now: number): boolean {

@@ -27,8 +27,11 @@ export async function lookUpPass(book: PassBook, value: unknown): Promise<PassLo
   return pass ? { kind: "found", pass } : { kind: "unknown" };
 }
 
-/** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
-export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
+/**
+ * Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow, times in
+ * `zone` (the node's); null: it may.
+ */
+export function passRefusal(p: Pass, deviceId: number, now: number, zone?: string): string | null {
   const why = passCheck(p, now, deviceId);
-  return why === null ? null : refusalText(why, p);
+  return why === null ? null : refusalText(why, p, zone);
 }

@@ -14,6 +14,7 @@ import { type Classified, type Outcome, classifyFailure } from "./outcome.js";
 import { lookUpPass, passRefusal } from "./pass-check.js";
 import { type PassTicket, PassUseRefused } from "../passes/pass-book.js";
 import type { Pass } from "../passes/pass.js";
+import { type GuestRefusal, guestRefusal, refusedAtUse } from "./guest-refusal.js";
 import { AuditRecordLost, CLOSING_TRIES, afterDelivery, doorKnownLocally, rateLimited } from "./unlock-parts.js";
 
 export { AuditRecordLost, CLOSING_TRIES };
@@ -76,6 +77,8 @@ export interface UnlockResult {
   candidates?: string[];
   /** The guest pass the message opened with (never its code): `first` on the pass's first use. */
   pass?: { id: string; ref: string | null; first: boolean };
+  /** Accept passes: why a guest's code did not open, as data (docs/passes.md#at-a-door-unlock). */
+  passRefusal?: GuestRefusal;
 }
 
 // eslint-disable-next-line no-control-regex
@@ -223,6 +226,8 @@ async function unlockOnce(
       message,
       mayHaveOpened: false,
     };
+    const guestWhy = guestRefusal(node, r, pass, account.clock.now()); // docs/passes.md#at-a-door-unlock
+    if (guestWhy) r.passRefusal = guestWhy;
     tell(r);
     // The rejection is audited too.
     await closeWith("unlock-rejected", outcome, () => account.audit.rejected(rejected));
@@ -331,7 +336,7 @@ async function unlockOnce(
     });
   }
   if (pass !== null) {
-    const why = passRefusal(pass, selection.deviceId, account.clock.now());
+    const why = passRefusal(pass, selection.deviceId, account.clock.now(), access?.rules.timeZone);
     if (why !== null) return reject("denied", why, { reason: "pass" });
   }
   let slot: CooldownSlot | null = null;
@@ -358,7 +363,8 @@ async function unlockOnce(
         slot.release();
         return reject(
           "denied",
-          passRefusal(pass, selection.deviceId, account.clock.now()) ?? "this pass has no use left",
+          passRefusal(pass, selection.deviceId, account.clock.now(), access.rules.timeZone) ??
+            "this pass has no use left",
           { reason: "pass" },
         );
       }
@@ -411,7 +417,7 @@ async function unlockOnce(
     } catch (e) {
       if (e instanceof PassUseError) {
         // Another instance took the pass's last use, or the pass changed: refused as at the check.
-        if (e.why instanceof PassUseRefused) return reject("denied", e.why.message, { reason: "pass" });
+        if (e.why instanceof PassUseRefused) return reject("denied", ...refusedAtUse(e.why.why, pass!, access!));
         return reject("error", `not sent: the pass's use could not be written (${(e.why as Error).message})`);
       }
       let c: Classified;
