@@ -60,6 +60,7 @@ function expectedFiles(): Set<string> {
   for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts") && !isEditorSource(f)))
     files.add(`dist/${ts.slice(0, -3)}.js`);
   for (const json of walk("src/spec").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
+  for (const json of walk("src/nodes/door-unlock/guest-words")) files.add(`dist/${json}`); // the guest page's words
   // Each node and the editor plugin: its entry point, its editor file, and its catalogue, help
   // and icons (from its folder src/nodes/<type>/) beside them.
   for (const [type, js] of Object.entries({ ...pkg["node-red"].nodes, ...pkg["node-red"].plugins })) {
