@@ -52,6 +52,8 @@ export interface PageOptions {
   panelLogin?: boolean;
   /** HTTP credentials sent with every request to `origin` (set by `useDemo`'s `newPage`). */
   login?: { username: string; password: string; origin: string };
+  /** The browser's language (navigator.languages and Accept-Language), e.g. `de-DE`; default: the machine's. */
+  locale?: string;
 }
 
 /** Fails (never skips) without Debian's chromium: `.ci/run` installs it. */
@@ -81,6 +83,7 @@ export async function launchChromium(
     viewport: options.viewport ?? { width: 1280, height: 760 },
     ...(options.mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
     ...(options.login ? { httpCredentials: { ...options.login, send: "always" as const } } : {}),
+    ...(options.locale ? { locale: options.locale } : {}),
     args: BROWSER_ARGS,
     timeout: 60_000,
   });
