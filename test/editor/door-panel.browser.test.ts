@@ -855,6 +855,55 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     }
   });
 
+  // Last but one: it leaves the guest page's door node locked for 15 minutes.
+  it("a browser in it-IT after 5 wrong codes: told in Italian that there were too many wrong codes (codici, never PIN) and when to try again, local time in the door node's zone; nothing sent (docs/passes.md#the-guest-pages-languages)", async () => {
+    const words = CATALOGUES.it as Record<string, string>;
+    const guestPage = await d.newPage({
+      viewport: { width: 390, height: 844 },
+      mobile: true,
+      stepMs: 30_000,
+      locale: "it-IT",
+    });
+    guestPage.on("pageerror", (e) => log.push(`[pageerror it-IT] ${e.message}`));
+    await guestPage.goto(new URL("/door-guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    const door = guestPage.locator(".guest-door", { hasText: "Front Door" }).first();
+    await door.waitFor({ state: "visible", timeout: 30_000 });
+    demo.sim.control.resetRequests();
+    const press = async (wrong: string): Promise<string> => {
+      await guestPage.evaluate(() => (document.querySelector(".guest-answer")!.textContent = ""));
+      await door.click();
+      for (const digit of wrong)
+        await guestPage.locator(".guest-pad button", { hasText: new RegExp(`^${digit}$`) }).click();
+      await guestPage.locator(".guest-open").click();
+      await guestPage
+        .locator(".guest-answer", { hasText: "Front Door" })
+        .waitFor({ state: "visible", timeout: 20_000 });
+      return guestPage.locator(".guest-answer").innerText();
+    };
+    for (let i = 0; i < 5; i++) {
+      const said = await press(`9081726${i}`);
+      assert.ok(said === words.unknown.replace("{door}", "Front Door") || /troppi codici errati/.test(said), said);
+    }
+    const locked = await press("90817269");
+    const [head, tail] = words.lockedOut.replace("{door}", "Front Door").split("{time}");
+    assert.ok(locked.startsWith(head) && locked.endsWith(tail), `${locked}: the Italian lockout words`);
+    const time = locked.slice(head.length, locked.length - tail.length);
+    const soon = [0, 1].map((m) =>
+      new Intl.DateTimeFormat("it", { hour: "2-digit", minute: "2-digit", timeZone: ZONE }).format(
+        Date.now() + 15 * 60_000 - m * 60_000,
+      ),
+    );
+    assert.ok(
+      soon.some((t) => time.includes(t)),
+      `"${time}" is in about 15 minutes, local time in ${ZONE} (${soon.join(" or ")})`,
+    );
+    assert.doesNotMatch(locked, /PIN/i);
+    assert.equal(unlocks(), 0, "nothing sent");
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await guestPage.screenshot({ path: path.join(ARTIFACTS, "door-guest-it-locked.png"), fullPage: true });
+    await guestPage.context().close();
+  });
+
   it("no error in the page (but the 400 answers to the requests the test forged above)", () => {
     assert.deepEqual(
       log.filter((l) => !/^\[console\] Failed to load resource: the server responded with a status of 400 /.test(l)),
