@@ -89,9 +89,12 @@ export function passCheck(p: Pass, now: number, deviceId?: number): PassRefusal 
 
 /**
  * A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists).
- * Times are local time in `zone` (the door-unlock node's; absent: the runtime's), never ISO UTC.
+ * Times are local time in the pass's own zone, else `zone` (the door-unlock node's; absent: the
+ * runtime's), never ISO UTC.
  */
 export function refusalText(why: PassRefusal | "gone", p: Pass, zone?: string): string {
+  const own = (p as { timeZone?: unknown }).timeZone;
+  if (typeof own === "string" && own !== "") zone = own;
   switch (why) {
     case "revoked":
       return "this pass was revoked";

@@ -634,7 +634,7 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     assert.ok(!(await dom()).includes(code));
   });
 
-  it("a wrong code: refused in words (no pass has this code), nothing sent, the digits gone from the page", async () => {
+  it("a wrong code: refused in words (this code is not known), nothing sent, the digits gone from the page", async () => {
     demo.sim.control.resetRequests();
     const refusals = rejected();
     const wrong = "90817263";
