@@ -22,6 +22,7 @@ import { accountStoreId } from "../util/store-id.js";
 import {
   type Pass,
   type PassDoor,
+  type PassRefusal,
   type PassView,
   codeHash,
   hoursOf,
@@ -120,7 +121,15 @@ export function readPassKeyFile(text: string, sealer: Buffer | null): { key: Buf
 export class PassBookFull extends Error {}
 
 /** The store refused a use taken at the check (another instance took the last one, or the pass changed): nothing may be sent. */
-export class PassUseRefused extends Error {}
+export class PassUseRefused extends Error {
+  /** Why, in passCheck's words (`gone`: the pass no longer exists), for the guest's answer (docs/passes.md#at-a-door-unlock). */
+  constructor(
+    message: string,
+    readonly why: PassRefusal | "gone" = "gone",
+  ) {
+    super(message);
+  }
+}
 
 /**
  * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
@@ -377,7 +386,7 @@ export class FilePassBook implements PassBook {
         const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live, this.now()));
+          throw new PassUseRefused(refusalText(why, live, this.now()), why);
         }
         const first = live.used === 0;
         live.used++;

@@ -433,7 +433,8 @@ export class RedisPassBook implements PassBook {
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live, now));
+        if (n < 0)
+          throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live, now), why as PassRefusal | "gone");
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },
