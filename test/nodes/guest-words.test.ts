@@ -9,7 +9,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { CATALOGUES, guestWords, pickLanguage, wordsOf } from "../../nodes/door-unlock/guest-words.js";
 
-const FOLDER = path.join(__dirname, "..", "..", "..", "src", "nodes", "door-unlock", "guest-words");
+const FOLDER = path.join(__dirname, "..", "..", "..", "nodes", "door-unlock", "guest-words");
 const placeholders = (s: string) => [...s.matchAll(/\{[^}]*\}/g)].map((m) => m[0]).sort();
 
 describe("the guest page's words: one catalogue per language in nodes/door-unlock/guest-words/, English the fallback, the language from a fixed list (docs/passes.md#the-guest-pages-languages)", () => {
