@@ -17,6 +17,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { FilePassBook } from "../src/passes/pass-book.js";
 import { passRefusal } from "../src/unlock/pass-check.js";
 import { readFeedOffThread } from "../src/passes/calendar-poller.js";
+import { DEFAULT_BLOCKED, matchKey } from "../src/passes/calendar-settings.js";
 import { applyBookings } from "../src/passes/calendar-sync.js";
 
 const HOUR = 3600_000;
@@ -109,6 +110,8 @@ export async function measurePasses(): Promise<Record<string, number>> {
       timeZone: "Europe/Oslo",
       bufferBeforeMin: 0,
       bufferAfterMin: 0,
+      blocked: DEFAULT_BLOCKED.map(matchKey),
+      placeholderGuest: "Guest",
     },
     Date.now(),
   );

@@ -63,12 +63,12 @@ export async function applyBookings(
       issuing.push(
         // null: another read (this instance's or another's) issued this booking's pass first.
         book.issueBooking(
-          { guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source },
+          { guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source, booking: b.booking },
           codeLength,
         ),
       );
     } else if (p.guest !== b.guest || p.from !== b.from || p.until !== b.until || !sameDoors(p.doors, doors)) {
-      updating.push(book.update(p.id, { guest: b.guest, doors, from: b.from, until: b.until }));
+      updating.push(book.update(p.id, { guest: b.guest, doors, from: b.from, until: b.until, booking: b.booking }));
     }
   }
   const revoking = live

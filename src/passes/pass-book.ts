@@ -16,6 +16,7 @@ import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
 import {
+  type BookingInfo,
   type Pass,
   type PassDoor,
   type PassView,
@@ -45,6 +46,7 @@ export interface NewPass {
   ref: string | null;
   /** The door-pass node whose calendar makes it. */
   source?: string;
+  booking?: BookingInfo;
 }
 
 /** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
@@ -56,6 +58,7 @@ export interface PassChange {
   doors: PassDoor[];
   from: string;
   until: string;
+  booking?: BookingInfo;
 }
 
 /** A use taken from a pass at the check: committed when the command leaves, released when not. */
@@ -241,6 +244,7 @@ export class FilePassBook implements PassBook {
     p.doors = change.doors.map((d) => ({ ...d }));
     p.from = change.from;
     p.until = change.until;
+    if (change.booking !== undefined) p.booking = { ...change.booking };
     try {
       await this.save();
     } catch (e) {
@@ -362,6 +366,7 @@ export function makePass(
       issued: new Date(now).toISOString(),
       hash,
       ...(n.source !== undefined ? { source: n.source } : {}),
+      ...(n.booking !== undefined ? { booking: { ...n.booking } } : {}),
     };
     return { pass, code };
   }

@@ -18,6 +18,17 @@ export interface PassDoor {
   door: string | null;
 }
 
+/**
+ * What a booking calendar's feed told of a pass's booking (docs/passes.md#blocked-time-and-placeholder-names):
+ * its summary as written, and where the description gives them (Airbnb), the guest's phone's last
+ * 4 digits and the link to the reservation.
+ */
+export interface BookingInfo {
+  summary: string;
+  phoneLast4: string | null;
+  url: string | null;
+}
+
 /** A pass as stored: never its code, only the code's keyed hash. */
 export interface Pass {
   id: string;
@@ -41,6 +52,8 @@ export interface Pass {
   hash: string;
   /** The door-pass node whose booking calendar made it (docs/passes.md#from-a-booking-calendar); absent: a flow's. */
   source?: string;
+  /** A calendar's pass: what the feed told of its booking when it was issued or last updated. */
+  booking?: BookingInfo;
 }
 
 export type PassState = "upcoming" | "active" | "expired" | "used-up" | "revoked";
@@ -56,6 +69,7 @@ export interface PassView {
   used: number;
   ref: string | null;
   state: PassState;
+  booking?: BookingInfo;
 }
 
 /**
@@ -121,6 +135,7 @@ export function viewOf(p: Pass, now: number): PassView {
     used: p.used,
     ref: p.ref,
     state: passState(p, now),
+    ...(p.booking !== undefined ? { booking: { ...p.booking } } : {}),
   };
 }
 

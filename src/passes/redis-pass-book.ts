@@ -360,6 +360,7 @@ export class RedisPassBook implements PassBook {
       doors: change.doors.map((d) => ({ ...d })),
       from: change.from,
       until: change.until,
+      ...(change.booking !== undefined ? { booking: { ...change.booking } } : {}),
     }));
   }
 

@@ -30,6 +30,7 @@ import {
   waitReady,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
+import { platformFeed } from "../helpers/calendar-fixtures.js";
 
 const DAY = 24 * 3600_000;
 
@@ -325,6 +326,78 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     const listed = outs.find((m) => m.payload.action === "list").payload.passes as any[];
     const live = listed.filter((p) => p.state === "active" && String(p.ref).startsWith("n"));
     assert.equal(live.length, 30, "one live pass per booking");
+  });
+
+  /** The feed's events whose text matches `re`, replaced by `by` (an event, or nothing). */
+  function replaceEvents(text: string, re: RegExp, by = ""): string {
+    const [head, ...events] = text.split("BEGIN:VEVENT");
+    const kept = events.filter((e) => !re.test(e)).map((e) => `BEGIN:VEVENT${e}`);
+    const tail = kept.length > 0 ? "" : "END:VCALENDAR\r\n";
+    const body = head + kept.join("");
+    return by === "" ? body + tail : body.replace(/END:VCALENDAR\r\n$/, "") + by + "\r\nEND:VCALENDAR\r\n";
+  }
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it('Airbnb\'s feed: blocked time gets no pass and is never counted, updated or revoked; each "Reserved" guest is the node\'s name, "guest" and the phone\'s last 4 digits, with booking in issued, updated and list', async () => {
+    cal.body = platformFeed("airbnb");
+    await deploy({ name: "Apartment A" });
+    await until("two passes", () => issued().length === 2);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.deepEqual(
+      issued()
+        .map((p) => p.guest)
+        .sort(),
+      ["Apartment A guest 0007", "Apartment A guest 4821"],
+    );
+    const a = issued().find((p) => p.booking.phoneLast4 === "4821");
+    assert.deepEqual(a.booking, {
+      summary: "Reserved",
+      phoneLast4: "4821",
+      url: "https://www.airbnb.com/hosting/reservations/details/HMTEST4821A",
+    });
+    assert.ok(!issued().some((p) => /not available/i.test(p.guest)), "no pass for blocked time");
+    assertAccepted(await unlock({ pass: a.code }));
+    // The blocked time moves, and one block goes: nothing to count, update or revoke.
+    const moved = [
+      "BEGIN:VEVENT",
+      `DTEND;VALUE=DATE:${date(12)}`,
+      `DTSTART;VALUE=DATE:${date(4)}`,
+      "UID:1418fb94e984-9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d@airbnb.com",
+      "SUMMARY:Airbnb (Not available)",
+      "END:VEVENT",
+    ].join("\r\n");
+    cal.body = replaceEvents(cal.body, /Not available/, moved);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    // A booking moved by a day: updated, with its booking.
+    cal.body = cal.body.replace(`DTEND;VALUE=DATE:${date(14)}`, `DTEND;VALUE=DATE:${date(15)}`);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    const upd = outs.filter((m) => m.payload.action === "updated").map((m) => m.payload);
+    assert.equal(upd[0].booking.phoneLast4, "0007");
+    assert.equal(upd[0].guest, "Apartment A guest 0007");
+    helper.getNode("dp").receive({ payload: { action: "list" } });
+    await until("the list", () => outs.some((m) => m.payload.action === "list"));
+    const listed = outs.find((m) => m.payload.action === "list").payload.passes as any[];
+    assert.equal(listed.length, 2, "two passes: the blocks made none");
+    assert.deepEqual(
+      listed.map((p) => p.booking.summary),
+      ["Reserved", "Reserved"],
+    );
+  });
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking", async () => {
+    cal.body = platformFeed("booking-com");
+    await deploy({ blocked: "Blocked\nNot available" });
+    await until("two passes", () => issued().length === 2);
+    assert.deepEqual(
+      issued().map((p) => p.guest),
+      ["CLOSED - Not available", "CLOSED - Not available"],
+    );
+    await teardown();
+    forgetPassBooks();
+    await deploy({ blocked: undefined });
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.equal(issued().length, 0);
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {

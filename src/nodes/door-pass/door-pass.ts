@@ -34,6 +34,9 @@ interface PassDef extends NodeDef {
   timeZone?: unknown;
   bufferBefore?: unknown;
   bufferAfter?: unknown;
+  /** Summaries of blocked time, one a line; and the name of a guest the feed calls "Reserved". */
+  blocked?: unknown;
+  placeholderGuest?: unknown;
 }
 
 /** What a flow is told of a pass (never its code but in `issued`). */
@@ -48,6 +51,8 @@ function answerOf(action: string, p: Pass, code?: string): Record<string, unknow
     until: p.until,
     uses: p.uses,
     ref: p.ref,
+    // A calendar's pass: what the feed told of the booking (docs/passes.md#blocked-time-and-placeholder-names).
+    ...(p.booking !== undefined ? { booking: { ...p.booking } } : {}),
   };
 }
 

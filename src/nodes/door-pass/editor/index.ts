@@ -8,7 +8,7 @@
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
 import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../passes/pass-limits.js";
-import { checkCalendarSettings } from "../../../passes/calendar-settings.js";
+import { DEFAULT_BLOCKED, checkCalendarSettings } from "../../../passes/calendar-settings.js";
 import { preselectAccount, preselectAccountInDialog } from "../../editor-shared/account.js";
 import type { EditorNode } from "../../editor-shared/red.js";
 
@@ -24,6 +24,8 @@ interface DoorPassNode extends EditorNode {
   timeZone?: string;
   bufferBefore?: number | string;
   bufferAfter?: number | string;
+  blocked?: string;
+  placeholderGuest?: string;
 }
 
 /** The problem the runtime would report for this calendar field (its own check), or true. */
@@ -102,6 +104,19 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
       value: 0,
       validate(v, _opt) {
         return calendarField(this as unknown as Record<string, unknown>, "bufferAfter", v);
+      },
+    },
+    // docs/passes.md#blocked-time-and-placeholder-names: blocked time is no booking (one summary a line).
+    blocked: {
+      value: DEFAULT_BLOCKED.join("\n"),
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "blocked", v);
+      },
+    },
+    placeholderGuest: {
+      value: "",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "placeholderGuest", v);
       },
     },
   },
