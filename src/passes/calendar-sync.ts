@@ -33,6 +33,8 @@ export async function applyBookings(
   doors: PassDoor[],
   codeLength: number,
   now: number,
+  /** `issue: false`: no new pass (the node's output reaches nobody: docs/passes.md#no-code-goes-nowhere); changes and revocations still apply. */
+  opts: { issue?: boolean } = {},
 ): Promise<SyncChanges> {
   const all = await book.fromSource(source);
   const mine = all.filter((p) => p.revoked === null);
@@ -59,7 +61,7 @@ export async function applyBookings(
     seen.add(b.ref);
     const p = byRef.get(b.ref);
     if (p === undefined) {
-      if (handRevoked.has(b.ref)) continue;
+      if (handRevoked.has(b.ref) || opts.issue === false) continue;
       issuing.push(
         // null: another read (this instance's or another's) issued this booking's pass first.
         book.issueBooking(

@@ -47,6 +47,8 @@ export interface NewPass {
   /** The door-pass node whose calendar makes it. */
   source?: string;
   booking?: BookingInfo;
+  /** The door-pass node a flow's issue went through. */
+  node?: string;
 }
 
 /** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
@@ -95,6 +97,11 @@ export interface PassBook {
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
+  /**
+   * A new code for the live pass `id` (docs/passes.md#a-new-code): the old one stops opening at
+   * once, the uses taken are kept; null when there is no such live pass.
+   */
+  reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   fromSource(source: string): Promise<Pass[]>;
   list(): Promise<PassView[]>;
   /** The pass with this code (a live one first), or null. Synchronous: after refresh(). */
@@ -254,6 +261,28 @@ export class FilePassBook implements PassBook {
     return structuredClone(p);
   }
 
+  async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.ready();
+    const now = this.now();
+    const p = this.index.passes.get(id);
+    if (!p || !isLive(p, now)) return null;
+    const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
+    const before = p.hash;
+    // Indexed under the new hash from here: the old code finds nothing any more.
+    this.drop(p);
+    p.hash = hash;
+    this.add(p);
+    try {
+      await this.save();
+    } catch (e) {
+      this.drop(p);
+      p.hash = before;
+      this.add(p);
+      throw e;
+    }
+    return { pass: structuredClone(p), code };
+  }
+
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
   async fromSource(source: string): Promise<Pass[]> {
     await this.ready();
@@ -348,27 +377,37 @@ export function makePass(
   now: number,
   taken: (hash: string) => boolean,
 ): { pass: Pass; code: string } {
+  const { code, hash } = freshCode(key, codeLength, taken);
+  const pass: Pass = {
+    id: newPassId(),
+    guest: n.guest,
+    doors: n.doors.map((d) => ({ ...d })),
+    from: n.from,
+    until: n.until,
+    uses: n.uses,
+    used: 0,
+    ref: n.ref,
+    revoked: null,
+    firstUsed: null,
+    issued: new Date(now).toISOString(),
+    hash,
+    ...(n.source !== undefined ? { source: n.source } : {}),
+    ...(n.booking !== undefined ? { booking: { ...n.booking } } : {}),
+    ...(n.node !== undefined ? { node: n.node } : {}),
+  };
+  return { pass, code };
+}
+
+/** A fresh code and its hash, unique among the live passes (`taken`). */
+export function freshCode(
+  key: Buffer,
+  codeLength: number,
+  taken: (hash: string) => boolean,
+): { code: string; hash: string } {
   for (let i = 0; i <= 50; i++) {
     const code = newCode(codeLength);
     const hash = codeHash(key, code);
-    if (taken(hash)) continue;
-    const pass: Pass = {
-      id: newPassId(),
-      guest: n.guest,
-      doors: n.doors.map((d) => ({ ...d })),
-      from: n.from,
-      until: n.until,
-      uses: n.uses,
-      used: 0,
-      ref: n.ref,
-      revoked: null,
-      firstUsed: null,
-      issued: new Date(now).toISOString(),
-      hash,
-      ...(n.source !== undefined ? { source: n.source } : {}),
-      ...(n.booking !== undefined ? { booking: { ...n.booking } } : {}),
-    };
-    return { pass, code };
+    if (!taken(hash)) return { code, hash };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
 }

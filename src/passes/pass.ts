@@ -54,6 +54,8 @@ export interface Pass {
   source?: string;
   /** A calendar's pass: what the feed told of its booking when it was issued or last updated. */
   booking?: BookingInfo;
+  /** The door-pass node a flow's `issue` went through (docs/passes.md#in-the-sidebar); a calendar's pass has `source`. */
+  node?: string;
 }
 
 export type PassState = "upcoming" | "active" | "expired" | "used-up" | "revoked";
@@ -70,6 +72,9 @@ export interface PassView {
   ref: string | null;
   state: PassState;
   booking?: BookingInfo;
+  /** The door-pass node that made it (docs/passes.md#in-the-sidebar): its calendar's (`calendar: true`) or a flow's issue through it. */
+  node?: string;
+  calendar?: boolean;
 }
 
 /**
@@ -136,6 +141,11 @@ export function viewOf(p: Pass, now: number): PassView {
     ref: p.ref,
     state: passState(p, now),
     ...(p.booking !== undefined ? { booking: { ...p.booking } } : {}),
+    ...(p.source !== undefined
+      ? { node: p.source, calendar: true }
+      : p.node !== undefined
+        ? { node: p.node, calendar: false }
+        : {}),
   };
 }
 

@@ -34,6 +34,7 @@ import {
   type PassChange,
   type PassTicket,
   PassUseRefused,
+  freshCode,
   makePass,
   wellFormed,
 } from "./pass-book.js";
@@ -362,6 +363,17 @@ export class RedisPassBook implements PassBook {
       until: change.until,
       ...(change.booking !== undefined ? { booking: { ...change.booking } } : {}),
     }));
+  }
+
+  /** Written over the pass's revision like any change: its uses (kept apart) stay as counted. */
+  async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.refresh();
+    const now = this.now();
+    const p = this.index.passes.get(id);
+    if (!p || !isLive(p, now)) return null;
+    const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
+    const done = await this.change(id, (x) => (isLive(x, now) ? { ...x, hash } : null));
+    return done === null ? null : { pass: done, code };
   }
 
   async fromSource(source: string): Promise<Pass[]> {

@@ -12,6 +12,9 @@ import type { RunningSimulator } from "../../src/simulator/index.js";
 import { forgetPassBooks } from "../../src/passes/pass-book.js";
 import {
   ALL_NODES,
+  accountOf,
+  deployFlows,
+  lastStatus,
   assertAccepted,
   assertFailed,
   catchModule,
@@ -33,6 +36,7 @@ import { received } from "../helpers/odd-messages.js";
 import { platformFeed } from "../helpers/calendar-fixtures.js";
 
 const DAY = 24 * 3600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A date N days from today (UTC), as iCalendar writes a date. */
 function date(days: number): string {
@@ -122,6 +126,25 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     await cal.stop();
     await sim.close();
   });
+
+  function calendarFlow(calendar: Record<string, unknown> = {}, out: Record<string, unknown> = {}) {
+    return [
+      tab(),
+      { id: "acc1", type: "door-account", name: "demo", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
+      doorPassNode("dp", {
+        calendarUrl: cal.url,
+        doors: ["Front Door"],
+        checkIn: "00:00",
+        checkOut: "23:59",
+        timeZone: "UTC",
+        ...calendar,
+      }),
+      ...helperNodes("u1-ok", "u1-fail"),
+      { id: "dp-out", type: "helper", z: "tab1", ...out },
+      ...catchNode(),
+    ];
+  }
 
   async function deploy(calendar: Record<string, unknown> = {}): Promise<void> {
     await loadFlow(
@@ -398,6 +421,89 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     await deploy({ blocked: undefined });
     assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
     assert.equal(issued().length, 0);
+  });
+
+  // docs/passes.md#no-code-goes-nowhere
+  it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const book = () => accountOf().account.core.passes;
+    const notWired = () => /not wired/.test(lastStatus(helper.getNode("dp"))?.text ?? "");
+    // Wired to nothing.
+    await loadFlow(calendarFlow({ wires: [[]] }), { nodes: [...ALL_NODES, passModule, catchModule] });
+    await waitReady();
+    await until("the read, not wired", notWired);
+    assert.equal((await book().list()).length, 0, "no pass: its code would reach nobody");
+    // Wired to a node that is disabled: it reaches nobody either.
+    await teardown();
+    forgetPassBooks();
+    await loadFlow(calendarFlow({}, { d: true }), { nodes: [...ALL_NODES, passModule, catchModule] });
+    await waitReady();
+    await until("the read, not wired", notWired);
+    assert.equal((await book().list()).length, 0);
+    // The node enabled (a modified-nodes deploy: the door-pass keeps running): the next read issues.
+    await deployFlows(calendarFlow(), "nodes");
+    outs = received("dp-out");
+    caught = received("caught");
+    assert.deepEqual(await sync(), { action: "synced", issued: 2, updated: 0, revoked: 0 });
+    assert.equal(issued().length, 2);
+    assertAccepted(await unlock({ pass: issued()[0].code }));
+    assert.match(lastStatus(helper.getNode("dp"))?.text ?? "", /synced|calendar read/);
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
+  it("the deploy that deletes a door-pass revokes the calendar passes it made (pass/revoked each), not the passes a flow issued; a restart, a redeploy or disabling it revokes nothing; its status counts its own passes", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    const other = doorPassNode("dp9", { name: "other" });
+    await loadFlow([...calendarFlow(), other, ...helperNodes("dp9-out")], { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    caught = received("caught");
+    const dp9 = received("dp9-out");
+    await until("two passes", () => issued().length === 2);
+    const book = () => accountOf().account.core.passes;
+    const now = Date.now();
+    // A flow's pass through this node, and one through another node.
+    const byFlow = { guest: "Cy", doors: [101], from: iso(now - DAY), until: iso(now + DAY) };
+    helper.getNode("dp").receive({ payload: { action: "issue", ...byFlow } });
+    helper.getNode("dp9").receive({ payload: { action: "issue", ...byFlow, guest: "Dee" } });
+    await until("Cy's pass", () => issued().length === 3);
+    await until("Dee's pass", () => dp9.length === 1);
+    helper.getNode("dp").receive({ payload: { action: "list" } });
+    await until("the list", () => outs.some((m) => m.payload.action === "list"));
+    assert.equal(outs.find((m) => m.payload.action === "list").payload.passes.length, 4);
+    assert.match(lastStatus(helper.getNode("dp"))?.text ?? "", /^3 live/, "its own passes, not the account's 4");
+    const live = async () =>
+      (await book().list())
+        .filter((p: any) => p.state === "active")
+        .map((p: any) => p.guest)
+        .sort();
+    const revokedEvents = () =>
+      accountOf()
+        .account.core.events.recent()
+        .filter((e: any) => e.kind === "pass" && e.event === "revoked");
+    // A full redeploy (the node restarts), then the node disabled: nothing revoked.
+    await deployFlows([...calendarFlow(), other, ...helperNodes("dp9-out")], "full");
+    await waitReady();
+    await deployFlows([...calendarFlow({ d: true }), other, ...helperNodes("dp9-out")], "nodes");
+    await new Promise((r) => setTimeout(r, 300)); // a revocation, if there were one, would be written by now
+    assert.deepEqual(await live(), ["Ada", "Bo", "Cy", "Dee"]);
+    assert.equal(revokedEvents().length, 0);
+    // Enabled again, then deleted.
+    await deployFlows([...calendarFlow(), other, ...helperNodes("dp9-out")], "nodes");
+    const flowWithout = [...calendarFlow()].filter((n) => n.id !== "dp" && n.id !== "dp-out");
+    await deployFlows([...flowWithout, other, ...helperNodes("dp9-out")], "nodes");
+    await until("two pass/revoked events", () => revokedEvents().length === 2);
+    assert.deepEqual(await live(), ["Cy", "Dee"], "the calendar's passes ended; the flows' stay");
+    assert.deepEqual(
+      revokedEvents()
+        .map((e: any) => e.guest)
+        .sort(),
+      ["Ada", "Bo"],
+    );
+    const ada = issued().find((p) => p.guest === "Ada");
+    assert.match(assertFailed(await unlock({ pass: ada.code }), "denied", null).message, /revoked/);
+    assertAccepted(await unlock({ pass: issued().find((p) => p.guest === "Cy").code }));
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {

@@ -137,5 +137,13 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
   },
   oneditprepare() {
     preselectAccountInDialog(this);
+    // docs/passes.md#no-code-goes-nowhere: a calendar node whose output reaches nothing issues no pass.
+    const unwired = RED.nodes.filterLinks({ source: this }).length === 0;
+    const showTip = () => {
+      const url = String($("#node-input-calendarUrl").val() ?? "").trim();
+      $("#door-pass-unwired").toggle(unwired && url !== "");
+    };
+    $("#node-input-calendarUrl").on("input change", showTip);
+    showTip();
   },
 });
