@@ -104,6 +104,8 @@ export interface PassBook {
   reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   fromSource(source: string): Promise<Pass[]>;
   list(): Promise<PassView[]>;
+  /** How many live passes door-pass node `node` made (its calendar's and a flow's through it), without copying the book: its status. */
+  liveOf(node: string): Promise<number>;
   /** The pass with this code (a live one first), or null. Synchronous: after refresh(). */
   find(code: string): Pass | null;
   /** Takes one use of an active pass at door `deviceId`, or null when none is left. Synchronous. */
@@ -293,6 +295,11 @@ export class FilePassBook implements PassBook {
     await this.ready();
     const now = this.now();
     return [...this.index.passes.values()].map((p) => viewOf(p, now));
+  }
+
+  async liveOf(node: string): Promise<number> {
+    await this.ready();
+    return this.index.liveOf(node, this.now());
   }
 
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */

@@ -387,6 +387,11 @@ export class RedisPassBook implements PassBook {
     return [...this.index.passes.values()].map((p) => viewOf(p, now));
   }
 
+  async liveOf(node: string): Promise<number> {
+    await this.refresh();
+    return this.index.liveOf(node, this.now());
+  }
+
   find(code: string): Pass | null {
     return this.key ? this.index.find(this.key, code, this.now()) : null;
   }

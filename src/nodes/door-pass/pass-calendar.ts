@@ -10,7 +10,7 @@ import type { CalendarSettings } from "../../passes/calendar-settings.js";
 import { CalendarPoller } from "../../passes/calendar-poller.js";
 import { applyBookings } from "../../passes/calendar-sync.js";
 import { type FlowNodeBinding, clockTime } from "../node-runtime.js";
-import { answerOf, calendarDoors, isOwn, outputWired, resolveDoors } from "./pass-node-parts.js";
+import { answerOf, calendarDoors, outputWired, resolveDoors } from "./pass-node-parts.js";
 
 export interface CalendarRun {
   readonly poller: CalendarPoller;
@@ -88,9 +88,7 @@ export function startCalendar(
     }
     toldUnwired = false;
     // Its own passes, not the account's (docs/passes.md#deleting-a-calendar-node).
-    const live = (await book.list()).filter(
-      (p) => isOwn(p, node.id) && (p.state === "active" || p.state === "upcoming"),
-    ).length;
+    const live = await book.liveOf(node.id);
     binding.setResult({ fill: "green", shape: "dot", text: `calendar read ${clockTime(Date.now())}: ${live} live` });
     return true;
   };
