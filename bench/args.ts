@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
+import { argTokens } from "../src/util/args.js";
 
 /** The repository (this file runs from dist/bench/). */
 export const REPO_ROOT = path.resolve(__dirname, "..", "..");
@@ -41,6 +42,20 @@ export interface Args {
   ha: boolean | null;
 }
 
+const OPTIONS = {
+  quick: { type: "boolean" },
+  reps: { type: "string" },
+  out: { type: "string" },
+  child: { type: "string" },
+  sim: { type: "string" },
+  base: { type: "string" },
+  total: { type: "string" },
+  only: { type: "string" },
+  ha: { type: "boolean" },
+  "no-ha": { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
 export function parseArgs(argv: string[]): Args {
   const a: Args = {
     quick: false,
@@ -53,24 +68,24 @@ export function parseArgs(argv: string[]): Args {
     only: null,
     ha: null,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const f = argv[i];
+  for (const t of argTokens(argv, OPTIONS)) {
+    const f = t.kind === "option" ? t.raw : t.kind === "end" ? "--" : t.value;
+    if (t.kind !== "option") throw new Error(`unknown option ${f}`);
     const v = (): string => {
-      const x = argv[++i];
-      if (x === undefined) throw new Error(`${f} needs a value`);
-      return x;
+      if (t.value === undefined) throw new Error(`${f} needs a value`);
+      return t.value;
     };
-    if (f === "--quick") a.quick = true;
-    else if (f === "--reps") a.reps = Number(v());
-    else if (f === "--out") a.out = v();
-    else if (f === "--child") a.child = v();
-    else if (f === "--sim") a.sim = v();
-    else if (f === "--base") a.base = Number(v());
-    else if (f === "--total") a.total = Number(v());
-    else if (f === "--only") a.only = new Set(v().split(","));
-    else if (f === "--ha") a.ha = true;
-    else if (f === "--no-ha") a.ha = false;
-    else if (f === "--help" || f === "-h") {
+    if (t.name === "quick") a.quick = true;
+    else if (t.name === "reps") a.reps = Number(v());
+    else if (t.name === "out") a.out = v();
+    else if (t.name === "child") a.child = v();
+    else if (t.name === "sim") a.sim = v();
+    else if (t.name === "base") a.base = Number(v());
+    else if (t.name === "total") a.total = Number(v());
+    else if (t.name === "only") a.only = new Set(v().split(","));
+    else if (t.name === "ha") a.ha = true;
+    else if (t.name === "no-ha") a.ha = false;
+    else if (t.name === "help") {
       process.stdout.write(
         `usage: node dist/bench/bench.js [--quick] [--reps N] [--out results.json] [--only ${PHASES.join(",")}] [--ha|--no-ha]\n`,
       );

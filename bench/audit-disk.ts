@@ -29,7 +29,7 @@ export async function auditSettled(
   const deadline = Date.now() + timeoutMs;
   const nextTurn = () => new Promise((r) => setImmediate(r));
   // An unlock makes its closing record in the turn after its message went out
-  // (src/unlock/unlock.ts afterDelivery): the last message received, that record may not be
+  // (src/unlock/closing-record.ts afterDelivery): the last message received, that record may not be
   // queued yet. Idle counts only when it is still idle a turn later.
   for (;;) {
     await nextTurn();

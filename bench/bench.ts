@@ -86,7 +86,7 @@ async function main(args: Args): Promise<void> {
     if (footprint) record(footprint.figures);
     if (want("scale")) record(await measureScale(R, C.scaleLookups));
     // Guest passes without a runtime: the check, issuing, a large booking calendar (docs/passes.md#what-passes-cost).
-    if (want("passes")) record(await measurePasses());
+    if (want("passes")) record(await measurePasses(sim.url));
 
     // In one Node-RED 4 runtime: our nodes, the floors beside them, the hand-built flow.
     rig = await startRig(sim.url, userDir, C, R);

@@ -1,6 +1,6 @@
 /**
  * What the account's events cost an unlock (docs/events.md#what-it-costs): ns per message at
- * `tellUnlock` (src/nodes/door-unlock/unlock-events.ts), called once per ended message off the
+ * `tellUnlock` (nodes/door-unlock/unlock-events.ts), called once per ended message off the
  * door's path. Pure CPU, in-process:
  *
  *   node dist/bench/events.js [--n N] [--reps R]
@@ -11,7 +11,7 @@
  * Median of `reps` blocks of `n` calls each, after a warm-up.
  */
 import { AccountEvents } from "../src/account/events.js";
-import { tellUnlock } from "../src/nodes/door-unlock/unlock-events.js";
+import { tellUnlock } from "../nodes/door-unlock/unlock-events.js";
 import type { UnlockResult } from "../src/unlock/unlock.js";
 
 const arg = (name: string, dflt: number): number => {

@@ -18,6 +18,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { parseArgs } from "node:util";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 const LOAD_CHILD = path.join(__dirname, "load-child.js");
@@ -174,7 +175,7 @@ export async function measureFootprint(opts: {
       ["undici/lib/dispatcher/pool.js", "undici/lib/dispatcher/dispatcher.js", "undici/lib/api/index.js"],
     ],
     ["jose (decodeJwt)", "with the nodes", ["jose/jwt/decode"]],
-    ["our code (dist/src)", "with the nodes", ours],
+    ["our code (dist/src, dist/nodes)", "with the nodes", ours],
     ["@redis/client (an account on Redis)", "when used", ["@redis/client"]],
     ["proper-lockfile (first file-store renewal)", "when used", ["proper-lockfile"]],
     ["rest of undici (fetch, WebSocket, mocks, ...)", "not loaded", ["undici"]],
@@ -229,10 +230,12 @@ export async function measureFootprint(opts: {
 }
 
 if (require.main === module) {
-  const argv = process.argv.slice(2);
-  const i = argv.indexOf("--reps");
-  const reps = i >= 0 ? Number(argv[i + 1]) : 5;
-  measureFootprint({ reps, ha: !argv.includes("--no-ha"), log: (s) => process.stderr.write(`${s}\n`) }).then(
+  const { values } = parseArgs({ options: { reps: { type: "string", default: "5" }, "no-ha": { type: "boolean" } } });
+  measureFootprint({
+    reps: Number(values.reps),
+    ha: !values["no-ha"],
+    log: (s) => process.stderr.write(`${s}\n`),
+  }).then(
     (f) => process.stdout.write(JSON.stringify(f, null, 2) + "\n"),
     (e: Error) => {
       process.stderr.write(`footprint failed: ${e.stack ?? e.message}\n`);

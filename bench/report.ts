@@ -56,6 +56,11 @@ function table(r: Figures): string {
     ["unlockP99Ratio (node p99 / floor p99, interleaved)", `${n("unlockP99Ratio")}×`, ""],
     ["Guest pass check with 10,000 live passes (checkNs)", `${n("checkNs", 0)} ns`, "< 20,000 ns"],
     [
+      "Weekly-hours pass check with 10,000 live passes (weeklyCheckNs; CPU time) / a refusal naming the next window",
+      `${n("weeklyCheckNs", 0)} (${n("weeklyCheckCpuNs", 0)} CPU) / ${n("weeklyRefusedNs", 0)} ns`,
+      "< 20,000 ns",
+    ],
+    [
       "1,000 passes issued at once / one after another",
       `${n("issue1000Ms", 0)} / ${n("issue1000SerialMs", 0)} ms`,
       "< 1,000 ms at once",
@@ -63,6 +68,11 @@ function table(r: Figures): string {
     [
       "Booking calendar of 10,000 bookings: bytes, total ms, longest event-loop hold",
       `${n("feedBytes", 0)} B, ${n("feedTotalMs", 0)} ms, ${n("feedMaxLoopDelayMs", 0)} ms`,
+      "hold ≤ 50 ms",
+    ],
+    [
+      "10,000 bookings through door-pass and a one-line Function node in a runtime: total ms, longest event-loop hold",
+      `${n("calendarFlowTotalMs", 0)} ms, ${n("calendarFlowMaxLoopDelayMs", 0)} ms`,
       "hold ≤ 50 ms",
     ],
     [

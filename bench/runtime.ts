@@ -61,7 +61,7 @@ const load = (p: string): unknown => requireCjs(p);
 const ENTRIES = (load(path.join(REPO_ROOT, "package.json")) as { "node-red": { nodes: Record<string, string> } })[
   "node-red"
 ].nodes;
-const OUR_NODES = ["door-account", "door-devices", "door-events", "door-status", "door-unlock"].map((n) =>
+const OUR_NODES = ["door-account", "door-devices", "door-events", "door-pass", "door-status", "door-unlock"].map((n) =>
   load(path.join(REPO_ROOT, ENTRIES[n])),
 );
 
@@ -89,6 +89,7 @@ const CORE_NODES = [
   benchFloorNode,
   load(path.join(nrNodes, "core", "network", "21-httprequest.js")),
   load(path.join(nrNodes, "core", "function", "15-change.js")),
+  load(path.join(nrNodes, "core", "function", "10-function.js")),
 ];
 
 export async function loadRuntime(flow: Record<string, unknown>[], userDir: string): Promise<void> {
@@ -116,6 +117,13 @@ export async function unloadRuntime(): Promise<void> {
     closeAllParked(): Promise<void>;
   };
   await registry.closeAllParked();
+}
+
+/** A node of the loaded flow. */
+export function nodeOf(id: string): RuntimeNode {
+  const n = helper.getNode(id);
+  if (!n) throw new Error(`bench: no node ${id} in the flow`);
+  return n;
 }
 
 /** The door-account node's account (session, directory, audit log), if it has one. */

@@ -1,8 +1,9 @@
 /**
  * Fails (exit 1) when modules of the package import each other in a cycle. Two graphs are
- * walked: the compiled `dist/src/**.js` (its relative `require`s: the cycles that run) and the
- * sources `src/**.ts` (every relative import, `import type` included: a cycle the compiler
- * erases is still two files that cannot be read one without the other).
+ * walked, each over the core and the nodes together: the compiled `dist/src/**.js` and
+ * `dist/nodes/**.js` (their relative `require`s: the cycles that run) and the sources `src/**.ts`
+ * and `nodes/**.ts` (every relative import, `import type` included: a cycle the compiler erases
+ * is still two files that cannot be read one without the other).
  * Run after a build: `npm run check:cycles`.
  */
 import * as fs from "node:fs";
@@ -23,9 +24,9 @@ const live = (f: string): boolean =>
   fs.existsSync(path.join(ROOT, path.relative(path.join(ROOT, "dist"), f)).replace(/\.js$/, ".ts"));
 
 /** The graph of relative imports: file → files it imports (resolved, same extension as the file). */
-function graph(dir: string, ext: ".js" | ".ts", pattern: RegExp): Map<string, string[]> {
+function graph(dirs: string[], ext: ".js" | ".ts", pattern: RegExp): Map<string, string[]> {
   const g = new Map<string, string[]>();
-  for (const f of files(dir, ext).filter(live)) {
+  for (const f of dirs.flatMap((dir) => files(dir, ext)).filter(live)) {
     const deps = [...fs.readFileSync(f, "utf8").matchAll(pattern)]
       .map((m) => path.resolve(path.dirname(f), m[1].replace(/\.js$/, ext)))
       .filter((d) => fs.existsSync(d));
@@ -53,22 +54,27 @@ function cycles(g: Map<string, string[]>): string[][] {
   return [...found.values()];
 }
 
-const checks: [string, string, ".js" | ".ts", RegExp][] = [
-  ["compiled requires", path.join(ROOT, "dist", "src"), ".js", /\brequire\("(\.{1,2}\/[^"]+)"\)/g],
+const checks: [string, string[], ".js" | ".ts", RegExp][] = [
+  [
+    "compiled requires",
+    [path.join(ROOT, "dist", "src"), path.join(ROOT, "dist", "nodes")],
+    ".js",
+    /\brequire\("(\.{1,2}\/[^"]+)"\)/g,
+  ],
   [
     "source imports (import type included)",
-    path.join(ROOT, "src"),
+    [path.join(ROOT, "src"), path.join(ROOT, "nodes")],
     ".ts",
     /\b(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g,
   ],
 ];
 let failed = false;
-for (const [name, dir, ext, pattern] of checks) {
-  if (!fs.existsSync(dir)) {
+for (const [name, dirs, ext, pattern] of checks) {
+  for (const dir of dirs.filter((d) => !fs.existsSync(d))) {
     console.error(`${path.relative(ROOT, dir)} is missing (build first: npm run build)`);
     process.exit(2);
   }
-  const g = graph(dir, ext, pattern);
+  const g = graph(dirs, ext, pattern);
   const found = cycles(g);
   console.log(`${name}: ${g.size} modules, ${found.length} cycle${found.length === 1 ? "" : "s"}`);
   for (const c of found) console.log(`  ${c.map((f) => path.relative(ROOT, f)).join(" -> ")}`);

@@ -14,7 +14,8 @@
  * (aes-256-ctr, key sha256(credentialSecret), hex IV prefix).
  *
  * The door panel of example 07 runs on FlowFuse Dashboard 2 (`@flowfuse/node-red-dashboard`, a
- * devDependency: nothing is installed at run time). Node-RED loads node modules from every
+ * devDependency: nothing is installed at run time), behind a login made at every start (printed;
+ * settings.js holds only its hashes); its guest page runs on `http in` nodes, without one. Node-RED loads node modules from every
  * `node_modules` folder above its own (here the repository's), so the demo's Node-RED finds it
  * there; `startDemo` checks that it can be resolved and gives the panel's address.
  *
@@ -28,8 +29,17 @@
  */
 import * as fs from "node:fs";
 import { DEMO_ACCOUNT } from "../src/simulator/index.js";
+import { argTokens } from "../src/util/args.js";
 import { PACKAGE_NAME, processAlive, waitForAccountState } from "./node-red-process.js";
 import { startDemo, type DemoOptions, type RunningDemo } from "./start-demo.js";
+
+const OPTIONS = {
+  dir: { type: "string" },
+  "sim-port": { type: "string" },
+  "editor-port": { type: "string" },
+  "mqtt-port": { type: "string" },
+  "no-examples": { type: "boolean" },
+} as const;
 
 /** `--dir <folder> --sim-port <n> --editor-port <n> --mqtt-port <n|off>` (all optional). */
 export function parseArgs(argv: string[]): DemoOptions {
@@ -39,21 +49,18 @@ export function parseArgs(argv: string[]): DemoOptions {
       throw new Error(`${flag} needs a port number (0 = any free port)`);
     return Number(v);
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const v = argv[i + 1];
+  for (const t of argTokens(argv, OPTIONS)) {
+    const a = t.kind === "option" ? `--${t.name}` : t.kind === "end" ? "--" : t.value;
+    const v = t.kind === "option" ? t.value : undefined;
     if (a === "--dir" && v) o.dir = v;
     else if (a === "--sim-port") o.simPort = port(a, v);
     else if (a === "--editor-port") o.editorPort = port(a, v);
     else if (a === "--mqtt-port") o.mqttPort = v === "off" ? false : port(a, v);
-    else if (a === "--no-examples") {
-      o.deployExamples = false;
-      continue;
-    } else
+    else if (a === "--no-examples") o.deployExamples = false;
+    else
       throw new Error(
-        `unknown option ${a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`,
+        `unknown option ${t.kind === "option" ? t.raw : a} (options: --dir, --sim-port, --editor-port, --mqtt-port <n|off>, --no-examples)`,
       );
-    i++;
   }
   return o;
 }
@@ -134,7 +141,12 @@ async function main(): Promise<void> {
       `Door panel:        ${demo.dashboardUrl ?? "not deployed"}${demo.dashboardUrl ? "   (example 07, Dashboard 2; open it on a phone or a narrow window)" : ""}`,
       ...(demo.dashboardUrl
         ? [
-            `Guest page:        ${demo.dashboardUrl.replace(/\/doors\/?$/, "/guest")}   (example 07: a guest types a pass's code; codes from examples 10 and 11)`,
+            `  panel login:     user ${demo.panelLogin.user}, password ${demo.panelLogin.password}   (new at every start; all of /dashboard asks for it)`,
+          ]
+        : []),
+      ...(demo.guestUrl
+        ? [
+            `Guest page:        ${demo.guestUrl}   (example 07, no login: a guest types a pass's code; codes from examples 10 and 11)`,
           ]
         : []),
       `User directory:    ${demo.userDir} (rewritten at every start; Node-RED pid ${demo.pid})`,

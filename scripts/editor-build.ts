@@ -4,15 +4,19 @@
  * compiled runtime (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  *
  * For each entry of package.json's `node-red.nodes` and `node-red.plugins`
- * (dist/src/nodes/<type>/<type>.js, compiled from src/nodes/<type>/<type>.ts):
+ * (dist/nodes/<type>/<type>.js, compiled from nodes/<type>/<type>.ts):
  *
  * - `<type>.html` beside it: the node's editor/style.css in a <style>, its editor/index.ts bundled
- *   by esbuild with what it imports (the shared editor code of src/nodes/editor-shared/, the rule
+ *   by esbuild with what it imports (the shared editor code of nodes/shared/editor/, the rule
  *   checks of src/) into one readable, unminified <script type="text/javascript">, and its
  *   editor/template.html (the dialog, `<script type="text/html" data-template-name>`);
- * - `locales/` and `icons/` beside it, copied from the node's folder (Node-RED reads a node's
- *   catalogue and help from locales/<lang>/<type>.{json,html} and its icons from icons/ beside
- *   its .js).
+ * - `locales/` beside it, copied from the node's folder (Node-RED reads a node's catalogue and
+ *   help from locales/<lang>/<type>.{json,html} beside its .js);
+ * - `icons/` beside it, with the node's icons from the package's icons/ folder: `<type>.svg` and
+ *   any `<type>-<name>.<ext>`. Node-RED 4 and 5 look for a package's icons only in an `icons/`
+ *   folder beside a .js that `node-red.nodes` or `node-red.plugins` lists (@node-red/registry,
+ *   localfilesystem.js, getModuleNodeFiles), not in the package's own icons/. An icon that
+ *   belongs to no node fails the build, so that none is left out of the package unnoticed.
  *
  * esbuild only strips the types: the type-check is tsc's, before this runs.
  */
@@ -27,7 +31,7 @@ export interface EditorPart {
   type: string;
   /** The Node-RED entry point, relative to the package root. */
   entry: string;
-  /** Its source folder: src/nodes/<type>/. */
+  /** Its source folder: nodes/<type>/. */
   source: string;
 }
 
@@ -39,7 +43,7 @@ export function editorParts(root = ROOT): EditorPart[] {
   return Object.entries(listed).map(([type, entry]) => ({
     type,
     entry,
-    source: path.join(root, "src", "nodes", type),
+    source: path.join(root, "nodes", type),
   }));
 }
 
@@ -93,16 +97,38 @@ export function editorHtml(part: EditorPart, root = ROOT): string {
   ].join("\n");
 }
 
+/** The files of the package's icons/ folder that belong to `type`: `<type>.<ext>` and `<type>-<name>.<ext>`. */
+export function iconsOf(type: string, root = ROOT): string[] {
+  const dir = path.join(root, "icons");
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.startsWith(`${type}.`) || f.startsWith(`${type}-`))
+    .sort();
+}
+
 /** Writes the .html, locales/ and icons/ of every node and plugin beside its compiled entry point. */
 export function buildEditor(root = ROOT): void {
-  for (const part of editorParts(root)) {
+  const parts = editorParts(root);
+  const claimed = new Set(parts.flatMap((part) => iconsOf(part.type, root)));
+  const orphans = fs.existsSync(path.join(root, "icons"))
+    ? fs.readdirSync(path.join(root, "icons")).filter((f) => !claimed.has(f))
+    : [];
+  if (orphans.length > 0) {
+    throw new Error(
+      `icons/${orphans.join(", icons/")}: named for no node (an icon is icons/<type>.svg or <type>-<name>.svg)`,
+    );
+  }
+  for (const part of parts) {
     const entry = path.join(root, part.entry);
     if (!fs.existsSync(entry)) throw new Error(`${part.entry} is missing: tsc compiles it from ${part.type}.ts`);
     const dir = path.dirname(entry);
     fs.writeFileSync(entry.replace(/\.js$/, ".html"), editorHtml(part, root));
-    for (const sub of ["locales", "icons"]) {
-      const from = path.join(part.source, sub);
-      if (fs.existsSync(from)) fs.cpSync(from, path.join(dir, sub), { recursive: true });
+    const locales = path.join(part.source, "locales");
+    if (fs.existsSync(locales)) fs.cpSync(locales, path.join(dir, "locales"), { recursive: true });
+    for (const icon of iconsOf(part.type, root)) {
+      fs.mkdirSync(path.join(dir, "icons"), { recursive: true });
+      fs.copyFileSync(path.join(root, "icons", icon), path.join(dir, "icons", icon));
     }
   }
 }

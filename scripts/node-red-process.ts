@@ -6,7 +6,7 @@
  * the demo script.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
@@ -44,6 +44,11 @@ export function installPackageLink(userDir: string, repoRoot = REPO_ROOT): void 
 export interface SettingsOptions {
   uiPort: number;
   credentialSecret?: string;
+  /**
+   * The login the door panel (Dashboard 2, `/dashboard`) asks for; the guest page (`/door-guest`,
+   * `http in` nodes) asks for none. Only SHA-256 hashes are written into settings.js.
+   */
+  panelLogin?: { user: string; password: string };
 }
 
 /** The header the settings file's admin middleware sets to the value of INSTANCE_ENV. */
@@ -70,9 +75,61 @@ module.exports = {
     httpAdminMiddleware: function (req, res, next) {
         res.setHeader(${JSON.stringify(INSTANCE_HEADER)}, process.env.${INSTANCE_ENV} || "");
         next();
-    },
+    },${o.panelLogin ? panelLoginSettings(o.panelLogin) : ""}
 };
 `;
+}
+
+const sha256Hex = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
+
+/**
+ * settings.js's `dashboard` section: Dashboard 2's pages (`middleware`) and its socket
+ * (`ioMiddleware`) ask for the panel's login (HTTP Basic), docs/security.md#the-door-panel-behind-a-login.
+ * Both are needed: the pages and the socket are served apart, and the socket takes a press for any
+ * widget. (`httpNodeMiddleware` covers only `http in` nodes: neither Dashboard 2 nor its socket.)
+ */
+function panelLoginSettings(login: { user: string; password: string }): string {
+  return `
+    // The host's door panel (Dashboard 2 under /dashboard) asks for a login; the guest page
+    // (/door-guest, served by http in nodes) does not, and shares nothing with the dashboard.
+    dashboard: (function () {
+        const crypto = require("crypto");
+        const USER = Buffer.from(${JSON.stringify(sha256Hex(login.user))}, "hex");
+        const PASSWORD = Buffer.from(${JSON.stringify(sha256Hex(login.password))}, "hex");
+        const hash = (t) => crypto.createHash("sha256").update(t, "utf8").digest();
+        function loggedIn(header) {
+            const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(String(header || ""));
+            if (!m) return false;
+            const text = Buffer.from(m[1], "base64").toString("utf8");
+            const i = text.indexOf(":");
+            if (i < 0) return false;
+            const user = crypto.timingSafeEqual(hash(text.slice(0, i)), USER);
+            const password = crypto.timingSafeEqual(hash(text.slice(i + 1)), PASSWORD);
+            return user && password;
+        }
+        return {
+            // its pages, its scripts and /dashboard/_setup
+            middleware: function (req, res, next) {
+                if (loggedIn(req.headers.authorization)) return next();
+                res.set("WWW-Authenticate", 'Basic realm="door panel", charset="UTF-8"');
+                res.status(401).type("text/plain").send("The door panel needs a login.");
+            },
+            // its socket: a client that did not log in never connects, so it sends no widget-action.
+            // (Dashboard 2's own checks kept: no socket opened as a websocket first, none cross-site.)
+            ioMiddleware: function (socket, next) {
+                if (String(socket.client.conn.request.url).indexOf("transport=websocket") !== -1) {
+                    socket.client.conn.close();
+                    return;
+                }
+                if (socket.handshake.xdomain !== false) {
+                    socket.disconnect(true);
+                    return;
+                }
+                if (!loggedIn(socket.handshake.headers.authorization)) return next(new Error("the door panel needs a login"));
+                next();
+            },
+        };
+    })(),`;
 }
 
 // ---- ports and processes ------------------------------------------------------------

@@ -53,6 +53,13 @@ export interface RunningDemo {
   accountId: string;
   /** The door panel (example 07, Dashboard 2), e.g. http://127.0.0.1:1880/dashboard/doors; null when not deployed. */
   dashboardUrl: string | null;
+  /**
+   * The login the door panel asks for (all of `/dashboard`, its socket included): made at random
+   * at every start, never stored in the repository (docs/security.md#the-door-panel-behind-a-login).
+   */
+  panelLogin: { user: string; password: string };
+  /** Example 07's guest page (`http in` nodes, no login), e.g. http://127.0.0.1:1880/door-guest; null when not deployed. */
+  guestUrl: string | null;
   /** Process id of the Node-RED child. */
   pid: number;
   /** Settles when the Node-RED child has exited (for whatever reason). */
@@ -126,7 +133,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
     cleanups.push(() => {
       if (readDemoLock(lockFile)?.token === lock.token) fs.rmSync(lockFile, { force: true });
     });
-    for (const f of ["dist/src/nodes/door-account/door-account.js", "dist/src/nodes/door-account/door-account.html"]) {
+    for (const f of ["dist/nodes/door-account/door-account.js", "dist/nodes/door-account/door-account.html"]) {
       if (!fs.existsSync(path.join(REPO_ROOT, f))) throw new Error(`${f} is missing: run \`npm run build\` first`);
     }
     // Simulator: 8787 unless busy.
@@ -176,6 +183,9 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       ) + "\n",
     );
 
+    // The host's panel login: new at every start, printed by `npm start`, in settings.js as hashes only.
+    const panelLogin = { user: "host", password: randomBytes(12).toString("base64url") };
+    const guestPage = flows.some((n) => n.type === "http in" && n.url === "/door-guest");
     const nr = await startNodeRedOnFreePort({
       userDir,
       pick: () =>
@@ -187,7 +197,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       // picked may be picked again when it was taken in between.
       retry: !options.editorPort,
       writeSettings: (uiPort) => {
-        fs.writeFileSync(settingsPath, settingsFile({ uiPort }));
+        fs.writeFileSync(settingsPath, settingsFile({ uiPort, panelLogin }));
         return settingsPath;
       },
       onLog: options.onLog ?? ((line) => process.stdout.write(`[node-red] ${line}\n`)),
@@ -205,6 +215,8 @@ export async function startDemo(options: DemoOptions = {}): Promise<RunningDemo>
       userDir,
       accountId,
       dashboardUrl: panelPath === null ? null : `${nr.url}${panelPath}`,
+      panelLogin,
+      guestUrl: guestPage ? `${nr.url}/door-guest` : null,
       pid: nr.child.pid ?? -1,
       exited: nr.exited,
       output: nr.output,

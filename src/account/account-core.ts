@@ -248,6 +248,7 @@ export class AccountCore {
       this.options.tokenFile,
       () => this.clock.now(),
       (m) => this.options.log?.warn(m),
+      this.options.secret ?? null,
     );
   }
 

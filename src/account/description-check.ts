@@ -22,6 +22,7 @@ import { Worker } from "node:worker_threads";
 import { TOO_COMPLEX } from "../spec/description.js";
 import type { DescriptionRead } from "../spec/description-read.js";
 import { type Clock, sleep, systemClock } from "../util/clock.js";
+import { controlCharsAsSpaces } from "../util/text.js";
 
 /** The period of the check (and of the retry after a failed fetch). */
 export const DESCRIPTION_CHECK_INTERVAL_MS = 24 * 3600_000;
@@ -392,8 +393,7 @@ function describeFailure(e: unknown): string {
     cur = (cur as { cause?: unknown }).cause;
   }
   const message = e instanceof Error ? e.message : String(e);
-  // eslint-disable-next-line no-control-regex -- control characters (C0, DEL) are what it replaces
-  return message.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 120);
+  return controlCharsAsSpaces(message).slice(0, 120);
 }
 
 /** A shared check and the logs of the nodes that use it (the first one warns). */

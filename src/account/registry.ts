@@ -86,52 +86,85 @@ interface Entry {
   freshStartDue: boolean;
 }
 
-const entries = new Map<string, Entry>();
-
 /**
- * What each door-account node (by id) was last deployed with: its account key (base URL and
- * login) and password hash. A deploy in which a node's login or password changed checks the
- * new values with one login instead of resuming a stored pair
- * (docs/session.md#changed-credentials-are-checked). In memory: a restart resumes the pair that
- * was obtained with the credentials Node-RED had when it stopped.
+ * Every account of this runtime: its entries by account key, what each door-account node was
+ * last deployed with, and the service's waits that outlive a core. One object, so that a test
+ * or a shutdown forgets it in one place (`closeAllParked`).
  */
-const lastDeployed = new Map<string, { key: string; settings: Settings }>();
+class Registry {
+  readonly entries = new Map<string, Entry>();
 
-/** Records `id`'s login and password; true when an earlier instance of it had others. */
-function credentialsChanged(id: string, key: string, settings: Settings): boolean {
-  const before = lastDeployed.get(id);
-  lastDeployed.set(id, { key, settings });
-  return before !== undefined && (before.key !== key || !samePassword(before.settings, settings));
+  /**
+   * What each door-account node (by id) was last deployed with: its account key (base URL and
+   * login) and password hash. A deploy in which a node's login or password changed checks the
+   * new values with one login instead of resuming a stored pair
+   * (docs/session.md#changed-credentials-are-checked). In memory: a restart resumes the pair that
+   * was obtained with the credentials Node-RED had when it stopped.
+   */
+  readonly lastDeployed = new Map<string, { key: string; settings: Settings }>();
+
+  /**
+   * The service's Retry-After on a login or refresh is the account's (its login's), not a session
+   * core's: a core that replaces another of the same account (a password typed anew at Sign in, a
+   * deploy with other settings, a node deleted and added again) sends nothing before the wait the
+   * service gave the one it replaces (docs/session.md#rate-limits). Account key → monotonic ms.
+   */
+  readonly heldUntil = new Map<string, number>();
+
+  /** The one way an entry is made: registered under its account key, with no core and no member yet. */
+  newEntry(key: string, settings: Settings): Entry {
+    const entry: Entry = {
+      key,
+      settings,
+      core: null,
+      members: new Set(),
+      leftByDeploy: false,
+      parkTimer: null,
+      conflict: null,
+      freshStartDue: false,
+    };
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  /** An entry with no member goes: forgotten, its core closed (its pair stays stored), the service's wait kept. */
+  drop(entry: Entry): void {
+    clearPark(entry);
+    if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+    this.retire(entry.key, entry.core);
+    void entry.core?.close().catch(() => undefined);
+  }
+
+  /** Records `id`'s login and password; true when an earlier instance of it had others. */
+  credentialsChanged(id: string, key: string, settings: Settings): boolean {
+    const before = this.lastDeployed.get(id);
+    this.lastDeployed.set(id, { key, settings });
+    return before !== undefined && (before.key !== key || !samePassword(before.settings, settings));
+  }
+
+  /**
+   * A core of `key` is closed: keep the service's wait it was under, for the next core of the
+   * account: the session's login wait and the client's hold of the account after any 429 with
+   * Retry-After (docs/session.md#a-retry-after-holds-the-account).
+   */
+  retire(key: string, core: AccountCore | null | undefined): void {
+    if (!core) return;
+    const at = Math.max(core.session.rateLimitedUntil ?? 0, core.client.heldUntilMonotonic ?? 0);
+    if (at > 0) this.heldUntil.set(key, Math.max(at, this.heldUntil.get(key) ?? 0));
+  }
+
+  /** A new core of `key`: it waits what the service asked a core it replaces to wait, and sends nothing before. */
+  holdNew(key: string, core: AccountCore): void {
+    const at = this.heldUntil.get(key);
+    if (at === undefined) return;
+    if (at > core.clock.monotonic()) {
+      core.session.holdUntil(at);
+      core.client.holdUntil(at);
+    } else this.heldUntil.delete(key);
+  }
 }
 
-/**
- * The service's Retry-After on a login or refresh is the account's (its login's), not a session
- * core's: a core that replaces another of the same account (a password typed anew at Sign in, a
- * deploy with other settings, a node deleted and added again) sends nothing before the wait the
- * service gave the one it replaces (docs/session.md#rate-limits). Account key → monotonic ms.
- */
-const heldUntil = new Map<string, number>();
-
-/**
- * A core of `key` is closed: keep the service's wait it was under, for the next core of the
- * account: the session's login wait and the client's hold of the account after any 429 with
- * Retry-After (docs/session.md#a-retry-after-holds-the-account).
- */
-function retire(key: string, core: AccountCore | null | undefined): void {
-  if (!core) return;
-  const at = Math.max(core.session.rateLimitedUntil ?? 0, core.client.heldUntilMonotonic ?? 0);
-  if (at > 0) heldUntil.set(key, Math.max(at, heldUntil.get(key) ?? 0));
-}
-
-/** A new core of `key`: it waits what the service asked a core it replaces to wait, and sends nothing before. */
-function holdNew(key: string, core: AccountCore): void {
-  const at = heldUntil.get(key);
-  if (at === undefined) return;
-  if (at > core.clock.monotonic()) {
-    core.session.holdUntil(at);
-    core.client.holdUntil(at);
-  } else heldUntil.delete(key);
-}
+const registry = new Registry();
 
 export class Member {
   private left = false;
@@ -188,19 +221,17 @@ function park(entry: Entry, ms: number): void {
   clearPark(entry);
   entry.parkTimer = setTimeout(() => {
     entry.parkTimer = null;
-    if (entry.members.size > 0 || entries.get(entry.key) !== entry) return;
-    entries.delete(entry.key);
-    retire(entry.key, entry.core);
-    void entry.core?.close().catch(() => undefined);
+    if (entry.members.size > 0 || registry.entries.get(entry.key) !== entry) return;
+    registry.drop(entry);
   }, ms);
   entry.parkTimer.unref();
 }
 
 /** Lets a new core recognise another login to its service account, and name it in a halt. */
 function watchCore(entry: Entry, core: AccountCore): void {
-  core.session.otherHolders = () => otherHolders(entries.values(), entry, core);
+  core.session.otherHolders = () => otherHolders(registry.entries.values(), entry, core);
   core.session.on("state", (snap: { state: string }) => {
-    if (snap.state === "ready") recogniseSameAccount(entries.values(), entry, core, entryLog);
+    if (snap.state === "ready") recogniseSameAccount(registry.entries.values(), entry, core, entryLog);
   });
 }
 
@@ -209,7 +240,7 @@ function startCore(entry: Entry, first: Member): void {
     entryLog(entry),
     [...entry.members].some((m) => m.checkCredentials),
   );
-  holdNew(entry.key, core);
+  registry.holdNew(entry.key, core);
   entry.core = core;
   watchCore(entry, core);
   // After the current deploy step has created its nodes (all of one flow are created without
@@ -236,7 +267,7 @@ function reconcile(entry: Entry): void {
       entry.conflict = text;
       if (entry.core) {
         // Keep the stored pair: the account resumes it once the settings agree.
-        retire(entry.key, entry.core);
+        registry.retire(entry.key, entry.core);
         void entry.core.close().catch(() => undefined);
         entry.core = null;
       }
@@ -250,7 +281,7 @@ function reconcile(entry: Entry): void {
     const wasConflict = entry.conflict !== null;
     entry.conflict = null;
     if (entry.core && !same(entry.settings, first.settings)) {
-      retire(entry.key, entry.core);
+      registry.retire(entry.key, entry.core);
       void entry.core.close().catch(() => undefined);
       entry.core = null;
     }
@@ -268,29 +299,14 @@ export function join(
   make: (log: SessionLog, checkCredentials: boolean) => AccountCore,
   hooks: MemberHooks,
 ): Member {
-  const changed = credentialsChanged(hooks.id, key, settings);
-  let entry = entries.get(key);
+  const changed = registry.credentialsChanged(hooks.id, key, settings);
+  let entry = registry.entries.get(key);
   if (entry && entry.members.size === 0 && !same(entry.settings, settings)) {
     // A parked (or signed-in) core with other settings: the account was changed, not copied.
-    clearPark(entry);
-    entries.delete(key);
-    retire(key, entry.core);
-    void entry.core?.close().catch(() => undefined);
+    registry.drop(entry);
     entry = undefined;
   }
-  if (!entry) {
-    entry = {
-      key,
-      settings,
-      core: null,
-      members: new Set(),
-      leftByDeploy: false,
-      parkTimer: null,
-      conflict: null,
-      freshStartDue: false,
-    };
-    entries.set(key, entry);
-  }
+  entry ??= registry.newEntry(key, settings);
   clearPark(entry);
   entry.leftByDeploy = false;
   const member = new Member(entry, settings, make, hooks, changed);
@@ -320,9 +336,9 @@ function leave(entry: Entry, member: Member, removed: boolean): void {
     reconcile(entry); // the one that left may have been the conflicting one
     return;
   }
-  if (entries.get(entry.key) !== entry) return;
+  if (registry.entries.get(entry.key) !== entry) return;
   if (entry.conflict) {
-    entries.delete(entry.key);
+    registry.entries.delete(entry.key);
     return;
   }
   entry.leftByDeploy = true;
@@ -337,16 +353,16 @@ function leave(entry: Entry, member: Member, removed: boolean): void {
  * the logouts are done.
  */
 export async function deployStarted(): Promise<void> {
-  const unused = [...entries.values()].filter((e) => e.members.size === 0 && e.leftByDeploy);
+  const unused = [...registry.entries.values()].filter((e) => e.members.size === 0 && e.leftByDeploy);
   for (const e of unused) {
     clearPark(e);
-    entries.delete(e.key);
+    registry.entries.delete(e.key);
   }
   await Promise.all(
     unused.map((e) => {
       const core = e.core;
       e.core = null;
-      retire(e.key, core);
+      registry.retire(e.key, core);
       return core ? core.destroy().catch(() => undefined) : Promise.resolve();
     }),
   );
@@ -354,7 +370,7 @@ export async function deployStarted(): Promise<void> {
 
 /** The running core of an account (not in conflict), if this runtime has one. */
 export function runningCore(key: string): AccountCore | null {
-  const e = entries.get(key);
+  const e = registry.entries.get(key);
   if (!e || e.conflict || !e.core || e.core.isClosed) return null;
   return e.core;
 }
@@ -402,7 +418,7 @@ export function signIn(
   log: SessionLog,
   target: { baseUrl: string; confirm: boolean },
 ): SignInResult {
-  let entry = entries.get(key);
+  let entry = registry.entries.get(key);
   const open = entry?.core && !entry.core.isClosed ? entry.core : null;
   if (entry && entry.members.size > 0) {
     if (entry.conflict) return { kind: "conflict", message: entry.conflict };
@@ -430,28 +446,13 @@ export function signIn(
     }
   }
   if (!target.confirm) {
-    const other = otherLiveLogin(entries.values(), key, target.baseUrl);
+    const other = otherLiveLogin(registry.entries.values(), key, target.baseUrl);
     if (other) return { kind: "other-login", holder: other };
   }
-  if (entry && entry.members.size === 0) {
-    clearPark(entry);
-    entries.delete(key);
-    retire(key, entry.core);
-    void entry.core?.close().catch(() => undefined);
-  }
-  entry = {
-    key,
-    settings,
-    core: null,
-    members: new Set(),
-    leftByDeploy: false,
-    parkTimer: null,
-    conflict: null,
-    freshStartDue: false,
-  };
-  entries.set(key, entry);
+  if (entry && entry.members.size === 0) registry.drop(entry);
+  entry = registry.newEntry(key, settings);
   const core = make(entryLog(entry, log), true);
-  holdNew(key, core);
+  registry.holdNew(key, core);
   entry.core = core;
   watchCore(entry, core);
   void core.startAndWarm();
@@ -461,12 +462,9 @@ export function signIn(
 
 /** Forgets a signed-in core with no member (its login was refused): the next sign-in starts afresh. */
 export function dropSignIn(key: string, core: AccountCore): void {
-  const e = entries.get(key);
+  const e = registry.entries.get(key);
   if (!e || e.core !== core || e.members.size > 0) return;
-  clearPark(e);
-  entries.delete(key);
-  retire(key, core);
-  void core.close().catch(() => undefined);
+  registry.drop(e);
 }
 
 /**
@@ -476,20 +474,20 @@ export function dropSignIn(key: string, core: AccountCore): void {
  * and what the account's events learnt (docs/events.md#session: a start says session/ready).
  */
 export async function closeAllParked(): Promise<void> {
-  lastDeployed.clear();
-  const idle = [...entries.values()].filter((e) => e.members.size === 0);
+  registry.lastDeployed.clear();
+  const idle = [...registry.entries.values()].filter((e) => e.members.size === 0);
   for (const e of idle) {
     clearPark(e);
-    entries.delete(e.key);
+    registry.entries.delete(e.key);
   }
   await Promise.all(idle.map((e) => (e.core ? e.core.close().catch(() => undefined) : Promise.resolve())));
-  heldUntil.clear();
+  registry.heldUntil.clear();
   forgetIdleEventHubs();
 }
 
 /** For tests: how many accounts have an entry, and their members. */
 export function registrySnapshot(): { key: string; members: number; conflict: boolean; running: boolean }[] {
-  return [...entries.values()].map((e) => ({
+  return [...registry.entries.values()].map((e) => ({
     key: e.key,
     members: e.members.size,
     conflict: e.conflict !== null,

@@ -2,6 +2,7 @@
  * `door-access-audit tail` and `door-access-audit export --csv`: the audit log for people
  * without the editor. Pure functions of (arguments, output): src/audit/cli.ts dispatches here.
  */
+import { type ArgOption, argTokens } from "../util/args.js";
 import { textOf } from "../util/text.js";
 import { type AuditEntry, exportCsv, parseInstant, tail } from "./reader.js";
 
@@ -36,38 +37,37 @@ interface Parsed {
   files: string[];
 }
 
-function parseArgs(args: string[], withValue: Set<string>, bare: Set<string>): Parsed | string {
+/**
+ * The options of one command: `withValue` and `bare` by their long names (a short one, `-n`, in
+ * `short`); everything else is a file. The flags are kept under their long names.
+ */
+function parseArgs(
+  args: string[],
+  withValue: string[],
+  bare: string[],
+  short: Record<string, string> = {},
+): Parsed | string {
+  const options: Record<string, ArgOption> = {};
+  for (const n of withValue) options[n] = short[n] ? { type: "string", short: short[n] } : { type: "string" };
+  for (const n of bare) options[n] = short[n] ? { type: "boolean", short: short[n] } : { type: "boolean" };
   const flags = new Map<string, string | true>();
   const files: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === "--") {
-      files.push(...args.slice(i + 1));
-      break;
-    }
-    if (a.startsWith("-") && a !== "-") {
-      const [name, inline] = a.includes("=")
-        ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]
-        : [a, undefined];
-      if (withValue.has(name)) {
-        const v = inline ?? args[++i];
-        if (v === undefined) return `${name} needs a value`;
-        flags.set(name, v);
-      } else if (bare.has(name) && inline === undefined) {
-        flags.set(name, true);
-      } else {
-        return `unknown option ${a}`;
-      }
-    } else {
-      files.push(a);
-    }
+  for (const t of argTokens(args, options)) {
+    if (t.kind === "end")
+      continue; // what follows `--` comes as files
+    else if (t.kind === "positional") files.push(t.value);
+    else if (withValue.includes(t.name)) {
+      if (t.value === undefined) return `${t.raw} needs a value`;
+      flags.set(t.name, t.value);
+    } else if (bare.includes(t.name) && !t.inline) flags.set(t.name, true);
+    else return `unknown option ${t.raw}`;
   }
   return { flags, files };
 }
 
 /** `tail [-n N] [--json] <file>`: the newest N records (default 10), oldest first. */
 export async function tailCommand(args: string[], io: CliIo): Promise<number> {
-  const p = parseArgs(args, new Set(["-n", "--lines"]), new Set(["--json"]));
+  const p = parseArgs(args, ["lines"], ["json"], { lines: "n" });
   if (typeof p === "string") {
     io.err(`door-access-audit tail: ${p}\n${TAIL_USAGE}`);
     return 2;
@@ -76,25 +76,25 @@ export async function tailCommand(args: string[], io: CliIo): Promise<number> {
     io.err(`door-access-audit tail: name one audit log file\n${TAIL_USAGE}`);
     return 2;
   }
-  const nText = (p.flags.get("-n") ?? p.flags.get("--lines") ?? "10") as string;
+  const nText = (p.flags.get("lines") ?? "10") as string;
   if (!/^\d{1,4}$/.test(nText) || Number(nText) < 1 || Number(nText) > 1000) {
     io.err(`door-access-audit tail: -n must be a whole number from 1 to 1000\n${TAIL_USAGE}`);
     return 2;
   }
   const records = await tail(p.files[0], Number(nText));
-  const json = p.flags.has("--json");
+  const json = p.flags.has("json");
   for (const r of records) await io.out((json ? JSON.stringify(r) : formatRecord(r)) + "\n");
   return 0;
 }
 
 /** `export --csv [--from ISO] [--to ISO] <file>`: the log (or a time range) as CSV on stdout. */
 export async function exportCommand(args: string[], io: CliIo): Promise<number> {
-  const p = parseArgs(args, new Set(["--from", "--to"]), new Set(["--csv"]));
+  const p = parseArgs(args, ["from", "to"], ["csv"]);
   if (typeof p === "string") {
     io.err(`door-access-audit export: ${p}\n${EXPORT_USAGE}`);
     return 2;
   }
-  if (!p.flags.has("--csv")) {
+  if (!p.flags.has("csv")) {
     io.err(`door-access-audit export: the only format is --csv; say so\n${EXPORT_USAGE}`);
     return 2;
   }
@@ -104,7 +104,7 @@ export async function exportCommand(args: string[], io: CliIo): Promise<number> 
   }
   const range: { from?: Date; to?: Date } = {};
   for (const k of ["--from", "--to"] as const) {
-    const v = p.flags.get(k);
+    const v = p.flags.get(k.slice(2));
     if (v === undefined) continue;
     const d = parseInstant(v as string);
     if (!d) {

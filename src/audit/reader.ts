@@ -9,6 +9,7 @@
  */
 import { promises as fsp } from "node:fs";
 import * as path from "node:path";
+import { isoTimeExists } from "../util/iso-time.js";
 import { textOf } from "../util/text.js";
 import { type AuditEntry, type AuditRecord, parseRecord } from "./record.js";
 
@@ -312,9 +313,13 @@ export async function* exportCsv(livePath: string, filter: AuditFilter = {}): As
   for await (const r of readAll(livePath, filter)) yield csvRow(r);
 }
 
-/** Parses an ISO-8601 instant given by a user (a date alone means its start, UTC); null if invalid. */
+/**
+ * Parses an ISO-8601 instant given by a user (a date alone means its start, UTC); null if invalid,
+ * also for a date or time that does not exist (30 February, 24:00), which Date.parse would move.
+ */
 export function parseInstant(s: string | undefined | null): Date | null {
   if (typeof s !== "string" || !/^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(s.trim())) return null;
+  if (!isoTimeExists(s.trim())) return null;
   const t = Date.parse(s.trim());
   return Number.isNaN(t) ? null : new Date(t);
 }

@@ -45,7 +45,7 @@ import {
 /**
  * Every record made durable, as `("record", filePath, line)` with the exact line written (no
  * newline); emitted only while someone listens (the editor's sidebar:
- * src/nodes/door-access-sidebar/door-access-sidebar.ts).
+ * nodes/door-access-sidebar/door-access-sidebar.ts).
  * A listener that throws is ignored: it cannot break the writer.
  */
 export const auditRecordEvents = new EventEmitter();

@@ -1,7 +1,7 @@
 /**
  * The account's base URL rule (docs/nodes.md#door-account): `https://` required, except a
  * loopback host (src/util/loopback.ts: 127.0.0.0/8, ::1, localhost), which may use `http://`.
- * The account dialog checks a base URL with parseBaseUrl too (src/nodes/door-account/editor/,
+ * The account dialog checks a base URL with parseBaseUrl too (nodes/door-account/editor/,
  * bundled for the browser): this module stays free of Node.js.
  */
 import { isLoopbackHost } from "../util/loopback.js";

@@ -21,6 +21,7 @@ import {
   type OperationId,
 } from "../spec/schemas.js";
 import { type Clock, sleep, systemClock } from "../util/clock.js";
+import { controlCharsAsSpaces } from "../util/text.js";
 import { parseBaseUrl } from "./base-url.js";
 import { abortedError, transportError } from "./connection-errors.js";
 import { DoorApiError } from "./errors.js";
@@ -425,8 +426,7 @@ export function hideSecrets(text: string | null | undefined, secrets: readonly s
 
 function clip(s: string | null | undefined): string | null {
   if (s === null || s === undefined) return null;
-  // eslint-disable-next-line no-control-regex -- control characters (C0, DEL) are what it replaces
-  return s.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 200);
+  return controlCharsAsSpaces(s).slice(0, 200);
 }
 
 function tooLarge(op: OperationId, max: number): DoorApiError {

@@ -4,7 +4,7 @@
  * a cancellation to a DoorApiError (was the request sent, did it time out?). Used by client.ts.
  */
 import type { OperationId } from "../spec/schemas.js";
-import { clip as clipText } from "../util/text.js";
+import { clip } from "../util/text.js";
 import { DoorApiError, type FailureKind } from "./errors.js";
 
 const NOT_SENT_CODES = new Set([
@@ -50,8 +50,8 @@ export function connectionProblem(
 ): { problem: string; brief: string; sent: boolean } {
   // Clipped: a base URL typed or imported may be of any length, and this text reaches a node's
   // status, a message and the editor.
-  const where = clipText(baseUrl.href.replace(/\/+$/, ""), 120, "…");
-  const host = clipText(baseUrl.hostname, 80, "…");
+  const where = clip(baseUrl.href.replace(/\/+$/, ""), 120, "…");
+  const host = clip(baseUrl.hostname, 80, "…");
   const cannot = (why: string, fix: string, brief: string) => ({
     problem: `cannot connect to ${where} (${why}): ${fix}`,
     brief,

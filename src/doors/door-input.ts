@@ -5,6 +5,7 @@
  * with an int32 id or a name. Input that can never name a door is refused here with a reason,
  * and nothing is fetched or sent for it. Also how an identity is named in a message.
  */
+import { hasControlChars } from "../util/text.js";
 import { quote, text } from "./names.js";
 
 /** A door as the editor stores it: the id seen when it was picked, its name and location. */
@@ -16,8 +17,6 @@ export interface DoorIdentity {
 
 /** Longest door name or "Location / Name" accepted from a message. */
 const MAX_DOOR_QUERY = 200;
-// eslint-disable-next-line no-control-regex -- control characters are what this looks for
-const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 
 /** A door input refused before any list is fetched (a Resolution of DeviceDirectory, src/doors/directory.ts). */
 type InvalidDoor = { ok: false; reason: "invalid"; message: string; candidates: string[] };
@@ -36,7 +35,7 @@ export function validateQuery(query: unknown, what: string): InvalidDoor | null 
   if (query.length > MAX_DOOR_QUERY) {
     return bad(`${what} is longer than ${MAX_DOOR_QUERY} characters (${query.length})`);
   }
-  if (CONTROL_CHARS.test(query)) return bad(`${what} contains control characters`);
+  if (hasControlChars(query)) return bad(`${what} contains control characters`);
   return null;
 }
 

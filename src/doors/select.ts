@@ -6,30 +6,15 @@
 import type { Device } from "../spec/schemas.js";
 import type { DeviceDirectory } from "./directory.js";
 import { type DoorIdentity, doorNameProblem } from "./door-input.js";
+import { describeValue, isDeviceId } from "./ids.js";
 import { clipLabel } from "./names.js";
+
+// Where unlock.ts and door-status find them; their one definition is ids.ts.
+export { describeValue, isDeviceId, parseLockId } from "./ids.js";
 
 export type Selection =
   | { ok: true; deviceId: number; device: Device | null; label: string; identity: DoorIdentity }
   | { ok: false; message: string; candidates?: string[] };
-
-const INT32_MAX = 2147483647;
-
-export function isDeviceId(v: unknown): v is number {
-  return typeof v === "number" && Number.isInteger(v) && v >= 1 && v <= INT32_MAX;
-}
-
-/** Describes a bad value without echoing much of it. */
-export function describeValue(v: unknown): string {
-  if (typeof v === "string") return v.length > 40 ? `a ${v.length}-character string` : JSON.stringify(v);
-  if (typeof v === "number") return String(v);
-  if (v === null) return "null";
-  try {
-    if (Array.isArray(v)) return "an array";
-  } catch {
-    return "a revoked proxy"; // Array.isArray throws for one; never for anything else
-  }
-  return `a value of type ${typeof v}`;
-}
 
 export interface DoorChoice {
   msgDeviceId: unknown;
@@ -154,19 +139,6 @@ export function locksOf(device: Device | null): { id: number; name?: string }[] 
     (l): l is { id: number; name?: string } =>
       typeof l === "object" && l !== null && isDeviceId((l as { id?: unknown }).id),
   );
-}
-
-/** `msg.lockId` / the node's lock: absent → null (whole device); else a positive int32 (the editor's may be text). */
-export function parseLockId(
-  value: unknown,
-  fromEditor = false,
-): { ok: true; lockId: number | null } | { ok: false; message: string } {
-  if (value === undefined || value === null || (fromEditor && value === "")) return { ok: true, lockId: null };
-  // The editor stores its fields as text; a message must carry a real integer.
-  if (fromEditor && typeof value === "string" && /^\d{1,10}$/.test(value.trim()) && isDeviceId(Number(value)))
-    return { ok: true, lockId: Number(value) };
-  if (isDeviceId(value)) return { ok: true, lockId: value };
-  return { ok: false, message: `lockId must be a positive 32-bit integer, got ${describeValue(value)}` };
 }
 
 /** A lock id must name a lock of a multi-lock device, when the device's locks are known. */

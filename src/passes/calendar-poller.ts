@@ -71,7 +71,8 @@ export class CalendarPoller {
     private readonly settings: CalendarSettings,
     /** false: applied in part (nothing issued yet): the next read reads the feed in full again. */
     private readonly apply: (bookings: Booking[], skipped: number) => Promise<boolean | void>,
-    private readonly onProblem: (problem: string | null) => void,
+    /** `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else `apply`). */
+    private readonly onProblem: (problem: string | null, reason?: string) => void,
     private readonly now: () => number = Date.now,
     private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
   ) {}
@@ -105,13 +106,13 @@ export class CalendarPoller {
   private async readOnce(): Promise<PollResult> {
     const r = await this.fetchFeed();
     if (r.kind === "failed") {
-      this.onProblem(r.problem);
+      this.onProblem(r.problem, "fetch");
       return r;
     }
     if (r.kind === "unchanged") return r;
     const feed = await readFeedOffThread(r.text, this.settings, this.now());
     if (!feed.ok) {
-      this.onProblem(feed.problem);
+      this.onProblem(feed.problem, "feed");
       return { kind: "failed", problem: feed.problem };
     }
     let whole: boolean | void;
@@ -121,7 +122,8 @@ export class CalendarPoller {
       // Not applied: the next read tries again (no ETag kept, so it is read again in full).
       this.etag = null;
       this.lastModified = null;
-      this.onProblem((e as Error).message);
+      const reason = (e as { reason?: unknown }).reason;
+      this.onProblem((e as Error).message, typeof reason === "string" ? reason : "apply");
       return { kind: "failed", problem: (e as Error).message };
     }
     this.etag = whole === false ? null : r.etag;

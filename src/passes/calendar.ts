@@ -7,6 +7,8 @@
  * (calendar-worker.ts), never on Node-RED's event loop.
  */
 import ICAL from "ical.js";
+import { isoTimeExists } from "../util/iso-time.js";
+import { clip, controlCharsAsSpaces } from "../util/text.js";
 import { type CalendarSettings, DEFAULT_BLOCKED, PLACEHOLDERS, matchKey } from "./calendar-settings.js";
 import type { BookingInfo } from "./pass.js";
 
@@ -25,6 +27,8 @@ export const MAX_PAST_OCCURRENCES = 50_000;
 export const MAX_BOOKINGS = 20_000;
 
 export type { BookingInfo };
+
+const DAY_MS = 24 * 3600_000;
 
 /** One booking of the feed: a pass's ref, guest and window. */
 export interface Booking {
@@ -74,15 +78,22 @@ function makeFormat(zone: string): Intl.DateTimeFormat {
 }
 
 /**
- * The instant of a wall-clock time in a zone (a time the clocks skip, in a spring-forward night,
- * is read with the offset before the change: it lands just after it).
+ * The instant of a wall-clock time in a zone, as iCalendar reads one (RFC 5545, 3.3.5): a time the
+ * clocks skip (a spring-forward night) is read with the offset before the change, so it lands as
+ * far after the gap as it was into it (02:30 in New York is 03:30 EDT); a time that happens twice
+ * (a fall-back night) is the first of the two (01:30 EDT). docs/passes.md#from-a-booking-calendar.
  */
 export function localInstant(y: number, m: number, d: number, hhmm: string, zone: string): number {
   const [hh, mm] = hhmm.split(":").map(Number);
   const fmt = zoneFormat(zone);
-  const guess = Date.UTC(y, m - 1, d, hh, mm);
-  const first = guess - offsetAt(guess, fmt);
-  return guess - offsetAt(first, fmt);
+  const wall = Date.UTC(y, m - 1, d, hh, mm);
+  // A day before and after: offsets on both sides of any change that night (none changes twice in two days).
+  const early = wall - offsetAt(wall - DAY_MS, fmt);
+  const late = wall - offsetAt(wall + DAY_MS, fmt);
+  const shows = (t: number) => t + offsetAt(t, fmt) === wall;
+  if (shows(early) && shows(late)) return Math.min(early, late);
+  if (shows(late)) return late;
+  return early; // it exists with the earlier offset, or not at all (the gap): read with the offset before the change
 }
 
 /** The date a booking's start or end names: as written for a date or a zoned time; in `zone` for a UTC time. */
@@ -131,11 +142,26 @@ function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from
   return until > from && Number.isFinite(from) && Number.isFinite(until) ? { from, until } : null;
 }
 
-// eslint-disable-next-line no-control-regex -- control characters are what it drops
-const CONTROL = /[\u0000-\u001f\u007f]/g;
+const DATE_PROPS = new Set(["dtstart", "dtend", "recurrence-id"]);
 
+/**
+ * Whether the event's start, end and recurrence id name dates and times that exist (ical.js would
+ * move 30 February to 2 March). Read from the parsed properties as written (jCal), without making
+ * ical.js's property objects.
+ */
+function datesExist(c: ICAL.Component): boolean {
+  const props = (c.jCal as unknown[])[1];
+  if (!Array.isArray(props)) return true;
+  for (const p of props as unknown[][]) {
+    if (Array.isArray(p) && DATE_PROPS.has(p[0] as string) && typeof p[3] === "string" && !isoTimeExists(p[3]))
+      return false;
+  }
+  return true;
+}
+
+/** A feed's text on one line (control characters as spaces), trimmed and clipped. */
 function clean(v: unknown, max: number): string {
-  return typeof v === "string" ? v.replace(CONTROL, " ").trim().slice(0, max) : "";
+  return typeof v === "string" ? clip(controlCharsAsSpaces(v).trim(), max) : "";
 }
 
 const PLACEHOLDER_KEYS = new Set(PLACEHOLDERS.map(matchKey));
@@ -163,7 +189,7 @@ function infoOf(item: ICAL.Event): BookingInfo {
 function guestOf(info: BookingInfo, s: CalendarSettings): string {
   if (info.summary !== "" && !PLACEHOLDER_KEYS.has(matchKey(info.summary))) return info.summary;
   const base = s.placeholderGuest || "Guest";
-  return (info.phoneLast4 !== null ? `${base} ${info.phoneLast4}` : base).slice(0, 100);
+  return clip(info.phoneLast4 !== null ? `${base} ${info.phoneLast4}` : base, 100);
 }
 
 /** An event that marks blocked time (its summary one of the node's markers): no booking. */
@@ -216,7 +242,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
       blocked++;
       continue;
     }
-    if (!ev.startDate) {
+    if (!ev.startDate || !datesExist(ev.component)) {
       skipped++;
       continue;
     }
@@ -241,7 +267,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
         blocked++;
         continue;
       }
-      const w = windowOf(o.startDate, o.endDate, s);
+      const w = datesExist(o.item.component) ? windowOf(o.startDate, o.endDate, s) : null;
       if (w !== null && w.until <= now) {
         if (++past > MAX_PAST_OCCURRENCES)
           return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };
@@ -260,6 +286,8 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
         until: iso(w.until),
         booking: info,
       });
+      // Counted with every occurrence: one recurring event adds up to MAX_OCCURRENCES.
+      if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
     }
   }
   return { ok: true, bookings, skipped, blocked };

@@ -3,25 +3,27 @@
  * runtime (every config-node copy and every door node of the account share it), kept in a file
  * beside the account's session (`door-access/passes-<id>.json`, written whole and atomically, mode
  * 0600) so passes outlive a deploy and a restart. A code is never stored: only its HMAC under the
- * account's pass key, a random key in its own file (`pass-key-<id>`, 0600) made with the first
- * pass.
+ * account's pass key, a random key in its own file made with the first pass, sealed under
+ * Node-RED's credential secret (pass-key-file.ts).
  *
  * The use of a pass is taken in two steps, as a door's cooldown slot is: `reserve()` at the
  * check (synchronous, so two messages in one millisecond cannot both take a pass's last use) and
  * `commit()` before the command leaves (the count written to disk first) or `release()` when
  * nothing is sent.
  */
-import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { accountStoreId, writeFileAtomic } from "../session/token-store.js";
+import { writeFileAtomic } from "../util/atomic-file.js";
+import { accountStoreId } from "../util/store-id.js";
 import {
   type BookingInfo,
   type Pass,
   type PassDoor,
   type PassView,
   codeHash,
+  hoursOf,
   isLive,
+  storedHoursReadable,
   newCode,
   newPassId,
   passCheck,
@@ -29,6 +31,10 @@ import {
   viewOf,
 } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
+import { loadPassKey, passKeySealer } from "./pass-key-file.js";
+import type { ScheduleWindow } from "../util/week-schedule.js";
+
+export { PASS_KEY_INFO, passKeyFileText, passKeySealer, readPassKeyFile } from "./pass-key-file.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
@@ -49,6 +55,9 @@ export interface NewPass {
   booking?: BookingInfo;
   /** The door-pass node a flow's issue went through. */
   node?: string;
+  /** Weekly hours and their zone (docs/passes.md#issue); absent: at any hour. */
+  schedule?: ScheduleWindow[];
+  timeZone?: string;
 }
 
 /** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
@@ -128,6 +137,8 @@ export class FilePassBook implements PassBook {
     private readonly keyFile: string,
     private readonly now: () => number,
     private readonly onProblem: (message: string) => void,
+    /** Seals the pass key file (passKeySealer); null: Node-RED has no credential secret, the key is kept as is. */
+    private readonly sealer: Buffer | null = null,
   ) {}
 
   /** Reads the file and the key once; later calls wait for the same read. Never rejects. */
@@ -145,31 +156,7 @@ export class FilePassBook implements PassBook {
   }
 
   private async load(): Promise<void> {
-    let absent = false;
-    try {
-      const text = await fs.readFile(this.keyFile, "utf8");
-      const key = Buffer.from(text.trim(), "hex");
-      if (key.length === 32) this.key = key;
-      else this.onProblem(`the pass key ${this.keyFile} is not readable: passes issued before cannot be checked`);
-    } catch (e) {
-      absent = (e as NodeJS.ErrnoException).code === "ENOENT";
-      if (!absent) this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message})`);
-    }
-    if (this.key === null && !absent) {
-      // Never written over: once the file is readable again (a restart), the passes issued under
-      // it are checked again. Until then, passes issued now work until a restart.
-      this.key = randomBytes(32);
-    }
-    if (this.key === null) {
-      const key = randomBytes(32);
-      try {
-        await writeFileAtomic(this.keyFile, key.toString("hex") + "\n");
-        this.key = key;
-      } catch (e) {
-        this.onProblem(`the pass key ${this.keyFile} could not be written (${(e as Error).message})`);
-        this.key = key; // passes issued now work until a restart
-      }
-    }
+    await this.loadKey();
     try {
       const data = JSON.parse(await fs.readFile(this.file, "utf8")) as { v?: unknown; passes?: unknown };
       const list = Array.isArray(data.passes) ? data.passes : [];
@@ -178,6 +165,10 @@ export class FilePassBook implements PassBook {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT")
         this.onProblem(`the passes file ${this.file} could not be read (${(e as Error).message}); it is read as empty`);
     }
+  }
+
+  private async loadKey(): Promise<void> {
+    this.key = await loadPassKey(this.keyFile, this.sealer, this.onProblem);
   }
 
   private add(p: Pass): void {
@@ -197,13 +188,16 @@ export class FilePassBook implements PassBook {
       throw new PassBookFull(`the account has ${MAX_PASSES} passes: revoke some first`);
     const { pass, code } = makePass(n, this.key!, codeLength, now, (hash) => this.index.liveWithHash(hash, now));
     this.add(pass);
+    // The copy handed back is made now: thousands of issues waiting on one coalesced write all
+    // resume at once when it lands, and must not each copy their pass then (a calendar's read).
+    const copy = structuredClone(pass);
     try {
       await this.save();
     } catch (e) {
       this.drop(pass); // not kept: not issued
       throw e;
     }
-    return { pass: structuredClone(pass), code };
+    return { pass: copy, code };
   }
 
   async issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
@@ -239,8 +233,18 @@ export class FilePassBook implements PassBook {
       p.revoked = at;
       if (by.byCalendar === true) p.revokedBy = "calendar";
     }
-    await this.save();
-    return hit.map((p) => structuredClone(p));
+    const copies = hit.map((p) => structuredClone(p)); // made now, as at issue
+    try {
+      await this.save();
+    } catch (e) {
+      // Not written: not revoked (the file and the book stay alike; a retry revokes it again).
+      for (const p of hit) {
+        p.revoked = null;
+        delete p.revokedBy;
+      }
+      throw e;
+    }
+    return copies;
   }
 
   /** Changes a pass's guest, doors or window, keeping its code and uses; null when there is no such pass. */
@@ -254,13 +258,14 @@ export class FilePassBook implements PassBook {
     p.from = change.from;
     p.until = change.until;
     if (change.booking !== undefined) p.booking = { ...change.booking };
+    const copy = structuredClone(p); // made now, as at issue
     try {
       await this.save();
     } catch (e) {
       Object.assign(p, before);
       throw e;
     }
-    return structuredClone(p);
+    return copy;
   }
 
   async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
@@ -327,7 +332,7 @@ export class FilePassBook implements PassBook {
         const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live));
+          throw new PassUseRefused(refusalText(why, live, this.now()));
         }
         const first = live.used === 0;
         live.used++;
@@ -401,6 +406,7 @@ export function makePass(
     ...(n.source !== undefined ? { source: n.source } : {}),
     ...(n.booking !== undefined ? { booking: { ...n.booking } } : {}),
     ...(n.node !== undefined ? { node: n.node } : {}),
+    ...hoursOf(n),
   };
   return { pass, code };
 }
@@ -431,7 +437,8 @@ export function wellFormed(p: unknown): p is Pass {
     typeof x.until === "string" &&
     typeof x.hash === "string" &&
     typeof x.used === "number" &&
-    (x.uses === null || typeof x.uses === "number")
+    (x.uses === null || typeof x.uses === "number") &&
+    storedHoursReadable(x)
   );
 }
 
@@ -443,13 +450,15 @@ export function passBookFor(
   tokenFile: string,
   now: () => number,
   onProblem: (message: string) => void,
+  /** Node-RED's credential secret: the pass key file is sealed under it. */
+  secret: string | null = null,
 ): FilePassBook {
   const dir = path.dirname(tokenFile);
   const id = accountStoreId(accountKey);
   const file = path.join(dir, `passes-${id}.json`);
   let book = books.get(file);
   if (!book) {
-    book = new FilePassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem);
+    book = new FilePassBook(file, path.join(dir, `pass-key-${id}`), now, onProblem, passKeySealer(secret, accountKey));
     books.set(file, book);
   }
   return book;

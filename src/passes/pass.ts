@@ -6,12 +6,31 @@
  */
 import { createHmac, randomBytes, randomInt } from "node:crypto";
 
+import { isoTimeExists } from "../util/iso-time.js";
+import { hasControlChars } from "../util/text.js";
+import {
+  type CompiledWindow,
+  type LocalTime,
+  type ScheduleProblem,
+  type ScheduleWindow,
+  LocalClock,
+  compileWindow,
+  formatOpening,
+  inAnyWindow,
+  nextOpening,
+  readSchedule,
+  readWallClock,
+  readZone,
+  wallClockFormat,
+} from "../util/week-schedule.js";
 import { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf } from "./pass-limits.js";
 
 export { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf };
 export const MAX_GUEST = 100;
 export const MAX_REF = 200;
 export const MAX_DOORS = 50;
+/** Most weekly windows a pass's schedule may have. */
+export const MAX_WINDOWS = 50;
 
 export interface PassDoor {
   deviceId: number;
@@ -56,6 +75,10 @@ export interface Pass {
   booking?: BookingInfo;
   /** The door-pass node a flow's `issue` went through (docs/passes.md#in-the-sidebar); a calendar's pass has `source`. */
   node?: string;
+  /** Weekly hours (docs/passes.md#issue): within [from, until) it opens only inside these windows; absent: at any hour. */
+  schedule?: ScheduleWindow[];
+  /** The IANA zone the schedule is read in (resolved when issued). */
+  timeZone?: string;
 }
 
 export type PassState = "upcoming" | "active" | "expired" | "used-up" | "revoked";
@@ -75,6 +98,8 @@ export interface PassView {
   /** The door-pass node that made it (docs/passes.md#in-the-sidebar): its calendar's (`calendar: true`) or a flow's issue through it. */
   node?: string;
   calendar?: boolean;
+  schedule?: ScheduleWindow[];
+  timeZone?: string;
 }
 
 /**
@@ -90,23 +115,93 @@ export function passState(p: Pass, now: number): PassState {
   return "active";
 }
 
-/** Why a pass does not open: its state, or a door it is not for. */
-export type PassRefusal = Exclude<PassState, "active"> | "door";
+/** Why a pass does not open: its state, outside its weekly hours ("closed"), or a door it is not for. */
+export type PassRefusal = Exclude<PassState, "active"> | "closed" | "door";
 
 /**
  * Why pass `p` does not open door `deviceId` at `now` (no door given: any of its doors), or null:
- * the pass state first (passState's order), then the door. The one source of a pass's validity:
- * the check at a door-unlock, the file book's commit and, in Lua, the Redis book's USE script.
+ * the pass state first (passState's order), then its weekly hours, then the door. The one source
+ * of a pass's validity: the check at a door-unlock, the file book's commit and, in Lua, the Redis
+ * book's USE script (which is told the hours' verdict, withinHours, as it has no time zones).
  */
 export function passCheck(p: Pass, now: number, deviceId?: number): PassRefusal | null {
   const state = passState(p, now);
   if (state !== "active") return state;
+  if (!withinHours(p, now)) return "closed";
   if (deviceId !== undefined && !p.doors.some((d) => d.deviceId === deviceId)) return "door";
   return null;
 }
 
-/** A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists). */
-export function refusalText(why: PassRefusal | "gone", p: Pass): string {
+// ---- weekly hours ----------------------------------------------------------------------------
+
+/** A zone's wall clock: Intl behind the access rules' cache (LocalClock), one per zone in this runtime. */
+interface ZoneClock {
+  read: (now: number) => LocalTime;
+  clock: LocalClock;
+}
+const zoneClocks = new Map<string, ZoneClock>();
+const compiled = new WeakMap<readonly ScheduleWindow[], CompiledWindow[]>();
+
+function zoneClock(zone: string): ZoneClock {
+  let z = zoneClocks.get(zone);
+  if (z === undefined) {
+    const format = wallClockFormat(zone); // throws for a zone this Node.js does not know
+    const read = (now: number) => readWallClock(format, zone, now);
+    z = { read, clock: new LocalClock(read) };
+    zoneClocks.set(zone, z);
+  }
+  return z;
+}
+
+function windowsOf(schedule: readonly ScheduleWindow[]): CompiledWindow[] {
+  let w = compiled.get(schedule);
+  if (w === undefined) {
+    w = schedule.map(compileWindow);
+    compiled.set(schedule, w);
+  }
+  return w;
+}
+
+/**
+ * Whether `now` is inside the pass's weekly hours, on the wall clock of its zone as the access
+ * rules read one (docs/access-rules.md#time-zone-and-daylight-saving); true without a schedule.
+ * A zone this Node.js does not know opens nothing.
+ */
+export function withinHours(p: Pass, now: number): boolean {
+  if (p.schedule === undefined || p.schedule.length === 0) return true;
+  try {
+    const { day, minute } = zoneClock(p.timeZone ?? "UTC").clock.at(now);
+    return inAnyWindow(windowsOf(p.schedule), day, minute);
+  } catch {
+    return false;
+  }
+}
+
+/** When the pass next opens at or after `start` (inside its hours, before `until`), or null: never again. */
+export function nextOpen(p: Pass, start: number): number | null {
+  const until = Date.parse(p.until);
+  if (p.schedule === undefined || p.schedule.length === 0) return start < until ? start : null;
+  try {
+    return nextOpening(windowsOf(p.schedule), zoneClock(p.timeZone ?? "UTC").read, start, until);
+  } catch {
+    return null;
+  }
+}
+
+/** "<subject> opens on Tuesday 08:00" (local time in the pass's zone), or that it does not open again. */
+function opensText(p: Pass, subject: string, start: number, now: number): string {
+  const at = nextOpen(p, start);
+  const zone = p.timeZone ?? "UTC";
+  return at === null
+    ? `${subject} does not open again before it ends (${formatOpening(Date.parse(p.until), now, zone)})`
+    : `${subject} opens on ${formatOpening(at, now, zone)}`;
+}
+
+/**
+ * A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists).
+ * A pass with weekly hours names when it next opens, in local time in its zone.
+ */
+export function refusalText(why: PassRefusal | "gone", p: Pass, now: number): string {
   switch (why) {
     case "revoked":
       return "this pass was revoked";
@@ -115,7 +210,11 @@ export function refusalText(why: PassRefusal | "gone", p: Pass): string {
     case "expired":
       return `this pass expired at ${p.until}`;
     case "upcoming":
-      return `this pass is not valid yet: it opens from ${p.from}`;
+      return p.schedule !== undefined && p.schedule.length > 0
+        ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now)}`
+        : `this pass is not valid yet: it opens from ${p.from}`;
+    case "closed":
+      return opensText(p, "this code", now, now);
     case "door":
       return "this pass is not for this door";
     default: // "gone", or a word a store gave that no check makes
@@ -146,6 +245,36 @@ export function viewOf(p: Pass, now: number): PassView {
       : p.node !== undefined
         ? { node: p.node, calendar: false }
         : {}),
+    ...hoursOf(p),
+  };
+}
+
+/** A stored pass's hours (absent, or windows and a zone as text): a pass whose hours cannot be read is not loaded. */
+export function storedHoursReadable(x: Record<string, unknown>): boolean {
+  const time = (t: unknown) => typeof t === "string" && /^(([01]\d|2[0-3]):[0-5]\d|24:00)$/.test(t);
+  const window = (w: unknown) => {
+    const y = (w ?? {}) as Record<string, unknown>;
+    return (
+      Array.isArray(y.days) &&
+      y.days.every((d) => Number.isInteger(d) && (d as number) >= 1 && (d as number) <= 7) &&
+      time(y.from) &&
+      time(y.to)
+    );
+  };
+  return (
+    (x.timeZone === undefined || typeof x.timeZone === "string") &&
+    (x.schedule === undefined || (Array.isArray(x.schedule) && x.schedule.every(window)))
+  );
+}
+
+/** A pass's weekly hours as a flow sees them: `schedule` and `timeZone`, when it has them. */
+export function hoursOf(p: { schedule?: ScheduleWindow[]; timeZone?: string }): {
+  schedule?: ScheduleWindow[];
+  timeZone?: string;
+} {
+  return {
+    ...(p.schedule !== undefined ? { schedule: p.schedule.map((w) => ({ ...w, days: [...w.days] })) } : {}),
+    ...(p.timeZone !== undefined ? { timeZone: p.timeZone } : {}),
   };
 }
 
@@ -191,17 +320,32 @@ export interface IssueRequest {
   until: string;
   uses: number | null;
   ref: string | null;
+  /** Weekly hours, as checked (docs/passes.md#issue); null: at any hour. */
+  schedule: ScheduleWindow[] | null;
+  /** The zone the schedule is read in, as Node.js names it; null: none given and no schedule. */
+  timeZone: string | null;
 }
 
-// eslint-disable-next-line no-control-regex -- control characters are what it refuses
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-function isoTime(v: unknown): number | null {
-  if (typeof v !== "string" || v.length > 40) return null;
+/** A date-time with its zone: its instant, "absent" when it is not one, "no-such" when it names a time that does not exist. */
+function isoTime(v: unknown): number | "absent" | "no-such" {
+  if (typeof v !== "string" || v.length > 40) return "absent";
   // A date and a time with its zone (Z or ±hh:mm): a time without a zone would depend on the runtime's.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return null;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return "absent";
+  // 30 February, 24:00, minute 60, offset +25:00: Date.parse would move some of them to another day.
+  if (!isoTimeExists(v)) return "no-such";
   const t = Date.parse(v);
-  return Number.isFinite(t) ? t : null;
+  return Number.isFinite(t) ? t : "no-such";
+}
+
+/** The instant of the field `name`, or its problem (docs/passes.md#issue). */
+function timeField(name: string, v: unknown, example: string, problems: string[]): number | null {
+  const t = isoTime(v);
+  if (t === "absent") problems.push(`${name}: an ISO date-time with its zone, e.g. ${example}`);
+  else if (t === "no-such")
+    problems.push(
+      `${name}: ${JSON.stringify(v)} does not exist (no such day in its month, or no such time of day or offset)`,
+    );
+  return typeof t === "number" ? t : null;
 }
 
 /** Checks an issue request's fields; the problems name each field (docs/passes.md#issue). */
@@ -211,7 +355,7 @@ export function checkIssue(
   const problems: string[] = [];
   const guest = typeof p.guest === "string" ? p.guest.trim() : "";
   if (guest === "") problems.push("guest: a name is required (text)");
-  else if (guest.length > MAX_GUEST || CONTROL.test(guest))
+  else if (guest.length > MAX_GUEST || hasControlChars(guest))
     problems.push(`guest: at most ${MAX_GUEST} characters, no control characters`);
   const raw = Array.isArray(p.doors) ? (p.doors as unknown[]) : p.doors === undefined ? [] : [p.doors];
   const doors: (number | string)[] = [];
@@ -220,15 +364,13 @@ export function checkIssue(
   else
     for (const d of raw) {
       if (typeof d === "number" && Number.isInteger(d) && d >= 1 && d <= 2147483647) doors.push(d);
-      else if (typeof d === "string" && d.trim() !== "" && d.length <= 200 && !CONTROL.test(d))
+      else if (typeof d === "string" && d.trim() !== "" && d.length <= 200 && !hasControlChars(d))
         doors.push(/^\d{1,10}$/.test(d.trim()) ? Number(d.trim()) : d.trim());
       else
         problems.push(`doors: ${JSON.stringify(d)?.slice(0, 40) ?? String(d)} is neither a device id nor a door name`);
     }
-  const from = isoTime(p.from);
-  const until = isoTime(p.until);
-  if (from === null) problems.push("from: an ISO date-time with its zone, e.g. 2026-12-01T15:00:00+01:00");
-  if (until === null) problems.push("until: an ISO date-time with its zone, e.g. 2026-12-05T11:00:00+01:00");
+  const from = timeField("from", p.from, "2026-12-01T15:00:00+01:00", problems);
+  const until = timeField("until", p.until, "2026-12-05T11:00:00+01:00", problems);
   if (from !== null && until !== null && !(until > from)) problems.push("until: must be after from");
   let uses: number | null = null;
   if (p.uses !== undefined && p.uses !== null && p.uses !== "") {
@@ -237,10 +379,11 @@ export function checkIssue(
   }
   let ref: string | null = null;
   if (p.ref !== undefined && p.ref !== null && p.ref !== "") {
-    if (typeof p.ref === "string" && p.ref.length <= MAX_REF && !CONTROL.test(p.ref)) ref = p.ref;
+    if (typeof p.ref === "string" && p.ref.length <= MAX_REF && !hasControlChars(p.ref)) ref = p.ref;
     else if (typeof p.ref === "number" && Number.isFinite(p.ref)) ref = String(p.ref);
     else problems.push(`ref: text of at most ${MAX_REF} characters`);
   }
+  const hours = checkHours(p.schedule, p.timeZone, from, until, problems);
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -251,6 +394,44 @@ export function checkIssue(
       until: new Date(until!).toISOString(),
       uses,
       ref,
+      ...hours,
     },
   };
+}
+
+/**
+ * An issue's weekly hours (docs/passes.md#issue): `schedule` read as the access rules read theirs
+ * (same windows, same zone rules; none or [] is none), `timeZone` an IANA name (empty: the runtime's); a schedule none
+ * of whose windows falls within [from, until) would never open, and is refused.
+ */
+function checkHours(
+  schedule: unknown,
+  timeZone: unknown,
+  from: number | null,
+  until: number | null,
+  problems: string[],
+): { schedule: ScheduleWindow[] | null; timeZone: string | null } {
+  const found = (f: ScheduleProblem) =>
+    problems.push(
+      f.text.startsWith(`${f.field} `) ? `${f.field}: ${f.text.slice(f.field.length + 1)}` : `${f.field}: ${f.text}`,
+    );
+  // Nothing, or an empty list, is no schedule: the pass opens at any hour, as the access rules read one.
+  const given = !(
+    schedule === undefined ||
+    schedule === null ||
+    schedule === "" ||
+    (Array.isArray(schedule) && schedule.length === 0)
+  );
+  let windows: ScheduleWindow[] = [];
+  if (Array.isArray(schedule) && schedule.length > MAX_WINDOWS)
+    problems.push(`schedule: at most ${MAX_WINDOWS} windows`);
+  else if (given) windows = readSchedule(schedule, found);
+  const zoneGiven = !(timeZone === undefined || timeZone === null || timeZone === "");
+  const zone = given || zoneGiven ? readZone(timeZone, found, given) : null;
+  if (!given || problems.length > 0 || zone === null || from === null || until === null)
+    return { schedule: null, timeZone: zone };
+  const read = (now: number) => readWallClock(wallClockFormat(zone), zone, now);
+  if (nextOpening(windows.map(compileWindow), read, from, until) === null)
+    problems.push(`schedule: none of its windows falls between from and until (read in ${zone})`);
+  return { schedule: windows.map((w) => ({ days: [...w.days], from: w.from, to: w.to })), timeZone: zone };
 }

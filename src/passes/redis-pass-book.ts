@@ -15,13 +15,12 @@
  *   for it, so that a booking's pass is issued by one script only if none is kept unrevoked, by
  *   whichever instance comes first (field `""`: the passes kept before it existed are in it).
  *
- * A use is counted by one Lua script, atomic in Redis: it checks the pass as stored (revoked,
- * window, door, uses left) and only then counts the use. Two instances racing for a pass's last
- * use: one script counts it, the other is refused, so one command is sent. A change (issue,
- * revoke, update) is written only over the revision it was made from (compare-and-set).
+ * A use is counted by one Lua script, atomic in Redis: it checks the pass as stored (revoked, window,
+ * door, uses left) and only then counts it (of two instances racing for a last use, one is refused).
+ * A change (issue, revoke, update, reissue) is written only over the revision it was made from (CAS).
  */
 import { randomBytes } from "node:crypto";
-import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf } from "./pass.js";
+import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf, withinHours } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
 import {
   type BookingPass,
@@ -50,10 +49,13 @@ export interface PassCommands {
 
 const KEY_INFO = "door-access pass key v1";
 
-// KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO.
+// KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO,
+// ARGV[5] '0' when now is outside the pass's weekly hours (withinHours() in src/passes/pass.ts
+// decides: Redis has no time zones; a pass's hours never change once issued).
 // {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted. The checks
-// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the door): revoked,
-// used up, expired, not valid yet, not for this door. Change one, change both.
+// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the hours, then the
+// door): revoked, used up, expired, not valid yet, outside its hours, not for this door. Change
+// one, change both.
 const USE = `
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return {-1, 'gone', 0} end
@@ -64,6 +66,7 @@ if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used
 if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
 if now >= tonumber(p.u) then return {-1, 'expired', used} end
 if now < tonumber(p.f) then return {-1, 'upcoming', used} end
+if ARGV[5] == '0' then return {-1, 'closed', used} end
 if ARGV[3] ~= '' then
   local ok = false
   for _, d in ipairs(p.doors) do if tostring(d.deviceId) == ARGV[3] then ok = true end end
@@ -290,7 +293,9 @@ export class RedisPassBook implements PassBook {
       const next = change(structuredClone(p));
       if (next === null) return null;
       if (await this.write(id, this.revs.get(id)!, next)) {
-        await this.refresh();
+        // Stored: answered even when the read after it fails, so its message goes out (the next
+        // read of a calendar finds the change made and would not tell it again).
+        if (!(await this.refreshAfterStored())) return structuredClone(next);
         return structuredClone(this.index.passes.get(id) ?? next);
       }
     }
@@ -310,7 +315,7 @@ export class RedisPassBook implements PassBook {
   async issue(n: NewPass, codeLength: number): Promise<{ pass: Pass; code: string }> {
     const made = await this.make(n, codeLength);
     if (!(await this.write(made.pass.id, null, made.pass))) throw new Error("a pass with this id exists; try again");
-    await this.refresh();
+    await this.refreshAfterStored();
     return { pass: structuredClone(made.pass), code: made.code };
   }
 
@@ -331,8 +336,23 @@ export class RedisPassBook implements PassBook {
     ]);
     const v = Number(r[0]);
     if (v < 0) throw new Error("a pass with this id exists; try again");
-    await this.refresh();
+    await this.refreshAfterStored();
     return v === 0 ? null : { pass: structuredClone(made.pass), code: made.code };
+  }
+
+  /**
+   * A change is stored: it is answered even when the read after it fails (Redis going away just
+   * then), since a booking's stored pass is never issued again (its code would be lost) and a
+   * stored update or revoke is not made again (its message would be lost). false: not read; the
+   * next call of the book reads again.
+   */
+  private async refreshAfterStored(): Promise<boolean> {
+    try {
+      await this.refresh();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   serially<T>(source: string, read: () => Promise<T>): Promise<T> {
@@ -365,12 +385,10 @@ export class RedisPassBook implements PassBook {
     }));
   }
 
-  /** Written over the pass's revision like any change: its uses (kept apart) stay as counted. */
+  /** Written over the pass's revision like any change (none: null): its uses (kept apart) stay as counted. */
   async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
     await this.refresh();
     const now = this.now();
-    const p = this.index.passes.get(id);
-    if (!p || !isLive(p, now)) return null;
     const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
     const done = await this.change(id, (x) => (isLive(x, now) ? { ...x, hash } : null));
     return done === null ? null : { pass: done, code };
@@ -423,13 +441,14 @@ export class RedisPassBook implements PassBook {
             String(now),
             deviceId === undefined ? "" : String(deviceId),
             new Date(now).toISOString(),
+            withinHours(live, now) ? "1" : "0",
           ]);
         } finally {
           release();
         }
         const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live));
+        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live, now));
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

@@ -16,7 +16,8 @@
  */
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { accountStoreId, writeFileAtomic } from "./token-store.js";
+import { writeFileAtomic } from "../util/atomic-file.js";
+import { accountStoreId } from "../util/store-id.js";
 
 /** A record's value: plain JSON data. */
 export type RecordValue = Record<string, unknown>;

@@ -2,9 +2,12 @@
  * Sealing the token pair for a store: AES-256-GCM under a key derived (HKDF-SHA256) from a
  * secret, salted with the account key, so the pair of one account never opens under another.
  * Used by the file store and the Redis store; neither writes a token in clear when a secret
- * is set.
+ * is set. The sealing itself is src/util/seal.ts
+ * (the file pass book's key is sealed with it too).
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
+import { type SealedPair, openText, sealText } from "../util/seal.js";
+
+export { type SealedPair, derivePairKey, openText, sealText } from "../util/seal.js";
 
 export interface PairRecord {
   accessToken: string;
@@ -13,52 +16,16 @@ export interface PairRecord {
   obtainedAt: number;
 }
 
-/** The sealed form, as stored (base64 fields). */
-export interface SealedPair {
-  enc: "aes-256-gcm" | "none";
-  iv?: string;
-  tag?: string;
-  data: string;
-}
-
-/** A 32-byte key for `secret` and `accountKey`; `info` separates the stores' key spaces. */
-export function derivePairKey(secret: string, accountKey: string, info: string): Buffer {
-  return Buffer.from(hkdfSync("sha256", secret, accountKey, info, 32));
-}
-
 export function sealPair(key: Buffer | null, pair: PairRecord): SealedPair {
-  const json = JSON.stringify({
-    accessToken: pair.accessToken,
-    refreshToken: pair.refreshToken,
-    obtainedAt: pair.obtainedAt,
-  });
-  if (!key) return { enc: "none", data: Buffer.from(json, "utf8").toString("base64") };
-  const iv = randomBytes(12);
-  const cipher = createCipheriv("aes-256-gcm", key, iv);
-  const data = Buffer.concat([cipher.update(json, "utf8"), cipher.final()]);
-  return {
-    enc: "aes-256-gcm",
-    iv: iv.toString("base64"),
-    tag: cipher.getAuthTag().toString("base64"),
-    data: data.toString("base64"),
-  };
+  return sealText(
+    key,
+    JSON.stringify({ accessToken: pair.accessToken, refreshToken: pair.refreshToken, obtainedAt: pair.obtainedAt }),
+  );
 }
 
 /** The pair inside `sealed`; throws (with a message naming no secret) when it cannot be read. */
 export function openPair(key: Buffer | null, sealed: SealedPair): PairRecord {
-  if (typeof sealed.data !== "string") throw new Error("unknown format");
-  let json: string;
-  if (sealed.enc === "aes-256-gcm") {
-    if (!key) throw new Error("the pair is encrypted but no secret is set");
-    const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv ?? "", "base64"));
-    decipher.setAuthTag(Buffer.from(sealed.tag ?? "", "base64"));
-    json = Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8");
-  } else if (sealed.enc === "none") {
-    json = Buffer.from(sealed.data, "base64").toString("utf8");
-  } else {
-    throw new Error("unknown encryption");
-  }
-  const pair = JSON.parse(json) as Partial<PairRecord>;
+  const pair = JSON.parse(openText(key, sealed)) as Partial<PairRecord>;
   if (
     typeof pair.accessToken !== "string" ||
     typeof pair.refreshToken !== "string" ||

@@ -23,7 +23,8 @@ import { createRequire } from "node:module";
 import type * as RedisClientModule from "@redis/client";
 import { StoreUnreachableError } from "./errors.js";
 import { type SealedPair, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
-import { type StoreEvent, type StoredPair, type TokenStore, accountStoreId } from "./token-store.js";
+import { accountStoreId } from "../util/store-id.js";
+import type { StoreEvent, StoredPair, TokenStore } from "./token-store.js";
 
 export interface RedisTokenStoreOptions {
   /** redis://[user[:password]@]host[:port][/db] or rediss:// (TLS). */

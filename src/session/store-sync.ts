@@ -4,7 +4,7 @@
  * refresh runs), the pair a shared store missed (written again when it is back, and only over the
  * pair it replaced), the store's notices ("changed": another instance saved a pair;
  * "reconnected": the store is back, and may have lost the pair: restored from memory).
- * What the session does with a pair read from the store is decided in session-core.ts.
+ * What the session does with a pair read from the store is decided in renewals.ts.
  */
 import { StoreUnreachableError } from "./errors.js";
 import type { LivePair } from "./token-pair.js";

@@ -2,7 +2,7 @@
  * What a token pair says about itself, as pure functions of the pair, the time and the
  * timings (docs/session.md#renewal): how long its access token lives (from its `exp`, and `iat`
  * when it has one), when it counts as expired, and when it is due for renewal. The session
- * (session-core.ts) decides what to do about it.
+ * (renewals.ts) decides what to do about it.
  */
 import { decodeJwt } from "jose/jwt/decode";
 import type { StoredPair } from "./token-store.js";

@@ -12,12 +12,17 @@
  * a lock file around renewal (`withRenewalLock`); the session re-reads the pair after
  * taking it.
  */
-import { createHash, randomBytes, scrypt, scryptSync } from "node:crypto";
+import { createHash, scrypt } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 import type * as ProperLockfile from "proper-lockfile";
+import { writeFileAtomic } from "../util/atomic-file.js";
+import { accountStoreId } from "../util/store-id.js";
 import { type PairRecord, derivePairKey, openPair, sealPair } from "./pair-crypto.js";
+
+// The name of the account's stored pair, as the token store's tests read it (its one definition is in util).
+export { accountStoreId } from "../util/store-id.js";
 
 export type StoredPair = PairRecord;
 
@@ -60,22 +65,6 @@ export function accountKey(baseUrl: string, method: string, identity: string): s
   return createHash("sha256")
     .update(`${new URL(baseUrl).origin}\n${method === "email" ? "email" : "phone"}\n${identity.trim().toLowerCase()}`)
     .digest("hex");
-}
-
-const storeIds = new Map<string, string>();
-
-/**
- * The name of an account's stored pair (token file name, Redis key): scrypt of the account
- * key, so neither a file name nor a Redis key gives away the phone number or email by a
- * dictionary of hashes. Computed once per account per process.
- */
-export function accountStoreId(accountKey: string): string {
-  let id = storeIds.get(accountKey);
-  if (id === undefined) {
-    id = scryptSync(accountKey, "door-access redis key v1", 16, { N: 1 << 14, r: 8, p: 1 }).toString("hex");
-    storeIds.set(accountKey, id);
-  }
-  return id;
 }
 
 /** The token file of an account in a Node-RED user directory: named from the account key, not a node id. */
@@ -227,32 +216,4 @@ function passwordTagOf(accountKey: string, password: string): Promise<string> {
     tag.catch(() => passwordTags.delete(cacheKey));
   }
   return tag;
-}
-
-/** temp file (0600) → write → fsync → rename over the target → fsync the folder. */
-export async function writeFileAtomic(filePath: string, content: string): Promise<void> {
-  const dir = path.dirname(filePath);
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const tmp = path.join(dir, `.${path.basename(filePath)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
-  const fh = await fs.open(tmp, "wx", 0o600);
-  try {
-    await fh.writeFile(content, "utf8");
-    await fh.sync();
-  } catch (e) {
-    await fh.close().catch(() => undefined);
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-  await fh.close();
-  try {
-    await fs.rename(tmp, filePath);
-  } catch (e) {
-    await fs.rm(tmp, { force: true });
-    throw e;
-  }
-  const dh = await fs.open(dir, "r").catch(() => null);
-  if (dh) {
-    await dh.sync().catch(() => undefined);
-    await dh.close();
-  }
 }

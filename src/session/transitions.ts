@@ -1,6 +1,6 @@
 /**
  * Which state of the session may follow which (docs/session.md#login-and-start-up, the states'
- * table and the list of what follows each). setState (session-core.ts) checks every change
+ * table and the list of what follows each). SessionStatus.set (session-status.ts) checks every change
  * against TRANSITIONS: staying in a state (a new reason) is always allowed, and nothing follows
  * `closed` (refused silently, as close() intends). Any other change not in the table is a bug: it
  * is refused and logged, never thrown, so that it cannot crash Node-RED; the test suite turns it

@@ -1,7 +1,7 @@
 /**
  * The session's vocabulary: its states, the snapshot it shows, the log it writes to, its
- * timings and its options (the state machine itself is session-core.ts, its allowed changes
- * transitions.ts).
+ * timings and its options (the state is session-status.ts's, the renewals renewals.ts's, the
+ * allowed changes transitions.ts's).
  */
 import type { Credentials, DoorApiClient } from "../client/client.js";
 import type { Clock } from "../util/clock.js";

@@ -1,6 +1,7 @@
 /**
  * Command line of door-access-sim (bin/door-access-sim.js runs the compiled form of this).
  */
+import { argTokens } from "../util/args.js";
 import { DEMO_ACCOUNT, DEMO_DOORS } from "./seed.js";
 import { loadSeedFile, startSimulator } from "./index.js";
 import type { RunningSimulator, SimulatorOptions } from "./types.js";
@@ -36,62 +37,58 @@ export interface CliArgs {
   options: SimulatorOptions;
 }
 
+const OPTIONS = {
+  help: { type: "boolean", short: "h" },
+  host: { type: "string" },
+  port: { type: "string" },
+  seed: { type: "string" },
+  "access-ttl": { type: "string" },
+  "refresh-ttl": { type: "string" },
+  "allow-remote-control": { type: "boolean" },
+} as const;
+
 export function parseArgs(argv: string[]): CliArgs {
   const args: CliArgs = { help: false, options: { host: "127.0.0.1", port: 8787 } };
-  const value = (i: number, flag: string): string => {
-    const v = argv[i + 1];
-    if (v === undefined || v.startsWith("--")) throw new Error(`${flag} needs a value`);
-    return v;
-  };
   const seconds = (v: string, flag: string): number => {
     if (!/^[0-9]+$/.test(v) || Number(v) < 1)
       throw new Error(`${flag} must be a positive whole number of seconds, got ${JSON.stringify(v)}`);
     return Number(v);
   };
-  for (let i = 0; i < argv.length; i++) {
-    const raw = argv[i];
-    const eq = raw.indexOf("=");
-    const flag = raw.startsWith("--") && eq > 0 ? raw.slice(0, eq) : raw;
-    let inline: string | undefined = raw.startsWith("--") && eq > 0 ? raw.slice(eq + 1) : undefined;
+  for (const t of argTokens(argv, OPTIONS)) {
+    if (t.kind !== "option") throw new Error(`unknown option ${JSON.stringify(t.kind === "end" ? "--" : t.value)}`);
+    const flag = `--${t.name}`;
     const take = (): string => {
-      if (inline !== undefined) {
-        const v = inline;
-        inline = undefined;
-        return v;
-      }
-      const v = value(i, flag);
-      i++;
-      return v;
+      if (t.value === undefined || (!t.inline && t.value.startsWith("--"))) throw new Error(`${flag} needs a value`);
+      return t.value;
     };
-    switch (flag) {
-      case "--help":
-      case "-h":
+    switch (t.name) {
+      case "help":
         args.help = true;
         break;
-      case "--host":
+      case "host":
         args.options.host = take();
         break;
-      case "--port": {
+      case "port": {
         const v = take();
         if (!/^[0-9]+$/.test(v) || Number(v) > 65535)
           throw new Error(`--port must be 0-65535, got ${JSON.stringify(v)}`);
         args.options.port = Number(v);
         break;
       }
-      case "--seed":
+      case "seed":
         args.seedFile = take();
         break;
-      case "--access-ttl":
+      case "access-ttl":
         args.options.accessTtlSec = seconds(take(), flag);
         break;
-      case "--refresh-ttl":
+      case "refresh-ttl":
         args.options.refreshTtlSec = seconds(take(), flag);
         break;
-      case "--allow-remote-control":
+      case "allow-remote-control":
         args.options.allowRemoteControl = true;
         break;
       default:
-        throw new Error(`unknown option ${JSON.stringify(raw)}`);
+        throw new Error(`unknown option ${JSON.stringify(t.raw)}`);
     }
   }
   return args;

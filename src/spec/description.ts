@@ -18,7 +18,7 @@ import { OPERATIONS, type OperationId } from "./schemas.js";
 export const PINNED_DESCRIPTION: unknown = pinnedDescription;
 
 /**
- * Error statuses the package branches on (src/session/session-core.ts: 400/401/429 on login and
+ * Error statuses the package branches on (src/session/renewals.ts: 400/401/429 on login and
  * refresh, 401 on every call; src/unlock/outcome.ts: 401, 403, 404, 429, 502, 503, 504; a 404
  * re-fetches the device list). A status the pinned copy lists for an operation and that is in
  * this set must stay listed. A 5xx the package treats as "any 5xx" is not in it.

@@ -5,12 +5,15 @@
  * problem names the PIN's value. parseAccessRules (src/unlock/access-rules.ts) makes a rule set of
  * what is read here only when nothing is wrong.
  *
- * The door-unlock dialog runs this same reading in the browser (src/nodes/door-unlock/editor/,
+ * The door-unlock dialog runs this same reading in the browser (nodes/door-unlock/editor/,
  * through fieldProblem below), so that it flags exactly what the runtime refuses: this module and
  * what it imports stay free of Node.js (no `node:` module, no Buffer), which the editor's
  * type-check (tsconfig.editor.json, lib dom without Node's types) enforces.
  */
-import { type ScheduleWindow, runtimeZone } from "./access-schedule.js";
+import { hasControlChars } from "../util/text.js";
+import { type ScheduleWindow, isTimeOfDay, readSchedule, readZone, shortText, typeOf } from "./access-schedule.js";
+
+export { isTimeOfDay };
 
 /** Shortest and longest PIN accepted (digits). */
 export const PIN_MIN_DIGITS = 4;
@@ -20,10 +23,7 @@ const MAX_COOLDOWN_SECONDS = 86_400;
 /** Longest actor pattern accepted. */
 export const MAX_PATTERN_LENGTH = 200;
 
-const HHMM = /^([01][0-9]|2[0-3]):([0-5][0-9])$/;
 const PIN_FORMAT = /^[0-9]{4,12}$/;
-// eslint-disable-next-line no-control-regex -- control characters are what this looks for
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** What the node's editor stores (the `pin` credential added by the node). */
 export interface AccessRulesConfig {
@@ -92,94 +92,18 @@ function parseActors(value: unknown, found: AccessProblem[]): string[] {
     else if (p.trim() === "") problem(`${at} is empty`);
     else if (p !== p.trim()) problem(`${at} ("${p.trim()}") has spaces at its start or end`);
     else if (p.length > MAX_PATTERN_LENGTH) problem(`${at} is longer than ${MAX_PATTERN_LENGTH} characters`);
-    else if (CONTROL.test(p)) problem(`${at} contains control characters`);
+    else if (hasControlChars(p)) problem(`${at} contains control characters`);
     else out.push(p);
   });
   return out;
 }
 
 function parseSchedule(value: unknown, found: AccessProblem[]): ScheduleWindow[] {
-  const problem = (key: AccessProblemKey, text: string): void => void found.push({ field: "schedule", key, text });
-  if (value === undefined || value === null || value === "") return [];
-  if (!Array.isArray(value)) {
-    problem("schedule", `schedule must be a list of windows, got ${typeOf(value)}`);
-    return [];
-  }
-  const out: ScheduleWindow[] = [];
-  value.forEach((w: unknown, i: number) => {
-    const at = `schedule window ${i + 1}`;
-    if (typeof w !== "object" || w === null || Array.isArray(w)) {
-      problem("schedule", `${at} must be an object { days, from, to }, got ${typeOf(w)}`);
-      return;
-    }
-    const { days, from, to } = w as { days?: unknown; from?: unknown; to?: unknown };
-    let ok = true;
-    let dayList: number[] = [];
-    if (!Array.isArray(days) || days.length === 0) {
-      problem("schedule-days", `${at} needs at least one day (1 = Monday ... 7 = Sunday)`);
-      ok = false;
-    } else {
-      const isDay = (d: unknown) => typeof d === "number" && Number.isInteger(d) && d >= 1 && d <= 7;
-      const bad = days.filter((d: unknown) => !isDay(d));
-      if (bad.length > 0) {
-        const shown = bad.map((d: unknown) => shortText(d)).join(", ");
-        problem("schedule-days", `${at} has a day outside 1..7 (1 = Monday ... 7 = Sunday): ${shown}`);
-        ok = false;
-      } else dayList = [...new Set(days as number[])].sort((a, b) => a - b);
-    }
-    const f = typeof from === "string" ? HHMM.exec(from) : null;
-    if (!f) {
-      problem("schedule-times", `${at}: from must be a time "HH:MM" between 00:00 and 23:59, got ${shortText(from)}`);
-      ok = false;
-    }
-    const t = typeof to === "string" ? (to === "24:00" ? HHMM.exec("00:00") : HHMM.exec(to)) : null;
-    if (!t) {
-      problem(
-        "schedule-times",
-        `${at}: to must be a time "HH:MM" between 00:00 and 23:59 (00:00 = midnight at the end of the day), ` +
-          `got ${shortText(to)}`,
-      );
-      ok = false;
-    }
-    if (f && t && from === to && from !== "00:00") {
-      problem(
-        "schedule-length",
-        `${at} starts and ends at ${from as string}: a window must have a length (00:00 to 00:00 is the whole day)`,
-      );
-      ok = false;
-    }
-    if (ok) out.push(Object.freeze({ days: Object.freeze(dayList), from: from as string, to: to as string }));
-  });
-  return out;
+  return readSchedule(value, (p) => found.push(p));
 }
 
 function parseZone(value: unknown, found: AccessProblem[], forSchedule: boolean): string | null {
-  const problem = (text: string): void => void found.push({ field: "timeZone", key: "time-zone", text });
-  if (value === undefined || value === null || value === "") {
-    const runtime = runtimeZone();
-    if (runtime !== null) return runtime;
-    // The runtime's dates follow a zone Intl cannot name (TZ as a file, e.g. TZ=:/etc/localtime):
-    // a schedule read in any other zone would open at the wrong hours.
-    if (forSchedule) {
-      problem(
-        "the runtime's time zone has no name this Node.js knows (is TZ a file path, such as :/etc/localtime?), " +
-          "so the schedule cannot be read in it: choose the node's time zone",
-      );
-    }
-    return "UTC"; // only the lockout's "until" clock reads it then
-  }
-  if (typeof value !== "string") {
-    problem(`timeZone must be an IANA zone name such as Europe/Oslo, got ${typeOf(value)}`);
-    return null;
-  }
-  try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: value }).resolvedOptions().timeZone;
-  } catch {
-    problem(
-      `timeZone "${clipText(value, 60)}" is not a time zone this Node.js knows (an IANA name such as Europe/Oslo)`,
-    );
-    return null;
-  }
+  return readZone(value, (p) => found.push(p), forSchedule);
 }
 
 function parseCooldown(value: unknown, found: AccessProblem[]): number {
@@ -231,27 +155,4 @@ function parsePin(value: unknown, found: AccessProblem[]): string | null {
  */
 export function fieldProblem(field: keyof AccessRulesConfig, value: unknown): AccessProblemKey | null {
   return readAccessConfig({ [field]: value }).problems.find((p) => p.field === field)?.key ?? null;
-}
-
-/** Whether `value` is a time of day "HH:MM" from 00:00 to 23:59, as a window's from (and to, but for "24:00") is read. */
-export function isTimeOfDay(value: unknown): boolean {
-  return typeof value === "string" && HHMM.test(value);
-}
-
-function typeOf(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "a list";
-  return typeof v === "object" ? "an object" : `a ${typeof v}`;
-}
-
-/** A value for an error text (never called with a PIN). */
-function shortText(v: unknown): string {
-  if (typeof v === "string") return JSON.stringify(clipText(v, 40));
-  if (typeof v === "number" || typeof v === "boolean" || v === null || v === undefined) return String(v);
-  return typeOf(v);
-}
-
-/** `s` cut to `max` characters, "…" after a cut (for a value quoted in an error text). */
-export function clipText(s: string, max: number): string {
-  return s.length <= max ? s : `${s.slice(0, max)}…`;
 }

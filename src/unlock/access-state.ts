@@ -17,7 +17,7 @@
  */
 import { comparePin } from "./access-pin.js";
 import { type LocalTime, type ScheduleWindow, LocalClock, formatLocal } from "./access-schedule.js";
-import { clipText } from "./access-config.js";
+import { clip } from "../util/text.js";
 
 /** Wrong PINs that lock the node, counted over a sliding LOCKOUT_WINDOW_MS. */
 const LOCKOUT_AFTER = 5;
@@ -227,8 +227,22 @@ export class AccessState {
     return this.lockedOut(now) ?? this.countWrong(now, "pass", "no pass has this code");
   }
 
-  /** The lockout's refusal while it lasts, else null. Looked at before any code is compared. */
-  private lockedOut(now: number): Denied | null {
+  /**
+   * A message whose code belongs to a pass, refused (by the pass, the schedule, the cooldown, or
+   * before its command could leave): it told the asker that the code is real, so it costs a try as
+   * a code no pass has does (docs/passes.md#how-hard-a-code-is-to-guess). The refusal as it is, or
+   * the one that says the node is now locked.
+   */
+  costTry(now: number, refusal: Denied): Denied {
+    return this.count(now, refusal, refusal.message);
+  }
+
+  /**
+   * The lockout's refusal while it lasts, else null. Looked at before any code is compared; a
+   * node that accepts passes asks it before anything else of a message (the answer is then the
+   * same whatever the message holds: docs/passes.md#how-hard-a-code-is-to-guess).
+   */
+  lockedOut(now: number): Denied | null {
     const lock = this.lockout(now);
     if (!lock.locked) return null;
     const until = `${this.rules.formatClock(lock.until!)} (${this.rules.timeZone})`;
@@ -238,23 +252,28 @@ export class AccessState {
 
   /** Counts a wrong PIN (or pass code); the one that reaches LOCKOUT_AFTER starts the lockout. */
   private countWrong(now: number, reason: DenyReason, what: string): Denied {
+    return this.count(now, deny(reason, what), reason === "pass" ? what : "wrong PIN");
+  }
+
+  /** Counts one try; the one that reaches LOCKOUT_AFTER starts the lockout, and its refusal says so after `head`. */
+  private count(now: number, refusal: Denied, head: string): Denied {
     this.wrongPins.push(now);
     this.counted++;
-    if (this.wrongPins.length >= LOCKOUT_AFTER) {
-      this.lockedWith = this.wrongPins.length;
-      this.lockedUntil = now + LOCKOUT_MS;
-      this.wrongPins = [];
-      const until = `${this.rules.formatClock(this.lockedUntil)} (${this.rules.timeZone})`;
-      return {
-        allowed: false,
-        reason,
-        message:
-          `${reason === "pass" ? what : "wrong PIN"}; that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
-          `every message is refused until ${until}`,
-        lockoutStarted: true,
-      };
-    }
-    return deny(reason, what);
+    if (this.wrongPins.length < LOCKOUT_AFTER) return refusal;
+    this.lockedWith = this.wrongPins.length;
+    this.lockedUntil = now + LOCKOUT_MS;
+    this.wrongPins = [];
+    const until = `${this.rules.formatClock(this.lockedUntil)} (${this.rules.timeZone})`;
+    const started: Denied = {
+      allowed: false,
+      reason: refusal.reason,
+      message:
+        `${head}; that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
+        `every message is refused until ${until}`,
+      lockoutStarted: true,
+    };
+    // A cooldown's refusal carries retryAfter (docs/access-rules.md#the-node-at-run-time): now the lockout's.
+    return refusal.retryAfter === undefined ? started : { ...started, retryAfter: LOCKOUT_MS / 1000 };
   }
 
   /** The lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"). */
@@ -372,7 +391,7 @@ export class AccessState {
   private doorless(actor: unknown, now: number, byPass = false): Denied | null {
     const rules = this.rules;
     if (!byPass && !rules.actorAllowed(actor)) {
-      const who = typeof actor === "string" ? `"${clipText(actor, 100)}"` : "the actor";
+      const who = typeof actor === "string" ? `"${clip(actor, 100, "…")}"` : "the actor";
       return deny("actor", `${who} is not among the actors allowed to open doors through this node`);
     }
     if (rules.schedule.length > 0) {

@@ -182,3 +182,12 @@ function limitedText(error: unknown): string {
   if (error instanceof DoorApiError) return `${error.operation}: the service answered 429 (rate-limited)`;
   return isRateLimit(error) ? "rate-limited by the service (429)" : ((error as Error)?.message ?? String(error));
 }
+
+/**
+ * A rate-limited message that sent nothing (its renewal or its device list was limited): status
+ * 429 as the outcome table pairs them, and retryAfter, which its text names
+ * (docs/session.md#rate-limits).
+ */
+export function rateLimited(c: Classified): { status: 429; retryAfter?: number } {
+  return c.retryAfter !== null ? { status: 429, retryAfter: c.retryAfter } : { status: 429 };
+}

@@ -1,34 +1,42 @@
 /**
- * A guest pass at a door-unlock node (docs/passes.md#at-a-door-unlock): msg.pass read as a code,
- * looked up in the account's pass book, and why a known pass does not open this door now. The
- * use itself is taken by the book (reserve at the check, commit before the command leaves).
+ * A guest pass at a door-unlock node (docs/passes.md#at-a-door-unlock): a guest's code decided
+ * against the node's lockout and the account's passes in one synchronous step, and why a known
+ * pass does not open this door now. The use itself is taken by the book (reserve at the check,
+ * commit before the command leaves).
  */
 import type { PassBook } from "../passes/pass-book.js";
-import { type Pass, passCheck, readCode, refusalText } from "../passes/pass.js";
+import { type Pass, passCheck, refusalText } from "../passes/pass.js";
+import type { AccessState, Denied, DenyReason } from "./access-state.js";
 
-export type PassLookup =
-  | { kind: "invalid"; message: string }
-  | { kind: "unknown" }
-  | { kind: "found"; pass: Pass }
-  | { kind: "unavailable"; message: string };
+export type CodeCheck =
+  /** The node is locked out: nothing was looked up; the answer is the same for every message. */
+  | { kind: "locked"; denied: Denied }
+  /** No pass has the code, or its pass refuses this door now: counted as a try. */
+  | { kind: "refused"; denied: Denied; pass: Pass | null }
+  | { kind: "found"; pass: Pass };
 
-/** msg.pass, looked up in the book as every instance sees it now (docs/passes.md#where-passes-are-kept). Never names the code. */
-export async function lookUpPass(book: PassBook, value: unknown): Promise<PassLookup> {
-  const code = readCode(value);
-  if (code === null)
-    return { kind: "invalid", message: "msg.pass must be a pass code: its digits, as text or a whole number" };
-  try {
-    await book.refresh();
-  } catch (e) {
-    // The passes cannot be read (the Redis store is unreachable): no code is known or unknown.
-    return { kind: "unavailable", message: `not sent: the passes cannot be read (${(e as Error).message})` };
-  }
+/**
+ * A guest's code at door `deviceId` (docs/passes.md#how-hard-a-code-is-to-guess), after the book
+ * was refreshed. Synchronous, so that no other message is looked up between the lockout's test,
+ * the lookup and the count of a miss: a flood cannot look up more codes than the lockout allows.
+ */
+export function checkCode(access: AccessState, book: PassBook, code: string, deviceId: number, now: number): CodeCheck {
+  const locked = access.lockedOut(now);
+  if (locked) return { kind: "locked", denied: locked };
   const pass = book.find(code);
-  return pass ? { kind: "found", pass } : { kind: "unknown" };
+  if (pass === null) return { kind: "refused", denied: access.wrongCode(now), pass: null };
+  const why = passRefusal(pass, deviceId, now);
+  if (why !== null) return { kind: "refused", denied: access.costTry(now, refusedBy("pass", why)), pass };
+  return { kind: "found", pass };
+}
+
+/** A refusal as the access rules give one. */
+export function refusedBy(reason: DenyReason, message: string): Denied {
+  return { allowed: false, reason, message };
 }
 
 /** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
 export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
   const why = passCheck(p, now, deviceId);
-  return why === null ? null : refusalText(why, p);
+  return why === null ? null : refusalText(why, p, now);
 }

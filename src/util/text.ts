@@ -1,3 +1,21 @@
+/**
+ * The control characters refused in a name, an actor, a guest or a reference someone typed or
+ * sent: C0 (U+0000 to U+001F) and DEL. The one definition; test with `hasControlChars`.
+ */
+// eslint-disable-next-line no-control-regex -- control characters (C0, DEL) are what it finds
+const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
+const CONTROL_CHARS_ALL = new RegExp(CONTROL_CHARS.source, "g");
+
+/** Whether `text` holds a control character (C0 or DEL). */
+export function hasControlChars(text: string): boolean {
+  return CONTROL_CHARS.test(text);
+}
+
+/** `text` with each control character (C0 or DEL) made a space: for a service's or a feed's text kept on one line. */
+export function controlCharsAsSpaces(text: string): string {
+  return text.replace(CONTROL_CHARS_ALL, " ");
+}
+
 /** What a thrown value says, as bounded text; never throws itself (a value may refuse to become text). */
 export function describeThrown(e: unknown): string {
   try {

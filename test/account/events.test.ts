@@ -9,7 +9,7 @@ import { EventEmitter } from "node:events";
 import { AccountEvents, type AccountEvent, RECENT_EVENTS, eventKinds } from "../../src/account/events.js";
 import { DEFAULT_KINDS, kindsValid } from "../../src/account/event-kinds.js";
 import type { SessionState } from "../../src/session/types.js";
-import { LockoutEvents } from "../../src/nodes/door-unlock/unlock-events.js";
+import { LockoutEvents } from "../../nodes/door-unlock/unlock-events.js";
 import { parseAccessRules } from "../../src/unlock/access-rules.js";
 import { type FakeClock, fakeClock } from "../helpers/fake-clock.js";
 

@@ -40,6 +40,7 @@ import {
   unlockOn,
 } from "../helpers/account-flows.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 
 const PHONE = DEMO_ACCOUNT.phoneNumber;
 const PASSWORD: string = DEMO_ACCOUNT.password;
@@ -59,7 +60,7 @@ async function deploy(flow: Flow, type: "full" | "nodes", credentials: Record<st
 function cases(
   storeName: string,
   store: () => Record<string, unknown>,
-  setup: () => Promise<void>,
+  setup: (this: Mocha.Context) => Promise<void>,
   cleanup: () => Promise<void>,
   beforeEachCase: () => void,
 ): void {
@@ -213,7 +214,8 @@ let prefix = 0;
 cases(
   "redis",
   () => ({ sessionStore: "redis", redisUrl: redis!.url, redisKeyPrefix: `share${prefix}:` }),
-  async () => {
+  async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
   },
   async () => {

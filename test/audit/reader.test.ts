@@ -616,6 +616,36 @@ describe("door-access-audit tail and export, as functions and as the bin (docs/a
     }
   });
 
+  // docs/audit-log.md#reading-and-exporting: a date that does not exist is refused, never moved to another day
+  it("export --from or --to that does not exist (30 February, 31 April, 29 February 2025, 24:00, minute 60, offset +25:00) exits 2 naming it and writes nothing; dates at the edges that exist are read", async () => {
+    writeRotated(live, chain(Array.from({ length: 6 }, (_, k) => record(k + 1))), [3, 3]);
+    for (const [flag, value] of [
+      ["--to", "2025-02-30"],
+      ["--to", "2025-04-31T10:00:00Z"],
+      ["--from", "2025-02-29"],
+      ["--to", "2025-03-01T24:00:00Z"],
+      ["--from", "2025-03-01 10:60"],
+      ["--to", "2025-03-01T10:00:00+25:00"],
+    ]) {
+      const b = cliIo();
+      assert.equal(await main(["export", "--csv", flag, value, live], b.io), 2, `${flag} ${value}`);
+      assert.equal(b.out(), "", `nothing on stdout: ${flag} ${value}`);
+      assert.match(b.err(), new RegExp(`${flag} must be an ISO-8601 date or time`));
+    }
+    const e = cliIo();
+    assert.equal(
+      await main(["export", "--csv", "--from", "2024-02-29", "--to", "2025-03-01T10:03:59.999Z", live], e.io),
+      0,
+      e.err(),
+    );
+    assert.deepEqual(
+      parseCsv(e.out())
+        .slice(1)
+        .map((r) => r[0]),
+      ["1", "2", "3"],
+    );
+  });
+
   it("the bin runs: tail prints, export writes CSV, a usage error exits 2 (node bin/door-access-audit.js)", () => {
     writeRotated(live, chain(Array.from({ length: 4 }, (_, k) => record(k + 1))), [2, 2]);
     const bin = path.join(process.cwd(), "bin", "door-access-audit.js");

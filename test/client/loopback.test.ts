@@ -98,9 +98,9 @@ describe("loopback rule in the editor: the account dialog checks a base URL with
       readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
         const p = path.join(dir, e.name);
         if (e.isDirectory()) return editorSources(p);
-        return /\.(ts|html)$/.test(e.name) && /[/\\](editor|editor-shared)[/\\]/.test(p) ? [p] : [];
+        return /\.(ts|html)$/.test(e.name) && /[/\\]editor[/\\]/.test(p) ? [p] : [];
       });
-    const files = editorSources(path.join(PACKAGE_ROOT, "src", "nodes"));
+    const files = editorSources(path.join(PACKAGE_ROOT, "nodes"));
     assert.ok(files.length >= 10, `the editor's sources: ${files.length}`);
     for (const f of files) {
       assert.doesNotMatch(

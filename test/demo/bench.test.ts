@@ -131,7 +131,12 @@ describe("the benchmark runs by itself, reports every figure, and its counts are
     const withNodes = Object.entries(b)
       .filter(([, c]) => c.when === "with the nodes")
       .map(([n]) => n);
-    assert.deepEqual(withNodes, ["zod", "undici (Pool + request)", "jose (decodeJwt)", "our code (dist/src)"]);
+    assert.deepEqual(withNodes, [
+      "zod",
+      "undici (Pool + request)",
+      "jose (decodeJwt)",
+      "our code (dist/src, dist/nodes)",
+    ]);
     assert.ok(Object.keys(b).some((n) => n.startsWith("@redis/client") && b[n].when === "when used"));
     for (const [n, c] of Object.entries(b)) {
       for (const f of ["ms", "rssMiB", "modules"] as const)
@@ -185,7 +190,7 @@ describe("the benchmark counts audit records only once the writer is idle (docs/
 describe("the benchmark counts a closing record made in the turn after the message went out (docs/performance.md#unlock-latency)", function () {
   it("the writer idle when the last message arrives, its closing record queued a turn later: counted", async () => {
     // An unlock makes its closing record in the turn after its message was sent
-    // (src/unlock/unlock.ts afterDelivery): the counters are read only once that turn has run.
+    // (src/unlock/closing-record.ts afterDelivery): the counters are read only once that turn has run.
     const dir = mkdtempSync(path.join(tmpdir(), "door-bench-turn-"));
     const log = new AuditLog(path.join(dir, "audit.jsonl"));
     try {

@@ -51,7 +51,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 async function getJson(url: string): Promise<unknown> {
-  const res = await fetch(url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(5000) });
+  const res = await fetch(url, { headers: { Accept: "application/json" }, signal: AbortSignal.timeout(30_000) });
   assert.equal(res.status, 200, `GET ${url}: ${res.status}`);
   return res.json();
 }
@@ -74,7 +74,7 @@ describe("demo (npm start): the editor with our nodes, the examples and a ready 
   }
 
   async function checkRunning(demo: RunningDemo): Promise<void> {
-    const editor = await fetch(demo.editorUrl, { signal: AbortSignal.timeout(5000) });
+    const editor = await fetch(demo.editorUrl, { signal: AbortSignal.timeout(30_000) });
     assert.equal(editor.status, 200);
     assert.match(await editor.text(), /Node-RED/);
 
@@ -297,6 +297,58 @@ describe("demo (npm start): a picked port taken before Node-RED listens on it is
     mw({}, { setHeader: (k: string, v: string) => set.push([k, v]) }, () => nexted++);
     assert.deepEqual(set, [[INSTANCE_HEADER, "abc"]]);
   });
+
+  it("with the panel's login, the settings file asks for it at Dashboard 2's pages and at its socket, and holds its hashes only, never the password (docs/security.md#the-door-panel-behind-a-login)", () => {
+    const login = { user: "host", password: "pw-Zq81xK3mR0" };
+    const src = settingsFile({ uiPort: 1880, panelLogin: login });
+    assert.ok(!src.includes(login.password), "no password in settings.js");
+    const mod: { exports: Record<string, unknown> } = { exports: {} };
+    vm.runInNewContext(src, {
+      module: mod,
+      exports: mod.exports,
+      require,
+      Buffer,
+      process: { env: {} },
+      __dirname: "/tmp",
+    });
+    const dashboard = mod.exports.dashboard as {
+      middleware: (req: unknown, res: unknown, next: () => void) => void;
+      ioMiddleware: (socket: unknown, next: (e?: Error) => void) => void;
+    };
+    const basic = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString("base64")}`;
+    const page = (authorization?: string) => {
+      const got = { status: 0, next: 0 };
+      const res = {
+        set: () => res,
+        type: () => res,
+        status: (n: number) => ((got.status = n), res),
+        send: () => res,
+      };
+      dashboard.middleware({ headers: authorization ? { authorization } : {} }, res, () => got.next++);
+      return got;
+    };
+    assert.deepEqual(page(), { status: 401, next: 0 });
+    assert.deepEqual(page(basic("host", "wrong")), { status: 401, next: 0 });
+    assert.deepEqual(page(basic("guest", login.password)), { status: 401, next: 0 });
+    assert.deepEqual(page(basic("host", login.password)), { status: 0, next: 1 });
+    const socket = (authorization?: string) => {
+      let result: string = "none";
+      dashboard.ioMiddleware(
+        {
+          client: {
+            conn: { request: { url: "/dashboard/socket.io/?EIO=4&transport=polling" }, close: () => undefined },
+          },
+          handshake: { xdomain: false, headers: authorization ? { authorization } : {} },
+          disconnect: () => (result = "disconnected"),
+        },
+        (e?: Error) => (result = e ? `refused: ${e.message}` : "connected"),
+      );
+      return result;
+    };
+    assert.match(socket(), /^refused/);
+    assert.match(socket(basic("host", "wrong")), /^refused/);
+    assert.equal(socket(basic("host", login.password)), "connected");
+  });
 });
 
 describe("demo (npm start): the command line prints the addresses and never a credential; SIGINT or SIGTERM stops everything (docs/runtimes.md#stopping-the-demo)", function () {
@@ -343,6 +395,16 @@ describe("demo (npm start): the command line prints the addresses and never a cr
         assert.match(out, /no adminAuth/);
         assert.match(out, /"Demo account \(simulator\)": ready/);
         assert.equal(await answers(editor), true);
+        // The door panel behind the login printed with it; the guest page without one
+        // (docs/security.md#the-door-panel-behind-a-login).
+        const panel = /Door panel:\s+(\S+)/.exec(out)?.[1];
+        const login = /panel login:\s+user (\S+), password (\S+)/.exec(out);
+        const guest = /Guest page:\s+(\S+)/.exec(out)?.[1];
+        assert.ok(panel && login && guest, out);
+        const auth = { Authorization: `Basic ${Buffer.from(`${login[1]}:${login[2]}`).toString("base64")}` };
+        assert.equal((await fetch(panel)).status, 401, "the panel without the login");
+        assert.equal((await fetch(panel, { headers: auth })).status, 200, "the panel with the printed login");
+        assert.equal((await fetch(guest)).status, 200, "the guest page without a login");
         child.kill(signal);
         const code = await Promise.race([
           exited,

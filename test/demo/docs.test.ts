@@ -6,10 +6,10 @@
  * nowhere (docs/README.md).
  */
 import { strict as assert } from "node:assert";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import * as path from "node:path";
 import { demoSeed } from "../../src/simulator/seed.js";
-import { PACKAGE_ROOT } from "../helpers/node-files.js";
+import { PACKAGE_ROOT, nodeFile } from "../helpers/node-files.js";
 
 const DOCS = path.join(PACKAGE_ROOT, "docs");
 /** Pages for contributors, which name source files by design. */
@@ -53,14 +53,14 @@ function anchors(page: string): Set<string> {
 describe("the users' reference: user pages cite no source file, and every cited section exists (docs/README.md)", () => {
   const pages = readdirSync(DOCS).filter((f) => f.endsWith(".md"));
 
-  it("no user page (docs/*.md but architecture.md and testing.md) names a src/ path", () => {
+  it("no user page (docs/*.md but architecture.md and testing.md) names a source path: src/, or a node's folder nodes/<type>/ or nodes/shared/", () => {
     const hits = pages
       .filter((p) => !CONTRIBUTOR_PAGES.has(p))
       .flatMap((p) =>
         readFileSync(path.join(DOCS, p), "utf8")
           .split("\n")
           .map((line, i) => ({ where: `docs/${p}:${i + 1}`, line }))
-          .filter(({ line }) => line.includes("src/")),
+          .filter(({ line }) => line.includes("src/") || /(^|[^\w/.-])nodes\/(door-[a-z-]+|shared)\//.test(line)),
       );
     assert.deepEqual(
       hits.map((h) => `${h.where}: ${h.line.trim()}`),
@@ -76,7 +76,7 @@ describe("the users' reference: user pages cite no source file, and every cited 
     };
     const missing: string[] = [];
     const sources = [
-      ...["src", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
+      ...["src", "nodes", "test", "scripts", "bench", "examples", "docs"].flatMap((d) =>
         files(path.join(PACKAGE_ROOT, d), /\.(ts|js|html|json|md)$/),
       ),
       path.join(PACKAGE_ROOT, "README.md"),
@@ -137,5 +137,32 @@ describe("docs/simulator.md's demo doors are the simulator's: the table lists ev
     );
     for (const d of seed.doors.filter((x) => !sees(x)))
       assert.ok(section.includes(`Door ${d.id} (*${d.name}*`), `door ${d.id} is named below the table`);
+  });
+});
+
+describe("docs/architecture.md's sizes of the editor files are the built files' (docs/architecture.md#why-each-nodes-file-carries-its-own-bundle)", () => {
+  it("each row of the table, and the total, is within 10 % or 1 kB of the built <type>.html; every built editor file has a row", () => {
+    const page = readFileSync(path.join(DOCS, "architecture.md"), "utf8");
+    const section = page.slice(page.indexOf("| editor file | kB |"));
+    const rows = new Map(
+      [...section.matchAll(/^\| ([a-z-]+) \| (\d+\.\d) \|$/gm)].map((m) => [m[1], Number(m[2])] as const),
+    );
+    const pkg = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, "package.json"), "utf8")) as {
+      "node-red": { nodes: Record<string, string>; plugins?: Record<string, string> };
+    };
+    const types = [...Object.keys(pkg["node-red"].nodes), ...Object.keys(pkg["node-red"].plugins ?? {})];
+    const built = new Map(types.map((t) => [t, statSync(nodeFile(t, "editor")).size / 1000] as const));
+    built.set(
+      "all",
+      [...built.values()].reduce((a, b) => a + b, 0),
+    );
+    const off: string[] = [];
+    for (const [name, kB] of built) {
+      const doc = rows.get(name);
+      if (doc === undefined || Math.abs(doc - kB) > Math.max(1, kB * 0.1))
+        off.push(`${name}: built ${kB.toFixed(1)} kB, the table says ${doc ?? "nothing"}`);
+    }
+    assert.deepEqual(off, [], `docs/architecture.md's table is out of date:\n  ${off.join("\n  ")}`);
+    assert.deepEqual([...rows.keys()].sort(), [...built.keys()].sort(), "one row per editor file, and the total");
   });
 });

@@ -51,23 +51,27 @@ function walk(dir: string): string[] {
     );
 }
 
-/** The editor's sources (a node's editor/ folder, src/nodes/editor-shared/): bundled into its .html, not compiled on their own. */
-const isEditorSource = (f: string): boolean => /^src\/nodes\/(editor-shared|[^/]+\/editor)\//.test(f);
+/** The editor's sources (a node's editor/ folder, nodes/shared/editor/): bundled into its .html, not compiled on their own. */
+const isEditorSource = (f: string): boolean => /^nodes\/[^/]+\/editor\//.test(f);
 
 /** What the package must contain, derived from the repository. */
 function expectedFiles(): Set<string> {
   const files = new Set<string>(["package.json", "README.md", "LICENSE"]);
-  for (const ts of walk("src").filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts") && !isEditorSource(f)))
+  for (const ts of [...walk("src"), ...walk("nodes")].filter(
+    (f) => f.endsWith(".ts") && !f.endsWith(".d.ts") && !isEditorSource(f),
+  ))
     files.add(`dist/${ts.slice(0, -3)}.js`);
   for (const json of walk("src/spec").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
-  // Each node and the editor plugin: its entry point, its editor file, and its catalogue, help
-  // and icons (from its folder src/nodes/<type>/) beside them.
+  // Each node and the editor plugin: its entry point, its editor file, its catalogue and help
+  // (from its folder nodes/<type>/locales/) and its icons (icons/<type>.svg of the package's
+  // icons/ folder) beside them, where Node-RED looks for them.
   for (const [type, js] of Object.entries({ ...pkg["node-red"].nodes, ...pkg["node-red"].plugins })) {
     files.add(js);
     files.add(js.replace(/\.js$/, ".html"));
-    for (const sub of ["locales", "icons"])
-      for (const f of walk(`src/nodes/${type}/${sub}`))
-        files.add(`${path.posix.dirname(js)}/${f.slice(`src/nodes/${type}/`.length)}`);
+    for (const f of walk(`nodes/${type}/locales`))
+      files.add(`${path.posix.dirname(js)}/${f.slice(`nodes/${type}/`.length)}`);
+    for (const icon of walk("icons").filter((f) => f.startsWith(`icons/${type}.`) || f.startsWith(`icons/${type}-`)))
+      files.add(`${path.posix.dirname(js)}/${icon}`);
   }
   for (const f of walk("examples").filter((x) => x.endsWith(".json"))) files.add(f);
   for (const f of walk("bin")) files.add(f);
@@ -186,14 +190,16 @@ describe("npm pack: the package holds exactly what Node-RED needs", function () 
     }
   });
 
-  it("ships no stale built file (each dist/src/ file has its source: a .js its .ts, an editor file its editor/index.ts, a catalogue, help or icon its copy)", () => {
-    for (const f of packed.filter((x) => x.startsWith("dist/src/"))) {
+  it("ships no stale built file (each dist/src/ and dist/nodes/ file has its source: a .js its .ts, an editor file its editor/index.ts, a catalogue or help its copy, an icon its file in icons/)", () => {
+    for (const f of packed.filter((x) => x.startsWith("dist/src/") || x.startsWith("dist/nodes/"))) {
       const built = f.replace(/^dist\//, "");
       const source = built.endsWith(".js")
         ? built.replace(/\.js$/, ".ts")
-        : built.endsWith(".html") && !built.includes("/locales/")
-          ? `${path.posix.dirname(built)}/editor/index.ts`
-          : built;
+        : /^nodes\/[^/]+\/icons\//.test(built)
+          ? `icons/${path.posix.basename(built)}`
+          : built.endsWith(".html") && !built.includes("/locales/")
+            ? `${path.posix.dirname(built)}/editor/index.ts`
+            : built;
       assert.ok(fs.existsSync(path.join(REPO_ROOT, source)), `${f} has no source file (${source})`);
     }
   });
@@ -278,6 +284,23 @@ describe("npm pack: the tarball installed as the README says (`npm install ./<ta
       "the editor definitions are served",
     );
     assert.doesNotMatch(nr.output(), /\[error\]/, nr.output());
+  });
+
+  it("Node-RED serves every icon of the package's icons/ folder from the installed copy, where it looks for a package's icons: an icons/ folder beside a node's .js (docs/architecture.md#the-build)", async () => {
+    const running = nr;
+    assert.ok(running, "Node-RED was started by the test before");
+    const icons = walk("icons").map((f) => path.posix.basename(f));
+    assert.ok(icons.length >= 6, `icons/: ${icons.join(", ")}`);
+    const listed = (await (
+      await fetch(`${running.url}/icons`, { headers: { Accept: "application/json" } })
+    ).json()) as Record<string, string[]>;
+    assert.deepEqual([...(listed[PACKAGE_NAME] ?? [])].sort(), [...icons].sort(), "GET /icons lists ours");
+    for (const icon of icons) {
+      const res: Response = await fetch(`${running.url}/icons/${PACKAGE_NAME}/${icon}`);
+      assert.equal(res.status, 200, icon);
+      // A missing icon is answered 200 too, with Node-RED's default icon: the bytes must be ours.
+      assert.equal(await res.text(), fs.readFileSync(path.join(REPO_ROOT, "icons", icon), "utf8"), `${icon} served`);
+    }
   });
 
   it("the simulator's bin runs from the installed copy", async () => {

@@ -44,6 +44,7 @@ describe(`door panel (example 07, Dashboard 2) on a phone: one button per door, 
   this.timeout(120_000);
   // The demo with its examples (07 is the panel) and the MQTT broker, as `npm start` runs it.
   const ed = useEditor({
+    panelLogin: true,
     deployExamples: true,
     mqttPort: 0,
     readyMs: 20_000,
@@ -254,7 +255,7 @@ describe("door panel (example 07): a screen that opens the panel is told nothing
   before(() => ({ demo } = d));
 
   it("after a press, a phone that opens the panel receives no msg._client (socket id, IP, user) of the person who pressed", async () => {
-    const presser = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000 });
+    const presser = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000, panelLogin: true });
     const context = presser.context();
     await presser.goto(demo.dashboardUrl!);
     await presser.locator(".door-button", { hasText: "Front Door" }).first().click();
@@ -376,7 +377,7 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
       assert.equal(res.status, 200);
       await sleep(4000);
     };
-    const page = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000 });
+    const page = await d.newPage({ viewport: { width: 390, height: 844 }, stepMs: 30_000, panelLogin: true });
 
     // As imported: two ui-base nodes. Dashboard 2 then shows no page at all, the user's neither.
     await deploy([...mine, ...flows]);
@@ -405,7 +406,7 @@ describe("door panel (example 07) imported into a Node-RED that already has a Da
 });
 
 // docs/access-rules.md#door-panel-and-home-assistant (the guest page), docs/passes.md#at-a-door-unlock
-describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a pass's code typed on the number pad opens the chosen door once, a wrong or expired code opens nothing, and the digits never stay in the page", function () {
+describe("example 07's guest page (/door-guest, no login) on a phone: a pass's code typed on the number pad opens the chosen door once, a wrong or expired code opens nothing, the digits never stay in the page, and nothing the guest reaches drives the host's panel (docs/security.md#the-door-panel-behind-a-login)", function () {
   this.timeout(180_000);
   const d = useDemo({ deployExamples: true, mqttPort: 0 });
   let demo: RunningDemo;
@@ -414,9 +415,11 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
   /** The live pass's code (3 uses), issued by the first test. */
   let code = "";
   const log: string[] = [];
+  const requested: string[] = [];
+  const sockets: string[] = [];
   before(async () => {
     ({ demo } = d);
-    origin = new URL(demo.dashboardUrl!);
+    origin = new URL(demo.editorUrl);
     // A code the honest way: a door-pass node on the demo's account issues it. Deployed beside the
     // examples on a tab of its own (a "flows" deploy starts only that tab): POST /test/issue-pass
     // with an issue request answers door-pass's `issued` message, the one place a code is.
@@ -472,7 +475,10 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
       body: JSON.stringify({ rev: current.rev, flows: [...current.flows, ...extra] }),
     });
     assert.equal(res.status, 200, `deploying the pass-issuing tab: ${await res.text()}`);
+    // A guest: no login. Every request and websocket the page opens is kept.
     page = await d.newPage({ viewport: { width: 390, height: 844 }, mobile: true, stepMs: 30_000 });
+    page.on("request", (r) => requested.push(r.url()));
+    page.on("websocket", (w) => sockets.push(w.url()));
     page.on("console", (m) => {
       if (m.type() === "error") log.push(`[console] ${m.text()}`);
     });
@@ -532,25 +538,19 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     return html + "\n" + values.join("\n");
   }
 
+  /** unlock-rejected records in the audit log (a refusal's is written once its answer has left). */
+  const rejected = () => auditRecords().filter((r) => r.type === "unlock-rejected").length;
+
   async function typeCode(code: string): Promise<void> {
-    for (const digit of code) await page.locator(".guest-pad .v-btn", { hasText: new RegExp(`^${digit}$`) }).click();
+    for (const digit of code) await page.locator(".guest-pad button", { hasText: new RegExp(`^${digit}$`) }).click();
   }
 
+  /** Waits for the answer under Open that matches `text`; returns its words. */
   async function outcome(text: RegExp): Promise<string> {
-    const note = page.locator(".nrdb-ui-notification", { hasText: text }).last();
-    await note.waitFor({ state: "visible", timeout: 20_000 });
-    const words = await note.innerText();
-    recordForLeakScan("guest page notification", words);
+    await page.locator(".guest-answer", { hasText: text }).waitFor({ state: "visible", timeout: 20_000 });
+    const words = await page.locator(".guest-answer").innerText();
+    recordForLeakScan("guest page answer", words);
     return words;
-  }
-
-  async function dismissOutcomes(): Promise<void> {
-    for (const b of await page.locator(".nrdb-ui-notification button").all()) await b.click().catch(() => undefined);
-    await page
-      .locator(".nrdb-ui-notification")
-      .first()
-      .waitFor({ state: "hidden", timeout: 15_000 })
-      .catch(() => undefined);
   }
 
   async function shot(name: string): Promise<void> {
@@ -558,10 +558,21 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
   }
 
+  /** POST /door-guest/open from the guest's page, as a script in it could: the status and the answer. */
+  function postFromPage(body: unknown, type = "application/json"): Promise<{ status: number; text: string }> {
+    return page.evaluate(
+      async ([b, t]) => {
+        const res = await fetch("/door-guest/open", { method: "POST", headers: { "Content-Type": t }, body: b });
+        return { status: res.status, text: await res.text() };
+      },
+      [JSON.stringify(body), type] as const,
+    );
+  }
+
   it("a live pass's code for the Front Door, typed on the pad with Front Door chosen, then Open: one unlock of 101, the guest told it is unlocked, audited as guest:<name>; the digits are shown as dots and gone after the press", async () => {
     code = await issue("Guest in test", -60_000, 3_600_000);
     demo.sim.control.resetRequests();
-    await page.goto(new URL("/dashboard/guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    await page.goto(new URL("/door-guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
     await page.locator(".guest-door", { hasText: "Front Door" }).first().waitFor({ state: "visible", timeout: 30_000 });
     const open = page.locator(".guest-open");
     assert.ok(await open.isDisabled(), "Open is offered only with a door and 6 to 12 digits");
@@ -583,7 +594,7 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     assert.ok(await open.isEnabled(), "8 digits and a door: Open is offered");
     assert.equal(await page.locator(".guest-dots").innerText(), "\u25cf".repeat(8), "the digits are shown as dots");
     assert.ok(!(await dom()).includes(code), "the typed digits are nowhere in the page, only dots");
-    await shot("door-panel-guest");
+    await shot("door-guest");
 
     await open.click();
     assert.ok(!(await dom()).includes(code), "the digits are gone from the page once Open is pressed");
@@ -593,8 +604,7 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     await until("the unlock answered", () =>
       demo.sim.control.requests({ operation: "unlockDevice" }).some((r) => r.status === 200),
     );
-    await shot("door-panel-guest-opened");
-    await page.waitForTimeout(1000);
+    await shot("door-guest-opened");
     assert.deepEqual(
       demo.sim.control.requests({ operation: "unlockDevice" }).map((r) => [r.deviceId, r.status]),
       [[101, 200]],
@@ -609,11 +619,11 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
       "the pass names the guest (docs/passes.md#at-a-door-unlock)",
     );
     assert.ok(!(await dom()).includes(code));
-    await dismissOutcomes();
   });
 
   it("a wrong code: refused in words (no pass has this code), nothing sent, the digits gone from the page", async () => {
     demo.sim.control.resetRequests();
+    const refusals = rejected();
     const wrong = "90817263";
     await page.locator(".guest-door", { hasText: "Front Door" }).first().click();
     await typeCode(wrong);
@@ -621,98 +631,110 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     const words = await outcome(/not opened/);
     assert.match(words, /Front Door was not opened: no pass has this code\./);
     assert.ok(!(await dom()).includes(wrong), "the wrong code is not in the page either");
-    // Nothing can be on its way: the refusal is door-unlock's answer. Give a wrongly sent PUT the time to arrive.
-    await page.waitForTimeout(1500);
-    assert.equal(unlocks(), 0, "no unlock for a code no pass has");
-    await shot("door-panel-guest-wrong");
-    await dismissOutcomes();
+    assert.equal(unlocks(), 0, "no unlock for a code no pass has (door-unlock answered: nothing is on its way)");
+    await until("the refusal's audit record", () => rejected() === refusals + 1);
+    await shot("door-guest-wrong");
   });
 
   it("an expired pass: refused with the node's reason (this pass expired at ...), nothing sent", async () => {
-    const code = await issue("Guest gone", -7_200_000, -3_600_000);
+    const expired = await issue("Guest gone", -7_200_000, -3_600_000);
     demo.sim.control.resetRequests();
+    const refusals = rejected();
     await page.locator(".guest-door", { hasText: "Front Door" }).first().click();
-    await typeCode(code);
+    await typeCode(expired);
     await page.locator(".guest-open").click();
     const words = await outcome(/expired/);
-    assert.match(words, /Front Door was not opened: this pass expired at \d{4}-\d\d-\d\dT/);
-    await page.waitForTimeout(1500);
+    assert.match(words, /Front Door was not opened: this pass expired at /);
     assert.equal(unlocks(), 0, "no unlock for an expired pass");
-    await dismissOutcomes();
+    await until("the refusal's audit record", () => rejected() === refusals + 1);
   });
 
-  // docs/access-rules.md#who-pressed-on-a-dashboard: a browser writes the message; only the door, the code and its name go on.
-  it("a press a page script forges: an actor, a PIN or other fields it adds are dropped (the pass names the guest); a code that is not 6 to 12 digits as text sends nothing", async () => {
+  it("the page opened no connection to the dashboard: no request under /dashboard, no websocket; all it reached is /door-guest and its POST", () => {
+    assert.ok(requested.length > 0, "the page's requests were watched");
+    assert.deepEqual(sockets, [], "no websocket");
+    const paths = [...new Set(requested.map((u) => new URL(u).pathname))].filter((p) => p !== "/favicon.ico").sort();
+    assert.deepEqual(paths, ["/door-guest", "/door-guest/open"]);
+  });
+
+  // docs/access-rules.md#who-pressed-on-a-dashboard: a browser writes the request; only a door of the list and the code go on.
+  it("what a page script can send: a Doors-panel press or a widget-action, a door not in the list, a code not of 6 to 12 digits as text, no JSON: each answered 400, nothing reaches door-unlock, 0 PUTs; a live code opens as the guest, never as the actor it adds", async () => {
     const deployed = (await (await fetch(new URL("flows", demo.editorUrl))).json()) as FlowNode[];
-    const widgetId = deployed.find((n) => n.type === "ui-template" && n.name === "number pad for a guest's code")?.id;
-    assert.ok(widgetId, "the guest page's ui-template is deployed");
-    const emit = (press: Record<string, unknown>) =>
-      page.evaluate(
-        ([id, p]) => {
-          const app = (document.querySelector("[data-v-app]") as unknown as { __vue_app__?: any } | null)?.__vue_app__;
-          const socket = app?._context?.provides?.$socket ?? app?.config?.globalProperties?.$socket;
-          if (!socket) return false;
-          socket.emit("widget-action", id, p);
-          return true;
-        },
-        [widgetId, press] as const,
-      );
+    const panelWidget = deployed.find((n) => n.type === "ui-template" && n.name === "one button per door")?.id;
+    assert.ok(panelWidget, "the Doors panel's ui-template is deployed");
     demo.sim.control.resetRequests();
     const before = auditRecords().length;
-    for (const bad of ["1234567", "12345", "1234567890123", "12a45678"]) {
-      assert.ok(
-        await emit({ action: "guest", deviceId: 101, doorLabel: "Front Door", pass: bad }),
-        "the page's socket was reached",
-      );
+    for (const [body, type] of [
+      [["widget-action", panelWidget, { action: "unlock", deviceId: 101, doorLabel: "Front Door" }], undefined],
+      [{ action: "unlock", deviceId: 101, doorLabel: "Front Door", actor: "dashboard:door-panel" }, undefined],
+      [{ door: 999, code }, undefined],
+      [{ door: "101", code }, undefined],
+      [{ door: 101, code: Number(code) }, undefined],
+      [{ door: 101, code: "12345" }, undefined],
+      [{ door: 101, code: "1234567890123" }, undefined],
+      [{ door: 101, code }, "text/plain"],
+    ] as const) {
+      const answer = await postFromPage(body, type);
+      assert.equal(answer.status, 400, `${JSON.stringify(body)}: ${answer.text}`);
     }
-    assert.ok(await emit({ action: "guest", deviceId: 101, doorLabel: "Front Door", pass: Number(code) }));
-    assert.ok(
-      await emit({ action: "unlock", deviceId: 101, doorLabel: "Front Door", pass: code }),
-      "not a guest press",
-    );
-    // The forged press with a live code: it opens (the code is the guest's proof), as the guest, never as "alice".
-    assert.ok(
-      await emit({
-        action: "guest",
-        deviceId: 101,
-        doorLabel: "Front Door",
-        pass: code,
-        actor: "dashboard:alice",
-        pin: "1234",
-        lockId: 9,
-        _client: { user: { username: "alice", name: "alice", userId: "alice" } },
-      }),
-    );
-    await until("the forged press's unlock answered", () =>
-      demo.sim.control.requests({ operation: "unlockDevice" }).some((r) => r.status === 200),
-    );
-    await page.waitForTimeout(1500);
-    // "1234567" is 7 digits and reaches door-unlock (an unknown code, refused); the others never leave the flow.
+    assert.equal(auditRecords().length, before, "nothing reached door-unlock");
+    assert.equal(unlocks(), 0, "0 PUTs");
+    const forged = await postFromPage({ door: 101, code, actor: "dashboard:alice", pin: "1234", lockId: 9 });
+    assert.equal(forged.status, 200);
+    assert.match(forged.text, /Welcome, Guest in test/);
     const reached = auditRecords()
       .slice(before)
-      .filter((r) => r.type === "unlock-attempt" || r.type === "unlock-rejected")
-      .map((r) => [r.type, r.actor, r.reason ?? null])
-      // In either order: the refusal's record is written after its message left, and may follow
-      // the next message's attempt record (docs/audit-log.md#records).
-      .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
-    assert.deepEqual(
-      reached,
-      [
-        ["unlock-attempt", "guest:Guest in test", null],
-        ["unlock-rejected", "dashboard:guest-page", "pass"],
-      ],
-      "one refused unknown code, one unlock as the guest: nothing else reached door-unlock",
-    );
-    assert.equal(unlocks(), 1, "one unlock, of the Front Door, by the forged press with a live code");
+      .filter((r) => r.type === "unlock-attempt")
+      .map((r) => [r.deviceId, r.actor]);
+    assert.deepEqual(reached, [[101, "guest:Guest in test"]]);
+    assert.equal(unlocks(), 1, "one unlock, by the live code");
+  });
+
+  /** A socket.io client at Dashboard 2's socket, over HTTP long-polling (engine.io 4), with or without the panel's login. */
+  async function dashboardSocket(login: boolean): Promise<{ connect: string; emit(event: unknown[]): Promise<void> }> {
+    const base = new URL("/dashboard/socket.io/", origin);
+    const headers: Record<string, string> = login
+      ? {
+          Authorization: `Basic ${Buffer.from(`${demo.panelLogin.user}:${demo.panelLogin.password}`).toString("base64")}`,
+        }
+      : {};
+    const url = (sid?: string) => `${base.href}?EIO=4&transport=polling${sid ? `&sid=${sid}` : ""}&t=${Date.now()}`;
+    const open = await (await fetch(url(), { headers })).text();
+    const sid = (JSON.parse(open.slice(1)) as { sid: string }).sid;
+    const post = async (packet: string) => {
+      const res = await fetch(url(sid), { method: "POST", headers, body: packet });
+      assert.equal(res.status, 200, await res.text());
+    };
+    await post("40");
+    const connect = await (await fetch(url(sid), { headers })).text();
+    return { connect, emit: (event) => post(`42${JSON.stringify(event)}`) };
+  }
+
+  it("at the socket: a client that did not log in is refused by the host panel's socket, and its widget-action for a Doors-panel button opens nothing (0 PUTs); the same with the login opens the door (1 PUT); the panel's pages ask for the login", async () => {
+    const deployed = (await (await fetch(new URL("flows", demo.editorUrl))).json()) as FlowNode[];
+    const panelWidget = deployed.find((n) => n.type === "ui-template" && n.name === "one button per door")!.id;
+    const press = { action: "unlock", deviceId: 101, doorLabel: "Front Door" };
+    for (const p of ["/dashboard/doors", "/dashboard/_setup", "/dashboard/"])
+      assert.equal((await fetch(new URL(p, origin), { redirect: "manual" })).status, 401, `${p} without the login`);
+    demo.sim.control.resetRequests();
+    const guest = await dashboardSocket(false);
+    assert.match(guest.connect, /^44/, `the socket refuses a client without the login: ${guest.connect}`);
+    await guest.emit(["widget-action", panelWidget, press]);
+    // Proving that something does not happen: the same press with the login is answered within this time below.
+    await sleep(1500);
+    assert.equal(unlocks(), 0, "the widget-action of a client without the login opened nothing");
+
+    const host = await dashboardSocket(true);
+    assert.match(host.connect, /^40/, `the host's connection is accepted: ${host.connect}`);
+    await host.emit(["widget-action", panelWidget, press]);
+    await until("the host's press", () => unlocks() === 1);
     assert.deepEqual(
       demo.sim.control.requests({ operation: "unlockDevice" }).map((r) => r.deviceId),
       [101],
     );
-    await dismissOutcomes();
   });
 
   it("the Open button, keys and door choices are big enough for a thumb (at least 44 px high) on a 390 px wide phone, and nothing overflows sideways", async () => {
-    const counts: Record<string, number> = { ".guest-open": 1, ".guest-pad .v-btn": 12, ".guest-door": 8 };
+    const counts: Record<string, number> = { ".guest-open": 1, ".guest-pad button": 12, ".guest-door": 8 };
     for (const [sel, count] of Object.entries(counts)) {
       assert.equal(
         await page.locator(sel).count(),
@@ -726,7 +748,10 @@ describe("door panel's guest page (example 07, /dashboard/guest) on a phone: a p
     }
   });
 
-  it("no error in the page", () => {
-    assert.deepEqual(log, []);
+  it("no error in the page (but the 400 answers to the requests the test forged above)", () => {
+    assert.deepEqual(
+      log.filter((l) => !/^\[console\] Failed to load resource: the server responded with a status of 400 /.test(l)),
+      [],
+    );
   });
 });

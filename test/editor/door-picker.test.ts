@@ -39,6 +39,7 @@ import {
 } from "../helpers/flow.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { ops } from "../helpers/session.js";
 
 const ADMIN = "/door-access/accounts";
@@ -336,15 +337,18 @@ describe("a sign-in with the Redis store: a pair that opens under the password t
   const signIn = (password: string) =>
     helper.request().post(`${ADMIN}/new-acc/sign-in`).set(EDITOR_HEADERS).send(body(password));
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
     sim = await startSim();
     await loadFlow([tab()], { nodes: ALL_NODES, creds: {} });
   });
   after(async () => {
-    await teardown();
-    await sim.close();
-    await redis.stop();
+    if (sim) {
+      await teardown();
+      await sim.close();
+    }
+    await redis?.stop();
   });
 
   it("the shared pair (another instance's session) and a wrong password: it does not open, one login checks it, refused; the right password opens it: signed in, no login", async () => {

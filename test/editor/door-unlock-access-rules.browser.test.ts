@@ -61,9 +61,12 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
   let demo: RunningDemo | null = null;
   const log = d.log;
 
-  /** One more chromium (closed with the demo), its page with the given viewport, a phone's if `mobile`. */
-  const browser = (viewport: { width: number; height: number }, mobile: boolean): Promise<Page> =>
-    d.newPage({ viewport, mobile });
+  /**
+   * One more chromium (closed with the demo), its page with the given viewport, a phone's if
+   * `mobile`; with the door panel's login if `panelLogin` (docs/security.md#the-door-panel-behind-a-login).
+   */
+  const browser = (viewport: { width: number; height: number }, mobile: boolean, panelLogin = false): Promise<Page> =>
+    d.newPage({ viewport, mobile, panelLogin });
 
   async function getFlows(): Promise<Flows> {
     const res = await fetch(new URL("flows", demo!.editorUrl), {
@@ -1008,7 +1011,7 @@ describe(`door-unlock access rules in a real browser (chromium, Node-RED ${nodeR
 
     it("asks for the PIN in the confirmation; Unlock waits for 4 to 12 digits; after the press the field is empty; the right PIN unlocks the Front Door once", async () => {
       await configurePanel("true");
-      page = await browser({ width: 390, height: 844 }, true);
+      page = await browser({ width: 390, height: 844 }, true, true);
       await openPanel();
       demo!.sim.control.resetRequests();
       await press("Front Door");

@@ -7,6 +7,8 @@
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
+import { parseLockId } from "../../src/doors/select.js";
+import { configuredDoor } from "../../nodes/shared/node-runtime.js";
 import { nodeActorProblem } from "../../src/unlock/unlock.js";
 import { editorDefinition, nodeFile } from "../helpers/node-files.js";
 
@@ -65,5 +67,46 @@ describe("door-unlock's actor is one line of at most 200 characters: the dialog 
         dialogProblem(v) === null,
         `${v.length} characters: ${JSON.stringify(v.slice(0, 20))}: runtime ${nodeActorProblem(v)}, dialog ${dialogProblem(v)}`,
       );
+  });
+});
+
+describe("A door node's stored device id and door-unlock's lock id: the dialog flags exactly what the runtime would not use (docs/doors.md#picking-a-door-in-the-editor, docs/nodes.md#door-unlock)", () => {
+  const validator =
+    (type: "door-status" | "door-unlock", field: "deviceId" | "lockId") =>
+    (v: unknown): boolean =>
+      editorDefinition(type).defaults[field].validate!.call({}, v) === true;
+  const values: unknown[] = [
+    "",
+    "101",
+    101,
+    " 101",
+    "101 ",
+    " 101 ",
+    "0",
+    0,
+    "-1",
+    "1.5",
+    1.5,
+    "1e3",
+    "0101",
+    "2147483647",
+    "2147483648",
+    "12345678901",
+    "   ",
+  ];
+
+  it("door-status and door-unlock take a stored device id exactly when the runtime reads one from it (empty: a door known by name)", () => {
+    for (const type of ["door-status", "door-unlock"] as const) {
+      const dialogTakes = validator(type, "deviceId");
+      for (const v of values) {
+        const runtimeTakes = v === "" || configuredDoor({ deviceId: v, doorName: "" })?.id != null;
+        assert.equal(dialogTakes(v), runtimeTakes, `${type} deviceId ${JSON.stringify(v)}`);
+      }
+    }
+  });
+
+  it("door-unlock takes a lock id exactly when the runtime does (empty: the whole device)", () => {
+    const dialogTakes = validator("door-unlock", "lockId");
+    for (const v of values) assert.equal(dialogTakes(v), parseLockId(v, true).ok, `lockId ${JSON.stringify(v)}`);
   });
 });

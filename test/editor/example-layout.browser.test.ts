@@ -6,6 +6,10 @@
  * canvas origin, no two nodes (comments included) overlapping, no status label over a node, on
  * the grid, wires left to right and never behind a third node. A failure names the nodes.
  *
+ * With ROOM to spare: every node counts as ROOM px wider on each side, as if its label were drawn
+ * in fonts 2 x ROOM px wider than here (Debian's chromium on a fresh machine drew wider labels, and
+ * a wire that cleared a node by a few pixels here ran behind it there).
+ *
  * A deliberately careless tab (imported into the same editor) proves the check fails, naming
  * the two nodes. Screenshots of every tab: test-artifacts/layout-*.png.
  */
@@ -17,6 +21,9 @@ import { loadExamples } from "../../scripts/demo-flows.js";
 import { ARTIFACTS, useEditor } from "../helpers/browser.js";
 import { checkDrawnLayout, type LayoutReport } from "../helpers/layout-check.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
+
+/** Px each node may grow on each side with another machine's fonts (docs/testing.md#example-layout). */
+const ROOM = 20;
 
 interface Tab {
   id: string;
@@ -94,7 +101,7 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
 
   async function check(tab: Tab): Promise<LayoutReport> {
     await showTab(tab.id);
-    const report = await page.evaluate(checkDrawnLayout, tab.id);
+    const report = await page.evaluate(checkDrawnLayout, { tabId: tab.id, room: ROOM });
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const slug = tab.label.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40);
     await page.screenshot({ path: path.join(ARTIFACTS, `layout-${slug}.png`) });
@@ -168,7 +175,7 @@ describe(`example flows as drawn by the editor: nothing overlaps or lies left of
   });
 
   for (const title of ["Door access demo", ...loadExamples().map((e) => e.title)]) {
-    it(`${title}: nothing overlaps, nothing left of or above the origin, on the grid, wires left to right and never behind a node`, async () => {
+    it(`${title}: nothing overlaps, nothing left of or above the origin, on the grid, wires left to right and never behind a node, with ${ROOM} px to spare on each side of every node for wider fonts`, async () => {
       const tab = tabs.find((t) => t.label === title);
       assert.ok(tab, `tab ${title}`);
       const report = await check(tab);

@@ -1,5 +1,5 @@
 /**
- * The "Door access" sidebar's runtime half (src/nodes/door-access-sidebar/door-access-sidebar.ts)
+ * The "Door access" sidebar's runtime half (nodes/door-access-sidebar/door-access-sidebar.ts)
  * in a real Node-RED runtime against the simulator: the deployed accounts and their state, the
  * audit records newest first with filters, the chain check, the CSV export, the live notice over Node-RED comms, and the
  * permissions (docs/security.md#who-can-do-what-the-admin-routes: admin endpoints behind
@@ -705,9 +705,9 @@ describe("door access sidebar: the latest 50 records of the account's log, newes
       Array.from({ length: 10 }, (_, k) => 10 - k),
     );
     assert.equal(older.body.more, false);
-    // The tab's own request (its editor script, src/nodes/door-access-sidebar/editor/index.ts) names the same page size.
+    // The tab's own request (its editor script, nodes/door-access-sidebar/editor/index.ts) names the same page size.
     const tabSource = fs.readFileSync(
-      path.join(REPO_ROOT, "src", "nodes", "door-access-sidebar", "editor", "index.ts"),
+      path.join(REPO_ROOT, "nodes", "door-access-sidebar", "editor", "index.ts"),
       "utf8",
     );
     assert.deepEqual(

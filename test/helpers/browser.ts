@@ -3,14 +3,16 @@
  * with our package) in Debian's chromium (playwright-core, headless):
  *
  * - `useDemo()`: the demo on ephemeral ports, its account ready; `newPage()` opens a chromium
- *   with a profile of its own (a phone with `mobile`), closed with the demo after the describe;
+ *   with a profile of its own (a phone with `mobile`; the door panel's login with `panelLogin`),
+ *   closed with the demo after the describe;
  * - `useEditor()`: the demo and one page, with the editor's steps (setFlows, editNode, ...) and a
  *   screenshot with the log when a test fails (`stopAfterFailure`: steps that build on each other);
  * - `launchChromium()`, `saveFailure()`, `stopAfterFailure()` for a test that starts its own demo.
  *
  * The `use*` functions register mocha's hooks in the calling describe and return a handle whose
- * fields are set once `before` has run. Without /usr/bin/chromium the test fails (it is never
- * skipped): `.ci/run` installs it.
+ * fields are set once `before` has run. Without chromium (/usr/bin/chromium, or DOOR_TEST_CHROMIUM)
+ * the tests of a `use*` describe are pending, or fail under CI=true
+ * (docs/testing.md#programs-the-suite-needs): `.ci/run` installs it.
  */
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
@@ -21,8 +23,8 @@ import { REPO_ROOT, waitForAccountState } from "../../scripts/node-red-process.j
 import { type RunningDemo, startDemo } from "../../scripts/start-demo.js";
 import { dialogReady } from "./editor-dialog.js";
 import { recordForLeakScan, scanFolderForLeaks } from "../hooks/leak-scan.js";
+import { chromiumPath, missingLine, needProgram, programPath } from "./programs.js";
 
-export const CHROMIUM = "/usr/bin/chromium";
 export const ARTIFACTS = path.join(REPO_ROOT, "test-artifacts");
 export const STEP_MS = 15_000;
 /** Headless chromium with nothing of its own on the network: no background fetches, no updates. */
@@ -43,15 +45,19 @@ export interface PageOptions {
   mobile?: boolean;
   /** Each step's time-out (default STEP_MS). */
   stepMs?: number;
+  /**
+   * A page of `useDemo` that sends the demo's door panel login (`/dashboard` asks for it:
+   * docs/security.md#the-door-panel-behind-a-login) with every request to the demo's origin.
+   * Without it (the default), a page has no login, as a guest or a page of another site.
+   */
+  panelLogin?: boolean;
+  /** HTTP credentials sent with every request to `origin` (set by `useDemo`'s `newPage`). */
+  login?: { username: string; password: string; origin: string };
 }
 
-/** Fails (never skips) without Debian's chromium: `.ci/run` installs it. */
+/** Fails without chromium: a describe checks for it first (`needProgram`) to be pending instead. */
 export function assertChromium(): void {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: the browser test needs Debian's chromium (apt-get install -y chromium; .ci/run installs it)`,
-    );
-  }
+  if (programPath("chromium") === null) throw new Error(missingLine("chromium"));
 }
 
 /**
@@ -67,10 +73,11 @@ export async function launchChromium(
   assertChromium();
   const { chromium } = await import("playwright-core");
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath: chromiumPath(),
     headless: true,
     viewport: options.viewport ?? { width: 1280, height: 760 },
     ...(options.mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
+    ...(options.login ? { httpCredentials: { ...options.login, send: "always" as const } } : {}),
     args: BROWSER_ARGS,
     timeout: 60_000,
   });
@@ -149,7 +156,7 @@ export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
 
   before(async function () {
     this.timeout(150_000);
-    assertChromium();
+    needProgram(this, "chromium");
     const dir = fs.mkdtempSync(path.join(tmpdir(), "door-browser-demo-"));
     dirs.push(dir);
     h.demo = await startDemo({
@@ -180,7 +187,14 @@ export function useDemo(options: DemoFixtureOptions = {}): DemoHandle {
   h.newPage = async (pageOptions: PageOptions = {}) => {
     const profile = fs.mkdtempSync(path.join(tmpdir(), "door-browser-profile-"));
     dirs.push(profile);
-    const { context, page } = await launchChromium(profile, pageOptions, h.log, h.pageErrors);
+    const login = pageOptions.panelLogin
+      ? {
+          username: h.demo.panelLogin.user,
+          password: h.demo.panelLogin.password,
+          origin: new URL(h.demo.editorUrl).origin,
+        }
+      : undefined;
+    const { context, page } = await launchChromium(profile, { ...pageOptions, login }, h.log, h.pageErrors);
     contexts.push(context);
     return page;
   };

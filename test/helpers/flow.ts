@@ -1,7 +1,7 @@
 /**
  * Shared setup of the Node-RED runtime tests (not a test file itself): a real Node-RED 4
  * runtime through node-red-node-test-helper, the four door nodes loaded from their compiled
- * entry points (package.json's node-red.nodes: dist/src/nodes/<type>/<type>.js), a fresh user
+ * entry points (package.json's node-red.nodes: dist/nodes/<type>/<type>.js), a fresh user
  * directory per flow, the simulator as the service.
  *
  * Requests are always counted at the simulator (its request log), never in our own code.
@@ -184,10 +184,16 @@ export interface Loaded {
 /** Loads a flow into a fresh user directory (the token file and the audit log land there). */
 export async function loadFlow(
   flow: Record<string, unknown>[],
-  opts: { userDir?: string; creds?: Record<string, unknown>; nodes?: unknown[] } = {},
+  opts: {
+    userDir?: string;
+    creds?: Record<string, unknown>;
+    nodes?: unknown[];
+    /** More runtime settings (e.g. `credentialSecret`). */
+    settings?: Record<string, unknown>;
+  } = {},
 ): Promise<Loaded> {
   const userDir = opts.userDir ?? freshUserDir();
-  helper.settings({ userDir });
+  helper.settings({ ...opts.settings, userDir });
   const needsCatch = flow.some((n) => n.type === "catch");
   const nodes = [...(opts.nodes ?? ALL_NODES), ...(needsCatch ? [catchModule] : [])];
   // A copy: the runtime keeps the object it is given as its credential store, and a later deploy

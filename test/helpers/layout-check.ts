@@ -17,6 +17,10 @@
  * - a wire running right to left (its target's input left of its source's output);
  * - a wire drawn behind a third node (points along its drawn path inside that node's box).
  *
+ * With `room` (px), a wire must pass that far clear of a third node's left and right sides: labels
+ * drawn in wider fonts (another machine's, e.g. the ones Debian installs with chromium) grow a
+ * node by up to twice that, centred, and no wire then runs behind it.
+ *
  * Self-contained: playwright serialises the function into the page, so it may use nothing
  * from this module.
  */
@@ -34,7 +38,9 @@ interface Box {
   h: number;
 }
 
-export function checkDrawnLayout(tabId: string): LayoutReport {
+export function checkDrawnLayout(arg: string | { tabId: string; room: number }): LayoutReport {
+  const tabId = typeof arg === "string" ? arg : arg.tabId;
+  const room = typeof arg === "string" ? 0 : arg.room;
   interface EditorNode {
     id: string;
     type: string;
@@ -184,7 +190,9 @@ export function checkDrawnLayout(tabId: string): LayoutReport {
       const pt = p.getPointAtLength(s);
       for (const o of drawn) {
         if (o.id === src.id || o.id === dst.id || hit.has(o.id)) continue;
-        if (inside(pt, o.box, 1) || (o.status && inside(pt, o.status, 1))) hit.add(o.id);
+        // Wider labels, centred on the node: a wire keeps `room` px clear of a third node's sides.
+        const wide = { x: o.box.x - room, y: o.box.y, w: o.box.w + 2 * room, h: o.box.h };
+        if (inside(pt, wide, 1) || (o.status && inside(pt, o.status, 1))) hit.add(o.id);
       }
     }
     for (const id of hit) problems.push(`the wire ${src.label} -> ${dst.label} runs behind ${byId.get(id)!.label}`);

@@ -30,7 +30,7 @@ export const run = (
 
 /** A compiled file's modification time: packing must not rebuild dist/. */
 export const builtAt = (): number =>
-  fs.statSync(path.join(REPO_ROOT, "dist", "src", "nodes", "door-unlock", "door-unlock.js")).mtimeMs;
+  fs.statSync(path.join(REPO_ROOT, "dist", "nodes", "door-unlock", "door-unlock.js")).mtimeMs;
 
 /** `npm pack --ignore-scripts` into `dest`: the tarball's file name. Throws if packing rebuilt dist/. */
 export async function packTarball(dest: string): Promise<string> {

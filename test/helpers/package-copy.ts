@@ -17,7 +17,17 @@ import * as path from "node:path";
 import { REPO_ROOT } from "../../scripts/node-red-process.js";
 
 /** What `npm start` builds and runs (the tests and the benchmark are not needed: a third of the build). */
-const COPIED = ["package.json", "tsconfig.json", "tsconfig.editor.json", "src", "scripts", "examples", "bin"];
+const COPIED = [
+  "package.json",
+  "tsconfig.json",
+  "tsconfig.editor.json",
+  "src",
+  "nodes",
+  "icons",
+  "scripts",
+  "examples",
+  "bin",
+];
 let made: string | null = null;
 
 export function packageCopy(): string {

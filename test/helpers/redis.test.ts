@@ -7,10 +7,14 @@
  */
 import { strict as assert } from "node:assert";
 import * as net from "node:net";
+import { needProgram } from "./programs.js";
 import { RedisServer } from "./redis.js";
 
 describe("the suite's Redis server: any password reaches it intact, and a port another program holds is never taken for it", function () {
   this.timeout(60000);
+  before(function () {
+    needProgram(this, "redis-server");
+  });
 
   it("RedisServer with a password (including spaces, quotes, CR LF and a leading '--'): starts, stops, resumes on the same port", async () => {
     for (const password of ["s3cret", 'with space "q" \\ x', "p\r\nINFO", "--x"]) {

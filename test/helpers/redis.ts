@@ -1,20 +1,18 @@
 /**
  * A real redis-server on loopback for the Redis store tests: a free port (found by binding
  * 127.0.0.1:0), no persistence, no daemon; stopped (and restartable on the same port) by
- * the tests. When redis-server is not installed the tests FAIL with a clear message (.ci/run
- * installs Debian's package).
+ * the tests. A describe that uses it calls `needProgram(this, "redis-server")` in its `before`
+ * hook: without redis-server on PATH its tests are pending, or fail under CI=true
+ * (docs/testing.md#programs-the-suite-needs; .ci/run installs Debian's package).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, connect } from "node:net";
+import { missingLine, programPath } from "./programs.js";
 
 export function redisServerPath(): string {
-  try {
-    return execFileSync("sh", ["-c", "command -v redis-server"], { encoding: "utf8" }).trim();
-  } catch {
-    throw new Error(
-      "redis-server is not installed: the Redis session store tests need it (apt-get install -y redis-server; .ci/run installs it)",
-    );
-  }
+  const bin = programPath("redis-server");
+  if (bin === null) throw new Error(missingLine("redis-server"));
+  return bin;
 }
 
 function probe(port: number): Promise<number | null> {
@@ -114,6 +112,10 @@ export class RedisServer {
       "warning",
     ];
     if (this.password) args.push("--requirepass", this.password);
+    // redis-server writes its title over its environment: the test run's mark goes into the title
+    // (test/hooks/children.ts), so that the run's watcher finds it.
+    const mark = process.env.DOOR_TEST_RUN;
+    if (mark) args.push("--proc-title-template", `{title} {listen-addr} {server-mode} DOOR_TEST_RUN=${mark}`);
     let out = "";
     const proc = spawn(this.bin, args, { stdio: ["ignore", "pipe", "pipe"] });
     proc.stdout.on("data", (d: Buffer) => (out += d.toString()));

@@ -9,7 +9,7 @@ import { isUnitTest } from "./test-scope.js";
 const compiled = (rel: string) => path.join(__dirname, "..", rel);
 
 describe("npm run test:unit runs the tests that need Node.js alone (docs/testing.md#the-fast-loop)", () => {
-  it("pure files are in; files with a Node-RED runtime, a real Node-RED process, a browser or redis-server are out; the long rotation and inLog matrices are out", () => {
+  it("pure files are in; files with a Node-RED runtime, a real Node-RED process, a browser or redis-server are out (also helpers/redis.test.js, which imports ./redis.js); the long rotation and inLog matrices are out", () => {
     for (const f of [
       "unlock/access-rules.test.js",
       "client/retry-after.test.js",
@@ -24,6 +24,7 @@ describe("npm run test:unit runs the tests that need Node.js alone (docs/testing
       "editor/first-hour.browser.test.js",
       "session/redis-flow.test.js",
       "session/redis-store.test.js",
+      "helpers/redis.test.js",
       "demo/demo.test.js",
       "audit/rotation.test.js",
       "audit/closing-record-in-log.test.js",

@@ -12,3 +12,29 @@ export async function until(what: string, cond: () => boolean, timeoutMs = 15_00
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
+
+/**
+ * Waits until `count()` reaches `target`, for as long as it keeps moving: fails only when the count
+ * has not changed for `stallMs` (a stall, never a machine that is merely slow), or passes `target`.
+ */
+export async function untilCount(
+  what: string,
+  count: () => number,
+  target: number,
+  stallMs = 60_000,
+  stepMs = 100,
+): Promise<void> {
+  let last = count();
+  let lastChange = Date.now();
+  while (last < target) {
+    await new Promise((r) => setTimeout(r, stepMs));
+    const now = count();
+    if (now !== last) {
+      last = now;
+      lastChange = Date.now();
+    } else if (Date.now() - lastChange > stallMs) {
+      throw new Error(`${what}: stuck at ${last} of ${target} for ${Math.round(stallMs / 1000)} s`);
+    }
+  }
+  if (last > target) throw new Error(`${what}: ${last}, more than ${target}`);
+}

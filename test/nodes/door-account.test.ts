@@ -307,7 +307,7 @@ describe("door-account: one session for every node, its state on every node's st
     // The stored pair of that login is not resumed: the new password is checked by one login.
     await waitState("halted-login-failed");
     assert.equal(demoLogins(sim), 2, "exactly one login with the new password");
-    // The key whose catalogue text is "login refused: check credentials" (src/nodes/door-account/locales/en-US/door-account.json).
+    // The key whose catalogue text is "login refused: check credentials" (nodes/door-account/locales/en-US/door-account.json).
     await until("the node status says so", () => {
       const st = lastStatus(helper.getNode("u1"));
       return st?.fill === "red" && st.text === "door-account.state.halted-login-failed";

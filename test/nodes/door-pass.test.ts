@@ -2,8 +2,8 @@
  * Guest passes in a real Node-RED runtime against the simulator (docs/passes.md): door-pass
  * issues, revokes and lists; a door-unlock with acceptPasses opens for a live pass's code and for
  * nothing else; a use is counted once, also when messages race for the last one; the code is in
- * the issued message and nowhere else; passes outlive a restart. Requests are counted at the
- * simulator.
+ * the issued message and nowhere else; passes outlive a restart; a guesser gets five tries per
+ * lockout and nothing while it lasts. Requests are counted at the simulator.
  */
 import { strict as assert } from "node:assert";
 import crypto from "node:crypto";
@@ -11,14 +11,18 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { forgetPassBooks } from "../../src/passes/pass-book.js";
+import { forgetPassBooks, makePass } from "../../src/passes/pass-book.js";
+import { accountKey, accountStoreId } from "../../src/session/token-store.js";
 import {
   ALL_NODES,
+  DEMO_ACCOUNT,
+  accountOf,
   assertAccepted,
   assertFailed,
   catchModule,
   catchNode,
   doorPassNode,
+  freshUserDir,
   helper,
   helperNodes,
   loadFlow,
@@ -33,6 +37,7 @@ import {
   until,
   waitReady,
 } from "../helpers/flow.js";
+import { filesThatVerify } from "../helpers/key-search.js";
 import { received } from "../helpers/odd-messages.js";
 
 const NODES = [...ALL_NODES, passModule, catchModule];
@@ -92,8 +97,9 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     unlockExtra: Record<string, unknown> = {},
     passExtra: Record<string, unknown> = {},
     dir?: string,
+    settings?: Record<string, unknown>,
   ) {
-    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir }));
+    ({ userDir } = await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES, userDir: dir, settings }));
     outs = received("dp-out");
     caught = received("caught");
     await waitReady();
@@ -161,6 +167,14 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     ["until not after from", { guest: "Ada", doors: [101], until: "2026-12-01T08:00:00Z" }, "until"],
     ["a time without its zone", { guest: "Ada", doors: [101], from: "2026-12-01T08:00:00" }, "from"],
     ["uses 0", { guest: "Ada", doors: [101], uses: 0 }, "uses"],
+    // A date that does not exist (30 February, 29 February of 2027, 31 April, 24:00, minute 60, offset +25:00).
+    ["until on 30 February", { guest: "Ada", doors: [101], until: "2027-02-30T11:00:00+01:00" }, "until"],
+    ["until on 29 February 2027", { guest: "Ada", doors: [101], until: "2027-02-29T11:00:00+01:00" }, "until"],
+    ["from on 31 April", { guest: "Ada", doors: [101], from: "2026-04-31T11:00:00+01:00" }, "from"],
+    ["until at 24:00", { guest: "Ada", doors: [101], until: "2026-12-01T24:00:00Z" }, "until"],
+    ["until at 25:00", { guest: "Ada", doors: [101], until: "2026-12-01T25:00:00Z" }, "until"],
+    ["from at minute 60", { guest: "Ada", doors: [101], from: "2026-12-01T07:60:00Z" }, "from"],
+    ["until with offset +25:00", { guest: "Ada", doors: [101], until: "2026-12-02T08:00:00+25:00" }, "until"],
   ] as const) {
     it(`issue with ${what}: an error naming ${field}, code invalid-input, nothing stored`, async () => {
       await deploy();
@@ -172,12 +186,58 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
       });
       assert.ok("error" in r, JSON.stringify(r));
       assert.match(r.error.error.message, new RegExp(`^door-pass: .*${field}:`));
+      if (/ on | at |offset/.test(what))
+        assert.match(r.error.error.message, new RegExp(`${field}: ".*" does not exist`));
       assert.equal(r.error.error.code, "invalid-input");
       const listed = await pass({ action: "list" });
       assert.ok("ok" in listed);
       assert.deepEqual(listed.ok.payload.passes, []);
     });
   }
+
+  // docs/passes.md#issue: a date that exists is taken as the instant it names
+  it("issue with dates at the edges that exist (29 February 2028, 23:59:59, fractional seconds, Z): issued as the instants they name", async () => {
+    await deploy();
+    const p = await issue({
+      guest: "Ada",
+      doors: [101],
+      from: "2027-12-31T23:59:59.25+01:00",
+      until: "2028-02-29T23:59:59Z",
+    });
+    assert.equal(p.from, "2027-12-31T22:59:59.250Z");
+    assert.equal(p.until, "2028-02-29T23:59:59.000Z");
+  });
+
+  // docs/passes.md#issue: from and until with their offsets are instants, also on the nights the clocks change
+  it("New York's clock changes: 01:30 EDT to 01:30 EST is one real hour; 01:45 EST to 01:15 EDT is refused (until before from); 02:30-05:00 (a wall time New York skips) is the instant 07:30Z", async () => {
+    await deploy();
+    const hour = await issue({
+      guest: "Ada",
+      doors: [101],
+      from: "2027-11-07T01:30:00-04:00",
+      until: "2027-11-07T01:30:00-05:00",
+    });
+    assert.deepEqual([hour.from, hour.until], ["2027-11-07T05:30:00.000Z", "2027-11-07T06:30:00.000Z"]);
+    const back = await pass({
+      action: "issue",
+      guest: "Bo",
+      doors: [101],
+      from: "2027-11-07T01:45:00-05:00",
+      until: "2027-11-07T01:15:00-04:00",
+    });
+    assert.ok("error" in back);
+    assert.match(back.error.error.message, /until: must be after from/);
+    const gap = await issue({
+      guest: "Cy",
+      doors: [101],
+      from: "2027-03-14T02:30:00-05:00",
+      until: "2027-03-14T04:00:00-04:00",
+    });
+    assert.deepEqual([gap.from, gap.until], ["2027-03-14T07:30:00.000Z", "2027-03-14T08:00:00.000Z"]);
+    const listed = await pass({ action: "list" });
+    assert.ok("ok" in listed);
+    assert.equal(listed.ok.payload.passes.length, 2, "the refused one is not stored");
+  });
 
   // docs/passes.md#at-a-door-unlock
   it("a live pass opens its door once per message as guest:<guest>; msg.pass is gone from the output; the audit names the pass, never the code", async () => {
@@ -253,7 +313,17 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     await until("eight outcomes", () => ok.length + fail.length === 8);
     assert.equal(ok.length, 1);
     assert.equal(unlockPuts(sim).length, 1);
-    for (const m of fail) assert.equal(m.payload.reason, "pass");
+    // Each refusal told that the code is real, so each cost a try (docs/passes.md#how-hard-a-code-is-to-guess):
+    // the fifth locked the node, and the last two were answered as every message is while it is locked.
+    assert.deepEqual(fail.map((m) => m.payload.reason).sort(), [
+      "locked-out",
+      "locked-out",
+      "pass",
+      "pass",
+      "pass",
+      "pass",
+      "pass",
+    ]);
   });
 
   // docs/passes.md#at-a-door-unlock: a use is counted when the command is sent
@@ -345,5 +415,284 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     const none = await pass({ action: "reissue" });
     assert.ok("error" in none);
     assert.equal(none.error.error.code, "invalid-input");
+  });
+
+  /** The stored hash of a pass, as a copy of the user directory shows it. */
+  function storedHash(id: string): string {
+    const dir = path.join(userDir, "door-access");
+    const file = fs.readdirSync(dir).find((f) => f.startsWith("passes-"))!;
+    return JSON.parse(fs.readFileSync(path.join(dir, file), "utf8")).passes.find((p: any) => p.id === id).hash;
+  }
+
+  // docs/passes.md#where-passes-are-kept: without Node-RED's credential secret, a copy of the user directory gives back no code
+  it("with a credential secret, no file of the user directory verifies a known code (each tried as the HMAC key); under another secret the key file is left as it was and the code opens again once the secret is back", async () => {
+    const secret = { credentialSecret: "the runtime's secret" };
+    await deploy({}, {}, undefined, secret);
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + 4 * HOUR) });
+    assertAccepted(await unlock({ pass: p.code }));
+    assert.deepEqual(filesThatVerify(userDir, p.code, storedHash(p.id)), []);
+    const dir = userDir;
+    const keyFile = path.join(
+      dir,
+      "door-access",
+      fs.readdirSync(path.join(dir, "door-access")).find((f) => f.startsWith("pass-key-"))!,
+    );
+    const sealed = fs.readFileSync(keyFile, "utf8");
+    // Another secret (a copy started elsewhere): the code opens nothing, and the key is not written over.
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, { credentialSecret: "another secret" });
+    assert.match(assertFailed(await unlock({ pass: p.code }), "denied", null).message, /no pass has this code/);
+    assert.equal(fs.readFileSync(keyFile, "utf8"), sealed);
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, secret);
+    assertAccepted(await unlock({ pass: p.code }));
+  });
+
+  // docs/passes.md#where-passes-are-kept: a key file of the first version is sealed in place
+  it("a user directory of the first version (the pass key in plain hex): at the first start with a credential secret the key is sealed in place, 0600, and its passes keep opening", async () => {
+    const dir = freshUserDir();
+    const id = accountStoreId(accountKey(sim.url, "phone", DEMO_ACCOUNT.phoneNumber));
+    const key = crypto.randomBytes(32);
+    const now = Date.now();
+    const { pass: old, code } = makePass(
+      {
+        guest: "Ada",
+        doors: [{ deviceId: 101, door: "Front Door" }],
+        from: iso(now - HOUR),
+        until: iso(now + HOUR),
+        uses: null,
+        ref: null,
+      },
+      key,
+      8,
+      now,
+      () => false,
+    );
+    fs.mkdirSync(path.join(dir, "door-access"), { recursive: true, mode: 0o700 });
+    const keyFile = path.join(dir, "door-access", `pass-key-${id}`);
+    fs.writeFileSync(keyFile, key.toString("hex") + "\n", { mode: 0o600 });
+    fs.writeFileSync(
+      path.join(dir, "door-access", `passes-${id}.json`),
+      JSON.stringify({ v: 1, passes: [old] }) + "\n",
+      {
+        mode: 0o600,
+      },
+    );
+    await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
+    assertAccepted(await unlock({ pass: code }));
+    assert.equal(JSON.parse(fs.readFileSync(keyFile, "utf8")).enc, "aes-256-gcm");
+    assert.equal(fs.statSync(keyFile).mode & 0o777, 0o600);
+    assert.deepEqual(filesThatVerify(dir, code, old.hash), []);
+    await teardown();
+    forgetPassBooks();
+    await deploy({}, {}, dir, { credentialSecret: "the runtime's secret" });
+    assertAccepted(await unlock({ pass: code }));
+  });
+});
+
+/**
+ * Guessing codes at a keypad (docs/passes.md#how-hard-a-code-is-to-guess). The runtime's clock is
+ * faked (sinon, `Date` only, read by the simulator too), so that a lockout's 15 minutes are moved
+ * over, not waited for; the pass book of the account is watched by wrapping its lookups.
+ */
+describe("guessing a code: while locked out a node looks up no code and answers every message alike; outside a lockout every refusal about a real pass costs a try (docs/passes.md#how-hard-a-code-is-to-guess)", function () {
+  this.timeout(60_000);
+  const MIN = 60_000;
+  let sim: RunningSimulator;
+  let clock: sinon.SinonFakeTimers;
+
+  before(async () => {
+    clock = sinon.useFakeTimers({ now: Date.now(), toFake: ["Date"] });
+    sim = await startSim({ rateLimit: false, now: () => Date.now() });
+  });
+  after(async () => {
+    await sim?.close();
+    clock?.uninstall();
+  });
+  afterEach(async () => {
+    await teardown();
+    forgetPassBooks();
+  });
+
+  async function deploy(unlockExtra: Record<string, unknown> = {}, passExtra: Record<string, unknown> = {}) {
+    await loadFlow(flow(sim.url, unlockExtra, passExtra), { nodes: NODES });
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+  }
+
+  /** Counts what reaches the account's pass book: its refresh before a lookup, and the lookups. */
+  function watchBook(): { lookups: () => number; reads: () => number; stop: () => void } {
+    const book = accountOf().account.core.passes;
+    const find = sinon.spy(book, "find");
+    const refresh = sinon.spy(book, "refresh");
+    return {
+      lookups: () => find.callCount,
+      reads: () => refresh.callCount,
+      stop: () => {
+        find.restore();
+        refresh.restore();
+      },
+    };
+  }
+
+  /** A 6- or 8-digit code that no pass in `codes` has. */
+  function miss(codes: Set<string>, digits = 8, from = 1): string {
+    for (let n = from; ; n++) {
+      const c = String(10 ** (digits - 1) + n);
+      if (!codes.has(c)) return c;
+    }
+  }
+
+  /** Sends five codes no pass has, one after another: the fifth locks the node. */
+  async function lockOut(codes: Set<string>, digits = 8): Promise<void> {
+    for (let i = 1; i <= 5; i++) assertFailed(await unlock({ pass: miss(codes, digits, i * 1000) }), "denied", null);
+    assert.equal(assertFailed(await unlock({ pass: miss(codes, digits) }), "denied", null).reason, "locked-out");
+  }
+
+  it("while locked out: no code reaches the pass book and every message is answered alike (denied, locked-out, the same text and fields), whatever msg.pass, msg.pin or msg.deviceId hold", async () => {
+    await deploy();
+    const now = Date.now();
+    const live = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const other = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const over = await issue({ guest: "C", doors: [101], from: iso(now - 2 * HOUR), until: iso(now - HOUR) });
+    const later = await issue({ guest: "D", doors: [101], from: iso(now + HOUR), until: iso(now + 2 * HOUR) });
+    const codes = new Set([live.code, other.code, over.code, later.code]);
+    await lockOut(codes);
+    sim.control.resetRequests();
+    const book = watchBook();
+    const asked: Record<string, unknown>[] = [
+      { pass: live.code },
+      { pass: Number(live.code) },
+      { pass: other.code },
+      { pass: other.code, deviceId: 102 },
+      { pass: over.code },
+      { pass: later.code },
+      { pass: live.code, deviceId: 999 },
+      { pass: live.code, door: "No Such Door" },
+      { pass: miss(codes) },
+      { pass: "12ab" },
+      { pass: live.code, pin: "1234" },
+      { pin: "1234" },
+      { deviceId: "x" },
+      { deviceId: 101, lockId: 77 },
+      {},
+    ];
+    const answers: any[] = [];
+    for (const m of asked) answers.push(assertFailed(await unlock(m), "denied", null));
+    book.stop();
+    const alike = ({ at: _at, ...rest }: any) => rest;
+    assert.equal(answers[0].reason, "locked-out");
+    assert.match(answers[0].message, /^locked: /);
+    for (const [i, a] of answers.entries())
+      assert.deepEqual(alike(a), alike(answers[0]), `message ${i + 1} (${Object.keys(asked[i]).join(", ")})`);
+    assert.equal(book.lookups(), 0, "no code was looked up while locked out");
+    assert.equal(book.reads(), 0, "the pass book was not read while locked out");
+    assert.equal(unlockPuts(sim).length, 0);
+    assert.equal(sim.control.requests().length, 0, "nothing reached the service");
+  });
+
+  it("every refusal about a real pass costs a try as a code no pass has does: five of one kind lock the node (not for this door, an unknown msg.deviceId, not valid yet, expired, used up, revoked, the cooldown)", async () => {
+    await deploy({ cooldown: 60 });
+    const now = Date.now();
+    const span = { from: iso(now - HOUR), until: iso(now + 2 * 24 * HOUR) };
+    const live = await issue({ guest: "A", doors: [101], ...span });
+    const other = await issue({ guest: "B", doors: [102], ...span });
+    const later = await issue({ guest: "C", doors: [101], from: iso(now + 24 * HOUR), until: iso(now + 48 * HOUR) });
+    const over = await issue({ guest: "D", doors: [101], from: iso(now - 2 * HOUR), until: iso(now - HOUR) });
+    const once = await issue({ guest: "E", doors: [101], ...span, uses: 1 });
+    const gone = await issue({ guest: "F", doors: [101], ...span, ref: "r-f" });
+    assert.ok("ok" in (await pass({ action: "revoke", ref: "r-f" })));
+    // The cooldown first: the pass with one use opens, and the door is in its cooldown for 60 s.
+    assertAccepted(await unlock({ pass: once.code }));
+    const kinds: [string, Record<string, unknown>, string][] = [
+      ["the cooldown", { pass: live.code }, "cooldown"],
+      ["not for this door", { pass: other.code }, "pass"],
+      ["an unknown msg.deviceId", { pass: live.code, deviceId: 999 }, "pass"],
+      ["not valid yet", { pass: later.code }, "pass"],
+      ["expired", { pass: over.code }, "pass"],
+      ["used up", { pass: once.code }, "pass"],
+      ["revoked", { pass: gone.code }, "pass"],
+    ];
+    for (const [what, msg, reason] of kinds) {
+      sim.control.resetRequests();
+      for (let i = 1; i <= 5; i++) {
+        const r = assertFailed(await unlock({ ...msg }), "denied", null);
+        assert.equal(r.reason, reason, `${what}, try ${i}: ${r.message}`);
+        assert.equal(/every message is refused until/.test(r.message), i === 5, `${what}, try ${i}: ${r.message}`);
+      }
+      const locked = assertFailed(await unlock({ pass: live.code }), "denied", null);
+      assert.equal(locked.reason, "locked-out", `five refusals (${what}) lock the node`);
+      assert.equal(unlockPuts(sim).length, 0);
+      clock.tick(15 * MIN); // the lockout is over; the count starts from zero
+    }
+    assertAccepted(await unlock({ pass: live.code }));
+  });
+
+  it("a message that can open nothing whatever its code (a door name no door has, a msg.deviceId that is no id, a lock the door has not) is answered before the code is looked up: a real code and a code no pass has get the same answer, neither reaches the pass book, and neither costs a try", async () => {
+    await deploy();
+    const now = Date.now();
+    const live = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([live.code]);
+    const book = watchBook();
+    for (const where of [{ door: "No Such Door" }, { deviceId: "x" }, { deviceId: 101, lockId: 77 }]) {
+      const real = assertFailed(await unlock({ pass: live.code, ...where }), "invalid-input", null);
+      const blind = assertFailed(await unlock({ pass: miss(codes), ...where }), "invalid-input", null);
+      assert.equal(real.message, blind.message, JSON.stringify(where));
+    }
+    assert.equal(book.lookups(), 0);
+    // Such answers cost no try: the node is not locked after more than five of them.
+    assertAccepted(await unlock({ pass: live.code }));
+    book.stop();
+  });
+
+  it("a flood of blind guesses against 300 passes with 6-digit codes finds no live code: the pass book is asked at most five times per lockout, however many guesses come and however fast", async () => {
+    await deploy({}, { codeLength: 6 });
+    const now = Date.now();
+    const o = outs.length;
+    for (let i = 0; i < 300; i++) {
+      const doors = i % 3 === 0 ? [101] : [102];
+      helper.getNode("dp").receive({
+        payload: { action: "issue", guest: `G${i}`, doors, from: iso(now - HOUR), until: iso(now + 24 * HOUR) },
+      });
+    }
+    await until("300 passes issued", () => outs.length - o === 300, 30_000);
+    const codes = new Set(outs.slice(o).map((m) => m.payload.code as string));
+    assert.equal(codes.size, 300);
+    sim.control.resetRequests();
+    const book = watchBook();
+    const ok = received("u1-ok");
+    const fail = received("u1-fail");
+    /** Sends every guess in one turn (a flood), then waits for every answer. */
+    const flood = async (guesses: string[]) => {
+      const before = ok.length + fail.length;
+      for (const g of guesses) helper.getNode("u1").receive({ pass: g });
+      await until("every guess answered", () => ok.length + fail.length - before === guesses.length, 60_000);
+    };
+    // 1. A thousand codes no pass has, all at once: five are looked up, the fifth locks the node.
+    const blind = Array.from({ length: 1000 }, (_, i) => miss(codes, 6, 1 + i * 700));
+    await flood(blind);
+    assert.equal(book.lookups(), 5, "five lookups for a thousand guesses at once");
+    // 2. While locked: guesses that hold every live code, for this door and another, all at once.
+    await flood([...codes, ...blind.slice(0, 200)]);
+    assert.equal(book.lookups(), 5, "no lookup while locked, whatever the guesses");
+    // 3. A second lockout period: five lookups more, never more than the lockout allows.
+    clock.tick(15 * MIN);
+    await flood(blind.slice(200));
+    assert.equal(book.lookups(), 10, "five more lookups in the next 15 minutes");
+    book.stop();
+    assert.equal(ok.length, 0, "no guess opened a door");
+    assert.equal(unlockPuts(sim).length, 0);
+    const reasons = new Set(fail.map((m) => m.payload.reason));
+    assert.deepEqual([...reasons].sort(), ["locked-out", "pass"]);
+    const told = fail.filter((m) => m.payload.reason === "pass").map((m) => m.payload.message);
+    assert.equal(told.length, 10);
+    assert.ok(
+      told.every((t) => t.startsWith("no pass has this code")),
+      "no answer told a real code apart",
+    );
   });
 });

@@ -19,6 +19,7 @@ import { type RunningSimulator, startSimulator } from "../../src/simulator/index
 import { CSV_COLUMNS, csvHeader, csvRow } from "../../src/audit/reader.js";
 import { NodeRedProcess } from "../helpers/node-red-process.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { fileHandlePrototype, eio } from "../helpers/audit-faults.js";
 import { withEnglishText } from "../helpers/catalogue.js";
 import {
@@ -997,9 +998,10 @@ describe("The wrong PINs and the lockout outlive a restart of Node-RED, on the f
   };
 
   for (const store of ["file", "redis"] as const) {
-    it(`${store} store: three wrong PINs, a restart, two more lock the node; after another restart the right PIN is still refused until the 15 minutes are over`, async () => {
+    it(`${store} store: three wrong PINs, a restart, two more lock the node; after another restart the right PIN is still refused until the 15 minutes are over`, async function () {
       let settings: Record<string, unknown> = {};
       if (store === "redis") {
+        needProgram(this, "redis-server");
         redis ??= await RedisServer.start();
         settings = { sessionStore: "redis", redisUrl: redis.url, redisKeyPrefix: "door-access:" };
       }

@@ -143,6 +143,43 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     assert.ok(r.bookings.length > 250, `a year of visits ahead: ${r.bookings.length}`);
   });
 
+  // docs/passes.md#from-a-booking-calendar: an event whose date does not exist is no booking
+  it("an event on a date or time that does not exist (30 February, 31 April, 25:00) is skipped, not moved to another day; a moved occurrence on such a date too; 29 February 2028 is read", () => {
+    const r = readFeed(
+      feed(
+        vevent(["UID:feb30", "SUMMARY:A", "DTSTART;VALUE=DATE:20270227", "DTEND;VALUE=DATE:20270230"]),
+        vevent(["UID:apr31", "SUMMARY:B", "DTSTART;VALUE=DATE:20270431", "DTEND;VALUE=DATE:20270503"]),
+        vevent(["UID:h25", "SUMMARY:C", "DTSTART:20270301T250000Z", "DTEND:20270302T100000Z"]),
+        vevent(["UID:leap", "SUMMARY:D", "DTSTART;VALUE=DATE:20280228", "DTEND;VALUE=DATE:20280229"]),
+        vevent([
+          "UID:weekly",
+          "SUMMARY:E",
+          "DTSTART:20270201T090000Z",
+          "DTEND:20270201T120000Z",
+          "RRULE:FREQ=WEEKLY;COUNT=2",
+        ]),
+        vevent([
+          "UID:weekly",
+          "RECURRENCE-ID:20270208T090000Z",
+          "SUMMARY:E",
+          "DTSTART:20270230T090000Z",
+          "DTEND:20270230T120000Z",
+        ]),
+      ),
+      settings({ timeZone: "UTC" }),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      r.bookings.map((b) => [b.ref, b.from, b.until]),
+      [
+        ["leap", "2028-02-28T15:00:00.000Z", "2028-02-29T11:00:00.000Z"],
+        ["weekly@2027-02-01T09:00:00Z", "2027-02-01T09:00:00.000Z", "2027-02-01T12:00:00.000Z"],
+      ],
+    );
+    assert.equal(r.skipped, 4);
+  });
+
   it("folded lines and a UTC time are read as the feed means them", () => {
     const r = readFeed(
       feed(
@@ -180,6 +217,18 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
       new Date(localInstant(2026, 11, 1, "11:00", "America/New_York")).toISOString(),
       "2026-11-01T16:00:00.000Z",
     );
+  });
+
+  // docs/passes.md#from-a-booking-calendar: a skipped time lands after the gap, a repeated one is the first
+  it("a time the clocks skip is read with the offset before the change, a time that happens twice is the first, east and west of UTC and on a half-hour change", () => {
+    const at = (y: number, m: number, d: number, t: string, zone: string) =>
+      new Date(localInstant(y, m, d, t, zone)).toISOString();
+    assert.equal(at(2027, 3, 14, "02:30", "America/New_York"), "2027-03-14T07:30:00.000Z"); // 03:30 EDT
+    assert.equal(at(2027, 11, 7, "01:30", "America/New_York"), "2027-11-07T05:30:00.000Z"); // 01:30 EDT
+    assert.equal(at(2027, 3, 28, "02:30", "Europe/Oslo"), "2027-03-28T01:30:00.000Z"); // 03:30 CEST
+    assert.equal(at(2027, 10, 31, "02:30", "Europe/Oslo"), "2027-10-31T00:30:00.000Z"); // 02:30 CEST
+    assert.equal(at(2027, 10, 3, "02:15", "Australia/Lord_Howe"), "2027-10-02T15:45:00.000Z"); // 02:45 +11:00
+    assert.equal(at(2027, 4, 4, "01:45", "Australia/Lord_Howe"), "2027-04-03T14:45:00.000Z"); // 01:45 +11:00
   });
 
   it("settings: none without calendarUrl; each wrong field named", () => {

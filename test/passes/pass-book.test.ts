@@ -6,8 +6,10 @@ import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { FilePassBook, PassUseRefused } from "../../src/passes/pass-book.js";
+import { randomBytes } from "node:crypto";
+import { FilePassBook, PassUseRefused, makePass, passKeySealer } from "../../src/passes/pass-book.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
+import { filesThatVerify } from "../helpers/key-search.js";
 
 const HOUR = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -88,5 +90,95 @@ describe("the file pass book: a use is written as the pass is when the command w
     const live = (await b.list()).filter((p) => p.state === "active" || p.state === "upcoming");
     assert.equal(live.length, 50, "one live pass per booking");
     assert.equal(new Set(live.map((p) => p.ref)).size, 50);
+  });
+});
+
+describe("the file pass key: sealed under Node-RED's credential secret, so a copy of the files without it gives back no code (docs/passes.md#where-passes-are-kept)", function () {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "pass-key-"));
+  });
+  afterEach(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ACCOUNT = "a".repeat(64);
+  const keyFile = () => path.join(dir, "pass-key");
+  const now = Date.now();
+  const newPass = {
+    guest: "Ada",
+    doors: [{ deviceId: 101, door: "Front Door" }],
+    from: iso(now - HOUR),
+    until: iso(now + HOUR),
+    uses: null,
+    ref: null,
+  };
+  const open = (secret: string | null, problems: string[] = []) =>
+    new FilePassBook(
+      path.join(dir, "passes.json"),
+      keyFile(),
+      Date.now,
+      (m) => problems.push(m),
+      passKeySealer(secret, ACCOUNT),
+    );
+
+  it("with a secret, the key file holds no key that verifies a known code (its bytes, hex or base64 tried as the HMAC key); with the secret the code is found", async () => {
+    const { pass, code } = await open("the secret").issue(newPass, 8);
+    const text = fs.readFileSync(keyFile(), "utf8");
+    assert.equal(JSON.parse(text).enc, "aes-256-gcm");
+    assert.equal(fs.statSync(keyFile()).mode & 0o777, 0o600);
+    assert.deepEqual(filesThatVerify(dir, code, pass.hash), [], "no file gives a key that makes the code's hash");
+    // The same files with the secret: the code is found.
+    const again = open("the secret");
+    await again.ready();
+    assert.equal(again.find(code)?.id, pass.id);
+  });
+
+  it("a plain key of the first version is sealed in place (atomically, 0600), the same key: its passes keep opening, also after the next start", async () => {
+    const key = randomBytes(32);
+    fs.writeFileSync(keyFile(), key.toString("hex") + "\n", { mode: 0o600 });
+    const { pass, code } = makePass(newPass, key, 8, now, () => false);
+    fs.writeFileSync(path.join(dir, "passes.json"), JSON.stringify({ v: 1, passes: [pass] }) + "\n", { mode: 0o600 });
+    assert.deepEqual(
+      filesThatVerify(dir, code, pass.hash),
+      ["pass-key"],
+      "the first version's key file verifies codes",
+    );
+    const problems: string[] = [];
+    const b = open("the secret", problems);
+    await b.ready();
+    assert.deepEqual(problems, []);
+    assert.equal(b.find(code)?.id, pass.id, "its pass opens");
+    assert.ok(!fs.readFileSync(keyFile(), "utf8").includes(key.toString("hex")), "the key is no longer in plain");
+    assert.equal(fs.statSync(keyFile()).mode & 0o777, 0o600);
+    assert.deepEqual(fs.readdirSync(dir).sort(), ["pass-key", "passes.json"], "no temporary file left");
+    assert.deepEqual(filesThatVerify(dir, code, pass.hash), []);
+    const restarted = open("the secret");
+    await restarted.ready();
+    assert.equal(restarted.find(code)?.id, pass.id, "after the next start too");
+  });
+
+  it("a sealed key that cannot be opened (another secret, none, torn) is never written over: once the secret is back, the passes issued under it open again", async () => {
+    const first = await open("the secret").issue(newPass, 8);
+    const sealed = fs.readFileSync(keyFile(), "utf8");
+    for (const secret of ["another secret", null]) {
+      const problems: string[] = [];
+      const b = open(secret, problems);
+      const meanwhile = await b.issue({ ...newPass, guest: "Bo" }, 8);
+      assert.equal(problems.length, 1, problems.join("; "));
+      assert.match(problems[0], /not written over/);
+      assert.equal(b.find(first.code), null, "the passes before cannot be checked without their key");
+      assert.equal(b.find(meanwhile.code)?.guest, "Bo", "passes issued meanwhile work until a restart");
+      assert.equal(fs.readFileSync(keyFile(), "utf8"), sealed, "the key file is left as it was");
+    }
+    fs.writeFileSync(keyFile(), sealed.slice(0, 40), { mode: 0o600 });
+    const problems: string[] = [];
+    await open("the secret", problems).ready();
+    assert.equal(problems.length, 1);
+    assert.equal(fs.readFileSync(keyFile(), "utf8"), sealed.slice(0, 40), "a torn key file is left as it was");
+    fs.writeFileSync(keyFile(), sealed, { mode: 0o600 });
+    const back = open("the secret");
+    await back.ready();
+    assert.equal(back.find(first.code)?.id, first.pass.id);
   });
 });

@@ -13,7 +13,9 @@ import { FilePassBook, type PassBook, type PassTicket } from "../../src/passes/p
 import { passRefusal } from "../../src/unlock/pass-check.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
+import { StoreUnreachableError } from "../../src/session/errors.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 
 const HOUR = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -23,7 +25,8 @@ describe("the pass book on the account's Redis store: changes on one instance ar
   let redis: RedisServer;
   let stores: RedisTokenStore[] = [];
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
   });
   after(async () => {
@@ -53,6 +56,29 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     });
     return new RedisPassBook(commands, clock, (m) => assert.fail(m));
   }
+  /**
+   * An instance on which Redis goes away just after a change of a pass is stored (after the
+   * script's answer, before the read that follows it), once armed: every later command fails as
+   * an unreachable store until `back()`.
+   */
+  function goingAwayAfterWrite(): { book: RedisPassBook; arm: () => void; back: () => void } {
+    const store = new RedisTokenStore({ url: redis.url, accountKey: "acct-1", secret: "pw" });
+    stores.push(store);
+    let armed = false;
+    let away = false;
+    const commands = Object.assign(Object.create(store) as RedisTokenStore, {
+      async command<T>(args: string[]): Promise<T> {
+        if (away) throw new StoreUnreachableError("the Redis session store cannot be reached (gone after the write)");
+        const r = await store.command<T>(args);
+        // ISSUE (4 keys) and PUT (5 keys): the scripts that store a pass.
+        if (armed && args[0] === "EVAL" && (args[2] === "4" || args[2] === "5")) away = true;
+        return r;
+      },
+    });
+    const book = new RedisPassBook(commands, Date.now, (m) => assert.fail(m));
+    return { book, arm: () => (armed = true), back: () => ((away = false), (armed = false)) };
+  }
+
   const now = Date.now();
   const newPass = (source?: string) => ({
     guest: "Ada",
@@ -99,6 +125,53 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     }
     await y.refresh();
     assert.equal(y.find(code)!.id, pass.id);
+  });
+
+  // docs/passes.md#from-a-booking-calendar: what was stored is sent (a new pass's code once)
+  it("a booking's pass stored just before Redis goes away (the read after the write fails): its code is returned all the same, and the booking is never issued a second pass", async () => {
+    const { book: x, arm, back } = goingAwayAfterWrite();
+    await x.refresh();
+    arm();
+    const got = await x.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8);
+    assert.ok(got, "the pass stored: its code handed back");
+    assert.match(got.code, /^\d{8}$/);
+    back();
+    const y = instance();
+    await y.refresh();
+    assert.equal(y.find(got.code)?.id, got.pass.id, "the code returned is the stored pass's");
+    assert.equal(
+      await y.issueBooking({ ...newPass("cal-1"), source: "cal-1", ref: "b-1" }, 8),
+      null,
+      "the booking's stored pass is never issued again: that code was the only one",
+    );
+    // A pass issued by a flow alike.
+    arm();
+    const plain = await x.issue(newPass(), 8);
+    back();
+    await y.refresh();
+    assert.equal(y.find(plain.code)?.id, plain.pass.id);
+  });
+
+  // docs/passes.md#from-a-booking-calendar: what was stored is told as events (updated, revoked)
+  it("a change stored just before Redis goes away (the read after the write fails): update and revoke answer the change they stored, so its message goes out", async () => {
+    const { book: x, arm, back } = goingAwayAfterWrite();
+    const { pass } = await x.issue(newPass("cal-1"), 8);
+    arm();
+    const updated = await x.update(pass.id, { ...newPass(), guest: "Ada Lovelace", until: iso(now + 2 * HOUR) });
+    assert.equal(updated?.guest, "Ada Lovelace", "the update stored is the one answered");
+    assert.equal(updated?.until, iso(now + 2 * HOUR));
+    back();
+    arm();
+    const revoked = await x.revoke({ id: pass.id, byCalendar: true });
+    back();
+    assert.deepEqual(
+      revoked.map((p) => [p.id, p.guest, p.revoked !== null]),
+      [[pass.id, "Ada Lovelace", true]],
+      "the revoke stored is the one answered, over the update",
+    );
+    const [kept] = await instance().fromSource("cal-1");
+    assert.equal(kept.guest, "Ada Lovelace");
+    assert.notEqual(kept.revoked, null);
   });
 
   /** Holds each book's read of its calendar's passes until every book has read them: their reads overlap. */
@@ -165,7 +238,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
   });
 
   // docs/passes.md#at-a-door-unlock: one order of the reasons, at the check and in either book's store
-  it("a pass is refused for the same reason at the check and by either book's store, in one order (revoked, used up, expired, not yet valid, not for this door): generated cases on the file book and on Redis", async function () {
+  it("a pass is refused for the same reason at the check and by either book's store, in one order (revoked, used up, expired, not yet valid, outside its weekly hours, not for this door): generated cases on the file book and on Redis", async function () {
     this.timeout(300_000);
     const RUNS = Number(process.env.PROPERTY_RUNS ?? 150);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "pass-order-"));
@@ -176,7 +249,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     );
     // x checks and sends; y is another instance on the same Redis store.
     const [x, y] = [instance(undefined, clock), instance(undefined, clock)];
-    const from = Date.now() + HOUR;
+    const from = Math.ceil((Date.now() + HOUR) / 60_000) * 60_000;
     const until = from + 10 * 60_000;
     const times = {
       "before from": from - 1,
@@ -192,15 +265,33 @@ describe("the pass book on the account's Redis store: changes on one instance ar
       usedUp: fc.boolean(),
       wrongDoor: fc.boolean(),
       at: fc.constantFrom(...(Object.keys(times) as (keyof typeof times)[])),
+      hours: fc.constantFrom("none", "all week", "elsewhere"),
     });
+    // Weekly hours (docs/passes.md#issue): all week opens at every time above; "elsewhere" is the
+    // one minute (UTC) in which the uses are taken, and opens at none of the times above.
+    const hhmm = (ms: number) => iso(ms).slice(11, 16);
+    const useAt = from + 2 * 60_000;
+    const weekday = ((new Date(useAt).getUTCDay() + 6) % 7) + 1;
+    const hours = {
+      none: {},
+      "all week": { schedule: [{ days: [1, 2, 3, 4, 5, 6, 7], from: "00:00", to: "00:00" }], timeZone: "UTC" },
+      elsewhere: { schedule: [{ days: [weekday], from: hhmm(useAt), to: hhmm(useAt + 60_000) }], timeZone: "UTC" },
+    };
     /** What a message with the code is told at the check, and (with a use taken before) by the store when it would send. */
     async function answers(
       book: PassBook,
       other: PassBook,
-      c: { revoked: boolean; uses: number | null; usedUp: boolean; wrongDoor: boolean; at: keyof typeof times },
+      c: {
+        revoked: boolean;
+        uses: number | null;
+        usedUp: boolean;
+        wrongDoor: boolean;
+        at: keyof typeof times;
+        hours: keyof typeof hours;
+      },
       ticketFirst: boolean,
     ): Promise<{ check: string | null; store: string | null | undefined }> {
-      now = from + 1;
+      now = useAt + 1;
       const door = c.wrongDoor ? 102 : 101;
       const { pass, code } = await book.issue(
         {
@@ -210,6 +301,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
           until: iso(until),
           uses: c.uses,
           ref: null,
+          ...hours[c.hours],
         },
         8,
       );

@@ -9,6 +9,7 @@
 import { strict as assert } from "node:assert";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { NodeRedProcess as Runtime } from "../helpers/node-red-process.js";
 import { waitUntil } from "../helpers/session.js";
 
@@ -58,7 +59,8 @@ describe("Redis session store: two Node-RED runtimes on one account log in once 
   let sim: RunningSimulator;
   const runtimes: Runtime[] = [];
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
     sim = await startSimulator({ rateLimit: false });
   });

@@ -12,6 +12,7 @@ import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { accountKey } from "../../src/session/token-store.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { DEMO_PHONE, waitUntil } from "../helpers/session.js";
 
 const CHILD = path.resolve("test/fixtures/redis-session-child.js");
@@ -81,7 +82,8 @@ describe("Redis session store: several instances on one account share one sessio
   let sim: RunningSimulator;
   let instances: Instance[] = [];
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
   });
   after(async () => {

@@ -12,6 +12,7 @@ import { StoreUnreachableError } from "../../src/session/errors.js";
 import { RedisTokenStore, type RedisTokenStoreOptions } from "../../src/session/redis-store.js";
 import { type StoreEvent, accountKey } from "../../src/session/token-store.js";
 import { RedisServer } from "../helpers/redis.js";
+import { needProgram } from "../helpers/programs.js";
 import { waitUntil } from "../helpers/session.js";
 
 const BASE = "https://test.example";
@@ -29,7 +30,8 @@ describe("Redis session store: one sealed value per account, a renewal lock only
   let raw: ReturnType<typeof createClient>;
   const stores: RedisTokenStore[] = [];
 
-  before(async () => {
+  before(async function () {
+    needProgram(this, "redis-server");
     redis = await RedisServer.start();
   });
   after(async () => {

@@ -41,13 +41,13 @@ export default tseslint.config(
   {
     // Node-RED's node constructors name their node `node` (`const node = this`, as Node-RED's own
     // nodes and its documentation do): the input, close and status handlers close over it.
-    files: ["src/nodes/**/*.ts"],
+    files: ["nodes/**/*.ts"],
     rules: { "@typescript-eslint/no-this-alias": ["error", { allowedNames: ["node"] }] },
   },
   {
     // Files a reader can hold: at most 500 lines in the package, its scripts and the bench, every
     // line counted (comments and blank lines too). Tests are not held to it.
-    files: ["src/**/*.ts", "scripts/**/*.ts", "bench/**/*.ts"],
+    files: ["src/**/*.ts", "nodes/**/*.ts", "scripts/**/*.ts", "bench/**/*.ts"],
     rules: { "max-lines": ["error", { max: 500, skipBlankLines: false, skipComments: false }] },
   },
   {
@@ -66,8 +66,8 @@ export default tseslint.config(
   },
   {
     // The editor's code runs in the browser: its globals are the browser's, with Node-RED's RED and
-    // jQuery's $ (typed by src/nodes/editor-shared/red.d.ts and @types/jquery), never Node's.
-    files: ["src/nodes/*/editor/**/*.ts", "src/nodes/editor-shared/**/*.ts"],
+    // jQuery's $ (typed by nodes/shared/editor/red.d.ts and @types/jquery), never Node's.
+    files: ["nodes/*/editor/**/*.ts"],
     languageOptions: { globals: { ...globals.browser, RED: "readonly", $: "readonly" } },
   },
   {
