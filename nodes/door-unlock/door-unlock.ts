@@ -34,6 +34,7 @@ import {
   endMessage,
 } from "../shared/node-runtime.js";
 import { LockoutEvents, tellUnlock } from "./unlock-events.js";
+import { serveGuestWords } from "./guest-words.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -111,6 +112,8 @@ function removeSecret(m: Record<string, unknown>, key: "pin" | "pass"): boolean 
 }
 
 export = function register(RED: NodeAPI): void {
+  // docs/passes.md#the-guest-pages-languages: the guest page's words, in the guest's language.
+  serveGuestWords(RED);
   function DoorUnlock(this: Node, config: UnlockDef) {
     RED.nodes.createNode(this, config);
     const node = this;

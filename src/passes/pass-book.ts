@@ -4,7 +4,7 @@
  * beside the account's session (`door-access/passes-<id>.json`, written whole and atomically, mode
  * 0600) so passes outlive a deploy and a restart. A code is never stored: only its HMAC under the
  * account's pass key, a random key in its own file made with the first pass, sealed under
- * Node-RED's credential secret (pass-key-file.ts).
+ * Node-RED's credential secret (pass-key.ts).
  *
  * The use of a pass is taken in two steps, as a door's cooldown slot is: `reserve()` at the
  * check (synchronous, so two messages in one millisecond cannot both take a pass's last use) and
@@ -19,6 +19,7 @@ import {
   type BookingInfo,
   type Pass,
   type PassDoor,
+  type PassRefusal,
   type PassView,
   codeHash,
   hoursOf,
@@ -31,10 +32,8 @@ import {
   viewOf,
 } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
-import { loadPassKey, passKeySealer } from "./pass-key-file.js";
+import { loadPassKey, passKeySealer } from "./pass-key.js";
 import type { ScheduleWindow } from "../util/week-schedule.js";
-
-export { PASS_KEY_INFO, passKeyFileText, passKeySealer, readPassKeyFile } from "./pass-key-file.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
 export const KEEP_ENDED_MS = 30 * 24 * 3600_000;
@@ -80,10 +79,20 @@ export interface PassTicket {
   release(): void;
 }
 
+export { passKeySealer } from "./pass-key.js";
+
 export class PassBookFull extends Error {}
 
 /** The store refused a use taken at the check (another instance took the last one, or the pass changed): nothing may be sent. */
-export class PassUseRefused extends Error {}
+export class PassUseRefused extends Error {
+  /** Why, in passCheck's words (`gone`: the pass no longer exists), for the guest's answer (docs/passes.md#at-a-door-unlock). */
+  constructor(
+    message: string,
+    readonly why: PassRefusal | "gone" = "gone",
+  ) {
+    super(message);
+  }
+}
 
 /**
  * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
@@ -332,7 +341,7 @@ export class FilePassBook implements PassBook {
         const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live, this.now()));
+          throw new PassUseRefused(refusalText(why, live, this.now()), why);
         }
         const first = live.used === 0;
         live.used++;

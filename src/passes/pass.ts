@@ -199,20 +199,24 @@ function opensText(p: Pass, subject: string, start: number, now: number): string
 
 /**
  * A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists).
- * A pass with weekly hours names when it next opens, in local time in its zone.
+ * A pass with weekly hours names when it next opens, in local time in its zone. Other times are
+ * local time in the pass's own zone, else `zone` (the door-unlock node's; absent: the runtime's),
+ * never ISO UTC.
  */
-export function refusalText(why: PassRefusal | "gone", p: Pass, now: number): string {
+export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zone?: string): string {
+  const own = (p as { timeZone?: unknown }).timeZone;
+  if (typeof own === "string" && own !== "") zone = own;
   switch (why) {
     case "revoked":
       return "this pass was revoked";
     case "used-up":
       return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
     case "expired":
-      return `this pass expired at ${p.until}`;
+      return `this pass expired on ${localDateTime(Date.parse(p.until), zone)}`;
     case "upcoming":
       return p.schedule !== undefined && p.schedule.length > 0
         ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now)}`
-        : `this pass is not valid yet: it opens from ${p.from}`;
+        : `this pass is not valid yet: it opens on ${localDateTime(Date.parse(p.from), zone)}`;
     case "closed":
       return opensText(p, "this code", now, now);
     case "door":
@@ -221,6 +225,29 @@ export function refusalText(why: PassRefusal | "gone", p: Pass, now: number): st
       return "this pass no longer exists";
   }
 }
+
+/**
+ * `at` as a person reads it (docs/passes.md#at-a-door-unlock): "Tuesday 1 December 11:00
+ * (Europe/Oslo)", on the wall clock of `zone` (absent or unknown: the runtime's zone).
+ */
+export function localDateTime(at: number, zone?: string): string {
+  let f: Intl.DateTimeFormat;
+  try {
+    f = new Intl.DateTimeFormat("en-GB", { timeZone: zone || undefined, ...LOCAL_PARTS });
+  } catch {
+    f = new Intl.DateTimeFormat("en-GB", LOCAL_PARTS);
+  }
+  const part = (t: string) => f.formatToParts(at).find((x) => x.type === t)?.value ?? "";
+  return `${part("weekday")} ${part("day")} ${part("month")} ${part("hour")}:${part("minute")} (${f.resolvedOptions().timeZone})`;
+}
+const LOCAL_PARTS: Intl.DateTimeFormatOptions = {
+  weekday: "long",
+  day: "numeric",
+  month: "long",
+  hour: "2-digit",
+  minute: "2-digit",
+  hourCycle: "h23",
+};
 
 /** A pass that may still open a door, now or later: its code stays unique among these. */
 export function isLive(p: Pass, now: number): boolean {

@@ -446,9 +446,9 @@ export class RedisPassBook implements PassBook {
         } finally {
           release();
         }
-        const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
+        const [n, why, used] = [Number(r[0]), String(r[1]) as PassRefusal | "gone", Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live, now));
+        if (n < 0) throw new PassUseRefused(refusalText(why, live, now), why);
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

@@ -246,8 +246,16 @@ export class AccessState {
     const lock = this.lockout(now);
     if (!lock.locked) return null;
     const until = `${this.rules.formatClock(lock.until!)} (${this.rules.timeZone})`;
-    const message = `locked: ${lock.wrongPins} wrong PINs, every message is refused until ${until}`;
+    const message = `locked: ${lock.wrongPins} wrong ${this.tries()}, every message is refused until ${until}`;
     return deny("locked-out", message, lock.retryAfter!);
+  }
+
+  /**
+   * What the node counts, in the lockout's words: PINs, or, on a node without a PIN (one that
+   * accepts guest passes), codes: a guest reads "code", never "PIN" (docs/passes.md#at-a-door-unlock).
+   */
+  private tries(): string {
+    return this.rules.hasPin ? "PINs" : "codes";
   }
 
   /** Counts a wrong PIN (or pass code); the one that reaches LOCKOUT_AFTER starts the lockout. */
@@ -268,7 +276,7 @@ export class AccessState {
       allowed: false,
       reason: refusal.reason,
       message:
-        `${head}; that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
+        `${head}; that was ${LOCKOUT_AFTER} wrong ${this.tries()} within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
         `every message is refused until ${until}`,
       lockoutStarted: true,
     };

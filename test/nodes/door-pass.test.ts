@@ -287,6 +287,49 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     assert.equal(unlockPuts(sim).length, 0);
   });
 
+  // docs/passes.md#at-a-door-unlock: what a guest is told, as data and in words
+  it("a refusal a guest reads is data (payload.passRefusal: why, at, the node's zone) and its words give local times in the node's zone, never ISO UTC, and say code, never PIN, the lockout included (docs/passes.md#at-a-door-unlock)", async () => {
+    await deploy({ timeZone: "Europe/Oslo" });
+    const now = Date.now();
+    const oslo = (ms: number) =>
+      new Intl.DateTimeFormat("en-GB", {
+        timeZone: "Europe/Oslo",
+        hour: "2-digit",
+        minute: "2-digit",
+        hourCycle: "h23",
+      }).format(ms);
+    const other = await issue({ guest: "A", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const later = await issue({ guest: "B", doors: [101], from: iso(now + HOUR), until: iso(now + 2 * HOUR) });
+    const over = await issue({ guest: "C", doors: [101], from: iso(now - 2 * HOUR), until: iso(now - HOUR) });
+    const gone = await issue({ guest: "D", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), ref: "r-d" });
+    assert.ok("ok" in (await pass({ action: "revoke", ref: "r-d" })));
+    const zone = "Europe/Oslo";
+    for (const [code, refusal, time] of [
+      [other.code, { why: "door", timeZone: zone }, null],
+      [later.code, { why: "not-yet", at: later.from, timeZone: zone }, oslo(now + HOUR)],
+      [over.code, { why: "expired", at: over.until, timeZone: zone }, oslo(now - HOUR)],
+      [gone.code, { why: "revoked", timeZone: zone }, null],
+    ] as const) {
+      const r = assertFailed(await unlock({ pass: code }), "denied", null);
+      assert.deepEqual(r.passRefusal, refusal);
+      assert.doesNotMatch(r.message, /\d{4}-\d{2}-\d{2}T|Z\b/, "no ISO time in words a guest reads");
+      if (time !== null) assert.ok(r.message.includes(`${time} (Europe/Oslo)`), r.message);
+    }
+    const wrong = [other, later, over, gone].some((p) => p.code === "11111111") ? "22222222" : "11111111";
+    for (let i = 0; i < 5; i++) {
+      const r = assertFailed(await unlock({ pass: wrong }), "denied", null);
+      assert.deepEqual(r.passRefusal, { why: "unknown", timeZone: zone });
+      assert.doesNotMatch(r.message, /PIN/);
+    }
+    const locked = assertFailed(await unlock({ pass: wrong }), "denied", null);
+    assert.equal(locked.reason, "locked-out");
+    assert.equal(locked.passRefusal.why, "locked-out");
+    assert.equal(locked.passRefusal.timeZone, zone);
+    assert.ok(Math.abs(Date.parse(locked.passRefusal.at) - (Date.now() + locked.retryAfter * 1000)) < 2000);
+    assert.match(locked.message, /wrong codes/);
+    assert.doesNotMatch(locked.message, /PIN/);
+  });
+
   // docs/passes.md#at-a-door-unlock: unknown codes count toward the lockout
   it("unknown codes count toward the node's lockout: the fifth locks it, and then even a live pass is refused", async () => {
     await deploy();

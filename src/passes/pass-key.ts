@@ -1,8 +1,8 @@
 /**
- * The file pass book's key file (docs/passes.md#where-passes-are-kept): the account's pass key, a
- * random key (`pass-key-<id>`, 0600) sealed as the session's pair is (AES-256-GCM under a key derived
- * from Node-RED's credential secret), so that a copy of the user directory without the secret gives
- * back no code. A plain key of the first version is sealed in place at the first read.
+ * The file book's pass key (docs/passes.md#where-passes-are-kept): the random key of the codes'
+ * HMACs, kept in its own file sealed under a key derived from Node-RED's credential secret (as the
+ * session's pair is: src/util/seal.ts), so that a copy of the user directory without the secret
+ * gives back no code; the first version's plain hex file is still read (and sealed in place).
  */
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
