@@ -69,7 +69,8 @@ export class CalendarPoller {
 
   constructor(
     private readonly settings: CalendarSettings,
-    private readonly apply: (bookings: Booking[], skipped: number) => Promise<void>,
+    /** false: applied in part (nothing issued yet): the next read reads the feed in full again. */
+    private readonly apply: (bookings: Booking[], skipped: number) => Promise<boolean | void>,
     /** `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else `apply`). */
     private readonly onProblem: (problem: string | null, reason?: string) => void,
     private readonly now: () => number = Date.now,
@@ -114,8 +115,9 @@ export class CalendarPoller {
       this.onProblem(feed.problem, "feed");
       return { kind: "failed", problem: feed.problem };
     }
+    let whole: boolean | void;
     try {
-      await this.apply(feed.bookings, feed.skipped);
+      whole = await this.apply(feed.bookings, feed.skipped);
     } catch (e) {
       // Not applied: the next read tries again (no ETag kept, so it is read again in full).
       this.etag = null;
@@ -124,8 +126,8 @@ export class CalendarPoller {
       this.onProblem((e as Error).message, typeof reason === "string" ? reason : "apply");
       return { kind: "failed", problem: (e as Error).message };
     }
-    this.etag = r.etag;
-    this.lastModified = r.lastModified;
+    this.etag = whole === false ? null : r.etag;
+    this.lastModified = whole === false ? null : r.lastModified;
     this.onProblem(null);
     return { kind: "read", bookings: feed.bookings, skipped: feed.skipped };
   }

@@ -3,23 +3,20 @@
  * runtime (every config-node copy and every door node of the account share it), kept in a file
  * beside the account's session (`door-access/passes-<id>.json`, written whole and atomically, mode
  * 0600) so passes outlive a deploy and a restart. A code is never stored: only its HMAC under the
- * account's pass key, a random key in its own file (`pass-key-<id>`, 0600) made with the first
- * pass, sealed as the session's pair is (src/session/pair-crypto.ts: AES-256-GCM under a key
- * derived from Node-RED's credential secret), so that a copy of the user directory without the
- * secret gives back no code. A plain key of the first version is sealed in place at the first read.
+ * account's pass key, a random key in its own file made with the first pass, sealed under
+ * Node-RED's credential secret (pass-key.ts).
  *
  * The use of a pass is taken in two steps, as a door's cooldown slot is: `reserve()` at the
  * check (synchronous, so two messages in one millisecond cannot both take a pass's last use) and
  * `commit()` before the command leaves (the count written to disk first) or `release()` when
  * nothing is sent.
  */
-import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { passKeyFileText, passKeySealer, readPassKeyFile } from "./pass-key.js";
 import { writeFileAtomic } from "../util/atomic-file.js";
 import { accountStoreId } from "../util/store-id.js";
 import {
+  type BookingInfo,
   type Pass,
   type PassDoor,
   type PassRefusal,
@@ -35,6 +32,7 @@ import {
   viewOf,
 } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
+import { loadPassKey, passKeySealer } from "./pass-key.js";
 import type { ScheduleWindow } from "../util/week-schedule.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
@@ -53,6 +51,9 @@ export interface NewPass {
   ref: string | null;
   /** The door-pass node whose calendar makes it. */
   source?: string;
+  booking?: BookingInfo;
+  /** The door-pass node a flow's issue went through. */
+  node?: string;
   /** Weekly hours and their zone (docs/passes.md#issue); absent: at any hour. */
   schedule?: ScheduleWindow[];
   timeZone?: string;
@@ -67,6 +68,7 @@ export interface PassChange {
   doors: PassDoor[];
   from: string;
   until: string;
+  booking?: BookingInfo;
 }
 
 /** A use taken from a pass at the check: committed when the command leaves, released when not. */
@@ -113,17 +115,21 @@ export interface PassBook {
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
+  /**
+   * A new code for the live pass `id` (docs/passes.md#a-new-code): the old one stops opening at
+   * once, the uses taken are kept; null when there is no such live pass.
+   */
+  reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   fromSource(source: string): Promise<Pass[]>;
   list(): Promise<PassView[]>;
+  /** How many live passes door-pass node `node` made (its calendar's and a flow's through it), without copying the book: its status. */
+  liveOf(node: string): Promise<number>;
   /** The pass with this code (a live one first), or null. Synchronous: after refresh(). */
   find(code: string): Pass | null;
   /** Takes one use of an active pass at door `deviceId`, or null when none is left. Synchronous. */
   reserve(p: Pass, deviceId?: number): PassTicket | null;
   inFlight(id: string): number;
 }
-
-const NOT_CHECKED =
-  "the passes issued before cannot be checked until it can be read again (then restart Node-RED); it is not written over";
 
 export class FilePassBook implements PassBook {
   private readonly index = new PassIndex();
@@ -170,48 +176,8 @@ export class FilePassBook implements PassBook {
     }
   }
 
-  /**
-   * The pass key: read (a plain one sealed in place when a secret is set), or made and written
-   * sealed when there is none. A key file that cannot be read or opened is never written over
-   * (docs/passes.md#where-passes-are-kept): passes issued meanwhile use a key kept in memory.
-   */
   private async loadKey(): Promise<void> {
-    let text: string;
-    try {
-      text = await fs.readFile(this.keyFile, "utf8");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return this.makeKey();
-      this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message}): ${NOT_CHECKED}`);
-      this.key = randomBytes(32);
-      return;
-    }
-    const read = readPassKeyFile(text, this.sealer);
-    if (typeof read === "string") {
-      this.onProblem(`the pass key ${this.keyFile} ${read}: ${NOT_CHECKED}`);
-      this.key = randomBytes(32);
-      return;
-    }
-    this.key = read.key;
-    if (read.plain && this.sealer !== null) {
-      // The same key, sealed (atomically, 0600): the passes issued under it keep opening.
-      try {
-        await writeFileAtomic(this.keyFile, passKeyFileText(read.key, this.sealer));
-      } catch (e) {
-        this.onProblem(
-          `the pass key ${this.keyFile} could not be sealed (${(e as Error).message}); tried again at the next start`,
-        );
-      }
-    }
-  }
-
-  private async makeKey(): Promise<void> {
-    const key = randomBytes(32);
-    this.key = key; // passes issued now work until a restart, also if it cannot be written
-    try {
-      await writeFileAtomic(this.keyFile, passKeyFileText(key, this.sealer));
-    } catch (e) {
-      this.onProblem(`the pass key ${this.keyFile} could not be written (${(e as Error).message})`);
-    }
+    this.key = await loadPassKey(this.keyFile, this.sealer, this.onProblem);
   }
 
   private add(p: Pass): void {
@@ -300,6 +266,7 @@ export class FilePassBook implements PassBook {
     p.doors = change.doors.map((d) => ({ ...d }));
     p.from = change.from;
     p.until = change.until;
+    if (change.booking !== undefined) p.booking = { ...change.booking };
     const copy = structuredClone(p); // made now, as at issue
     try {
       await this.save();
@@ -308,6 +275,28 @@ export class FilePassBook implements PassBook {
       throw e;
     }
     return copy;
+  }
+
+  async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.ready();
+    const now = this.now();
+    const p = this.index.passes.get(id);
+    if (!p || !isLive(p, now)) return null;
+    const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
+    const before = p.hash;
+    // Indexed under the new hash from here: the old code finds nothing any more.
+    this.drop(p);
+    p.hash = hash;
+    this.add(p);
+    try {
+      await this.save();
+    } catch (e) {
+      this.drop(p);
+      p.hash = before;
+      this.add(p);
+      throw e;
+    }
+    return { pass: structuredClone(p), code };
   }
 
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
@@ -320,6 +309,11 @@ export class FilePassBook implements PassBook {
     await this.ready();
     const now = this.now();
     return [...this.index.passes.values()].map((p) => viewOf(p, now));
+  }
+
+  async liveOf(node: string): Promise<number> {
+    await this.ready();
+    return this.index.liveOf(node, this.now());
   }
 
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */
@@ -404,27 +398,38 @@ export function makePass(
   now: number,
   taken: (hash: string) => boolean,
 ): { pass: Pass; code: string } {
+  const { code, hash } = freshCode(key, codeLength, taken);
+  const pass: Pass = {
+    id: newPassId(),
+    guest: n.guest,
+    doors: n.doors.map((d) => ({ ...d })),
+    from: n.from,
+    until: n.until,
+    uses: n.uses,
+    used: 0,
+    ref: n.ref,
+    revoked: null,
+    firstUsed: null,
+    issued: new Date(now).toISOString(),
+    hash,
+    ...(n.source !== undefined ? { source: n.source } : {}),
+    ...(n.booking !== undefined ? { booking: { ...n.booking } } : {}),
+    ...(n.node !== undefined ? { node: n.node } : {}),
+    ...hoursOf(n),
+  };
+  return { pass, code };
+}
+
+/** A fresh code and its hash, unique among the live passes (`taken`). */
+export function freshCode(
+  key: Buffer,
+  codeLength: number,
+  taken: (hash: string) => boolean,
+): { code: string; hash: string } {
   for (let i = 0; i <= 50; i++) {
     const code = newCode(codeLength);
     const hash = codeHash(key, code);
-    if (taken(hash)) continue;
-    const pass: Pass = {
-      id: newPassId(),
-      guest: n.guest,
-      doors: n.doors.map((d) => ({ ...d })),
-      from: n.from,
-      until: n.until,
-      uses: n.uses,
-      used: 0,
-      ref: n.ref,
-      revoked: null,
-      firstUsed: null,
-      issued: new Date(now).toISOString(),
-      hash,
-      ...(n.source !== undefined ? { source: n.source } : {}),
-      ...hoursOf(n),
-    };
-    return { pass, code };
+    if (!taken(hash)) return { code, hash };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
 }

@@ -64,6 +64,13 @@ export class PassIndex {
     return all.find((p) => isLive(p, now)) ?? all[all.length - 1] ?? null;
   }
 
+  /** How many live passes door-pass node `node` made (its calendar's, or a flow's through it). */
+  liveOf(node: string, now: number): number {
+    let n = 0;
+    for (const p of this.passes.values()) if ((p.source ?? p.node) === node && isLive(p, now)) n++;
+    return n;
+  }
+
   /** Whether a live pass has this code hash (a new code must not be one). */
   liveWithHash(hash: string, now: number): boolean {
     return (this.byHash.get(hash) ?? []).some((id) => {

@@ -37,6 +37,17 @@ export interface PassDoor {
   door: string | null;
 }
 
+/**
+ * What a booking calendar's feed told of a pass's booking (docs/passes.md#blocked-time-and-placeholder-names):
+ * its summary as written, and where the description gives them (Airbnb), the guest's phone's last
+ * 4 digits and the link to the reservation.
+ */
+export interface BookingInfo {
+  summary: string;
+  phoneLast4: string | null;
+  url: string | null;
+}
+
 /** A pass as stored: never its code, only the code's keyed hash. */
 export interface Pass {
   id: string;
@@ -60,6 +71,10 @@ export interface Pass {
   hash: string;
   /** The door-pass node whose booking calendar made it (docs/passes.md#from-a-booking-calendar); absent: a flow's. */
   source?: string;
+  /** A calendar's pass: what the feed told of its booking when it was issued or last updated. */
+  booking?: BookingInfo;
+  /** The door-pass node a flow's `issue` went through (docs/passes.md#in-the-sidebar); a calendar's pass has `source`. */
+  node?: string;
   /** Weekly hours (docs/passes.md#issue): within [from, until) it opens only inside these windows; absent: at any hour. */
   schedule?: ScheduleWindow[];
   /** The IANA zone the schedule is read in (resolved when issued). */
@@ -79,6 +94,10 @@ export interface PassView {
   used: number;
   ref: string | null;
   state: PassState;
+  booking?: BookingInfo;
+  /** The door-pass node that made it (docs/passes.md#in-the-sidebar): its calendar's (`calendar: true`) or a flow's issue through it. */
+  node?: string;
+  calendar?: boolean;
   schedule?: ScheduleWindow[];
   timeZone?: string;
 }
@@ -247,6 +266,12 @@ export function viewOf(p: Pass, now: number): PassView {
     used: p.used,
     ref: p.ref,
     state: passState(p, now),
+    ...(p.booking !== undefined ? { booking: { ...p.booking } } : {}),
+    ...(p.source !== undefined
+      ? { node: p.source, calendar: true }
+      : p.node !== undefined
+        ? { node: p.node, calendar: false }
+        : {}),
     ...hoursOf(p),
   };
 }

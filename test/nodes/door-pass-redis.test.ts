@@ -144,6 +144,27 @@ describe("guest passes on the account's Redis store: every instance sees the sam
     rt.post(path, { deviceId, pass: code });
   const race = (rt: Runtime, code: string, deviceId = 101): Promise<any> => open(rt, code, deviceId, "/unlock-race");
 
+  // docs/passes.md#a-new-code
+  it("reissue on one instance: the old code stops opening on the other at once, the new one opens there, the uses taken are kept", async () => {
+    const p = await issue(a, { uses: 3 });
+    assert.equal((await open(b, p.code)).outcome, "accepted");
+    const again = await a.post("/pass", { action: "reissue", id: p.id });
+    assert.equal(again.action, "issued", JSON.stringify(again));
+    assert.equal(again.id, p.id);
+    assert.equal(again.reissued, true);
+    assert.notEqual(again.code, p.code);
+    sim.control.resetRequests();
+    const old = await open(b, p.code);
+    assert.equal(old.outcome, "denied", JSON.stringify(old));
+    assert.match(old.message, /no pass has this code/);
+    assert.equal(unlockPuts(sim).length, 0);
+    const fresh = await open(b, String(again.code));
+    assert.equal(fresh.outcome, "accepted", JSON.stringify(fresh));
+    assert.equal(fresh.pass.first, false);
+    const listed = await a.post("/pass", { action: "list" });
+    assert.equal((listed.passes as any[]).find((x) => x.id === p.id).used, 2);
+  });
+
   it("a pass issued on one instance opens on the other; its use is counted for both", async () => {
     const p = await issue(a, { uses: 2 });
     sim.control.resetRequests();

@@ -8,7 +8,7 @@
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
 import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../src/passes/pass-limits.js";
-import { checkCalendarSettings } from "../../../src/passes/calendar-settings.js";
+import { DEFAULT_BLOCKED, checkCalendarSettings } from "../../../src/passes/calendar-settings.js";
 import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
 import type { EditorNode } from "../../shared/editor/red.js";
 import { nodeTranslator } from "../../shared/editor/i18n.js";
@@ -25,6 +25,8 @@ interface DoorPassNode extends EditorNode {
   timeZone?: string;
   bufferBefore?: number | string;
   bufferAfter?: number | string;
+  blocked?: string;
+  placeholderGuest?: string;
 }
 
 /** The problem the runtime would report for this calendar field (its own check), or true. */
@@ -101,6 +103,19 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
         return calendarField(this as unknown as Record<string, unknown>, "bufferAfter", v);
       },
     },
+    // docs/passes.md#blocked-time-and-placeholder-names: blocked time is no booking (one summary a line).
+    blocked: {
+      value: DEFAULT_BLOCKED.join("\n"),
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "blocked", v);
+      },
+    },
+    placeholderGuest: {
+      value: "",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "placeholderGuest", v);
+      },
+    },
   },
   inputs: 1,
   outputs: 1,
@@ -119,5 +134,13 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
   },
   oneditprepare() {
     preselectAccountInDialog(this);
+    // docs/passes.md#no-code-goes-nowhere: a calendar node whose output reaches nothing issues no pass.
+    const unwired = RED.nodes.filterLinks({ source: this }).length === 0;
+    const showTip = () => {
+      const url = String($("#node-input-calendarUrl").val() ?? "").trim();
+      $("#door-pass-unwired").toggle(unwired && url !== "");
+    };
+    $("#node-input-calendarUrl").on("input change", showTip);
+    showTip();
   },
 });
