@@ -16,7 +16,7 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { type SealedPair, derivePairKey, openText, sealText } from "../util/seal.js";
+import { passKeyFileText, passKeySealer, readPassKeyFile } from "./pass-key-file.js";
 import { writeFileAtomic } from "../util/atomic-file.js";
 import { accountStoreId } from "../util/store-id.js";
 import {
@@ -76,46 +76,7 @@ export interface PassTicket {
   release(): void;
 }
 
-/** HKDF info of the key that seals the file book's pass key (changing it would make existing key files unreadable). */
-export const PASS_KEY_INFO = "door-access pass key file v1";
-
-/** The key that seals an account's pass key file: from Node-RED's credential secret; null without one. */
-export function passKeySealer(secret: string | null | undefined, accountKey: string): Buffer | null {
-  return secret ? derivePairKey(secret, accountKey, PASS_KEY_INFO) : null;
-}
-
-/** The pass key file's text: the key (hex) sealed under `sealer` (as is without a secret). */
-export function passKeyFileText(key: Buffer, sealer: Buffer | null): string {
-  return JSON.stringify({ v: 1, ...sealText(sealer, key.toString("hex")) }) + "\n";
-}
-
-/**
- * The key in a pass key file: sealed (this version), or plain hex (the first version's, or written
- * without a secret: `plain`, to be sealed once a secret is set); or why it cannot be read.
- */
-export function readPassKeyFile(text: string, sealer: Buffer | null): { key: Buffer; plain: boolean } | string {
-  const hex = (h: unknown) =>
-    typeof h === "string" && /^[0-9a-fA-F]{64}$/.test(h.trim()) ? Buffer.from(h.trim(), "hex") : null;
-  const old = hex(text);
-  if (old !== null) return { key: old, plain: true };
-  let file: Partial<SealedPair> & { v?: unknown };
-  try {
-    file = JSON.parse(text) as typeof file;
-  } catch {
-    return "is not a pass key";
-  }
-  if (file === null || typeof file !== "object" || file.v !== 1) return "is not a pass key";
-  let opened: string;
-  try {
-    opened = openText(sealer, file as SealedPair);
-  } catch {
-    return sealer === null
-      ? "is sealed, and Node-RED has no credential secret"
-      : "cannot be opened with Node-RED's credential secret (it was sealed under another)";
-  }
-  const key = hex(opened);
-  return key === null ? "is not a pass key" : { key, plain: file.enc === "none" };
-}
+export { PASS_KEY_INFO, passKeySealer, passKeyFileText, readPassKeyFile } from "./pass-key-file.js";
 
 export class PassBookFull extends Error {}
 
@@ -140,6 +101,9 @@ export interface PassBook {
   issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   /** Runs a read of calendar `source` (a door-pass node id) once the earlier ones of this runtime have ended. */
   serially<T>(source: string, read: () => Promise<T>): Promise<T>;
+  /** The order of calendar `source`'s reads on every instance: a read's stamp, and whether none is later. */
+  readStamp(source: string): Promise<number>;
+  latestRead(source: string, stamp: number): Promise<boolean>;
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
@@ -291,6 +255,14 @@ export class FilePassBook implements PassBook {
 
   serially<T>(source: string, read: () => Promise<T>): Promise<T> {
     return this.index.serially(source, read);
+  }
+
+  readStamp(source: string): Promise<number> {
+    return Promise.resolve(this.index.readStamp(source));
+  }
+
+  latestRead(source: string, stamp: number): Promise<boolean> {
+    return Promise.resolve(this.index.latestRead(source, stamp));
   }
 
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
