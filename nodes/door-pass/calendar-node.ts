@@ -105,7 +105,12 @@ export function calendarPoller(
 ): CalendarPoller {
   let told: string | null = null;
   let toldUnwired = false;
-  const apply = async (bookings: Parameters<typeof applyBookings>[2]): Promise<boolean> => {
+  let poller: CalendarPoller | null = null;
+  const apply = async (
+    bookings: Parameters<typeof applyBookings>[2],
+    _skipped: number,
+    stamp: number | null,
+  ): Promise<boolean | "superseded"> => {
     const got = binding.account();
     if ("problem" in got) throw new Error(got.problem);
     const account = got.account;
@@ -123,9 +128,21 @@ export function calendarPoller(
     let failure: ApplyIncomplete | null = null;
     try {
       // One read of this node at a time in this runtime (a redeploy's new node beside the old one's read).
-      changes = await book.serially(node.id, () =>
-        applyBookings(book, node.id, bookings, doors, digits, Date.now(), { issue }),
+      const applied = await book.serially(node.id, async () =>
+        // An answer older than a read begun since (another instance's) would undo it: not applied;
+        // that later read applies the feed.
+        stamp !== null && !(await book.latestRead(node.id, stamp))
+          ? null
+          : applyBookings(book, node.id, bookings, doors, digits, Date.now(), { issue }),
       );
+      if (applied === null) {
+        onCounts({ issued: 0, updated: 0, revoked: 0 });
+        return "superseded";
+      }
+      changes = applied;
+      // A later read began while this one was applied (another instance's): read again, so the
+      // newest answer is the one that stays.
+      if (stamp !== null && !(await book.latestRead(node.id, stamp).catch(() => true))) poller?.readAgain();
     } catch (e) {
       if (!(e instanceof ApplyIncomplete)) throw e;
       changes = e.changes; // what was stored goes out (its codes once); the rest is retried
@@ -181,5 +198,13 @@ export function calendarPoller(
       text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now())}`,
     });
   };
-  return new CalendarPoller(settings, apply, onProblem);
+  poller = new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
+  return poller;
+}
+
+/** The stamp of a read of this node's calendar (src/passes/pass-book.ts readStamp); null without an account. */
+async function readStampOf(binding: FlowNodeBinding, source: string): Promise<number | null> {
+  const got = binding.account();
+  if ("problem" in got) return null;
+  return got.account.core.passes.readStamp(source);
 }

@@ -142,10 +142,18 @@ function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from
   return until > from && Number.isFinite(from) && Number.isFinite(until) ? { from, until } : null;
 }
 
-const DATE_PROPS = new Set(["dtstart", "dtend", "recurrence-id"]);
+const DATE_PROPS = new Set(["dtstart", "dtend", "recurrence-id", "rdate", "exdate"]);
+
+/** Whether a value of a date property exists: a date or date-time does; a duration (a period's end) is not a date. */
+function valueExists(v: unknown): boolean {
+  if (Array.isArray(v)) return v.every(valueExists); // a period: [start, end or duration]
+  if (typeof v !== "string" || !/^\d/.test(v)) return true;
+  return isoTimeExists(v);
+}
 
 /**
- * Whether the event's start, end and recurrence id name dates and times that exist (ical.js would
+ * Whether the event's start, end, recurrence id, extra and excluded dates (RDATE, EXDATE, every
+ * value of each) and its repeat's end (RRULE UNTIL) name dates and times that exist (ical.js would
  * move 30 February to 2 March). Read from the parsed properties as written (jCal), without making
  * ical.js's property objects.
  */
@@ -153,7 +161,14 @@ function datesExist(c: ICAL.Component): boolean {
   const props = (c.jCal as unknown[])[1];
   if (!Array.isArray(props)) return true;
   for (const p of props as unknown[][]) {
-    if (Array.isArray(p) && DATE_PROPS.has(p[0] as string) && typeof p[3] === "string" && !isoTimeExists(p[3]))
+    if (!Array.isArray(p)) continue;
+    if (DATE_PROPS.has(p[0] as string) && !p.slice(3).every(valueExists)) return false;
+    if (
+      p[0] === "rrule" &&
+      typeof p[3] === "object" &&
+      p[3] !== null &&
+      !valueExists((p[3] as { until?: unknown }).until)
+    )
       return false;
   }
   return true;
@@ -236,58 +251,65 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
   const cancelled = (c: ICAL.Component) =>
     String(c.getFirstPropertyValue("status") ?? "").toUpperCase() === "CANCELLED";
   for (const [uid, ev] of masters) {
-    if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
-    if (cancelled(ev.component)) continue;
-    if (!ev.isRecurring() && isBlocked(ev, s)) {
-      blocked++;
-      continue;
-    }
-    if (!ev.startDate || !datesExist(ev.component)) {
-      skipped++;
-      continue;
-    }
-    if (!ev.isRecurring()) {
-      const w = windowOf(ev.startDate, ev.endDate ?? ev.startDate, s);
-      if (w === null) skipped++;
-      else if (w.until > now) {
-        const info = infoOf(ev);
-        bookings.push({ ref: uid, guest: guestOf(info, s), from: iso(w.from), until: iso(w.until), booking: info });
-      }
-      continue;
-    }
-    const it = ev.iterator();
-    // MAX_OCCURRENCES to come; the ones over before now are counted apart (MAX_PAST_OCCURRENCES).
-    for (let i = 0; i < MAX_OCCURRENCES;) {
-      const next = it.next();
-      if (!next) break;
-      if (instantOf(next, s.timeZone) > horizon) break;
-      const o: Occurrence = ev.getOccurrenceDetails(next);
-      if (cancelled(o.item.component)) continue;
-      if (isBlocked(o.item, s)) {
+    const mark = bookings.length;
+    try {
+      if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+      if (cancelled(ev.component)) continue;
+      if (!ev.isRecurring() && isBlocked(ev, s)) {
         blocked++;
         continue;
       }
-      const w = datesExist(o.item.component) ? windowOf(o.startDate, o.endDate, s) : null;
-      if (w !== null && w.until <= now) {
-        if (++past > MAX_PAST_OCCURRENCES)
-          return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };
-        continue;
-      }
-      i++;
-      if (w === null) {
+      if (!ev.startDate || !datesExist(ev.component)) {
         skipped++;
         continue;
       }
-      const info = infoOf(o.item);
-      bookings.push({
-        ref: `${uid}@${o.recurrenceId.toString()}`,
-        guest: guestOf(info, s),
-        from: iso(w.from),
-        until: iso(w.until),
-        booking: info,
-      });
-      // Counted with every occurrence: one recurring event adds up to MAX_OCCURRENCES.
-      if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+      if (!ev.isRecurring()) {
+        const w = windowOf(ev.startDate, ev.endDate ?? ev.startDate, s);
+        if (w === null) skipped++;
+        else if (w.until > now) {
+          const info = infoOf(ev);
+          bookings.push({ ref: uid, guest: guestOf(info, s), from: iso(w.from), until: iso(w.until), booking: info });
+        }
+        continue;
+      }
+      const it = ev.iterator();
+      // MAX_OCCURRENCES to come; the ones over before now are counted apart (MAX_PAST_OCCURRENCES).
+      for (let i = 0; i < MAX_OCCURRENCES;) {
+        const next = it.next();
+        if (!next) break;
+        if (instantOf(next, s.timeZone) > horizon) break;
+        const o: Occurrence = ev.getOccurrenceDetails(next);
+        if (cancelled(o.item.component)) continue;
+        if (isBlocked(o.item, s)) {
+          blocked++;
+          continue;
+        }
+        const w = datesExist(o.item.component) ? windowOf(o.startDate, o.endDate, s) : null;
+        if (w !== null && w.until <= now) {
+          if (++past > MAX_PAST_OCCURRENCES)
+            return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };
+          continue;
+        }
+        i++;
+        if (w === null) {
+          skipped++;
+          continue;
+        }
+        const info = infoOf(o.item);
+        bookings.push({
+          ref: `${uid}@${o.recurrenceId.toString()}`,
+          guest: guestOf(info, s),
+          from: iso(w.from),
+          until: iso(w.until),
+          booking: info,
+        });
+        // Counted with every occurrence: one recurring event adds up to MAX_OCCURRENCES.
+        if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+      }
+    } catch {
+      // An event ical.js cannot expand (an RDATE given as a PERIOD): no booking, the rest of the feed is read.
+      bookings.length = mark;
+      skipped++;
     }
   }
   return { ok: true, bookings, skipped, blocked };

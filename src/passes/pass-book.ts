@@ -112,6 +112,9 @@ export interface PassBook {
   issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   /** Runs a read of calendar `source` (a door-pass node id) once the earlier ones of this runtime have ended. */
   serially<T>(source: string, read: () => Promise<T>): Promise<T>;
+  /** The order of calendar `source`'s reads on every instance: a read's stamp, and whether none is later. */
+  readStamp(source: string): Promise<number>;
+  latestRead(source: string, stamp: number): Promise<boolean>;
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
@@ -227,6 +230,14 @@ export class FilePassBook implements PassBook {
 
   serially<T>(source: string, read: () => Promise<T>): Promise<T> {
     return this.index.serially(source, read);
+  }
+
+  readStamp(source: string): Promise<number> {
+    return Promise.resolve(this.index.readStamp(source));
+  }
+
+  latestRead(source: string, stamp: number): Promise<boolean> {
+    return Promise.resolve(this.index.latestRead(source, stamp));
   }
 
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */

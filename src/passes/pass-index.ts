@@ -56,6 +56,19 @@ export class PassIndex {
     return run;
   }
 
+  private readonly stamps = new Map<string, number>();
+
+  /** A file book is one runtime's: the stamps of a calendar's reads are counted in memory. */
+  readStamp(source: string): number {
+    const n = (this.stamps.get(source) ?? 0) + 1;
+    this.stamps.set(source, n);
+    return n;
+  }
+
+  latestRead(source: string, stamp: number): boolean {
+    return (this.stamps.get(source) ?? 0) <= stamp;
+  }
+
   /** The pass with this code (a live one first), or null. */
   find(key: Buffer, code: string, now: number): Pass | null {
     const ids = this.byHash.get(codeHash(key, code));

@@ -359,6 +359,16 @@ export class RedisPassBook implements PassBook {
     return this.index.serially(source, read);
   }
 
+  /** A counter per calendar in Redis (`pass-read:<node id>`), shared by every instance. */
+  async readStamp(source: string): Promise<number> {
+    return Number(await this.redis.command<number>(["INCR", this.redis.keyOf(`pass-read:${source}`)]));
+  }
+
+  async latestRead(source: string, stamp: number): Promise<boolean> {
+    const now = await this.redis.command<string | null>(["GET", this.redis.keyOf(`pass-read:${source}`)]);
+    return Number(now ?? 0) <= stamp;
+  }
+
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.refresh();
     const at = new Date(this.now()).toISOString();

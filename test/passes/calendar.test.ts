@@ -180,6 +180,40 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     assert.equal(r.skipped, 4);
   });
 
+  // docs/passes.md#from-a-booking-calendar: an event whose date does not exist is no booking
+  it("an event whose extra dates, excluded dates or repeat end do not exist (RDATE, EXDATE, RRULE UNTIL on 30 February) is skipped, not read on 2 March; an event ical.js cannot expand (RDATE as a PERIOD) is skipped and the rest of the feed is read", () => {
+    const series = (uid: string, extra: string) =>
+      vevent([`UID:${uid}`, "SUMMARY:A", "DTSTART:20270225T090000Z", "DTEND:20270225T120000Z", extra]);
+    const r = readFeed(
+      feed(
+        series("rdate", "RDATE:20270305T090000Z,20270230T090000Z"),
+        series("rdate-day", "RDATE;VALUE=DATE:20270230"),
+        series("period", "RDATE;VALUE=PERIOD:20270230T090000Z/PT3H"),
+        series("until", "RRULE:FREQ=DAILY;UNTIL=20270230T000000Z"),
+        vevent([
+          "UID:exdate",
+          "SUMMARY:B",
+          "DTSTART:20270225T090000Z",
+          "DTEND:20270225T120000Z",
+          "RRULE:FREQ=DAILY;COUNT=6",
+          "EXDATE:20270230T090000Z",
+        ]),
+        // A period (valid, but ical.js cannot expand it) costs that event only, not the whole feed.
+        series("period-ok", "RDATE;VALUE=PERIOD:20270305T090000Z/PT3H"),
+        series("fine", "RDATE:20270305T090000Z"),
+      ),
+      settings({ timeZone: "UTC" }),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.deepEqual([...new Set(r.bookings.map((b) => b.ref.split("@")[0]))], ["fine"]);
+    assert.ok(
+      r.bookings.every((b) => !b.from.startsWith("2027-03-02")),
+      "no booking on the day 30 February would move to",
+    );
+    assert.equal(r.skipped, 6);
+  });
+
   it("folded lines and a UTC time are read as the feed means them", () => {
     const r = readFeed(
       feed(
