@@ -86,7 +86,11 @@ function readRules(config: UnlockDef, pin: unknown, acceptPasses: boolean): Node
     };
   }
   // A node that takes passes keeps a rule state without other rules: unknown codes lead to its lockout.
-  return parsed.rules.active || acceptPasses ? { ok: true, state: parsed.rules.newState() } : null;
+  if (!parsed.rules.active && !acceptPasses) return null;
+  const state = parsed.rules.newState();
+  // docs/passes.md#how-hard-a-code-is-to-guess: a guest's wrong codes at one door never lock another.
+  if (acceptPasses) state.keepPerDoor();
+  return { ok: true, state };
 }
 
 /**
