@@ -688,6 +688,72 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     assertAccepted(await unlock({ pass: b.code, deviceId: 102 }));
   });
 
+  it("the host ends a lockout from a flow (docs/access-rules.md#ending-a-lockout): msg.endLockout with msg.deviceId ends that door's lockout only, msg.endLockout alone every lockout of the node; each end is one lockout-ended audit record and one rule/lockout-ended event naming who ended it; nothing reaches the service", async () => {
+    const { userDir } = await loadFlow(flow(sim.url), { nodes: NODES });
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+    const events: any[] = [];
+    const stop = accountOf().account.core.events.subscribe(["rule"], (e: any) => events.push(e));
+    const now = Date.now();
+    const a = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const b = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([a.code, b.code]);
+    await lockOut(codes);
+    await lockOut(codes, 8, { deviceId: 102 });
+    await until("two rule/locked-out", () => events.filter((e) => e.event === "locked-out").length === 2);
+    const locked = events.filter((e) => e.event === "locked-out");
+    assert.deepEqual(
+      locked.map((e) => [e.deviceId, e.door]),
+      [
+        [101, "Front Door"],
+        [102, "Main Street 1 / Back Door"],
+      ],
+      "rule/locked-out names the door",
+    );
+    sim.control.resetRequests();
+    // A guest's message never ends a lockout: with a code it is refused, and the door stays locked.
+    const guest = assertFailed(await unlock({ endLockout: true, pass: a.code }), "invalid-input", null);
+    assert.ok(!JSON.stringify(guest).includes(a.code));
+    assert.equal(assertFailed(await unlock({ pass: a.code }), "denied", null).reason, "locked-out");
+    // The back door's lockout, ended by the host's flow: the guest at the back door opens; the front door stays locked.
+    const ended = await unlock({ endLockout: true, deviceId: 102, actor: "host:anna", _msgid: "end-1" });
+    assert.equal(ended.port, 0, JSON.stringify(ended.msg.payload));
+    assert.equal(ended.msg.payload.outcome, "lockout-ended");
+    assert.equal(ended.msg.payload.by, "host:anna");
+    assert.deepEqual(ended.msg.payload.ended, [{ deviceId: 102, door: "Main Street 1 / Back Door" }]);
+    assert.equal(sim.control.requests().length, 0, "ending a lockout sends nothing to the service");
+    assertAccepted(await unlock({ pass: b.code, deviceId: 102 }));
+    assert.equal(assertFailed(await unlock({ pass: a.code }), "denied", null).reason, "locked-out");
+    // Every lockout of the node, with the node's actor.
+    const all = await unlock({ endLockout: true });
+    assert.equal(all.msg.payload.outcome, "lockout-ended");
+    assert.deepEqual(all.msg.payload.ended, [{ deviceId: 101, door: "Front Door" }]);
+    assertAccepted(await unlock({ pass: a.code }));
+    await until("two rule/lockout-ended", () => events.filter((e) => e.event === "lockout-ended").length === 2);
+    stop();
+    const endedEvents = events.filter((e) => e.event === "lockout-ended");
+    assert.deepEqual(
+      endedEvents.map((e) => [e.deviceId, e.by]),
+      [
+        [102, "host:anna"],
+        [101, all.msg.payload.by],
+      ],
+    );
+    await until(
+      "two lockout-ended records",
+      () => readAudit(userDir).filter((r) => r.type === "lockout-ended").length === 2,
+    );
+    const records = readAudit(userDir).filter((r) => r.type === "lockout-ended");
+    assert.deepEqual(
+      records.map((r) => [r.actor, r.deviceId, r.ended, r.msgid]),
+      [
+        ["host:anna", 102, ["door 102"], "end-1"],
+        [all.msg.payload.by, null, ["door 101"], records[1].msgid],
+      ],
+    );
+  });
+
   it("a flood of blind guesses against 300 passes with 6-digit codes finds no live code: the pass book is asked at most five times per lockout, however many guesses come and however fast", async () => {
     await deploy({}, { codeLength: 6 });
     const now = Date.now();
