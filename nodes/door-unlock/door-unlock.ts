@@ -310,15 +310,16 @@ export = function register(RED: NodeAPI): void {
       if (fields.read("endLockout") === true) {
         // docs/access-rules.md#ending-a-lockout: the host's flow; a guest's message (with a code or a PIN) never ends one.
         const ending = (async () => {
+          const ask = {
+            msgDeviceId: fields.read("deviceId"),
+            msgDoor: fields.read("door"),
+            msgActor: fields.read("actor"),
+            msgid: typeof msgid === "string" ? msgid : null,
+          };
           const answer =
-            fields.unreadable !== undefined || pin !== undefined || passCode !== undefined
+            fields.unreadable !== undefined
               ? null
-              : await endNodeLockout(ender, {
-                  msgDeviceId: fields.read("deviceId"),
-                  msgDoor: fields.read("door"),
-                  msgActor: fields.read("actor"),
-                  msgid: typeof msgid === "string" ? msgid : null,
-                });
+              : await endNodeLockout(ender, ask, pin !== undefined || passCode !== undefined);
           m.payload = answer ?? {
             outcome: "invalid-input",
             status: null,
@@ -327,9 +328,7 @@ export = function register(RED: NodeAPI): void {
             door: null,
             ended: [],
             at: new Date().toISOString(),
-            message:
-              fields.unreadable ??
-              "a message that ends a lockout carries no msg.pass or msg.pin: a guest's message never ends one",
+            message: fields.unreadable,
             mayHaveOpened: false,
           };
           send(answer?.outcome === "lockout-ended" ? [m, null] : [null, m]);

@@ -7,6 +7,7 @@
 import type { Account } from "../../src/account/account.js";
 import type { AccessState } from "../../src/unlock/access-rules.js";
 import { type EndLockoutAsk, endLockout } from "../../src/unlock/lockout-end.js";
+import { messageActor } from "../../src/unlock/unlock.js";
 import type { LockoutKeeper } from "../../src/unlock/lockout-keeper.js";
 import type { LockoutEvents } from "./unlock-events.js";
 import { offerLockouts } from "../shared/lockout-control.js";
@@ -39,17 +40,39 @@ export interface EndLockoutAnswer {
   mayHaveOpened: false;
 }
 
-/** Ends what `ask` names at node `n`; never throws for a refusal (the audit record may: said on done()). */
-export async function endNodeLockout(n: EndLockoutNode, ask: EndLockoutAsk): Promise<EndLockoutAnswer> {
+/**
+ * Ends what `ask` names at node `n`; never throws for a refusal (an audit record that cannot be
+ * written does: said on done()). `secret`: the message also carried msg.pass or msg.pin.
+ */
+export async function endNodeLockout(n: EndLockoutNode, ask: EndLockoutAsk, secret = false): Promise<EndLockoutAnswer> {
   const at = () => new Date().toISOString();
   const got = n.account();
   const none = { status: null, deviceId: null, door: null, ended: [], mayHaveOpened: false as const };
   if ("problem" in got) return { outcome: "session-halted", by: ask.by ?? "", message: got.problem, at: at(), ...none };
-  const r = await endLockout(got.account, n.state, n.keeper, n.settings, {
-    ...ask,
-    onEnded: (keys, by) => n.events?.ended(keys, by),
-  });
+  const r = secret
+    ? {
+        ok: false as const,
+        outcome: "invalid-input" as const,
+        reason: undefined,
+        message: "a message that ends a lockout carries no msg.pass or msg.pin: a guest's message never ends one",
+        by: ask.by ?? messageActor(ask.msgActor, n.settings),
+      }
+    : await endLockout(got.account, n.state, n.keeper, n.settings, {
+        ...ask,
+        onEnded: (keys, by) => n.events?.ended(keys, by),
+      });
   if (!r.ok) {
+    // docs/audit-log.md#records: a message refused before anything was sent has its unlock-rejected record.
+    await got.account.audit.rejected({
+      actor: r.by,
+      deviceId: null,
+      lockId: null,
+      door: null,
+      msgid: ask.msgid,
+      outcome: r.outcome,
+      reason: r.reason ?? "end-lockout",
+      message: r.message,
+    });
     return {
       outcome: r.outcome,
       ...(r.reason ? { reason: r.reason } : {}),

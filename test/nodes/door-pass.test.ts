@@ -745,6 +745,11 @@ describe("guessing a code: while locked out a node looks up no code and answers 
       () => readAudit(userDir).filter((r) => r.type === "lockout-ended").length === 2,
     );
     const records = readAudit(userDir).filter((r) => r.type === "lockout-ended");
+    assert.equal(
+      readAudit(userDir).filter((r) => r.type === "unlock-rejected" && r.reason === "end-lockout").length,
+      1,
+      "the guest's refused end has its unlock-rejected record",
+    );
     assert.deepEqual(
       records.map((r) => [r.actor, r.deviceId, r.ended, r.msgid]),
       [
