@@ -759,6 +759,26 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     );
   });
 
+  it("a door's lockout and each door's wrong tries outlive a restart (docs/access-rules.md#what-ends-a-lockout): the locked door is still locked, and a door with three wrong tries locks at its fifth", async () => {
+    const { userDir: dir } = await loadFlow(flow(sim.url), { nodes: NODES });
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+    const now = Date.now();
+    const b = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([b.code]);
+    await lockOut(codes, 8, { deviceId: 102 });
+    for (let i = 1; i <= 3; i++) assertFailed(await unlock({ pass: miss(codes, 8, 70_000 + i) }), "denied", null);
+    await teardown();
+    forgetPassBooks();
+    await loadFlow(flow(sim.url), { nodes: NODES, userDir: dir });
+    await waitReady();
+    assert.equal(assertFailed(await unlock({ pass: b.code, deviceId: 102 }), "denied", null).reason, "locked-out");
+    assert.equal(assertFailed(await unlock({ pass: miss(codes, 8, 80_001) }), "denied", null).reason, "pass");
+    const fifth = assertFailed(await unlock({ pass: miss(codes, 8, 80_002) }), "denied", null);
+    assert.match(fifth.message, /at this door, every message is refused until/);
+  });
+
   it("a flood of blind guesses against 300 passes with 6-digit codes finds no live code: the pass book is asked at most five times per lockout, however many guesses come and however fast", async () => {
     await deploy({}, { codeLength: 6 });
     const now = Date.now();
