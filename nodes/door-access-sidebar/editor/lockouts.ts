@@ -26,6 +26,9 @@ export function lockoutsView(): { root: JQuery; load: (account: string | null) =
   const list = $('<ul id="door-access-lockout-list"></ul>').appendTo(root);
   let account: string | null = null;
   let seq = 0;
+  /** The row whose End lockout question is open: a live refresh shows it still asking. */
+  let asking: string | null = null;
+  const keyOf = (l: LockRow): string => `${text(l.node)}/${text(l.deviceId)}`;
 
   function where(l: LockRow): string {
     return l.deviceId === null || l.deviceId === undefined ? t("lockouts.every-door") : text(l.door);
@@ -52,25 +55,37 @@ export function lockoutsView(): { root: JQuery; load: (account: string | null) =
       });
   }
 
-  /** The End lockout button, then in its place the question and End / Cancel. */
-  function actions(l: LockRow, box: JQuery): void {
+  /** The question and End / Cancel. */
+  function ask(l: LockRow, box: JQuery): void {
+    asking = keyOf(l);
+    box.empty();
+    $("<span></span>")
+      .text(t("lockouts.end-confirm", { door: where(l) }))
+      .appendTo(box);
+    const yes = $('<button type="button" class="red-ui-button red-ui-button-small da-lockout-confirm"></button>')
+      .text(t("lockouts.end"))
+      .appendTo(box);
+    $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
+      .text(t("passes.cancel"))
+      .on("click", () => actions(l, box))
+      .appendTo(box);
+    yes.on("click", () => {
+      asking = null;
+      end(l, yes);
+    });
+  }
+
+  /** The End lockout button (or, while it is open, the question). */
+  function actions(l: LockRow, box: JQuery, open = false): void {
+    if (open) {
+      ask(l, box);
+      return;
+    }
+    if (asking === keyOf(l)) asking = null;
     box.empty();
     $('<button type="button" class="red-ui-button red-ui-button-small da-lockout-end"></button>')
       .text(t("lockouts.end"))
-      .on("click", () => {
-        box.empty();
-        $("<span></span>")
-          .text(t("lockouts.end-confirm", { door: where(l) }))
-          .appendTo(box);
-        const yes = $('<button type="button" class="red-ui-button red-ui-button-small da-lockout-confirm"></button>')
-          .text(t("lockouts.end"))
-          .appendTo(box);
-        $('<button type="button" class="red-ui-button red-ui-button-small"></button>')
-          .text(t("passes.cancel"))
-          .on("click", () => actions(l, box))
-          .appendTo(box);
-        yes.on("click", () => end(l, yes));
-      })
+      .on("click", () => ask(l, box))
       .appendTo(box);
   }
 
@@ -83,7 +98,7 @@ export function lockoutsView(): { root: JQuery; load: (account: string | null) =
       .text(t("lockouts.until", { tries: text(l.wrongPins), until: localTime(l.until) }))
       .attr("title", text(l.until))
       .appendTo(li);
-    actions(l, $('<div class="da-lockout-actions"></div>').appendTo(li));
+    actions(l, $('<div class="da-lockout-actions"></div>').appendTo(li), asking === keyOf(l));
     return li;
   }
 
