@@ -15,6 +15,7 @@
 import { adminError, notifyText } from "../../shared/editor/text.js";
 import { type AccountFindings, localTime, showEvents, showSpec, t, text } from "./findings.js";
 import { passesView } from "./passes.js";
+import { lockoutsView } from "./lockouts.js";
 
 const BASE = "door-access/sidebar/accounts";
 /** Records asked for per page (the runtime's page size: door-access-sidebar.ts). */
@@ -94,6 +95,9 @@ function build(): { root: JQuery; refresh: () => void } {
   const reasonLine = $('<div id="door-access-reason" class="da-reason-line"></div>').hide().appendTo(root);
   const spec = $('<div id="door-access-spec" class="da-spec"></div>').hide().appendTo(root);
   const events = $('<div id="door-access-events" class="da-events"></div>').hide().appendTo(root);
+  // docs/access-rules.md#ending-a-lockout: the locked door-unlock nodes and doors, each with End lockout.
+  const lockouts = lockoutsView();
+  lockouts.root.appendTo(root);
   const passes = passesView();
   passes.root.appendTo(root);
   const chain = $('<div id="door-access-chain" class="da-chain"></div>').appendTo(root);
@@ -359,6 +363,7 @@ function build(): { root: JQuery; refresh: () => void } {
       loadRecords(false);
       verify();
       passes.load(current);
+      lockouts.load(current);
     });
   }
   function refreshSoon(): void {
@@ -368,6 +373,7 @@ function build(): { root: JQuery; refresh: () => void } {
       loadAccounts((changed) => {
         loadRecords(false);
         passes.load(current);
+        lockouts.load(current);
         if (changed) verify();
         else verifySoon();
       });
@@ -380,6 +386,7 @@ function build(): { root: JQuery; refresh: () => void } {
     loadRecords(false);
     verify();
     passes.load(current);
+    lockouts.load(current);
   });
   refreshBtn.on("click", refreshAll);
   let filterTimer: ReturnType<typeof setTimeout> | undefined;
