@@ -162,6 +162,14 @@ const ROUTES: Row[] = [
     mayCause: "nothing",
     calls: [{ url: `${SIDEBAR}/acc1/passes/pass-000000000000/revoke`, body: () => ({}), reader: 403, admin: 404 }],
   },
+  // A new code for a live pass: sent on its door-pass node's output, never in the answer; nothing at the service (docs/passes.md#a-new-code).
+  {
+    method: "POST",
+    route: `${SIDEBAR}/:id/passes/:passId/reissue`,
+    permission: WRITE,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/passes/pass-000000000000/reissue`, body: () => ({}), reader: 403, admin: 404 }],
+  },
   // A door-unlock node's lockouts, and the host's end of one: nothing at the service (docs/access-rules.md#ending-a-lockout).
   {
     method: "GET",
