@@ -448,9 +448,11 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     assert.deepEqual(got, [
       `GET ${SIDEBAR} 2`,
       `GET ${SIDEBAR}/:id/export.csv 2`,
+      `GET ${SIDEBAR}/:id/lockouts 2`,
       `GET ${SIDEBAR}/:id/passes 2`,
       `GET ${SIDEBAR}/:id/records 2`,
       `GET ${SIDEBAR}/:id/verify 2`,
+      `POST ${SIDEBAR}/:id/lockouts/:nodeId/end 3`,
       `POST ${SIDEBAR}/:id/passes/:passId/reissue 3`,
       `POST ${SIDEBAR}/:id/passes/:passId/revoke 3`,
     ]);
