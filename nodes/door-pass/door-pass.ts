@@ -87,7 +87,9 @@ export = function register(RED: NodeAPI): void {
         } catch {
           /* a frozen message still ends with its error */
         }
-        binding.setResult({ fill: "red", shape: "ring", text: `${outcome} ${clockTime(Date.now())}` });
+        // A calendar's failure keeps the status its read set, with the reason (docs/events.md#catch-errors).
+        if (outcome !== "calendar-failed")
+          binding.setResult({ fill: "red", shape: "ring", text: `${outcome} ${clockTime(Date.now())}` });
         done(Object.assign(new MessageError(`door-pass: ${message}`), { code: outcome }));
       };
       const work = (async () => {
@@ -187,7 +189,7 @@ export = function register(RED: NodeAPI): void {
           if (poller === null) return fail("invalid-input", "sync: this node has no booking calendar (calendarUrl)");
           lastCounts = { issued: 0, updated: 0, revoked: 0 };
           const r = await poller.poll();
-          if (r.kind === "failed") return fail("error", `sync: ${r.problem}`);
+          if (r.kind === "failed") return fail("calendar-failed", `sync: ${r.problem}`);
           return answer({ action: "synced", ...lastCounts }, "synced");
         }
         if (action === "list") {

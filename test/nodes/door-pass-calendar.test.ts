@@ -268,6 +268,24 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assertAccepted(await unlock({ pass: p.code }));
   });
 
+  it("a failed sync reaches a Catch node with code calendar-failed, and the status keeps the reason as a timer's read does (docs/events.md#catch-errors)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    cal.status = 500;
+    const failed = await sync();
+    assert.ok("error" in failed);
+    assert.equal(failed.error.error.code, "calendar-failed");
+    assert.match(failed.error.error.message, /calendar answered 500/);
+    const text = String(lastStatus(helper.getNode("dp"))?.text);
+    assert.match(text, /^calendar: not read \d\d:\d\d:\d\d$/, `the status keeps the reason: ${text}`);
+    cal.status = 200;
+    cal.body = feed();
+    const empty = await sync();
+    assert.equal(empty.error.error.code, "calendar-failed");
+    assert.match(String(lastStatus(helper.getNode("dp"))?.text), /^calendar: /);
+  });
+
   // docs/passes.md#from-a-booking-calendar: the dates in the node's zone, also across a night the clocks change
   it("an all-day booking across the night Oslo's clocks go forward opens at check-in in winter time and closes at check-out in summer time", async () => {
     cal.body = feed(
