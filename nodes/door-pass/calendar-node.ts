@@ -10,7 +10,7 @@
  */
 import type { Node } from "node-red";
 import type { Account } from "../../src/account/account.js";
-import type { Pass, PassDoor } from "../../src/passes/pass.js";
+import { type Pass, type PassDoor, windowText } from "../../src/passes/pass.js";
 import type { CalendarSettings } from "../../src/passes/calendar.js";
 import { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { ApplyIncomplete, CalendarRefused, type SyncChanges, applyBookings } from "../../src/passes/calendar-sync.js";
@@ -47,8 +47,9 @@ const STATUS: Record<string, string> = {
 };
 
 /** Sends a read's changes and their events, in order, in slices that give the event loop back. */
-async function announce(node: Node, account: Account, changes: SyncChanges): Promise<void> {
+async function announce(node: Node, account: Account, changes: SyncChanges, zone: string): Promise<void> {
   const events = account.core.events;
+  const now = Date.now();
   const steps: (() => void)[] = [];
   for (const { pass, code } of changes.issued)
     steps.push(() => {
@@ -56,7 +57,7 @@ async function announce(node: Node, account: Account, changes: SyncChanges): Pro
       events.emit(
         "pass",
         "issued",
-        `a pass for ${pass.guest} was issued from the calendar (${pass.from} to ${pass.until})`,
+        `a pass for ${pass.guest} was issued from the calendar: ${windowText(pass, now, zone)}`,
         {
           id: pass.id,
           guest: pass.guest,
@@ -69,7 +70,7 @@ async function announce(node: Node, account: Account, changes: SyncChanges): Pro
   for (const pass of changes.updated)
     steps.push(() => {
       node.send({ topic: "door-pass/calendar", payload: answerOf("updated", pass) });
-      events.emit("pass", "updated", `the pass of ${pass.guest} now runs ${pass.from} to ${pass.until}`, {
+      events.emit("pass", "updated", `the pass of ${pass.guest} now runs ${windowText(pass, now, zone)}`, {
         id: pass.id,
         guest: pass.guest,
         ref: pass.ref,
@@ -132,14 +133,18 @@ export function calendarPoller(
       failure = e;
     }
     onCounts({ issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length });
-    await announce(node, account, changes);
+    await announce(node, account, changes, settings.timeZone);
     if (failure !== null) throw failure;
     if (doorProblem !== null)
       throw new CalendarRefused(
         `the doors could not be resolved (${doorProblem}): cancelled and shortened bookings were applied, no pass was issued or lengthened`,
         "doors",
       );
-    binding.setResult({ fill: "green", shape: "dot", text: `calendar read ${clockTime(Date.now())}` });
+    binding.setResult({
+      fill: "green",
+      shape: "dot",
+      text: `calendar read ${clockTime(Date.now(), settings.timeZone)}`,
+    });
   };
   const onProblem = (problem: string | null, reason?: string) => {
     // Once per kind of problem; a read that works again says so once.
@@ -168,7 +173,7 @@ export function calendarPoller(
     binding.setResult({
       fill: "yellow",
       shape: "ring",
-      text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now())}`,
+      text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now(), settings.timeZone)}`,
     });
   };
   return new CalendarPoller(settings, apply, onProblem);

@@ -6,7 +6,7 @@
  * the account's device list when a pass is issued and kept as ids.
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
-import { type PassDoor, checkIssue, codeLengthOf, hoursOf } from "../../src/passes/pass.js";
+import { type PassDoor, checkIssue, codeLengthOf, hoursOf, windowText } from "../../src/passes/pass.js";
 import { checkCalendarSettings } from "../../src/passes/calendar-settings.js";
 import type { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { calendarPoller } from "./calendar-node.js";
@@ -46,6 +46,16 @@ function calendarDoors(v: unknown): (number | string)[] {
     .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
 }
 
+/** A zone the node names and this Node.js knows, else undefined (the runtime's). */
+function zoneOf(v: unknown): string | undefined {
+  if (typeof v !== "string" || v.trim() === "") return undefined;
+  try {
+    return new Intl.DateTimeFormat("en-US", { timeZone: v.trim() }).resolvedOptions().timeZone;
+  } catch {
+    return undefined;
+  }
+}
+
 export = function register(RED: NodeAPI): void {
   function DoorPass(this: Node, config: PassDef) {
     RED.nodes.createNode(this, config);
@@ -59,6 +69,8 @@ export = function register(RED: NodeAPI): void {
     const cal = checkCalendarSettings(config as unknown as Record<string, unknown>);
     let poller: CalendarPoller | null = null;
     let lastCounts = { issued: 0, updated: 0, revoked: 0 };
+    // The node's zone for the texts a person reads (docs/nodes.md#door-pass): its timeZone, else the runtime's.
+    const zone = cal.ok && cal.settings !== null ? cal.settings.timeZone : zoneOf(config.timeZone);
     if (!cal.ok) node.error(`door-pass: ${cal.problems.join("; ")}; the calendar is not read`);
     else if (cal.settings !== null) {
       const wanted = calendarDoors(config.doors);
@@ -89,7 +101,7 @@ export = function register(RED: NodeAPI): void {
         }
         // A calendar's failure keeps the status its read set, with the reason (docs/events.md#catch-errors).
         if (outcome !== "calendar-failed")
-          binding.setResult({ fill: "red", shape: "ring", text: `${outcome} ${clockTime(Date.now())}` });
+          binding.setResult({ fill: "red", shape: "ring", text: `${outcome} ${clockTime(Date.now(), zone)}` });
         done(Object.assign(new MessageError(`door-pass: ${message}`), { code: outcome }));
       };
       const work = (async () => {
@@ -108,7 +120,7 @@ export = function register(RED: NodeAPI): void {
         const answer = (out: Record<string, unknown>, text: string) => {
           m.payload = out;
           send(m);
-          binding.setResult({ fill: "green", shape: "dot", text: `${text} ${clockTime(Date.now())}` });
+          binding.setResult({ fill: "green", shape: "dot", text: `${text} ${clockTime(Date.now(), zone)}` });
           done();
         };
         if (action === "issue") {
@@ -136,7 +148,7 @@ export = function register(RED: NodeAPI): void {
           account.core.events.emit(
             "pass",
             "issued",
-            `a pass for ${pass.guest} was issued (${pass.from} to ${pass.until})`,
+            `a pass for ${pass.guest} was issued: ${windowText(pass, Date.now(), zone)}`,
             {
               id: pass.id,
               guest: pass.guest,

@@ -117,6 +117,8 @@ export = function register(RED: NodeAPI): void {
     const acceptPasses = config.acceptPasses === true || config.acceptPasses === "true";
     const access = readRules(config, (node.credentials as { pin?: unknown } | undefined)?.pin, acceptPasses);
     const rules: AccessState | null = access?.ok ? access.state : null;
+    // A guest reads "code", never "PIN" (docs/passes.md#at-a-door-unlock).
+    if (rules !== null && acceptPasses) rules.tries = "codes";
     if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
     /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
     const pinMissing = markedSecretMissing(config, (node.credentials as { pin?: unknown } | undefined)?.pin);
@@ -141,7 +143,12 @@ export = function register(RED: NodeAPI): void {
       const l = access.state.lockout(Date.now());
       if (l.locked) {
         const until = clockTime(l.until!).slice(0, 5);
-        return { fill: "red", shape: "dot", text: `locked: ${l.wrongPins} wrong PINs, until ${until}`, pinRequired };
+        return {
+          fill: "red",
+          shape: "dot",
+          text: `locked: ${l.wrongPins} wrong ${access.state.tries}, until ${until}`,
+          pinRequired,
+        };
       }
       return { ...status, text: `${status.text ?? ""} · ${rulesWord}`, pinRequired };
     };

@@ -25,7 +25,7 @@ export function checkCode(access: AccessState, book: PassBook, code: string, dev
   if (locked) return { kind: "locked", denied: locked };
   const pass = book.find(code);
   if (pass === null) return { kind: "refused", denied: access.wrongCode(now), pass: null };
-  const why = passRefusal(pass, deviceId, now);
+  const why = passRefusal(pass, deviceId, now, access.rules.timeZone);
   if (why !== null) return { kind: "refused", denied: access.costTry(now, refusedBy("pass", why)), pass };
   return { kind: "found", pass };
 }
@@ -35,8 +35,11 @@ export function refusedBy(reason: DenyReason, message: string): Denied {
   return { allowed: false, reason, message };
 }
 
-/** Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow; null: it may. */
-export function passRefusal(p: Pass, deviceId: number, now: number): string | null {
+/**
+ * Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow, times in
+ * local time (the pass's zone, else `zone`, the node's); null: it may.
+ */
+export function passRefusal(p: Pass, deviceId: number, now: number, zone?: string): string | null {
   const why = passCheck(p, now, deviceId);
-  return why === null ? null : refusalText(why, p, now);
+  return why === null ? null : refusalText(why, p, now, zone);
 }

@@ -192,7 +192,8 @@ export async function decide(a: Attempt, asked: Asked, door: Door): Promise<Go |
       ticket = account.core.passes.reserve(a.pass, door.deviceId);
       if (ticket === null) {
         slot.release();
-        const why = passRefusal(a.pass, door.deviceId, account.clock.now()) ?? "this pass has no use left";
+        const why =
+          passRefusal(a.pass, door.deviceId, account.clock.now(), access.rules.timeZone) ?? "this pass has no use left";
         return denial(await costTry(a, refusedBy("pass", why)));
       }
     }

@@ -25,6 +25,7 @@ import {
   freshUserDir,
   helper,
   helperNodes,
+  lastStatus,
   loadFlow,
   passModule,
   readAudit,
@@ -285,6 +286,41 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
       assert.ok(!r.message.includes(code));
     }
     assert.equal(unlockPuts(sim).length, 0);
+  });
+
+  // docs/passes.md#at-a-door-unlock: texts a guest reads
+  it("a guest reads local time in the node's zone and 'code', never ISO UTC nor 'PIN': not valid yet, expired, and the lockout's refusal and status (docs/passes.md#at-a-door-unlock)", async () => {
+    const zone = "Pacific/Auckland";
+    await deploy({ timeZone: zone });
+    const now = Date.now();
+    const later = await issue({ guest: "B", doors: [101], from: iso(now + 2 * HOUR), until: iso(now + 3 * HOUR) });
+    const over = await issue({ guest: "C", doors: [101], from: iso(now - 3 * HOUR), until: iso(now - 2 * HOUR) });
+    const hhmm = (ms: number) =>
+      new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(
+        ms,
+      );
+    const isoText = /\d{4}-\d\d-\d\dT\d\d:\d\d/;
+    const soon = assertFailed(await unlock({ pass: later.code }), "denied", null).message;
+    assert.match(soon, new RegExp(`^this pass is not valid yet: it opens from \\w+ ${hhmm(Date.parse(later.from))}$`));
+    const gone = assertFailed(await unlock({ pass: over.code }), "denied", null).message;
+    assert.match(gone, new RegExp(`^this pass expired at \\w+ ${hhmm(Date.parse(over.until))}$`));
+    const wrong = later.code === "11111111" ? "22222222" : "11111111";
+    const texts: string[] = [soon, gone];
+    for (let i = 0; i < 3; i++) texts.push(assertFailed(await unlock({ pass: wrong }), "denied", null).message);
+    assert.match(texts[texts.length - 1], /that was 5 wrong codes within 15 minutes: every message is refused until/);
+    const locked = assertFailed(await unlock({ pass: wrong }), "denied", null);
+    assert.equal(locked.reason, "locked-out");
+    assert.match(
+      locked.message,
+      /^locked: 5 wrong codes, every message is refused until \d\d:\d\d \(Pacific\/Auckland\)$/,
+    );
+    texts.push(locked.message);
+    const status = String(lastStatus(helper.getNode("u1"))?.text);
+    assert.match(status, /^locked: 5 wrong codes, until \d\d:\d\d$/);
+    for (const t of [...texts, status]) {
+      assert.doesNotMatch(t, /PIN/, t);
+      assert.doesNotMatch(t, isoText, t);
+    }
   });
 
   // docs/passes.md#at-a-door-unlock: unknown codes count toward the lockout
