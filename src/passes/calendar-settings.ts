@@ -16,6 +16,16 @@ export interface CalendarSettings {
   bufferAfterMin: number;
 }
 
+/**
+ * A feed's address as it is fetched: `webcal://` (and `webcals://`), as calendar apps and booking
+ * platforms offer a subscription, is read as `https://` (docs/passes.md#from-a-booking-calendar).
+ * Throws as `new URL` does on text that is no URL.
+ */
+export function feedUrl(raw: string): URL {
+  const m = /^webcals?:\/\//i.exec(raw.trim());
+  return new URL(m ? `https://${raw.trim().slice(m[0].length)}` : raw.trim());
+}
+
 const HHMM = /^([01]\d|2[0-3]):([0-5]\d)$/;
 
 function minutes(v: unknown, dflt: number, name: string, problems: string[]): number {
@@ -36,7 +46,7 @@ export function checkCalendarSettings(
   const problems: string[] = [];
   let url: URL | null = null;
   try {
-    url = new URL(raw);
+    url = feedUrl(raw);
   } catch {
     problems.push("calendarUrl: not a URL");
   }

@@ -247,4 +247,14 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
       good.ok && good.settings !== null && good.settings.everyMinutes === 15 && good.settings.checkIn === "15:00",
     );
   });
+
+  it("settings: a webcal:// feed is read as https:// (docs/passes.md#from-a-booking-calendar)", () => {
+    const web = checkCalendarSettings({ calendarUrl: " webcal://calendar.example.com/listing/1.ics?t=x " });
+    assert.ok(web.ok && web.settings !== null, JSON.stringify(web));
+    assert.equal(web.settings.url, "https://calendar.example.com/listing/1.ics?t=x");
+    const upper = checkCalendarSettings({ calendarUrl: "WEBCAL://calendar.example.com/2.ics" });
+    assert.equal(upper.ok && upper.settings?.url, "https://calendar.example.com/2.ics");
+    const bad = checkCalendarSettings({ calendarUrl: "webcal://user:pw@calendar.example.com/3.ics" });
+    assert.equal(bad.ok, false, "no user or password, as for https://");
+  });
 });
