@@ -7,7 +7,7 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import { type PassDoor, checkIssue, codeLengthOf, hoursOf, windowText } from "../../src/passes/pass.js";
-import { checkCalendarSettings } from "../../src/passes/calendar-settings.js";
+import { calendarDoors, checkCalendarSettings } from "../../src/passes/calendar-settings.js";
 import type { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { calendarPoller } from "./calendar-node.js";
 import { PassInputError, resolveDoors } from "./resolve-doors.js";
@@ -32,18 +32,6 @@ interface PassDef extends NodeDef {
   timeZone?: unknown;
   bufferBefore?: unknown;
   bufferAfter?: unknown;
-}
-
-/** The doors a calendar's passes open, as the node stores them: device ids or names. */
-function calendarDoors(v: unknown): (number | string)[] {
-  const list: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(",") : [];
-  return list
-    .map((d) => (typeof d === "string" ? d.trim() : d))
-    .filter(
-      (d): d is number | string =>
-        (typeof d === "number" && Number.isInteger(d)) || (typeof d === "string" && d !== ""),
-    )
-    .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
 }
 
 /** A zone the node names and this Node.js knows, else undefined (the runtime's). */

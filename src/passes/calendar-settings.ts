@@ -26,6 +26,21 @@ export function feedUrl(raw: string): URL {
   return new URL(m ? `https://${raw.trim().slice(m[0].length)}` : raw.trim());
 }
 
+/**
+ * The doors a calendar's passes open, as a door-pass node stores them: a list of device ids (the
+ * dialog's door picker) or door names, or the comma-separated text of a node written by hand.
+ */
+export function calendarDoors(v: unknown): (number | string)[] {
+  const list: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(",") : [];
+  return list
+    .map((d) => (typeof d === "string" ? d.trim() : d))
+    .filter(
+      (d): d is number | string =>
+        (typeof d === "number" && Number.isInteger(d)) || (typeof d === "string" && d !== ""),
+    )
+    .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
+}
+
 const HHMM = /^([01]\d|2[0-3]):([0-5]\d)$/;
 
 function minutes(v: unknown, dflt: number, name: string, problems: string[]): number {
