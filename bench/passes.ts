@@ -23,6 +23,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { FilePassBook } from "../src/passes/pass-book.js";
 import { passRefusal } from "../src/unlock/pass-check.js";
 import { readFeedOffThread } from "../src/passes/calendar-poller.js";
+import { DEFAULT_BLOCKED, matchKey } from "../src/passes/calendar-settings.js";
 import { applyBookings } from "../src/passes/calendar-sync.js";
 import { measureCalendarFlow } from "./passes-flow.js";
 
@@ -175,6 +176,8 @@ export async function measurePasses(simUrl?: string): Promise<Record<string, num
       timeZone: "Europe/Oslo",
       bufferBeforeMin: 0,
       bufferAfterMin: 0,
+      blocked: DEFAULT_BLOCKED.map(matchKey),
+      placeholderGuest: "Guest",
     },
     Date.now(),
   );

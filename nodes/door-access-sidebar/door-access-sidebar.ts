@@ -20,6 +20,7 @@ import { accountEvents } from "../../src/account/events.js";
 import type { DoorAccountNode } from "../shared/node-runtime.js";
 import { textOf } from "../../src/util/text.js";
 import type { PassView } from "../../src/passes/pass.js";
+import type { PassNodeHooks } from "../door-pass/pass-node-parts.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
 const COMMS_TOPIC = "door-access/audit";
@@ -100,8 +101,52 @@ function passOrder(a: PassView, b: PassView): number {
   return Date.parse(b.until) - Date.parse(a.until);
 }
 
-/** What the sidebar shows of a pass: a PassView's fields, picked one by one (never a code nor a hash). */
-function passRow(p: PassView): PassView {
+/** What the sidebar shows of the node that made a pass (docs/passes.md#in-the-sidebar). */
+interface MadeBy {
+  id: string;
+  /** Its name (or null without one); null too when it is not in the flows any more. */
+  name: string | null;
+  /** deployed (running), disabled (in the flows, not running) or deleted. */
+  state: "deployed" | "disabled" | "deleted";
+  calendar: boolean;
+}
+
+/** A deployed door-pass node's hooks (door-pass.ts), or null. */
+function passNode(RED: NodeAPI, id: string): PassNodeHooks | null {
+  const n = RED.nodes.getNode(id) as unknown as { type?: string; doorPass?: PassNodeHooks } | null;
+  return n && n.type === "door-pass" && n.doorPass ? n.doorPass : null;
+}
+
+function madeBy(RED: NodeAPI, p: PassView, names: Map<string, string>): MadeBy | null {
+  if (p.node === undefined) return null;
+  const listed = names.get(p.node);
+  const deployed = passNode(RED, p.node) !== null;
+  return {
+    id: p.node,
+    name: listed !== undefined && listed !== "" ? listed : null,
+    state: deployed ? "deployed" : listed !== undefined ? "disabled" : "deleted",
+    calendar: p.calendar === true,
+  };
+}
+
+/** The door-pass nodes of the flows (deployed or not), by id: their names. */
+function passNodeNames(RED: NodeAPI): Map<string, string> {
+  const out = new Map<string, string>();
+  RED.nodes.eachNode((n: { id: string; type: string; name?: unknown }) => {
+    if (n.type === "door-pass") out.set(n.id, typeof n.name === "string" ? n.name : "");
+  });
+  return out;
+}
+
+/**
+ * What the sidebar shows of a pass: a PassView's fields, picked one by one (never a code nor a
+ * hash), the node that made it, and whether *New code* may be offered: the pass is live and its
+ * door-pass node is deployed for this account with its output wired, so the new code reaches the flow.
+ */
+function passRow(RED: NodeAPI, account: string, p: PassView, names: Map<string, string>) {
+  const by = madeBy(RED, p, names);
+  const hooks = by !== null && by.state === "deployed" ? passNode(RED, by.id) : null;
+  const live = p.state === "active" || p.state === "upcoming";
   return {
     id: p.id,
     guest: p.guest,
@@ -112,6 +157,8 @@ function passRow(p: PassView): PassView {
     used: p.used,
     ref: p.ref,
     state: p.state,
+    madeBy: by,
+    newCode: live && hooks !== null && hooks.accountId === account && hooks.wired(),
   };
 }
 
@@ -201,7 +248,8 @@ export = function register(RED: NodeAPI): void {
     n.account!.core.passes.list()
       .then((list) => {
         res.setHeader("Cache-Control", "no-store");
-        res.json({ passes: list.map(passRow).sort(passOrder) });
+        const names = passNodeNames(RED);
+        res.json({ passes: list.sort(passOrder).map((p) => passRow(RED, n.id, p, names)) });
       })
       .catch((e: unknown) => {
         if (!res.headersSent)
@@ -234,6 +282,37 @@ export = function register(RED: NodeAPI): void {
       .catch((e: unknown) => {
         if (!res.headersSent)
           res.status(500).json({ error: `cannot revoke the pass: ${e instanceof Error ? e.message : String(e)}` });
+      })
+      .catch(() => undefined);
+  });
+
+  // docs/passes.md#a-new-code: a new code for a live pass, sent on its door-pass node's output, never in this answer.
+  RED.httpAdmin.post(`${SIDEBAR_PREFIX}/accounts/:id/passes/:passId/reissue`, write, editorOnly, (req, res) => {
+    const n = accountFor(req, res);
+    if (!n) return;
+    const id = String(req.params.passId);
+    const account = n.account!;
+    const refuse = (status: number, error: string) => res.status(status).json({ error });
+    account.core.passes
+      .list()
+      .then(async (list) => {
+        const p = list.find((x) => x.id === id && (x.state === "active" || x.state === "upcoming"));
+        if (!p) return refuse(404, `no live pass with id ${id.slice(0, 40)}`);
+        const hooks = p.node !== undefined ? passNode(RED, p.node) : null;
+        if (hooks === null || hooks.accountId !== n.id)
+          return refuse(
+            409,
+            "the door-pass node that made this pass is not deployed: its new code would reach no flow",
+          );
+        const r = await hooks.reissueFromEditor(id);
+        if (r === "not-wired")
+          return refuse(409, "the door-pass node's output is not wired: its new code would reach no flow");
+        if (r === "not-found") return refuse(404, `no live pass with id ${id.slice(0, 40)}`);
+        res.json({ reissued: id, node: p.node });
+      })
+      .catch((e: unknown) => {
+        if (!res.headersSent)
+          res.status(500).json({ error: `cannot issue a new code: ${e instanceof Error ? e.message : String(e)}` });
       })
       .catch(() => undefined);
   });

@@ -7,14 +7,19 @@
  * The messages of a read go out in slices with a turn of the event loop between them, in order:
  * with a flow after the node, 10,000 new passes never hold Node-RED for long
  * (docs/passes.md#what-passes-cost).
+ *
+ * A node whose output reaches no node issues no calendar pass (docs/passes.md#no-code-goes-nowhere):
+ * it still updates and revokes, says why in its status, and reads the feed in full again next
+ * time, so the passes are issued once it is wired.
  */
 import type { Node } from "node-red";
 import type { Account } from "../../src/account/account.js";
-import { type Pass, type PassDoor, windowText } from "../../src/passes/pass.js";
+import { type PassDoor, windowText } from "../../src/passes/pass.js";
 import type { CalendarSettings } from "../../src/passes/calendar.js";
 import { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { ApplyIncomplete, CalendarRefused, type SyncChanges, applyBookings } from "../../src/passes/calendar-sync.js";
 import { type FlowNodeBinding, clockTime } from "../shared/node-runtime.js";
+import { answerOf } from "./pass-node-parts.js";
 import { resolveDoors } from "./resolve-doors.js";
 
 /** Messages and events sent in one turn of the event loop at most, and the time one slice may take. */
@@ -24,20 +29,7 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export type Counts = { issued: number; updated: number; revoked: number };
 
-/** What a flow is told of a pass (never its code but in `issued`). */
-export function answerOf(action: string, p: Pass, code?: string): Record<string, unknown> {
-  return {
-    action,
-    id: p.id,
-    ...(code !== undefined ? { code } : {}),
-    guest: p.guest,
-    doors: p.doors,
-    from: p.from,
-    until: p.until,
-    uses: p.uses,
-    ref: p.ref,
-  };
-}
+export const NOT_WIRED = "output not wired: no calendar pass is issued (a code would go nowhere); wire it and deploy";
 
 /** What the node status says of a read that was not applied, by its reason. */
 const STATUS: Record<string, string> = {
@@ -99,7 +91,10 @@ async function announce(node: Node, account: Account, changes: SyncChanges, zone
   }
 }
 
-/** The calendar's poller of a door-pass node; `onCounts` gets each applied read's counts (for `sync`). */
+/**
+ * The calendar's poller of a door-pass node; `onCounts` gets each applied read's counts (for
+ * `sync`); `wired` tells whether the node's output reaches a running node at the time of a read.
+ */
 export function calendarPoller(
   node: Node,
   binding: FlowNodeBinding,
@@ -107,9 +102,16 @@ export function calendarPoller(
   wanted: (number | string)[],
   digits: number,
   onCounts: (c: Counts) => void,
+  wired: () => boolean,
 ): CalendarPoller {
   let told: string | null = null;
-  const apply = async (bookings: Parameters<typeof applyBookings>[2]) => {
+  let toldUnwired = false;
+  let poller: CalendarPoller | null = null;
+  const apply = async (
+    bookings: Parameters<typeof applyBookings>[2],
+    _skipped: number,
+    stamp: number | null,
+  ): Promise<boolean | "superseded"> => {
     const got = binding.account();
     if ("problem" in got) throw new Error(got.problem);
     const account = got.account;
@@ -121,12 +123,27 @@ export function calendarPoller(
       // Still applied: cancellations and shorter stays need no door; nothing new, nothing longer.
       doorProblem = (e as Error).message;
     }
+    const issue = wired();
+    const book = account.core.passes;
     let changes: SyncChanges;
     let failure: ApplyIncomplete | null = null;
     try {
       // One read of this node at a time in this runtime (a redeploy's new node beside the old one's read).
-      const book = account.core.passes;
-      changes = await book.serially(node.id, () => applyBookings(book, node.id, bookings, doors, digits, Date.now()));
+      const applied = await book.serially(node.id, async () =>
+        // An answer older than a read begun since (another instance's) would undo it: not applied;
+        // that later read applies the feed.
+        stamp !== null && !(await book.latestRead(node.id, stamp))
+          ? null
+          : applyBookings(book, node.id, bookings, doors, digits, Date.now(), { issue }),
+      );
+      if (applied === null) {
+        onCounts({ issued: 0, updated: 0, revoked: 0 });
+        return "superseded";
+      }
+      changes = applied;
+      // A later read began while this one was applied (another instance's): read again, so the
+      // newest answer is the one that stays.
+      if (stamp !== null && !(await book.latestRead(node.id, stamp).catch(() => true))) poller?.readAgain();
     } catch (e) {
       if (!(e instanceof ApplyIncomplete)) throw e;
       changes = e.changes; // what was stored goes out (its codes once); the rest is retried
@@ -140,11 +157,21 @@ export function calendarPoller(
         `the doors could not be resolved (${doorProblem}): cancelled and shortened bookings were applied, no pass was issued or lengthened`,
         "doors",
       );
+    if (!issue) {
+      if (!toldUnwired) node.warn(`door-pass: calendar: ${NOT_WIRED}`);
+      toldUnwired = true;
+      binding.setResult({ fill: "yellow", shape: "ring", text: "not wired: no calendar pass issued" });
+      return false; // read in full next time: the bookings it did not issue are issued once it is wired
+    }
+    toldUnwired = false;
+    // Its own passes, not the account's (docs/passes.md#deleting-a-calendar-node), counted in the book's index.
+    const live = await book.liveOf(node.id);
     binding.setResult({
       fill: "green",
       shape: "dot",
-      text: `calendar read ${clockTime(Date.now(), settings.timeZone)}`,
+      text: `calendar read ${clockTime(Date.now(), settings.timeZone)}: ${live} live`,
     });
+    return true;
   };
   const onProblem = (problem: string | null, reason?: string) => {
     // Once per kind of problem; a read that works again says so once.
@@ -176,5 +203,13 @@ export function calendarPoller(
       text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now(), settings.timeZone)}`,
     });
   };
-  return new CalendarPoller(settings, apply, onProblem);
+  poller = new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
+  return poller;
+}
+
+/** The stamp of a read of this node's calendar (src/passes/pass-book.ts readStamp); null without an account. */
+async function readStampOf(binding: FlowNodeBinding, source: string): Promise<number | null> {
+  const got = binding.account();
+  if ("problem" in got) return null;
+  return got.account.core.passes.readStamp(source);
 }

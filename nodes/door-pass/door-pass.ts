@@ -1,16 +1,17 @@
 /**
  * `door-pass`: guest passes of an account (docs/passes.md), given and taken back from a flow.
- * msg.payload.action: `issue` (answers the code, once), `revoke` (by id or ref), `list` (never a
- * code). Bad input is an error for a Catch node naming the field, and nothing is stored. The
- * passes themselves are the account's (src/passes/pass-book.ts); door names are resolved against
- * the account's device list when a pass is issued and kept as ids.
+ * msg.payload.action: `issue` (answers the code, once), `reissue` (a new code for a live pass),
+ * `revoke` (by id or ref), `list` (never a code), `sync` (reads the booking calendar now). Bad input
+ * is an error for a Catch node naming the field, and nothing is stored. The passes themselves are
+ * the account's (src/passes/pass-book.ts); door names are resolved against the account's device
+ * list when a pass is issued and kept as ids. The calendar is calendar-node.ts; a deleted node's
+ * calendar passes are revoked (docs/passes.md#deleting-a-calendar-node).
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
+import type { Account } from "../../src/account/account.js";
 import { type PassDoor, checkIssue, codeLengthOf, hoursOf, windowText } from "../../src/passes/pass.js";
 import { calendarDoors, checkCalendarSettings } from "../../src/passes/calendar-settings.js";
 import type { CalendarPoller } from "../../src/passes/calendar-poller.js";
-import { calendarPoller } from "./calendar-node.js";
-import { PassInputError, resolveDoors } from "./resolve-doors.js";
 import {
   FlowNodeBinding,
   MessageError,
@@ -19,6 +20,16 @@ import {
   describeThrown,
   endMessage,
 } from "../shared/node-runtime.js";
+import { type Counts, calendarPoller } from "./calendar-node.js";
+import {
+  type PassNodeHooks,
+  answerOf,
+  deletedFromFlows,
+  isOwn,
+  outputWired,
+  revokeCalendarPasses,
+} from "./pass-node-parts.js";
+import { PassInputError, resolveDoors } from "./resolve-doors.js";
 
 interface PassDef extends NodeDef {
   account: string;
@@ -32,6 +43,26 @@ interface PassDef extends NodeDef {
   timeZone?: unknown;
   bufferBefore?: unknown;
   bufferAfter?: unknown;
+  /** Summaries of blocked time, one a line; and the name of a guest the feed calls "Reserved". */
+  blocked?: unknown;
+  placeholderGuest?: unknown;
+}
+
+/** A node's booking calendar at run time: its poller, and the counts of the last read applied (a `sync`'s answer). */
+interface CalendarRun {
+  readonly poller: CalendarPoller;
+  counts: Counts;
+}
+
+/** What one message asks of the node, and how it ends. */
+interface Ask {
+  account: Account;
+  payload: Record<string, unknown>;
+  /** Sends the answer on this message (then copies for more), sets the status, ends the message. */
+  answer: (out: Record<string, unknown>, text: string, more?: Record<string, unknown>[]) => void;
+  fail: (outcome: string, message: string) => void;
+  /** The node's zone for the texts a person reads (undefined: the runtime's). */
+  zone: string | undefined;
 }
 
 /** A zone the node names and this Node.js knows, else undefined (the runtime's). */
@@ -44,7 +75,115 @@ function zoneOf(v: unknown): string | undefined {
   }
 }
 
+/** Issues new codes for the live passes `ids`: the answers (each with its code, once) and the events told. */
+async function reissueAll(account: Account, ids: string[], digits: number): Promise<Record<string, unknown>[]> {
+  const out: Record<string, unknown>[] = [];
+  for (const id of ids) {
+    const r = await account.core.passes.reissue(id, digits);
+    if (r === null) continue;
+    account.core.events.emit("pass", "issued", `a new code was issued for the pass of ${r.pass.guest}`, {
+      id: r.pass.id,
+      guest: r.pass.guest,
+      ref: r.pass.ref,
+      from: r.pass.from,
+      until: r.pass.until,
+      reissued: true,
+    });
+    out.push({ ...answerOf("issued", r.pass, r.code), reissued: true });
+  }
+  return out;
+}
+
 export = function register(RED: NodeAPI): void {
+  /** One message's action (docs/passes.md): issue, reissue, revoke, sync or list. */
+  async function act(node: Node, ask: Ask, digits: number, calendar: CalendarRun | null): Promise<void> {
+    const { account, payload, answer, fail, zone } = ask;
+    const book = account.core.passes;
+    const action = payload.action;
+    if (action === "issue") {
+      const checked = checkIssue(payload);
+      if (!checked.ok) return fail("invalid-input", checked.problems.join("; "));
+      let doors: PassDoor[];
+      try {
+        doors = await resolveDoors(account, checked.request.doors);
+      } catch (e) {
+        return fail(e instanceof PassInputError ? "invalid-input" : "error", (e as Error).message);
+      }
+      const r = checked.request;
+      const { pass, code } = await book.issue(
+        {
+          guest: r.guest,
+          doors,
+          from: r.from,
+          until: r.until,
+          uses: r.uses,
+          ref: r.ref,
+          node: node.id,
+          ...hoursOf({ schedule: r.schedule ?? undefined, timeZone: r.timeZone ?? undefined }),
+        },
+        digits,
+      );
+      account.core.events.emit(
+        "pass",
+        "issued",
+        `a pass for ${pass.guest} was issued: ${windowText(pass, Date.now(), zone)}`,
+        {
+          id: pass.id,
+          guest: pass.guest,
+          ref: pass.ref,
+          doors: pass.doors,
+          from: pass.from,
+          until: pass.until,
+        },
+      );
+      // The code goes out in this one message; the book keeps only its hash (docs/passes.md#issue).
+      return answer(answerOf("issued", pass, code), "issued");
+    }
+    if (action === "revoke" || action === "reissue") {
+      const id = typeof payload.id === "string" && payload.id !== "" ? payload.id : undefined;
+      const ref = typeof payload.ref === "string" || typeof payload.ref === "number" ? String(payload.ref) : undefined;
+      if (id === undefined && ref === undefined) return fail("invalid-input", `${action}: give the pass's id or ref`);
+      const which = id !== undefined ? `with id ${id}` : `with ref ${ref}`;
+      if (action === "reissue") {
+        // docs/passes.md#a-new-code: a live pass only; one answer per pass a ref names.
+        const live = (await book.list()).filter(
+          (p) => (id !== undefined ? p.id === id : p.ref === ref) && (p.state === "active" || p.state === "upcoming"),
+        );
+        const answers = await reissueAll(
+          account,
+          live.map((p) => p.id),
+          digits,
+        );
+        if (answers.length === 0) return fail("not-found", `reissue: no live pass ${which}`);
+        return answer(answers[0], "new code", answers.slice(1));
+      }
+      const revoked = await book.revoke({ id, ref });
+      if (revoked.length === 0) return fail("not-found", `revoke: no pass ${which} that is not revoked already`);
+      for (const p of revoked)
+        account.core.events.emit("pass", "revoked", `the pass of ${p.guest} was revoked`, {
+          id: p.id,
+          guest: p.guest,
+          ref: p.ref,
+        });
+      const [first, ...more] = revoked.map((p) => ({ action: "revoked", id: p.id }));
+      return answer(first, "revoked", more);
+    }
+    if (action === "sync") {
+      if (calendar === null) return fail("invalid-input", "sync: this node has no booking calendar (calendarUrl)");
+      calendar.counts = { issued: 0, updated: 0, revoked: 0 };
+      const r = await calendar.poller.poll();
+      if (r.kind === "failed") return fail("calendar-failed", `sync: ${r.problem}`);
+      return answer({ action: "synced", ...calendar.counts }, "synced");
+    }
+    if (action === "list") {
+      const passes = await book.list();
+      // Its own passes, not the account's (docs/passes.md#deleting-a-calendar-node).
+      const live = passes.filter((p) => isOwn(p, node.id) && (p.state === "active" || p.state === "upcoming")).length;
+      return answer({ action: "list", passes }, `${live} live`);
+    }
+    return fail("invalid-input", `msg.payload.action must be "issue", "reissue", "revoke", "list" or "sync"`);
+  }
+
   function DoorPass(this: Node, config: PassDef) {
     RED.nodes.createNode(this, config);
     const node = this;
@@ -55,8 +194,7 @@ export = function register(RED: NodeAPI): void {
 
     // The booking calendar, when one is set (docs/passes.md#from-a-booking-calendar).
     const cal = checkCalendarSettings(config as unknown as Record<string, unknown>);
-    let poller: CalendarPoller | null = null;
-    let lastCounts = { issued: 0, updated: 0, revoked: 0 };
+    let calendar: CalendarRun | null = null;
     // The node's zone for the texts a person reads (docs/nodes.md#door-pass): its timeZone, else the runtime's.
     const zone = cal.ok && cal.settings !== null ? cal.settings.timeZone : zoneOf(config.timeZone);
     if (!cal.ok) node.error(`door-pass: ${cal.problems.join("; ")}; the calendar is not read`);
@@ -65,17 +203,76 @@ export = function register(RED: NodeAPI): void {
       if (wanted.length === 0)
         node.error("door-pass: doors: the calendar's passes need at least one door; the calendar is not read");
       else {
-        poller = calendarPoller(node, binding, cal.settings, wanted, digits, (c) => {
-          lastCounts = c;
-        });
+        const run: CalendarRun = {
+          poller: calendarPoller(
+            node,
+            binding,
+            cal.settings,
+            wanted,
+            digits,
+            (c) => {
+              run.counts = c;
+            },
+            () => outputWired(RED, node),
+          ),
+          counts: { issued: 0, updated: 0, revoked: 0 },
+        };
+        calendar = run;
         // After the deploy step: the account's session starts first.
-        const start = setTimeout(() => poller?.start(), 1000);
+        const start = setTimeout(() => run.poller.start(), 1000);
         node.on("close", () => {
           clearTimeout(start);
-          poller?.stop();
+          run.poller.stop();
         });
       }
     }
+
+    // The sidebar's New code (docs/passes.md#a-new-code): the code goes out on this node's output only.
+    const hooks: PassNodeHooks = {
+      accountId: config.account,
+      wired: () => outputWired(RED, node),
+      reissueFromEditor: async (passId) => {
+        const got = binding.account();
+        if ("problem" in got) throw new Error(got.problem);
+        if (!outputWired(RED, node)) return "not-wired";
+        const answers = await reissueAll(got.account, [passId], digits);
+        if (answers.length === 0) return "not-found";
+        node.send({ topic: "door-pass/reissued", payload: answers[0] });
+        binding.setResult({ fill: "green", shape: "dot", text: `new code ${clockTime(Date.now(), zone)}` });
+        return "reissued";
+      },
+    };
+    (node as unknown as { doorPass: PassNodeHooks }).doorPass = hooks;
+
+    // Deleted (not disabled, not redeployed): the calendar passes it made end with it.
+    node.on("close", (removed: boolean, closed: () => void) => {
+      if (removed !== true || !deletedFromFlows(RED, node.id)) return closed();
+      const got = binding.account();
+      if ("problem" in got) return closed();
+      const account = got.account;
+      const guard = setTimeout(closed, 10_000);
+      revokeCalendarPasses(account.core.passes, node.id)
+        .then((revoked) => {
+          for (const p of revoked)
+            account.core.events.emit(
+              "pass",
+              "revoked",
+              `the pass of ${p.guest} was revoked: its door-pass node was deleted`,
+              {
+                id: p.id,
+                guest: p.guest,
+                ref: p.ref,
+              },
+            );
+        })
+        .catch((e: unknown) =>
+          node.warn(`door-pass: the deleted node's passes could not be revoked: ${describeThrown(e)}`),
+        )
+        .finally(() => {
+          clearTimeout(guard);
+          closed();
+        });
+    });
 
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);
@@ -95,8 +292,6 @@ export = function register(RED: NodeAPI): void {
       const work = (async () => {
         const got = binding.account();
         if ("problem" in got) return fail("session-halted", got.problem);
-        const account = got.account;
-        const book = account.core.passes;
         let payload: Record<string, unknown>;
         try {
           const p = m.payload;
@@ -104,100 +299,15 @@ export = function register(RED: NodeAPI): void {
         } catch (e) {
           return fail("invalid-input", `msg.payload could not be read: ${describeThrown(e)}`);
         }
-        const action = payload.action;
-        const answer = (out: Record<string, unknown>, text: string) => {
+        const answer = (out: Record<string, unknown>, text: string, more: Record<string, unknown>[] = []) => {
+          // One answer per pass (a ref may name several): the first on this message, the others on copies.
+          for (const o of more) send({ ...RED.util.cloneMessage(m), payload: o });
           m.payload = out;
           send(m);
           binding.setResult({ fill: "green", shape: "dot", text: `${text} ${clockTime(Date.now(), zone)}` });
           done();
         };
-        if (action === "issue") {
-          const checked = checkIssue(payload);
-          if (!checked.ok) return fail("invalid-input", checked.problems.join("; "));
-          let doors: PassDoor[];
-          try {
-            doors = await resolveDoors(account, checked.request.doors);
-          } catch (e) {
-            return fail(e instanceof PassInputError ? "invalid-input" : "error", (e as Error).message);
-          }
-          const r = checked.request;
-          const { pass, code } = await book.issue(
-            {
-              guest: r.guest,
-              doors,
-              from: r.from,
-              until: r.until,
-              uses: r.uses,
-              ref: r.ref,
-              ...hoursOf({ schedule: r.schedule ?? undefined, timeZone: r.timeZone ?? undefined }),
-            },
-            typeof codeLength === "number" ? codeLength : 8,
-          );
-          account.core.events.emit(
-            "pass",
-            "issued",
-            `a pass for ${pass.guest} was issued: ${windowText(pass, Date.now(), zone)}`,
-            {
-              id: pass.id,
-              guest: pass.guest,
-              ref: pass.ref,
-              doors: pass.doors,
-              from: pass.from,
-              until: pass.until,
-            },
-          );
-          // The code goes out in this one message; the book keeps only its hash (docs/passes.md#issue).
-          return answer(
-            {
-              action: "issued",
-              id: pass.id,
-              code,
-              guest: pass.guest,
-              doors: pass.doors,
-              from: pass.from,
-              until: pass.until,
-              uses: pass.uses,
-              ref: pass.ref,
-              ...hoursOf(pass),
-            },
-            "issued",
-          );
-        }
-        if (action === "revoke") {
-          const id = typeof payload.id === "string" && payload.id !== "" ? payload.id : undefined;
-          const ref =
-            typeof payload.ref === "string" || typeof payload.ref === "number" ? String(payload.ref) : undefined;
-          if (id === undefined && ref === undefined) return fail("invalid-input", "revoke: give the pass's id or ref");
-          const revoked = await book.revoke({ id, ref });
-          if (revoked.length === 0)
-            return fail(
-              "not-found",
-              `revoke: no pass ${id !== undefined ? `with id ${id}` : `with ref ${ref}`} that is not revoked already`,
-            );
-          for (const p of revoked)
-            account.core.events.emit("pass", "revoked", `the pass of ${p.guest} was revoked`, {
-              id: p.id,
-              guest: p.guest,
-              ref: p.ref,
-            });
-          // One answer per pass (a ref may name several): the first on this message, the others on copies.
-          const [first, ...more] = revoked;
-          for (const p of more) send({ ...RED.util.cloneMessage(m), payload: { action: "revoked", id: p.id } });
-          return answer({ action: "revoked", id: first.id }, "revoked");
-        }
-        if (action === "sync") {
-          if (poller === null) return fail("invalid-input", "sync: this node has no booking calendar (calendarUrl)");
-          lastCounts = { issued: 0, updated: 0, revoked: 0 };
-          const r = await poller.poll();
-          if (r.kind === "failed") return fail("calendar-failed", `sync: ${r.problem}`);
-          return answer({ action: "synced", ...lastCounts }, "synced");
-        }
-        if (action === "list") {
-          const passes = await book.list();
-          const live = passes.filter((p) => p.state === "active" || p.state === "upcoming").length;
-          return answer({ action: "list", passes }, `${live} live`);
-        }
-        return fail("invalid-input", `msg.payload.action must be "issue", "revoke", "list" or "sync"`);
+        await act(node, { account: got.account, payload, answer, fail, zone }, digits, calendar);
       })();
       binding.track(work).catch((e: Error) => fail("error", describeThrown(e)));
     });

@@ -34,6 +34,7 @@ import {
   endMessage,
 } from "../shared/node-runtime.js";
 import { LockoutEvents, tellUnlock } from "./unlock-events.js";
+import { serveGuestWords } from "./guest-words.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -111,14 +112,14 @@ function removeSecret(m: Record<string, unknown>, key: "pin" | "pass"): boolean 
 }
 
 export = function register(RED: NodeAPI): void {
+  // docs/passes.md#the-guest-pages-languages: the guest page's words, in the guest's language.
+  serveGuestWords(RED);
   function DoorUnlock(this: Node, config: UnlockDef) {
     RED.nodes.createNode(this, config);
     const node = this;
     const acceptPasses = config.acceptPasses === true || config.acceptPasses === "true";
     const access = readRules(config, (node.credentials as { pin?: unknown } | undefined)?.pin, acceptPasses);
     const rules: AccessState | null = access?.ok ? access.state : null;
-    // A guest reads "code", never "PIN" (docs/passes.md#at-a-door-unlock).
-    if (rules !== null && acceptPasses) rules.tries = "codes";
     if (access && !access.ok) node.error(`door-unlock: ${access.message}`); // never names the PIN
     /** The node's own state over whatever the binding shows: rules unreadable, a lockout, or "· rules". */
     const pinMissing = markedSecretMissing(config, (node.credentials as { pin?: unknown } | undefined)?.pin);
@@ -146,7 +147,7 @@ export = function register(RED: NodeAPI): void {
         return {
           fill: "red",
           shape: "dot",
-          text: `locked: ${l.wrongPins} wrong ${access.state.tries}, until ${until}`,
+          text: `locked: ${l.wrongPins} wrong ${access.state.tries()}, until ${until}`,
           pinRequired,
         };
       }

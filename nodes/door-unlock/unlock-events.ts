@@ -82,16 +82,16 @@ export class LockoutEvents {
         const until = new Date(l.until).toISOString();
         // The message in local time in the rules' zone; the `until` field stays ISO (docs/events.md#rule).
         const local = `${this.rules.rules.formatClock(l.until)} (${this.rules.rules.timeZone})`;
-        const codes = this.rules.tries === "codes";
+        const codes = this.rules.tries() === "codes";
         hub.emit(
           "rule",
           "locked-out",
-          `${this.node}: ${l.wrongPins} wrong ${this.rules.tries}; the node refuses every message until ${local}. If nobody you know typed them, someone is guessing ${codes ? "a code" : "the PIN"}`,
+          `${this.node}: ${l.wrongPins} wrong ${this.rules.tries()}; the node refuses every message until ${local}. If nobody you know typed them, someone is guessing ${codes ? "a code" : "the PIN"}`,
           { node: this.node, until, wrongPins: l.wrongPins },
         );
       } else if (!l.locked && this.told !== null) {
         this.told = null;
-        const word = this.rules.tries === "codes" ? "codes" : "PINs";
+        const word = this.rules.tries() === "codes" ? "codes" : "PINs";
         hub?.emit("rule", "lockout-ended", `${this.node}: the lockout is over; the node takes ${word} again`, {
           node: this.node,
         });

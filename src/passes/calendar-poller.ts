@@ -70,11 +70,25 @@ export class CalendarPoller {
 
   constructor(
     private readonly settings: CalendarSettings,
-    private readonly apply: (bookings: Booking[], skipped: number) => Promise<void>,
+    /**
+     * `stamp`: what `stamp()` gave as this read began (null when it could not). "superseded": a
+     * read begun later (another instance's) applies the feed; this one was not applied. false:
+     * applied in part (nothing issued yet): the next read reads the feed in full again.
+     */
+    private readonly apply: (
+      bookings: Booking[],
+      skipped: number,
+      stamp: number | null,
+    ) => Promise<boolean | void | "superseded">,
     /** `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else `apply`). */
     private readonly onProblem: (problem: string | null, reason?: string) => void,
     private readonly now: () => number = Date.now,
     private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
+    /**
+     * Called as a read begins, before its request: the order of the reads of this calendar among
+     * every instance (docs/passes.md#from-a-booking-calendar), handed to `apply`.
+     */
+    private readonly stamp: () => Promise<number | null> = () => Promise.resolve(null),
   ) {}
 
   /** Reads now and then every everyMinutes. */
@@ -99,11 +113,23 @@ export class CalendarPoller {
     if (this.stopped) return Promise.resolve({ kind: "failed", problem: "the node is stopping" });
     this.running ??= this.readOnce().finally(() => {
       this.running = null;
+      if (this.again && !this.stopped) {
+        this.again = false;
+        void this.poll().catch(() => undefined);
+      }
     });
     return this.running;
   }
 
+  private again = false;
+
+  /** One more read once the one in progress has ended (another instance read a newer answer meanwhile). */
+  readAgain(): void {
+    this.again = true;
+  }
+
   private async readOnce(): Promise<PollResult> {
+    const stamp = await this.stamp().catch(() => null);
     const r = await this.fetchFeed();
     if (r.kind === "failed") {
       this.onProblem(r.problem, "fetch");
@@ -115,8 +141,16 @@ export class CalendarPoller {
       this.onProblem(feed.problem, "feed");
       return { kind: "failed", problem: feed.problem };
     }
+    let whole: boolean | void;
     try {
-      await this.apply(feed.bookings, feed.skipped);
+      const applied = await this.apply(feed.bookings, feed.skipped, stamp);
+      if (applied === "superseded") {
+        // No ETag kept: the next read is in full, whatever the later read did.
+        this.etag = null;
+        this.lastModified = null;
+        return { kind: "unchanged" };
+      }
+      whole = applied;
     } catch (e) {
       // Not applied: the next read tries again (no ETag kept, so it is read again in full).
       this.etag = null;
@@ -125,8 +159,8 @@ export class CalendarPoller {
       this.onProblem((e as Error).message, typeof reason === "string" ? reason : "apply");
       return { kind: "failed", problem: (e as Error).message };
     }
-    this.etag = r.etag;
-    this.lastModified = r.lastModified;
+    this.etag = whole === false ? null : r.etag;
+    this.lastModified = whole === false ? null : r.lastModified;
     this.onProblem(null);
     return { kind: "read", bookings: feed.bookings, skipped: feed.skipped };
   }

@@ -14,6 +14,49 @@ export interface CalendarSettings {
   timeZone: string;
   bufferBeforeMin: number;
   bufferAfterMin: number;
+  /** Summaries of events that mark blocked time, as matchKey() makes them: such events are no booking. Absent: the defaults. */
+  blocked?: string[];
+  /** The guest of a booking whose summary is a platform's placeholder ("Reserved"), before the phone's last 4 digits. Absent: "Guest". */
+  placeholderGuest?: string;
+}
+
+/**
+ * What the big platforms write for time the host blocked or another channel took
+ * (docs/passes.md#blocked-time-and-placeholder-names): Airbnb, Booking.com, other channel managers.
+ */
+export const DEFAULT_BLOCKED = [
+  "Airbnb (Not available)",
+  "CLOSED - Not available",
+  "Blocked",
+  "Not available",
+  "Unavailable",
+];
+/** Summaries that name no guest: Airbnb's "Reserved", other channel managers' words. */
+export const PLACEHOLDERS = ["Reserved", "Reservation", "Booked"];
+export const MAX_BLOCKED = 50;
+
+/** A summary as it is compared with the markers: whole, case ignored, spaces at either end and runs of spaces ignored. */
+export function matchKey(summary: string): string {
+  return summary.trim().replace(/\s+/g, " ").toLowerCase();
+}
+
+/** The node's list of blocked-time markers: one a line (a string, as the dialog stores it) or an array; absent: the defaults. */
+export function blockedList(v: unknown, problems: string[] = []): string[] {
+  if (v === undefined || v === null) return DEFAULT_BLOCKED.map(matchKey);
+  const raw: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(/\r?\n/) : [v];
+  const out: string[] = [];
+  for (const x of raw) {
+    if (typeof x !== "string") {
+      problems.push("blocked: one summary a line (text)");
+      continue;
+    }
+    const k = matchKey(x);
+    if (k === "") continue;
+    if (k.length > 200) problems.push("blocked: at most 200 characters a line");
+    else if (!out.includes(k)) out.push(k);
+  }
+  if (out.length > MAX_BLOCKED) problems.push(`blocked: at most ${MAX_BLOCKED} summaries`);
+  return out;
 }
 
 /**
@@ -84,6 +127,12 @@ export function checkCalendarSettings(
   }
   const before = minutes(c.bufferBefore, 0, "bufferBefore", problems);
   const after = minutes(c.bufferAfter, 0, "bufferAfter", problems);
+  const blocked = blockedList(c.blocked, problems);
+  const named = typeof c.placeholderGuest === "string" ? c.placeholderGuest.trim().replace(/\s+/g, " ") : "";
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
+  if (named.length > 80 || /[\u0000-\u001f\u007f]/.test(named))
+    problems.push("placeholderGuest: at most 80 characters, no control characters");
+  const nodeName = typeof c.name === "string" ? c.name.trim().replace(/\s+/g, " ").slice(0, 80) : "";
   if (problems.length > 0) return { ok: false, problems };
   return {
     ok: true,
@@ -95,6 +144,8 @@ export function checkCalendarSettings(
       timeZone: zone,
       bufferBeforeMin: before,
       bufferAfterMin: after,
+      blocked,
+      placeholderGuest: named !== "" ? named : nodeName !== "" ? `${nodeName} guest` : "Guest",
     },
   };
 }

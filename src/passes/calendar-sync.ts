@@ -92,6 +92,8 @@ async function planOf(
   bookings: readonly Booking[],
   doors: PassDoor[] | null,
   now: number,
+  /** `issue: false`: no new pass (the node's output reaches nobody: docs/passes.md#no-code-goes-nowhere); changes and revocations still apply. */
+  issue: boolean,
 ): Promise<Plan> {
   const all = await book.fromSource(source);
   const mine = all.filter((p) => p.revoked === null);
@@ -115,13 +117,25 @@ async function planOf(
     seen.add(b.ref);
     const p = byRef.get(b.ref);
     if (p === undefined) {
-      if (doors !== null && !handRevoked.has(b.ref))
-        plan.issue.push({ guest: b.guest, doors, from: b.from, until: b.until, uses: null, ref: b.ref, source });
+      if (doors !== null && issue && !handRevoked.has(b.ref))
+        plan.issue.push({
+          guest: b.guest,
+          doors,
+          from: b.from,
+          until: b.until,
+          uses: null,
+          ref: b.ref,
+          source,
+          ...(b.booking !== undefined ? { booking: b.booking } : {}),
+        });
       continue;
     }
     if (doors !== null) {
       if (p.guest !== b.guest || p.from !== b.from || p.until !== b.until || !sameDoors(p.doors, doors))
-        plan.update.push({ id: p.id, change: { guest: b.guest, doors, from: b.from, until: b.until } });
+        plan.update.push({
+          id: p.id,
+          change: { guest: b.guest, doors, from: b.from, until: b.until, booking: b.booking },
+        });
       continue;
     }
     // Doors unknown: only ever narrower.
@@ -130,7 +144,7 @@ async function planOf(
     if (!(Date.parse(until) > Date.parse(from))) {
       if (isLive(p, now)) plan.revoke.push(p);
     } else if (p.guest !== b.guest || from !== p.from || until !== p.until)
-      plan.update.push({ id: p.id, change: { guest: b.guest, doors: p.doors, from, until } });
+      plan.update.push({ id: p.id, change: { guest: b.guest, doors: p.doors, from, until, booking: b.booking } });
   }
   plan.revoke.push(...live.filter((p) => p.ref === null || !seen.has(p.ref)));
   return plan;
@@ -143,9 +157,14 @@ export async function applyBookings(
   doors: PassDoor[] | null,
   codeLength: number,
   now: number,
-  capacity: number = MAX_PASSES,
+  /**
+   * `issue: false`: no new pass, as the node's output reaches nobody (docs/passes.md#no-code-goes-nowhere);
+   * changes and revocations still apply. `capacity`: the account's (MAX_PASSES).
+   */
+  opts: { issue?: boolean; capacity?: number } = {},
 ): Promise<SyncChanges> {
-  const plan = await planOf(book, source, bookings, doors, now);
+  const capacity = opts.capacity ?? MAX_PASSES;
+  const plan = await planOf(book, source, bookings, doors, now, opts.issue !== false);
   if (plan.issue.length > 0) {
     // Counted before anything is written: the passes the account keeps (every source's) and the new ones.
     const kept = (await book.list()).length;

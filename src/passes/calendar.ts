@@ -8,8 +8,9 @@
  */
 import ICAL from "ical.js";
 import { isoTimeExists } from "../util/iso-time.js";
-import { controlCharsAsSpaces } from "../util/text.js";
-import type { CalendarSettings } from "./calendar-settings.js";
+import { clip, controlCharsAsSpaces } from "../util/text.js";
+import { type CalendarSettings, DEFAULT_BLOCKED, PLACEHOLDERS, matchKey } from "./calendar-settings.js";
+import type { BookingInfo } from "./pass.js";
 
 export { type CalendarSettings, checkCalendarSettings } from "./calendar-settings.js";
 
@@ -25,6 +26,8 @@ export const MAX_PAST_OCCURRENCES = 50_000;
 /** More bookings than this in one feed are not applied (a feed gone wrong). */
 export const MAX_BOOKINGS = 20_000;
 
+export type { BookingInfo };
+
 const DAY_MS = 24 * 3600_000;
 
 /** One booking of the feed: a pass's ref, guest and window. */
@@ -33,9 +36,13 @@ export interface Booking {
   guest: string;
   from: string;
   until: string;
+  /** What the feed told of the booking (readFeed always gives it). */
+  booking?: BookingInfo;
 }
 
-export type FeedRead = { ok: true; bookings: Booking[]; skipped: number } | { ok: false; problem: string };
+/** `blocked`: events skipped as blocked time (never a booking). */
+export type FeedRead =
+  { ok: true; bookings: Booking[]; skipped: number; blocked: number } | { ok: false; problem: string };
 
 /** The zone's offset from UTC at `at` (ms). */
 function offsetAt(at: number, fmt: Intl.DateTimeFormat): number {
@@ -135,10 +142,18 @@ function windowOf(start: ICAL.Time, end: ICAL.Time, s: CalendarSettings): { from
   return until > from && Number.isFinite(from) && Number.isFinite(until) ? { from, until } : null;
 }
 
-const DATE_PROPS = new Set(["dtstart", "dtend", "recurrence-id"]);
+const DATE_PROPS = new Set(["dtstart", "dtend", "recurrence-id", "rdate", "exdate"]);
+
+/** Whether a value of a date property exists: a date or date-time does; a duration (a period's end) is not a date. */
+function valueExists(v: unknown): boolean {
+  if (Array.isArray(v)) return v.every(valueExists); // a period: [start, end or duration]
+  if (typeof v !== "string" || !/^\d/.test(v)) return true;
+  return isoTimeExists(v);
+}
 
 /**
- * Whether the event's start, end and recurrence id name dates and times that exist (ical.js would
+ * Whether the event's start, end, recurrence id, extra and excluded dates (RDATE, EXDATE, every
+ * value of each) and its repeat's end (RRULE UNTIL) name dates and times that exist (ical.js would
  * move 30 February to 2 March). Read from the parsed properties as written (jCal), without making
  * ical.js's property objects.
  */
@@ -146,16 +161,58 @@ function datesExist(c: ICAL.Component): boolean {
   const props = (c.jCal as unknown[])[1];
   if (!Array.isArray(props)) return true;
   for (const p of props as unknown[][]) {
-    if (Array.isArray(p) && DATE_PROPS.has(p[0] as string) && typeof p[3] === "string" && !isoTimeExists(p[3]))
+    if (!Array.isArray(p)) continue;
+    if (DATE_PROPS.has(p[0] as string) && !p.slice(3).every(valueExists)) return false;
+    if (
+      p[0] === "rrule" &&
+      typeof p[3] === "object" &&
+      p[3] !== null &&
+      !valueExists((p[3] as { until?: unknown }).until)
+    )
       return false;
   }
   return true;
 }
 
-function guestOf(summary: unknown): string {
-  const s = typeof summary === "string" ? controlCharsAsSpaces(summary).trim() : "";
-  return (s || "guest").slice(0, 100);
+/** A feed's text on one line (control characters as spaces), trimmed and clipped. */
+function clean(v: unknown, max: number): string {
+  return typeof v === "string" ? clip(controlCharsAsSpaces(v).trim(), max) : "";
 }
+
+const PLACEHOLDER_KEYS = new Set(PLACEHOLDERS.map(matchKey));
+const PHONE_LAST4 = /Phone Number \(Last 4 Digits\):[ \t]*(\d{4})(?!\d)/i;
+const RESERVATION_URL = /Reservation URL:[ \t]*(https:\/\/[^\s<>"]{1,300})/i;
+
+/** The feed's summary and the details its description gives (Airbnb's lines). */
+function infoOf(item: ICAL.Event): BookingInfo {
+  const description = item.description;
+  const d = typeof description === "string" ? description.slice(0, 20_000) : "";
+  const phone = PHONE_LAST4.exec(d);
+  const link = RESERVATION_URL.exec(d);
+  let url: string | null = null;
+  if (link) {
+    try {
+      url = new URL(link[1]).href;
+    } catch {
+      url = null;
+    }
+  }
+  return { summary: clean(item.summary, 100), phoneLast4: phone ? phone[1] : null, url };
+}
+
+/** The guest: the summary, unless it is a placeholder ("Reserved"): then the host's name for a guest, and the phone's last 4 digits. */
+function guestOf(info: BookingInfo, s: CalendarSettings): string {
+  if (info.summary !== "" && !PLACEHOLDER_KEYS.has(matchKey(info.summary))) return info.summary;
+  const base = s.placeholderGuest || "Guest";
+  return clip(info.phoneLast4 !== null ? `${base} ${info.phoneLast4}` : base, 100);
+}
+
+/** An event that marks blocked time (its summary one of the node's markers): no booking. */
+function isBlocked(item: ICAL.Event, s: CalendarSettings): boolean {
+  const blocked = s.blocked ?? DEFAULT_KEYS;
+  return blocked.length > 0 && typeof item.summary === "string" && blocked.includes(matchKey(item.summary));
+}
+const DEFAULT_KEYS = DEFAULT_BLOCKED.map(matchKey);
 
 /**
  * Reads a feed's text into bookings: every event not cancelled, each occurrence of a recurring one
@@ -188,54 +245,74 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
   }
   const bookings: Booking[] = [];
   let skipped = 0;
+  let blocked = 0;
   const horizon = now + RECUR_HORIZON_MS;
   let past = 0;
   const cancelled = (c: ICAL.Component) =>
     String(c.getFirstPropertyValue("status") ?? "").toUpperCase() === "CANCELLED";
   for (const [uid, ev] of masters) {
-    if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
-    if (cancelled(ev.component)) continue;
-    if (!ev.startDate || !datesExist(ev.component)) {
-      skipped++;
-      continue;
-    }
-    if (!ev.isRecurring()) {
-      const w = windowOf(ev.startDate, ev.endDate ?? ev.startDate, s);
-      if (w === null) skipped++;
-      else if (w.until > now)
-        bookings.push({ ref: uid, guest: guestOf(ev.summary), from: iso(w.from), until: iso(w.until) });
-      continue;
-    }
-    const it = ev.iterator();
-    // MAX_OCCURRENCES to come; the ones over before now are counted apart (MAX_PAST_OCCURRENCES).
-    for (let i = 0; i < MAX_OCCURRENCES;) {
-      const next = it.next();
-      if (!next) break;
-      if (instantOf(next, s.timeZone) > horizon) break;
-      const o: Occurrence = ev.getOccurrenceDetails(next);
-      if (cancelled(o.item.component)) continue;
-      const w = datesExist(o.item.component) ? windowOf(o.startDate, o.endDate, s) : null;
-      if (w !== null && w.until <= now) {
-        if (++past > MAX_PAST_OCCURRENCES)
-          return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };
+    const mark = bookings.length;
+    try {
+      if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+      if (cancelled(ev.component)) continue;
+      if (!ev.isRecurring() && isBlocked(ev, s)) {
+        blocked++;
         continue;
       }
-      i++;
-      if (w === null) {
+      if (!ev.startDate || !datesExist(ev.component)) {
         skipped++;
         continue;
       }
-      bookings.push({
-        ref: `${uid}@${o.recurrenceId.toString()}`,
-        guest: guestOf(o.item.summary),
-        from: iso(w.from),
-        until: iso(w.until),
-      });
-      // Counted with every occurrence: one recurring event adds up to MAX_OCCURRENCES.
-      if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+      if (!ev.isRecurring()) {
+        const w = windowOf(ev.startDate, ev.endDate ?? ev.startDate, s);
+        if (w === null) skipped++;
+        else if (w.until > now) {
+          const info = infoOf(ev);
+          bookings.push({ ref: uid, guest: guestOf(info, s), from: iso(w.from), until: iso(w.until), booking: info });
+        }
+        continue;
+      }
+      const it = ev.iterator();
+      // MAX_OCCURRENCES to come; the ones over before now are counted apart (MAX_PAST_OCCURRENCES).
+      for (let i = 0; i < MAX_OCCURRENCES;) {
+        const next = it.next();
+        if (!next) break;
+        if (instantOf(next, s.timeZone) > horizon) break;
+        const o: Occurrence = ev.getOccurrenceDetails(next);
+        if (cancelled(o.item.component)) continue;
+        if (isBlocked(o.item, s)) {
+          blocked++;
+          continue;
+        }
+        const w = datesExist(o.item.component) ? windowOf(o.startDate, o.endDate, s) : null;
+        if (w !== null && w.until <= now) {
+          if (++past > MAX_PAST_OCCURRENCES)
+            return { ok: false, problem: `recurring events going back more than ${MAX_PAST_OCCURRENCES} occurrences` };
+          continue;
+        }
+        i++;
+        if (w === null) {
+          skipped++;
+          continue;
+        }
+        const info = infoOf(o.item);
+        bookings.push({
+          ref: `${uid}@${o.recurrenceId.toString()}`,
+          guest: guestOf(info, s),
+          from: iso(w.from),
+          until: iso(w.until),
+          booking: info,
+        });
+        // Counted with every occurrence: one recurring event adds up to MAX_OCCURRENCES.
+        if (bookings.length > MAX_BOOKINGS) return { ok: false, problem: `more than ${MAX_BOOKINGS} bookings` };
+      }
+    } catch {
+      // An event ical.js cannot expand (an RDATE given as a PERIOD): no booking, the rest of the feed is read.
+      bookings.length = mark;
+      skipped++;
     }
   }
-  return { ok: true, bookings, skipped };
+  return { ok: true, bookings, skipped, blocked };
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

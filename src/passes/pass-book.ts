@@ -3,25 +3,23 @@
  * runtime (every config-node copy and every door node of the account share it), kept in a file
  * beside the account's session (`door-access/passes-<id>.json`, written whole and atomically, mode
  * 0600) so passes outlive a deploy and a restart. A code is never stored: only its HMAC under the
- * account's pass key, a random key in its own file (`pass-key-<id>`, 0600) made with the first
- * pass, sealed as the session's pair is (src/session/pair-crypto.ts: AES-256-GCM under a key
- * derived from Node-RED's credential secret), so that a copy of the user directory without the
- * secret gives back no code. A plain key of the first version is sealed in place at the first read.
+ * account's pass key, a random key in its own file made with the first pass, sealed under
+ * Node-RED's credential secret (pass-key.ts).
  *
  * The use of a pass is taken in two steps, as a door's cooldown slot is: `reserve()` at the
  * check (synchronous, so two messages in one millisecond cannot both take a pass's last use) and
  * `commit()` before the command leaves (the count written to disk first) or `release()` when
  * nothing is sent.
  */
-import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
-import { type SealedPair, derivePairKey, openText, sealText } from "../util/seal.js";
 import { writeFileAtomic } from "../util/atomic-file.js";
 import { accountStoreId } from "../util/store-id.js";
 import {
+  type BookingInfo,
   type Pass,
   type PassDoor,
+  type PassRefusal,
   type PassView,
   codeHash,
   hoursOf,
@@ -34,6 +32,7 @@ import {
   viewOf,
 } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
+import { loadPassKey, passKeySealer } from "./pass-key.js";
 import type { ScheduleWindow } from "../util/week-schedule.js";
 
 /** Passes over (expired, used up or revoked) for this long are dropped from the file. */
@@ -52,6 +51,9 @@ export interface NewPass {
   ref: string | null;
   /** The door-pass node whose calendar makes it. */
   source?: string;
+  booking?: BookingInfo;
+  /** The door-pass node a flow's issue went through. */
+  node?: string;
   /** Weekly hours and their zone (docs/passes.md#issue); absent: at any hour. */
   schedule?: ScheduleWindow[];
   timeZone?: string;
@@ -66,6 +68,7 @@ export interface PassChange {
   doors: PassDoor[];
   from: string;
   until: string;
+  booking?: BookingInfo;
 }
 
 /** A use taken from a pass at the check: committed when the command leaves, released when not. */
@@ -76,51 +79,20 @@ export interface PassTicket {
   release(): void;
 }
 
-/** HKDF info of the key that seals the file book's pass key (changing it would make existing key files unreadable). */
-export const PASS_KEY_INFO = "door-access pass key file v1";
-
-/** The key that seals an account's pass key file: from Node-RED's credential secret; null without one. */
-export function passKeySealer(secret: string | null | undefined, accountKey: string): Buffer | null {
-  return secret ? derivePairKey(secret, accountKey, PASS_KEY_INFO) : null;
-}
-
-/** The pass key file's text: the key (hex) sealed under `sealer` (as is without a secret). */
-export function passKeyFileText(key: Buffer, sealer: Buffer | null): string {
-  return JSON.stringify({ v: 1, ...sealText(sealer, key.toString("hex")) }) + "\n";
-}
-
-/**
- * The key in a pass key file: sealed (this version), or plain hex (the first version's, or written
- * without a secret: `plain`, to be sealed once a secret is set); or why it cannot be read.
- */
-export function readPassKeyFile(text: string, sealer: Buffer | null): { key: Buffer; plain: boolean } | string {
-  const hex = (h: unknown) =>
-    typeof h === "string" && /^[0-9a-fA-F]{64}$/.test(h.trim()) ? Buffer.from(h.trim(), "hex") : null;
-  const old = hex(text);
-  if (old !== null) return { key: old, plain: true };
-  let file: Partial<SealedPair> & { v?: unknown };
-  try {
-    file = JSON.parse(text) as typeof file;
-  } catch {
-    return "is not a pass key";
-  }
-  if (file === null || typeof file !== "object" || file.v !== 1) return "is not a pass key";
-  let opened: string;
-  try {
-    opened = openText(sealer, file as SealedPair);
-  } catch {
-    return sealer === null
-      ? "is sealed, and Node-RED has no credential secret"
-      : "cannot be opened with Node-RED's credential secret (it was sealed under another)";
-  }
-  const key = hex(opened);
-  return key === null ? "is not a pass key" : { key, plain: file.enc === "none" };
-}
+export { passKeySealer } from "./pass-key.js";
 
 export class PassBookFull extends Error {}
 
 /** The store refused a use taken at the check (another instance took the last one, or the pass changed): nothing may be sent. */
-export class PassUseRefused extends Error {}
+export class PassUseRefused extends Error {
+  /** Why, in passCheck's words (`gone`: the pass no longer exists), for the guest's answer (docs/passes.md#at-a-door-unlock). */
+  constructor(
+    message: string,
+    readonly why: PassRefusal | "gone" = "gone",
+  ) {
+    super(message);
+  }
+}
 
 /**
  * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
@@ -140,20 +112,27 @@ export interface PassBook {
   issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   /** Runs a read of calendar `source` (a door-pass node id) once the earlier ones of this runtime have ended. */
   serially<T>(source: string, read: () => Promise<T>): Promise<T>;
+  /** The order of calendar `source`'s reads on every instance: a read's stamp, and whether none is later. */
+  readStamp(source: string): Promise<number>;
+  latestRead(source: string, stamp: number): Promise<boolean>;
   /** `byCalendar`: the calendar that made the pass revokes it (its booking is gone or cancelled). */
   revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]>;
   update(id: string, change: PassChange): Promise<Pass | null>;
+  /**
+   * A new code for the live pass `id` (docs/passes.md#a-new-code): the old one stops opening at
+   * once, the uses taken are kept; null when there is no such live pass.
+   */
+  reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   fromSource(source: string): Promise<Pass[]>;
   list(): Promise<PassView[]>;
+  /** How many live passes door-pass node `node` made (its calendar's and a flow's through it), without copying the book: its status. */
+  liveOf(node: string): Promise<number>;
   /** The pass with this code (a live one first), or null. Synchronous: after refresh(). */
   find(code: string): Pass | null;
   /** Takes one use of an active pass at door `deviceId`, or null when none is left. Synchronous. */
   reserve(p: Pass, deviceId?: number): PassTicket | null;
   inFlight(id: string): number;
 }
-
-const NOT_CHECKED =
-  "the passes issued before cannot be checked until it can be read again (then restart Node-RED); it is not written over";
 
 export class FilePassBook implements PassBook {
   private readonly index = new PassIndex();
@@ -200,48 +179,8 @@ export class FilePassBook implements PassBook {
     }
   }
 
-  /**
-   * The pass key: read (a plain one sealed in place when a secret is set), or made and written
-   * sealed when there is none. A key file that cannot be read or opened is never written over
-   * (docs/passes.md#where-passes-are-kept): passes issued meanwhile use a key kept in memory.
-   */
   private async loadKey(): Promise<void> {
-    let text: string;
-    try {
-      text = await fs.readFile(this.keyFile, "utf8");
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return this.makeKey();
-      this.onProblem(`the pass key ${this.keyFile} could not be read (${(e as Error).message}): ${NOT_CHECKED}`);
-      this.key = randomBytes(32);
-      return;
-    }
-    const read = readPassKeyFile(text, this.sealer);
-    if (typeof read === "string") {
-      this.onProblem(`the pass key ${this.keyFile} ${read}: ${NOT_CHECKED}`);
-      this.key = randomBytes(32);
-      return;
-    }
-    this.key = read.key;
-    if (read.plain && this.sealer !== null) {
-      // The same key, sealed (atomically, 0600): the passes issued under it keep opening.
-      try {
-        await writeFileAtomic(this.keyFile, passKeyFileText(read.key, this.sealer));
-      } catch (e) {
-        this.onProblem(
-          `the pass key ${this.keyFile} could not be sealed (${(e as Error).message}); tried again at the next start`,
-        );
-      }
-    }
-  }
-
-  private async makeKey(): Promise<void> {
-    const key = randomBytes(32);
-    this.key = key; // passes issued now work until a restart, also if it cannot be written
-    try {
-      await writeFileAtomic(this.keyFile, passKeyFileText(key, this.sealer));
-    } catch (e) {
-      this.onProblem(`the pass key ${this.keyFile} could not be written (${(e as Error).message})`);
-    }
+    this.key = await loadPassKey(this.keyFile, this.sealer, this.onProblem);
   }
 
   private add(p: Pass): void {
@@ -293,6 +232,14 @@ export class FilePassBook implements PassBook {
     return this.index.serially(source, read);
   }
 
+  readStamp(source: string): Promise<number> {
+    return Promise.resolve(this.index.readStamp(source));
+  }
+
+  latestRead(source: string, stamp: number): Promise<boolean> {
+    return Promise.resolve(this.index.latestRead(source, stamp));
+  }
+
   /** Revokes the passes with this id or ref (several for one ref); returns those it revoked. */
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.ready();
@@ -330,6 +277,7 @@ export class FilePassBook implements PassBook {
     p.doors = change.doors.map((d) => ({ ...d }));
     p.from = change.from;
     p.until = change.until;
+    if (change.booking !== undefined) p.booking = { ...change.booking };
     const copy = structuredClone(p); // made now, as at issue
     try {
       await this.save();
@@ -338,6 +286,28 @@ export class FilePassBook implements PassBook {
       throw e;
     }
     return copy;
+  }
+
+  async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.ready();
+    const now = this.now();
+    const p = this.index.passes.get(id);
+    if (!p || !isLive(p, now)) return null;
+    const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
+    const before = p.hash;
+    // Indexed under the new hash from here: the old code finds nothing any more.
+    this.drop(p);
+    p.hash = hash;
+    this.add(p);
+    try {
+      await this.save();
+    } catch (e) {
+      this.drop(p);
+      p.hash = before;
+      this.add(p);
+      throw e;
+    }
+    return { pass: structuredClone(p), code };
   }
 
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
@@ -350,6 +320,11 @@ export class FilePassBook implements PassBook {
     await this.ready();
     const now = this.now();
     return [...this.index.passes.values()].map((p) => viewOf(p, now));
+  }
+
+  async liveOf(node: string): Promise<number> {
+    await this.ready();
+    return this.index.liveOf(node, this.now());
   }
 
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */
@@ -377,7 +352,7 @@ export class FilePassBook implements PassBook {
         const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live, this.now()));
+          throw new PassUseRefused(refusalText(why, live, this.now()), why);
         }
         const first = live.used === 0;
         live.used++;
@@ -434,27 +409,38 @@ export function makePass(
   now: number,
   taken: (hash: string) => boolean,
 ): { pass: Pass; code: string } {
+  const { code, hash } = freshCode(key, codeLength, taken);
+  const pass: Pass = {
+    id: newPassId(),
+    guest: n.guest,
+    doors: n.doors.map((d) => ({ ...d })),
+    from: n.from,
+    until: n.until,
+    uses: n.uses,
+    used: 0,
+    ref: n.ref,
+    revoked: null,
+    firstUsed: null,
+    issued: new Date(now).toISOString(),
+    hash,
+    ...(n.source !== undefined ? { source: n.source } : {}),
+    ...(n.booking !== undefined ? { booking: { ...n.booking } } : {}),
+    ...(n.node !== undefined ? { node: n.node } : {}),
+    ...hoursOf(n),
+  };
+  return { pass, code };
+}
+
+/** A fresh code and its hash, unique among the live passes (`taken`). */
+export function freshCode(
+  key: Buffer,
+  codeLength: number,
+  taken: (hash: string) => boolean,
+): { code: string; hash: string } {
   for (let i = 0; i <= 50; i++) {
     const code = newCode(codeLength);
     const hash = codeHash(key, code);
-    if (taken(hash)) continue;
-    const pass: Pass = {
-      id: newPassId(),
-      guest: n.guest,
-      doors: n.doors.map((d) => ({ ...d })),
-      from: n.from,
-      until: n.until,
-      uses: n.uses,
-      used: 0,
-      ref: n.ref,
-      revoked: null,
-      firstUsed: null,
-      issued: new Date(now).toISOString(),
-      hash,
-      ...(n.source !== undefined ? { source: n.source } : {}),
-      ...hoursOf(n),
-    };
-    return { pass, code };
+    if (!taken(hash)) return { code, hash };
   }
   throw new PassBookFull(`no unused ${codeLength}-digit code found: use a longer codeLength`);
 }

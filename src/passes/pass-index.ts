@@ -56,12 +56,32 @@ export class PassIndex {
     return run;
   }
 
+  private readonly stamps = new Map<string, number>();
+
+  /** A file book is one runtime's: the stamps of a calendar's reads are counted in memory. */
+  readStamp(source: string): number {
+    const n = (this.stamps.get(source) ?? 0) + 1;
+    this.stamps.set(source, n);
+    return n;
+  }
+
+  latestRead(source: string, stamp: number): boolean {
+    return (this.stamps.get(source) ?? 0) <= stamp;
+  }
+
   /** The pass with this code (a live one first), or null. */
   find(key: Buffer, code: string, now: number): Pass | null {
     const ids = this.byHash.get(codeHash(key, code));
     if (!ids) return null;
     const all = ids.map((id) => this.passes.get(id)).filter((p): p is Pass => p !== undefined);
     return all.find((p) => isLive(p, now)) ?? all[all.length - 1] ?? null;
+  }
+
+  /** How many live passes door-pass node `node` made (its calendar's, or a flow's through it). */
+  liveOf(node: string, now: number): number {
+    let n = 0;
+    for (const p of this.passes.values()) if ((p.source ?? p.node) === node && isLive(p, now)) n++;
+    return n;
   }
 
   /** Whether a live pass has this code hash (a new code must not be one). */

@@ -38,6 +38,17 @@ export interface PassDoor {
   door: string | null;
 }
 
+/**
+ * What a booking calendar's feed told of a pass's booking (docs/passes.md#blocked-time-and-placeholder-names):
+ * its summary as written, and where the description gives them (Airbnb), the guest's phone's last
+ * 4 digits and the link to the reservation.
+ */
+export interface BookingInfo {
+  summary: string;
+  phoneLast4: string | null;
+  url: string | null;
+}
+
 /** A pass as stored: never its code, only the code's keyed hash. */
 export interface Pass {
   id: string;
@@ -61,6 +72,10 @@ export interface Pass {
   hash: string;
   /** The door-pass node whose booking calendar made it (docs/passes.md#from-a-booking-calendar); absent: a flow's. */
   source?: string;
+  /** A calendar's pass: what the feed told of its booking when it was issued or last updated. */
+  booking?: BookingInfo;
+  /** The door-pass node a flow's `issue` went through (docs/passes.md#in-the-sidebar); a calendar's pass has `source`. */
+  node?: string;
   /** Weekly hours (docs/passes.md#issue): within [from, until) it opens only inside these windows; absent: at any hour. */
   schedule?: ScheduleWindow[];
   /** The IANA zone the schedule is read in (resolved when issued). */
@@ -80,6 +95,10 @@ export interface PassView {
   used: number;
   ref: string | null;
   state: PassState;
+  booking?: BookingInfo;
+  /** The door-pass node that made it (docs/passes.md#in-the-sidebar): its calendar's (`calendar: true`) or a flow's issue through it. */
+  node?: string;
+  calendar?: boolean;
   schedule?: ScheduleWindow[];
   timeZone?: string;
 }
@@ -172,7 +191,9 @@ export function nextOpen(p: Pass, start: number): number | null {
 
 /** The zone a text about pass `p` gives its times in: the pass's, else the node's (`zone`), else the runtime's. */
 function textZone(p: Pass, zone: string | undefined): string {
-  return p.timeZone ?? zone ?? runtimeZone() ?? "UTC";
+  const own = (p as { timeZone?: unknown }).timeZone;
+  if (typeof own === "string" && own !== "") return own;
+  return zone || runtimeZone() || "UTC";
 }
 
 /**
@@ -195,8 +216,8 @@ function opensText(p: Pass, subject: string, start: number, now: number, zone: s
 
 /**
  * A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists).
- * Times are local time, never ISO UTC: in the pass's zone, else `zone` (the door-unlock node's),
- * else the runtime's. A pass with weekly hours names when it next opens.
+ * Times are local time, never ISO UTC: in the pass's own zone, else `zone` (the door-unlock
+ * node's), else the runtime's. A pass with weekly hours names when it next opens.
  */
 export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zone?: string): string {
   const z = textZone(p, zone);
@@ -206,11 +227,11 @@ export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zon
     case "used-up":
       return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
     case "expired":
-      return `this pass expired at ${formatOpening(Date.parse(p.until), now, z)}`;
+      return `this pass expired on ${localDateTime(Date.parse(p.until), z)}`;
     case "upcoming":
       return p.schedule !== undefined && p.schedule.length > 0
         ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now, z)}`
-        : `this pass is not valid yet: it opens from ${formatOpening(Date.parse(p.from), now, z)}`;
+        : `this pass is not valid yet: it opens on ${localDateTime(Date.parse(p.from), z)}`;
     case "closed":
       return opensText(p, "this code", now, now, z);
     case "door":
@@ -219,6 +240,29 @@ export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zon
       return "this pass no longer exists";
   }
 }
+
+/**
+ * `at` as a person reads it (docs/passes.md#at-a-door-unlock): "Tuesday 1 December 11:00
+ * (Europe/Oslo)", on the wall clock of `zone` (absent or unknown: the runtime's zone).
+ */
+export function localDateTime(at: number, zone?: string): string {
+  let f: Intl.DateTimeFormat;
+  try {
+    f = new Intl.DateTimeFormat("en-GB", { timeZone: zone || undefined, ...LOCAL_PARTS });
+  } catch {
+    f = new Intl.DateTimeFormat("en-GB", LOCAL_PARTS);
+  }
+  const part = (t: string) => f.formatToParts(at).find((x) => x.type === t)?.value ?? "";
+  return `${part("weekday")} ${part("day")} ${part("month")} ${part("hour")}:${part("minute")} (${f.resolvedOptions().timeZone})`;
+}
+const LOCAL_PARTS: Intl.DateTimeFormatOptions = {
+  weekday: "long",
+  day: "numeric",
+  month: "long",
+  hour: "2-digit",
+  minute: "2-digit",
+  hourCycle: "h23",
+};
 
 /** A pass that may still open a door, now or later: its code stays unique among these. */
 export function isLive(p: Pass, now: number): boolean {
@@ -237,6 +281,12 @@ export function viewOf(p: Pass, now: number): PassView {
     used: p.used,
     ref: p.ref,
     state: passState(p, now),
+    ...(p.booking !== undefined ? { booking: { ...p.booking } } : {}),
+    ...(p.source !== undefined
+      ? { node: p.source, calendar: true }
+      : p.node !== undefined
+        ? { node: p.node, calendar: false }
+        : {}),
     ...hoursOf(p),
   };
 }

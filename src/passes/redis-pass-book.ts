@@ -15,10 +15,9 @@
  *   for it, so that a booking's pass is issued by one script only if none is kept unrevoked, by
  *   whichever instance comes first (field `""`: the passes kept before it existed are in it).
  *
- * A use is counted by one Lua script, atomic in Redis: it checks the pass as stored (revoked,
- * window, door, uses left) and only then counts the use. Two instances racing for a pass's last
- * use: one script counts it, the other is refused, so one command is sent. A change (issue,
- * revoke, update) is written only over the revision it was made from (compare-and-set).
+ * A use is counted by one Lua script, atomic in Redis: it checks the pass as stored (revoked, window,
+ * door, uses left) and only then counts it (of two instances racing for a last use, one is refused).
+ * A change (issue, revoke, update, reissue) is written only over the revision it was made from (CAS).
  */
 import { randomBytes } from "node:crypto";
 import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf, withinHours } from "./pass.js";
@@ -34,6 +33,7 @@ import {
   type PassChange,
   type PassTicket,
   PassUseRefused,
+  freshCode,
   makePass,
   wellFormed,
 } from "./pass-book.js";
@@ -359,6 +359,16 @@ export class RedisPassBook implements PassBook {
     return this.index.serially(source, read);
   }
 
+  /** A counter per calendar in Redis (`pass-read:<node id>`), shared by every instance. */
+  async readStamp(source: string): Promise<number> {
+    return Number(await this.redis.command<number>(["INCR", this.redis.keyOf(`pass-read:${source}`)]));
+  }
+
+  async latestRead(source: string, stamp: number): Promise<boolean> {
+    const now = await this.redis.command<string | null>(["GET", this.redis.keyOf(`pass-read:${source}`)]);
+    return Number(now ?? 0) <= stamp;
+  }
+
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
     await this.refresh();
     const at = new Date(this.now()).toISOString();
@@ -381,7 +391,17 @@ export class RedisPassBook implements PassBook {
       doors: change.doors.map((d) => ({ ...d })),
       from: change.from,
       until: change.until,
+      ...(change.booking !== undefined ? { booking: { ...change.booking } } : {}),
     }));
+  }
+
+  /** Written over the pass's revision like any change (none: null): its uses (kept apart) stay as counted. */
+  async reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+    await this.refresh();
+    const now = this.now();
+    const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
+    const done = await this.change(id, (x) => (isLive(x, now) ? { ...x, hash } : null));
+    return done === null ? null : { pass: done, code };
   }
 
   async fromSource(source: string): Promise<Pass[]> {
@@ -393,6 +413,11 @@ export class RedisPassBook implements PassBook {
     await this.readUses();
     const now = this.now();
     return [...this.index.passes.values()].map((p) => viewOf(p, now));
+  }
+
+  async liveOf(node: string): Promise<number> {
+    await this.refresh();
+    return this.index.liveOf(node, this.now());
   }
 
   find(code: string): Pass | null {
@@ -431,9 +456,9 @@ export class RedisPassBook implements PassBook {
         } finally {
           release();
         }
-        const [n, why, used] = [Number(r[0]), String(r[1]), Number(r[2])];
+        const [n, why, used] = [Number(r[0]), String(r[1]) as PassRefusal | "gone", Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusalText(why as PassRefusal | "gone", live, now));
+        if (n < 0) throw new PassUseRefused(refusalText(why, live, now), why);
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

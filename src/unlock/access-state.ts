@@ -139,11 +139,6 @@ export class AccessState {
   private counted = 0;
   /** The rules' zone's wall clock, cached for this node. */
   private readonly clock: LocalClock;
-  /**
-   * What the lockout's texts call a wrong try: "PINs", or "codes" on a node with Accept passes,
-   * whose texts a guest reads (docs/passes.md#at-a-door-unlock).
-   */
-  tries: "PINs" | "codes" = "PINs";
 
   constructor(rules: RuleSet) {
     this.rules = rules;
@@ -251,8 +246,16 @@ export class AccessState {
     const lock = this.lockout(now);
     if (!lock.locked) return null;
     const until = `${this.rules.formatClock(lock.until!)} (${this.rules.timeZone})`;
-    const message = `locked: ${lock.wrongPins} wrong ${this.tries}, every message is refused until ${until}`;
+    const message = `locked: ${lock.wrongPins} wrong ${this.tries()}, every message is refused until ${until}`;
     return deny("locked-out", message, lock.retryAfter!);
+  }
+
+  /**
+   * What the node counts, in the lockout's words: PINs, or, on a node without a PIN (one that
+   * accepts guest passes), codes: a guest reads "code", never "PIN" (docs/passes.md#at-a-door-unlock).
+   */
+  tries(): "PINs" | "codes" {
+    return this.rules.hasPin ? "PINs" : "codes";
   }
 
   /** Counts a wrong PIN (or pass code); the one that reaches LOCKOUT_AFTER starts the lockout. */
@@ -273,7 +276,7 @@ export class AccessState {
       allowed: false,
       reason: refusal.reason,
       message:
-        `${head}; that was ${LOCKOUT_AFTER} wrong ${this.tries} within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
+        `${head}; that was ${LOCKOUT_AFTER} wrong ${this.tries()} within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
         `every message is refused until ${until}`,
       lockoutStarted: true,
     };
@@ -353,7 +356,7 @@ export class AccessState {
   /** "locked: 5 wrong PINs, until 14:32" while locked, else null. */
   lockoutText(now: number): string | null {
     const l = this.lockout(now);
-    return l.locked ? `locked: ${l.wrongPins} wrong ${this.tries}, until ${this.rules.formatClock(l.until!)}` : null;
+    return l.locked ? `locked: ${l.wrongPins} wrong ${this.tries()}, until ${this.rules.formatClock(l.until!)}` : null;
   }
 
   /** Counters for tests and diagnostics (no secret): slots held, wrong PINs kept. */

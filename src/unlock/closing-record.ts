@@ -5,6 +5,7 @@
  * unlock's own values, taken before onResult: the result object goes out as the message's payload,
  * and the nodes after this one may change it in that turn.
  */
+import { guestRefusal } from "./guest-refusal.js";
 import { AuditWriteFailed } from "../audit/audit-log.js";
 import { describeThrown } from "../util/text.js";
 import type { Outcome } from "./outcome.js";
@@ -100,6 +101,8 @@ export class Closing {
       message,
       mayHaveOpened: false,
     };
+    const guestWhy = guestRefusal(a.node, r, a.pass, a.account.clock.now()); // docs/passes.md#at-a-door-unlock
+    if (guestWhy) r.passRefusal = guestWhy;
     this.tell(r);
     await this.close("unlock-rejected", outcome, () => a.account.audit.rejected(record));
     return this.passOn(r);

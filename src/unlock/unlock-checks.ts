@@ -193,7 +193,8 @@ export async function decide(a: Attempt, asked: Asked, door: Door): Promise<Go |
       if (ticket === null) {
         slot.release();
         const why =
-          passRefusal(a.pass, door.deviceId, account.clock.now(), access.rules.timeZone) ?? "this pass has no use left";
+          passRefusal(a.pass, door.deviceId, account.clock.now(), a.access?.rules.timeZone) ??
+          "this pass has no use left";
         return denial(await costTry(a, refusedBy("pass", why)));
       }
     }

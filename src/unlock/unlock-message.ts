@@ -4,6 +4,7 @@
  * the attempt in between (what is known so far of its door, its actor and its pass). A phase that
  * ends the message returns a Refusal (nothing sent); the closing record is written from it.
  */
+import type { GuestRefusal } from "./guest-refusal.js";
 import type { Account } from "../account/account.js";
 import type { DoorIdentity } from "../doors/directory.js";
 import { describeValue } from "../doors/select.js";
@@ -71,6 +72,8 @@ export interface UnlockResult {
   candidates?: string[];
   /** The guest pass the message opened with (never its code): `first` on the pass's first use. */
   pass?: { id: string; ref: string | null; first: boolean };
+  /** Accept passes: why a guest's code did not open, as data (docs/passes.md#at-a-door-unlock). */
+  passRefusal?: GuestRefusal;
 }
 
 /** One message's unlock while it goes through its phases. */

@@ -62,6 +62,7 @@ function expectedFiles(): Set<string> {
   ))
     files.add(`dist/${ts.slice(0, -3)}.js`);
   for (const json of walk("src/spec").filter((f) => f.endsWith(".json"))) files.add(`dist/${json}`); // the pinned service description
+  for (const json of walk("nodes/door-unlock/guest-words")) files.add(`dist/${json}`); // the guest page's words
   // Each node and the editor plugin: its entry point, its editor file, its catalogue and help
   // (from its folder nodes/<type>/locales/) and its icons (icons/<type>.svg of the package's
   // icons/ folder) beside them, where Node-RED looks for them.

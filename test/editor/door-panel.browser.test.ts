@@ -28,8 +28,12 @@ import { ARTIFACTS, useDemo, useEditor } from "../helpers/browser.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
 import { until } from "../helpers/flow.js";
 import { nodeRedVersion } from "../helpers/runtime.js";
+import { CATALOGUES } from "../../nodes/door-unlock/guest-words.js";
 
 const DOCS_SCREENSHOT = path.join(REPO_ROOT, "docs", "door-panel.png");
+/** Example 07's door node of the guest page, by its name (the demo gives its nodes fresh ids), and the zone the tests give it. */
+const GUEST_NODE = "open with a guest's pass";
+const ZONE = "Asia/Kolkata";
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -472,11 +476,20 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
         "Node-RED-API-Version": "v2",
         "Node-RED-Deployment-Type": "flows",
       },
-      body: JSON.stringify({ rev: current.rev, flows: [...current.flows, ...extra] }),
+      // The guest page's door node reads times in Asia/Kolkata (+05:30), so that local time is not UTC.
+      body: JSON.stringify({
+        rev: current.rev,
+        flows: [
+          ...current.flows.map((n) =>
+            n.type === "door-unlock" && n.name === GUEST_NODE ? { ...n, timeZone: ZONE } : n,
+          ),
+          ...extra,
+        ],
+      }),
     });
     assert.equal(res.status, 200, `deploying the pass-issuing tab: ${await res.text()}`);
-    // A guest: no login. Every request and websocket the page opens is kept.
-    page = await d.newPage({ viewport: { width: 390, height: 844 }, mobile: true, stepMs: 30_000 });
+    // A guest: no login, a browser in English. Every request and websocket the page opens is kept.
+    page = await d.newPage({ viewport: { width: 390, height: 844 }, mobile: true, stepMs: 30_000, locale: "en-US" });
     page.on("request", (r) => requested.push(r.url()));
     page.on("websocket", (w) => sockets.push(w.url()));
     page.on("console", (m) => {
@@ -486,13 +499,13 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
   });
 
   /** Issues a pass for the Front Door (101) through the deployed door-pass node; its code. */
-  async function issue(guest: string, fromMs: number, untilMs: number): Promise<string> {
+  async function issue(guest: string, fromMs: number, untilMs: number | string): Promise<string> {
     const body = {
       action: "issue",
       guest,
       doors: [101],
       from: new Date(Date.now() + fromMs).toISOString(),
-      until: new Date(Date.now() + untilMs).toISOString(),
+      until: typeof untilMs === "string" ? untilMs : new Date(Date.now() + untilMs).toISOString(),
       uses: 3,
     };
     // The tab's http endpoint answers 404 until the deploy has started it.
@@ -621,7 +634,7 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     assert.ok(!(await dom()).includes(code));
   });
 
-  it("a wrong code: refused in words (no pass has this code), nothing sent, the digits gone from the page", async () => {
+  it("a wrong code: refused in words (this code is not known), nothing sent, the digits gone from the page", async () => {
     demo.sim.control.resetRequests();
     const refusals = rejected();
     const wrong = "90817263";
@@ -629,14 +642,14 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     await typeCode(wrong);
     await page.locator(".guest-open").click();
     const words = await outcome(/not opened/);
-    assert.match(words, /Front Door was not opened: no pass has this code\./);
+    assert.match(words, /Front Door was not opened: this code is not known\./);
     assert.ok(!(await dom()).includes(wrong), "the wrong code is not in the page either");
     assert.equal(unlocks(), 0, "no unlock for a code no pass has (door-unlock answered: nothing is on its way)");
     await until("the refusal's audit record", () => rejected() === refusals + 1);
     await shot("door-guest-wrong");
   });
 
-  it("an expired pass: refused with the node's reason (this pass expired at ...), nothing sent", async () => {
+  it("an expired pass: refused with the node's reason, its end in local time in the door node's zone (your code expired on ...), never ISO UTC; nothing sent (docs/passes.md#the-guest-pages-languages)", async () => {
     const expired = await issue("Guest gone", -7_200_000, -3_600_000);
     demo.sim.control.resetRequests();
     const refusals = rejected();
@@ -644,16 +657,106 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     await typeCode(expired);
     await page.locator(".guest-open").click();
     const words = await outcome(/expired/);
-    assert.match(words, /Front Door was not opened: this pass expired at /);
+    assert.match(words, /^Front Door was not opened: your code expired on .+\.$/);
+    assert.doesNotMatch(words, /\d{4}-\d\d-\d\dT/, "no ISO time");
     assert.equal(unlocks(), 0, "no unlock for an expired pass");
     await until("the refusal's audit record", () => rejected() === refusals + 1);
+  });
+
+  // docs/passes.md#the-guest-pages-languages: a browser per language (navigator.languages and Accept-Language).
+  for (const [locale, lang] of [
+    ["de-DE", "de"],
+    ["fr-FR", "fr"],
+    ["es-ES", "es"],
+    ["it-IT", "it"],
+    ["en-US", "en"],
+  ] as const) {
+    it(`a browser in ${locale}: the page, an expired code's refusal and an accepted code read in its language (the ${lang} words), the expiry as local time in the door node's zone, never ISO UTC; one unlock (docs/passes.md#the-guest-pages-languages)`, async () => {
+      const words = CATALOGUES[lang] as Record<string, string>;
+      const fill = (key: string, v: Record<string, string>) =>
+        words[key].replace(/\{(\w+)\}/g, (all, name: string) => v[name] ?? all);
+      // Ended yesterday at 08:30 UTC: 14:00 in Asia/Kolkata, the door node's zone.
+      const ended = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 86_400_000 + 8.5 * 3_600_000;
+      const expired = await issue(`Old guest ${lang}`, ended - 7_200_000 - Date.now(), new Date(ended).toISOString());
+      const live = await issue(`Zoë ${lang}`, -60_000, 3_600_000);
+      const guestPage = await d.newPage({
+        viewport: { width: 390, height: 844 },
+        mobile: true,
+        stepMs: 30_000,
+        locale,
+      });
+      guestPage.on("pageerror", (e) => log.push(`[pageerror ${locale}] ${e.message}`));
+      await guestPage.goto(new URL("/door-guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
+      const door = guestPage.locator(".guest-door", { hasText: "Front Door" }).first();
+      await door.waitFor({ state: "visible", timeout: 30_000 });
+      assert.equal(await guestPage.locator("html").getAttribute("lang"), lang);
+      assert.equal(await guestPage.title(), words.title);
+      assert.equal(await guestPage.locator("h1").innerText(), words.title);
+      assert.equal(await guestPage.locator(".guest-open").innerText(), words.open);
+      assert.equal(await guestPage.locator(".guest-clear").innerText(), words.clear);
+      const press = async (code: string, expect: string): Promise<string> => {
+        await door.click();
+        for (const digit of code)
+          await guestPage.locator(".guest-pad button", { hasText: new RegExp(`^${digit}$`) }).click();
+        await guestPage.locator(".guest-open").click();
+        await guestPage.locator(".guest-answer", { hasText: expect }).waitFor({ state: "visible", timeout: 20_000 });
+        const said = await guestPage.locator(".guest-answer").innerText();
+        recordForLeakScan("guest page answer", said);
+        return said;
+      };
+      demo.sim.control.resetRequests();
+      const [before, after] = fill("expired", { door: "Front Door", time: "\u0000" }).split("\u0000");
+      const refused = await press(expired, before.trim());
+      assert.ok(refused.startsWith(before) && refused.endsWith(after), `${refused}: the ${lang} words`);
+      const time = refused.slice(before.length, refused.length - after.length);
+      const hhmm = new Intl.DateTimeFormat(lang, { hour: "2-digit", minute: "2-digit", timeZone: ZONE }).format(ended);
+      const weekday = new Intl.DateTimeFormat(lang, { weekday: "long", timeZone: ZONE }).format(ended);
+      assert.ok(time.includes(hhmm), `"${time}" is ${hhmm}, local time in ${ZONE}`);
+      assert.ok(time.toLowerCase().includes(weekday.toLowerCase()), `"${time}" names the day in ${lang}: ${weekday}`);
+      assert.doesNotMatch(time, /\d{4}-\d\d-\d\dT|Z\b/, "never an ISO time");
+      assert.equal(unlocks(), 0, "nothing sent for the expired code");
+      fs.mkdirSync(ARTIFACTS, { recursive: true });
+      await guestPage.screenshot({ path: path.join(ARTIFACTS, `door-guest-${lang}-refused.png`), fullPage: true });
+      const welcome = fill("accepted", { guest: `Zoë ${lang}`, door: "Front Door" });
+      assert.equal(await press(live, welcome), welcome);
+      await until("the unlock answered", () => unlocks() === 1);
+      await guestPage.screenshot({ path: path.join(ARTIFACTS, `door-guest-${lang}.png`), fullPage: true });
+      assert.ok(!(await guestPage.content()).includes(live), "the digits are nowhere in the page");
+      await guestPage.context().close();
+    });
+  }
+
+  it("the words' address: the language of the list a header prefers, English for any other or a forged one, nothing of it echoed (docs/passes.md#the-guest-pages-languages)", async () => {
+    const ask = async (header: string) => {
+      const res = await fetch(new URL("/door-access/guest-words", origin), { headers: { "Accept-Language": header } });
+      assert.equal(res.status, 200);
+      assert.match(String(res.headers.get("content-type")), /^application\/json/);
+      assert.match(String(res.headers.get("vary")), /Accept-Language/i);
+      const text = await res.text();
+      const body = JSON.parse(text) as { lang: string; words: Record<string, string> };
+      assert.equal(res.headers.get("content-language"), body.lang);
+      return { body, text };
+    };
+    assert.equal((await ask("de-AT,de;q=0.9")).body.words.open, CATALOGUES.de.open);
+    assert.equal((await ask("ja,it;q=0.3")).body.lang, "it");
+    for (const forged of [
+      "../../../package.json",
+      "<script>alert(1)</script>",
+      "de/../../../etc/passwd",
+      "x".repeat(4000),
+    ]) {
+      const { body, text } = await ask(forged);
+      assert.equal(body.lang, "en", forged.slice(0, 30));
+      assert.deepEqual(body.words, CATALOGUES.en);
+      assert.ok(!/script|passwd|package|xxxx/.test(text), "nothing of the header is in the answer");
+    }
   });
 
   it("the page opened no connection to the dashboard: no request under /dashboard, no websocket; all it reached is /door-guest and its POST", () => {
     assert.ok(requested.length > 0, "the page's requests were watched");
     assert.deepEqual(sockets, [], "no websocket");
     const paths = [...new Set(requested.map((u) => new URL(u).pathname))].filter((p) => p !== "/favicon.ico").sort();
-    assert.deepEqual(paths, ["/door-guest", "/door-guest/open"]);
+    assert.deepEqual(paths, ["/door-access/guest-words", "/door-guest", "/door-guest/open"]);
   });
 
   // docs/access-rules.md#who-pressed-on-a-dashboard: a browser writes the request; only a door of the list and the code go on.
@@ -680,7 +783,11 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
     assert.equal(unlocks(), 0, "0 PUTs");
     const forged = await postFromPage({ door: 101, code, actor: "dashboard:alice", pin: "1234", lockId: 9 });
     assert.equal(forged.status, 200);
-    assert.match(forged.text, /Welcome, Guest in test/);
+    assert.deepEqual(
+      { ...(JSON.parse(forged.text) as object), door: undefined },
+      { ok: true, say: "accepted", guest: "Guest in test", door: undefined },
+      "welcomed as the pass's guest (the answer is data the page words: docs/passes.md#the-guest-pages-languages)",
+    );
     const reached = auditRecords()
       .slice(before)
       .filter((r) => r.type === "unlock-attempt")
@@ -746,6 +853,55 @@ describe("example 07's guest page (/door-guest, no login) on a phone: a pass's c
         assert.ok(box.x >= 0 && box.x + box.width <= 390, `${sel} fits the screen: ${JSON.stringify(box)}`);
       }
     }
+  });
+
+  // Last but one: it leaves the guest page's door node locked for 15 minutes.
+  it("a browser in it-IT after 5 wrong codes: told in Italian that there were too many wrong codes (codici, never PIN) and when to try again, local time in the door node's zone; nothing sent (docs/passes.md#the-guest-pages-languages)", async () => {
+    const words = CATALOGUES.it as Record<string, string>;
+    const guestPage = await d.newPage({
+      viewport: { width: 390, height: 844 },
+      mobile: true,
+      stepMs: 30_000,
+      locale: "it-IT",
+    });
+    guestPage.on("pageerror", (e) => log.push(`[pageerror it-IT] ${e.message}`));
+    await guestPage.goto(new URL("/door-guest", origin).href, { waitUntil: "domcontentloaded", timeout: 60_000 });
+    const door = guestPage.locator(".guest-door", { hasText: "Front Door" }).first();
+    await door.waitFor({ state: "visible", timeout: 30_000 });
+    demo.sim.control.resetRequests();
+    const press = async (wrong: string): Promise<string> => {
+      await guestPage.evaluate(() => (document.querySelector(".guest-answer")!.textContent = ""));
+      await door.click();
+      for (const digit of wrong)
+        await guestPage.locator(".guest-pad button", { hasText: new RegExp(`^${digit}$`) }).click();
+      await guestPage.locator(".guest-open").click();
+      await guestPage
+        .locator(".guest-answer", { hasText: "Front Door" })
+        .waitFor({ state: "visible", timeout: 20_000 });
+      return guestPage.locator(".guest-answer").innerText();
+    };
+    for (let i = 0; i < 5; i++) {
+      const said = await press(`9081726${i}`);
+      assert.ok(said === words.unknown.replace("{door}", "Front Door") || /troppi codici errati/.test(said), said);
+    }
+    const locked = await press("90817269");
+    const [head, tail] = words.lockedOut.replace("{door}", "Front Door").split("{time}");
+    assert.ok(locked.startsWith(head) && locked.endsWith(tail), `${locked}: the Italian lockout words`);
+    const time = locked.slice(head.length, locked.length - tail.length);
+    const soon = [0, 1].map((m) =>
+      new Intl.DateTimeFormat("it", { hour: "2-digit", minute: "2-digit", timeZone: ZONE }).format(
+        Date.now() + 15 * 60_000 - m * 60_000,
+      ),
+    );
+    assert.ok(
+      soon.some((t) => time.includes(t)),
+      `"${time}" is in about 15 minutes, local time in ${ZONE} (${soon.join(" or ")})`,
+    );
+    assert.doesNotMatch(locked, /PIN/i);
+    assert.equal(unlocks(), 0, "nothing sent");
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    await guestPage.screenshot({ path: path.join(ARTIFACTS, "door-guest-it-locked.png"), fullPage: true });
+    await guestPage.context().close();
   });
 
   it("no error in the page (but the 400 answers to the requests the test forged above)", () => {

@@ -35,11 +35,13 @@ import {
   assertAccepted,
   assertFailed,
   devicesModule,
+  doorPassNode,
   editorPost,
   helper,
   helperNodes,
   loadFlow,
   logins,
+  passModule,
   readAudit,
   startSim,
   statusModule,
@@ -54,6 +56,7 @@ import {
 import { entryPoint } from "../helpers/node-files.js";
 import { resolveFromNodeRed } from "../helpers/runtime.js";
 import { recordForLeakScan } from "../hooks/leak-scan.js";
+import { received } from "../helpers/odd-messages.js";
 
 const SIDEBAR = "/door-access/sidebar/accounts";
 // Our plugin's entry point and Node-RED's internals are CommonJS, found by path at run time.
@@ -64,6 +67,16 @@ const runtimeEvents = requireCjs(resolveFromNodeRed("@node-red/util")).events as
 
 function flow(url: string): Record<string, unknown>[] {
   return [tab(), accountNode(url), unlockNode(), ...helperNodes("u1-ok", "u1-fail")];
+}
+
+/** flow() and two door-pass nodes: "dp" wired to "dp-out", "dp2" wired to nothing (load passModule with it). */
+function passFlow(url: string): Record<string, unknown>[] {
+  return [
+    ...flow(url),
+    ...helperNodes("dp-out"),
+    doorPassNode("dp", { name: "Apartment A" }),
+    doorPassNode("dp2", { name: "Apartment B", wires: [[]] }),
+  ];
 }
 
 function liveTokens(): string[] {
@@ -104,7 +117,7 @@ function issuePass(
 }
 
 /** The keys a pass has in the sidebar's list: a flow's `list` view (docs/passes.md#revoke-and-list). */
-const PASS_KEYS = ["doors", "from", "guest", "id", "ref", "state", "until", "used", "uses"];
+const PASS_KEYS = ["doors", "from", "guest", "id", "madeBy", "newCode", "ref", "state", "until", "used", "uses"];
 
 async function csvOf(file: string, range: { from?: Date; to?: Date } = {}): Promise<string> {
   let text = "";
@@ -141,8 +154,8 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
   before(async () => {
     sim = await startSim();
     runtimeEvents.on("comms", onComms);
-    ({ userDir } = await loadFlow(flow(sim.url), {
-      nodes: [accountModule, devicesModule, statusModule, unlockModule, pluginModule],
+    ({ userDir } = await loadFlow(passFlow(sim.url), {
+      nodes: [accountModule, devicesModule, statusModule, unlockModule, passModule, pluginModule],
     }));
     await waitReady();
   });
@@ -438,8 +451,55 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
       `GET ${SIDEBAR}/:id/passes 2`,
       `GET ${SIDEBAR}/:id/records 2`,
       `GET ${SIDEBAR}/:id/verify 2`,
+      `POST ${SIDEBAR}/:id/passes/:passId/reissue 3`,
       `POST ${SIDEBAR}/:id/passes/:passId/revoke 3`,
     ]);
+  });
+
+  // docs/passes.md#a-new-code
+  it("POST /passes/:passId/reissue: the new code goes out on the output of the door-pass node that made the pass, never in the answer; each row names its node; New code only where the code reaches a flow", async () => {
+    const outs = received("dp-out");
+    const now = Date.now();
+    const book = accountOf().account.core.passes;
+    helper.getNode("dp").receive({
+      payload: { action: "issue", guest: "Gil", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) },
+    });
+    await until("Gil's pass", () => outs.length === 1);
+    const gil = outs[0].payload;
+    const door = [{ deviceId: 101, door: "Main Street 1 / Front Door" }];
+    const win = { from: iso(now - HOUR), until: iso(now + HOUR), uses: null, ref: null };
+    const hal = await book.issue({ guest: "Hal", doors: door, ...win, node: "dp2" }, 8);
+    const ida = await book.issue({ guest: "Ida", doors: door, ...win, node: "gone-node" }, 8);
+    const list = await helper.request().get(`${SIDEBAR}/acc1/passes`).expect(200);
+    const row = (id: string) => list.body.passes.find((p: any) => p.id === id);
+    assert.deepEqual(row(gil.id).madeBy, { id: "dp", name: "Apartment A", state: "deployed", calendar: false });
+    assert.equal(row(gil.id).newCode, true);
+    assert.deepEqual(row(hal.pass.id).madeBy, { id: "dp2", name: "Apartment B", state: "deployed", calendar: false });
+    assert.equal(row(hal.pass.id).newCode, false, "dp2's output reaches nobody");
+    assert.equal(row(ida.pass.id).madeBy.state, "deleted");
+    assert.equal(row(ida.pass.id).newCode, false);
+
+    const res = await editorPost(`${SIDEBAR}/acc1/passes/${gil.id}/reissue`).send({}).expect(200);
+    assert.deepEqual(res.body, { reissued: gil.id, node: "dp" });
+    await until("the new code on dp's output", () => outs.length === 2);
+    const again = outs[1].payload;
+    assert.equal(again.id, gil.id);
+    assert.equal(again.reissued, true);
+    assert.notEqual(again.code, gil.code);
+    assert.ok(!res.text.includes(again.code), "no code in the answer");
+    assert.equal(book.find(gil.code), null, "the old code finds no pass");
+    assert.equal(book.find(again.code)?.id, gil.id);
+    const accounts = await helper.request().get(SIDEBAR).expect(200);
+    assert.ok(
+      accounts.body.accounts[0].events.some((e: any) => e.topic === "pass/issued" && /new code/.test(e.message)),
+    );
+    assertNoSecret("POST /reissue", res.text);
+
+    const unwired = await editorPost(`${SIDEBAR}/acc1/passes/${hal.pass.id}/reissue`).send({}).expect(409);
+    assert.match(unwired.body.error, /not wired/);
+    await editorPost(`${SIDEBAR}/acc1/passes/${ida.pass.id}/reissue`).send({}).expect(409);
+    await editorPost(`${SIDEBAR}/acc1/passes/pass-000000000000/reissue`).send({}).expect(404);
+    assert.ok(book.find(hal.code) !== null && book.find(ida.code) !== null, "their codes still open");
   });
 });
 
@@ -550,6 +610,11 @@ describe("door access sidebar with adminAuth: reading needs door-account.read, R
     await editorPost(url).set("Authorization", `Bearer ${readerToken}`).send({}).expect(403);
     await editorPost(url).set("Authorization", `Bearer ${noneToken}`).send({}).expect(403);
     await editorPost(url).send({}).expect(401);
+    // A new code is a write too (docs/passes.md#a-new-code).
+    await editorPost(`${SIDEBAR}/acc1/passes/${pass.id}/reissue`)
+      .set("Authorization", `Bearer ${readerToken}`)
+      .send({})
+      .expect(403);
     const still = await helper.request().get(`${SIDEBAR}/acc1/passes`).set("Authorization", `Bearer ${adminToken}`);
     assert.equal(still.body.passes[0].state, "active");
     await editorPost(url).set("Authorization", `Bearer ${adminToken}`).send({}).expect(200);

@@ -424,7 +424,7 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
   });
 
   // docs/passes.md#in-the-sidebar
-  it("guest passes: a door-pass node issues two; the tab lists both (a guest name with markup shown as text), Revoke asks, then the pass is revoked; screenshot", async () => {
+  it("guest passes: a door-pass node issues two; the tab lists both (a guest name with markup shown as text) with the node that made them, no New code while that node's output reaches nobody, Revoke asks, then the pass is revoked; screenshot", async () => {
     const HOSTILE = "<img src=x onerror=alert(1)>";
     const dialogs: string[] = [];
     page.on("dialog", (d) => {
@@ -521,6 +521,13 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     assert.match(await ada.locator(".da-pass-uses").innerText(), /0\/2/);
     assert.match(await ada.locator(".da-pass-doors").innerText(), /Front Door/);
     assert.match(await ada.locator(".da-pass-state").innerText(), /active/);
+    // docs/passes.md#in-the-sidebar: which node made it; no New code, since its node's output reaches nobody.
+    assert.match(await ada.locator(".da-pass-by").innerText(), /issued by a flow through a door pass node/);
+    assert.equal(
+      await passRows.locator(".da-pass-reissue").count(),
+      0,
+      "no New code where the code would reach nobody",
+    );
     const hostile = passRows.filter({ has: page.locator(".da-pass-guest", { hasText: HOSTILE }) });
     assert.match(await hostile.locator(".da-pass-uses").innerText(), /0\/\u221e/);
     assert.match(await page.locator("#door-access-passes .da-passes-title").innerText(), /2 live of 2/);

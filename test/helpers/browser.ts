@@ -53,6 +53,8 @@ export interface PageOptions {
   panelLogin?: boolean;
   /** HTTP credentials sent with every request to `origin` (set by `useDemo`'s `newPage`). */
   login?: { username: string; password: string; origin: string };
+  /** The browser's language (navigator.languages and Accept-Language), e.g. `de-DE`; default: the machine's. */
+  locale?: string;
 }
 
 /** Fails without chromium: a describe checks for it first (`needProgram`) to be pending instead. */
@@ -78,6 +80,7 @@ export async function launchChromium(
     viewport: options.viewport ?? { width: 1280, height: 760 },
     ...(options.mobile ? { deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
     ...(options.login ? { httpCredentials: { ...options.login, send: "always" as const } } : {}),
+    ...(options.locale ? { locale: options.locale } : {}),
     args: BROWSER_ARGS,
     timeout: 60_000,
   });

@@ -15,6 +15,7 @@ import type { PassCommands } from "../../src/passes/redis-pass-book.js";
 import {
   ALL_NODES,
   accountOf,
+  deployFlows,
   assertAccepted,
   assertFailed,
   catchModule,
@@ -36,12 +37,14 @@ import {
   waitReady,
 } from "../helpers/flow.js";
 import { received } from "../helpers/odd-messages.js";
+import { platformFeed } from "../helpers/calendar-fixtures.js";
 import { needProgram } from "../helpers/programs.js";
 import { RedisServer } from "../helpers/redis.js";
 import { connect } from "node:net";
 import { untilCount } from "../helpers/until.js";
 
 const DAY = 24 * 3600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A date N days from today (UTC), as iCalendar writes a date. */
 function date(days: number): string {
@@ -132,6 +135,25 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     await cal.stop();
     await sim.close();
   });
+
+  function calendarFlow(calendar: Record<string, unknown> = {}, out: Record<string, unknown> = {}) {
+    return [
+      tab(),
+      { id: "acc1", type: "door-account", name: "demo", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
+      doorPassNode("dp", {
+        calendarUrl: cal.url,
+        doors: ["Front Door"],
+        checkIn: "00:00",
+        checkOut: "23:59",
+        timeZone: "UTC",
+        ...calendar,
+      }),
+      ...helperNodes("u1-ok", "u1-fail"),
+      { id: "dp-out", type: "helper", z: "tab1", ...out },
+      ...catchNode(),
+    ];
+  }
 
   async function deploy(calendar: Record<string, unknown> = {}, account: Record<string, unknown> = {}): Promise<void> {
     await loadFlow(
@@ -295,10 +317,16 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     cal.body = feed(booking("b1", "Ada", 1, 3));
     const before = Date.now();
     await deploy({ timeZone: zone, checkIn: "15:00", checkOut: "11:00" });
-    await until("the pass and its event", () => issued().length === 1 && events.some((e) => e.topic === "pass/issued"));
+    await until(
+      "the pass, its event and the read's status",
+      () =>
+        issued().length === 1 &&
+        events.some((e) => e.topic === "pass/issued") &&
+        /^calendar read/.test(String(lastStatus(helper.getNode("dp"))?.text)),
+    );
     const after = Date.now();
     const status = String(lastStatus(helper.getNode("dp"))?.text);
-    const m = /^calendar read (\d\d:\d\d):\d\d$/.exec(status);
+    const m = /^calendar read (\d\d:\d\d):\d\d: 1 live$/.exec(status);
     assert.ok(m, status);
     assert.ok([hhmm(before), hhmm(after)].includes(m[1]), `${status} is on ${zone}'s clock`);
     cal.body = feed(booking("b1", "Ada", 1, 4));
@@ -430,6 +458,161 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     const listed = outs.find((m) => m.payload.action === "list").payload.passes as any[];
     const live = listed.filter((p) => p.state === "active" && String(p.ref).startsWith("n"));
     assert.equal(live.length, 30, "one live pass per booking");
+  });
+
+  /** The feed's events whose text matches `re`, replaced by `by` (an event, or nothing). */
+  function replaceEvents(text: string, re: RegExp, by = ""): string {
+    const [head, ...events] = text.split("BEGIN:VEVENT");
+    const kept = events.filter((e) => !re.test(e)).map((e) => `BEGIN:VEVENT${e}`);
+    const tail = kept.length > 0 ? "" : "END:VCALENDAR\r\n";
+    const body = head + kept.join("");
+    return by === "" ? body + tail : body.replace(/END:VCALENDAR\r\n$/, "") + by + "\r\nEND:VCALENDAR\r\n";
+  }
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it('Airbnb\'s feed: blocked time gets no pass and is never counted, updated or revoked; each "Reserved" guest is the node\'s name, "guest" and the phone\'s last 4 digits, with booking in issued, updated and list', async () => {
+    cal.body = platformFeed("airbnb");
+    await deploy({ name: "Apartment A" });
+    await until("two passes", () => issued().length === 2);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.deepEqual(
+      issued()
+        .map((p) => p.guest)
+        .sort(),
+      ["Apartment A guest 0007", "Apartment A guest 4821"],
+    );
+    const a = issued().find((p) => p.booking.phoneLast4 === "4821");
+    assert.deepEqual(a.booking, {
+      summary: "Reserved",
+      phoneLast4: "4821",
+      url: "https://www.airbnb.com/hosting/reservations/details/HMTEST4821A",
+    });
+    assert.ok(!issued().some((p) => /not available/i.test(p.guest)), "no pass for blocked time");
+    assertAccepted(await unlock({ pass: a.code }));
+    // The blocked time moves, and one block goes: nothing to count, update or revoke.
+    const moved = [
+      "BEGIN:VEVENT",
+      `DTEND;VALUE=DATE:${date(12)}`,
+      `DTSTART;VALUE=DATE:${date(4)}`,
+      "UID:1418fb94e984-9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d@airbnb.com",
+      "SUMMARY:Airbnb (Not available)",
+      "END:VEVENT",
+    ].join("\r\n");
+    cal.body = replaceEvents(cal.body, /Not available/, moved);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    // A booking moved by a day: updated, with its booking.
+    cal.body = cal.body.replace(`DTEND;VALUE=DATE:${date(14)}`, `DTEND;VALUE=DATE:${date(15)}`);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    const upd = outs.filter((m) => m.payload.action === "updated").map((m) => m.payload);
+    assert.equal(upd[0].booking.phoneLast4, "0007");
+    assert.equal(upd[0].guest, "Apartment A guest 0007");
+    helper.getNode("dp").receive({ payload: { action: "list" } });
+    await until("the list", () => outs.some((m) => m.payload.action === "list"));
+    const listed = outs.find((m) => m.payload.action === "list").payload.passes as any[];
+    assert.equal(listed.length, 2, "two passes: the blocks made none");
+    assert.deepEqual(
+      listed.map((p) => p.booking.summary),
+      ["Reserved", "Reserved"],
+    );
+  });
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking", async () => {
+    cal.body = platformFeed("booking-com");
+    await deploy({ blocked: "Blocked\nNot available" });
+    await until("two passes", () => issued().length === 2);
+    assert.deepEqual(
+      issued().map((p) => p.guest),
+      ["CLOSED - Not available", "CLOSED - Not available"],
+    );
+    await teardown();
+    forgetPassBooks();
+    await deploy({ blocked: undefined });
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.equal(issued().length, 0);
+  });
+
+  // docs/passes.md#no-code-goes-nowhere
+  it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const book = () => accountOf().account.core.passes;
+    const notWired = () => /not wired/.test(lastStatus(helper.getNode("dp"))?.text ?? "");
+    // Wired to nothing.
+    await loadFlow(calendarFlow({ wires: [[]] }), { nodes: [...ALL_NODES, passModule, catchModule] });
+    await waitReady();
+    await until("the read, not wired", notWired);
+    assert.equal((await book().list()).length, 0, "no pass: its code would reach nobody");
+    // Wired to a node that is disabled: it reaches nobody either.
+    await teardown();
+    forgetPassBooks();
+    await loadFlow(calendarFlow({}, { d: true }), { nodes: [...ALL_NODES, passModule, catchModule] });
+    await waitReady();
+    await until("the read, not wired", notWired);
+    assert.equal((await book().list()).length, 0);
+    // The node enabled (a modified-nodes deploy: the door-pass keeps running): the next read issues.
+    await deployFlows(calendarFlow(), "nodes");
+    outs = received("dp-out");
+    caught = received("caught");
+    assert.deepEqual(await sync(), { action: "synced", issued: 2, updated: 0, revoked: 0 });
+    assert.equal(issued().length, 2);
+    assertAccepted(await unlock({ pass: issued()[0].code }));
+    assert.match(lastStatus(helper.getNode("dp"))?.text ?? "", /synced|calendar read/);
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
+  it("the deploy that deletes a door-pass revokes the calendar passes it made (pass/revoked each), not the passes a flow issued; a restart, a redeploy or disabling it revokes nothing; its status counts its own passes", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    const other = doorPassNode("dp9", { name: "other" });
+    await loadFlow([...calendarFlow(), other, ...helperNodes("dp9-out")], { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    caught = received("caught");
+    const dp9 = received("dp9-out");
+    await until("two passes", () => issued().length === 2);
+    const book = () => accountOf().account.core.passes;
+    const now = Date.now();
+    // A flow's pass through this node, and one through another node.
+    const byFlow = { guest: "Cy", doors: [101], from: iso(now - DAY), until: iso(now + DAY) };
+    helper.getNode("dp").receive({ payload: { action: "issue", ...byFlow } });
+    helper.getNode("dp9").receive({ payload: { action: "issue", ...byFlow, guest: "Dee" } });
+    await until("Cy's pass", () => issued().length === 3);
+    await until("Dee's pass", () => dp9.length === 1);
+    helper.getNode("dp").receive({ payload: { action: "list" } });
+    await until("the list", () => outs.some((m) => m.payload.action === "list"));
+    assert.equal(outs.find((m) => m.payload.action === "list").payload.passes.length, 4);
+    assert.match(lastStatus(helper.getNode("dp"))?.text ?? "", /^3 live/, "its own passes, not the account's 4");
+    const live = async () =>
+      (await book().list())
+        .filter((p: any) => p.state === "active")
+        .map((p: any) => p.guest)
+        .sort();
+    const revokedEvents = () =>
+      accountOf()
+        .account.core.events.recent()
+        .filter((e: any) => e.kind === "pass" && e.event === "revoked");
+    // A full redeploy (the node restarts), then the node disabled: nothing revoked.
+    await deployFlows([...calendarFlow(), other, ...helperNodes("dp9-out")], "full");
+    await waitReady();
+    await deployFlows([...calendarFlow({ d: true }), other, ...helperNodes("dp9-out")], "nodes");
+    await new Promise((r) => setTimeout(r, 300)); // a revocation, if there were one, would be written by now
+    assert.deepEqual(await live(), ["Ada", "Bo", "Cy", "Dee"]);
+    assert.equal(revokedEvents().length, 0);
+    // Enabled again, then deleted.
+    await deployFlows([...calendarFlow(), other, ...helperNodes("dp9-out")], "nodes");
+    const flowWithout = [...calendarFlow()].filter((n) => n.id !== "dp" && n.id !== "dp-out");
+    await deployFlows([...flowWithout, other, ...helperNodes("dp9-out")], "nodes");
+    await until("two pass/revoked events", () => revokedEvents().length === 2);
+    assert.deepEqual(await live(), ["Cy", "Dee"], "the calendar's passes ended; the flows' stay");
+    assert.deepEqual(
+      revokedEvents()
+        .map((e: any) => e.guest)
+        .sort(),
+      ["Ada", "Bo"],
+    );
+    const ada = issued().find((p) => p.guest === "Ada");
+    assert.match(assertFailed(await unlock({ pass: ada.code }), "denied", null).message, /revoked/);
+    assertAccepted(await unlock({ pass: issued().find((p) => p.guest === "Cy").code }));
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {

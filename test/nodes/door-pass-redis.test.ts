@@ -144,6 +144,27 @@ describe("guest passes on the account's Redis store: every instance sees the sam
     rt.post(path, { deviceId, pass: code });
   const race = (rt: Runtime, code: string, deviceId = 101): Promise<any> => open(rt, code, deviceId, "/unlock-race");
 
+  // docs/passes.md#a-new-code
+  it("reissue on one instance: the old code stops opening on the other at once, the new one opens there, the uses taken are kept", async () => {
+    const p = await issue(a, { uses: 3 });
+    assert.equal((await open(b, p.code)).outcome, "accepted");
+    const again = await a.post("/pass", { action: "reissue", id: p.id });
+    assert.equal(again.action, "issued", JSON.stringify(again));
+    assert.equal(again.id, p.id);
+    assert.equal(again.reissued, true);
+    assert.notEqual(again.code, p.code);
+    sim.control.resetRequests();
+    const old = await open(b, p.code);
+    assert.equal(old.outcome, "denied", JSON.stringify(old));
+    assert.match(old.message, /no pass has this code/);
+    assert.equal(unlockPuts(sim).length, 0);
+    const fresh = await open(b, String(again.code));
+    assert.equal(fresh.outcome, "accepted", JSON.stringify(fresh));
+    assert.equal(fresh.pass.first, false);
+    const listed = await a.post("/pass", { action: "list" });
+    assert.equal((listed.passes as any[]).find((x) => x.id === p.id).used, 2);
+  });
+
   it("a pass issued on one instance opens on the other; its use is counted for both", async () => {
     const p = await issue(a, { uses: 2 });
     sim.control.resetRequests();
@@ -281,6 +302,8 @@ function booking(uid: string, fromDays: number, toDays: number): string {
 class FeedAndCollector {
   body = "";
   holding = false;
+  /** While holding: only the requests whose path starts with this (null: every request). */
+  holdOnly: string | null = null;
   collected: Record<string, any>[] = [];
   private held: ServerResponse[] = [];
   private server!: Server;
@@ -293,7 +316,16 @@ class FeedAndCollector {
     for (const r of this.held.splice(0)) this.answer(r);
   }
   private answer(res: ServerResponse): void {
-    res.writeHead(200, { "content-type": "text/calendar" }).end(this.body);
+    this.answerWith(res, this.body);
+  }
+  /** Answers a held request with `body` (the feed as it was when that request came). */
+  answerWith(res: ServerResponse, body: string): void {
+    res.writeHead(200, { "content-type": "text/calendar" }).end(body);
+  }
+  /** The requests held so far, no longer held by the feed (answered by the caller); new ones are answered. */
+  takeHeld(): ServerResponse[] {
+    this.holding = false;
+    return this.held.splice(0);
   }
   async start(): Promise<void> {
     this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -306,7 +338,7 @@ class FeedAndCollector {
         });
         return;
       }
-      if (this.holding) this.held.push(res);
+      if (this.holding && (this.holdOnly === null || String(req.url).startsWith(this.holdOnly))) this.held.push(res);
       else this.answer(res);
     });
     await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
@@ -459,5 +491,44 @@ describe("a booking calendar read by two instances on one Redis store: one pass 
     for (const p of after)
       assert.equal(Date.parse(p.until) - Date.parse(before.get(p.ref)!), DAY, `${p.ref}: the new window only`);
     assert.equal(feed.collected.filter((m) => m.action === "issued").length, BOOKINGS, "no new code");
+  });
+
+  it("an older answer applied after a newer one undoes nothing: B's read, begun first and answered with the feed before a cancellation and a move, comes after A's: the cancelled booking gets no new code, the moved one keeps its new window", async () => {
+    const cal = (...ev: string[]) =>
+      ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...ev, "END:VCALENDAR", ""].join("\r\n");
+    const old = cal(booking("keep", 1, 3), booking("cancel", 1, 3), booking("move", 1, 3));
+    const changed = cal(booking("keep", 1, 3), booking("move", 1, 5));
+    feed.body = old;
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    // B reads the same feed at its own path, so that its requests alone can be held.
+    await b.deploy(calendarFlow(sim.url, redis.url, `${feed.url}/b`));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    assert.equal((await a.post("/pass", { action: "sync" })).action, "synced");
+    const codesOf = (ref: string) => feed.collected.filter((m) => m.action === "issued" && m.ref === ref).length;
+    await until("the three bookings' codes", () => ["keep", "cancel", "move"].every((r) => codesOf(r) === 1), 30_000);
+    // B asks first: its answer (the feed as it was) is held.
+    feed.holdOnly = "/b/";
+    feed.holding = true;
+    const bSync = b.post("/pass", { action: "sync" });
+    await until("B's read asked", () => feed.waiting === 1, 30_000);
+    const heldB = feed.takeHeld();
+    feed.holdOnly = null;
+    // Then the booking is cancelled and another moved; A reads that and applies it.
+    feed.body = changed;
+    const aSync = await a.post("/pass", { action: "sync" });
+    assert.equal(aSync.action, "synced", JSON.stringify(aSync));
+    const live = async () =>
+      ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+        (p) => p.state === "active" || p.state === "upcoming",
+      );
+    const moved = (await live()).find((p) => p.ref === "move");
+    // Now B's older answer comes, after A's was applied.
+    for (const r of heldB) feed.answerWith(r, old);
+    assert.equal((await bSync).action, "synced");
+    await new Promise((r) => setTimeout(r, 1000)); // any read again comes now
+    const after = await live();
+    assert.deepEqual(after.map((p) => p.ref).sort(), ["keep", "move"], "the cancelled booking has no live pass");
+    assert.equal(after.find((p) => p.ref === "move").until, moved.until, "the moved booking keeps its new window");
+    assert.equal(codesOf("cancel"), 1, "no new code for the cancelled booking");
   });
 });

@@ -6,6 +6,8 @@
  */
 import { strict as assert } from "node:assert";
 import { type CalendarSettings, checkCalendarSettings, localInstant, readFeed } from "../../src/passes/calendar.js";
+import { DEFAULT_BLOCKED, matchKey } from "../../src/passes/calendar-settings.js";
+import { platformFeed } from "../helpers/calendar-fixtures.js";
 
 const NOW = Date.parse("2026-10-20T12:00:00Z");
 
@@ -18,6 +20,8 @@ function settings(extra: Partial<CalendarSettings> = {}): CalendarSettings {
     timeZone: "Europe/Oslo",
     bufferBeforeMin: 0,
     bufferAfterMin: 0,
+    blocked: DEFAULT_BLOCKED.map(matchKey),
+    placeholderGuest: "Apartment A guest",
     ...extra,
   };
 }
@@ -47,6 +51,7 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
         guest: "Reserved - Ada",
         from: "2026-10-23T13:00:00.000Z",
         until: "2026-10-27T10:00:00.000Z",
+        booking: { summary: "Reserved - Ada", phoneLast4: null, url: null },
       },
     ]);
   });
@@ -175,6 +180,40 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     assert.equal(r.skipped, 4);
   });
 
+  // docs/passes.md#from-a-booking-calendar: an event whose date does not exist is no booking
+  it("an event whose extra dates, excluded dates or repeat end do not exist (RDATE, EXDATE, RRULE UNTIL on 30 February) is skipped, not read on 2 March; an event ical.js cannot expand (RDATE as a PERIOD) is skipped and the rest of the feed is read", () => {
+    const series = (uid: string, extra: string) =>
+      vevent([`UID:${uid}`, "SUMMARY:A", "DTSTART:20270225T090000Z", "DTEND:20270225T120000Z", extra]);
+    const r = readFeed(
+      feed(
+        series("rdate", "RDATE:20270305T090000Z,20270230T090000Z"),
+        series("rdate-day", "RDATE;VALUE=DATE:20270230"),
+        series("period", "RDATE;VALUE=PERIOD:20270230T090000Z/PT3H"),
+        series("until", "RRULE:FREQ=DAILY;UNTIL=20270230T000000Z"),
+        vevent([
+          "UID:exdate",
+          "SUMMARY:B",
+          "DTSTART:20270225T090000Z",
+          "DTEND:20270225T120000Z",
+          "RRULE:FREQ=DAILY;COUNT=6",
+          "EXDATE:20270230T090000Z",
+        ]),
+        // A period (valid, but ical.js cannot expand it) costs that event only, not the whole feed.
+        series("period-ok", "RDATE;VALUE=PERIOD:20270305T090000Z/PT3H"),
+        series("fine", "RDATE:20270305T090000Z"),
+      ),
+      settings({ timeZone: "UTC" }),
+      NOW,
+    );
+    assert.ok(r.ok);
+    assert.deepEqual([...new Set(r.bookings.map((b) => b.ref.split("@")[0]))], ["fine"]);
+    assert.ok(
+      r.bookings.every((b) => !b.from.startsWith("2027-03-02")),
+      "no booking on the day 30 February would move to",
+    );
+    assert.equal(r.skipped, 6);
+  });
+
   it("folded lines and a UTC time are read as the feed means them", () => {
     const r = readFeed(
       feed(
@@ -256,5 +295,85 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     assert.equal(upper.ok && upper.settings?.url, "https://calendar.example.com/2.ics");
     const bad = checkCalendarSettings({ calendarUrl: "webcal://user:pw@calendar.example.com/3.ics" });
     assert.equal(bad.ok, false, "no user or password, as for https://");
+  });
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it("blocked time is no booking: the platforms' markers (whole summary, case and spaces ignored) are skipped and counted apart, on the fixtures of Airbnb, Booking.com and a channel manager", () => {
+    const now = Date.now();
+    const airbnb = readFeed(platformFeed("airbnb", now), settings(), now);
+    assert.ok(airbnb.ok);
+    assert.equal(airbnb.blocked, 2);
+    assert.deepEqual(
+      airbnb.bookings.map((b) => b.booking?.summary),
+      ["Reserved", "Reserved"],
+      "only the reservations",
+    );
+    const booking = readFeed(platformFeed("booking-com", now), settings(), now);
+    assert.ok(booking.ok);
+    assert.equal(booking.bookings.length, 0, "Booking.com's closed dates are no booking");
+    assert.equal(booking.blocked, 2);
+    const cm = readFeed(platformFeed("channel-manager", now), settings(), now);
+    assert.ok(cm.ok);
+    assert.deepEqual(
+      cm.bookings.map((b) => b.ref),
+      ["cm-1@channel.test", "cm-2@channel.test", "cm-3@channel.test"],
+    );
+    assert.equal(cm.blocked, 3, '"Blocked", "  not   AVAILABLE ", "Unavailable"');
+    // The host's own list: an empty one skips nothing; a word of their own skips that.
+    const none = readFeed(platformFeed("channel-manager", now), settings({ blocked: [] }), now);
+    assert.ok(none.ok && none.bookings.length === 6 && none.blocked === 0);
+    const own = checkCalendarSettings({
+      calendarUrl: "https://x.example/c.ics",
+      blocked: "Owner stay\n\n  maria ROSSI ",
+    });
+    assert.ok(own.ok && own.settings !== null);
+    assert.deepEqual(own.settings.blocked, ["owner stay", "maria rossi"]);
+    const mine = readFeed(platformFeed("channel-manager", now), own.settings, now);
+    assert.ok(mine.ok && !mine.bookings.some((b) => b.ref === "cm-1@channel.test"));
+  });
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it('a placeholder summary ("Reserved", "Reservation", "Booked") never names the guest: the host\'s name for a guest, then the phone\'s last 4 digits; a real name stays; booking carries the summary, the digits and the link', () => {
+    const now = Date.now();
+    const airbnb = readFeed(platformFeed("airbnb", now), settings(), now);
+    assert.ok(airbnb.ok);
+    assert.deepEqual(
+      airbnb.bookings.map((b) => [b.guest, b.booking]),
+      [
+        [
+          "Apartment A guest 4821",
+          {
+            summary: "Reserved",
+            phoneLast4: "4821",
+            url: "https://www.airbnb.com/hosting/reservations/details/HMTEST4821A",
+          },
+        ],
+        [
+          "Apartment A guest 0007",
+          {
+            summary: "Reserved",
+            phoneLast4: "0007",
+            url: "https://www.airbnb.com/hosting/reservations/details/HMTEST0007B",
+          },
+        ],
+      ],
+    );
+    const cm = readFeed(platformFeed("channel-manager", now), settings(), now);
+    assert.ok(cm.ok);
+    assert.deepEqual(
+      cm.bookings.map((b) => b.guest),
+      ["Maria Rossi", "Apartment A guest", "Apartment A guest"],
+    );
+    // The default name: the node's name and "guest"; without a name, "Guest".
+    const named = checkCalendarSettings({ calendarUrl: "https://x.example/c.ics", name: " Sea  view " });
+    assert.ok(named.ok && named.settings?.placeholderGuest === "Sea view guest");
+    const plain = checkCalendarSettings({ calendarUrl: "https://x.example/c.ics" });
+    assert.ok(plain.ok && plain.settings?.placeholderGuest === "Guest");
+    const chosen = checkCalendarSettings({
+      calendarUrl: "https://x.example/c.ics",
+      name: "A",
+      placeholderGuest: "Airbnb guest",
+    });
+    assert.ok(chosen.ok && chosen.settings?.placeholderGuest === "Airbnb guest");
   });
 });

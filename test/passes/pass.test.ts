@@ -7,6 +7,7 @@
  */
 import { strict as assert } from "node:assert";
 import { type Pass, checkIssue, nextOpen, passCheck, refusalText, withinHours } from "../../src/passes/pass.js";
+import { passRefused } from "../../src/unlock/guest-refusal.js";
 
 const base = {
   guest: "Ada",
@@ -211,5 +212,52 @@ describe("issue with weekly hours: the access rules' windows and zone, bad value
       assert.ok(n.ok);
       assert.equal(n.request.schedule, null);
     }
+  });
+});
+
+describe("what a guest is told of a refused pass: its times as local time in the pass's own zone, else the node's, never ISO UTC (docs/passes.md#at-a-door-unlock)", () => {
+  const pass = {
+    id: "pass-1",
+    guest: "Ada",
+    doors: [{ deviceId: 101, door: "Front Door" }],
+    from: "2026-12-01T14:00:00.000Z",
+    until: "2026-12-05T10:00:00.000Z",
+    uses: null,
+    used: 0,
+    ref: null,
+    revoked: null,
+    firstUsed: null,
+    issued: "2026-11-01T00:00:00.000Z",
+    hash: "0",
+  };
+
+  it("the node's zone: 'expired on Saturday 5 December 11:00 (Europe/Oslo)', and passRefusal { why, at, timeZone }", () => {
+    assert.equal(
+      refusalText("expired", pass, Date.parse(pass.from), "Europe/Oslo"),
+      "this pass expired on Saturday 5 December 11:00 (Europe/Oslo)",
+    );
+    assert.equal(
+      refusalText("upcoming", pass, Date.parse(pass.from) - 1, "Europe/Oslo"),
+      "this pass is not valid yet: it opens on Tuesday 1 December 15:00 (Europe/Oslo)",
+    );
+    assert.deepEqual(passRefused("expired", pass, "Europe/Oslo"), {
+      why: "expired",
+      at: pass.until,
+      timeZone: "Europe/Oslo",
+    });
+    assert.deepEqual(passRefused("upcoming", pass, "Europe/Oslo"), {
+      why: "not-yet",
+      at: pass.from,
+      timeZone: "Europe/Oslo",
+    });
+  });
+
+  it("a pass with a zone of its own is read in it, in the words and in the data", () => {
+    const own = { ...pass, timeZone: "Asia/Tokyo" };
+    assert.equal(
+      refusalText("expired", own, Date.parse(pass.from), "Europe/Oslo"),
+      "this pass expired on Saturday 5 December 19:00 (Asia/Tokyo)",
+    );
+    assert.equal(passRefused("expired", own, "Europe/Oslo").timeZone, "Asia/Tokyo");
   });
 });

@@ -2,7 +2,9 @@
  * The account's guest passes in the "Door access" sidebar (docs/passes.md#in-the-sidebar): one
  * row per pass (guest, state, doors, window in local times, uses), live passes first, at most
  * PASSES_SHOWN until "Show all"; a Revoke button on each live pass, which asks first and needs
- * door-account.write. The runtime never sends a code. Every text is set with .text(), never as
+ * door-account.write; which door-pass node made it; a New code button (door-account.write) where
+ * the runtime says the new code will reach a flow (docs/passes.md#a-new-code). The runtime never
+ * sends a code, and the new code goes out on the node's output, not here. Every text is set with .text(), never as
  * HTML: a guest's name is whatever a flow or a booking calendar wrote.
  */
 import { adminError, notifyText } from "../../shared/editor/text.js";
@@ -24,6 +26,20 @@ interface PassRow {
   used?: unknown;
   state?: unknown;
   ref?: unknown;
+  madeBy?: { id?: unknown; name?: unknown; state?: unknown; calendar?: unknown } | null;
+  newCode?: unknown;
+}
+
+/** Which node made the pass, in words (a name from the flows is set as text). */
+function madeByText(p: PassRow): string {
+  const by = p.madeBy;
+  if (!by) return t("passes.by-unknown");
+  const name = by.name ? text(by.name) : t("passes.unnamed-node");
+  const key = by.calendar === true ? "passes.by-calendar" : "passes.by-flow";
+  const made = t(key, { node: name });
+  if (by.state === "deleted") return `${made} ${t("passes.node-deleted")}`;
+  if (by.state === "disabled") return `${made} ${t("passes.node-disabled")}`;
+  return made;
 }
 
 function isLive(p: PassRow): boolean {
@@ -79,9 +95,40 @@ export function passesView(): { root: JQuery; load: (account: string | null) => 
       });
   }
 
-  /** The Revoke button, then in its place the question and Revoke / Cancel. */
+  function reissue(p: PassRow, button: JQuery): void {
+    const id = account;
+    if (!id) return;
+    button.prop("disabled", true);
+    $.ajax({
+      url: `${BASE}/${encodeURIComponent(id)}/passes/${encodeURIComponent(text(p.id))}/reissue`,
+      method: "POST",
+      headers: { "X-Requested-With": "XMLHttpRequest" },
+      contentType: "application/json",
+      data: "{}",
+    })
+      .done(() => {
+        notifyText(t("passes.reissued", { guest: text(p.guest) }), "success");
+      })
+      .fail((xhr: JQuery.jqXHR) => {
+        const why = adminError(xhr) ?? (xhr.status ? `HTTP ${xhr.status}` : t("errors.no-answer"));
+        notifyText(t("passes.reissue-failed", { error: why }), "error");
+      })
+      .always(() => {
+        if (id === account) load(id);
+      });
+  }
+
+  /** The Revoke button (and New code where it may be offered), then in their place the question and Revoke / Cancel. */
   function actions(p: PassRow, box: JQuery): void {
     box.empty();
+    if (p.newCode === true && RED.user.hasPermission("door-account.write"))
+      $('<button type="button" class="red-ui-button red-ui-button-small da-pass-reissue"></button>')
+        .text(t("passes.new-code"))
+        .attr("title", t("passes.new-code-title"))
+        .on("click", function () {
+          reissue(p, $(this));
+        })
+        .appendTo(box);
     $('<button type="button" class="red-ui-button red-ui-button-small da-pass-revoke"></button>')
       .text(t("passes.revoke"))
       .on("click", () => {
@@ -111,6 +158,7 @@ export function passesView(): { root: JQuery; load: (account: string | null) => 
       .text(state ? t(`passes.state.${state}`) : text(p.state))
       .appendTo(head);
     $('<div class="da-pass-doors"></div>').text(doorsText(p)).appendTo(li);
+    $('<div class="da-pass-by"></div>').text(madeByText(p)).appendTo(li);
     $('<div class="da-pass-window"></div>')
       .text(t("passes.window", { from: localTime(p.from), until: localTime(p.until) }))
       .attr("title", `${text(p.from)} \u2013 ${text(p.until)}`)

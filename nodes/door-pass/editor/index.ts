@@ -9,7 +9,7 @@
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
 import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../src/passes/pass-limits.js";
-import { calendarDoors, checkCalendarSettings } from "../../../src/passes/calendar-settings.js";
+import { DEFAULT_BLOCKED, calendarDoors, checkCalendarSettings } from "../../../src/passes/calendar-settings.js";
 import { textOf } from "../../../src/util/text.js";
 import { type DoorNode, type DoorPicker, doorPicker } from "../../shared/editor/door-picker.js";
 import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
@@ -29,6 +29,8 @@ interface DoorPassNode extends EditorNode {
   timeZone?: string;
   bufferBefore?: number | string;
   bufferAfter?: number | string;
+  blocked?: string;
+  placeholderGuest?: string;
   /** While the dialog is open: its door picker and the doors it keeps. */
   _passDoors?: { picker: DoorPicker; items: (number | string)[] };
 }
@@ -107,6 +109,19 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
         return calendarField(this as unknown as Record<string, unknown>, "bufferAfter", v);
       },
     },
+    // docs/passes.md#blocked-time-and-placeholder-names: blocked time is no booking (one summary a line).
+    blocked: {
+      value: DEFAULT_BLOCKED.join("\n"),
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "blocked", v);
+      },
+    },
+    placeholderGuest: {
+      value: "",
+      validate(v, _opt) {
+        return calendarField(this as unknown as Record<string, unknown>, "placeholderGuest", v);
+      },
+    },
   },
   inputs: 1,
   outputs: 1,
@@ -126,6 +141,14 @@ RED.nodes.registerType<DoorPassNode>("door-pass", {
   oneditprepare() {
     preselectAccountInDialog(this);
     prepareDoors(this);
+    // docs/passes.md#no-code-goes-nowhere: a calendar node whose output reaches nothing issues no pass.
+    const unwired = RED.nodes.filterLinks({ source: this }).length === 0;
+    const showTip = () => {
+      const url = String($("#node-input-calendarUrl").val() ?? "").trim();
+      $("#door-pass-unwired").toggle(unwired && url !== "");
+    };
+    $("#node-input-calendarUrl").on("input change", showTip);
+    showTip();
   },
   oneditsave() {
     const kept = this._passDoors;

@@ -89,6 +89,8 @@ export interface RedEditor {
   nodes: {
     registerType<N extends EditorNode>(type: string, definition: NodeDefinition<N>): void;
     node(id: string): (EditorNode & Record<string, unknown>) | null;
+    /** The wires of the workspace that match (here: those leaving `source`). */
+    filterLinks(filter: { source: EditorNode }): unknown[];
     /** Calls `cb` for each config node; stops when it returns false. */
     eachConfig(cb: (node: EditorNode & { z?: string }) => boolean | void): void;
   };
@@ -105,6 +107,8 @@ export interface RedEditor {
   events: { on(event: string, callback: (...args: unknown[]) => void): void };
   sidebar: { addTab(tab: SidebarTab): void; show(id: string): void };
   actions: { add(name: string, action: () => void): void };
+  /** The signed-in user's permissions (every permission when the editor has no login). */
+  user: { hasPermission(permission: string): boolean };
 }
 
 declare global {

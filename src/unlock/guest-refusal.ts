@@ -1,0 +1,65 @@
+/**
+ * Why a guest's code did not open, as data (docs/passes.md#at-a-door-unlock): the
+ * `payload.passRefusal` of a door-unlock that accepts passes, from which a guest page builds its
+ * answer in the guest's language (docs/passes.md#at-a-door-panel). Times are instants with the
+ * zone to read them in: the pass's own, else the node's. Never the code.
+ */
+import { type Pass, type PassRefusal, passCheck } from "../passes/pass.js";
+import type { AccessState } from "./access-state.js";
+
+/**
+ * `unknown`: no pass has the code; `locked-out`: the node refuses every message until `at`;
+ * the others are a pass's (`not-yet` is passCheck's `upcoming`, `gone`: the pass no longer exists).
+ */
+export type GuestRefusalWhy = "unknown" | "locked-out" | "not-yet" | "gone" | Exclude<PassRefusal, "upcoming">;
+
+export interface GuestRefusal {
+  why: GuestRefusalWhy;
+  /** ISO instant: when the pass ended (`expired`), opens (`not-yet`), or the lockout ends (`locked-out`). */
+  at?: string;
+  /** IANA zone a person reads `at` in. */
+  timeZone: string;
+}
+
+/** A known pass refused for `word` (passCheck's, or a store's). */
+export function passRefused(word: PassRefusal | "gone", pass: Pass, nodeZone: string): GuestRefusal {
+  const own = (pass as { timeZone?: unknown }).timeZone;
+  const timeZone = typeof own === "string" && own !== "" ? own : nodeZone;
+  if (word === "expired") return { why: "expired", at: pass.until, timeZone };
+  if (word === "upcoming") return { why: "not-yet", at: pass.from, timeZone };
+  return { why: word, timeZone };
+}
+
+/** A code no pass has. */
+export function unknownCode(nodeZone: string): GuestRefusal {
+  return { why: "unknown", timeZone: nodeZone };
+}
+
+/** The node is locked out until `until` (ms): the same for every message, whatever it holds. */
+export function lockedOut(until: number, nodeZone: string): GuestRefusal {
+  return { why: "locked-out", at: new Date(until).toISOString(), timeZone: nodeZone };
+}
+
+/**
+ * The passRefusal of outcome `r` at a node that accepts passes (undefined: none): the one it
+ * carries, else, on `denied`, a pass refused (its state or door now), a code no pass has (`pass`
+ * null), or the node locked out.
+ */
+export function guestRefusal(
+  node: { access?: { ok: true; state: AccessState } | { ok: false } | null; acceptPasses?: boolean },
+  r: { outcome: string; reason?: string; deviceId: number | null; passRefusal?: GuestRefusal },
+  pass: Pass | null,
+  now: number,
+): GuestRefusal | undefined {
+  const state = node.access?.ok ? node.access.state : null;
+  if (r.passRefusal !== undefined || r.outcome !== "denied" || state === null || node.acceptPasses !== true)
+    return r.passRefusal;
+  const zone = state.rules.timeZone;
+  if (r.reason === "locked-out") {
+    const until = state.lockout(now).until;
+    return until === null ? undefined : lockedOut(until, zone);
+  }
+  if (r.reason !== "pass") return undefined;
+  if (pass === null) return unknownCode(zone);
+  return passRefused(passCheck(pass, now, r.deviceId ?? undefined) ?? "used-up", pass, zone);
+}
