@@ -16,6 +16,7 @@ import type { Request, Response } from "express";
 import { type AuditFilter, exportCsv, parseInstant, readPage } from "../../src/audit/reader.js";
 import { onAnyAuditRecord, verifyAuditLog } from "../../src/audit/source.js";
 import { fromEditor, permission } from "../shared/admin-access.js";
+import { registerLockoutRoutes } from "./lockouts.js";
 import { accountEvents } from "../../src/account/events.js";
 import type { DoorAccountNode } from "../shared/node-runtime.js";
 import { textOf } from "../../src/util/text.js";
@@ -316,6 +317,8 @@ export = function register(RED: NodeAPI): void {
       })
       .catch(() => undefined);
   });
+  // docs/access-rules.md#ending-a-lockout: the locked door-unlock nodes, and the host's end of one.
+  registerLockoutRoutes(RED, SIDEBAR_PREFIX, { read, write, editorOnly }, accountFor);
 
   RED.httpAdmin.get(`${SIDEBAR_PREFIX}/accounts/:id/export.csv`, read, (req, res) => {
     const n = accountFor(req, res);

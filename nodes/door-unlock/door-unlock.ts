@@ -35,6 +35,8 @@ import {
 } from "../shared/node-runtime.js";
 import { LockoutEvents, tellUnlock } from "./unlock-events.js";
 import { serveGuestWords } from "./guest-words.js";
+import { type EndLockoutNode, endNodeLockout, offerNodeLockouts } from "./end-lockout.js";
+import { doorLabel } from "../../src/unlock/lockout-end.js";
 
 interface UnlockDef extends NodeDef {
   account: string;
@@ -87,7 +89,11 @@ function readRules(config: UnlockDef, pin: unknown, acceptPasses: boolean): Node
     };
   }
   // A node that takes passes keeps a rule state without other rules: unknown codes lead to its lockout.
-  return parsed.rules.active || acceptPasses ? { ok: true, state: parsed.rules.newState() } : null;
+  if (!parsed.rules.active && !acceptPasses) return null;
+  const state = parsed.rules.newState();
+  // docs/passes.md#how-hard-a-code-is-to-guess: a guest's wrong codes at one door never lock another.
+  if (acceptPasses) state.keepPerDoor();
+  return { ok: true, state };
 }
 
 /**
@@ -144,12 +150,16 @@ export = function register(RED: NodeAPI): void {
       const l = access.state.lockout(Date.now());
       if (l.locked) {
         const until = clockTime(l.until!).slice(0, 5);
-        return {
-          fill: "red",
-          shape: "dot",
-          text: `locked: ${l.wrongPins} wrong ${access.state.tries()}, until ${until}`,
-          pinRequired,
-        };
+        const what = access.state.perDoor ? "wrong tries at its doors" : "wrong PINs";
+        return { fill: "red", shape: "dot", text: `locked: ${l.wrongPins} ${what}, until ${until}`, pinRequired };
+      }
+      // docs/passes.md#how-hard-a-code-is-to-guess: a door locked at a node kept per door.
+      const doors = access.state.doorLockouts(Date.now());
+      if (doors.length > 0) {
+        const first = doors[0];
+        const until = clockTime(first.until).slice(0, 5);
+        const which = doors.length === 1 ? (labelOf(first.deviceId) ?? `#${first.deviceId}`) : `${doors.length} doors`;
+        return { fill: "red", shape: "ring", text: `locked: ${which}, until ${until}`, pinRequired };
       }
       return { ...status, text: `${status.text ?? ""} · ${rulesWord}`, pinRequired };
     };
@@ -193,7 +203,12 @@ export = function register(RED: NodeAPI): void {
       return "problem" in got ? null : got.account.core.events;
     };
     const nodeName = (typeof config.name === "string" && config.name.trim()) || `door-unlock ${node.id}`;
-    const lockoutEvents = guarded ? new LockoutEvents(rules, nodeName, hub) : null;
+    /** A door's name from the account's cached device list (events, the sidebar). */
+    const labelOf = (deviceId: number): string | null => {
+      const got = binding.account();
+      return "problem" in got ? null : doorLabel(got.account.directory, deviceId);
+    };
+    const lockoutEvents = guarded ? new LockoutEvents(rules, nodeName, hub, labelOf) : null;
     /** The status again when a lockout ends (off by itself otherwise until the next message). */
     let lockoutTimer: NodeJS.Timeout | null = null;
     /** Closed (a redeploy, a stop): no more timers nor events from this instance; the next one takes over. */
@@ -202,15 +217,22 @@ export = function register(RED: NodeAPI): void {
       if (closed) return;
       lockoutEvents?.check(Date.now());
       if (rules === null || lockoutTimer !== null) return;
-      const l = rules.lockout(Date.now());
-      if (!l.locked) return;
+      const now = Date.now();
+      const l = rules.lockout(now);
+      // The first lockout to end: the node's, or a door's (a node kept per door).
+      const ends = [...(l.locked ? [l.until!] : []), ...rules.doorLockouts(now).map((d) => d.until)];
+      if (ends.length === 0) return;
       lockoutTimer = setTimeout(
         () => {
           lockoutTimer = null;
-          binding.refresh();
-          watchLockout();
+          try {
+            binding.refresh();
+            watchLockout();
+          } catch {
+            /* closed meanwhile */
+          }
         },
-        Math.max(1000, l.until! - Date.now()),
+        Math.max(1000, Math.min(...ends) - now),
       );
       lockoutTimer.unref();
     };
@@ -230,7 +252,26 @@ export = function register(RED: NodeAPI): void {
         });
       }
     }
+    // docs/access-rules.md#ending-a-lockout: the host ends a lockout from a flow or the sidebar.
+    const ender: EndLockoutNode = {
+      state: rules,
+      keeper: lockout,
+      settings,
+      events: lockoutEvents,
+      account: () => binding.account(),
+      refresh: () => {
+        if (lockoutTimer !== null) clearTimeout(lockoutTimer);
+        lockoutTimer = null;
+        binding.refresh();
+        watchLockout();
+      },
+    };
+    const withdraw =
+      rules !== null && guarded
+        ? offerNodeLockouts(ender, rules, { nodeId: node.id, name: nodeName, accountId: config.account }, labelOf)
+        : () => undefined;
     node.on("close", () => {
+      withdraw();
       closed = true;
       if (lockoutTimer !== null) clearTimeout(lockoutTimer);
       lockoutTimer = null;
@@ -269,6 +310,36 @@ export = function register(RED: NodeAPI): void {
         return;
       }
       const msgid = fields.read("_msgid");
+      if (fields.read("endLockout") === true) {
+        // docs/access-rules.md#ending-a-lockout: the host's flow; a guest's message (with a code or a PIN) never ends one.
+        const ending = (async () => {
+          const ask = {
+            msgDeviceId: fields.read("deviceId"),
+            msgDoor: fields.read("door"),
+            msgActor: fields.read("actor"),
+            msgid: typeof msgid === "string" ? msgid : null,
+          };
+          const answer =
+            fields.unreadable !== undefined
+              ? null
+              : await endNodeLockout(ender, ask, pin !== undefined || passCode !== undefined);
+          m.payload = answer ?? {
+            outcome: "invalid-input",
+            status: null,
+            by: "",
+            deviceId: null,
+            door: null,
+            ended: [],
+            at: new Date().toISOString(),
+            message: fields.unreadable,
+            mayHaveOpened: false,
+          };
+          send([null, m]);
+          done();
+        })();
+        binding.track(ending).catch((e: Error) => done(e));
+        return;
+      }
       const work = (async () => {
         const got = binding.account();
         let sent = false;

@@ -53,51 +53,106 @@ export function tellUnlock(hub: AccountEvents, r: UnlockResult, msgid: string | 
   }
 }
 
-/** A node's lockout as its events say it: locked-out once per lockout, lockout-ended once when it is over. */
+/** One lock of a node as its events name it: the node's (kept whole, or the ceiling), or a door's. */
+interface Lock {
+  deviceId: number | null;
+  wrongPins: number;
+  until: number;
+}
+
+/**
+ * A node's lockouts as its events say them (docs/events.md#rule): `rule/locked-out` once per
+ * lockout, naming the door (`deviceId`, `door`; both null for the whole node), and
+ * `rule/lockout-ended` once when it is over, with `by`: who ended it (null: it ran out).
+ */
 export class LockoutEvents {
-  /** The end of the lockout told (or read back at deploy), ms since epoch; null: none. */
-  private told: number | null = null;
+  /** The end of each lockout told (or read back at deploy), ms since epoch, by "node" or device id. */
+  private readonly told = new Map<number | "node", number>();
 
   constructor(
     private readonly rules: AccessState,
     private readonly node: string,
     private readonly hub: () => AccountEvents | null,
+    /** A door's name as the account's device list has it. */
+    private readonly label: (deviceId: number) => string | null = () => null,
   ) {}
 
-  /** A lockout read back at deploy or restart: no change, but its end will be told. */
-  known(now: number): void {
+  private locks(now: number): Map<number | "node", Lock> {
+    const out = new Map<number | "node", Lock>();
     const l = this.rules.lockout(now);
-    if (l.locked) this.told = l.until;
+    if (l.locked) out.set("node", { deviceId: null, wrongPins: l.wrongPins, until: l.until! });
+    for (const d of this.rules.doorLockouts(now)) out.set(d.deviceId, d);
+    return out;
+  }
+
+  /** Lockouts read back at deploy or restart: no change, but their end will be told. */
+  known(now: number): void {
+    for (const [key, l] of this.locks(now)) this.told.set(key, l.until);
   }
 
   /** After a message or a timer: tells what changed. */
   check(now: number): void {
     try {
-      const l = this.rules.lockout(now);
       const hub = this.hub();
-      if (l.locked && l.until !== null && this.told !== l.until) {
-        const already = this.told !== null;
-        this.told = l.until;
-        if (already || !hub) return;
+      const locks = this.locks(now);
+      for (const [key, l] of locks) {
+        if (this.told.get(key) === l.until) continue;
+        const already = this.told.has(key);
+        this.told.set(key, l.until);
+        if (already || !hub) continue;
         const until = new Date(l.until).toISOString();
+        const door = l.deviceId === null ? null : this.doorName(l.deviceId);
+        const where = door === null ? "the node refuses every message" : `${door} refuses every message`;
+        const what = this.rules.perDoor ? (door === null ? "wrong tries at its doors" : "wrong tries") : "wrong PINs";
         // The message in local time in the rules' zone; the `until` field stays ISO (docs/events.md#rule).
         const local = `${this.rules.rules.formatClock(l.until)} (${this.rules.rules.timeZone})`;
-        const codes = this.rules.tries() === "codes";
         hub.emit(
           "rule",
           "locked-out",
-          `${this.node}: ${l.wrongPins} wrong ${this.rules.tries()}; the node refuses every message until ${local}. If nobody you know typed them, someone is guessing ${codes ? "a code" : "the PIN"}`,
-          { node: this.node, until, wrongPins: l.wrongPins },
+          `${this.node}: ${l.wrongPins} ${what}; ${where} until ${local}. If nobody you know typed them, someone is guessing`,
+          { node: this.node, deviceId: l.deviceId, door, until, wrongPins: l.wrongPins },
         );
-      } else if (!l.locked && this.told !== null) {
-        this.told = null;
-        const word = this.rules.tries() === "codes" ? "codes" : "PINs";
-        hub?.emit("rule", "lockout-ended", `${this.node}: the lockout is over; the node takes ${word} again`, {
-          node: this.node,
-        });
       }
+      for (const key of [...this.told.keys()]) if (!locks.has(key)) this.tellEnded(key, null);
     } catch {
       /* events inform; they never fail a message */
+    }
+  }
+
+  /** The host ended these lockouts (`by`: the editor user, or the flow's actor). */
+  ended(keys: readonly (number | "node")[], by: string): void {
+    try {
+      for (const key of keys) this.tellEnded(key, by);
+    } catch {
+      /* events inform; they never fail a message */
+    }
+  }
+
+  private tellEnded(key: number | "node", by: string | null): void {
+    this.told.delete(key);
+    const deviceId = key === "node" ? null : key;
+    const door = deviceId === null ? null : this.doorName(deviceId);
+    const what = door === null ? "the node takes" : `${door} takes`;
+    const how = by === null ? "is over" : `was ended by ${by}`;
+    const kind = this.rules.perDoor ? "lockout" : "PIN lockout";
+    this.hub()?.emit(
+      "rule",
+      "lockout-ended",
+      `${this.node}: the ${kind} ${how}; ${what} ${this.rules.perDoor ? "codes" : "PINs"} again`,
+      {
+        node: this.node,
+        deviceId,
+        door,
+        by,
+      },
+    );
+  }
+
+  private doorName(deviceId: number): string {
+    try {
+      return this.label(deviceId) ?? `#${deviceId}`;
+    } catch {
+      return `#${deviceId}`;
     }
   }
 }

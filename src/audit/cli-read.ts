@@ -27,7 +27,9 @@ export function formatRecord(r: AuditEntry): string {
       ? `attempt${r.replay === true ? " (replay)" : ""}`
       : r.type === "unlock-rejected"
         ? `rejected ${safe(r.outcome)}: ${safe(r.reason)}`
-        : `result ${safe(r.outcome)}${r.status !== null && r.status !== undefined ? ` ${r.status}` : ""}`;
+        : r.type === "lockout-ended"
+          ? `lockout ended: ${safe((r.ended ?? []).join(", "))}`
+          : `result ${safe(r.outcome)}${r.status !== null && r.status !== undefined ? ` ${r.status}` : ""}`;
   const door = `${r.door !== null && r.door !== undefined ? safe(r.door) : "?"} (device ${r.deviceId ?? "?"}${r.lockId !== null && r.lockId !== undefined ? `, lock ${r.lockId}` : ""})`;
   return `${safe(r.ts)}  ${seq}  ${what}  ${door}  actor ${safe(r.actor)}`;
 }

@@ -31,9 +31,10 @@ export type AuditRecord =
   | ({ type: "unlock-attempt"; ts: string; replay?: true } & AuditBase & ChainFields)
   | ({ type: "unlock-result"; ts: string; outcome: string; status: number | null } & AuditBase & ChainFields)
   | ({ type: "unlock-rejected"; ts: string; outcome: string; reason: string; message?: string } & AuditBase &
-      ChainFields);
+      ChainFields)
+  | ({ type: "lockout-ended"; ts: string; ended: string[] } & AuditBase & ChainFields);
 
-type AuditRecordType = "unlock-attempt" | "unlock-result" | "unlock-rejected";
+type AuditRecordType = "unlock-attempt" | "unlock-result" | "unlock-rejected" | "lockout-ended";
 
 /** A record as read back (the writer's fields; `seq`/`prev` once the hash chain is written). */
 export interface AuditEntry {
@@ -51,6 +52,8 @@ export interface AuditEntry {
   /** A denied record's message (docs/audit-log.md#records): why, in words; never a PIN. */
   message?: string;
   replay?: boolean;
+  /** A lockout-ended record: what was ended ("node", or "door <deviceId>"). */
+  ended?: string[];
   /** The writer went back before this record (a batch cut off after a failed write, or written again). */
   rewound?: number;
   seq?: number;
@@ -130,7 +133,20 @@ export function rejectedRecord(
   return rec;
 }
 
-const RECORD_TYPES = new Set<string>(["unlock-attempt", "unlock-result", "unlock-rejected"]);
+/**
+ * A `lockout-ended` record made at `ts` (docs/audit-log.md#records): the host ended a door-unlock
+ * node's lockout; `actor` names who (the editor user, or the flow's actor), `ended` what.
+ */
+export function lockoutEndedRecord(ts: string, r: AuditBase & { ended: string[] }): AuditRecord {
+  return {
+    type: "lockout-ended",
+    ts,
+    ...base(r),
+    ended: r.ended.slice(0, 100).map((e) => cap(e, MAX_SHORT_TEXT) ?? ""),
+  };
+}
+
+const RECORD_TYPES = new Set<string>(["unlock-attempt", "unlock-result", "unlock-rejected", "lockout-ended"]);
 
 /**
  * Parses one line; null for anything that is not one of our records (a blank line, a line that
@@ -151,7 +167,7 @@ export function parseRecord(line: string): AuditEntry | null {
 }
 
 /** How every record line starts (the writer puts `type` first): a torn write starts the same way. */
-const RECORD_START = '{"type":"unlock-';
+const RECORD_STARTS = ['{"type":"unlock-', '{"type":"lockout-'];
 
 /**
  * A line a torn write left (a crash, or a failed write the writer could not cut off again): not
@@ -162,7 +178,7 @@ const RECORD_START = '{"type":"unlock-';
 export function isTornWrite(line: string): boolean {
   const core = line.replace(/\0+$/, "");
   if (core.length === 0) return line.length > 0;
-  if (!(core.startsWith(RECORD_START) || RECORD_START.startsWith(core))) return false;
+  if (!RECORD_STARTS.some((start) => core.startsWith(start) || start.startsWith(core))) return false;
   try {
     JSON.parse(line);
     return false;

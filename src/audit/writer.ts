@@ -31,7 +31,14 @@ import * as path from "node:path";
 import { type ChainedBatch, type Pending, batchLength, chainBatch, linesWithin, positionAfterBytes } from "./batch.js";
 import { type ChainPosition, START, chainLine, resumePosition } from "./chain.js";
 import { LogFile, type WriteProgress } from "./log-file.js";
-import { type AuditBase, type AuditRecord, attemptRecord, rejectedRecord, resultRecord } from "./record.js";
+import {
+  type AuditBase,
+  type AuditRecord,
+  attemptRecord,
+  lockoutEndedRecord,
+  rejectedRecord,
+  resultRecord,
+} from "./record.js";
 import {
   type AuditLogOptions,
   type AuditStats,
@@ -158,6 +165,11 @@ export class AuditLog {
   /** Appends an `unlock-rejected` record; resolves once it is durable on disk (not urgent, as result()). */
   rejected(r: AuditBase & { outcome: string; reason: string; message?: string }): Promise<void> {
     return this.append(rejectedRecord(this.timestamp(), r), false);
+  }
+
+  /** Appends a `lockout-ended` record (the host ended a lockout); resolves once it is durable on disk. */
+  lockoutEnded(r: AuditBase & { ended: string[] }): Promise<void> {
+    return this.append(lockoutEndedRecord(this.timestamp(), r));
   }
 
   /** Counters showing how records were batched into writes and fsyncs. */

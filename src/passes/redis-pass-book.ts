@@ -37,6 +37,7 @@ import {
   makePass,
   wellFormed,
 } from "./pass-book.js";
+import { ISSUE, PUT, USE } from "./redis-pass-scripts.js";
 
 /** What the account's Redis store offers the book (src/session/redis-store.ts). */
 export interface PassCommands {
@@ -48,92 +49,6 @@ export interface PassCommands {
 }
 
 const KEY_INFO = "door-access pass key v1";
-
-// KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO,
-// ARGV[5] '0' when now is outside the pass's weekly hours (withinHours() in src/passes/pass.ts
-// decides: Redis has no time zones; a pass's hours never change once issued).
-// {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted. The checks
-// follow passCheck() in src/passes/pass.ts, in its order (passState's, then the hours, then the
-// door): revoked, used up, expired, not valid yet, outside its hours, not for this door. Change
-// one, change both.
-const USE = `
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-if not raw then return {-1, 'gone', 0} end
-local p = cjson.decode(raw)
-local used = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-local now = tonumber(ARGV[2])
-if p.revoked ~= cjson.null and p.revoked ~= nil then return {-1, 'revoked', used} end
-if p.uses ~= cjson.null and p.uses ~= nil and used >= tonumber(p.uses) then return {-1, 'used-up', used} end
-if now >= tonumber(p.u) then return {-1, 'expired', used} end
-if now < tonumber(p.f) then return {-1, 'upcoming', used} end
-if ARGV[5] == '0' then return {-1, 'closed', used} end
-if ARGV[3] ~= '' then
-  local ok = false
-  for _, d in ipairs(p.doors) do if tostring(d.deviceId) == ARGV[3] then ok = true end end
-  if not ok then return {-1, 'door', used} end
-end
-redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
-if used == 0 then redis.call('HSET', KEYS[2], ARGV[1] .. ':first', ARGV[4]) end
-return {used + 1, 'ok', used + 1}`;
-
-// A booking's field in `pass-bookings`, as bookingKey() writes it.
-const BOOKING_FIELD = `
-local function booking(p)
-  if type(p) == 'table' and type(p.source) == 'string' and type(p.ref) == 'string' then
-    return p.source .. '\\0' .. p.ref
-  end
-  return nil
-end
-local function unrevoked(p) return p.revoked == nil or p.revoked == cjson.null end`;
-
-// KEYS[1] passes, KEYS[2] version, KEYS[3] changed, KEYS[4] uses, KEYS[5] bookings; ARGV[1] id,
-// ARGV[2] the revision it was made from ('' for a new pass), ARGV[3] the pass as JSON ('' deletes
-// it). 0: another change came first, nothing written; else the new version.
-const PUT = `${BOOKING_FIELD}
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if ARGV[2] == '' then
-  if cur then return 0 end
-else
-  if not cur then return 0 end
-  if tostring(cjson.decode(cur).rev) ~= ARGV[2] then return 0 end
-end
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. ':first')
-  local f = cur and booking(cjson.decode(cur))
-  if f and redis.call('HGET', KEYS[5], f) == ARGV[1] then redis.call('HDEL', KEYS[5], f) end
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-  local f = ARGV[2] == '' and booking(cjson.decode(ARGV[3]))
-  if f then redis.call('HSET', KEYS[5], f, ARGV[1]) end
-end
-local v = redis.call('INCR', KEYS[2])
-redis.call('ZADD', KEYS[3], v, ARGV[1])
-return v`;
-
-// A booking's pass (docs/passes.md#from-a-booking-calendar): KEYS[1] passes, KEYS[2] version,
-// KEYS[3] changed, KEYS[4] bookings; ARGV[1] id, ARGV[2] the pass as JSON, ARGV[3] its booking's
-// field. {0, id}: that booking has pass id, not revoked: nothing written; {-1, ''}: the id is
-// taken; else {the new version, id}.
-const ISSUE = `${BOOKING_FIELD}
-if redis.call('HEXISTS', KEYS[4], '') == 0 then
-  local all = redis.call('HGETALL', KEYS[1])
-  for i = 1, #all, 2 do
-    local ok, p = pcall(cjson.decode, all[i + 1])
-    local f = ok and type(p) == 'table' and unrevoked(p) and booking(p)
-    if f then redis.call('HSET', KEYS[4], f, all[i]) end
-  end
-  redis.call('HSET', KEYS[4], '', '1')
-end
-local have = redis.call('HGET', KEYS[4], ARGV[3])
-local raw = have and redis.call('HGET', KEYS[1], have)
-if raw and unrevoked(cjson.decode(raw)) then return {0, have} end
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return {-1, ''} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[3], ARGV[1])
-local v = redis.call('INCR', KEYS[2])
-redis.call('ZADD', KEYS[3], v, ARGV[1])
-return {v, ARGV[1]}`;
 
 /** Ended passes are looked for at most this often (at an issue). */
 const PRUNE_EVERY_MS = 60_000;

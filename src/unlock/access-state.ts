@@ -18,13 +18,17 @@
 import { comparePin } from "./access-pin.js";
 import { type LocalTime, type ScheduleWindow, LocalClock, formatLocal } from "./access-schedule.js";
 import { clip } from "../util/text.js";
+import {
+  CEILING_AFTER,
+  LOCKOUT_AFTER,
+  LOCKOUT_MS,
+  LOCKOUT_WINDOW_MS,
+  type LockoutState,
+  type PinRecord,
+  TryCounter,
+} from "./access-lockout.js";
 
-/** Wrong PINs that lock the node, counted over a sliding LOCKOUT_WINDOW_MS. */
-const LOCKOUT_AFTER = 5;
-/** How long a wrong PIN counts. */
-export const LOCKOUT_WINDOW_MS = 15 * 60_000;
-/** How long the node refuses every message once locked. */
-export const LOCKOUT_MS = 15 * 60_000;
+export { LOCKOUT_MS, LOCKOUT_WINDOW_MS, type PinRecord } from "./access-lockout.js";
 /**
  * How long a slot an allowed message took may stay neither sent nor released before it is
  * dropped as released, so that a node that forgot to settle it never blocks a door for good.
@@ -77,22 +81,16 @@ export interface Denied {
 
 export type AccessDecision = Allowed | Denied;
 
-interface LockoutState {
-  /** The node refuses every message until `until`. */
-  locked: boolean;
-  /** Wrong PINs counted now (while locked: the number that locked it). */
-  wrongPins: number;
-  /** ms since the epoch when the lockout ends; null when not locked. */
-  until: number | null;
-  /** Whole seconds left, rounded up; null when not locked. */
-  retryAfter: number | null;
+/** What a restart must not forget of a node: its count, and per door the doors' (a node kept per door). */
+export interface LockoutRecord extends PinRecord {
+  doors?: Record<string, PinRecord>;
 }
 
-/** The part of the state a restart must not forget: wrong PINs (epoch ms) and the lockout. */
-export interface PinRecord {
-  wrongPins: number[];
-  lockedUntil: number | null;
-  lockedWith: number;
+/** One door's lockout, for the status, the events and the sidebar. */
+export interface DoorLockout {
+  deviceId: number;
+  wrongPins: number;
+  until: number;
 }
 
 /**
@@ -133,9 +131,10 @@ export class AccessState {
   readonly rules: RuleSet;
   private readonly slots = new Map<string, SlotEntry>();
   private nextSweep = -Infinity;
-  private wrongPins: number[] = [];
-  private lockedUntil: number | null = null;
-  private lockedWith = 0;
+  /** The node's count: the whole lockout (PIN only), or the ceiling across its doors (per door). */
+  private node = new TryCounter(LOCKOUT_AFTER);
+  /** Per door (a node that accepts passes, keepPerDoor()): each door's count; null: kept whole. */
+  private doors: Map<number, TryCounter> | null = null;
   private counted = 0;
   /** The rules' zone's wall clock, cached for this node. */
   private readonly clock: LocalClock;
@@ -143,6 +142,21 @@ export class AccessState {
   constructor(rules: RuleSet) {
     this.rules = rules;
     this.clock = new LocalClock((now) => rules.localTime(now));
+  }
+
+  /**
+   * Keeps the lockout per door under a ceiling across the node's doors (a node with *Accept
+   * passes*: docs/passes.md#how-hard-a-code-is-to-guess). Called before the first message.
+   */
+  keepPerDoor(): void {
+    if (this.doors !== null) return;
+    this.doors = new Map();
+    this.node = new TryCounter(CEILING_AFTER);
+  }
+
+  /** Whether the lockout is kept per door. */
+  get perDoor(): boolean {
+    return this.doors !== null;
   }
 
   /**
@@ -185,7 +199,7 @@ export class AccessState {
     // 4. PIN, and the lockout it leads to. The lockout is looked at before the PIN is compared,
     // so that while it lasts no answer says whether a PIN was right.
     if (rules.hasPin || input.byPass === true) {
-      const locked = this.lockedOut(now);
+      const locked = this.lockedOut(now, input.deviceId);
       if (locked !== null) return locked;
     }
     if (rules.hasPin && input.byPass !== true) {
@@ -193,7 +207,7 @@ export class AccessState {
       if (kind !== true) {
         if (kind === "missing") return deny("pin", "a PIN is needed: msg.pin is missing");
         const unusable = "wrong PIN (msg.pin must be the PIN's digits, as text or a number)";
-        return this.countWrong(now, "pin", kind === "unusable" ? unusable : "wrong PIN");
+        return this.countWrong(now, input.deviceId, "pin", kind === "unusable" ? unusable : "wrong PIN");
       }
     }
 
@@ -220,103 +234,144 @@ export class AccessState {
   }
 
   /**
-   * A guest pass code that opens nothing (unknown): counted as a wrong PIN is, toward the same
-   * lockout (docs/passes.md#at-a-door-unlock). While the node is locked out, says so instead.
+   * A guest pass code that opens nothing (unknown) at door `deviceId`: counted as a wrong PIN is,
+   * toward the same lockout (docs/passes.md#at-a-door-unlock). While locked out, says so instead.
    */
-  wrongCode(now: number): Denied {
-    return this.lockedOut(now) ?? this.countWrong(now, "pass", "no pass has this code");
+  wrongCode(now: number, deviceId: number | null = null): Denied {
+    return this.lockedOut(now, deviceId) ?? this.countWrong(now, deviceId, "pass", "no pass has this code");
   }
 
   /**
    * A message whose code belongs to a pass, refused (by the pass, the schedule, the cooldown, or
    * before its command could leave): it told the asker that the code is real, so it costs a try as
    * a code no pass has does (docs/passes.md#how-hard-a-code-is-to-guess). The refusal as it is, or
-   * the one that says the node is now locked.
+   * the one that says the node (or the door) is now locked.
    */
-  costTry(now: number, refusal: Denied): Denied {
-    return this.count(now, refusal, refusal.message);
+  costTry(now: number, refusal: Denied, deviceId: number | null = null): Denied {
+    return this.count(now, deviceId, refusal, refusal.message);
   }
 
   /**
-   * The lockout's refusal while it lasts, else null. Looked at before any code is compared; a
-   * node that accepts passes asks it before anything else of a message (the answer is then the
-   * same whatever the message holds: docs/passes.md#how-hard-a-code-is-to-guess).
+   * The lockout's refusal while it lasts, else null: the node's (kept whole, or the ceiling across
+   * its doors), then door `deviceId`'s when the lockout is kept per door. Looked at before any code
+   * is compared; a node that accepts passes asks it before anything else of a message it can
+   * (the answer is then the same whatever the message holds: docs/passes.md#how-hard-a-code-is-to-guess).
    */
-  lockedOut(now: number): Denied | null {
-    const lock = this.lockout(now);
-    if (!lock.locked) return null;
+  lockedOut(now: number, deviceId: number | null = null): Denied | null {
+    const lock = this.node.state(now);
+    if (lock.locked) {
+      const what = this.doors === null ? "wrong PINs" : "wrong codes at this node's doors";
+      return this.lockedText(`${lock.wrongPins} ${what}`, lock);
+    }
+    const door = deviceId === null ? undefined : this.doors?.get(deviceId)?.state(now);
+    if (door?.locked) return this.lockedText(`${door.wrongPins} wrong codes at this door`, door);
+    return null;
+  }
+
+  private lockedText(what: string, lock: LockoutState): Denied {
     const until = `${this.rules.formatClock(lock.until!)} (${this.rules.timeZone})`;
-    const message = `locked: ${lock.wrongPins} wrong ${this.tries()}, every message is refused until ${until}`;
-    return deny("locked-out", message, lock.retryAfter!);
+    return deny("locked-out", `locked: ${what}, every message is refused until ${until}`, lock.retryAfter!);
+  }
+
+  /** Counts a wrong PIN (or pass code); the one that reaches the limit starts the lockout. */
+  private countWrong(now: number, deviceId: number | null, reason: DenyReason, what: string): Denied {
+    return this.count(now, deviceId, deny(reason, what), reason === "pass" ? what : "wrong PIN");
   }
 
   /**
-   * What the node counts, in the lockout's words: PINs, or, on a node without a PIN (one that
-   * accepts guest passes), codes: a guest reads "code", never "PIN" (docs/passes.md#at-a-door-unlock).
+   * Counts one try, at the node and (per door) at door `deviceId`; the one that reaches a limit
+   * starts that lockout, and its refusal says so after `head`.
    */
-  tries(): "PINs" | "codes" {
-    return this.rules.hasPin ? "PINs" : "codes";
-  }
-
-  /** Counts a wrong PIN (or pass code); the one that reaches LOCKOUT_AFTER starts the lockout. */
-  private countWrong(now: number, reason: DenyReason, what: string): Denied {
-    return this.count(now, deny(reason, what), reason === "pass" ? what : "wrong PIN");
-  }
-
-  /** Counts one try; the one that reaches LOCKOUT_AFTER starts the lockout, and its refusal says so after `head`. */
-  private count(now: number, refusal: Denied, head: string): Denied {
-    this.wrongPins.push(now);
+  private count(now: number, deviceId: number | null, refusal: Denied, head: string): Denied {
     this.counted++;
-    if (this.wrongPins.length < LOCKOUT_AFTER) return refusal;
-    this.lockedWith = this.wrongPins.length;
-    this.lockedUntil = now + LOCKOUT_MS;
-    this.wrongPins = [];
-    const until = `${this.rules.formatClock(this.lockedUntil)} (${this.rules.timeZone})`;
-    const started: Denied = {
+    let started: string | null = null;
+    let until = 0;
+    if (this.doors !== null && deviceId !== null) {
+      let door = this.doors.get(deviceId);
+      if (door === undefined) this.doors.set(deviceId, (door = new TryCounter(LOCKOUT_AFTER)));
+      if (door.add(now)) {
+        started = `that was ${LOCKOUT_AFTER} wrong codes at this door within ${LOCKOUT_WINDOW_MS / 60_000} minutes: at this door,`;
+        until = door.state(now).until!;
+      }
+    }
+    if (this.node.add(now)) {
+      started =
+        this.doors === null
+          ? `that was ${LOCKOUT_AFTER} wrong PINs within ${LOCKOUT_WINDOW_MS / 60_000} minutes:`
+          : `that was ${CEILING_AFTER} wrong codes at this node's doors within ${LOCKOUT_WINDOW_MS / 60_000} minutes: at every door of this node,`;
+      until = this.node.state(now).until!;
+    }
+    if (started === null) return refusal;
+    const at = `${this.rules.formatClock(until)} (${this.rules.timeZone})`;
+    const locked: Denied = {
       allowed: false,
       reason: refusal.reason,
-      message:
-        `${head}; that was ${LOCKOUT_AFTER} wrong ${this.tries()} within ${LOCKOUT_WINDOW_MS / 60_000} minutes: ` +
-        `every message is refused until ${until}`,
+      message: `${head}; ${started} every message is refused until ${at}`,
       lockoutStarted: true,
     };
     // A cooldown's refusal carries retryAfter (docs/access-rules.md#the-node-at-run-time): now the lockout's.
-    return refusal.retryAfter === undefined ? started : { ...started, retryAfter: LOCKOUT_MS / 1000 };
+    return refusal.retryAfter === undefined ? locked : { ...locked, retryAfter: LOCKOUT_MS / 1000 };
   }
 
-  /** The lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"). */
+  /**
+   * The node's lockout as of `now`, for the node status ("locked: 5 wrong PINs, until 14:32"):
+   * kept whole, the node's; kept per door, the ceiling's (the doors': doorLockouts()).
+   */
   lockout(now: number): LockoutState {
-    if (this.lockedUntil !== null) {
-      if (this.lockedUntil - now > LOCKOUT_MS) this.lockedUntil = now + LOCKOUT_MS; // clock set back
-      if (now < this.lockedUntil) {
-        const retryAfter = Math.ceil((this.lockedUntil - now) / 1000);
-        return { locked: true, wrongPins: this.lockedWith, until: this.lockedUntil, retryAfter };
-      }
-      this.lockedUntil = null;
-      this.lockedWith = 0;
+    return this.node.state(now);
+  }
+
+  /** The doors locked now (a node kept per door), by device id; drops the counts that mean nothing any more. */
+  doorLockouts(now: number): DoorLockout[] {
+    if (this.doors === null) return [];
+    const out: DoorLockout[] = [];
+    for (const [deviceId, c] of this.doors) {
+      const l = c.state(now);
+      if (l.locked) out.push({ deviceId, wrongPins: l.wrongPins, until: l.until! });
+      else if (l.wrongPins === 0) this.doors.delete(deviceId);
     }
-    this.pruneWrongPins(now);
-    return { locked: false, wrongPins: this.wrongPins.length, until: null, retryAfter: null };
+    return out.sort((a, b) => a.deviceId - b.deviceId);
+  }
+
+  /**
+   * Ends a lockout before its time (the host: docs/access-rules.md#what-ends-a-lockout): door
+   * `deviceId`'s, or with null every lockout of the node (the node's, the ceiling's and every
+   * door's); the tries counted toward them are forgotten too. Returns the locks it ended: "node"
+   * and the device ids.
+   */
+  endLockout(now: number, deviceId: number | null): (number | "node")[] {
+    const ended: (number | "node")[] = [];
+    if (deviceId === null || this.doors === null) {
+      if (this.node.end(now)) ended.push("node");
+      for (const [id, c] of this.doors ?? []) if (c.end(now)) ended.push(id);
+      this.doors?.clear();
+    } else {
+      const c = this.doors.get(deviceId);
+      if (c?.end(now)) ended.push(deviceId);
+      this.doors.delete(deviceId);
+    }
+    this.counted++; // the record is written again
+    return ended;
   }
 
   /**
    * What a restart must not forget (docs/access-rules.md#what-ends-a-lockout): the wrong PINs still
-   * counted and the lockout, with the time (epoch ms) after which they mean nothing (null: nothing
+   * counted and the lockouts, with the time (epoch ms) after which they mean nothing (null: nothing
    * to keep). No PIN and nothing about one.
    */
-  lockoutRecord(now: number): { record: PinRecord; expiresAt: number } | null {
-    const l = this.lockout(now);
-    if (l.locked) {
-      return {
-        record: { wrongPins: [], lockedUntil: this.lockedUntil, lockedWith: this.lockedWith },
-        expiresAt: this.lockedUntil!,
-      };
+  lockoutRecord(now: number): { record: LockoutRecord; expiresAt: number } | null {
+    const mine = this.node.record(now);
+    const doors: Record<string, PinRecord> = {};
+    let expiresAt = mine?.expiresAt ?? 0;
+    for (const [id, c] of this.doors ?? []) {
+      const kept = c.record(now);
+      if (kept === null) continue;
+      doors[String(id)] = kept.record;
+      expiresAt = Math.max(expiresAt, kept.expiresAt);
     }
-    if (this.wrongPins.length === 0) return null;
-    return {
-      record: { wrongPins: [...this.wrongPins], lockedUntil: null, lockedWith: 0 },
-      expiresAt: this.wrongPins[this.wrongPins.length - 1] + LOCKOUT_WINDOW_MS,
-    };
+    if (mine === null && Object.keys(doors).length === 0) return null;
+    const record: LockoutRecord = mine?.record ?? { wrongPins: [], lockedUntil: null, lockedWith: 0 };
+    return { record: this.doors === null ? record : { ...record, doors }, expiresAt };
   }
 
   /**
@@ -326,26 +381,18 @@ export class AccessState {
    * with what this state already has, never shortening it.
    */
   restoreLockout(record: unknown, now: number): void {
-    if (typeof record !== "object" || record === null) return;
-    const r = record as Partial<Record<keyof PinRecord, unknown>>;
-    const until = r.lockedUntil;
-    if (typeof until === "number" && Number.isFinite(until) && until > now) {
-      const at = Math.min(until, now + LOCKOUT_MS);
-      const withPins =
-        typeof r.lockedWith === "number" && r.lockedWith > 0 ? Math.min(r.lockedWith, 1000) : LOCKOUT_AFTER;
-      if (this.lockedUntil === null || this.lockedUntil < at) {
-        this.lockedUntil = at;
-        this.lockedWith = Math.max(withPins, this.lockedWith);
-      }
-      this.wrongPins = [];
-      return;
+    this.node.restore(record, now);
+    if (this.doors === null || typeof record !== "object" || record === null) return;
+    const doors = (record as { doors?: unknown }).doors;
+    if (typeof doors !== "object" || doors === null) return;
+    for (const [key, kept] of Object.entries(doors as Record<string, unknown>).slice(0, 1000)) {
+      const id = Number(key);
+      if (!Number.isInteger(id)) continue;
+      let c = this.doors.get(id);
+      if (c === undefined) this.doors.set(id, (c = new TryCounter(LOCKOUT_AFTER)));
+      c.restore(kept, now);
+      if (c.empty(now)) this.doors.delete(id);
     }
-    if (!Array.isArray(r.wrongPins) || this.lockedUntil !== null) return;
-    const kept = r.wrongPins
-      .filter((t): t is number => typeof t === "number" && Number.isFinite(t))
-      .map((t) => Math.min(t, now))
-      .filter((t) => now - t < LOCKOUT_WINDOW_MS);
-    this.wrongPins = [...kept, ...this.wrongPins].sort((a, b) => a - b).slice(-(LOCKOUT_AFTER - 1));
   }
 
   /** Counts the wrong PINs this state has counted: a node keeps its record when it grows. */
@@ -356,12 +403,17 @@ export class AccessState {
   /** "locked: 5 wrong PINs, until 14:32" while locked, else null. */
   lockoutText(now: number): string | null {
     const l = this.lockout(now);
-    return l.locked ? `locked: ${l.wrongPins} wrong ${this.tries()}, until ${this.rules.formatClock(l.until!)}` : null;
+    const what = this.doors === null ? "wrong PINs" : "wrong codes at this node's doors";
+    return l.locked ? `locked: ${l.wrongPins} ${what}, until ${this.rules.formatClock(l.until!)}` : null;
   }
 
   /** Counters for tests and diagnostics (no secret): slots held, wrong PINs kept. */
   stats(): { slots: number; wrongPins: number; lockedUntil: number | null } {
-    return { slots: this.slots.size, wrongPins: this.wrongPins.length, lockedUntil: this.lockedUntil };
+    return {
+      slots: this.slots.size,
+      wrongPins: this.node.kept,
+      lockedUntil: this.node.snapshot(Date.now()).lockedUntil,
+    };
   }
 
   /**
@@ -379,12 +431,7 @@ export class AccessState {
       .filter(([, e]) => now - Math.min(e.at, now) < (e.pending ? SLOT_HOLD_MS : cooldownMs))
       .map(([key, e]) => ({ key, pending: e.pending, at: e.at }))
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const locked = this.lockedUntil !== null && now < this.lockedUntil;
-    return {
-      slots,
-      wrongPins: locked ? [] : this.wrongPins.filter((t) => now - Math.min(t, now) < LOCKOUT_WINDOW_MS),
-      lockedUntil: locked ? this.lockedUntil : null,
-    };
+    return { slots, ...this.node.snapshot(now) };
   }
 
   toJSON(): object {
@@ -409,14 +456,6 @@ export class AccessState {
       }
     }
     return null;
-  }
-
-  private pruneWrongPins(now: number): void {
-    const w = this.wrongPins;
-    for (let i = 0; i < w.length; i++) if (w[i] > now) w[i] = now; // a clock set back
-    let drop = 0;
-    while (drop < w.length && now - w[drop] >= LOCKOUT_WINDOW_MS) drop++;
-    if (drop > 0) w.splice(0, drop);
   }
 
   /** Drops slots whose cooldown (or hold) is over; at most once per cooldown (or minute). */

@@ -47,7 +47,7 @@ export function lockedOut(until: number, nodeZone: string): GuestRefusal {
  */
 export function guestRefusal(
   node: { access?: { ok: true; state: AccessState } | { ok: false } | null; acceptPasses?: boolean },
-  r: { outcome: string; reason?: string; deviceId: number | null; passRefusal?: GuestRefusal },
+  r: { outcome: string; reason?: string; deviceId: number | null; retryAfter?: number; passRefusal?: GuestRefusal },
   pass: Pass | null,
   now: number,
 ): GuestRefusal | undefined {
@@ -56,7 +56,8 @@ export function guestRefusal(
     return r.passRefusal;
   const zone = state.rules.timeZone;
   if (r.reason === "locked-out") {
-    const until = state.lockout(now).until;
+    // The lockout that answered (a door's, or the node's): it ends when the answer says to retry.
+    const until = r.retryAfter !== undefined ? now + r.retryAfter * 1000 : state.lockout(now).until;
     return until === null ? undefined : lockedOut(until, zone);
   }
   if (r.reason !== "pass") return undefined;

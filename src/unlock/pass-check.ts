@@ -21,12 +21,12 @@ export type CodeCheck =
  * the lookup and the count of a miss: a flood cannot look up more codes than the lockout allows.
  */
 export function checkCode(access: AccessState, book: PassBook, code: string, deviceId: number, now: number): CodeCheck {
-  const locked = access.lockedOut(now);
+  const locked = access.lockedOut(now, deviceId);
   if (locked) return { kind: "locked", denied: locked };
   const pass = book.find(code);
-  if (pass === null) return { kind: "refused", denied: access.wrongCode(now), pass: null };
+  if (pass === null) return { kind: "refused", denied: access.wrongCode(now, deviceId), pass: null };
   const why = passRefusal(pass, deviceId, now, access.rules.timeZone);
-  if (why !== null) return { kind: "refused", denied: access.costTry(now, refusedBy("pass", why)), pass };
+  if (why !== null) return { kind: "refused", denied: access.costTry(now, refusedBy("pass", why), deviceId), pass };
   return { kind: "found", pass };
 }
 

@@ -120,6 +120,12 @@ export async function resolveDoor(a: Attempt, asked: Asked): Promise<Door | Refu
   }
   if (!selection.ok)
     return refuse("invalid-input", selection.message, selection.candidates ? { candidates: selection.candidates } : {});
+  // docs/passes.md#how-hard-a-code-is-to-guess: a node with Accept passes keeps its lockout per
+  // door; the door is what the message resolved to, and a locked door answers every message alike.
+  if (a.access !== null && a.node.acceptPasses === true) {
+    const locked = a.access.lockedOut(a.account.clock.now(), selection.deviceId);
+    if (locked) return lockedOutAlike(a, locked);
+  }
   a.base.deviceId = selection.deviceId;
   a.base.door = selection.label;
   const lockProblem = checkLock(selection.device, selection.label, asked.lockId);

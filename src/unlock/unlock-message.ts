@@ -143,7 +143,7 @@ export async function keepTries(a: Attempt): Promise<void> {
  */
 export async function costTry(a: Attempt, d: Denied): Promise<Denied> {
   if (a.pass === null || a.access === null) return d;
-  const counted = a.access.costTry(a.account.clock.now(), d);
+  const counted = a.access.costTry(a.account.clock.now(), d, a.base.deviceId);
   await keepTries(a);
   return counted;
 }

@@ -609,6 +609,106 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     assert.deepEqual(pageErrors, [], "no page error");
   });
 
+  it("lockouts: five wrong codes lock one door of a door-unlock with Accept passes; the tab lists it under Lockouts, End lockout asks, then ends it (docs/access-rules.md#ending-a-lockout)", async () => {
+    const unlockId = "5b1deba000000051";
+    const injectId = "5b1deba000000052";
+    const current = (await (
+      await fetch(new URL("flows", demo!.editorUrl), {
+        headers: { "Node-RED-API-Version": "v2" },
+        signal: AbortSignal.timeout(10_000),
+      })
+    ).json()) as { flows: object[] };
+    const nodes = [
+      {
+        id: injectId,
+        type: "inject",
+        z: TAB_ID,
+        name: "wrong code",
+        props: [{ p: "pass", v: "11111111", vt: "str" }],
+        repeat: "",
+        crontab: "",
+        once: false,
+        onceDelay: 0.1,
+        topic: "",
+        x: 120,
+        y: 440,
+        wires: [[unlockId]],
+      },
+      {
+        id: unlockId,
+        type: "door-unlock",
+        z: TAB_ID,
+        name: "guest keypad",
+        account: demo!.accountId,
+        deviceId: 102,
+        doorName: "Back Door",
+        doorLocation: "Main Street 1",
+        lockId: "",
+        actor: "",
+        rejectRetained: true,
+        acceptPasses: true,
+        x: 340,
+        y: 440,
+        wires: [[], []],
+      },
+    ];
+    const res = await fetch(new URL("flows", demo!.editorUrl), {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/json",
+        "Node-RED-API-Version": "v2",
+        "Node-RED-Deployment-Type": "nodes",
+      },
+      body: JSON.stringify({ flows: [...current.flows, ...nodes] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    assert.equal(res.status, 200, `deploying the keypad node: ${res.status}`);
+    const lockoutsUrl = new URL(`door-access/sidebar/accounts/${demo!.accountId}/lockouts`, demo!.editorUrl);
+    const locked = async (): Promise<any[]> =>
+      ((await (await fetch(lockoutsUrl, { signal: AbortSignal.timeout(5000) })).json()) as { lockouts: any[] })
+        .lockouts;
+    for (let i = 0; i < 5; i++) {
+      const deadline = Date.now() + STEP_MS;
+      let status = 0;
+      do {
+        if (status) await new Promise((r) => setTimeout(r, 100));
+        status = (
+          await fetch(new URL(`inject/${injectId}`, demo!.editorUrl), {
+            method: "POST",
+            signal: AbortSignal.timeout(5000),
+          })
+        ).status;
+      } while (status === 404 && Date.now() < deadline);
+      assert.equal(status, 200, `inject ${injectId}: ${status}`);
+    }
+    const deadline = Date.now() + STEP_MS;
+    while ((await locked()).length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await locked()).length, 1, "the back door is locked");
+
+    await page.locator("#door-access-refresh").click();
+    const row = page.locator("#door-access-lockout-list li.da-lockout");
+    await row
+      .first()
+      .waitFor({ state: "visible", timeout: STEP_MS })
+      .catch(async () => assert.fail(`the lockout row: ${await page.locator("#door-access-lockouts").innerText()}`));
+    assert.match(await row.first().innerText(), /guest keypad: Main Street 1 \/ Back Door/);
+    await row.first().locator(".da-lockout-end").click();
+    await row.first().locator(".da-lockout-confirm").click();
+    await page
+      .locator("#door-access-lockouts")
+      .waitFor({ state: "hidden", timeout: STEP_MS })
+      .catch(async () =>
+        assert.fail(`the section after End: ${await page.locator("#door-access-lockouts").innerText()}`),
+      );
+    assert.deepEqual(await locked(), [], "nothing locked any more");
+    const ended = fileRecords().filter((r) => r.type === "lockout-ended");
+    assert.deepEqual(
+      ended.map((r) => [r.actor, r.deviceId]),
+      [["editor", 102]],
+    );
+    assert.deepEqual(pageErrors, [], "no page error");
+  });
+
   it("a drifted service description: the account view lists each difference, as text (docs/service-description.md#what-you-see)", async () => {
     // The service drifts (an operation removed, one moved to a path with markup in it, a required
     // request field added); the account's next start-up reads it: a full redeploy restarts it.

@@ -28,6 +28,7 @@ import {
   helperNodes,
   loadFlow,
   logins,
+  readAudit,
   pluginModule,
   startSim,
   statusModule,
@@ -160,6 +161,29 @@ const ROUTES: Row[] = [
     permission: WRITE,
     mayCause: "nothing",
     calls: [{ url: `${SIDEBAR}/acc1/passes/pass-000000000000/revoke`, body: () => ({}), reader: 403, admin: 404 }],
+  },
+  // A new code for a live pass: sent on its door-pass node's output, never in the answer; nothing at the service (docs/passes.md#a-new-code).
+  {
+    method: "POST",
+    route: `${SIDEBAR}/:id/passes/:passId/reissue`,
+    permission: WRITE,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/passes/pass-000000000000/reissue`, body: () => ({}), reader: 403, admin: 404 }],
+  },
+  // A door-unlock node's lockouts, and the host's end of one: nothing at the service (docs/access-rules.md#ending-a-lockout).
+  {
+    method: "GET",
+    route: `${SIDEBAR}/:id/lockouts`,
+    permission: READ,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/lockouts`, reader: 200 }],
+  },
+  {
+    method: "POST",
+    route: `${SIDEBAR}/:id/lockouts/:nodeId/end`,
+    permission: WRITE,
+    mayCause: "nothing",
+    calls: [{ url: `${SIDEBAR}/acc1/lockouts/no-such-node/end`, body: () => ({}), reader: 403, admin: 404 }],
   },
 ];
 
@@ -622,5 +646,82 @@ describe("admin routes: an account's login is a secret, also in Node-RED's own c
       [],
       "nothing sent",
     );
+  });
+});
+
+describe("admin routes: the host ends a door-unlock's lockout from the sidebar, with door-account.write only (docs/access-rules.md#ending-a-lockout)", function () {
+  this.timeout(30000);
+  let sim: RunningSimulator;
+  let tokens: Awaited<ReturnType<typeof adminAuth>>;
+  let userDir = "";
+
+  before(async () => {
+    sim = await startSim({ rateLimit: false });
+    tokens = await adminAuth();
+    ({ userDir } = await loadFlow(
+      [
+        tab(),
+        accountNode(sim.url, { specCheck: false }),
+        unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
+        ...helperNodes("u1-ok", "u1-fail"),
+      ],
+      { nodes: withRealAuth(tokens.auth) },
+    ));
+    await waitReady();
+  });
+  after(async () => {
+    await teardown();
+    await sim.close();
+  });
+
+  const lockouts = async (token: string) => {
+    const r = await helper.request().get(`${SIDEBAR}/acc1/lockouts`).set("Authorization", `Bearer ${token}`);
+    assert.equal(r.status, 200, r.text);
+    return r.body.lockouts as any[];
+  };
+  const end = (token: string, body: Record<string, unknown>) =>
+    helper
+      .request()
+      .post(`${SIDEBAR}/acc1/lockouts/u1/end`)
+      .set(EDITOR_HEADERS)
+      .set("Authorization", `Bearer ${token}`)
+      .send(JSON.stringify(body));
+
+  it("a locked door is listed to a reader; the reader cannot end it (403, still locked); the admin ends it: the door opens again, one lockout-ended audit record and one rule/lockout-ended event name editor:admin, nothing sent to the service", async () => {
+    const events: any[] = [];
+    const stop = accountOf().account.core.events.subscribe(["rule"], (e: any) => events.push(e));
+    for (let i = 1; i <= 5; i++) {
+      const r = await unlock({ pass: String(90_000_000 + i), deviceId: 102 });
+      assert.equal(r.port, 1);
+    }
+    const listed = await lockouts(tokens.reader);
+    assert.deepEqual(
+      listed.map((l) => [l.node, l.deviceId, l.door, l.wrongPins]),
+      [["u1", 102, "Main Street 1 / Back Door", 5]],
+    );
+    sim.control.resetRequests();
+    const refused = await end(tokens.reader, { deviceId: 102 });
+    assert.equal(refused.status, 403, refused.text);
+    assert.equal((await lockouts(tokens.admin)).length, 1, "a reader ended nothing");
+    const ended = await end(tokens.admin, { deviceId: 102 });
+    assert.equal(ended.status, 200, ended.text);
+    assert.deepEqual(ended.body.ended, [{ deviceId: 102, door: "Main Street 1 / Back Door" }]);
+    assert.deepEqual(await lockouts(tokens.admin), []);
+    assert.deepEqual(sim.control.requests(), [], "ending a lockout sends nothing to the service");
+    await until("rule/lockout-ended", () => events.some((e) => e.event === "lockout-ended"));
+    stop();
+    const told = events.filter((e) => e.event === "lockout-ended");
+    assert.deepEqual(
+      told.map((e) => [e.deviceId, e.by]),
+      [[102, "editor:admin"]],
+    );
+    await until("the audit record", () => readAudit(userDir).some((r) => r.type === "lockout-ended"));
+    const records = readAudit(userDir).filter((r) => r.type === "lockout-ended");
+    assert.deepEqual(
+      records.map((r) => [r.actor, r.deviceId, r.ended]),
+      [["editor:admin", 102, ["door 102"]]],
+    );
+    const r = await unlock({ pass: "90000099", deviceId: 102 });
+    assert.equal(r.msg.payload.reason, "pass", "the door takes codes again");
   });
 });

@@ -256,7 +256,7 @@ describe("door-events: what an operator is told, one event per change (docs/even
   });
 
   // docs/events.md#rule, docs/passes.md#at-a-door-unlock: a guest reads "code", and local time
-  it("on a node with Accept passes, rule/locked-out says 'wrong codes' and gives the end in local time in the node's zone, never ISO UTC; its until field stays ISO", async () => {
+  it("on a node with Accept passes, rule/locked-out says 'wrong tries', never PINs, names the door and gives the end in local time in the node's zone, never ISO UTC; its until field stays ISO", async () => {
     const zone = "Pacific/Auckland";
     const f = flow([], { kinds: ["rule"] });
     f[2] = { ...unlockNode({ deviceId: "101", name: "guest keypad", acceptPasses: true, timeZone: zone }) };
@@ -274,8 +274,10 @@ describe("door-events: what an operator is told, one event per change (docs/even
     }).format(Date.parse(e.until));
     assert.equal(
       e.message.slice(e.message.indexOf("guest keypad:")),
-      `guest keypad: 5 wrong codes; the node refuses every message until ${hhmm} (${zone}). If nobody you know typed them, someone is guessing a code`,
+      `guest keypad: 5 wrong tries; ${e.door} refuses every message until ${hhmm} (${zone}). If nobody you know typed them, someone is guessing`,
     );
+    assert.equal(e.deviceId, 101);
+    assert.doesNotMatch(e.message, /PIN|\d{4}-\d\d-\d\dT/);
     assert.ok(e.until.endsWith("Z") && Date.parse(e.until) > Date.now(), "the machine field stays ISO");
     assertNoSecret(got);
   });

@@ -321,17 +321,24 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     const wrong = [other, later, over, gone].some((p) => p.code === "11111111") ? "22222222" : "11111111";
     const fifth = assertFailed(await unlock({ pass: wrong }), "denied", null);
     assert.deepEqual(fifth.passRefusal, { why: "unknown", timeZone: zone });
-    assert.match(fifth.message, /that was 5 wrong codes within 15 minutes: every message is refused until/);
+    assert.match(
+      fifth.message,
+      /that was 5 wrong codes at this door within 15 minutes: at this door, every message is refused until/,
+    );
     assert.doesNotMatch(fifth.message, /PIN/);
     const locked = assertFailed(await unlock({ pass: wrong }), "denied", null);
     assert.equal(locked.reason, "locked-out");
     assert.equal(locked.passRefusal.why, "locked-out");
     assert.equal(locked.passRefusal.timeZone, zone);
     assert.ok(Math.abs(Date.parse(locked.passRefusal.at) - (Date.now() + locked.retryAfter * 1000)) < 2000);
-    assert.match(locked.message, /^locked: 5 wrong codes, every message is refused until \d\d:\d\d \(Europe\/Oslo\)$/);
+    assert.match(
+      locked.message,
+      /^locked: 5 wrong codes at this door, every message is refused until \d\d:\d\d \(Europe\/Oslo\)$/,
+    );
     assert.doesNotMatch(locked.message, /PIN/);
     const status = String(lastStatus(helper.getNode("u1"))?.text);
-    assert.match(status, /^locked: 5 wrong codes, until \d\d:\d\d$/);
+    assert.match(status, /^locked: .+, until \d\d:\d\d$/);
+    assert.doesNotMatch(status, /PIN/);
   });
 
   // docs/passes.md#at-a-door-unlock: unknown codes count toward the lockout
@@ -594,13 +601,15 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     }
   }
 
-  /** Sends five codes no pass has, one after another: the fifth locks the node. */
-  async function lockOut(codes: Set<string>, digits = 8): Promise<void> {
-    for (let i = 1; i <= 5; i++) assertFailed(await unlock({ pass: miss(codes, digits, i * 1000) }), "denied", null);
-    assert.equal(assertFailed(await unlock({ pass: miss(codes, digits) }), "denied", null).reason, "locked-out");
+  /** Sends five codes no pass has at a door (the node's own: 101), one after another: the fifth locks that door. */
+  async function lockOut(codes: Set<string>, digits = 8, where: Record<string, unknown> = {}): Promise<void> {
+    for (let i = 1; i <= 5; i++)
+      assertFailed(await unlock({ pass: miss(codes, digits, i * 1000), ...where }), "denied", null);
+    const r = assertFailed(await unlock({ pass: miss(codes, digits), ...where }), "denied", null);
+    assert.equal(r.reason, "locked-out");
   }
 
-  it("while locked out: no code reaches the pass book and every message is answered alike (denied, locked-out, the same text and fields), whatever msg.pass, msg.pin or msg.deviceId hold", async () => {
+  it("while locked out: no code reaches the pass book and every message is answered alike (denied, locked-out, the same text and fields), whatever msg.pass, msg.pin or msg.deviceId hold: a locked door, every message for it; the ceiling reached, every message", async () => {
     await deploy();
     const now = Date.now();
     const live = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
@@ -609,6 +618,35 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     const later = await issue({ guest: "D", doors: [101], from: iso(now + HOUR), until: iso(now + 2 * HOUR) });
     const codes = new Set([live.code, other.code, over.code, later.code]);
     await lockOut(codes);
+    const alike = ({ at: _at, ...rest }: any) => rest;
+    // Door 101 locked: every message for it (however it names it) gets the one answer.
+    sim.control.resetRequests();
+    const forDoor: Record<string, unknown>[] = [
+      { pass: live.code },
+      { pass: Number(live.code) },
+      { pass: other.code },
+      { pass: over.code },
+      { pass: later.code },
+      { pass: miss(codes) },
+      { pass: live.code, deviceId: 101 },
+      { pass: live.code, door: "Main Street 1 / Front Door" },
+      { pass: live.code, pin: "1234" },
+      { pin: "1234" },
+      { deviceId: 101, lockId: 77 },
+      {},
+    ];
+    const doorBook = watchBook();
+    const atDoor: any[] = [];
+    for (const m of forDoor) atDoor.push(assertFailed(await unlock(m), "denied", null));
+    doorBook.stop();
+    assert.match(atDoor[0].message, /^locked: 5 wrong codes at this door, /);
+    for (const [i, a] of atDoor.entries())
+      assert.deepEqual(alike(a), alike(atDoor[0]), `door message ${i + 1} (${Object.keys(forDoor[i]).join(", ")})`);
+    assert.equal(doorBook.lookups(), 0, "no code was looked up for the locked door");
+    assert.equal(sim.control.requests().length, 0, "nothing reached the service");
+    // Two more doors locked: the ceiling locks the node, and every message gets the one answer.
+    await lockOut(codes, 8, { deviceId: 103 });
+    await lockOut(codes, 8, { deviceId: 106 });
     sim.control.resetRequests();
     const book = watchBook();
     const asked: Record<string, unknown>[] = [
@@ -631,9 +669,8 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     const answers: any[] = [];
     for (const m of asked) answers.push(assertFailed(await unlock(m), "denied", null));
     book.stop();
-    const alike = ({ at: _at, ...rest }: any) => rest;
     assert.equal(answers[0].reason, "locked-out");
-    assert.match(answers[0].message, /^locked: /);
+    assert.match(answers[0].message, /^locked: 15 wrong codes at this node's doors, /);
     for (const [i, a] of answers.entries())
       assert.deepEqual(alike(a), alike(answers[0]), `message ${i + 1} (${Object.keys(asked[i]).join(", ")})`);
     assert.equal(book.lookups(), 0, "no code was looked up while locked out");
@@ -642,7 +679,7 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     assert.equal(sim.control.requests().length, 0, "nothing reached the service");
   });
 
-  it("every refusal about a real pass costs a try as a code no pass has does: five of one kind lock the node (not for this door, an unknown msg.deviceId, not valid yet, expired, used up, revoked, the cooldown)", async () => {
+  it("every refusal about a real pass costs a try as a code no pass has does: five of one kind lock the door they were for (not for this door, an unknown msg.deviceId, not valid yet, expired, used up, revoked, the cooldown)", async () => {
     await deploy({ cooldown: 60 });
     const now = Date.now();
     const span = { from: iso(now - HOUR), until: iso(now + 2 * 24 * HOUR) };
@@ -671,8 +708,9 @@ describe("guessing a code: while locked out a node looks up no code and answers 
         assert.equal(r.reason, reason, `${what}, try ${i}: ${r.message}`);
         assert.equal(/every message is refused until/.test(r.message), i === 5, `${what}, try ${i}: ${r.message}`);
       }
-      const locked = assertFailed(await unlock({ pass: live.code }), "denied", null);
-      assert.equal(locked.reason, "locked-out", `five refusals (${what}) lock the node`);
+      const door = msg.deviceId === undefined ? {} : { deviceId: msg.deviceId };
+      const locked = assertFailed(await unlock({ pass: live.code, ...door }), "denied", null);
+      assert.equal(locked.reason, "locked-out", `five refusals (${what}) lock their door`);
       assert.equal(unlockPuts(sim).length, 0);
       clock.tick(15 * MIN); // the lockout is over; the count starts from zero
     }
@@ -694,6 +732,152 @@ describe("guessing a code: while locked out a node looks up no code and answers 
     // Such answers cost no try: the node is not locked after more than five of them.
     assertAccepted(await unlock({ pass: live.code }));
     book.stop();
+  });
+
+  it("the lockout is kept per door: five wrong codes at one door lock that door only; a guest at another door of the same node still opens, and the count of each door is its own (docs/passes.md#how-hard-a-code-is-to-guess)", async () => {
+    await deploy();
+    const now = Date.now();
+    const a = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const b = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([a.code, b.code]);
+    // Four wrong codes at the back door, then five at the front door: only the front door locks.
+    for (let i = 1; i <= 4; i++)
+      assertFailed(await unlock({ pass: miss(codes, 8, 50_000 + i), deviceId: 102 }), "denied", null);
+    await lockOut(codes);
+    assert.equal(assertFailed(await unlock({ pass: a.code }), "denied", null).reason, "locked-out");
+    sim.control.resetRequests();
+    assertAccepted(await unlock({ pass: b.code, deviceId: 102 }));
+    assert.deepEqual(
+      unlockPuts(sim).map((r) => r.path),
+      ["/api/device/102/unlock"],
+      "the guest at the other door opened it",
+    );
+    // The back door's fifth wrong code locks it (its own four came before).
+    const fifth = assertFailed(await unlock({ pass: miss(codes, 8, 60_000), deviceId: 102 }), "denied", null);
+    assert.match(fifth.message, /at this door, every message is refused until/);
+    assert.equal(assertFailed(await unlock({ pass: b.code, deviceId: 102 }), "denied", null).reason, "locked-out");
+    // The end of a door's lockout: the guest opens again.
+    clock.tick(15 * MIN);
+    assertAccepted(await unlock({ pass: a.code }));
+  });
+
+  it("a ceiling across the node's doors bounds a guesser who spreads guesses over doors: fifteen wrong tries within 15 minutes at any of its doors lock every door of the node, also one with no wrong try (docs/passes.md#how-hard-a-code-is-to-guess)", async () => {
+    await deploy();
+    const now = Date.now();
+    const b = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([b.code]);
+    const book = watchBook();
+    // Four at each of four doors (16 tries, no door reaches five): the fifteenth locks the node.
+    const answers: any[] = [];
+    for (const id of [101, 103, 104, 106])
+      for (let i = 1; i <= 4; i++)
+        answers.push(assertFailed(await unlock({ pass: miss(codes, 8, id * 100 + i), deviceId: id }), "denied", null));
+    assert.equal(book.lookups(), 15, "fifteen codes looked up, then none");
+    assert.match(
+      answers[14].message,
+      /15 wrong codes at this node's doors within 15 minutes: at every door of this node, every message is refused until/,
+    );
+    assert.equal(answers[15].reason, "locked-out");
+    sim.control.resetRequests();
+    const r = assertFailed(await unlock({ pass: b.code, deviceId: 102 }), "denied", null);
+    assert.equal(r.reason, "locked-out", "the door nobody guessed at is locked too");
+    assert.equal(book.lookups(), 15);
+    assert.equal(sim.control.requests().length, 0);
+    book.stop();
+    clock.tick(15 * MIN);
+    assertAccepted(await unlock({ pass: b.code, deviceId: 102 }));
+  });
+
+  it("the host ends a lockout from a flow (docs/access-rules.md#ending-a-lockout): msg.endLockout with msg.deviceId ends that door's lockout only, msg.endLockout alone every lockout of the node; each end is one lockout-ended audit record and one rule/lockout-ended event naming who ended it; nothing reaches the service", async () => {
+    const { userDir } = await loadFlow(flow(sim.url), { nodes: NODES });
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+    const events: any[] = [];
+    const stop = accountOf().account.core.events.subscribe(["rule"], (e: any) => events.push(e));
+    const now = Date.now();
+    const a = await issue({ guest: "A", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const b = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([a.code, b.code]);
+    await lockOut(codes);
+    await lockOut(codes, 8, { deviceId: 102 });
+    await until("two rule/locked-out", () => events.filter((e) => e.event === "locked-out").length === 2);
+    const locked = events.filter((e) => e.event === "locked-out");
+    assert.deepEqual(
+      locked.map((e) => [e.deviceId, e.door]),
+      [
+        [101, "Front Door"],
+        [102, "Main Street 1 / Back Door"],
+      ],
+      "rule/locked-out names the door",
+    );
+    sim.control.resetRequests();
+    // A guest's message never ends a lockout: with a code it is refused, and the door stays locked.
+    const guest = assertFailed(await unlock({ endLockout: true, pass: a.code }), "invalid-input", null);
+    assert.ok(!JSON.stringify(guest).includes(a.code));
+    assert.equal(assertFailed(await unlock({ pass: a.code }), "denied", null).reason, "locked-out");
+    // The back door's lockout, ended by the host's flow: the guest at the back door opens; the front door stays locked.
+    const ended = await unlock({ endLockout: true, deviceId: 102, actor: "host:anna", _msgid: "end-1" });
+    // On output 2: output 1 is for commands sent (docs/outcomes.md#door-unlock-outcomes); no door was opened.
+    assert.equal(ended.port, 1, JSON.stringify(ended.msg.payload));
+    assert.equal(ended.msg.payload.outcome, "lockout-ended");
+    assert.equal(ended.msg.payload.by, "host:anna");
+    assert.deepEqual(ended.msg.payload.ended, [{ deviceId: 102, door: "Main Street 1 / Back Door" }]);
+    assert.equal(sim.control.requests().length, 0, "ending a lockout sends nothing to the service");
+    assertAccepted(await unlock({ pass: b.code, deviceId: 102 }));
+    assert.equal(assertFailed(await unlock({ pass: a.code }), "denied", null).reason, "locked-out");
+    // Every lockout of the node, with the node's actor.
+    const all = await unlock({ endLockout: true });
+    assert.equal(all.msg.payload.outcome, "lockout-ended");
+    assert.deepEqual(all.msg.payload.ended, [{ deviceId: 101, door: "Front Door" }]);
+    assertAccepted(await unlock({ pass: a.code }));
+    await until("two rule/lockout-ended", () => events.filter((e) => e.event === "lockout-ended").length === 2);
+    stop();
+    const endedEvents = events.filter((e) => e.event === "lockout-ended");
+    assert.deepEqual(
+      endedEvents.map((e) => [e.deviceId, e.by]),
+      [
+        [102, "host:anna"],
+        [101, all.msg.payload.by],
+      ],
+    );
+    await until(
+      "two lockout-ended records",
+      () => readAudit(userDir).filter((r) => r.type === "lockout-ended").length === 2,
+    );
+    const records = readAudit(userDir).filter((r) => r.type === "lockout-ended");
+    assert.equal(
+      readAudit(userDir).filter((r) => r.type === "unlock-rejected" && r.reason === "end-lockout").length,
+      1,
+      "the guest's refused end has its unlock-rejected record",
+    );
+    assert.deepEqual(
+      records.map((r) => [r.actor, r.deviceId, r.ended, r.msgid]),
+      [
+        ["host:anna", 102, ["door 102"], "end-1"],
+        [all.msg.payload.by, null, ["door 101"], records[1].msgid],
+      ],
+    );
+  });
+
+  it("a door's lockout and each door's wrong tries outlive a restart (docs/access-rules.md#what-ends-a-lockout): the locked door is still locked, and a door with three wrong tries locks at its fifth", async () => {
+    const { userDir: dir } = await loadFlow(flow(sim.url), { nodes: NODES });
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+    const now = Date.now();
+    const b = await issue({ guest: "B", doors: [102], from: iso(now - HOUR), until: iso(now + HOUR) });
+    const codes = new Set([b.code]);
+    await lockOut(codes, 8, { deviceId: 102 });
+    for (let i = 1; i <= 3; i++) assertFailed(await unlock({ pass: miss(codes, 8, 70_000 + i) }), "denied", null);
+    await teardown();
+    forgetPassBooks();
+    await loadFlow(flow(sim.url), { nodes: NODES, userDir: dir });
+    await waitReady();
+    assert.equal(assertFailed(await unlock({ pass: b.code, deviceId: 102 }), "denied", null).reason, "locked-out");
+    assert.equal(assertFailed(await unlock({ pass: miss(codes, 8, 80_001) }), "denied", null).reason, "pass");
+    const fifth = assertFailed(await unlock({ pass: miss(codes, 8, 80_002) }), "denied", null);
+    assert.match(fifth.message, /at this door, every message is refused until/);
   });
 
   it("a flood of blind guesses against 300 passes with 6-digit codes finds no live code: the pass book is asked at most five times per lockout, however many guesses come and however fast", async () => {

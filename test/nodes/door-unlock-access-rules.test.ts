@@ -410,6 +410,29 @@ describe("door-unlock access rules (Node-RED runtime + simulator; docs/access-ru
       assert.equal(unlockRequests(sim), 1);
     });
 
+    // docs/access-rules.md#ending-a-lockout
+    it("a PIN-only node keeps one lockout for the whole node; the host's flow ends it with msg.endLockout (a door named is refused, a message with a PIN ends nothing), one lockout-ended record names the actor, and the right PIN opens again", async () => {
+      await deploy({ pin: TEST_PIN });
+      for (let i = 0; i < 5; i++) assertDenied(await unlock({ pin: WRONG_PINS[i % WRONG_PINS.length] }), "pin");
+      assertDenied(await unlock({ pin: TEST_PIN, deviceId: 102 }), "locked-out", 900);
+      const withDoor = await unlock({ endLockout: true, deviceId: 101, actor: "owner" });
+      assert.equal(withDoor.msg.payload.outcome, "invalid-input");
+      const withPin = await unlock({ endLockout: true, pin: TEST_PIN, actor: "owner" });
+      assert.equal(withPin.msg.payload.outcome, "invalid-input");
+      assert.ok(!JSON.stringify(withPin.msg).includes(TEST_PIN), "the PIN is gone from the answer");
+      assertDenied(await unlock({ pin: TEST_PIN }), "locked-out", 900);
+      const ended = await unlock({ endLockout: true, actor: "owner" });
+      assert.equal(ended.port, 1, "on output 2: no door was opened (docs/outcomes.md#door-unlock-outcomes)");
+      assert.equal(ended.msg.payload.outcome, "lockout-ended");
+      assert.deepEqual(ended.msg.payload.ended, [{ deviceId: null, door: null }]);
+      assert.equal(unlockRequests(sim), 0, "ending a lockout sends nothing");
+      assertAccepted(await unlock({ pin: TEST_PIN }));
+      await until("the lockout-ended record", () => readAudit(userDir).some((r) => r.type === "lockout-ended"));
+      const rec = readAudit(userDir).find((r) => r.type === "lockout-ended");
+      assert.equal(rec.actor, "owner");
+      assert.deepEqual(rec.ended, ["node"]);
+    });
+
     // docs/audit-log.md#records
     it("the audit log tells a missing PIN from a wrong one: a denied record has the message beside the rule's word, and the CSV export has it in its message column", async () => {
       await deploy({ pin: TEST_PIN });

@@ -15,6 +15,7 @@
 import { adminError, notifyText } from "../../shared/editor/text.js";
 import { type AccountFindings, localTime, showEvents, showSpec, t, text } from "./findings.js";
 import { passesView } from "./passes.js";
+import { lockoutsView } from "./lockouts.js";
 
 const BASE = "door-access/sidebar/accounts";
 /** Records asked for per page (the runtime's page size: door-access-sidebar.ts). */
@@ -93,8 +94,11 @@ function build(): { root: JQuery; refresh: () => void } {
   // Why the account cannot be used, in full and once (statuses are short).
   const reasonLine = $('<div id="door-access-reason" class="da-reason-line"></div>').hide().appendTo(root);
   const spec = $('<div id="door-access-spec" class="da-spec"></div>').hide().appendTo(root);
-  // The passes first, right under the account's state: the events list never pushes them down
-  // (docs/passes.md#in-the-sidebar).
+  // docs/access-rules.md#ending-a-lockout: the locked door-unlock nodes and doors, each with End lockout.
+  const lockouts = lockoutsView();
+  lockouts.root.appendTo(root);
+  // The passes right under the account's state (and its lockouts): the events list never pushes
+  // them down (docs/passes.md#in-the-sidebar).
   const passes = passesView();
   passes.root.appendTo(root);
   const events = $('<div id="door-access-events" class="da-events"></div>').hide().appendTo(root);
@@ -361,6 +365,7 @@ function build(): { root: JQuery; refresh: () => void } {
       loadRecords(false);
       verify();
       passes.load(current);
+      lockouts.load(current);
     });
   }
   function refreshSoon(): void {
@@ -370,6 +375,7 @@ function build(): { root: JQuery; refresh: () => void } {
       loadAccounts((changed) => {
         loadRecords(false);
         passes.load(current);
+        lockouts.load(current);
         if (changed) verify();
         else verifySoon();
       });
@@ -382,6 +388,7 @@ function build(): { root: JQuery; refresh: () => void } {
     loadRecords(false);
     verify();
     passes.load(current);
+    lockouts.load(current);
   });
   refreshBtn.on("click", refreshAll);
   let filterTimer: ReturnType<typeof setTimeout> | undefined;
