@@ -14,7 +14,7 @@
  */
 import type { Node } from "node-red";
 import type { Account } from "../../src/account/account.js";
-import type { PassDoor } from "../../src/passes/pass.js";
+import { type PassDoor, windowText } from "../../src/passes/pass.js";
 import type { CalendarSettings } from "../../src/passes/calendar.js";
 import { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { ApplyIncomplete, CalendarRefused, type SyncChanges, applyBookings } from "../../src/passes/calendar-sync.js";
@@ -39,8 +39,9 @@ const STATUS: Record<string, string> = {
 };
 
 /** Sends a read's changes and their events, in order, in slices that give the event loop back. */
-async function announce(node: Node, account: Account, changes: SyncChanges): Promise<void> {
+async function announce(node: Node, account: Account, changes: SyncChanges, zone: string): Promise<void> {
   const events = account.core.events;
+  const now = Date.now();
   const steps: (() => void)[] = [];
   for (const { pass, code } of changes.issued)
     steps.push(() => {
@@ -48,7 +49,7 @@ async function announce(node: Node, account: Account, changes: SyncChanges): Pro
       events.emit(
         "pass",
         "issued",
-        `a pass for ${pass.guest} was issued from the calendar (${pass.from} to ${pass.until})`,
+        `a pass for ${pass.guest} was issued from the calendar: ${windowText(pass, now, zone)}`,
         {
           id: pass.id,
           guest: pass.guest,
@@ -61,7 +62,7 @@ async function announce(node: Node, account: Account, changes: SyncChanges): Pro
   for (const pass of changes.updated)
     steps.push(() => {
       node.send({ topic: "door-pass/calendar", payload: answerOf("updated", pass) });
-      events.emit("pass", "updated", `the pass of ${pass.guest} now runs ${pass.from} to ${pass.until}`, {
+      events.emit("pass", "updated", `the pass of ${pass.guest} now runs ${windowText(pass, now, zone)}`, {
         id: pass.id,
         guest: pass.guest,
         ref: pass.ref,
@@ -149,7 +150,7 @@ export function calendarPoller(
       failure = e;
     }
     onCounts({ issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length });
-    await announce(node, account, changes);
+    await announce(node, account, changes, settings.timeZone);
     if (failure !== null) throw failure;
     if (doorProblem !== null)
       throw new CalendarRefused(
@@ -165,7 +166,11 @@ export function calendarPoller(
     toldUnwired = false;
     // Its own passes, not the account's (docs/passes.md#deleting-a-calendar-node), counted in the book's index.
     const live = await book.liveOf(node.id);
-    binding.setResult({ fill: "green", shape: "dot", text: `calendar read ${clockTime(Date.now())}: ${live} live` });
+    binding.setResult({
+      fill: "green",
+      shape: "dot",
+      text: `calendar read ${clockTime(Date.now(), settings.timeZone)}: ${live} live`,
+    });
     return true;
   };
   const onProblem = (problem: string | null, reason?: string) => {
@@ -195,7 +200,7 @@ export function calendarPoller(
     binding.setResult({
       fill: "yellow",
       shape: "ring",
-      text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now())}`,
+      text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now(), settings.timeZone)}`,
     });
   };
   poller = new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));

@@ -9,8 +9,8 @@
  */
 import type { NodeAPI, Node, NodeDef, NodeMessageInFlow } from "node-red";
 import type { Account } from "../../src/account/account.js";
-import { type PassDoor, checkIssue, codeLengthOf, hoursOf } from "../../src/passes/pass.js";
-import { checkCalendarSettings } from "../../src/passes/calendar-settings.js";
+import { type PassDoor, checkIssue, codeLengthOf, hoursOf, windowText } from "../../src/passes/pass.js";
+import { calendarDoors, checkCalendarSettings } from "../../src/passes/calendar-settings.js";
 import type { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import {
   FlowNodeBinding,
@@ -24,7 +24,6 @@ import { type Counts, calendarPoller } from "./calendar-node.js";
 import {
   type PassNodeHooks,
   answerOf,
-  calendarDoors,
   deletedFromFlows,
   isOwn,
   outputWired,
@@ -62,6 +61,18 @@ interface Ask {
   /** Sends the answer on this message (then copies for more), sets the status, ends the message. */
   answer: (out: Record<string, unknown>, text: string, more?: Record<string, unknown>[]) => void;
   fail: (outcome: string, message: string) => void;
+  /** The node's zone for the texts a person reads (undefined: the runtime's). */
+  zone: string | undefined;
+}
+
+/** A zone the node names and this Node.js knows, else undefined (the runtime's). */
+function zoneOf(v: unknown): string | undefined {
+  if (typeof v !== "string" || v.trim() === "") return undefined;
+  try {
+    return new Intl.DateTimeFormat("en-US", { timeZone: v.trim() }).resolvedOptions().timeZone;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Issues new codes for the live passes `ids`: the answers (each with its code, once) and the events told. */
@@ -86,7 +97,7 @@ async function reissueAll(account: Account, ids: string[], digits: number): Prom
 export = function register(RED: NodeAPI): void {
   /** One message's action (docs/passes.md): issue, reissue, revoke, sync or list. */
   async function act(node: Node, ask: Ask, digits: number, calendar: CalendarRun | null): Promise<void> {
-    const { account, payload, answer, fail } = ask;
+    const { account, payload, answer, fail, zone } = ask;
     const book = account.core.passes;
     const action = payload.action;
     if (action === "issue") {
@@ -115,7 +126,7 @@ export = function register(RED: NodeAPI): void {
       account.core.events.emit(
         "pass",
         "issued",
-        `a pass for ${pass.guest} was issued (${pass.from} to ${pass.until})`,
+        `a pass for ${pass.guest} was issued: ${windowText(pass, Date.now(), zone)}`,
         {
           id: pass.id,
           guest: pass.guest,
@@ -161,7 +172,7 @@ export = function register(RED: NodeAPI): void {
       if (calendar === null) return fail("invalid-input", "sync: this node has no booking calendar (calendarUrl)");
       calendar.counts = { issued: 0, updated: 0, revoked: 0 };
       const r = await calendar.poller.poll();
-      if (r.kind === "failed") return fail("error", `sync: ${r.problem}`);
+      if (r.kind === "failed") return fail("calendar-failed", `sync: ${r.problem}`);
       return answer({ action: "synced", ...calendar.counts }, "synced");
     }
     if (action === "list") {
@@ -184,6 +195,8 @@ export = function register(RED: NodeAPI): void {
     // The booking calendar, when one is set (docs/passes.md#from-a-booking-calendar).
     const cal = checkCalendarSettings(config as unknown as Record<string, unknown>);
     let calendar: CalendarRun | null = null;
+    // The node's zone for the texts a person reads (docs/nodes.md#door-pass): its timeZone, else the runtime's.
+    const zone = cal.ok && cal.settings !== null ? cal.settings.timeZone : zoneOf(config.timeZone);
     if (!cal.ok) node.error(`door-pass: ${cal.problems.join("; ")}; the calendar is not read`);
     else if (cal.settings !== null) {
       const wanted = calendarDoors(config.doors);
@@ -225,7 +238,7 @@ export = function register(RED: NodeAPI): void {
         const answers = await reissueAll(got.account, [passId], digits);
         if (answers.length === 0) return "not-found";
         node.send({ topic: "door-pass/reissued", payload: answers[0] });
-        binding.setResult({ fill: "green", shape: "dot", text: `new code ${clockTime(Date.now())}` });
+        binding.setResult({ fill: "green", shape: "dot", text: `new code ${clockTime(Date.now(), zone)}` });
         return "reissued";
       },
     };
@@ -271,7 +284,9 @@ export = function register(RED: NodeAPI): void {
         } catch {
           /* a frozen message still ends with its error */
         }
-        binding.setResult({ fill: "red", shape: "ring", text: `${outcome} ${clockTime(Date.now())}` });
+        // A calendar's failure keeps the status its read set, with the reason (docs/events.md#catch-errors).
+        if (outcome !== "calendar-failed")
+          binding.setResult({ fill: "red", shape: "ring", text: `${outcome} ${clockTime(Date.now(), zone)}` });
         done(Object.assign(new MessageError(`door-pass: ${message}`), { code: outcome }));
       };
       const work = (async () => {
@@ -289,10 +304,10 @@ export = function register(RED: NodeAPI): void {
           for (const o of more) send({ ...RED.util.cloneMessage(m), payload: o });
           m.payload = out;
           send(m);
-          binding.setResult({ fill: "green", shape: "dot", text: `${text} ${clockTime(Date.now())}` });
+          binding.setResult({ fill: "green", shape: "dot", text: `${text} ${clockTime(Date.now(), zone)}` });
           done();
         };
-        await act(node, { account: got.account, payload, answer, fail }, digits, calendar);
+        await act(node, { account: got.account, payload, answer, fail, zone }, digits, calendar);
       })();
       binding.track(work).catch((e: Error) => fail("error", describeThrown(e)));
     });

@@ -1,9 +1,9 @@
 /**
  * What the door-pass node (door-pass.ts) shares between its messages, its booking calendar
- * (calendar-node.ts) and the sidebar: a pass as a flow is told of it, the doors a calendar's
- * passes open, whether the node's output reaches a node (docs/passes.md#no-code-goes-nowhere),
- * whether a closing node was deleted (docs/passes.md#deleting-a-calendar-node), and the node's own
- * passes. The doors of an issue are resolved in resolve-doors.ts.
+ * (calendar-node.ts) and the sidebar: a pass as a flow is told of it, whether the node's output
+ * reaches a node (docs/passes.md#no-code-goes-nowhere), whether a closing node was deleted
+ * (docs/passes.md#deleting-a-calendar-node), and the node's own passes. The doors a calendar's
+ * passes open are read in src/passes/calendar-settings.ts (the dialog reads them too). The doors of an issue are resolved in resolve-doors.ts.
  */
 import type { Node, NodeAPI } from "node-red";
 import { type Pass, type PassView, hoursOf } from "../../src/passes/pass.js";
@@ -33,18 +33,6 @@ export function answerOf(action: string, p: Pass, code?: string): Record<string,
     // Weekly hours, when it has them (docs/passes.md#issue).
     ...hoursOf(p),
   };
-}
-
-/** The doors a calendar's passes open, as the node stores them: device ids or names. */
-export function calendarDoors(v: unknown): (number | string)[] {
-  const list: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(",") : [];
-  return list
-    .map((d) => (typeof d === "string" ? d.trim() : d))
-    .filter(
-      (d): d is number | string =>
-        (typeof d === "number" && Number.isInteger(d)) || (typeof d === "string" && d !== ""),
-    )
-    .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
 }
 
 /**

@@ -104,10 +104,12 @@ export class LockoutEvents {
         const door = l.deviceId === null ? null : this.doorName(l.deviceId);
         const where = door === null ? "the node refuses every message" : `${door} refuses every message`;
         const what = this.rules.perDoor ? (door === null ? "wrong tries at its doors" : "wrong tries") : "wrong PINs";
+        // The message in local time in the rules' zone; the `until` field stays ISO (docs/events.md#rule).
+        const local = `${this.rules.rules.formatClock(l.until)} (${this.rules.rules.timeZone})`;
         hub.emit(
           "rule",
           "locked-out",
-          `${this.node}: ${l.wrongPins} ${what}; ${where} until ${until}. If nobody you know typed them, someone is guessing`,
+          `${this.node}: ${l.wrongPins} ${what}; ${where} until ${local}. If nobody you know typed them, someone is guessing`,
           { node: this.node, deviceId: l.deviceId, door, until, wrongPins: l.wrongPins },
         );
       }

@@ -97,8 +97,32 @@ export function briefReason(message: string, max = 40): string {
   return first.length <= max ? first : `${clip(first, max - 1).trimEnd()}…`;
 }
 
-/** hh:mm:ss in local time, for node status (formatted by hand: it runs for every message). */
-export function clockTime(ms: number): string {
+/** Status clocks by zone: making one costs far more than using it. */
+const clockFormats = new Map<string, Intl.DateTimeFormat>();
+
+/**
+ * hh:mm:ss in local time, for node status: on the wall clock of `timeZone` when the node has one
+ * (docs/nodes.md#node-status), else the runtime's (formatted by hand: it runs for every message).
+ */
+export function clockTime(ms: number, timeZone?: string): string {
+  if (timeZone !== undefined) {
+    try {
+      let f = clockFormats.get(timeZone);
+      if (f === undefined) {
+        f = new Intl.DateTimeFormat("en-GB", {
+          timeZone,
+          hour: "2-digit",
+          minute: "2-digit",
+          second: "2-digit",
+          hourCycle: "h23",
+        });
+        clockFormats.set(timeZone, f);
+      }
+      return f.format(ms);
+    } catch {
+      /* a zone this Node.js lacks: the runtime's clock */
+    }
+  }
   const d = new Date(ms);
   const two = (n: number) => (n < 10 ? "0" : "") + n;
   return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;

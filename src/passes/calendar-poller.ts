@@ -10,6 +10,7 @@ import * as path from "node:path";
 import type { Pool as UndiciPool } from "undici";
 import { undiciPool } from "../client/pool.js";
 import type { Booking, CalendarSettings, FeedRead } from "./calendar.js";
+import { feedUrl } from "./calendar-settings.js";
 
 export const MAX_FEED_BYTES = 20 * 1024 * 1024;
 export const READ_DEADLINE_MS = 10_000;
@@ -174,7 +175,7 @@ export class CalendarPoller {
     if (this.lastModified) headers["if-modified-since"] = this.lastModified;
     const deadline = AbortSignal.timeout(this.fetchDeadlineMs);
     try {
-      const url = new URL(this.settings.url);
+      const url = feedUrl(this.settings.url);
       if (this.pool === null) {
         const Pool = undiciPool();
         this.pool = new Pool(url.origin, {

@@ -59,6 +59,31 @@ export function blockedList(v: unknown, problems: string[] = []): string[] {
   return out;
 }
 
+/**
+ * A feed's address as it is fetched: `webcal://` (and `webcals://`), as calendar apps and booking
+ * platforms offer a subscription, is read as `https://` (docs/passes.md#from-a-booking-calendar).
+ * Throws as `new URL` does on text that is no URL.
+ */
+export function feedUrl(raw: string): URL {
+  const m = /^webcals?:\/\//i.exec(raw.trim());
+  return new URL(m ? `https://${raw.trim().slice(m[0].length)}` : raw.trim());
+}
+
+/**
+ * The doors a calendar's passes open, as a door-pass node stores them: a list of device ids (the
+ * dialog's door picker) or door names, or the comma-separated text of a node written by hand.
+ */
+export function calendarDoors(v: unknown): (number | string)[] {
+  const list: unknown[] = Array.isArray(v) ? (v as unknown[]) : typeof v === "string" ? v.split(",") : [];
+  return list
+    .map((d) => (typeof d === "string" ? d.trim() : d))
+    .filter(
+      (d): d is number | string =>
+        (typeof d === "number" && Number.isInteger(d)) || (typeof d === "string" && d !== ""),
+    )
+    .map((d) => (typeof d === "string" && /^\d{1,10}$/.test(d) ? Number(d) : d));
+}
+
 const HHMM = /^([01]\d|2[0-3]):([0-5]\d)$/;
 
 function minutes(v: unknown, dflt: number, name: string, problems: string[]): number {
@@ -79,7 +104,7 @@ export function checkCalendarSettings(
   const problems: string[] = [];
   let url: URL | null = null;
   try {
-    url = new URL(raw);
+    url = feedUrl(raw);
   } catch {
     problems.push("calendarUrl: not a URL");
   }

@@ -16,6 +16,7 @@ import {
   LocalClock,
   compileWindow,
   formatOpening,
+  runtimeZone,
   inAnyWindow,
   nextOpening,
   readSchedule,
@@ -188,10 +189,26 @@ export function nextOpen(p: Pass, start: number): number | null {
   }
 }
 
+/** The zone a text about pass `p` gives its times in: the pass's, else the node's (`zone`), else the runtime's. */
+function textZone(p: Pass, zone: string | undefined): string {
+  const own = (p as { timeZone?: unknown }).timeZone;
+  if (typeof own === "string" && own !== "") return own;
+  return zone || runtimeZone() || "UTC";
+}
+
+/**
+ * A pass's window for a text a person reads (an event's message): "Tuesday 15 December 15:00 to
+ * Saturday 19 December 11:00", local time in the pass's zone, else `zone` (the node's), else the
+ * runtime's; never ISO UTC (docs/events.md#pass).
+ */
+export function windowText(p: Pass, now: number, zone?: string): string {
+  const z = textZone(p, zone);
+  return `${formatOpening(Date.parse(p.from), now, z)} to ${formatOpening(Date.parse(p.until), now, z)} (${z})`;
+}
+
 /** "<subject> opens on Tuesday 08:00" (local time in the pass's zone), or that it does not open again. */
-function opensText(p: Pass, subject: string, start: number, now: number): string {
+function opensText(p: Pass, subject: string, start: number, now: number, zone: string): string {
   const at = nextOpen(p, start);
-  const zone = p.timeZone ?? "UTC";
   return at === null
     ? `${subject} does not open again before it ends (${formatOpening(Date.parse(p.until), now, zone)})`
     : `${subject} opens on ${formatOpening(at, now, zone)}`;
@@ -199,26 +216,24 @@ function opensText(p: Pass, subject: string, start: number, now: number): string
 
 /**
  * A refusal in the words of docs/passes.md#at-a-door-unlock (`gone`: the pass no longer exists).
- * A pass with weekly hours names when it next opens, in local time in its zone. Other times are
- * local time in the pass's own zone, else `zone` (the door-unlock node's; absent: the runtime's),
- * never ISO UTC.
+ * Times are local time, never ISO UTC: in the pass's own zone, else `zone` (the door-unlock
+ * node's), else the runtime's. A pass with weekly hours names when it next opens.
  */
 export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zone?: string): string {
-  const own = (p as { timeZone?: unknown }).timeZone;
-  if (typeof own === "string" && own !== "") zone = own;
+  const z = textZone(p, zone);
   switch (why) {
     case "revoked":
       return "this pass was revoked";
     case "used-up":
       return p.uses === null ? "this pass has no use left" : `this pass has no use left (${p.used} of ${p.uses} used)`;
     case "expired":
-      return `this pass expired on ${localDateTime(Date.parse(p.until), zone)}`;
+      return `this pass expired on ${localDateTime(Date.parse(p.until), z)}`;
     case "upcoming":
       return p.schedule !== undefined && p.schedule.length > 0
-        ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now)}`
-        : `this pass is not valid yet: it opens on ${localDateTime(Date.parse(p.from), zone)}`;
+        ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now, z)}`
+        : `this pass is not valid yet: it opens on ${localDateTime(Date.parse(p.from), z)}`;
     case "closed":
-      return opensText(p, "this code", now, now);
+      return opensText(p, "this code", now, now, z);
     case "door":
       return "this pass is not for this door";
     default: // "gone", or a word a store gave that no check makes

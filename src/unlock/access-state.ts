@@ -403,7 +403,8 @@ export class AccessState {
   /** "locked: 5 wrong PINs, until 14:32" while locked, else null. */
   lockoutText(now: number): string | null {
     const l = this.lockout(now);
-    return l.locked ? `locked: ${l.wrongPins} wrong PINs, until ${this.rules.formatClock(l.until!)}` : null;
+    const what = this.doors === null ? "wrong PINs" : "wrong codes at this node's doors";
+    return l.locked ? `locked: ${l.wrongPins} ${what}, until ${this.rules.formatClock(l.until!)}` : null;
   }
 
   /** Counters for tests and diagnostics (no secret): slots held, wrong PINs kept. */

@@ -37,7 +37,7 @@ export function refusedBy(reason: DenyReason, message: string): Denied {
 
 /**
  * Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow, times in
- * `zone` (the node's); null: it may.
+ * local time (the pass's zone, else `zone`, the node's); null: it may.
  */
 export function passRefusal(p: Pass, deviceId: number, now: number, zone?: string): string | null {
   const why = passCheck(p, now, deviceId);

@@ -384,13 +384,13 @@ function offsetChange(read: (now: number) => LocalTime, lo: number, hi: number, 
 const DAY_LONG = ["", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"] as const;
 
 /**
- * "Tuesday 08:00" (within the coming seven days), else "Tuesday 15 December 08:00": `at` on the wall
- * clock of `timeZone`, for a text a person reads (never ISO UTC).
+ * "Tuesday 08:00" (within the coming seven days, or the past six), else "Tuesday 15 December
+ * 08:00": `at` on the wall clock of `timeZone`, for a text a person reads (never ISO UTC).
  */
 export function formatOpening(at: number, now: number, timeZone: string): string {
   const local = readWallClock(wallClockFormat(timeZone), timeZone, at);
   const time = `${DAY_LONG[local.day]} ${pad(Math.floor(local.minute / 60))}:${pad(local.minute % 60)}`;
-  if (at - now < 7 * 24 * 3600_000) return time;
+  if (at - now < 7 * 24 * 3600_000 && now - at < 6 * 24 * 3600_000) return time;
   let dates = dateFormats.get(timeZone);
   if (dates === undefined) {
     dates = new Intl.DateTimeFormat("en-GB", { timeZone, day: "numeric", month: "long" });

@@ -6,6 +6,8 @@
  * in-process MQTT broker, starts without an error, and does what its comment says.
  */
 import { strict as assert } from "node:assert";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
@@ -1008,6 +1010,100 @@ describe("example flows deployed into a real Node-RED 4: each starts without an 
       4,
       "four presses, four PUTs: events send nothing",
     );
+  });
+
+  // docs/events.md#pass: a host who is not watching hears of a dead feed, once, and when it reads again
+  it("09: a booking calendar that cannot be read tells a person once (pass/calendar-failed, however many reads fail), then pass/calendar-ok once it is read again", async () => {
+    const ex = byTitle("09");
+    let status = 500;
+    const day = (n: number) => new Date(Date.now() + n * 24 * 3600_000).toISOString().slice(0, 10).replace(/-/g, "");
+    const ics = [
+      "BEGIN:VCALENDAR",
+      "VERSION:2.0",
+      "PRODID:-//test//EN",
+      "BEGIN:VEVENT",
+      "UID:feed-1",
+      "SUMMARY:Ada",
+      `DTSTART;VALUE=DATE:${day(1)}`,
+      `DTEND;VALUE=DATE:${day(3)}`,
+      "END:VEVENT",
+      "END:VCALENDAR",
+      "",
+    ].join("\r\n");
+    const feed = createServer((_req, res) => {
+      if (status !== 200) res.writeHead(status).end("down");
+      else res.writeHead(200, { "content-type": "text/calendar" }).end(ics);
+    });
+    await new Promise<void>((r) => feed.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(feed.address() as AddressInfo).port}/listing.ics`;
+    const [passId, syncId, sinkId] = ["d00a7e57ab0009a1", "d00a7e57ab0009a2", "d00a7e57ab0009a3"];
+    try {
+      const mark = await deploy(ex, {
+        debugToConsole: true,
+        extra: [
+          {
+            id: syncId,
+            type: "inject",
+            name: "sync",
+            props: [{ p: "payload", v: '{"action":"sync"}', vt: "json" }],
+            repeat: "",
+            once: false,
+            x: 140,
+            y: 500,
+            wires: [[passId]],
+          },
+          {
+            id: passId,
+            type: "door-pass",
+            name: "Apartment A",
+            account: accountId,
+            calendarUrl: url,
+            doors: ["Front Door"],
+            x: 420,
+            y: 500,
+            wires: [[sinkId]],
+          },
+          {
+            id: sinkId,
+            type: "debug",
+            name: "codes (test)",
+            active: false,
+            tosidebar: false,
+            console: false,
+            x: 700,
+            y: 500,
+            wires: [],
+          },
+        ],
+      });
+      const lines = (what: RegExp) => (nr.output().slice(mark).match(new RegExp(what.source, "g")) ?? []).length;
+      await until(
+        "the first read's alert",
+        () => lines(/booking calendar of Apartment A: the calendar answered 500/) === 1,
+        20_000,
+      );
+      for (let i = 0; i < 2; i++) await inject(syncId);
+      await until("two more reads failed", () => lines(/door-pass: calendar: the calendar answered 500/) >= 1, 10_000);
+      await sleep(1500);
+      assert.equal(
+        lines(/booking calendar of Apartment A: the calendar answered 500/),
+        1,
+        "one alert for three failed reads",
+      );
+      status = 200;
+      await inject(syncId);
+      await until(
+        "the alert that it reads again",
+        () => lines(/booking calendar of Apartment A is read and applied again/) === 1,
+        10_000,
+      );
+      assert.match(
+        nr.output().slice(mark),
+        /\[debug:to a person\][\s\S]*the calendar answered 500[\s\S]*\[debug:to a person\][\s\S]*read and applied again/,
+      );
+    } finally {
+      await new Promise<void>((r) => feed.close(() => r()));
+    }
   });
 
   /**

@@ -226,6 +226,70 @@ describe(`the editor's first hour (chromium, Node-RED ${nodeRedVersion})`, funct
     for (const d of doors) assert.deepEqual(d, { type: d.type, account: account.id, valid: true });
     await ed.screenshot("first-hour-imported-example");
   });
+
+  // docs/nodes.md#door-pass: the calendar's doors are picked as door-unlock picks its door; webcal:// is taken
+  it("the door-pass dialog picks its calendar's doors from the account's list (Add, Remove; two doors of one name told apart by location), keeps a door written by name, and takes a webcal:// feed; the flow stores the picked ids", async () => {
+    const { flows } = await getFlows(ed.demo.editorUrl);
+    const accountId = flows.find((n) => n.type === "door-account")!.id as string;
+    const passId = "f1f1f1f1f1f1f1a1";
+    await withAccount([
+      {
+        id: passId,
+        type: "door-pass",
+        z: TAB,
+        name: "Apartment A",
+        account: accountId,
+        codeLength: 8,
+        calendarUrl: "",
+        doors: "Front Door",
+        x: 200,
+        y: 100,
+        wires: [[]],
+      },
+    ]);
+    const page = ed.page;
+    await ed.editNode(passId);
+    await page.waitForFunction(
+      () => /Doors of this account/.test(document.querySelector("#door-pass-door-note")?.textContent ?? ""),
+      null,
+      { timeout: STEP_MS },
+    );
+    const kept = () => page.locator("#door-pass-doors li.door-pass-kept-door").allInnerTexts();
+    assert.deepEqual(
+      (await kept()).map((t) =>
+        t
+          .split("\n")[0]
+          .replace(/\s*Remove$/, "")
+          .trim(),
+      ),
+      ["Front Door"],
+      "a door written by name is kept",
+    );
+    // The two Back Doors are told apart by their locations, as in door-unlock's picker.
+    const options = await page.locator("#door-pass-door option").allInnerTexts();
+    assert.ok(
+      options.includes("Back Door \u2014 Main Street 1") && options.includes("Back Door \u2014 Harbour Warehouse"),
+      options.join(" | "),
+    );
+    for (const label of ["Back Door \u2014 Harbour Warehouse", "Loading Bay \u2014 Harbour Warehouse"]) {
+      await page.locator("#door-pass-door").selectOption({ label });
+      await page.locator("#door-pass-door-add").click();
+    }
+    assert.equal((await kept()).length, 3);
+    await page.locator("#door-pass-doors li.door-pass-kept-door").first().locator("button").click();
+    assert.equal((await kept()).length, 2, "Remove took the first one away");
+    await page.locator("#node-input-calendarUrl").fill("webcal://calendar.example.com/listing/1.ics");
+    await ed.screenshot("door-pass-dialog");
+    await page.locator("#node-dialog-ok").click();
+    await page.locator("#door-pass-door").waitFor({ state: "detached" });
+    const saved = await ed.red((RED, id) => {
+      const n = RED.nodes.node(id);
+      return { doors: n.doors, valid: n.valid, calendarUrl: n.calendarUrl };
+    }, passId);
+    assert.deepEqual(saved.doors, [103, 104]);
+    assert.equal(saved.calendarUrl, "webcal://calendar.example.com/listing/1.ics");
+    assert.equal(saved.valid, true, "a webcal:// feed passes the dialog's check");
+  });
 });
 
 describe(`the editor's first hour: what the runtime says (chromium, Node-RED ${nodeRedVersion})`, function () {

@@ -531,6 +531,15 @@ describe(`door access sidebar in a real browser (chromium, Node-RED ${nodeRedVer
     const hostile = passRows.filter({ has: page.locator(".da-pass-guest", { hasText: HOSTILE }) });
     assert.match(await hostile.locator(".da-pass-uses").innerText(), /0\/\u221e/);
     assert.match(await page.locator("#door-access-passes .da-passes-title").innerText(), /2 live of 2/);
+    // The passes come right under the account's state, before its events (docs/passes.md#in-the-sidebar):
+    // a list of events never pushes them down.
+    await page.locator("#door-access-events").waitFor({ state: "visible", timeout: STEP_MS });
+    const top = async (sel: string) => (await page.locator(sel).boundingBox())!.y;
+    assert.ok(
+      (await top("#door-access-passes")) < (await top("#door-access-events")),
+      "the passes list is above the events list",
+    );
+    await page.locator("#door-access-passes").screenshot({ path: path.join(ARTIFACTS, "sidebar-passes-first.png") });
 
     // Revoke asks first; Cancel takes the question back; Revoke then revokes.
     await hostile.locator(".da-pass-revoke").click();

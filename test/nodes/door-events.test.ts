@@ -255,6 +255,33 @@ describe("door-events: what an operator is told, one event per change (docs/even
     assertNoSecret(got);
   });
 
+  // docs/events.md#rule, docs/passes.md#at-a-door-unlock: a guest reads "code", and local time
+  it("on a node with Accept passes, rule/locked-out says 'wrong tries', never PINs, names the door and gives the end in local time in the node's zone, never ISO UTC; its until field stays ISO", async () => {
+    const zone = "Pacific/Auckland";
+    const f = flow([], { kinds: ["rule"] });
+    f[2] = { ...unlockNode({ deviceId: "101", name: "guest keypad", acceptPasses: true, timeZone: zone }) };
+    await loadFlow(f, { nodes: NODES });
+    const got = received("ev-out");
+    await waitReady();
+    for (let i = 0; i < 5; i++) assertFailed(await unlock({ pass: `9${i}123456` }), "denied", null);
+    await until("rule/locked-out", () => got.length > 0);
+    const e = got[0].payload;
+    const hhmm = new Intl.DateTimeFormat("en-GB", {
+      timeZone: zone,
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+    }).format(Date.parse(e.until));
+    assert.equal(
+      e.message.slice(e.message.indexOf("guest keypad:")),
+      `guest keypad: 5 wrong tries; ${e.door} refuses every message until ${hhmm} (${zone}). If nobody you know typed them, someone is guessing`,
+    );
+    assert.equal(e.deviceId, 101);
+    assert.doesNotMatch(e.message, /PIN|\d{4}-\d\d-\d\dT/);
+    assert.ok(e.until.endsWith("Z") && Date.parse(e.until) > Date.now(), "the machine field stays ISO");
+    assertNoSecret(got);
+  });
+
   // docs/events.md#session
   it("a 429 with Retry-After gives one session/rate-limited with retryAfter, and session/ready when the wait is over", async () => {
     await loadFlow(flow(), { nodes: NODES });

@@ -290,6 +290,55 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assertAccepted(await unlock({ pass: p.code }));
   });
 
+  it("a failed sync reaches a Catch node with code calendar-failed, and the status keeps the reason as a timer's read does (docs/events.md#catch-errors)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    cal.status = 500;
+    const failed = await sync();
+    assert.ok("error" in failed);
+    assert.equal(failed.error.error.code, "calendar-failed");
+    assert.match(failed.error.error.message, /calendar answered 500/);
+    const text = String(lastStatus(helper.getNode("dp"))?.text);
+    assert.match(text, /^calendar: not read \d\d:\d\d:\d\d$/, `the status keeps the reason: ${text}`);
+    cal.status = 200;
+    cal.body = feed();
+    const empty = await sync();
+    assert.equal(empty.error.error.code, "calendar-failed");
+    assert.match(String(lastStatus(helper.getNode("dp"))?.text), /^calendar: /);
+  });
+
+  it("the texts a person reads give local time in the node's zone, never ISO UTC: pass/issued and pass/updated messages, the node status; the events' from and until stay ISO (docs/events.md#pass)", async () => {
+    const zone = "Pacific/Auckland";
+    const hhmm = (ms: number) =>
+      new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(
+        ms,
+      );
+    cal.body = feed(booking("b1", "Ada", 1, 3));
+    const before = Date.now();
+    await deploy({ timeZone: zone, checkIn: "15:00", checkOut: "11:00" });
+    await until(
+      "the pass, its event and the read's status",
+      () =>
+        issued().length === 1 &&
+        events.some((e) => e.topic === "pass/issued") &&
+        /^calendar read/.test(String(lastStatus(helper.getNode("dp"))?.text)),
+    );
+    const after = Date.now();
+    const status = String(lastStatus(helper.getNode("dp"))?.text);
+    const m = /^calendar read (\d\d:\d\d):\d\d: 1 live$/.exec(status);
+    assert.ok(m, status);
+    assert.ok([hhmm(before), hhmm(after)].includes(m[1]), `${status} is on ${zone}'s clock`);
+    cal.body = feed(booking("b1", "Ada", 1, 4));
+    assert.equal((await sync()).updated, 1);
+    for (const topic of ["pass/issued", "pass/updated"]) {
+      const e = events.find((x) => x.topic === topic).payload;
+      assert.match(e.message, / 15:00 to \w+ (\d+ \w+ )?11:00 \(Pacific\/Auckland\)$/, e.message);
+      assert.doesNotMatch(e.message, /\d{4}-\d\d-\d\dT/, e.message);
+      assert.ok(!Number.isNaN(Date.parse(e.from)) && e.until.endsWith("Z"), "the machine fields stay ISO");
+    }
+  });
+
   // docs/passes.md#from-a-booking-calendar: the dates in the node's zone, also across a night the clocks change
   it("an all-day booking across the night Oslo's clocks go forward opens at check-in in winter time and closes at check-out in summer time", async () => {
     cal.body = feed(

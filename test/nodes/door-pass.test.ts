@@ -25,6 +25,7 @@ import {
   freshUserDir,
   helper,
   helperNodes,
+  lastStatus,
   loadFlow,
   passModule,
   readAudit,
@@ -288,7 +289,7 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
   });
 
   // docs/passes.md#at-a-door-unlock: what a guest is told, as data and in words
-  it("a refusal a guest reads is data (payload.passRefusal: why, at, the node's zone) and its words give local times in the node's zone, never ISO UTC, and say code, never PIN, the lockout included (docs/passes.md#at-a-door-unlock)", async () => {
+  it("a refusal a guest reads is data (payload.passRefusal: why, at, the node's zone) and its words give local times in the node's zone, never ISO UTC, and say code, never PIN, the lockout and the node status included (docs/passes.md#at-a-door-unlock)", async () => {
     await deploy({ timeZone: "Europe/Oslo" });
     const now = Date.now();
     const oslo = (ms: number) =>
@@ -320,15 +321,24 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     const wrong = [other, later, over, gone].some((p) => p.code === "11111111") ? "22222222" : "11111111";
     const fifth = assertFailed(await unlock({ pass: wrong }), "denied", null);
     assert.deepEqual(fifth.passRefusal, { why: "unknown", timeZone: zone });
-    assert.match(fifth.message, /every message is refused until/);
+    assert.match(
+      fifth.message,
+      /that was 5 wrong codes at this door within 15 minutes: at this door, every message is refused until/,
+    );
     assert.doesNotMatch(fifth.message, /PIN/);
     const locked = assertFailed(await unlock({ pass: wrong }), "denied", null);
     assert.equal(locked.reason, "locked-out");
     assert.equal(locked.passRefusal.why, "locked-out");
     assert.equal(locked.passRefusal.timeZone, zone);
     assert.ok(Math.abs(Date.parse(locked.passRefusal.at) - (Date.now() + locked.retryAfter * 1000)) < 2000);
-    assert.match(locked.message, /wrong codes/);
+    assert.match(
+      locked.message,
+      /^locked: 5 wrong codes at this door, every message is refused until \d\d:\d\d \(Europe\/Oslo\)$/,
+    );
     assert.doesNotMatch(locked.message, /PIN/);
+    const status = String(lastStatus(helper.getNode("u1"))?.text);
+    assert.match(status, /^locked: .+, until \d\d:\d\d$/);
+    assert.doesNotMatch(status, /PIN/);
   });
 
   // docs/passes.md#at-a-door-unlock: unknown codes count toward the lockout

@@ -4,7 +4,7 @@
  */
 import { strict as assert } from "node:assert";
 import { type Server, createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createTcpServer } from "node:net";
 import { CalendarPoller } from "../../src/passes/calendar-poller.js";
 
 describe("the calendar's reads: a feed that trickles in is given up, and the next read is made (docs/passes.md#from-a-booking-calendar)", function () {
@@ -62,6 +62,41 @@ describe("the calendar's reads: a feed that trickles in is given up, and the nex
       assert.equal(applied, 0);
     } finally {
       poller.stop();
+    }
+  });
+
+  it("a webcal:// feed is fetched as https:// (docs/passes.md#from-a-booking-calendar): the first bytes on the wire are a TLS handshake, not an HTTP request", async () => {
+    const first: number[] = [];
+    const tcp = createTcpServer((socket) => {
+      socket.once("data", (d: Buffer) => {
+        first.push(d[0]);
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((r) => tcp.listen(0, "127.0.0.1", r));
+    const port = (tcp.address() as AddressInfo).port;
+    const poller = new CalendarPoller(
+      {
+        url: `webcal://127.0.0.1:${port}/listing.ics`,
+        everyMinutes: 15,
+        checkIn: "15:00",
+        checkOut: "11:00",
+        timeZone: "UTC",
+        bufferBeforeMin: 0,
+        bufferAfterMin: 0,
+      },
+      () => Promise.resolve(),
+      () => undefined,
+      Date.now,
+      5000,
+    );
+    try {
+      const r = await poller.poll();
+      assert.equal(r.kind, "failed");
+      assert.deepEqual(first, [0x16], "a TLS record (handshake), as https:// sends");
+    } finally {
+      poller.stop();
+      await new Promise<void>((r) => tcp.close(() => r()));
     }
   });
 });

@@ -287,6 +287,16 @@ describe("booking calendar: a feed read into bookings (docs/passes.md#from-a-boo
     );
   });
 
+  it("settings: a webcal:// feed is read as https:// (docs/passes.md#from-a-booking-calendar)", () => {
+    const web = checkCalendarSettings({ calendarUrl: " webcal://calendar.example.com/listing/1.ics?t=x " });
+    assert.ok(web.ok && web.settings !== null, JSON.stringify(web));
+    assert.equal(web.settings.url, "https://calendar.example.com/listing/1.ics?t=x");
+    const upper = checkCalendarSettings({ calendarUrl: "WEBCAL://calendar.example.com/2.ics" });
+    assert.equal(upper.ok && upper.settings?.url, "https://calendar.example.com/2.ics");
+    const bad = checkCalendarSettings({ calendarUrl: "webcal://user:pw@calendar.example.com/3.ics" });
+    assert.equal(bad.ok, false, "no user or password, as for https://");
+  });
+
   // docs/passes.md#blocked-time-and-placeholder-names
   it("blocked time is no booking: the platforms' markers (whole summary, case and spaces ignored) are skipped and counted apart, on the fixtures of Airbnb, Booking.com and a channel manager", () => {
     const now = Date.now();

@@ -94,12 +94,14 @@ function build(): { root: JQuery; refresh: () => void } {
   // Why the account cannot be used, in full and once (statuses are short).
   const reasonLine = $('<div id="door-access-reason" class="da-reason-line"></div>').hide().appendTo(root);
   const spec = $('<div id="door-access-spec" class="da-spec"></div>').hide().appendTo(root);
-  const events = $('<div id="door-access-events" class="da-events"></div>').hide().appendTo(root);
   // docs/access-rules.md#ending-a-lockout: the locked door-unlock nodes and doors, each with End lockout.
   const lockouts = lockoutsView();
   lockouts.root.appendTo(root);
+  // The passes right under the account's state (and its lockouts): the events list never pushes
+  // them down (docs/passes.md#in-the-sidebar).
   const passes = passesView();
   passes.root.appendTo(root);
+  const events = $('<div id="door-access-events" class="da-events"></div>').hide().appendTo(root);
   const chain = $('<div id="door-access-chain" class="da-chain"></div>').appendTo(root);
 
   // Two text filters side by side; the outcome select as wide as its longest outcome, on the

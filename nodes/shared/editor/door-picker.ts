@@ -41,6 +41,8 @@ export interface DoorNode extends EditorNode {
 
 export interface DoorPicker {
   value(): DoorIdentity | null;
+  /** The doors of the list as last loaded (none before it is): for a dialog that keeps several. */
+  devices(): readonly PickerDevice[];
   close(): void;
 }
 
@@ -363,6 +365,7 @@ export function doorPicker(
 
   return {
     value: () => current,
+    devices: () => devices,
     close: () => {
       closed = true;
       seq++;
