@@ -7,7 +7,7 @@
  * (dist/nodes/<type>/<type>.js, compiled from nodes/<type>/<type>.ts):
  *
  * - `<type>.html` beside it: the node's editor/style.css in a <style>, its editor/index.ts bundled
- *   by esbuild with what it imports (the shared editor code of nodes/shared/editor/, the rule
+ *   by esbuild with what it imports (the shared editor code of nodes/common/editor/, the rule
  *   checks of src/) into one readable, unminified <script type="text/javascript">, and its
  *   editor/template.html (the dialog, `<script type="text/html" data-template-name>`);
  * - `locales/` beside it, copied from the node's folder (Node-RED reads a node's catalogue and

@@ -7,8 +7,8 @@
  */
 import type { NodeAPI } from "node-red";
 import type { Request, Response } from "express";
-import type { Middleware } from "../shared/admin-access.js";
-import { lockoutControl, lockoutControls } from "../shared/lockout-control.js";
+import type { Middleware } from "../common/admin-access.js";
+import { lockoutControl, lockoutControls } from "../common/lockout-control.js";
 
 /** Who ended it, as the audit record and the event name them: the signed-in editor user. */
 function editorUser(req: Request): string {

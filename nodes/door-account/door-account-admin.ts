@@ -16,8 +16,8 @@ import { locksOf } from "../../src/doors/select.js";
 import { HALTED_STATES, type SessionLog } from "../../src/session/session.js";
 import { accountKey } from "../../src/session/token-store.js";
 import type { Device } from "../../src/spec/schemas.js";
-import { fromEditor, hasPermission, permission } from "../shared/admin-access.js";
-import { type DoorAccountNode, ADMIN_PREFIX } from "../shared/node-runtime.js";
+import { fromEditor, hasPermission, permission } from "../common/admin-access.js";
+import { type DoorAccountNode, ADMIN_PREFIX } from "../common/node-runtime.js";
 
 /**
  * A forced list fetch from the editor happens at most once per this interval per account,

@@ -31,7 +31,7 @@ import {
   type DoorAccountNode,
   ACCOUNT_CLOSE_GUARD_MS,
   stateStatus,
-} from "../shared/node-runtime.js";
+} from "../common/node-runtime.js";
 
 /** Runtimes whose "flows:started" already tells the registry (the module may be registered again). */
 const deployHooked = new WeakSet<object>();

@@ -12,7 +12,7 @@ import {
   clockTime,
   endMessage,
   failMessage,
-} from "../shared/node-runtime.js";
+} from "../common/node-runtime.js";
 
 interface DevicesDef extends NodeDef {
   account: string;

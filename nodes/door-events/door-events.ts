@@ -7,7 +7,7 @@
  */
 import type { NodeAPI, Node, NodeDef } from "node-red";
 import { type AccountEvent, type EventKind, accountEvents, eventKinds } from "../../src/account/events.js";
-import { type DoorAccountNode, clockTime, fitStatus } from "../shared/node-runtime.js";
+import { type DoorAccountNode, clockTime, fitStatus } from "../common/node-runtime.js";
 
 interface EventsDef extends NodeDef {
   account: string;

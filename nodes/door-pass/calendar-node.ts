@@ -18,7 +18,7 @@ import { type PassDoor, windowText } from "../../src/passes/pass.js";
 import type { CalendarSettings } from "../../src/passes/calendar.js";
 import { CalendarPoller } from "../../src/passes/calendar-poller.js";
 import { ApplyIncomplete, CalendarRefused, type SyncChanges, applyBookings } from "../../src/passes/calendar-sync.js";
-import { type FlowNodeBinding, clockTime } from "../shared/node-runtime.js";
+import { type FlowNodeBinding, clockTime } from "../common/node-runtime.js";
 import { answerOf } from "./pass-node-parts.js";
 import { resolveDoors } from "./resolve-doors.js";
 

@@ -19,7 +19,7 @@ import {
   clockTime,
   describeThrown,
   endMessage,
-} from "../shared/node-runtime.js";
+} from "../common/node-runtime.js";
 import { type Counts, calendarPoller } from "./calendar-node.js";
 import {
   type PassNodeHooks,

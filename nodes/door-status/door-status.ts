@@ -16,7 +16,7 @@ import {
   clearOutcomeFields,
   failMessage,
   endMessage,
-} from "../shared/node-runtime.js";
+} from "../common/node-runtime.js";
 
 interface StatusDef extends NodeDef {
   account: string;

@@ -32,7 +32,7 @@ import {
   configuredDoor,
   describeThrown,
   endMessage,
-} from "../shared/node-runtime.js";
+} from "../common/node-runtime.js";
 import { LockoutEvents, tellUnlock } from "./unlock-events.js";
 import { serveGuestWords } from "./guest-words.js";
 import { type EndLockoutNode, endNodeLockout, offerNodeLockouts } from "./end-lockout.js";

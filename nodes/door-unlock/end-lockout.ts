@@ -1,7 +1,7 @@
 /**
  * `msg.endLockout = true` at a door-unlock node: the host's flow ends a lockout
  * (docs/access-rules.md#ending-a-lockout); the sidebar's button ends one through the same
- * function (nodes/shared/lockout-control.ts). Nothing is sent to the service; the answer goes
+ * function (nodes/common/lockout-control.ts). Nothing is sent to the service; the answer goes
  * out on output 2 (`outcome: "lockout-ended"`; output 1 is only for a command sent), as when it was refused.
  */
 import type { Account } from "../../src/account/account.js";
@@ -10,7 +10,7 @@ import { type EndLockoutAsk, endLockout } from "../../src/unlock/lockout-end.js"
 import { messageActor } from "../../src/unlock/unlock.js";
 import type { LockoutKeeper } from "../../src/unlock/lockout-keeper.js";
 import type { LockoutEvents } from "./unlock-events.js";
-import { offerLockouts } from "../shared/lockout-control.js";
+import { offerLockouts } from "../common/lockout-control.js";
 
 export interface EndLockoutNode {
   state: AccessState | null;
@@ -101,7 +101,7 @@ export async function endNodeLockout(n: EndLockoutNode, ask: EndLockoutAsk, secr
 }
 
 /**
- * Offers the node's lockouts to the sidebar (nodes/shared/lockout-control.ts): what is locked, and
+ * Offers the node's lockouts to the sidebar (nodes/common/lockout-control.ts): what is locked, and
  * the end of one as the editor user. Returns the function that takes the offer back (on close).
  */
 export function offerNodeLockouts(

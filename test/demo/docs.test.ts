@@ -53,7 +53,7 @@ function anchors(page: string): Set<string> {
 describe("the users' reference: user pages cite no source file, and every cited section exists (docs/README.md)", () => {
   const pages = readdirSync(DOCS).filter((f) => f.endsWith(".md"));
 
-  it("no user page (docs/*.md but architecture.md and testing.md) names a source path: src/, or a node's folder nodes/<type>/ or nodes/shared/", () => {
+  it("no user page (docs/*.md but architecture.md and testing.md) names a source path: src/, or a node's folder nodes/<type>/ or nodes/common/", () => {
     const hits = pages
       .filter((p) => !CONTRIBUTOR_PAGES.has(p))
       .flatMap((p) =>

@@ -51,7 +51,7 @@ function walk(dir: string): string[] {
     );
 }
 
-/** The editor's sources (a node's editor/ folder, nodes/shared/editor/): bundled into its .html, not compiled on their own. */
+/** The editor's sources (a node's editor/ folder, nodes/common/editor/): bundled into its .html, not compiled on their own. */
 const isEditorSource = (f: string): boolean => /^nodes\/[^/]+\/editor\//.test(f);
 
 /** What the package must contain, derived from the repository. */

@@ -8,7 +8,7 @@
 import { strict as assert } from "node:assert";
 import * as fs from "node:fs";
 import { parseLockId } from "../../src/doors/select.js";
-import { configuredDoor } from "../../nodes/shared/node-runtime.js";
+import { configuredDoor } from "../../nodes/common/node-runtime.js";
 import { nodeActorProblem } from "../../src/unlock/unlock.js";
 import { editorDefinition, nodeFile } from "../helpers/node-files.js";
 

@@ -66,7 +66,7 @@ export default tseslint.config(
   },
   {
     // The editor's code runs in the browser: its globals are the browser's, with Node-RED's RED and
-    // jQuery's $ (typed by nodes/shared/editor/red.d.ts and @types/jquery), never Node's.
+    // jQuery's $ (typed by nodes/common/editor/red.d.ts and @types/jquery), never Node's.
     files: ["nodes/*/editor/**/*.ts"],
     languageOptions: { globals: { ...globals.browser, RED: "readonly", $: "readonly" } },
   },

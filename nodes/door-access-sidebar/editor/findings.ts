@@ -4,7 +4,7 @@
  * (docs/events.md#in-the-sidebar). Every text from the runtime is set with .text(), never as HTML.
  */
 import { textOf } from "../../../src/util/text.js";
-import { pluginTranslator } from "../../shared/editor/i18n.js";
+import { pluginTranslator } from "../../common/editor/i18n.js";
 
 export const t = pluginTranslator("door-access-sidebar");
 export const text = (v: unknown): string => textOf(v ?? "");

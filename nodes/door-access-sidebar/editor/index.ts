@@ -7,12 +7,12 @@
  * the account's guest passes with a Revoke button (editor/passes.ts, docs/passes.md#in-the-sidebar).
  * Runtime half: door-access-sidebar.ts in this folder (admin endpoints under door-access/sidebar/).
  * Every text from the runtime is set with .text(), never as HTML; notifications are made from
- * text (nodes/shared/editor/text.ts), as in the node dialogs.
+ * text (nodes/common/editor/text.ts), as in the node dialogs.
  *
  * The build (scripts/editor-build.ts) bundles this file with what it imports, and editor/style.css,
  * into the plugin's door-access-sidebar.html.
  */
-import { adminError, notifyText } from "../../shared/editor/text.js";
+import { adminError, notifyText } from "../../common/editor/text.js";
 import { type AccountFindings, localTime, showEvents, showSpec, t, text } from "./findings.js";
 import { passesView } from "./passes.js";
 import { lockoutsView } from "./lockouts.js";

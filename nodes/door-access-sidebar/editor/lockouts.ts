@@ -4,7 +4,7 @@
  * shown only while something is locked, with an End lockout button that asks first and needs
  * door-account.write. Every text is set with .text(), never as HTML.
  */
-import { adminError, notifyText } from "../../shared/editor/text.js";
+import { adminError, notifyText } from "../../common/editor/text.js";
 import { localTime, t, text } from "./findings.js";
 
 const BASE = "door-access/sidebar/accounts";

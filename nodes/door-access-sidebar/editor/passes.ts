@@ -7,7 +7,7 @@
  * sends a code, and the new code goes out on the node's output, not here. Every text is set with .text(), never as
  * HTML: a guest's name is whatever a flow or a booking calendar wrote.
  */
-import { adminError, notifyText } from "../../shared/editor/text.js";
+import { adminError, notifyText } from "../../common/editor/text.js";
 import { localTime, t, text } from "./findings.js";
 
 const BASE = "door-access/sidebar/accounts";

@@ -13,10 +13,10 @@
 import { accountLabel } from "../../../src/account/label.js";
 import { parseBaseUrl } from "../../../src/client/base-url.js";
 import { textOf } from "../../../src/util/text.js";
-import { STORED } from "../../shared/editor/credentials.js";
-import type { EditorNode } from "../../shared/editor/red.js";
-import { adminError, notifyText } from "../../shared/editor/text.js";
-import { catalogueOf, nodeTranslator } from "../../shared/editor/i18n.js";
+import { STORED } from "../../common/editor/credentials.js";
+import type { EditorNode } from "../../common/editor/red.js";
+import { adminError, notifyText } from "../../common/editor/text.js";
+import { catalogueOf, nodeTranslator } from "../../common/editor/i18n.js";
 
 interface DoorAccountNode extends EditorNode {
   name?: string;
@@ -75,7 +75,7 @@ function stateColour(state: string): Colour {
 }
 
 // The error text of a failed admin request: the endpoint's { error } when it sent one
-// (nodes/shared/editor/text.ts), else the HTTP status text. Every notification is made from text: its
+// (nodes/common/editor/text.ts), else the HTTP status text. Every notification is made from text: its
 // error part is the runtime's words, which can quote the flow (a base URL, a name) or the service.
 function errorText(xhr: JQuery.jqXHR): string {
   return adminError(xhr) || xhr.statusText || String(xhr.status);

@@ -7,9 +7,9 @@
  * The build (scripts/editor-build.ts) bundles this file into the node's door-devices.html
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
-import type { EditorNode } from "../../shared/editor/red.js";
-import { nodeTranslator } from "../../shared/editor/i18n.js";
+import { preselectAccount, preselectAccountInDialog } from "../../common/editor/account.js";
+import type { EditorNode } from "../../common/editor/red.js";
+import { nodeTranslator } from "../../common/editor/i18n.js";
 
 interface DoorDevicesNode extends EditorNode {
   name?: string;

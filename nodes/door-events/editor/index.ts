@@ -8,9 +8,9 @@
  * (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
 import { DEFAULT_KINDS, EVENT_KINDS, eventKinds, kindsValid } from "../../../src/account/event-kinds.js";
-import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
-import type { EditorNode } from "../../shared/editor/red.js";
-import { nodeTranslator } from "../../shared/editor/i18n.js";
+import { preselectAccount, preselectAccountInDialog } from "../../common/editor/account.js";
+import type { EditorNode } from "../../common/editor/red.js";
+import { nodeTranslator } from "../../common/editor/i18n.js";
 
 interface DoorEventsNode extends EditorNode {
   name?: string;

@@ -11,10 +11,10 @@
 import { DEFAULT_CODE_LENGTH, codeLengthOf } from "../../../src/passes/pass-limits.js";
 import { DEFAULT_BLOCKED, calendarDoors, checkCalendarSettings } from "../../../src/passes/calendar-settings.js";
 import { textOf } from "../../../src/util/text.js";
-import { type DoorNode, type DoorPicker, doorPicker } from "../../shared/editor/door-picker.js";
-import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
-import type { EditorNode } from "../../shared/editor/red.js";
-import { nodeTranslator } from "../../shared/editor/i18n.js";
+import { type DoorNode, type DoorPicker, doorPicker } from "../../common/editor/door-picker.js";
+import { preselectAccount, preselectAccountInDialog } from "../../common/editor/account.js";
+import type { EditorNode } from "../../common/editor/red.js";
+import { nodeTranslator } from "../../common/editor/i18n.js";
 
 interface DoorPassNode extends EditorNode {
   name?: string;

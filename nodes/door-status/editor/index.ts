@@ -2,12 +2,12 @@
  * door-status in the editor: its definition (RED.nodes.registerType) and its dialog
  * (editor/template.html); reads one door's state (GET /api/device/{deviceId}).
  * The runtime (door-status.ts) reads exactly these properties: name, account, deviceId, doorName,
- * doorLocation. The door picker is shared with door-unlock (nodes/shared/editor/door-picker.ts).
+ * doorLocation. The door picker is shared with door-unlock (nodes/common/editor/door-picker.ts).
  *
  * The build (scripts/editor-build.ts) bundles this file with what it imports into the node's
  * door-status.html (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
+import { preselectAccount, preselectAccountInDialog } from "../../common/editor/account.js";
 import {
   type DoorNode,
   closePicker,
@@ -15,8 +15,8 @@ import {
   doorPicker,
   isDeviceIdValue,
   savePickedDoor,
-} from "../../shared/editor/door-picker.js";
-import { nodeTranslator } from "../../shared/editor/i18n.js";
+} from "../../common/editor/door-picker.js";
+import { nodeTranslator } from "../../common/editor/i18n.js";
 
 interface DoorStatusNode extends DoorNode {
   name?: string;

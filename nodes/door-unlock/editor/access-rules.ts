@@ -20,9 +20,9 @@ import {
   isTimeOfDay,
 } from "../../../src/unlock/access-config.js";
 import { textOf } from "../../../src/util/text.js";
-import { STORED } from "../../shared/editor/credentials.js";
-import type { Translate } from "../../shared/editor/door-picker.js";
-import type { EditorNode } from "../../shared/editor/red.js";
+import { STORED } from "../../common/editor/credentials.js";
+import type { Translate } from "../../common/editor/door-picker.js";
+import type { EditorNode } from "../../common/editor/red.js";
 
 const DAY_KEYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]; // ISO 1 .. 7
 

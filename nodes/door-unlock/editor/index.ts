@@ -10,7 +10,7 @@
  * door-unlock.html; the registerType call stays literal there, as Node-RED and the flow library's
  * scorecard read it (docs/architecture.md#the-editor-where-a-node-lives-and-how-it-is-built).
  */
-import { preselectAccount, preselectAccountInDialog } from "../../shared/editor/account.js";
+import { preselectAccount, preselectAccountInDialog } from "../../common/editor/account.js";
 import { parseLockId } from "../../../src/doors/ids.js";
 import { nodeActorProblem } from "../../../src/unlock/node-actor.js";
 import { textOf } from "../../../src/util/text.js";
@@ -22,8 +22,8 @@ import {
   doorPicker,
   isDeviceIdValue,
   savePickedDoor,
-} from "../../shared/editor/door-picker.js";
-import { notifyText } from "../../shared/editor/text.js";
+} from "../../common/editor/door-picker.js";
+import { notifyText } from "../../common/editor/text.js";
 import {
   type RulesNode,
   type RulesSection,
@@ -35,7 +35,7 @@ import {
   scheduleProblem,
   zoneProblem,
 } from "./access-rules.js";
-import { nodeTranslator } from "../../shared/editor/i18n.js";
+import { nodeTranslator } from "../../common/editor/i18n.js";
 
 interface DoorUnlockNode extends DoorNode, RulesNode {
   name?: string;

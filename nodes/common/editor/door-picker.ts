@@ -1,7 +1,7 @@
 /**
  * The door picker of the door-status and door-unlock dialogs (docs/doors.md#picking-a-door-in-the-editor)
  * and the door-id helpers of their definitions. Every text from the runtime or the service goes in
- * as text (nodes/shared/editor/text.ts).
+ * as text (nodes/common/editor/text.ts).
  */
 import { storedDeviceId } from "../../../src/doors/ids.js";
 import { textOf } from "../../../src/util/text.js";

@@ -101,7 +101,7 @@ export interface RedEditor {
   view: { redraw(): void };
   /** Node-RED's validation of a node's properties: sets its `valid` (the red triangle on the canvas). */
   editor: { validateNode(node: EditorNode): boolean };
-  /** Takes a string as HTML: give it an element whose text is set instead (nodes/shared/editor/text.ts). */
+  /** Takes a string as HTML: give it an element whose text is set instead (nodes/common/editor/text.ts). */
   notify(message: JQuery, type?: NotificationType): unknown;
   comms: { subscribe(topic: string, callback: (topic: string, data: unknown) => void): void };
   events: { on(event: string, callback: (...args: unknown[]) => void): void };
