@@ -20,7 +20,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { FilePassBook } from "../src/passes/pass-book.js";
+import { FilePassBook } from "../src/passes/file-pass-book.js";
 import { passRefusal } from "../src/unlock/pass-check.js";
 import { readFeedOffThread } from "../src/passes/calendar-poller.js";
 import { DEFAULT_BLOCKED, matchKey } from "../src/passes/calendar-settings.js";

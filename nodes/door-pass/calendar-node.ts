@@ -17,7 +17,13 @@ import type { Account } from "../../src/account/account.js";
 import { type PassDoor, windowText } from "../../src/passes/pass.js";
 import type { CalendarSettings } from "../../src/passes/calendar.js";
 import { CalendarPoller } from "../../src/passes/calendar-poller.js";
-import { ApplyIncomplete, CalendarRefused, type SyncChanges, applyBookings } from "../../src/passes/calendar-sync.js";
+import {
+  ApplyIncomplete,
+  CalendarRefused,
+  ReadSuperseded,
+  type SyncChanges,
+  applyBookings,
+} from "../../src/passes/calendar-sync.js";
 import { type FlowNodeBinding, clockTime } from "../common/node-runtime.js";
 import { answerOf } from "./pass-node-parts.js";
 import { resolveDoors } from "./resolve-doors.js";
@@ -106,7 +112,6 @@ export function calendarPoller(
 ): CalendarPoller {
   let told: string | null = null;
   let toldUnwired = false;
-  let poller: CalendarPoller | null = null;
   const apply = async (
     bookings: Parameters<typeof applyBookings>[2],
     _skipped: number,
@@ -127,30 +132,38 @@ export function calendarPoller(
     const book = account.core.passes;
     let changes: SyncChanges;
     let failure: ApplyIncomplete | null = null;
+    let superseded = false;
     try {
       // One read of this node at a time in this runtime (a redeploy's new node beside the old one's read).
       const applied = await book.serially(node.id, async () =>
         // An answer older than a read begun since (another instance's) would undo it: not applied;
-        // that later read applies the feed.
+        // that later read applies the feed. Each write of the read is refused, too, once a later
+        // read has begun (the book checks the stamp with the write: docs/passes.md#from-a-booking-calendar).
         stamp !== null && !(await book.latestRead(node.id, stamp))
           ? null
-          : applyBookings(book, node.id, bookings, doors, digits, Date.now(), { issue }),
+          : applyBookings(book, node.id, bookings, doors, digits, Date.now(), {
+              issue,
+              ...(stamp !== null ? { stamp } : {}),
+            }),
       );
       if (applied === null) {
         onCounts({ issued: 0, updated: 0, revoked: 0 });
         return "superseded";
       }
       changes = applied;
-      // A later read began while this one was applied (another instance's): read again, so the
-      // newest answer is the one that stays.
-      if (stamp !== null && !(await book.latestRead(node.id, stamp).catch(() => true))) poller?.readAgain();
     } catch (e) {
-      if (!(e instanceof ApplyIncomplete)) throw e;
-      changes = e.changes; // what was stored goes out (its codes once); the rest is retried
-      failure = e;
+      if (e instanceof ReadSuperseded) {
+        changes = e.changes; // what it wrote before the later read began goes out (its codes once)
+        superseded = true;
+      } else {
+        if (!(e instanceof ApplyIncomplete)) throw e;
+        changes = e.changes; // what was stored goes out (its codes once); the rest is retried
+        failure = e;
+      }
     }
     onCounts({ issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length });
     await announce(node, account, changes, settings.timeZone);
+    if (superseded) return "superseded";
     if (failure !== null) throw failure;
     if (doorProblem !== null)
       throw new CalendarRefused(
@@ -203,8 +216,7 @@ export function calendarPoller(
       text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now(), settings.timeZone)}`,
     });
   };
-  poller = new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
-  return poller;
+  return new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
 }
 
 /** The stamp of a read of this node's calendar (src/passes/pass-book.ts readStamp); null without an account. */

@@ -171,7 +171,7 @@ export = function register(RED: NodeAPI): void {
     if (action === "sync") {
       if (calendar === null) return fail("invalid-input", "sync: this node has no booking calendar (calendarUrl)");
       calendar.counts = { issued: 0, updated: 0, revoked: 0 };
-      const r = await calendar.poller.poll();
+      const r = await calendar.poller.pollNow();
       if (r.kind === "failed") return fail("calendar-failed", `sync: ${r.problem}`);
       return answer({ action: "synced", ...calendar.counts }, "synced");
     }

@@ -27,7 +27,8 @@ import {
 } from "../session/account-records.js";
 import type { Device, Location } from "../spec/schemas.js";
 import { type AccountEvents, accountEvents } from "./events.js";
-import { type PassBook, passBookFor } from "../passes/pass-book.js";
+import type { PassBook } from "../passes/pass-book.js";
+import { passBookFor } from "../passes/file-pass-book.js";
 import { RedisPassBook } from "../passes/redis-pass-book.js";
 import { type Clock, systemClock } from "../util/clock.js";
 

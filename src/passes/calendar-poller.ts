@@ -72,8 +72,9 @@ export class CalendarPoller {
     private readonly settings: CalendarSettings,
     /**
      * `stamp`: what `stamp()` gave as this read began (null when it could not). "superseded": a
-     * read begun later (another instance's) applies the feed; this one was not applied. false:
-     * applied in part (nothing issued yet): the next read reads the feed in full again.
+     * read begun later (another instance's) applies the feed; this one was not applied, or only
+     * up to that read's start. false: applied in part (nothing issued yet): the next read reads
+     * the feed in full again.
      */
     private readonly apply: (
       bookings: Booking[],
@@ -108,24 +109,29 @@ export class CalendarPoller {
     this.pool = null;
   }
 
-  /** One read (a `sync` message): waits for one in progress instead of starting a second. Never rejects. */
+  /** One read (the timer's): waits for one in progress instead of starting a second. Never rejects. */
   poll(): Promise<PollResult> {
     if (this.stopped) return Promise.resolve({ kind: "failed", problem: "the node is stopping" });
     this.running ??= this.readOnce().finally(() => {
       this.running = null;
-      if (this.again && !this.stopped) {
-        this.again = false;
-        void this.poll().catch(() => undefined);
-      }
     });
     return this.running;
   }
 
-  private again = false;
+  private following: Promise<PollResult> | null = null;
 
-  /** One more read once the one in progress has ended (another instance read a newer answer meanwhile). */
-  readAgain(): void {
-    this.again = true;
+  /**
+   * One read for a `sync` message: the feed as it is once the sync is asked. A read under way began
+   * before (perhaps before the feed changed), so one more read follows it, shared by every sync
+   * asked meanwhile (docs/passes.md#from-a-booking-calendar). Never rejects.
+   */
+  pollNow(): Promise<PollResult> {
+    if (this.running === null) return this.poll();
+    this.following ??= this.running.then(() => {
+      this.following = null;
+      return this.poll();
+    });
+    return this.following;
   }
 
   private async readOnce(): Promise<PollResult> {

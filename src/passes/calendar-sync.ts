@@ -13,7 +13,14 @@
  * (bookings are matched by `ref`: nothing is issued twice, nothing is lost).
  */
 import type { Pass, PassDoor } from "./pass.js";
-import { MAX_PASSES, type BookingPass, type PassBook, type PassChange } from "./pass-book.js";
+import {
+  MAX_PASSES,
+  type BookingPass,
+  LaterReadBegun,
+  type PassBook,
+  type PassChange,
+  type ReadFence,
+} from "./pass-book.js";
 import { isLive } from "./pass.js";
 import type { Booking } from "./calendar.js";
 
@@ -53,6 +60,18 @@ export class ApplyIncomplete extends CalendarRefused {
     readonly changes: SyncChanges,
   ) {
     super(message, "store");
+  }
+}
+
+/**
+ * A later read of the calendar began (on this instance or another) while this one was applied:
+ * the writes after that were refused, and the later read applies the feed
+ * (docs/passes.md#from-a-booking-calendar). `changes` is what this read did write (each whole):
+ * its messages go out.
+ */
+export class ReadSuperseded extends CalendarRefused {
+  constructor(readonly changes: SyncChanges) {
+    super("a later read of the calendar began: it applies the feed", "superseded");
   }
 }
 
@@ -159,11 +178,14 @@ export async function applyBookings(
   now: number,
   /**
    * `issue: false`: no new pass, as the node's output reaches nobody (docs/passes.md#no-code-goes-nowhere);
-   * changes and revocations still apply. `capacity`: the account's (MAX_PASSES).
+   * changes and revocations still apply. `capacity`: the account's (MAX_PASSES). `stamp`: the
+   * read's (PassBook.readStamp, taken as it began): each write is refused once a later read of
+   * this calendar has begun, on any instance (ReadSuperseded).
    */
-  opts: { issue?: boolean; capacity?: number } = {},
+  opts: { issue?: boolean; capacity?: number; stamp?: number } = {},
 ): Promise<SyncChanges> {
   const capacity = opts.capacity ?? MAX_PASSES;
+  const fence: ReadFence | undefined = opts.stamp === undefined ? undefined : { source, stamp: opts.stamp };
   const plan = await planOf(book, source, bookings, doors, now, opts.issue !== false);
   if (plan.issue.length > 0) {
     // Counted before anything is written: the passes the account keeps (every source's) and the new ones.
@@ -180,10 +202,10 @@ export async function applyBookings(
   for (const x of plan.issue) {
     if (++n % SLICE === 0) await nextTurn();
     // null: another read (this instance's or another's) issued this booking's pass first.
-    issuing.push(settle(book.issueBooking(x, codeLength)));
+    issuing.push(settle(book.issueBooking(x, codeLength, fence)));
   }
-  const updating = plan.update.map((u) => settle(book.update(u.id, u.change)));
-  const revoking = plan.revoke.map((p) => settle(book.revoke({ id: p.id, byCalendar: true })));
+  const updating = plan.update.map((u) => settle(book.update(u.id, u.change, fence)));
+  const revoking = plan.revoke.map((p) => settle(book.revoke({ id: p.id, byCalendar: true, fence })));
   const [issued, updated, revoked] = await Promise.all([
     Promise.all(issuing),
     Promise.all(updating),
@@ -195,6 +217,8 @@ export async function applyBookings(
     revoked: revoked.flatMap((r) => (r.ok ? r.value : [])),
   };
   const failed = [...issued, ...updated, ...revoked].filter((r) => !r.ok);
+  if (failed.length > 0 && failed.every((r) => (r as { error: unknown }).error instanceof LaterReadBegun))
+    throw new ReadSuperseded(changes);
   if (failed.length > 0) {
     const first = (failed[0] as { error: unknown }).error;
     throw new ApplyIncomplete(

@@ -1,5 +1,5 @@
 /**
- * What both pass books (pass-book.ts: a file; redis-pass-book.ts: Redis) keep in memory the same
+ * What both pass books (file-pass-book.ts: a file; redis-pass-book.ts: Redis) keep in memory the same
  * way: the passes by id, their ids by code hash (several when ended passes share a code with a
  * live one), a calendar's passes by booking (node id and ref), the uses that messages in flight
  * have reserved, and the calendar reads of one node, one at a time.

@@ -26,6 +26,7 @@ import {
   type BookingPass,
   CHANGE_TRIES,
   KEEP_ENDED_MS,
+  LaterReadBegun,
   MAX_PASSES,
   type NewPass,
   type PassBook,
@@ -33,6 +34,7 @@ import {
   type PassChange,
   type PassTicket,
   PassUseRefused,
+  type ReadFence,
   freshCode,
   makePass,
   wellFormed,
@@ -178,36 +180,50 @@ export class RedisPassBook implements PassBook {
     this.revs.delete(p.id);
   }
 
-  /** Writes `next` over revision `rev` (null: a new pass; next null: deletes). false: another change came first. */
-  private async write(id: string, rev: number | null, next: Pass | null): Promise<boolean> {
+  /** The read counter of a fence's calendar, and its stamp (none: a write of no read, never refused). */
+  private fenceArgs(fence: ReadFence | undefined): [key: string, stamp: string] {
+    return fence === undefined
+      ? [this.redis.keyOf("pass-read:"), ""]
+      : [this.redis.keyOf(`pass-read:${fence.source}`), String(fence.stamp)];
+  }
+
+  /**
+   * Writes `next` over revision `rev` (null: a new pass; next null: deletes). false: another change
+   * came first. A fenced write (a calendar read's) refused by a later read: LaterReadBegun.
+   */
+  private async write(id: string, rev: number | null, next: Pass | null, fence?: ReadFence): Promise<boolean> {
     const json = next === null ? "" : stored(next, (rev ?? 0) + 1);
+    const [readKey, stamp] = this.fenceArgs(fence);
     const v = Number(
       await this.redis.command([
         "EVAL",
         PUT,
-        "5",
+        "6",
         this.k.passes,
         this.k.version,
         this.k.changed,
         this.k.uses,
         this.k.bookings,
+        readKey,
         id,
         rev === null ? "" : String(rev),
         json,
+        stamp,
       ]),
     );
+    if (v === -1) throw new LaterReadBegun(fence!.source);
     return v > 0;
   }
 
   /** Applies `change` to pass `id` over its latest revision (again when another instance changed it meanwhile). */
-  private async change(id: string, change: (p: Pass) => Pass | null): Promise<Pass | null> {
+  private async change(id: string, change: (p: Pass) => Pass | null, fence?: ReadFence): Promise<Pass | null> {
     for (let i = 0; i < CHANGE_TRIES; i++) {
       await this.refresh();
       const p = this.index.passes.get(id);
       if (!p) return null;
       const next = change(structuredClone(p));
       if (next === null) return null;
-      if (await this.write(id, this.revs.get(id)!, next)) {
+      if (await this.write(id, this.revs.get(id)!, next, fence)) {
         // Stored: answered even when the read after it fails, so its message goes out (the next
         // read of a calendar finds the change made and would not tell it again).
         if (!(await this.refreshAfterStored())) return structuredClone(next);
@@ -235,21 +251,29 @@ export class RedisPassBook implements PassBook {
   }
 
   /** In one script: issued only if no pass of this booking is kept unrevoked, by this instance or another. */
-  async issueBooking(n: BookingPass, codeLength: number): Promise<{ pass: Pass; code: string } | null> {
+  async issueBooking(
+    n: BookingPass,
+    codeLength: number,
+    fence?: ReadFence,
+  ): Promise<{ pass: Pass; code: string } | null> {
     const made = await this.make(n, codeLength);
+    const [readKey, stamp] = this.fenceArgs(fence);
     const r = await this.redis.command<[number, string]>([
       "EVAL",
       ISSUE,
-      "4",
+      "5",
       this.k.passes,
       this.k.version,
       this.k.changed,
       this.k.bookings,
+      readKey,
       made.pass.id,
       stored(made.pass, 1),
       bookingKey(n.source, n.ref),
+      stamp,
     ]);
     const v = Number(r[0]);
+    if (v === -2) throw new LaterReadBegun(fence!.source);
     if (v < 0) throw new Error("a pass with this id exists; try again");
     await this.refreshAfterStored();
     return v === 0 ? null : { pass: structuredClone(made.pass), code: made.code };
@@ -284,30 +308,39 @@ export class RedisPassBook implements PassBook {
     return Number(now ?? 0) <= stamp;
   }
 
-  async revoke(by: { id?: string; ref?: string; byCalendar?: boolean }): Promise<Pass[]> {
+  async revoke(by: { id?: string; ref?: string; byCalendar?: boolean; fence?: ReadFence }): Promise<Pass[]> {
     await this.refresh();
     const at = new Date(this.now()).toISOString();
     const match = (p: Pass) =>
       p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref));
     const out: Pass[] = [];
     for (const p of [...this.index.passes.values()].filter(match)) {
-      const done = await this.change(p.id, (x) =>
-        match(x) ? { ...x, revoked: at, ...(by.byCalendar === true ? { revokedBy: "calendar" as const } : {}) } : null,
+      const done = await this.change(
+        p.id,
+        (x) =>
+          match(x)
+            ? { ...x, revoked: at, ...(by.byCalendar === true ? { revokedBy: "calendar" as const } : {}) }
+            : null,
+        by.fence,
       );
       if (done) out.push(done);
     }
     return out;
   }
 
-  update(id: string, change: PassChange): Promise<Pass | null> {
-    return this.change(id, (p) => ({
-      ...p,
-      guest: change.guest,
-      doors: change.doors.map((d) => ({ ...d })),
-      from: change.from,
-      until: change.until,
-      ...(change.booking !== undefined ? { booking: { ...change.booking } } : {}),
-    }));
+  update(id: string, change: PassChange, fence?: ReadFence): Promise<Pass | null> {
+    return this.change(
+      id,
+      (p) => ({
+        ...p,
+        guest: change.guest,
+        doors: change.doors.map((d) => ({ ...d })),
+        from: change.from,
+        until: change.until,
+        ...(change.booking !== undefined ? { booking: { ...change.booking } } : {}),
+      }),
+      fence,
+    );
   }
 
   /** Written over the pass's revision like any change (none: null): its uses (kept apart) stay as counted. */

@@ -41,10 +41,21 @@ local function booking(p)
 end
 local function unrevoked(p) return p.revoked == nil or p.revoked == cjson.null end`;
 
-// KEYS[1] passes, KEYS[2] version, KEYS[3] changed, KEYS[4] uses, KEYS[5] bookings; ARGV[1] id,
-// ARGV[2] the revision it was made from ('' for a new pass), ARGV[3] the pass as JSON ('' deletes
-// it). 0: another change came first, nothing written; else the new version.
+// A calendar read's write is refused once a later read of that calendar has begun, on any instance
+// (docs/passes.md#from-a-booking-calendar): KEYS[n] is the calendar's read counter
+// (`pass-read:<node id>`, which each read increments as it begins) and ARGV[m] the stamp the
+// writing read was given ('' for a write of no read: never refused).
+const LATER_READ = (key: string, arg: string) =>
+  `local function later() return ARGV[${arg}] ~= '' and tonumber(redis.call('GET', KEYS[${key}]) or '0') > tonumber(ARGV[${arg}]) end`;
+
+// KEYS[1] passes, KEYS[2] version, KEYS[3] changed, KEYS[4] uses, KEYS[5] bookings, KEYS[6] the
+// writing read's counter; ARGV[1] id, ARGV[2] the revision it was made from ('' for a new pass),
+// ARGV[3] the pass as JSON ('' deletes it), ARGV[4] the writing read's stamp or ''. 0: another
+// change came first, nothing written; -1: a later read of the calendar has begun, nothing
+// written; else the new version.
 export const PUT = `${BOOKING_FIELD}
+${LATER_READ("6", "4")}
+if later() then return -1 end
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if ARGV[2] == '' then
   if cur then return 0 end
@@ -67,10 +78,13 @@ redis.call('ZADD', KEYS[3], v, ARGV[1])
 return v`;
 
 // A booking's pass (docs/passes.md#from-a-booking-calendar): KEYS[1] passes, KEYS[2] version,
-// KEYS[3] changed, KEYS[4] bookings; ARGV[1] id, ARGV[2] the pass as JSON, ARGV[3] its booking's
-// field. {0, id}: that booking has pass id, not revoked: nothing written; {-1, ''}: the id is
-// taken; else {the new version, id}.
+// KEYS[3] changed, KEYS[4] bookings, KEYS[5] the issuing read's counter; ARGV[1] id, ARGV[2] the
+// pass as JSON, ARGV[3] its booking's field, ARGV[4] the issuing read's stamp or ''. {0, id}: that
+// booking has pass id, not revoked: nothing written; {-1, ''}: the id is taken; {-2, ''}: a later
+// read of the calendar has begun, nothing written; else {the new version, id}.
 export const ISSUE = `${BOOKING_FIELD}
+${LATER_READ("5", "4")}
+if later() then return {-2, ''} end
 if redis.call('HEXISTS', KEYS[4], '') == 0 then
   local all = redis.call('HGETALL', KEYS[1])
   for i = 1, #all, 2 do

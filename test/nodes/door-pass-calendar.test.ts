@@ -10,8 +10,10 @@ import { promises as fsp } from "node:fs";
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { MAX_PASSES, forgetPassBooks } from "../../src/passes/pass-book.js";
+import { MAX_PASSES } from "../../src/passes/pass-book.js";
+import { forgetPassBooks } from "../../src/passes/file-pass-book.js";
 import type { PassCommands } from "../../src/passes/redis-pass-book.js";
+import { ISSUE } from "../../src/passes/redis-pass-scripts.js";
 import {
   ALL_NODES,
   accountOf,
@@ -847,7 +849,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
       let keptAtStop = -1;
       book.redis = Object.assign(Object.create(store) as PassCommands, {
         command<T>(args: string[]): Promise<T> {
-          if (args[0] !== "EVAL" || args[2] !== "4") return store.command<T>(args);
+          if (args[0] !== "EVAL" || args[1] !== ISSUE) return store.command<T>(args);
           if (first.length < STORED) {
             const w = store.command<T>(args);
             first.push(w.catch(() => undefined));

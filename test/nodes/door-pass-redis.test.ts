@@ -329,7 +329,8 @@ class FeedAndCollector {
   }
   async start(): Promise<void> {
     this.server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      if (req.method === "POST" && req.url === "/collect") {
+      // Each instance's door-pass posts its calendar messages to <its feed URL>/collect.
+      if (req.method === "POST" && String(req.url).endsWith("/collect")) {
         let text = "";
         req.on("data", (d: Buffer) => (text += d.toString()));
         req.on("end", () => {
@@ -491,5 +492,46 @@ describe("a booking calendar read by two instances on one Redis store: one pass 
     for (const p of after)
       assert.equal(Date.parse(p.until) - Date.parse(before.get(p.ref)!), DAY, `${p.ref}: the new window only`);
     assert.equal(feed.collected.filter((m) => m.action === "issued").length, BOOKINGS, "no new code");
+  });
+
+  it("an older answer applied after a newer one undoes nothing: B's read, begun first and answered with the feed before a cancellation and a move, comes after A's: the cancelled booking gets no new code, the moved one keeps its new window", async () => {
+    const cal = (...ev: string[]) =>
+      ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...ev, "END:VCALENDAR", ""].join("\r\n");
+    const old = cal(booking("keep", 1, 3), booking("cancel", 1, 3), booking("move", 1, 3));
+    const changed = cal(booking("keep", 1, 3), booking("move", 1, 5));
+    feed.body = old;
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    // B reads the same feed at its own path, so that its requests alone can be held.
+    await b.deploy(calendarFlow(sim.url, redis.url, `${feed.url}/b`));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    assert.equal((await a.post("/pass", { action: "sync" })).action, "synced");
+    const codesOf = (ref: string) => feed.collected.filter((m) => m.action === "issued" && m.ref === ref).length;
+    await until("the three bookings' codes", () => ["keep", "cancel", "move"].every((r) => codesOf(r) === 1), 30_000);
+    // B's own first read (its poller's, a second after its deploy) is over before the held one.
+    assert.equal((await b.post("/pass", { action: "sync" })).action, "synced");
+    // B asks first: its answer (the feed as it was) is held.
+    feed.holdOnly = "/b/";
+    feed.holding = true;
+    const bSync = b.post("/pass", { action: "sync" });
+    await until("B's read asked", () => feed.waiting === 1, 30_000);
+    const heldB = feed.takeHeld();
+    feed.holdOnly = null;
+    // Then the booking is cancelled and another moved; A reads that and applies it.
+    feed.body = changed;
+    const aSync = await a.post("/pass", { action: "sync" });
+    assert.equal(aSync.action, "synced", JSON.stringify(aSync));
+    const live = async () =>
+      ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+        (p) => p.state === "active" || p.state === "upcoming",
+      );
+    const moved = (await live()).find((p) => p.ref === "move");
+    // Now B's older answer comes, after A's was applied.
+    for (const r of heldB) feed.answerWith(r, old);
+    assert.equal((await bSync).action, "synced");
+    await new Promise((r) => setTimeout(r, 1000)); // any read again comes now
+    const after = await live();
+    assert.deepEqual(after.map((p) => p.ref).sort(), ["keep", "move"], "the cancelled booking has no live pass");
+    assert.equal(after.find((p) => p.ref === "move").until, moved.until, "the moved booking keeps its new window");
+    assert.equal(codesOf("cancel"), 1, "no new code for the cancelled booking");
   });
 });

@@ -8,7 +8,7 @@
  */
 import { strict as assert } from "node:assert";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { forgetPassBooks } from "../../src/passes/pass-book.js";
+import { forgetPassBooks } from "../../src/passes/file-pass-book.js";
 import {
   ALL_NODES,
   assertAccepted,

@@ -11,7 +11,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import sinon from "sinon";
 import type { RunningSimulator } from "../../src/simulator/index.js";
-import { forgetPassBooks, makePass } from "../../src/passes/pass-book.js";
+import { makePass } from "../../src/passes/pass-book.js";
+import { forgetPassBooks } from "../../src/passes/file-pass-book.js";
 import { accountKey, accountStoreId } from "../../src/session/token-store.js";
 import {
   ALL_NODES,

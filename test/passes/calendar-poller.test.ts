@@ -100,3 +100,72 @@ describe("the calendar's reads: a feed that trickles in is given up, and the nex
     }
   });
 });
+
+describe("a sync reads the calendar as it is once the sync is asked (docs/passes.md#from-a-booking-calendar)", function () {
+  this.timeout(20_000);
+
+  it("a sync asked while a read is under way (begun before the feed changed) is answered by one more read after it, shared by every sync asked meanwhile: the change is applied", async () => {
+    const day = (n: number) => new Date(Date.now() + n * 86_400_000).toISOString().slice(0, 10).replace(/-/g, "");
+    const feed = (...uids: string[]) =>
+      [
+        "BEGIN:VCALENDAR",
+        "VERSION:2.0",
+        "PRODID:-//test//EN",
+        ...uids.flatMap((uid) => [
+          "BEGIN:VEVENT",
+          `UID:${uid}`,
+          `SUMMARY:Guest ${uid}`,
+          `DTSTART;VALUE=DATE:${day(1)}`,
+          `DTEND;VALUE=DATE:${day(3)}`,
+          "END:VEVENT",
+        ]),
+        "END:VCALENDAR",
+        "",
+      ].join("\r\n");
+    let body = feed("keep", "cancel");
+    const held: (() => void)[] = [];
+    let requests = 0;
+    const server = createServer((_req, res) => {
+      requests++;
+      const answer = body; // the feed as it is when the request comes
+      const send = () => res.writeHead(200, { "content-type": "text/calendar" }).end(answer);
+      if (requests === 1) held.push(send);
+      else send();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const applied: string[][] = [];
+    const poller = new CalendarPoller(
+      {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/listing.ics`,
+        everyMinutes: 15,
+        checkIn: "15:00",
+        checkOut: "11:00",
+        timeZone: "UTC",
+        bufferBeforeMin: 0,
+        bufferAfterMin: 0,
+      },
+      (bookings) => {
+        applied.push(bookings.map((b) => b.ref).sort());
+        return Promise.resolve();
+      },
+      () => undefined,
+    );
+    try {
+      const timerRead = poller.poll(); // the timer's read: its request is held
+      for (let i = 0; i < 200 && held.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(held.length, 1, "the first read's request came");
+      body = feed("keep"); // the booking is cancelled, then the host syncs (three times)
+      const syncs = [poller.pollNow(), poller.pollNow(), poller.pollNow()];
+      held[0]();
+      assert.equal((await timerRead).kind, "read");
+      const answers = await Promise.all(syncs);
+      for (const a of answers) assert.deepEqual(a.kind === "read" ? a.bookings.map((b) => b.ref) : a, ["keep"]);
+      assert.equal(requests, 2, "one more read for the three syncs");
+      assert.deepEqual(applied, [["cancel", "keep"], ["keep"]], "the cancellation was applied");
+    } finally {
+      poller.stop();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
+  });
+});

@@ -7,8 +7,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
-import { FilePassBook, PassUseRefused, makePass, passKeySealer } from "../../src/passes/pass-book.js";
+import { PassUseRefused, makePass, passKeySealer } from "../../src/passes/pass-book.js";
+import { FilePassBook } from "../../src/passes/file-pass-book.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
+import { olderReadAfterNewer } from "../helpers/calendar-race.js";
 import { filesThatVerify } from "../helpers/key-search.js";
 
 const HOUR = 3600_000;
@@ -90,6 +92,12 @@ describe("the file pass book: a use is written as the pass is when the command w
     const live = (await b.list()).filter((p) => p.state === "active" || p.state === "upcoming");
     assert.equal(live.length, 50, "one live pass per booking");
     assert.equal(new Set(live.map((p) => p.ref)).size, 50);
+  });
+
+  // docs/passes.md#from-a-booking-calendar: the newest read wins (one runtime: a redeploy's new node beside the old one's read)
+  it("an older read of a calendar writes nothing once a newer read of it has begun: the newer read's cancellation and move stay, and the cancelled booking gets no code", async () => {
+    const b = book();
+    await olderReadAfterNewer(b, b);
   });
 });
 

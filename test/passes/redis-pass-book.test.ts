@@ -9,9 +9,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import { RedisPassBook } from "../../src/passes/redis-pass-book.js";
-import { FilePassBook, type PassBook, type PassTicket } from "../../src/passes/pass-book.js";
+import { ISSUE, PUT } from "../../src/passes/redis-pass-scripts.js";
+import type { PassBook, PassTicket } from "../../src/passes/pass-book.js";
+import { FilePassBook } from "../../src/passes/file-pass-book.js";
 import { passRefusal } from "../../src/unlock/pass-check.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
+import { olderReadAfterNewer } from "../helpers/calendar-race.js";
 import { RedisTokenStore } from "../../src/session/redis-store.js";
 import { StoreUnreachableError } from "../../src/session/errors.js";
 import { RedisServer } from "../helpers/redis.js";
@@ -46,7 +49,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     let held = beforeFirstWrite;
     const commands = Object.assign(Object.create(store) as RedisTokenStore, {
       async command<T>(args: string[]): Promise<T> {
-        if (held && args[0] === "EVAL" && args[2] === "5") {
+        if (held && args[0] === "EVAL" && args[1] === PUT) {
           const h = held;
           held = undefined;
           await h();
@@ -70,8 +73,8 @@ describe("the pass book on the account's Redis store: changes on one instance ar
       async command<T>(args: string[]): Promise<T> {
         if (away) throw new StoreUnreachableError("the Redis session store cannot be reached (gone after the write)");
         const r = await store.command<T>(args);
-        // ISSUE (4 keys) and PUT (5 keys): the scripts that store a pass.
-        if (armed && args[0] === "EVAL" && (args[2] === "4" || args[2] === "5")) away = true;
+        // ISSUE and PUT: the scripts that store a pass.
+        if (armed && args[0] === "EVAL" && (args[1] === ISSUE || args[1] === PUT)) away = true;
         return r;
       },
     });
@@ -222,6 +225,11 @@ describe("the pass book on the account's Redis store: changes on one instance ar
         [b.until],
         `${b.ref}: one live pass, with the new window`,
       );
+  });
+
+  // docs/passes.md#from-a-booking-calendar: the newest read wins, on every instance
+  it("an older read of a calendar writes nothing once a newer read has begun on another instance: the newer read's cancellation and move stay, and the cancelled booking gets no code", async () => {
+    await olderReadAfterNewer(instance(), instance());
   });
 
   // docs/passes.md#where-passes-are-kept: a booking's pass kept before `pass-bookings` existed is found
