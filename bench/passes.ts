@@ -78,7 +78,8 @@ async function measureWeekly(
   const codes = (await Promise.all(Array.from({ length: 10_000 }, (_, i) => issue(i, allWeek)))).map((x) => x.code);
   const check = (i: number) => {
     const p = b.find(codes[i % codes.length]);
-    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now()) !== null) throw new Error("pass refused");
+    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now(), undefined, b) !== null)
+      throw new Error("pass refused");
     const t = b.reserve(p);
     if (t === null) throw new Error("no use");
     t.release();
@@ -101,7 +102,8 @@ async function measureWeekly(
   const p = b.find(closed.code)!;
   const M = 2_000;
   t0 = process.hrtime.bigint();
-  for (let i = 0; i < M; i++) if (passRefusal(p, 101, Date.now()) === null) throw new Error("opened outside its hours");
+  for (let i = 0; i < M; i++)
+    if (passRefusal(p, 101, Date.now(), undefined, b) === null) throw new Error("opened outside its hours");
   const weeklyRefusedNs = Number(process.hrtime.bigint() - t0) / M;
   return {
     weeklyCheckNs: Math.round(weeklyCheckNs),
@@ -131,7 +133,8 @@ export async function measurePasses(simUrl?: string): Promise<Record<string, num
   const codes = issued.map((x) => x.code);
   const check = (i: number) => {
     const p = b.find(codes[i % codes.length]);
-    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now()) !== null) throw new Error("pass refused");
+    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now(), undefined, b) !== null)
+      throw new Error("pass refused");
     const t = b.reserve(p);
     if (t === null) throw new Error("no use");
     t.release();

@@ -17,6 +17,7 @@ import { writeFileAtomic } from "../util/atomic-file.js";
 import { accountStoreId } from "../util/store-id.js";
 import {
   type BookingInfo,
+  type Bookings,
   type Pass,
   type PassDoor,
   type PassRefusal,
@@ -57,6 +58,8 @@ export interface NewPass {
   /** Weekly hours and their zone (docs/passes.md#issue); absent: at any hour. */
   schedule?: ScheduleWindow[];
   timeZone?: string;
+  /** The door-pass node whose calendar's turnover windows bound it (docs/passes.md#between-guests-the-turnover-window). */
+  turnover?: string;
 }
 
 /** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
@@ -98,7 +101,7 @@ export class PassUseRefused extends Error {
  * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
  * account's Redis store shared by every instance (src/passes/redis-pass-book.ts).
  */
-export interface PassBook {
+export interface PassBook extends Bookings {
   /** Reads the book once; later calls wait for the same read. Never rejects. */
   ready(): Promise<void>;
   /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */
@@ -327,6 +330,10 @@ export class FilePassBook implements PassBook {
     return this.index.liveOf(node, this.now());
   }
 
+  bookingsOf(source: string): Iterable<Pass> {
+    return this.index.bookingsOf(source);
+  }
+
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */
   find(code: string): Pass | null {
     return this.key ? this.index.find(this.key, code, this.now()) : null;
@@ -349,10 +356,10 @@ export class FilePassBook implements PassBook {
         if (done) throw new Error("the pass's use was already taken or given back");
         // Checked again as it is now: the command may leave a while after the check (a token
         // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
-        const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
+        const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId, this.index) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live, this.now()), why);
+          throw new PassUseRefused(refusalText(why, live, this.now(), undefined, this.index), why);
         }
         const first = live.used === 0;
         live.used++;

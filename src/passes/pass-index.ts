@@ -4,11 +4,13 @@
  * live one), a calendar's passes by booking (node id and ref), the uses that messages in flight
  * have reserved, and the calendar reads of one node, one at a time.
  */
-import { type Pass, codeHash, isLive, passState } from "./pass.js";
+import { type Bookings, type Pass, codeHash, isLive, passState } from "./pass.js";
 
-export class PassIndex {
+export class PassIndex implements Bookings {
   readonly passes = new Map<string, Pass>();
   private readonly byHash = new Map<string, string[]>();
+  /** A calendar's passes (its door-pass node id): a turnover pass's check reads them (docs/passes.md#between-guests-the-turnover-window). */
+  private readonly bySource = new Map<string, Set<string>>();
   private readonly bySourceRef = new Map<string, string[]>();
   private readonly reserved = new Map<string, number>();
   private readonly reads = new Map<string, Promise<unknown>>();
@@ -17,12 +19,30 @@ export class PassIndex {
     this.passes.set(p.id, p);
     push(this.byHash, p.hash, p.id);
     if (p.source !== undefined && p.ref !== null) push(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
+    if (p.source !== undefined) {
+      const ids = this.bySource.get(p.source);
+      if (ids) ids.add(p.id);
+      else this.bySource.set(p.source, new Set([p.id]));
+    }
   }
 
   drop(p: Pass): void {
     this.passes.delete(p.id);
     pull(this.byHash, p.hash, p.id);
     if (p.source !== undefined && p.ref !== null) pull(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
+    const ids = p.source !== undefined ? this.bySource.get(p.source) : undefined;
+    if (ids) {
+      ids.delete(p.id);
+      if (ids.size === 0) this.bySource.delete(p.source!);
+    }
+  }
+
+  /** The passes calendar `source` made, as kept now (revoked ones included). */
+  *bookingsOf(source: string): Iterable<Pass> {
+    for (const id of this.bySource.get(source) ?? []) {
+      const p = this.passes.get(id);
+      if (p !== undefined) yield p;
+    }
   }
 
   /** Forgets the passes (a book read again); the reserved uses stay with their messages. */
@@ -30,6 +50,7 @@ export class PassIndex {
     this.passes.clear();
     this.byHash.clear();
     this.bySourceRef.clear();
+    this.bySource.clear();
   }
 
   /**

@@ -4,7 +4,7 @@
  * answer in the guest's language (docs/passes.md#at-a-door-panel). Times are instants with the
  * zone to read them in: the pass's own, else the node's. Never the code.
  */
-import { type Pass, type PassRefusal, passCheck } from "../passes/pass.js";
+import { type Bookings, type Pass, type PassRefusal, passCheck } from "../passes/pass.js";
 import type { AccessState } from "./access-state.js";
 
 /**
@@ -50,6 +50,7 @@ export function guestRefusal(
   r: { outcome: string; reason?: string; deviceId: number | null; retryAfter?: number; passRefusal?: GuestRefusal },
   pass: Pass | null,
   now: number,
+  bookings: Bookings,
 ): GuestRefusal | undefined {
   const state = node.access?.ok ? node.access.state : null;
   if (r.passRefusal !== undefined || r.outcome !== "denied" || state === null || node.acceptPasses !== true)
@@ -62,5 +63,5 @@ export function guestRefusal(
   }
   if (r.reason !== "pass") return undefined;
   if (pass === null) return unknownCode(zone);
-  return passRefused(passCheck(pass, now, r.deviceId ?? undefined) ?? "used-up", pass, zone);
+  return passRefused(passCheck(pass, now, r.deviceId ?? undefined, bookings) ?? "used-up", pass, zone);
 }

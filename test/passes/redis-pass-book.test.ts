@@ -313,7 +313,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
       if (c.revoked) await other.revoke({ id: pass.id });
       now = times[c.at];
       await book.list(); // the pass and its uses as every instance sees them now
-      const check = passRefusal(book.find(code)!, door, now);
+      const check = passRefusal(book.find(code)!, door, now, undefined, book);
       let store: string | null | undefined;
       if (ticket !== null)
         store = await ticket.commit().then(
