@@ -335,7 +335,7 @@ export class RedisPassBook implements PassBook {
     return this.index.liveOf(node, this.now());
   }
 
-  bookingsOf(source: string): Iterable<Pass> {
+  bookingsOf(source: string): readonly Pass[] {
     return this.index.bookingsOf(source);
   }
 
@@ -360,6 +360,9 @@ export class RedisPassBook implements PassBook {
         const now = this.now();
         let r: [number, string, number];
         try {
+          // A turnover pass's windows come from its calendar's passes, which another instance may
+          // have changed since this message's check: read them again before the use is counted.
+          if (live.turnover !== undefined) await this.refresh();
           r = await this.redis.command<[number, string, number]>([
             "EVAL",
             USE,
