@@ -330,7 +330,7 @@ export class FilePassBook implements PassBook {
     return this.index.liveOf(node, this.now());
   }
 
-  bookingsOf(source: string): Iterable<Pass> {
+  bookingsOf(source: string): readonly Pass[] {
     return this.index.bookingsOf(source);
   }
 

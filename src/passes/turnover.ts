@@ -13,7 +13,7 @@ export const TURNOVER_MAX_MS = 30 * 24 * 3600_000;
 
 /** The passes a door-pass node's booking calendar made (its bookings), as a pass book keeps them now. */
 export interface Bookings {
-  bookingsOf(source: string): Iterable<Pass>;
+  bookingsOf(source: string): readonly Pass[];
 }
 
 /** A stay: a booking's window in ms. */
@@ -22,14 +22,20 @@ interface Stay {
   until: number;
 }
 
-/** A booking's window in ms, parsed once per value of its times (a calendar's update changes them in place). */
-const parsed = new WeakMap<Pass, { from: string; until: string; stay: Stay }>();
+/** A booking's window in ms, kept beside the times it was parsed from (a calendar's update changes them in place). */
+const parsed = Symbol("turnover stay");
+type Parsed = Pass & { [parsed]?: { from: string; until: string; stay: Stay } };
 
-function stayOf(b: Pass): Stay {
-  const c = parsed.get(b);
+function stayOf(b: Parsed): Stay {
+  const c = b[parsed];
   if (c !== undefined && c.from === b.from && c.until === b.until) return c.stay;
   const stay = { from: Date.parse(b.from), until: Date.parse(b.until) };
-  parsed.set(b, { from: b.from, until: b.until, stay });
+  // Not enumerable: never written to a store nor copied by structuredClone.
+  Object.defineProperty(b, parsed, {
+    value: { from: b.from, until: b.until, stay },
+    writable: true,
+    configurable: true,
+  });
   return stay;
 }
 
@@ -55,7 +61,9 @@ export function inTurnover(p: Pass, now: number, bookings: Bookings | undefined)
   if (p.turnover === undefined) return true;
   if (bookings === undefined) return false;
   let lastOut = Number.NEGATIVE_INFINITY;
-  for (const b of bookings.bookingsOf(p.turnover)) {
+  const list = bookings.bookingsOf(p.turnover);
+  for (let i = 0; i < list.length; i++) {
+    const b = list[i];
     if (!bounds(b, p)) continue;
     const s = stayOf(b);
     if (s.from <= now && now < s.until) return false;
