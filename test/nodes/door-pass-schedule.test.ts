@@ -259,6 +259,7 @@ for (const store of ["file", "redis"] as const) {
       let refused = assertFailed(await unlock({ pass: code }), "denied", null);
       assert.equal(refused.reason, "pass");
       assert.equal(refused.message, window(stay("a").until, stay("b").from));
+      assert.deepEqual(refused.passRefusal, { why: "closed", at: iso(stay("a").until), timeZone: "UTC" });
       assert.doesNotMatch(refused.message, /\d{4}-\d{2}-\d{2}T|Z\b/);
       assert.equal(unlockPuts(sim).length, 0, "nothing sent during a stay");
 

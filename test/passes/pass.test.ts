@@ -260,6 +260,32 @@ describe("what a guest is told of a refused pass: its times as local time in the
     );
     assert.equal(passRefused("expired", own, "Europe/Oslo").timeZone, "Asia/Tokyo");
   });
+
+  it("outside its weekly hours or turnover windows: passRefusal { why: 'closed', at: when it opens next }, without at when it does not open again (docs/passes.md#at-a-door-unlock)", () => {
+    const tuesdays = {
+      ...pass,
+      until: "2026-12-31T00:00:00.000Z",
+      schedule: [{ days: [2], from: "07:00", to: "12:00" }],
+      timeZone: "Europe/Oslo",
+    };
+    const wednesday = Date.parse("2026-12-02T12:00:00Z");
+    assert.deepEqual(passRefused("closed", tuesdays, "UTC", wednesday), {
+      why: "closed",
+      at: "2026-12-08T06:00:00.000Z",
+      timeZone: "Europe/Oslo",
+    });
+    const cleaner = { ...pass, turnover: "cal" };
+    const stays = [{ ...pass, id: "b", source: "cal", from: "2026-12-02T00:00:00Z", until: "2026-12-03T10:00:00Z" }];
+    assert.deepEqual(passRefused("closed", cleaner, "UTC", wednesday, { bookingsOf: () => stays }), {
+      why: "closed",
+      at: "2026-12-03T10:00:00.000Z",
+      timeZone: "UTC",
+    });
+    assert.deepEqual(passRefused("closed", cleaner, "UTC", wednesday, { bookingsOf: () => [] }), {
+      why: "closed",
+      timeZone: "UTC",
+    });
+  });
 });
 
 describe("a turnover pass: open only between a check-out and the next check-in of its calendar's bookings on its doors (docs/passes.md#between-guests-the-turnover-window)", () => {
