@@ -6,14 +6,27 @@
  * that moves or is cancelled moves or ends them at once. Nothing here can open a pass wider than its
  * own dates and weekly hours: this only narrows them (pass.ts checks those first).
  */
-import type { Pass } from "./pass.js";
+
+/**
+ * What the check reads of a pass (pass.ts's Pass has these fields): a calendar's booking, or the
+ * cleaner's pass. Written here so that this file imports nothing of pass.ts, which imports it.
+ */
+export interface TurnoverPass {
+  doors: readonly { deviceId: number }[];
+  from: string;
+  until: string;
+  revoked: string | null;
+  revokedBy?: "calendar";
+  /** The door-pass node whose calendar bounds this pass (the cleaner's). */
+  turnover?: string;
+}
 
 /** A check-out with no check-in booked after it opens the turnover window for at most this long. */
 export const TURNOVER_MAX_MS = 30 * 24 * 3600_000;
 
 /** The passes a door-pass node's booking calendar made (its bookings), as a pass book keeps them now. */
 export interface Bookings {
-  bookingsOf(source: string): readonly Pass[];
+  bookingsOf(source: string): readonly TurnoverPass[];
 }
 
 /** A stay: a booking's window in ms. */
@@ -24,7 +37,7 @@ interface Stay {
 
 /** A booking's window in ms, kept beside the times it was parsed from (a calendar's update changes them in place). */
 const parsed = Symbol("turnover stay");
-type Parsed = Pass & { [parsed]?: { from: string; until: string; stay: Stay } };
+type Parsed = TurnoverPass & { [parsed]?: { from: string; until: string; stay: Stay } };
 
 function stayOf(b: Parsed): Stay {
   const c = b[parsed];
@@ -45,7 +58,7 @@ function stayOf(b: Parsed): Stay {
  * from the feed, or its node deleted). A pass revoked by hand stays a booking: its dates are still
  * in the calendar, and a guest may still come.
  */
-function bounds(b: Pass, p: Pass): boolean {
+function bounds(b: TurnoverPass, p: TurnoverPass): boolean {
   if (b.revoked !== null && b.revokedBy === "calendar") return false;
   for (const d of b.doors) for (const e of p.doors) if (d.deviceId === e.deviceId) return true;
   return false;
@@ -57,7 +70,7 @@ function bounds(b: Pass, p: Pass): boolean {
  * TURNOVER_MAX_MS ago. No booking, no check-out yet, or no bookings to read (`bookings` absent):
  * closed. O(bookings of that calendar), no allocation once their times are parsed.
  */
-export function inTurnover(p: Pass, now: number, bookings: Bookings | undefined): boolean {
+export function inTurnover(p: TurnoverPass, now: number, bookings: Bookings | undefined): boolean {
   if (p.turnover === undefined) return true;
   if (bookings === undefined) return false;
   let lastOut = Number.NEGATIVE_INFINITY;
@@ -77,7 +90,7 @@ export function inTurnover(p: Pass, now: number, bookings: Bookings | undefined)
  * of a run of overlapping stays) to the next check-in, at most TURNOVER_MAX_MS. Empty without
  * bookings. For the texts that name the next window; the check itself is inTurnover().
  */
-export function turnoverWindows(p: Pass, start: number, bookings: Bookings | undefined): Stay[] {
+export function turnoverWindows(p: TurnoverPass, start: number, bookings: Bookings | undefined): Stay[] {
   if (p.turnover === undefined || bookings === undefined) return [];
   const stays: Stay[] = [];
   for (const b of bookings.bookingsOf(p.turnover)) if (bounds(b, p)) stays.push(stayOf(b));
