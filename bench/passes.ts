@@ -9,6 +9,9 @@
  *   now: its hours read on its zone's wall clock too): goal under 20 µs (weeklyCheckCpuNs: the CPU
  *   time of it, which a busy machine does not inflate); weeklyRefusedNs: a code
  *   refused outside its hours, the next opening named in local time (what a refusal costs);
+ * - turnoverCheckNs: the same for a cleaner's turnover pass among 10,000 live passes, 1,500 of them
+ *   ten calendars' bookings (docs/passes.md#between-guests-the-turnover-window): goal under 20 µs
+ *   (turnoverCheckCpuNs: its CPU time);
  * - issue1000Ms: 1,000 passes issued at once (a flow sending them together): goal under 1 s;
  *   issue1000SerialMs: one after another, each awaited (each one written to disk);
  * - feed: a feed of 10,000 bookings (about 5 MB with descriptions) read in the worker and applied:
@@ -78,7 +81,8 @@ async function measureWeekly(
   const codes = (await Promise.all(Array.from({ length: 10_000 }, (_, i) => issue(i, allWeek)))).map((x) => x.code);
   const check = (i: number) => {
     const p = b.find(codes[i % codes.length]);
-    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now()) !== null) throw new Error("pass refused");
+    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now(), undefined, b) !== null)
+      throw new Error("pass refused");
     const t = b.reserve(p);
     if (t === null) throw new Error("no use");
     t.release();
@@ -101,13 +105,77 @@ async function measureWeekly(
   const p = b.find(closed.code)!;
   const M = 2_000;
   t0 = process.hrtime.bigint();
-  for (let i = 0; i < M; i++) if (passRefusal(p, 101, Date.now()) === null) throw new Error("opened outside its hours");
+  for (let i = 0; i < M; i++)
+    if (passRefusal(p, 101, Date.now(), undefined, b) === null) throw new Error("opened outside its hours");
   const weeklyRefusedNs = Number(process.hrtime.bigint() - t0) / M;
   return {
     weeklyCheckNs: Math.round(weeklyCheckNs),
     weeklyCheckCpuNs: Math.round(weeklyCheckCpuNs),
     weeklyRefusedNs: Math.round(weeklyRefusedNs),
   };
+}
+
+/**
+ * A turnover pass's check among 10,000 live passes (docs/passes.md#between-guests-the-turnover-window):
+ * 10 listings' calendars of 150 bookings each (3-night stays a night apart, 150 days back and
+ * ahead: what a busy listing's feed keeps), and 8,500 cleaners' passes, each bounded by one
+ * calendar; now is between a check-out and the next check-in, so each check opens.
+ */
+export async function measureTurnover(now: number): Promise<{ turnoverCheckNs: number; turnoverCheckCpuNs: number }> {
+  const b = book();
+  const DAY = 24 * HOUR;
+  const base = (i: number) => ({ doors: [{ deviceId: 101 + (i % 10), door: null }], uses: null });
+  const stays: Promise<unknown>[] = [];
+  for (let c = 0; c < 10; c++)
+    for (let k = -75; k < 75; k++)
+      stays.push(
+        b.issue(
+          {
+            ...base(c),
+            guest: `guest ${c}/${k}`,
+            // 3 nights then one empty: now is 1 hour after a check-out, 23 hours before the next check-in.
+            from: new Date(now - HOUR + k * 4 * DAY - 3 * DAY).toISOString(),
+            until: new Date(now - HOUR + k * 4 * DAY).toISOString(),
+            ref: `stay-${c}-${k}`,
+            source: `cal-${c}`,
+          },
+          8,
+        ),
+      );
+  await Promise.all(stays);
+  const cleaners = await Promise.all(
+    Array.from({ length: 8_500 }, (_, i) =>
+      b.issue(
+        {
+          ...base(i),
+          guest: `cleaner ${i}`,
+          from: new Date(now - DAY).toISOString(),
+          until: new Date(now + 365 * DAY).toISOString(),
+          ref: `cleaner-${i}`,
+          timeZone: ZONES[i % ZONES.length],
+          turnover: `cal-${i % 10}`,
+        },
+        8,
+      ),
+    ),
+  );
+  const codes = cleaners.map((x) => x.code);
+  const check = (i: number) => {
+    const p = b.find(codes[i % codes.length]);
+    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now(), undefined, b) !== null)
+      throw new Error("turnover pass refused");
+    const t = b.reserve(p);
+    if (t === null) throw new Error("no use");
+    t.release();
+  };
+  for (let i = 0; i < 20_000; i++) check(i);
+  const N = 50_000;
+  const cpu0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < N; i++) check(i);
+  const ns = Number(process.hrtime.bigint() - t0) / N;
+  const cpu = process.cpuUsage(cpu0);
+  return { turnoverCheckNs: Math.round(ns), turnoverCheckCpuNs: Math.round(((cpu.user + cpu.system) * 1000) / N) };
 }
 
 export async function measurePasses(simUrl?: string): Promise<Record<string, number>> {
@@ -131,7 +199,8 @@ export async function measurePasses(simUrl?: string): Promise<Record<string, num
   const codes = issued.map((x) => x.code);
   const check = (i: number) => {
     const p = b.find(codes[i % codes.length]);
-    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now()) !== null) throw new Error("pass refused");
+    if (p === null || passRefusal(p, p.doors[0].deviceId, Date.now(), undefined, b) !== null)
+      throw new Error("pass refused");
     const t = b.reserve(p);
     if (t === null) throw new Error("no use");
     t.release();
@@ -143,6 +212,7 @@ export async function measurePasses(simUrl?: string): Promise<Record<string, num
   const checkNs = Number(process.hrtime.bigint() - t0) / N;
 
   const weekly = await measureWeekly(now);
+  const turnover = await measureTurnover(now);
 
   const b2 = book();
   const mk = (i: number) => ({
@@ -190,6 +260,7 @@ export async function measurePasses(simUrl?: string): Promise<Record<string, num
     ...flow,
     checkNs: Math.round(checkNs),
     ...weekly,
+    ...turnover,
     issue1000Ms: Math.round(issue1000Ms),
     issue1000SerialMs: Math.round(issue1000SerialMs),
     feedBytes: Buffer.byteLength(text),

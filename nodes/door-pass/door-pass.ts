@@ -27,6 +27,7 @@ import {
   deletedFromFlows,
   isOwn,
   outputWired,
+  resolveTurnover,
   revokeCalendarPasses,
 } from "./pass-node-parts.js";
 import { PassInputError, resolveDoors } from "./resolve-doors.js";
@@ -63,6 +64,8 @@ interface Ask {
   fail: (outcome: string, message: string) => void;
   /** The node's zone for the texts a person reads (undefined: the runtime's). */
   zone: string | undefined;
+  /** The id of the node's account (a turnover pass names a calendar node of the same account). */
+  accountId: string;
 }
 
 /** A zone the node names and this Node.js knows, else undefined (the runtime's). */
@@ -110,6 +113,9 @@ export = function register(RED: NodeAPI): void {
         return fail(e instanceof PassInputError ? "invalid-input" : "error", (e as Error).message);
       }
       const r = checked.request;
+      // A turnover pass names a calendar node of this account (docs/passes.md#between-guests-the-turnover-window).
+      const turnover = r.turnover === null ? undefined : resolveTurnover(RED, ask.accountId, r.turnover);
+      if (typeof turnover === "object") return fail("invalid-input", turnover.problem);
       const { pass, code } = await book.issue(
         {
           guest: r.guest,
@@ -119,7 +125,7 @@ export = function register(RED: NodeAPI): void {
           uses: r.uses,
           ref: r.ref,
           node: node.id,
-          ...hoursOf({ schedule: r.schedule ?? undefined, timeZone: r.timeZone ?? undefined }),
+          ...hoursOf({ schedule: r.schedule ?? undefined, timeZone: r.timeZone ?? undefined, turnover }),
         },
         digits,
       );
@@ -307,7 +313,12 @@ export = function register(RED: NodeAPI): void {
           binding.setResult({ fill: "green", shape: "dot", text: `${text} ${clockTime(Date.now(), zone)}` });
           done();
         };
-        await act(node, { account: got.account, payload, answer, fail, zone }, digits, calendar);
+        await act(
+          node,
+          { account: got.account, payload, answer, fail, zone, accountId: config.account },
+          digits,
+          calendar,
+        );
       })();
       binding.track(work).catch((e: Error) => fail("error", describeThrown(e)));
     });

@@ -72,3 +72,28 @@ export async function revokeCalendarPasses(book: PassBook, source: string): Prom
   for (const p of mine) out.push(...(await book.revoke({ id: p.id, byCalendar: true })));
   return out;
 }
+
+/**
+ * The id of the door-pass node a turnover pass names (docs/passes.md#between-guests-the-turnover-window):
+ * `given` is its id or its name; it must be deployed, enabled, on account `accountId`, with a
+ * booking calendar. Anything else is an input error naming the field; a name two such nodes have is
+ * refused, never guessed.
+ */
+export function resolveTurnover(RED: NodeAPI, accountId: string, given: string): string | { problem: string } {
+  const hits: string[] = [];
+  let other = "";
+  RED.nodes.eachNode((def) => {
+    const n = def as unknown as Record<string, unknown>;
+    if (n.type !== "door-pass" || (n.id !== given && n.name !== given)) return;
+    const calendar = typeof n.calendarUrl === "string" && n.calendarUrl.trim() !== "";
+    if (n.d === true) other = "is disabled";
+    else if (n.account !== accountId) other = "is on another account";
+    else if (!calendar) other = "has no booking calendar (calendarUrl)";
+    else hits.push(String(n.id));
+  });
+  const named = JSON.stringify(given);
+  if (hits.length === 1) return hits[0];
+  if (hits.length > 1) return { problem: `turnover: ${named} names ${hits.length} door-pass nodes: give its id` };
+  if (other !== "") return { problem: `turnover: the door-pass node ${named} ${other}` };
+  return { problem: `turnover: no door-pass node with a booking calendar has the id or name ${named}` };
+}

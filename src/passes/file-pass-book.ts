@@ -246,6 +246,10 @@ export class FilePassBook implements PassBook {
     return this.index.liveOf(node, this.now());
   }
 
+  bookingsOf(source: string): readonly Pass[] {
+    return this.index.bookingsOf(source);
+  }
+
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */
   find(code: string): Pass | null {
     return this.key ? this.index.find(this.key, code, this.now()) : null;
@@ -268,10 +272,10 @@ export class FilePassBook implements PassBook {
         if (done) throw new Error("the pass's use was already taken or given back");
         // Checked again as it is now: the command may leave a while after the check (a token
         // renewal first), and a pass revoked, moved or changed meanwhile no longer opens.
-        const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId) : "gone";
+        const why = this.index.passes.has(live.id) ? passCheck(live, this.now(), deviceId, this.index) : "gone";
         if (why !== null) {
           release();
-          throw new PassUseRefused(refusalText(why, live, this.now()), why);
+          throw new PassUseRefused(refusalText(why, live, this.now(), undefined, this.index), why);
         }
         const first = live.used === 0;
         live.used++;

@@ -7,6 +7,7 @@
  */
 import {
   type BookingInfo,
+  type Bookings,
   type Pass,
   type PassDoor,
   type PassRefusal,
@@ -41,6 +42,8 @@ export interface NewPass {
   /** Weekly hours and their zone (docs/passes.md#issue); absent: at any hour. */
   schedule?: ScheduleWindow[];
   timeZone?: string;
+  /** The door-pass node whose calendar's turnover windows bound it (docs/passes.md#between-guests-the-turnover-window). */
+  turnover?: string;
 }
 
 /** A pass for a calendar's booking: the door-pass node that reads the calendar, and the booking's ref. */
@@ -100,7 +103,7 @@ export class PassUseRefused extends Error {
  * An account's passes, wherever they are kept: a file in this runtime (FilePassBook), or the
  * account's Redis store shared by every instance (src/passes/redis-pass-book.ts).
  */
-export interface PassBook {
+export interface PassBook extends Bookings {
   /** Reads the book once; later calls wait for the same read. Never rejects. */
   ready(): Promise<void>;
   /** Before a check: the book as every instance sees it now (the file's: as read). Rejects when the store cannot be reached. */

@@ -4,11 +4,15 @@
  * live one), a calendar's passes by booking (node id and ref), the uses that messages in flight
  * have reserved, and the calendar reads of one node, one at a time.
  */
-import { type Pass, codeHash, isLive, passState } from "./pass.js";
+import { type Bookings, type Pass, codeHash, isLive, passState } from "./pass.js";
 
-export class PassIndex {
+export class PassIndex implements Bookings {
   readonly passes = new Map<string, Pass>();
   private readonly byHash = new Map<string, string[]>();
+  /** A calendar's passes (its door-pass node id): a turnover pass's check reads them (docs/passes.md#between-guests-the-turnover-window). */
+  private readonly bySource = new Map<string, Set<string>>();
+  /** bookingsOf()'s arrays, made again after a pass of that calendar is added or dropped. */
+  private readonly sourceList = new Map<string, Pass[]>();
   private readonly bySourceRef = new Map<string, string[]>();
   private readonly reserved = new Map<string, number>();
   private readonly reads = new Map<string, Promise<unknown>>();
@@ -17,12 +21,38 @@ export class PassIndex {
     this.passes.set(p.id, p);
     push(this.byHash, p.hash, p.id);
     if (p.source !== undefined && p.ref !== null) push(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
+    if (p.source !== undefined) {
+      this.sourceList.delete(p.source);
+      const ids = this.bySource.get(p.source);
+      if (ids) ids.add(p.id);
+      else this.bySource.set(p.source, new Set([p.id]));
+    }
   }
 
   drop(p: Pass): void {
     this.passes.delete(p.id);
     pull(this.byHash, p.hash, p.id);
     if (p.source !== undefined && p.ref !== null) pull(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
+    if (p.source !== undefined) this.sourceList.delete(p.source);
+    const ids = p.source !== undefined ? this.bySource.get(p.source) : undefined;
+    if (ids) {
+      ids.delete(p.id);
+      if (ids.size === 0) this.bySource.delete(p.source!);
+    }
+  }
+
+  /** The passes calendar `source` made, as kept now (revoked ones included; changed in place by an update). */
+  bookingsOf(source: string): readonly Pass[] {
+    let list = this.sourceList.get(source);
+    if (list === undefined) {
+      list = [];
+      for (const id of this.bySource.get(source) ?? []) {
+        const p = this.passes.get(id);
+        if (p !== undefined) list.push(p);
+      }
+      this.sourceList.set(source, list);
+    }
+    return list;
   }
 
   /** Forgets the passes (a book read again); the reserved uses stay with their messages. */
@@ -30,6 +60,8 @@ export class PassIndex {
     this.passes.clear();
     this.byHash.clear();
     this.bySourceRef.clear();
+    this.bySource.clear();
+    this.sourceList.clear();
   }
 
   /**

@@ -6,12 +6,9 @@
  */
 import { createHmac, randomBytes, randomInt } from "node:crypto";
 
-import { isoTimeExists } from "../util/iso-time.js";
-import { hasControlChars } from "../util/text.js";
 import {
   type CompiledWindow,
   type LocalTime,
-  type ScheduleProblem,
   type ScheduleWindow,
   LocalClock,
   compileWindow,
@@ -19,19 +16,16 @@ import {
   runtimeZone,
   inAnyWindow,
   nextOpening,
-  readSchedule,
   readWallClock,
-  readZone,
   wallClockFormat,
 } from "../util/week-schedule.js";
 import { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf } from "./pass-limits.js";
+import { type Bookings, inTurnover, turnoverWindows } from "./turnover.js";
+
+export type { Bookings };
 
 export { DEFAULT_CODE_LENGTH, MAX_CODE_LENGTH, MIN_CODE_LENGTH, codeLengthOf };
-export const MAX_GUEST = 100;
-export const MAX_REF = 200;
-export const MAX_DOORS = 50;
-/** Most weekly windows a pass's schedule may have. */
-export const MAX_WINDOWS = 50;
+export { MAX_DOORS, MAX_GUEST, MAX_REF, MAX_WINDOWS } from "./issue-request.js";
 
 export interface PassDoor {
   deviceId: number;
@@ -80,6 +74,11 @@ export interface Pass {
   schedule?: ScheduleWindow[];
   /** The IANA zone the schedule is read in (resolved when issued). */
   timeZone?: string;
+  /**
+   * The door-pass node (its id) whose booking calendar bounds it (docs/passes.md#between-guests-the-turnover-window):
+   * it opens only between a check-out and the next check-in of that calendar's bookings on its doors.
+   */
+  turnover?: string;
 }
 
 export type PassState = "upcoming" | "active" | "expired" | "used-up" | "revoked";
@@ -101,6 +100,7 @@ export interface PassView {
   calendar?: boolean;
   schedule?: ScheduleWindow[];
   timeZone?: string;
+  turnover?: string;
 }
 
 /**
@@ -116,21 +116,28 @@ export function passState(p: Pass, now: number): PassState {
   return "active";
 }
 
-/** Why a pass does not open: its state, outside its weekly hours ("closed"), or a door it is not for. */
+/** Why a pass does not open: its state, outside its weekly hours or its turnover windows ("closed"), or a door it is not for. */
 export type PassRefusal = Exclude<PassState, "active"> | "closed" | "door";
 
 /**
  * Why pass `p` does not open door `deviceId` at `now` (no door given: any of its doors), or null:
- * the pass state first (passState's order), then its weekly hours, then the door. The one source
- * of a pass's validity: the check at a door-unlock, the file book's commit and, in Lua, the Redis
- * book's USE script (which is told the hours' verdict, withinHours, as it has no time zones).
+ * the pass state first (passState's order), then its weekly hours and its turnover windows (read
+ * from `bookings`, the book's calendar passes; a turnover pass checked without them is closed),
+ * then the door. The one source of a pass's validity: the check at a door-unlock, the file book's
+ * commit and, in Lua, the Redis book's USE script (which is told opensNow()'s verdict, as it has no
+ * time zones).
  */
-export function passCheck(p: Pass, now: number, deviceId?: number): PassRefusal | null {
+export function passCheck(p: Pass, now: number, deviceId?: number, bookings?: Bookings): PassRefusal | null {
   const state = passState(p, now);
   if (state !== "active") return state;
-  if (!withinHours(p, now)) return "closed";
+  if (!opensNow(p, now, bookings)) return "closed";
   if (deviceId !== undefined && !p.doors.some((d) => d.deviceId === deviceId)) return "door";
   return null;
+}
+
+/** Whether `now` is inside the pass's weekly hours and, for a turnover pass, inside one of its turnover windows. */
+export function opensNow(p: Pass, now: number, bookings?: Bookings): boolean {
+  return withinHours(p, now) && inTurnover(p, now, bookings);
 }
 
 // ---- weekly hours ----------------------------------------------------------------------------
@@ -178,12 +185,35 @@ export function withinHours(p: Pass, now: number): boolean {
   }
 }
 
-/** When the pass next opens at or after `start` (inside its hours, before `until`), or null: never again. */
-export function nextOpen(p: Pass, start: number): number | null {
+/**
+ * When the pass next opens at or after `start` (inside its hours, before `until`, and for a
+ * turnover pass inside one of its turnover windows), or null: never again. With `to`: the end of
+ * the turnover window it opens in.
+ */
+export function nextOpen(p: Pass, start: number, bookings?: Bookings): number | null {
+  return nextOpenWindow(p, start, bookings)?.at ?? null;
+}
+
+function nextOpenWindow(p: Pass, start: number, bookings?: Bookings): { at: number; to: number | null } | null {
   const until = Date.parse(p.until);
-  if (p.schedule === undefined || p.schedule.length === 0) return start < until ? start : null;
+  if (p.turnover === undefined) {
+    const at = hoursFrom(p, start, until);
+    return at === null ? null : { at, to: null };
+  }
+  for (const w of turnoverWindows(p, start, bookings)) {
+    if (w.from >= until) break;
+    const to = Math.min(w.until, until);
+    const at = hoursFrom(p, Math.max(w.from, start), to);
+    if (at !== null) return { at, to };
+  }
+  return null;
+}
+
+/** The first instant in [start, end) inside the pass's weekly hours, or null. */
+function hoursFrom(p: Pass, start: number, end: number): number | null {
+  if (p.schedule === undefined || p.schedule.length === 0) return start < end ? start : null;
   try {
-    return nextOpening(windowsOf(p.schedule), zoneClock(p.timeZone ?? "UTC").read, start, until);
+    return nextOpening(windowsOf(p.schedule), zoneClock(p.timeZone ?? "UTC").read, start, end);
   } catch {
     return null;
   }
@@ -206,12 +236,21 @@ export function windowText(p: Pass, now: number, zone?: string): string {
   return `${formatOpening(Date.parse(p.from), now, z)} to ${formatOpening(Date.parse(p.until), now, z)} (${z})`;
 }
 
-/** "<subject> opens on Tuesday 08:00" (local time in the pass's zone), or that it does not open again. */
-function opensText(p: Pass, subject: string, start: number, now: number, zone: string): string {
-  const at = nextOpen(p, start);
-  return at === null
-    ? `${subject} does not open again before it ends (${formatOpening(Date.parse(p.until), now, zone)})`
-    : `${subject} opens on ${formatOpening(at, now, zone)}`;
+/**
+ * "<subject> opens on Tuesday 08:00" (local time in the pass's zone), or that it does not open
+ * again; a turnover pass names the turnover window it opens in (docs/passes.md#between-guests-the-turnover-window).
+ */
+function opensText(p: Pass, subject: string, start: number, now: number, zone: string, bookings?: Bookings): string {
+  const next = nextOpenWindow(p, start, bookings);
+  const end = formatOpening(Date.parse(p.until), now, zone);
+  if (p.turnover === undefined)
+    return next === null
+      ? `${subject} does not open again before it ends (${end})`
+      : `${subject} opens on ${formatOpening(next.at, now, zone)}`;
+  const only = `${subject} opens only between a check-out and the next check-in`;
+  if (next === null) return `${only}, and none is booked before it ends (${end})`;
+  const to = next.to === null ? "" : ` to ${formatOpening(next.to, now, zone)}`;
+  return `${only}: next from ${formatOpening(next.at, now, zone)}${to}`;
 }
 
 /**
@@ -219,7 +258,13 @@ function opensText(p: Pass, subject: string, start: number, now: number, zone: s
  * Times are local time, never ISO UTC: in the pass's own zone, else `zone` (the door-unlock
  * node's), else the runtime's. A pass with weekly hours names when it next opens.
  */
-export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zone?: string): string {
+export function refusalText(
+  why: PassRefusal | "gone",
+  p: Pass,
+  now: number,
+  zone?: string,
+  bookings?: Bookings,
+): string {
   const z = textZone(p, zone);
   switch (why) {
     case "revoked":
@@ -229,11 +274,11 @@ export function refusalText(why: PassRefusal | "gone", p: Pass, now: number, zon
     case "expired":
       return `this pass expired on ${localDateTime(Date.parse(p.until), z)}`;
     case "upcoming":
-      return p.schedule !== undefined && p.schedule.length > 0
-        ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now, z)}`
+      return (p.schedule !== undefined && p.schedule.length > 0) || p.turnover !== undefined
+        ? `this pass is not valid yet: ${opensText(p, "it", Date.parse(p.from), now, z, bookings)}`
         : `this pass is not valid yet: it opens on ${localDateTime(Date.parse(p.from), z)}`;
     case "closed":
-      return opensText(p, "this code", now, now, z);
+      return opensText(p, "this code", now, now, z, bookings);
     case "door":
       return "this pass is not for this door";
     default: // "gone", or a word a store gave that no check makes
@@ -305,18 +350,21 @@ export function storedHoursReadable(x: Record<string, unknown>): boolean {
   };
   return (
     (x.timeZone === undefined || typeof x.timeZone === "string") &&
-    (x.schedule === undefined || (Array.isArray(x.schedule) && x.schedule.every(window)))
+    (x.schedule === undefined || (Array.isArray(x.schedule) && x.schedule.every(window))) &&
+    (x.turnover === undefined || typeof x.turnover === "string")
   );
 }
 
-/** A pass's weekly hours as a flow sees them: `schedule` and `timeZone`, when it has them. */
-export function hoursOf(p: { schedule?: ScheduleWindow[]; timeZone?: string }): {
+/** A pass's hours as a flow sees them: `schedule`, `timeZone` and `turnover` (a node id), when it has them. */
+export function hoursOf(p: { schedule?: ScheduleWindow[]; timeZone?: string; turnover?: string }): {
   schedule?: ScheduleWindow[];
   timeZone?: string;
+  turnover?: string;
 } {
   return {
     ...(p.schedule !== undefined ? { schedule: p.schedule.map((w) => ({ ...w, days: [...w.days] })) } : {}),
     ...(p.timeZone !== undefined ? { timeZone: p.timeZone } : {}),
+    ...(p.turnover !== undefined ? { turnover: p.turnover } : {}),
   };
 }
 
@@ -352,128 +400,5 @@ export function readCode(value: unknown): string | null {
   return /^[0-9]{1,12}$/.test(s) ? s : null;
 }
 
-// ---- an issue request ------------------------------------------------------------------------
-
-export interface IssueRequest {
-  guest: string;
-  /** As given: device ids or door names, resolved by the caller. */
-  doors: (number | string)[];
-  from: string;
-  until: string;
-  uses: number | null;
-  ref: string | null;
-  /** Weekly hours, as checked (docs/passes.md#issue); null: at any hour. */
-  schedule: ScheduleWindow[] | null;
-  /** The zone the schedule is read in, as Node.js names it; null: none given and no schedule. */
-  timeZone: string | null;
-}
-
-/** A date-time with its zone: its instant, "absent" when it is not one, "no-such" when it names a time that does not exist. */
-function isoTime(v: unknown): number | "absent" | "no-such" {
-  if (typeof v !== "string" || v.length > 40) return "absent";
-  // A date and a time with its zone (Z or ±hh:mm): a time without a zone would depend on the runtime's.
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(v)) return "absent";
-  // 30 February, 24:00, minute 60, offset +25:00: Date.parse would move some of them to another day.
-  if (!isoTimeExists(v)) return "no-such";
-  const t = Date.parse(v);
-  return Number.isFinite(t) ? t : "no-such";
-}
-
-/** The instant of the field `name`, or its problem (docs/passes.md#issue). */
-function timeField(name: string, v: unknown, example: string, problems: string[]): number | null {
-  const t = isoTime(v);
-  if (t === "absent") problems.push(`${name}: an ISO date-time with its zone, e.g. ${example}`);
-  else if (t === "no-such")
-    problems.push(
-      `${name}: ${JSON.stringify(v)} does not exist (no such day in its month, or no such time of day or offset)`,
-    );
-  return typeof t === "number" ? t : null;
-}
-
-/** Checks an issue request's fields; the problems name each field (docs/passes.md#issue). */
-export function checkIssue(
-  p: Record<string, unknown>,
-): { ok: true; request: IssueRequest } | { ok: false; problems: string[] } {
-  const problems: string[] = [];
-  const guest = typeof p.guest === "string" ? p.guest.trim() : "";
-  if (guest === "") problems.push("guest: a name is required (text)");
-  else if (guest.length > MAX_GUEST || hasControlChars(guest))
-    problems.push(`guest: at most ${MAX_GUEST} characters, no control characters`);
-  const raw = Array.isArray(p.doors) ? (p.doors as unknown[]) : p.doors === undefined ? [] : [p.doors];
-  const doors: (number | string)[] = [];
-  if (raw.length === 0) problems.push("doors: at least one door (a device id or a door name)");
-  else if (raw.length > MAX_DOORS) problems.push(`doors: at most ${MAX_DOORS}`);
-  else
-    for (const d of raw) {
-      if (typeof d === "number" && Number.isInteger(d) && d >= 1 && d <= 2147483647) doors.push(d);
-      else if (typeof d === "string" && d.trim() !== "" && d.length <= 200 && !hasControlChars(d))
-        doors.push(/^\d{1,10}$/.test(d.trim()) ? Number(d.trim()) : d.trim());
-      else
-        problems.push(`doors: ${JSON.stringify(d)?.slice(0, 40) ?? String(d)} is neither a device id nor a door name`);
-    }
-  const from = timeField("from", p.from, "2026-12-01T15:00:00+01:00", problems);
-  const until = timeField("until", p.until, "2026-12-05T11:00:00+01:00", problems);
-  if (from !== null && until !== null && !(until > from)) problems.push("until: must be after from");
-  let uses: number | null = null;
-  if (p.uses !== undefined && p.uses !== null && p.uses !== "") {
-    if (typeof p.uses === "number" && Number.isInteger(p.uses) && p.uses >= 1 && p.uses <= 1_000_000) uses = p.uses;
-    else problems.push("uses: a whole number of at least 1 (or leave it out for any number)");
-  }
-  let ref: string | null = null;
-  if (p.ref !== undefined && p.ref !== null && p.ref !== "") {
-    if (typeof p.ref === "string" && p.ref.length <= MAX_REF && !hasControlChars(p.ref)) ref = p.ref;
-    else if (typeof p.ref === "number" && Number.isFinite(p.ref)) ref = String(p.ref);
-    else problems.push(`ref: text of at most ${MAX_REF} characters`);
-  }
-  const hours = checkHours(p.schedule, p.timeZone, from, until, problems);
-  if (problems.length > 0) return { ok: false, problems };
-  return {
-    ok: true,
-    request: {
-      guest,
-      doors,
-      from: new Date(from!).toISOString(),
-      until: new Date(until!).toISOString(),
-      uses,
-      ref,
-      ...hours,
-    },
-  };
-}
-
-/**
- * An issue's weekly hours (docs/passes.md#issue): `schedule` read as the access rules read theirs
- * (same windows, same zone rules; none or [] is none), `timeZone` an IANA name (empty: the runtime's); a schedule none
- * of whose windows falls within [from, until) would never open, and is refused.
- */
-function checkHours(
-  schedule: unknown,
-  timeZone: unknown,
-  from: number | null,
-  until: number | null,
-  problems: string[],
-): { schedule: ScheduleWindow[] | null; timeZone: string | null } {
-  const found = (f: ScheduleProblem) =>
-    problems.push(
-      f.text.startsWith(`${f.field} `) ? `${f.field}: ${f.text.slice(f.field.length + 1)}` : `${f.field}: ${f.text}`,
-    );
-  // Nothing, or an empty list, is no schedule: the pass opens at any hour, as the access rules read one.
-  const given = !(
-    schedule === undefined ||
-    schedule === null ||
-    schedule === "" ||
-    (Array.isArray(schedule) && schedule.length === 0)
-  );
-  let windows: ScheduleWindow[] = [];
-  if (Array.isArray(schedule) && schedule.length > MAX_WINDOWS)
-    problems.push(`schedule: at most ${MAX_WINDOWS} windows`);
-  else if (given) windows = readSchedule(schedule, found);
-  const zoneGiven = !(timeZone === undefined || timeZone === null || timeZone === "");
-  const zone = given || zoneGiven ? readZone(timeZone, found, given) : null;
-  if (!given || problems.length > 0 || zone === null || from === null || until === null)
-    return { schedule: null, timeZone: zone };
-  const read = (now: number) => readWallClock(wallClockFormat(zone), zone, now);
-  if (nextOpening(windows.map(compileWindow), read, from, until) === null)
-    problems.push(`schedule: none of its windows falls between from and until (read in ${zone})`);
-  return { schedule: windows.map((w) => ({ days: [...w.days], from: w.from, to: w.to })), timeZone: zone };
-}
+// The checks of an issue request (docs/passes.md#issue) are in issue-request.ts.
+export { type IssueRequest, checkIssue } from "./issue-request.js";

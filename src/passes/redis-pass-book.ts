@@ -20,7 +20,7 @@
  * A change (issue, revoke, update, reissue) is written only over the revision it was made from (CAS).
  */
 import { randomBytes } from "node:crypto";
-import { type Pass, type PassRefusal, type PassView, isLive, refusalText, viewOf, withinHours } from "./pass.js";
+import { type Pass, type PassRefusal, type PassView, isLive, opensNow, refusalText, viewOf } from "./pass.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
 import {
   type BookingPass,
@@ -368,6 +368,10 @@ export class RedisPassBook implements PassBook {
     return this.index.liveOf(node, this.now());
   }
 
+  bookingsOf(source: string): readonly Pass[] {
+    return this.index.bookingsOf(source);
+  }
+
   find(code: string): Pass | null {
     return this.key ? this.index.find(this.key, code, this.now()) : null;
   }
@@ -389,6 +393,9 @@ export class RedisPassBook implements PassBook {
         const now = this.now();
         let r: [number, string, number];
         try {
+          // A turnover pass's windows come from its calendar's passes, which another instance may
+          // have changed since this message's check: read them again before the use is counted.
+          if (live.turnover !== undefined) await this.refresh();
           r = await this.redis.command<[number, string, number]>([
             "EVAL",
             USE,
@@ -399,14 +406,15 @@ export class RedisPassBook implements PassBook {
             String(now),
             deviceId === undefined ? "" : String(deviceId),
             new Date(now).toISOString(),
-            withinHours(live, now) ? "1" : "0",
+            // Hours and turnover windows (from the calendar's passes as this instance last read them).
+            opensNow(live, now, this.index) ? "1" : "0",
           ]);
         } finally {
           release();
         }
         const [n, why, used] = [Number(r[0]), String(r[1]) as PassRefusal | "gone", Number(r[2])];
         live.used = Math.max(live.used, used);
-        if (n < 0) throw new PassUseRefused(refusalText(why, live, now), why);
+        if (n < 0) throw new PassUseRefused(refusalText(why, live, now, undefined, this.index), why);
         if (n === 1) live.firstUsed = new Date(now).toISOString();
         return { first: n === 1 };
       },

@@ -5,8 +5,9 @@
  */
 
 // KEYS[1] passes, KEYS[2] uses; ARGV[1] id, ARGV[2] now ms, ARGV[3] device id or '', ARGV[4] now ISO,
-// ARGV[5] '0' when now is outside the pass's weekly hours (withinHours() in src/passes/pass.ts
-// decides: Redis has no time zones; a pass's hours never change once issued).
+// ARGV[5] '0' when now is outside the pass's weekly hours or its turnover windows (opensNow() in
+// src/passes/pass.ts decides: Redis has no time zones; a pass's hours never change once issued, and
+// its turnover windows come from the calendar's passes as the instance read them for this message).
 // {n, 'ok'}: the use counted (n uses now); {-1, why, used}: refused, nothing counted. The checks
 // follow passCheck() in src/passes/pass.ts, in its order (passState's, then the hours, then the
 // door): revoked, used up, expired, not valid yet, outside its hours, not for this door. Change

@@ -101,7 +101,7 @@ export class Closing {
       message,
       mayHaveOpened: false,
     };
-    const guestWhy = guestRefusal(a.node, r, a.pass, a.account.clock.now()); // docs/passes.md#at-a-door-unlock
+    const guestWhy = guestRefusal(a.node, r, a.pass, a.account.clock.now(), a.account.core.passes); // docs/passes.md#at-a-door-unlock
     if (guestWhy) r.passRefusal = guestWhy;
     this.tell(r);
     await this.close("unlock-rejected", outcome, () => a.account.audit.rejected(record));

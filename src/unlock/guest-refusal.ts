@@ -4,7 +4,7 @@
  * answer in the guest's language (docs/passes.md#at-a-door-panel). Times are instants with the
  * zone to read them in: the pass's own, else the node's. Never the code.
  */
-import { type Pass, type PassRefusal, passCheck } from "../passes/pass.js";
+import { type Bookings, type Pass, type PassRefusal, nextOpen, passCheck } from "../passes/pass.js";
 import type { AccessState } from "./access-state.js";
 
 /**
@@ -15,18 +15,32 @@ export type GuestRefusalWhy = "unknown" | "locked-out" | "not-yet" | "gone" | Ex
 
 export interface GuestRefusal {
   why: GuestRefusalWhy;
-  /** ISO instant: when the pass ended (`expired`), opens (`not-yet`), or the lockout ends (`locked-out`). */
+  /** ISO instant: when the pass ended (`expired`), opens (`not-yet`), opens next (`closed`), or the lockout ends (`locked-out`). */
   at?: string;
   /** IANA zone a person reads `at` in. */
   timeZone: string;
 }
 
-/** A known pass refused for `word` (passCheck's, or a store's). */
-export function passRefused(word: PassRefusal | "gone", pass: Pass, nodeZone: string): GuestRefusal {
+/**
+ * A known pass refused for `word` (passCheck's, or a store's) at `now`. Outside its weekly hours
+ * or turnover windows (`closed`, read from `bookings`), `at` is when it opens next, absent when it
+ * does not open again.
+ */
+export function passRefused(
+  word: PassRefusal | "gone",
+  pass: Pass,
+  nodeZone: string,
+  now?: number,
+  bookings?: Bookings,
+): GuestRefusal {
   const own = (pass as { timeZone?: unknown }).timeZone;
   const timeZone = typeof own === "string" && own !== "" ? own : nodeZone;
   if (word === "expired") return { why: "expired", at: pass.until, timeZone };
   if (word === "upcoming") return { why: "not-yet", at: pass.from, timeZone };
+  if (word === "closed" && now !== undefined) {
+    const next = nextOpen(pass, now, bookings);
+    if (next !== null) return { why: "closed", at: new Date(next).toISOString(), timeZone };
+  }
   return { why: word, timeZone };
 }
 
@@ -50,6 +64,7 @@ export function guestRefusal(
   r: { outcome: string; reason?: string; deviceId: number | null; retryAfter?: number; passRefusal?: GuestRefusal },
   pass: Pass | null,
   now: number,
+  bookings: Bookings,
 ): GuestRefusal | undefined {
   const state = node.access?.ok ? node.access.state : null;
   if (r.passRefusal !== undefined || r.outcome !== "denied" || state === null || node.acceptPasses !== true)
@@ -62,5 +77,5 @@ export function guestRefusal(
   }
   if (r.reason !== "pass") return undefined;
   if (pass === null) return unknownCode(zone);
-  return passRefused(passCheck(pass, now, r.deviceId ?? undefined) ?? "used-up", pass, zone);
+  return passRefused(passCheck(pass, now, r.deviceId ?? undefined, bookings) ?? "used-up", pass, zone, now, bookings);
 }

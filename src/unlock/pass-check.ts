@@ -5,7 +5,7 @@
  * commit before the command leaves).
  */
 import type { PassBook } from "../passes/pass-book.js";
-import { type Pass, passCheck, refusalText } from "../passes/pass.js";
+import { type Bookings, type Pass, passCheck, refusalText } from "../passes/pass.js";
 import type { AccessState, Denied, DenyReason } from "./access-state.js";
 
 export type CodeCheck =
@@ -25,7 +25,7 @@ export function checkCode(access: AccessState, book: PassBook, code: string, dev
   if (locked) return { kind: "locked", denied: locked };
   const pass = book.find(code);
   if (pass === null) return { kind: "refused", denied: access.wrongCode(now, deviceId), pass: null };
-  const why = passRefusal(pass, deviceId, now, access.rules.timeZone);
+  const why = passRefusal(pass, deviceId, now, access.rules.timeZone, book);
   if (why !== null) return { kind: "refused", denied: access.costTry(now, refusedBy("pass", why), deviceId), pass };
   return { kind: "found", pass };
 }
@@ -39,7 +39,13 @@ export function refusedBy(reason: DenyReason, message: string): Denied {
  * Why a known pass does not open door `deviceId` at `now`, in words for the guest's flow, times in
  * local time (the pass's zone, else `zone`, the node's); null: it may.
  */
-export function passRefusal(p: Pass, deviceId: number, now: number, zone?: string): string | null {
-  const why = passCheck(p, now, deviceId);
-  return why === null ? null : refusalText(why, p, now, zone);
+export function passRefusal(
+  p: Pass,
+  deviceId: number,
+  now: number,
+  zone: string | undefined,
+  bookings: Bookings,
+): string | null {
+  const why = passCheck(p, now, deviceId, bookings);
+  return why === null ? null : refusalText(why, p, now, zone, bookings);
 }

@@ -199,7 +199,7 @@ export async function decide(a: Attempt, asked: Asked, door: Door): Promise<Go |
       if (ticket === null) {
         slot.release();
         const why =
-          passRefusal(a.pass, door.deviceId, account.clock.now(), a.access?.rules.timeZone) ??
+          passRefusal(a.pass, door.deviceId, account.clock.now(), a.access?.rules.timeZone, account.core.passes) ??
           "this pass has no use left";
         return denial(await costTry(a, refusedBy("pass", why)));
       }

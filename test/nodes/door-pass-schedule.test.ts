@@ -7,6 +7,8 @@
  * at the simulator. The window arithmetic on the nights the clocks change: test/passes/pass.test.ts.
  */
 import { strict as assert } from "node:assert";
+import { type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { RunningSimulator } from "../../src/simulator/index.js";
 import { forgetPassBooks } from "../../src/passes/file-pass-book.js";
 import {
@@ -29,6 +31,7 @@ import {
   until,
   waitReady,
 } from "../helpers/flow.js";
+import { formatOpening } from "../../src/util/week-schedule.js";
 import { received } from "../helpers/odd-messages.js";
 import { needProgram } from "../helpers/programs.js";
 import { RedisServer } from "../helpers/redis.js";
@@ -57,6 +60,40 @@ function windowAround(start: number, end: number, zone: string) {
   return { days: [a.day], from: a.hhmm, to: wall(end, zone).hhmm };
 }
 
+const DAY = 24 * HOUR;
+/** A date N days from today (UTC), as iCalendar writes one. */
+const date = (days: number) => new Date(Date.now() + days * DAY).toISOString().slice(0, 10).replace(/-/g, "");
+/** A booking of whole days (check-in 15:00, check-out 11:00 in UTC: the calendar node's settings below). */
+const booking = (uid: string, fromDays: number, toDays: number) =>
+  [
+    "BEGIN:VEVENT",
+    `UID:${uid}`,
+    `SUMMARY:Guest ${uid}`,
+    `DTSTART;VALUE=DATE:${date(fromDays)}`,
+    `DTEND;VALUE=DATE:${date(toDays)}`,
+    "END:VEVENT",
+  ].join("\r\n");
+/** A listing's feed on loopback, whose bookings a test changes. */
+class Feed {
+  events: string[] = [];
+  private server!: Server;
+  url = "";
+  async start(): Promise<void> {
+    this.server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/calendar" });
+      res.end(
+        ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...this.events, "END:VCALENDAR", ""].join("\r\n"),
+      );
+    });
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/listing.ics`;
+  }
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+  }
+}
+
 let outs: any[] = [];
 let caught: any[] = [];
 
@@ -72,6 +109,8 @@ for (const store of ["file", "redis"] as const) {
     this.timeout(30_000);
     let sim: RunningSimulator;
     let redis: RedisServer | null = null;
+    let feed: Feed;
+    let calOuts: any[] = [];
 
     before(async function () {
       if (store === "redis") needProgram(this, "redis-server");
@@ -82,6 +121,8 @@ for (const store of ["file", "redis"] as const) {
     });
     beforeEach(async () => {
       sim = await startSim();
+      feed = new Feed();
+      await feed.start();
       const account = {
         id: "acc1",
         type: "door-account",
@@ -97,20 +138,45 @@ for (const store of ["file", "redis"] as const) {
           account,
           unlockNode({ deviceId: "101", doorName: "Back Door", doorLocation: "Main Street 1", acceptPasses: true }),
           doorPassNode("dp"),
-          ...helperNodes("u1-ok", "u1-fail", "dp-out"),
+          // A listing's calendar (docs/passes.md#between-guests-the-turnover-window); its codes go to cal-out.
+          doorPassNode("cal", {
+            name: "Apartment A",
+            calendarUrl: feed.url,
+            doors: ["Main Street 1 / Back Door"],
+            checkIn: "15:00",
+            checkOut: "11:00",
+            timeZone: "UTC",
+          }),
+          ...helperNodes("u1-ok", "u1-fail", "dp-out", "cal-out"),
           ...catchNode(),
         ],
         { nodes: NODES },
       );
       outs = received("dp-out");
+      calOuts = received("cal-out");
       caught = received("caught");
       await waitReady();
     });
     afterEach(async () => {
       await teardown();
       forgetPassBooks();
+      await feed.stop();
       await sim.close();
     });
+
+    /** Reads the listing's calendar now: its `synced` answer. */
+    async function sync(): Promise<any> {
+      const n = calOuts.filter((m) => m.payload.action === "synced").length;
+      const c = caught.length;
+      helper.getNode("cal").receive({ payload: { action: "sync" } });
+      await until(
+        "synced",
+        () => calOuts.filter((m) => m.payload.action === "synced").length > n || caught.length > c,
+        15_000,
+      );
+      assert.equal(caught.length, c, JSON.stringify(caught.slice(c)));
+      return calOuts.filter((m) => m.payload.action === "synced")[n].payload;
+    }
 
     it("inside its window the code opens (one PUT); outside, denied with reason pass, 'this code opens on <weekday> HH:MM' in the pass's zone (never ISO UTC), nothing sent; list shows the hours, state active", async () => {
       const now = Date.now();
@@ -145,6 +211,71 @@ for (const store of ["file", "redis"] as const) {
       assert.ok(!JSON.stringify(listed.ok.payload).includes(b.ok.payload.code), "a list never holds a code");
     });
 
+    it("a turnover pass opens only between a check-out and the next check-in of its calendar, read at each message: before any check-out it is refused naming the next window in local time, after a check-out it opens, a booking moved onto now closes it, cancelled it opens again (docs/passes.md#between-guests-the-turnover-window)", async () => {
+      const now = Date.now();
+      feed.events = [booking("b", 2, 4), booking("c", 10, 11)];
+      assert.deepEqual(await sync(), { action: "synced", issued: 2, updated: 0, revoked: 0 });
+      const stay = (ref: string) => {
+        const m = [...calOuts].reverse().find((o) => o.payload.ref === ref && o.payload.action !== "revoked")!;
+        return { from: Date.parse(m.payload.from), until: Date.parse(m.payload.until) };
+      };
+      const cleaner = await pass({
+        action: "issue",
+        guest: `Anna (cleaner, ${store})`,
+        doors: ["Main Street 1 / Back Door"],
+        from: iso(now - HOUR),
+        until: iso(now + 60 * DAY),
+        timeZone: "UTC",
+        turnover: "Apartment A",
+      });
+      assert.ok("ok" in cleaner, JSON.stringify(cleaner));
+      assert.equal(cleaner.ok.payload.turnover, "cal", "kept as the calendar node's id");
+      const code = cleaner.ok.payload.code;
+      const window = (a: number, b: number) =>
+        `this code opens only between a check-out and the next check-in: next from ${formatOpening(a, Date.now(), "UTC")} to ${formatOpening(b, Date.now(), "UTC")}`;
+      sim.control.resetRequests();
+
+      // No check-out yet: refused, naming b's check-out to c's check-in in the pass's zone.
+      let refused = assertFailed(await unlock({ pass: code }), "denied", null);
+      assert.equal(refused.reason, "pass");
+      assert.equal(refused.message, window(stay("b").until, stay("c").from));
+      assert.deepEqual(refused.passRefusal, { why: "closed", at: iso(stay("b").until), timeZone: "UTC" });
+      assert.doesNotMatch(refused.message, /\d{4}-\d{2}-\d{2}T|Z\b/);
+      assert.equal(unlockPuts(sim).length, 0, "nothing sent before a check-out");
+
+      // The book as it is the day after a's stay: its pass, issued by the calendar while a was to
+      // come, kept once over (a feed no longer lists a booking past; the book keeps its pass).
+      const book = helper.getNode("acc1").account.core.passes;
+      await book.issueBooking(
+        {
+          guest: "Guest a",
+          doors: calOuts.find((o) => o.payload.ref === "b").payload.doors,
+          from: iso(now - 3 * DAY),
+          until: iso(now - 10 * HOUR),
+          uses: null,
+          ref: "a",
+          source: "cal",
+        },
+        8,
+      );
+      // After a's check-out, before b's check-in: opens.
+      assertAccepted(await unlock({ pass: code }));
+      assert.equal(unlockPuts(sim).length, 1);
+
+      // b moved to begin yesterday: a stay is under way, at once; the next window is b's check-out to c's check-in.
+      feed.events = [booking("b", -1, 4), booking("c", 10, 11)];
+      assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+      refused = assertFailed(await unlock({ pass: code }), "denied", null);
+      assert.equal(refused.message, window(stay("b").until, stay("c").from));
+      assert.equal(unlockPuts(sim).length, 1, "nothing sent during the moved stay");
+
+      // b cancelled: the window after a's check-out runs to c's check-in again, at once.
+      feed.events = [booking("c", 10, 11)];
+      assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 1 });
+      assertAccepted(await unlock({ pass: code }));
+      assert.equal(unlockPuts(sim).length, 2, "one PUT per message inside a window, none outside");
+    });
+
     for (const [what, hours, field] of [
       ["a day 8", { schedule: [{ days: [8], from: "08:00", to: "12:00" }] }, "schedule"],
       ["a window from 8:00", { schedule: [{ days: [2], from: "8:00", to: "12:00" }] }, "schedule"],
@@ -153,6 +284,8 @@ for (const store of ["file", "redis"] as const) {
         { schedule: [{ days: [2], from: "08:00", to: "12:00" }], timeZone: "Mars/Olympus" },
         "timeZone",
       ],
+      ["a turnover node without a calendar", { turnover: "dp" }, "turnover"],
+      ["a turnover node that is none", { turnover: "Apartment Z" }, "turnover"],
       [
         "windows outside from and until",
         {

@@ -260,4 +260,104 @@ describe("what a guest is told of a refused pass: its times as local time in the
     );
     assert.equal(passRefused("expired", own, "Europe/Oslo").timeZone, "Asia/Tokyo");
   });
+
+  it("outside its weekly hours or turnover windows: passRefusal { why: 'closed', at: when it opens next }, without at when it does not open again (docs/passes.md#at-a-door-unlock)", () => {
+    const tuesdays = {
+      ...pass,
+      until: "2026-12-31T00:00:00.000Z",
+      schedule: [{ days: [2], from: "07:00", to: "12:00" }],
+      timeZone: "Europe/Oslo",
+    };
+    const wednesday = Date.parse("2026-12-02T12:00:00Z");
+    assert.deepEqual(passRefused("closed", tuesdays, "UTC", wednesday), {
+      why: "closed",
+      at: "2026-12-08T06:00:00.000Z",
+      timeZone: "Europe/Oslo",
+    });
+    const cleaner = { ...pass, turnover: "cal" };
+    const stays = [{ ...pass, id: "b", source: "cal", from: "2026-12-02T00:00:00Z", until: "2026-12-03T10:00:00Z" }];
+    assert.deepEqual(passRefused("closed", cleaner, "UTC", wednesday, { bookingsOf: () => stays }), {
+      why: "closed",
+      at: "2026-12-03T10:00:00.000Z",
+      timeZone: "UTC",
+    });
+    assert.deepEqual(passRefused("closed", cleaner, "UTC", wednesday, { bookingsOf: () => [] }), {
+      why: "closed",
+      timeZone: "UTC",
+    });
+  });
+});
+
+describe("a turnover pass: open only between a check-out and the next check-in of its calendar's bookings on its doors (docs/passes.md#between-guests-the-turnover-window)", () => {
+  const H = 3600_000;
+  const T0 = Date.parse("2027-03-10T12:00:00Z");
+  const at = (h: number) => new Date(T0 + h * H).toISOString();
+  const pass = (extra: Partial<Pass> = {}): Pass => ({
+    id: "p1",
+    guest: "Anna (cleaner)",
+    doors: [{ deviceId: 101, door: null }],
+    from: at(-1000),
+    until: at(1000),
+    uses: null,
+    used: 0,
+    ref: null,
+    revoked: null,
+    firstUsed: null,
+    issued: at(-1000),
+    hash: "x",
+    timeZone: "UTC",
+    turnover: "cal",
+    ...extra,
+  });
+  const stay = (id: string, from: number, until: number, extra: Partial<Pass> = {}): Pass =>
+    pass({ id, from: at(from), until: at(until), source: "cal", turnover: undefined, ...extra });
+  const book = (...stays: Pass[]) => ({ bookingsOf: (s: string) => stays.filter((b) => b.source === s) });
+
+  it("between a check-out and the next check-in it opens; inside a stay, before the first check-out, or with no booking at all it is closed", () => {
+    const b = book(stay("a", -48, -2), stay("b", 5, 30));
+    assert.equal(passCheck(pass(), T0, 101, b), null);
+    assert.equal(passCheck(pass(), T0 + 6 * H, 101, b), "closed", "b's stay under way");
+    assert.equal(passCheck(pass(), T0 - 10 * H, 101, b), "closed", "a's stay under way");
+    assert.equal(passCheck(pass(), T0 - 100 * H, 101, b), "closed", "no check-out yet");
+    assert.equal(passCheck(pass(), T0, 101, book()), "closed", "no booking");
+    assert.equal(passCheck(pass(), T0, 101), "closed", "no bookings to read: closed, never wider");
+  });
+
+  it("a booking revoked by its calendar (cancelled, gone, its node deleted) bounds nothing; one revoked by hand stays a booking; a booking on other doors or of another calendar bounds nothing", () => {
+    const cancelled = stay("b", -1, 30, { revoked: at(-3), revokedBy: "calendar" });
+    assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2), cancelled)), null);
+    const byHand = stay("b", -1, 30, { revoked: at(-3) });
+    assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2), byHand)), "closed");
+    const otherDoor = stay("b", -1, 30, { doors: [{ deviceId: 102, door: null }] });
+    assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2), otherDoor)), null);
+    assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2, { source: "other" }))), "closed");
+  });
+
+  it("a check-out with no check-in after it opens for 30 days at most; the pass's own dates and weekly hours still bound it", () => {
+    const b = book(stay("a", -48, -2));
+    assert.equal(passCheck(pass(), T0 + 29 * 24 * H, 101, b), null);
+    assert.equal(passCheck(pass(), T0 + 30 * 24 * H, 101, b), "closed");
+    assert.equal(passCheck(pass({ until: at(-1) }), T0, 101, b), "expired");
+    const tuesdays = pass({ schedule: [{ days: [2], from: "08:00", to: "12:00" }] }); // T0 is a Wednesday
+    assert.equal(passCheck(tuesdays, T0, 101, b), "closed");
+  });
+
+  it("a refusal names the next turnover window in the pass's zone: the next check-out to the check-in after it, inside its weekly hours", () => {
+    const b = book(stay("a", -10, 2), stay("b", 50, 70));
+    assert.equal(
+      refusalText("closed", pass(), T0, undefined, b),
+      "this code opens only between a check-out and the next check-in: next from Wednesday 14:00 to Friday 14:00",
+    );
+    assert.equal(nextOpen(pass(), T0, b), T0 + 2 * H);
+    const mornings = pass({ schedule: [{ days: [4], from: "08:00", to: "12:00" }] });
+    assert.equal(
+      nextOpen(mornings, T0, b),
+      Date.parse("2027-03-11T08:00:00Z"),
+      "Thursday 08:00 UTC, inside the window",
+    );
+    assert.equal(
+      refusalText("closed", pass({ until: at(1) }), T0, undefined, b),
+      "this code opens only between a check-out and the next check-in, and none is booked before it ends (Wednesday 13:00)",
+    );
+  });
 });

@@ -110,6 +110,35 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     assert.deepEqual(await t2.commit(), { first: true });
   });
 
+  it("a cleaner's turnover pass on two instances: a booking moved onto now on one closes it on the other at once, also for a message checked before the move; cancelled, it opens again (docs/passes.md#between-guests-the-turnover-window)", async () => {
+    const [x, y] = [instance(), instance()];
+    const stay = (ref: string, from: number, until: number) => ({
+      ...newPass(),
+      source: "cal",
+      guest: `guest ${ref}`,
+      ref,
+      from: iso(from),
+      until: iso(until),
+    });
+    await x.issueBooking(stay("a", now - 50 * HOUR, now - 2 * HOUR), 8);
+    const b = await x.issueBooking(stay("b", now + 5 * HOUR, now + 30 * HOUR), 8);
+    const { code } = await x.issue(
+      { ...newPass(), guest: "Anna (cleaner)", ref: "cleaner", until: iso(now + 60 * HOUR), turnover: "cal" },
+      8,
+    );
+    await y.refresh();
+    const ticket = y.reserve(y.find(code)!, 101)!; // y's check passed: between a's check-out and b's check-in
+    assert.equal(passRefusal(y.find(code)!, 101, Date.now(), "UTC", y), null);
+    await x.update(b!.pass.id, { ...stay("b", now - HOUR, now + 30 * HOUR) }); // b moved to begin an hour ago
+    await assert.rejects(ticket.commit(), /opens only between a check-out and the next check-in/);
+    await y.refresh();
+    assert.match(passRefusal(y.find(code)!, 101, Date.now(), "UTC", y)!, /next from/);
+    await x.revoke({ id: b!.pass.id, byCalendar: true }); // b cancelled
+    await y.refresh();
+    assert.equal(passRefusal(y.find(code)!, 101, Date.now(), "UTC", y), null);
+    assert.deepEqual(await y.reserve(y.find(code)!, 101)!.commit(), { first: true });
+  });
+
   it("a revoke and an update of one pass at once on two instances: neither is lost, the code stays", async () => {
     // Forced: y has read the pass when x revokes it; only then does y write its update.
     let revoked: Awaited<ReturnType<RedisPassBook["revoke"]>> = [];
@@ -321,7 +350,7 @@ describe("the pass book on the account's Redis store: changes on one instance ar
       if (c.revoked) await other.revoke({ id: pass.id });
       now = times[c.at];
       await book.list(); // the pass and its uses as every instance sees them now
-      const check = passRefusal(book.find(code)!, door, now);
+      const check = passRefusal(book.find(code)!, door, now, undefined, book);
       let store: string | null | undefined;
       if (ticket !== null)
         store = await ticket.commit().then(
