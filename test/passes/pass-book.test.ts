@@ -7,7 +7,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
+import sinon from "sinon";
 import { FilePassBook, PassUseRefused, makePass, passKeySealer } from "../../src/passes/pass-book.js";
+import { WRITE_SLICE } from "../../src/passes/pass-file.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { filesThatVerify } from "../helpers/key-search.js";
 
@@ -90,6 +92,51 @@ describe("the file pass book: a use is written as the pass is when the command w
     const live = (await b.list()).filter((p) => p.state === "active" || p.state === "upcoming");
     assert.equal(live.length, 50, "one live pass per booking");
     assert.equal(new Set(live.map((p) => p.ref)).size, 50);
+  });
+
+  // docs/passes.md#what-passes-cost: a calendar's thousands of passes never hold Node-RED for a whole write
+  it("the book is written in slices: at most WRITE_SLICE passes turned into JSON in one turn of the event loop, and the file holds every pass", async () => {
+    const b = book();
+    await b.ready();
+    const n = WRITE_SLICE * 6 + 7;
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const perTurn = new Map<number, number>();
+    const passesIn = (v: unknown): number => {
+      const list = Array.isArray(v) ? v : (v as { passes?: unknown } | null)?.passes;
+      return Array.isArray(list) ? list.filter((p) => typeof (p as { id?: unknown })?.id === "string").length : 0;
+    };
+    const stringify = sinon.stub(JSON, "stringify").callsFake(function (
+      this: unknown,
+      ...args: Parameters<typeof JSON.stringify>
+    ) {
+      perTurn.set(turn, (perTurn.get(turn) ?? 0) + passesIn(args[0]));
+      return stringify.wrappedMethod.apply(JSON, args);
+    });
+    let issued: { pass: { id: string } }[];
+    try {
+      issued = await Promise.all(
+        Array.from({ length: n }, (_, i) => b.issue({ ...newPass, guest: `Guest ${i}`, ref: `b-${i}`, uses: null }, 8)),
+      );
+    } finally {
+      stringify.restore();
+      ticking = false;
+    }
+    const most = Math.max(...perTurn.values());
+    assert.ok(most > 0, "the writes were seen");
+    assert.ok(most <= WRITE_SLICE, `${most} passes turned into JSON in one turn (at most ${WRITE_SLICE})`);
+    const file = JSON.parse(fs.readFileSync(path.join(dir, "passes.json"), "utf8")) as {
+      v: number;
+      passes: { id: string }[];
+    };
+    assert.equal(file.v, 1);
+    assert.deepEqual(new Set(file.passes.map((p) => p.id)), new Set(issued.map((x) => x.pass.id)));
+    assert.equal((await book().list()).length, n, "read back whole by the next start");
   });
 });
 
