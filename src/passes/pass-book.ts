@@ -314,7 +314,7 @@ export class FilePassBook implements PassBook {
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
   async fromSource(source: string): Promise<Pass[]> {
     await this.ready();
-    return [...this.index.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
+    return this.index.fromSource(source);
   }
 
   async list(): Promise<PassView[]> {

@@ -6,6 +6,9 @@
  */
 import { type Pass, codeHash, isLive, passState } from "./pass.js";
 
+/** Passes copied in one turn of the event loop for a calendar's read (fromSource). */
+export const COPY_SLICE = 500;
+
 export class PassIndex {
   readonly passes = new Map<string, Pass>();
   private readonly byHash = new Map<string, string[]>();
@@ -23,6 +26,22 @@ export class PassIndex {
     this.passes.delete(p.id);
     pull(this.byHash, p.hash, p.id);
     if (p.source !== undefined && p.ref !== null) pull(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
+  }
+
+  /**
+   * Copies of the passes calendar `source` (its door-pass node id) made, revoked ones included:
+   * COPY_SLICE at a time, with a turn of the event loop between, so a calendar's 10,000 passes
+   * never hold Node-RED for all of them (docs/passes.md#what-passes-cost). Each copy is its pass
+   * as it was when copied.
+   */
+  async fromSource(source: string): Promise<Pass[]> {
+    const mine = [...this.passes.values()].filter((p) => p.source === source);
+    const copies: Pass[] = [];
+    for (let i = 0; i < mine.length; i += COPY_SLICE) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const p of mine.slice(i, i + COPY_SLICE)) copies.push(structuredClone(p));
+    }
+    return copies;
   }
 
   /** Forgets the passes (a book read again); the reserved uses stay with their messages. */

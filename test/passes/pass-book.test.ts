@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import sinon from "sinon";
 import { FilePassBook, PassUseRefused, makePass, passKeySealer } from "../../src/passes/pass-book.js";
 import { WRITE_SLICE } from "../../src/passes/pass-file.js";
+import { COPY_SLICE } from "../../src/passes/pass-index.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { filesThatVerify } from "../helpers/key-search.js";
 
@@ -137,6 +138,43 @@ describe("the file pass book: a use is written as the pass is when the command w
     assert.equal(file.v, 1);
     assert.deepEqual(new Set(file.passes.map((p) => p.id)), new Set(issued.map((x) => x.pass.id)));
     assert.equal((await book().list()).length, n, "read back whole by the next start");
+  });
+
+  // docs/passes.md#what-passes-cost: a calendar read again compares its bookings with copies of its passes
+  it("a calendar's passes are copied for its next read COPY_SLICE at a time, a turn of the event loop between, every one of them", async () => {
+    const b = book();
+    const doors = [{ deviceId: 101, door: "Front Door" }];
+    const n = COPY_SLICE * 4 + 3;
+    const bookings = Array.from({ length: n }, (_, i) => ({
+      ref: `bk-${i}`,
+      guest: `Guest ${i}`,
+      from: iso(now + HOUR),
+      until: iso(now + 24 * HOUR),
+    }));
+    await applyBookings(b, "cal-1", bookings, doors, 8, now);
+    await b.issue({ ...newPass, ref: "by-hand" }, 8); // another source's: not copied
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const perTurn = new Map<number, number>();
+    const clone = sinon.stub(globalThis, "structuredClone").callsFake((...args: Parameters<typeof structuredClone>) => {
+      perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
+      return clone.wrappedMethod(...args);
+    });
+    let mine: { ref: string | null }[];
+    try {
+      mine = await b.fromSource("cal-1");
+    } finally {
+      clone.restore();
+      ticking = false;
+    }
+    assert.deepEqual(new Set(mine.map((p) => p.ref)), new Set(bookings.map((x) => x.ref)));
+    const most = Math.max(...perTurn.values());
+    assert.ok(most <= COPY_SLICE, `${most} passes copied in one turn (at most ${COPY_SLICE})`);
   });
 });
 
