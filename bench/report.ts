@@ -86,6 +86,11 @@ function table(r: Figures): string {
       "10,000 / 10,000 / 6,000 / 5,000",
     ],
     [
+      "  the same feed read again (no ETag: read and applied in full, nothing changes): total ms, longest event-loop hold",
+      `${n("platformFlowRereadTotalMs", 0)} ms, ${n("platformFlowRereadMaxLoopDelayMs", 0)} ms`,
+      "hold ≤ 50 ms",
+    ],
+    [
       "Node-RED's own share: Node-RED floor p50 / floor p50 (a node doing the floor's work)",
       `${n("nodeRedFloorRatio")}×`,
       "",
