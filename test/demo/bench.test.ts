@@ -75,6 +75,9 @@ const NUMBER_KEYS = [
   "platformFlowMaxLoopDelayMs",
   "platformFlowPasses",
   "platformFlowBlockedSkipped",
+  "platformFlowMaxHoldCpuMs",
+  "platformFlowRereadMaxLoopDelayMs",
+  "platformFlowRereadMaxHoldCpuMs",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
 /** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */
