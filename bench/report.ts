@@ -76,6 +76,21 @@ function table(r: Figures): string {
       "hold ≤ 50 ms",
     ],
     [
+      "10,000 bookings with blocks and placeholders mixed in (events, bytes), through door-pass and example 11's flow: total ms, longest event-loop hold (most CPU time in one)",
+      `${n("platformFlowEvents", 0)} events, ${n("platformFlowBytes", 0)} B: ${n("platformFlowTotalMs", 0)} ms, ${n("platformFlowMaxLoopDelayMs", 0)} ms (${n("platformFlowMaxHoldCpuMs", 0)} ms CPU)`,
+      "hold ≤ 50 ms",
+    ],
+    [
+      "  of which bookings that became passes / guests' messages / guests named for a placeholder / events skipped as blocked",
+      `${n("platformFlowPasses", 0)} / ${n("platformFlowGuestMessages", 0)} / ${n("platformFlowPlaceholdersNamed", 0)} / ${n("platformFlowBlockedSkipped", 0)}`,
+      "10,000 / 10,000 / 6,000 / 5,000",
+    ],
+    [
+      "  the same feed read again (no ETag: read and applied in full, nothing changes): total ms, longest event-loop hold (CPU)",
+      `${n("platformFlowRereadTotalMs", 0)} ms, ${n("platformFlowRereadMaxLoopDelayMs", 0)} ms (${n("platformFlowRereadMaxHoldCpuMs", 0)} ms CPU)`,
+      "hold ≤ 50 ms",
+    ],
+    [
       "Node-RED's own share: Node-RED floor p50 / floor p50 (a node doing the floor's work)",
       `${n("nodeRedFloorRatio")}×`,
       "",

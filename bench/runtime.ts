@@ -89,6 +89,7 @@ const CORE_NODES = [
   benchFloorNode,
   load(path.join(nrNodes, "core", "network", "21-httprequest.js")),
   load(path.join(nrNodes, "core", "function", "15-change.js")),
+  load(path.join(nrNodes, "core", "function", "10-switch.js")),
   load(path.join(nrNodes, "core", "function", "10-function.js")),
 ];
 

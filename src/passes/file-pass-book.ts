@@ -16,6 +16,7 @@ import * as path from "node:path";
 import { writeFileAtomic } from "../util/atomic-file.js";
 import { accountStoreId } from "../util/store-id.js";
 import { type Pass, type PassView, isLive, passCheck, refusalText, viewOf } from "./pass.js";
+import { passesFileText } from "./pass-file.js";
 import { PassIndex, bookingKey } from "./pass-index.js";
 import { loadPassKey, passKeySealer } from "./pass-key.js";
 import {
@@ -232,7 +233,7 @@ export class FilePassBook implements PassBook {
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
   async fromSource(source: string): Promise<Pass[]> {
     await this.ready();
-    return [...this.index.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
+    return this.index.fromSource(source);
   }
 
   async list(): Promise<PassView[]> {
@@ -310,13 +311,16 @@ export class FilePassBook implements PassBook {
     }
   }
 
-  /** Writes the whole book (one write at a time; the last one has every change). Rejects when it could not. */
+  /**
+   * Writes the whole book (one write at a time; the last one has every change), in slices
+   * (pass-file.ts): a change made meanwhile is written by the next write. Rejects when it could not.
+   */
   private save(): Promise<void> {
     const version = ++this.version;
     const run = async () => {
       if (this.written >= version) return;
       const upTo = this.version;
-      await writeFileAtomic(this.file, JSON.stringify({ v: 1, passes: [...this.index.passes.values()] }) + "\n");
+      await writeFileAtomic(this.file, await passesFileText([...this.index.passes.values()]));
       this.written = Math.max(this.written, upTo);
     };
     this.writing = this.writing.then(run, run);

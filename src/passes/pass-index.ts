@@ -6,6 +6,9 @@
  */
 import { type Bookings, type Pass, codeHash, isLive, passState } from "./pass.js";
 
+/** Passes copied in one turn of the event loop for a calendar's read (fromSource). */
+export const COPY_SLICE = 500;
+
 export class PassIndex implements Bookings {
   readonly passes = new Map<string, Pass>();
   private readonly byHash = new Map<string, string[]>();
@@ -53,6 +56,22 @@ export class PassIndex implements Bookings {
       this.sourceList.set(source, list);
     }
     return list;
+  }
+
+  /**
+   * Copies of the passes calendar `source` (its door-pass node id) made, revoked ones included:
+   * COPY_SLICE at a time, with a turn of the event loop between, so a calendar's 10,000 passes
+   * never hold Node-RED for all of them (docs/passes.md#what-passes-cost). Each copy is its pass
+   * as it was when copied.
+   */
+  async fromSource(source: string): Promise<Pass[]> {
+    const mine = [...this.bookingsOf(source)];
+    const copies: Pass[] = [];
+    for (let i = 0; i < mine.length; i += COPY_SLICE) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const p of mine.slice(i, i + COPY_SLICE)) copies.push(structuredClone(p));
+    }
+    return copies;
   }
 
   /** Forgets the passes (a book read again); the reserved uses stay with their messages. */

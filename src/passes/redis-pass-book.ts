@@ -354,7 +354,7 @@ export class RedisPassBook implements PassBook {
 
   async fromSource(source: string): Promise<Pass[]> {
     await this.readUses();
-    return [...this.index.passes.values()].filter((p) => p.source === source).map((p) => structuredClone(p));
+    return this.index.fromSource(source);
   }
 
   async list(): Promise<PassView[]> {

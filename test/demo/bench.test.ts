@@ -67,6 +67,17 @@ const NUMBER_KEYS = [
   "rulesNodeP50Ms",
   "rulesExtraP50Us",
   "rulesExtraTrimmedUs",
+  "checkNs",
+  "weeklyCheckNs",
+  "feedMaxLoopDelayMs",
+  "calendarFlowMaxLoopDelayMs",
+  "platformFlowTotalMs",
+  "platformFlowMaxLoopDelayMs",
+  "platformFlowPasses",
+  "platformFlowBlockedSkipped",
+  "platformFlowMaxHoldCpuMs",
+  "platformFlowRereadMaxLoopDelayMs",
+  "platformFlowRereadMaxHoldCpuMs",
 ];
 const STRING_KEYS = ["node", "nodeRed", "at"];
 /** Only when the Home Assistant comparison ran (a full run; quick mode skips it). */
@@ -164,6 +175,15 @@ describe("the benchmark runs by itself, reports every figure, and its counts are
     assert.equal(results.loginsUnderExpiry, 0, "an expired token is refreshed, not logged in again");
     assert.equal(results.auditRecordsPerUnlock, 2, "an attempt and a result record per unlock");
     assert.ok((results.fsyncsPerRecord as number) > 0 && (results.fsyncsPerRecord as number) <= 1);
+  });
+
+  it("the booking calendar with blocks and placeholders mixed in: every booking one pass and one guest message, every block skipped (docs/passes.md#what-passes-cost)", () => {
+    assert.equal(results.platformFlowEvents, 15_000, "10,000 bookings and 5,000 events of blocked time");
+    assert.equal(results.platformFlowPasses, 10_000);
+    assert.equal(results.platformFlowGuestMessages, 10_000);
+    assert.equal(results.platformFlowPlaceholdersNamed, 6_000, "Reserved, Reservation, booked: named for the host");
+    assert.equal(results.platformFlowBlockedSkipped, 5_000);
+    assert.match(output, /events skipped as blocked/);
   });
 });
 

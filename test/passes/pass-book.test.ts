@@ -7,8 +7,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
+import sinon from "sinon";
 import { PassUseRefused, makePass, passKeySealer } from "../../src/passes/pass-book.js";
 import { FilePassBook } from "../../src/passes/file-pass-book.js";
+import { WRITE_SLICE } from "../../src/passes/pass-file.js";
+import { COPY_SLICE } from "../../src/passes/pass-index.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
 import { olderReadAfterNewer } from "../helpers/calendar-race.js";
 import { filesThatVerify } from "../helpers/key-search.js";
@@ -98,6 +101,88 @@ describe("the file pass book: a use is written as the pass is when the command w
   it("an older read of a calendar writes nothing once a newer read of it has begun: the newer read's cancellation and move stay, and the cancelled booking gets no code", async () => {
     const b = book();
     await olderReadAfterNewer(b, b);
+  });
+
+  // docs/passes.md#what-passes-cost: a calendar's thousands of passes never hold Node-RED for a whole write
+  it("the book is written in slices: at most WRITE_SLICE passes turned into JSON in one turn of the event loop, and the file holds every pass", async () => {
+    const b = book();
+    await b.ready();
+    const n = WRITE_SLICE * 6 + 7;
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const perTurn = new Map<number, number>();
+    const passesIn = (v: unknown): number => {
+      const list = Array.isArray(v) ? v : (v as { passes?: unknown } | null)?.passes;
+      return Array.isArray(list) ? list.filter((p) => typeof (p as { id?: unknown })?.id === "string").length : 0;
+    };
+    const stringify = sinon.stub(JSON, "stringify").callsFake(function (
+      this: unknown,
+      ...args: Parameters<typeof JSON.stringify>
+    ) {
+      perTurn.set(turn, (perTurn.get(turn) ?? 0) + passesIn(args[0]));
+      return stringify.wrappedMethod.apply(JSON, args);
+    });
+    let issued: { pass: { id: string } }[];
+    try {
+      issued = await Promise.all(
+        Array.from({ length: n }, (_, i) => b.issue({ ...newPass, guest: `Guest ${i}`, ref: `b-${i}`, uses: null }, 8)),
+      );
+    } finally {
+      stringify.restore();
+      ticking = false;
+    }
+    const most = Math.max(...perTurn.values());
+    assert.ok(most > 0, "the writes were seen");
+    assert.ok(most <= WRITE_SLICE, `${most} passes turned into JSON in one turn (at most ${WRITE_SLICE})`);
+    const file = JSON.parse(fs.readFileSync(path.join(dir, "passes.json"), "utf8")) as {
+      v: number;
+      passes: { id: string }[];
+    };
+    assert.equal(file.v, 1);
+    assert.deepEqual(new Set(file.passes.map((p) => p.id)), new Set(issued.map((x) => x.pass.id)));
+    assert.equal((await book().list()).length, n, "read back whole by the next start");
+  });
+
+  // docs/passes.md#what-passes-cost: a calendar read again compares its bookings with copies of its passes
+  it("a calendar's passes are copied for its next read COPY_SLICE at a time, a turn of the event loop between, every one of them", async () => {
+    const b = book();
+    const doors = [{ deviceId: 101, door: "Front Door" }];
+    const n = COPY_SLICE * 4 + 3;
+    const bookings = Array.from({ length: n }, (_, i) => ({
+      ref: `bk-${i}`,
+      guest: `Guest ${i}`,
+      from: iso(now + HOUR),
+      until: iso(now + 24 * HOUR),
+    }));
+    await applyBookings(b, "cal-1", bookings, doors, 8, now);
+    await b.issue({ ...newPass, ref: "by-hand" }, 8); // another source's: not copied
+    let turn = 0;
+    let ticking = true;
+    const tick = () => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const perTurn = new Map<number, number>();
+    const clone = sinon.stub(globalThis, "structuredClone").callsFake((...args: Parameters<typeof structuredClone>) => {
+      perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1);
+      return clone.wrappedMethod(...args);
+    });
+    let mine: { ref: string | null }[];
+    try {
+      mine = await b.fromSource("cal-1");
+    } finally {
+      clone.restore();
+      ticking = false;
+    }
+    assert.deepEqual(new Set(mine.map((p) => p.ref)), new Set(bookings.map((x) => x.ref)));
+    const most = Math.max(...perTurn.values());
+    assert.ok(most <= COPY_SLICE, `${most} passes copied in one turn (at most ${COPY_SLICE})`);
   });
 });
 
