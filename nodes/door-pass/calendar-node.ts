@@ -111,6 +111,7 @@ export function calendarPoller(
     bookings: Parameters<typeof applyBookings>[2],
     _skipped: number,
     stamp: number | null,
+    blocked: number,
   ): Promise<boolean | "superseded"> => {
     const got = binding.account();
     if ("problem" in got) throw new Error(got.problem);
@@ -134,7 +135,7 @@ export function calendarPoller(
         // that later read applies the feed.
         stamp !== null && !(await book.latestRead(node.id, stamp))
           ? null
-          : applyBookings(book, node.id, bookings, doors, digits, Date.now(), { issue }),
+          : applyBookings(book, node.id, bookings, doors, digits, Date.now(), { issue, blocked }),
       );
       if (applied === null) {
         onCounts({ issued: 0, updated: 0, revoked: 0 });

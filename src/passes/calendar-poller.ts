@@ -79,6 +79,8 @@ export class CalendarPoller {
       bookings: Booking[],
       skipped: number,
       stamp: number | null,
+      /** Events of the feed skipped as blocked time: a feed that lists them is not an empty feed. */
+      blocked: number,
     ) => Promise<boolean | void | "superseded">,
     /** `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else `apply`). */
     private readonly onProblem: (problem: string | null, reason?: string) => void,
@@ -143,7 +145,7 @@ export class CalendarPoller {
     }
     let whole: boolean | void;
     try {
-      const applied = await this.apply(feed.bookings, feed.skipped, stamp);
+      const applied = await this.apply(feed.bookings, feed.skipped, stamp, feed.blocked);
       if (applied === "superseded") {
         // No ETag kept: the next read is in full, whatever the later read did.
         this.etag = null;

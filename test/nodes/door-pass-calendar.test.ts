@@ -532,6 +532,33 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.equal(issued().length, 0);
   });
 
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it("a feed whose last booking is cancelled while it still lists blocked time revokes that booking's pass: blocked time is a feed's content, not an empty feed", async () => {
+    const block = [
+      "BEGIN:VEVENT",
+      `DTSTART;VALUE=DATE:${date(20)}`,
+      `DTEND;VALUE=DATE:${date(300)}`,
+      "UID:blk-1@airbnb.com",
+      "SUMMARY:Airbnb (Not available)",
+      "END:VEVENT",
+    ].join("\r\n");
+    cal.body = feed(booking("b1", "Reserved", -1, 2), block);
+    await deploy({ name: "Apartment A" });
+    await until("the pass", () => issued().length === 1);
+    const p = issued()[0];
+    assertAccepted(await unlock({ pass: p.code }));
+    // The guest cancels: Airbnb's feed now holds only the blocked dates.
+    cal.body = feed(block);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 1 });
+    assert.match(assertFailed(await unlock({ pass: p.code }), "denied", null).message, /revoked/);
+    // A feed with no event at all is still not applied.
+    cal.body = feed(booking("b2", "Reserved", -1, 2), block);
+    assert.deepEqual(await sync(), { action: "synced", issued: 1, updated: 0, revoked: 0 });
+    cal.body = feed();
+    const empty = await sync();
+    assert.match(empty.error.error.message, /lists no booking/);
+  });
+
   // docs/passes.md#no-code-goes-nowhere
   it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
