@@ -188,6 +188,18 @@ export function calendarPoller(
         events?.emit("pass", "calendar-ok", `the booking calendar of ${name} is read and applied again`, {
           node: name,
         });
+      // A feed back unchanged (304) applies nothing: the status is said here, not by a read's apply.
+      if (was !== null && "account" in got && wired())
+        void got.account.core.passes
+          .liveOf(node.id)
+          .then((live) =>
+            binding.setResult({
+              fill: "green",
+              shape: "dot",
+              text: `calendar read ${clockTime(Date.now(), settings.timeZone)}: ${live} live`,
+            }),
+          )
+          .catch(() => undefined);
       return;
     }
     const partly = reason === "doors" || reason === "store";

@@ -137,7 +137,11 @@ export class CalendarPoller {
       this.onProblem(r.problem, "fetch");
       return r;
     }
-    if (r.kind === "unchanged") return r;
+    if (r.kind === "unchanged") {
+      // The feed as last applied (answered 304): after a failed read, it reads again (calendar-ok).
+      this.onProblem(null);
+      return r;
+    }
     const feed = await readFeedOffThread(r.text, this.settings, this.now());
     if (!feed.ok) {
       this.onProblem(feed.problem, "feed");

@@ -559,6 +559,37 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.match(empty.error.error.message, /lists no booking/);
   });
 
+  // docs/passes.md#from-a-booking-calendar
+  it("a feed that reads again after failing is told once by pass/calendar-ok and the status, also when it comes back unchanged (answered 304)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    const failed = () => events.filter((m) => m.topic === "pass/calendar-failed");
+    const ok = () => events.filter((m) => m.topic === "pass/calendar-ok");
+    cal.status = 404;
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    await until("one calendar-failed", () => failed().length === 1);
+    assert.match(String(lastStatus(helper.getNode("dp"))?.text), /^calendar: not read/);
+    // Back, with the same feed: the server answers 304 to the ETag of the last read applied.
+    cal.status = 200;
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.ok(cal.requests[cal.requests.length - 1].ifNoneMatch !== null, "asked with If-None-Match: answered 304");
+    await until("one calendar-ok", () => ok().length === 1);
+    // The status set after the failure says the calendar is read again (a sync's answer may follow it).
+    const dp = helper.getNode("dp");
+    const texts = () => dp.status.getCalls().map((c: any) => String(c.args[0]?.text));
+    await until("the status of a calendar read", () => {
+      const t = texts();
+      const i = t.map((x: string) => x.startsWith("calendar: not read")).lastIndexOf(true);
+      return t.slice(i + 1).some((x: string) => /^calendar read \d\d:\d\d:\d\d: 1 live$/.test(x));
+    });
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(ok().length, 1, "told once");
+    assert.equal(failed().length, 1);
+  });
+
   // docs/passes.md#no-code-goes-nowhere
   it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
