@@ -24,7 +24,7 @@ import { type Counts, calendarPoller } from "./calendar-node.js";
 import {
   type PassNodeHooks,
   answerOf,
-  deletedFromFlows,
+  nodeDeleted,
   isOwn,
   outputWired,
   revokeCalendarPasses,
@@ -244,9 +244,9 @@ export = function register(RED: NodeAPI): void {
     };
     (node as unknown as { doorPass: PassNodeHooks }).doorPass = hooks;
 
-    // Deleted (not disabled, not redeployed): the calendar passes it made end with it.
+    // Deleted (not disabled, not redeployed; also inside a subflow): the calendar passes it made end with it.
     node.on("close", (removed: boolean, closed: () => void) => {
-      if (removed !== true || !deletedFromFlows(RED, node.id)) return closed();
+      if (!nodeDeleted(RED, node, removed)) return closed();
       const got = binding.account();
       if ("problem" in got) return closed();
       const account = got.account;

@@ -60,6 +60,23 @@ export function deletedFromFlows(RED: NodeAPI, id: string): boolean {
   return !found;
 }
 
+/**
+ * Whether a closing node was deleted: `removed` from Node-RED for a node on a flow tab; for a node
+ * inside a subflow instance, which Node-RED closes without `removed` whether the instance is
+ * redeployed or deleted, whether its node in the subflow (`_alias`) or every instance holding it
+ * is gone from the deployed flows (its id is `<instance id>-<its id in the subflow>`).
+ */
+export function nodeDeleted(RED: NodeAPI, node: Node, removed: unknown): boolean {
+  const alias = (node as unknown as { _alias?: unknown })._alias;
+  if (typeof alias !== "string" || alias === "") return removed === true && deletedFromFlows(RED, node.id);
+  if (deletedFromFlows(RED, alias)) return true;
+  let held = false;
+  RED.nodes.eachNode((n: { id: string; type?: unknown }) => {
+    if (typeof n.type === "string" && n.type.startsWith("subflow:") && node.id.startsWith(`${n.id}-`)) held = true;
+  });
+  return !held;
+}
+
 /** The passes this door-pass node made (its calendar's, and a flow's issues through it). */
 export function isOwn(p: PassView, nodeId: string): boolean {
   return p.node === nodeId;

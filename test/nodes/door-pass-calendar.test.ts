@@ -673,6 +673,73 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assertAccepted(await unlock({ pass: issued().find((p) => p.guest === "Cy").code }));
   });
 
+  // docs/passes.md#deleting-a-calendar-node
+  it("a door-pass inside a subflow: redeploying or disabling its instance revokes nothing; the deploy that deletes the instance revokes the calendar passes it made (pass/revoked each)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    const subflow = (instances: string[], d = false) => [
+      tab(),
+      { id: "acc1", type: "door-account", name: "demo", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
+      ...helperNodes("u1-ok", "u1-fail", "dp-out"),
+      {
+        id: "sf1",
+        type: "subflow",
+        name: "Listing",
+        info: "",
+        in: [{ x: 40, y: 40, wires: [{ id: "sfdp" }] }],
+        out: [{ x: 300, y: 40, wires: [{ id: "sfdp", port: 0 }] }],
+      },
+      {
+        ...doorPassNode("sfdp", {
+          name: "Apartment A",
+          calendarUrl: cal.url,
+          doors: ["Front Door"],
+          checkIn: "00:00",
+          checkOut: "23:59",
+          timeZone: "UTC",
+        }),
+        z: "sf1",
+        x: 160,
+        y: 40,
+        wires: [[]],
+      },
+      // A subflow instance is a node only with its position (x, y), as the editor stores it.
+      ...instances.map((id) => ({ id, type: "subflow:sf1", z: "tab1", x: 200, y: 200, d, wires: [["dp-out"]] })),
+    ];
+    await loadFlow(subflow(["inst1"]), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    await until("two passes", () => issued().length === 2);
+    const book = () => accountOf().account.core.passes;
+    const live = async () =>
+      (await book().list())
+        .filter((p: any) => p.state === "active")
+        .map((p: any) => p.guest)
+        .sort();
+    const revokedEvents = () =>
+      accountOf()
+        .account.core.events.recent()
+        .filter((e: any) => e.kind === "pass" && e.event === "revoked");
+    // A full redeploy: the instance restarts; nothing revoked, nothing issued again.
+    await deployFlows(subflow(["inst1"]), "full");
+    await waitReady();
+    await new Promise((r) => setTimeout(r, 1500)); // its first read, a second after the deploy
+    assert.deepEqual(await live(), ["Ada", "Bo"]);
+    assert.equal(revokedEvents().length, 0);
+    // Disabled, then enabled again: nothing revoked.
+    await deployFlows(subflow(["inst1"], true), "nodes");
+    await deployFlows(subflow(["inst1"]), "nodes");
+    await new Promise((r) => setTimeout(r, 300)); // a revocation, if there were one, would be written by now
+    assert.deepEqual(await live(), ["Ada", "Bo"]);
+    assert.equal(revokedEvents().length, 0);
+    // The instance deleted.
+    await deployFlows(subflow([]), "nodes");
+    await until("two pass/revoked events", () => revokedEvents().length === 2);
+    assert.deepEqual(await live(), [], "the deleted instance's calendar passes ended");
+    assert.match(assertFailed(await unlock({ pass: issued()[0].code }), "denied", null).message, /revoked/);
+  });
+
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
     // Bound by progress, not by the machine's speed: it fails only when no pass comes out for two minutes.
     this.timeout(0);
