@@ -590,6 +590,23 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.equal(failed().length, 1);
   });
 
+  // docs/passes.md#from-a-booking-calendar
+  it("an event listed twice under one UID is read as its latest version (SEQUENCE, then DTSTAMP), whatever the order of the feed: a cancelled booking listed again before its cancellation gets no pass", async () => {
+    const old = booking("d1", "Ada", -1, 2, ["SEQUENCE:0", "DTSTAMP:20260101T000000Z"]);
+    const cancelled = booking("d1", "Ada", -1, 2, ["SEQUENCE:1", "DTSTAMP:20260102T000000Z", "STATUS:CANCELLED"]);
+    const moved = booking("d2", "Bo", 1, 3, ["SEQUENCE:2", "DTSTAMP:20260103T000000Z"]);
+    const first = booking("d2", "Bo", -1, 2, ["SEQUENCE:1", "DTSTAMP:20260102T000000Z"]);
+    cal.body = feed(old, cancelled, first, moved, booking("b9", "Cy", -1, 2));
+    await deploy();
+    await until("Cy's pass and Bo's", () => issued().length === 2);
+    const bo = issued().find((p) => p.ref === "d2");
+    assert.equal(bo.from, iso(Date.parse(`${new Date(Date.now() + DAY).toISOString().slice(0, 10)}T00:00:00Z`)));
+    // The same feed, its events in another order: nothing changes.
+    cal.body = feed(booking("b9", "Cy", -1, 2), moved, cancelled, first, old);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.equal(issued().filter((p) => p.ref === "d1").length, 0, "no pass for the cancelled booking");
+  });
+
   // docs/passes.md#no-code-goes-nowhere
   it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
