@@ -145,6 +145,12 @@ export = function register(RED: NodeAPI): void {
       if (id === undefined && ref === undefined) return fail("invalid-input", `${action}: give the pass's id or ref`);
       const which = id !== undefined ? `with id ${id}` : `with ref ${ref}`;
       if (action === "reissue") {
+        // The old code stops at once: the new one must reach a flow (docs/passes.md#a-new-code).
+        if (!outputWired(RED, node))
+          return fail(
+            "not-wired",
+            "reissue: this node's output reaches no node, so the new code would go nowhere; the pass keeps its code (wire the output and deploy)",
+          );
         // docs/passes.md#a-new-code: a live pass only; one answer per pass a ref names.
         const live = (await book.list()).filter(
           (p) => (id !== undefined ? p.id === id : p.ref === ref) && (p.state === "active" || p.state === "upcoming"),
