@@ -257,7 +257,9 @@ export = function register(RED: NodeAPI): void {
       if ("problem" in got) return closed();
       const account = got.account;
       const guard = setTimeout(closed, 10_000);
-      revokeCalendarPasses(account.core.passes, node.id)
+      // After a read of this node under way (book.serially): a pass it is issuing is revoked too.
+      account.core.passes
+        .serially(node.id, () => revokeCalendarPasses(account.core.passes, node.id))
         .then((revoked) => {
           for (const p of revoked)
             account.core.events.emit(

@@ -691,6 +691,50 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#deleting-a-calendar-node
+  it("the deploy that deletes a door-pass while its read is issuing passes leaves none of its calendar passes live: the revocation waits for the read", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await loadFlow(calendarFlow(), { nodes: [...ALL_NODES, passModule, catchModule] });
+    await waitReady();
+    outs = received("dp-out");
+    await until("Ada's pass", () => issued().length === 1);
+    const book = accountOf().account.core.passes;
+    // The next read's issue is held until the node is deleted.
+    const issueBooking = book.issueBooking.bind(book);
+    let reached = false;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    book.issueBooking = async (...a: Parameters<typeof issueBooking>) => {
+      reached = true;
+      await gate;
+      return issueBooking(...a);
+    };
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    helper.getNode("dp").receive({ payload: { action: "sync" } });
+    await until("the read issuing Bo's pass", () => reached);
+    const deleted = deployFlows(
+      calendarFlow().filter((n) => n.id !== "dp"),
+      "nodes",
+    );
+    await new Promise((r) => setTimeout(r, 300)); // the deleted node's close has begun
+    release();
+    await deleted;
+    await until(
+      "the read and the revocation over",
+      () =>
+        accountOf()
+          .account.core.events.recent()
+          .filter((e: any) => e.event === "revoked").length >= 1,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const live = (await book.fromSource("dp")).filter((p: any) => p.revoked === null);
+    assert.deepEqual(
+      live.map((p: any) => p.guest),
+      [],
+      "every calendar pass of the deleted node revoked, the one its last read issued too",
+    );
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
   it("a door-pass inside a subflow: redeploying or disabling its instance revokes nothing; the deploy that deletes the instance revokes the calendar passes it made (pass/revoked each)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
     const nodes = [...ALL_NODES, passModule, catchModule];
