@@ -175,10 +175,12 @@ export function calendarPoller(
     return true;
   };
   const onProblem = (problem: string | null, reason?: string) => {
-    // Once per kind of problem; a read that works again says so once.
-    if (problem === told) return;
+    // Once per kind of problem (its reason: a count in its words may change between reads); a read
+    // that works again says so once.
+    const kind = problem === null ? null : (reason ?? "apply");
+    if (kind === told) return;
     const was = told;
-    told = problem;
+    told = kind;
     const got = binding.account();
     const events = "account" in got ? got.account.core.events : null;
     const name = node.name || node.id;

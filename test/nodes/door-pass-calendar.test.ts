@@ -607,6 +607,29 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.equal(issued().filter((p) => p.ref === "d1").length, 0, "no pass for the cancelled booking");
   });
 
+  // docs/passes.md#from-a-booking-calendar
+  it("a feed that keeps failing the same way is told once (one pass/calendar-failed, one warning), also when the number of live passes changes meanwhile", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    await deploy();
+    await until("two passes", () => issued().length === 2);
+    const failed = () => events.filter((m) => m.topic === "pass/calendar-failed");
+    cal.body = feed();
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    await until("one calendar-failed", () => failed().length === 1);
+    // The host revokes a pass while the feed is empty: the same failure, told no second time.
+    const c = caught.length;
+    helper.getNode("dp").receive({ payload: { action: "revoke", ref: "b1" } });
+    await until("revoked", () => outs.some((m) => m.payload.action === "revoked") || caught.length > c);
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(failed().length, 1, "told once");
+    const warned = helper
+      .getNode("dp")
+      .warn.getCalls()
+      .filter((x: any) => /calendar:/.test(String(x.args[0])));
+    assert.equal(warned.length, 1, "one warning");
+  });
+
   // docs/passes.md#no-code-goes-nowhere
   it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
