@@ -28,6 +28,7 @@ import {
   isOwn,
   outputWired,
   revokeCalendarPasses,
+  subflowPassNodes,
 } from "./pass-node-parts.js";
 import { PassInputError, resolveDoors } from "./resolve-doors.js";
 
@@ -249,6 +250,12 @@ export = function register(RED: NodeAPI): void {
       },
     };
     (node as unknown as { doorPass: PassNodeHooks }).doorPass = hooks;
+    if (typeof (node as unknown as { _alias?: unknown })._alias === "string") {
+      subflowPassNodes.set(node.id, { hooks, name: node.name ?? "" });
+      node.on("close", () => {
+        if (subflowPassNodes.get(node.id)?.hooks === hooks) subflowPassNodes.delete(node.id);
+      });
+    }
 
     // Deleted (not disabled, not redeployed; also inside a subflow): the calendar passes it made end with it.
     node.on("close", (removed: boolean, closed: () => void) => {

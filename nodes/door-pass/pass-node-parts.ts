@@ -16,6 +16,13 @@ export interface PassNodeHooks {
   reissueFromEditor(passId: string): Promise<"reissued" | "not-found" | "not-wired">;
 }
 
+/**
+ * The door-pass nodes running inside a subflow instance, by their run-time id (`<instance
+ * id>-<id in the subflow>`), with their name: Node-RED's getNode does not find them, and no
+ * flow lists that id, so the sidebar looks them up here (docs/passes.md#in-the-sidebar).
+ */
+export const subflowPassNodes = new Map<string, { hooks: PassNodeHooks; name: string }>();
+
 /** What a flow is told of a pass (never its code but in `issued`). */
 export function answerOf(action: string, p: Pass, code?: string): Record<string, unknown> {
   return {
