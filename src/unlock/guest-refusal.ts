@@ -4,7 +4,7 @@
  * answer in the guest's language (docs/passes.md#at-a-door-panel). Times are instants with the
  * zone to read them in: the pass's own, else the node's. Never the code.
  */
-import { type Pass, type PassRefusal, passCheck } from "../passes/pass.js";
+import { type Pass, type PassRefusal, nextOpen, passCheck } from "../passes/pass.js";
 import type { AccessState } from "./access-state.js";
 
 /**
@@ -15,18 +15,29 @@ export type GuestRefusalWhy = "unknown" | "locked-out" | "not-yet" | "gone" | Ex
 
 export interface GuestRefusal {
   why: GuestRefusalWhy;
-  /** ISO instant: when the pass ended (`expired`), opens (`not-yet`), or the lockout ends (`locked-out`). */
+  /**
+   * ISO instant: when the pass ended (`expired`), opens (`not-yet`; with weekly hours, its first
+   * window), opens next (`closed`, outside its weekly hours; absent when it does not open again),
+   * or the lockout ends (`locked-out`).
+   */
   at?: string;
   /** IANA zone a person reads `at` in. */
   timeZone: string;
 }
 
-/** A known pass refused for `word` (passCheck's, or a store's). */
-export function passRefused(word: PassRefusal | "gone", pass: Pass, nodeZone: string): GuestRefusal {
+/** A known pass refused for `word` (passCheck's, or a store's) at `now`. */
+export function passRefused(word: PassRefusal | "gone", pass: Pass, nodeZone: string, now: number): GuestRefusal {
   const own = (pass as { timeZone?: unknown }).timeZone;
   const timeZone = typeof own === "string" && own !== "" ? own : nodeZone;
+  const iso = (at: number | null) => (at === null ? undefined : new Date(at).toISOString());
   if (word === "expired") return { why: "expired", at: pass.until, timeZone };
-  if (word === "upcoming") return { why: "not-yet", at: pass.from, timeZone };
+  // With weekly hours, when it opens is its first window, as the refusal's words say (pass.ts refusalText).
+  if (word === "upcoming")
+    return { why: "not-yet", at: iso(nextOpen(pass, Date.parse(pass.from))) ?? pass.from, timeZone };
+  if (word === "closed") {
+    const at = iso(nextOpen(pass, now));
+    return at === undefined ? { why: "closed", timeZone } : { why: "closed", at, timeZone };
+  }
   return { why: word, timeZone };
 }
 
@@ -62,5 +73,5 @@ export function guestRefusal(
   }
   if (r.reason !== "pass") return undefined;
   if (pass === null) return unknownCode(zone);
-  return passRefused(passCheck(pass, now, r.deviceId ?? undefined) ?? "used-up", pass, zone);
+  return passRefused(passCheck(pass, now, r.deviceId ?? undefined) ?? "used-up", pass, zone, now);
 }
