@@ -67,16 +67,30 @@ export function deletedFromFlows(RED: NodeAPI, id: string): boolean {
   return !found;
 }
 
+/** Whether node `id` of the deployed flows lies inside a subflow's definition (false: on a tab, or gone). */
+function inSubflow(RED: NodeAPI, id: string): boolean {
+  const subflows = new Set<string>();
+  let z: unknown;
+  RED.nodes.eachNode((n: { id: string; type?: unknown; z?: unknown }) => {
+    if (n.type === "subflow") subflows.add(n.id);
+    if (n.id === id) z = n.z;
+  });
+  return typeof z === "string" && subflows.has(z);
+}
+
 /**
- * Whether a closing node was deleted: `removed` from Node-RED for a node on a flow tab; for a node
- * inside a subflow instance, which Node-RED closes without `removed` whether the instance is
- * redeployed or deleted, whether its node in the subflow (`_alias`) or every instance holding it
- * is gone from the deployed flows (its id is `<instance id>-<its id in the subflow>`).
+ * Whether a closing node was deleted (docs/passes.md#deleting-a-calendar-node). A node on a flow
+ * tab: `removed` from Node-RED and gone from the deployed flows, or moved into a subflow (the
+ * editor's "Selection to Subflow" keeps its id; the instance's node is another, with passes of its
+ * own). A node inside a subflow instance, which Node-RED closes without `removed` whether the
+ * instance is redeployed or deleted: its node in the subflow (`_alias`) gone or moved out of it,
+ * or every instance holding it gone (its id is `<instance id>-<its id in the subflow>`).
  */
 export function nodeDeleted(RED: NodeAPI, node: Node, removed: unknown): boolean {
   const alias = (node as unknown as { _alias?: unknown })._alias;
-  if (typeof alias !== "string" || alias === "") return removed === true && deletedFromFlows(RED, node.id);
-  if (deletedFromFlows(RED, alias)) return true;
+  if (typeof alias !== "string" || alias === "")
+    return (removed === true && deletedFromFlows(RED, node.id)) || inSubflow(RED, node.id);
+  if (!inSubflow(RED, alias)) return true;
   let held = false;
   RED.nodes.eachNode((n: { id: string; type?: unknown }) => {
     if (typeof n.type === "string" && n.type.startsWith("subflow:") && node.id.startsWith(`${n.id}-`)) held = true;

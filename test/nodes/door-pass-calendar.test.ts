@@ -824,6 +824,50 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.match(assertFailed(await unlock({ pass: issued()[0].code }), "denied", null).message, /revoked/);
   });
 
+  // docs/passes.md#deleting-a-calendar-node
+  it("a door-pass moved into a subflow (Selection to Subflow) is a deletion of the node on its tab: its calendar passes are revoked (pass/revoked each) and the instance's node keeps one pass per booking, so no old code outlives its booking", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    await loadFlow(calendarFlow(), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    await until("two passes", () => issued().length === 2);
+    const first = issued().slice();
+    // The editor's "Selection to Subflow": the node keeps its id, now inside the subflow, and an instance takes its place.
+    const moved = [
+      ...calendarFlow().filter((n) => n.id !== "dp"),
+      {
+        id: "sf1",
+        type: "subflow",
+        name: "Listing",
+        info: "",
+        in: [],
+        out: [{ x: 300, y: 40, wires: [{ id: "dp", port: 0 }] }],
+      },
+      { ...calendarFlow().find((n) => n.id === "dp"), z: "sf1", x: 160, y: 40, wires: [[]] },
+      { id: "inst1", type: "subflow:sf1", z: "tab1", x: 200, y: 200, wires: [["dp-out"]] },
+    ];
+    // Deployed as the editor does by default (full).
+    await deployFlows(moved, "full");
+    await waitReady();
+    const revoked = () =>
+      accountOf()
+        .account.core.events.recent()
+        .filter((e: any) => e.kind === "pass" && e.event === "revoked")
+        .map((e: any) => e.id)
+        .sort();
+    outs = received("dp-out");
+    await until("the tab node's two passes revoked", () => revoked().length === 2);
+    assert.deepEqual(revoked(), first.map((p) => p.id).sort());
+    await until("the instance's passes", () => issued().length === 2);
+    const live = (await accountOf().account.core.passes.list())
+      .filter((p: any) => p.state === "active")
+      .map((p: any) => `${p.node}:${p.guest}`)
+      .sort();
+    assert.deepEqual(live, ["inst1-dp:Ada", "inst1-dp:Bo"], "one live pass per booking, the instance's");
+    assert.match(assertFailed(await unlock({ pass: first[0].code }), "denied", null).message, /revoked/);
+  });
+
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
     // Bound by progress, not by the machine's speed: it fails only when no pass comes out for two minutes.
     this.timeout(0);
