@@ -179,7 +179,9 @@ function clean(v: unknown, max: number): string {
   return typeof v === "string" ? clip(controlCharsAsSpaces(v).trim(), max) : "";
 }
 
-const PLACEHOLDER_KEYS = new Set(PLACEHOLDERS.map(matchKey));
+// A platform's marker of blocked time that the host made a booking (removed from the node's list)
+// names no guest either: Booking.com writes "CLOSED - Not available" for every booked date.
+const PLACEHOLDER_KEYS = new Set([...PLACEHOLDERS, ...DEFAULT_BLOCKED].map(matchKey));
 const PHONE_LAST4 = /Phone Number \(Last 4 Digits\):[ \t]*(\d{4})(?!\d)/i;
 const RESERVATION_URL = /Reservation URL:[ \t]*(https:\/\/[^\s<>"]{1,300})/i;
 

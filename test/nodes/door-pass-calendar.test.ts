@@ -517,12 +517,16 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#blocked-time-and-placeholder-names
-  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking", async () => {
+  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking, whose guest is the host's name for a guest, never 'CLOSED - Not available'", async () => {
     cal.body = platformFeed("booking-com");
-    await deploy({ blocked: "Blocked\nNot available" });
+    await deploy({ blocked: "Blocked\nNot available", name: "Apartment B" });
     await until("two passes", () => issued().length === 2);
     assert.deepEqual(
       issued().map((p) => p.guest),
+      ["Apartment B guest", "Apartment B guest"],
+    );
+    assert.deepEqual(
+      issued().map((p) => p.booking.summary),
       ["CLOSED - Not available", "CLOSED - Not available"],
     );
     await teardown();
