@@ -106,10 +106,11 @@ export function calendarPoller(
 ): CalendarPoller {
   let told: string | null = null;
   let toldUnwired = false;
+  let toldSkipped = 0;
   let poller: CalendarPoller | null = null;
   const apply = async (
     bookings: Parameters<typeof applyBookings>[2],
-    _skipped: number,
+    skipped: number,
     stamp: number | null,
     blocked: number,
   ): Promise<boolean | "superseded"> => {
@@ -151,6 +152,13 @@ export function calendarPoller(
       failure = e;
     }
     onCounts({ issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length });
+    // Events that get no pass without anyone choosing it (no UID, a date that does not exist): the
+    // host hears it once, and again when their number changes (docs/passes.md#from-a-booking-calendar).
+    if (skipped !== toldSkipped && skipped > 0)
+      node.warn(
+        `door-pass: calendar: ${skipped === 1 ? "1 event of the feed cannot be a booking" : `${skipped} events of the feed cannot be bookings`} (no UID, or a date that does not exist): no pass for ${skipped === 1 ? "it" : "them"}`,
+      );
+    toldSkipped = skipped;
     await announce(node, account, changes, settings.timeZone);
     if (failure !== null) throw failure;
     if (doorProblem !== null)

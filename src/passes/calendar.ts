@@ -256,6 +256,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
   if (root.name !== "vcalendar") return { ok: false, problem: "not an iCalendar feed (no VCALENDAR)" };
   const masters = new Map<string, ICAL.Event>();
   const exceptions: ICAL.Component[] = [];
+  let noUid = 0;
   for (const v of root.getAllSubcomponents("vevent")) {
     if (v.hasProperty("recurrence-id")) exceptions.push(v);
     else {
@@ -266,7 +267,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
       if (typeof uid === "string" && uid !== "") {
         const was = masters.get(uid);
         if (was === undefined || replaces(v, was.component)) masters.set(uid, new ICAL.Event(v, { exceptions: [] }));
-      }
+      } else noUid++; // no pass can follow it from read to read: skipped, and the host told
     }
   }
   for (const x of exceptions) {
@@ -274,7 +275,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
     if (m) m.relateException(x);
   }
   const bookings: Booking[] = [];
-  let skipped = 0;
+  let skipped = noUid;
   let blocked = 0;
   const horizon = now + RECUR_HORIZON_MS;
   let past = 0;

@@ -634,6 +634,31 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.equal(warned.length, 1, "one warning");
   });
 
+  // docs/passes.md#from-a-booking-calendar
+  it("events of the feed that cannot be bookings (no UID, a date that does not exist) are told to the host once in a warning, the rest applied; told again only when their number changes", async () => {
+    const noUid = booking("x", "Bo", 1, 3).replace("UID:x\r\n", "");
+    const noDate = booking("y", "Cy", 1, 3).replace(/DTEND;VALUE=DATE:\d+/, "DTEND;VALUE=DATE:20270230");
+    cal.body = feed(booking("b1", "Ada", -1, 2), noUid, noDate);
+    await deploy();
+    await until("Ada's pass", () => issued().length === 1);
+    const warned = () =>
+      helper
+        .getNode("dp")
+        .warn.getCalls()
+        .map((x: any) => String(x.args[0]))
+        .filter((w: string) => /cannot be (a )?bookings?\b/.test(w));
+    await until("one warning", () => warned().length === 1);
+    assert.match(warned()[0], /2 events of the feed cannot be bookings/);
+    assert.doesNotMatch(warned()[0], /Bo|Cy/, "no guest's name in the log");
+    cal.body = feed(booking("b1", "Ada", -1, 3), noUid, noDate);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    assert.equal(warned().length, 1, "the same two: told once");
+    cal.body = feed(booking("b1", "Ada", -1, 3), noDate);
+    await sync();
+    assert.equal(warned().length, 2);
+    assert.match(warned()[1], /1 event of the feed cannot be a booking/);
+  });
+
   // docs/passes.md#no-code-goes-nowhere
   it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
