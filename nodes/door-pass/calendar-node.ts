@@ -182,7 +182,24 @@ export function calendarPoller(
     });
     return true;
   };
+  /** The status of a read that leaves the passes as they are: "calendar read <time>: N live" (not while unwired). */
+  const readStatus = () => {
+    const got = binding.account();
+    if (!("account" in got) || !wired()) return;
+    void got.account.core.passes
+      .liveOf(node.id)
+      .then((live) =>
+        binding.setResult({
+          fill: "green",
+          shape: "dot",
+          text: `calendar read ${clockTime(Date.now(), settings.timeZone)}: ${live} live`,
+        }),
+      )
+      .catch(() => undefined);
+  };
   const onProblem = (problem: string | null, reason?: string) => {
+    // A feed answered 304 is read as it was: the status says when (docs/nodes.md#door-pass).
+    if (problem === null && reason === "unchanged" && told === null) return readStatus();
     // Once per kind of problem (its reason: a count in its words may change between reads); a read
     // that works again says so once.
     const kind = problem === null ? null : (reason ?? "apply");
@@ -199,17 +216,7 @@ export function calendarPoller(
           node: name,
         });
       // A feed back unchanged (304) applies nothing: the status is said here, not by a read's apply.
-      if (was !== null && "account" in got && wired())
-        void got.account.core.passes
-          .liveOf(node.id)
-          .then((live) =>
-            binding.setResult({
-              fill: "green",
-              shape: "dot",
-              text: `calendar read ${clockTime(Date.now(), settings.timeZone)}: ${live} live`,
-            }),
-          )
-          .catch(() => undefined);
+      if (was !== null) readStatus();
       return;
     }
     const partly = reason === "doors" || reason === "store";

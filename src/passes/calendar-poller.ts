@@ -82,7 +82,10 @@ export class CalendarPoller {
       /** Events of the feed skipped as blocked time: a feed that lists them is not an empty feed. */
       blocked: number,
     ) => Promise<boolean | void | "superseded">,
-    /** `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else `apply`). */
+    /**
+     * `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else
+     * `apply`); with a null problem, `unchanged` when the feed was answered 304 (nothing applied).
+     */
     private readonly onProblem: (problem: string | null, reason?: string) => void,
     private readonly now: () => number = Date.now,
     private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
@@ -138,8 +141,9 @@ export class CalendarPoller {
       return r;
     }
     if (r.kind === "unchanged") {
-      // The feed as last applied (answered 304): after a failed read, it reads again (calendar-ok).
-      this.onProblem(null);
+      // The feed as last applied (answered 304): a read all the same (the status says when), and
+      // after a failed read, it reads again (calendar-ok).
+      this.onProblem(null, "unchanged");
       return r;
     }
     const feed = await readFeedOffThread(r.text, this.settings, this.now());

@@ -659,6 +659,23 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.match(warned()[1], /1 event of the feed cannot be a booking/);
   });
 
+  // docs/nodes.md#door-pass
+  it("a read answered 304 (the feed unchanged) is a read: the status says 'calendar read <time>: N live' again, with the time of that read", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    const dp = helper.getNode("dp");
+    const reads = () =>
+      dp.status
+        .getCalls()
+        .map((c: any) => String(c.args[0]?.text))
+        .filter((x: string) => /^calendar read \d\d:\d\d:\d\d: 1 live$/.test(x)).length;
+    await until("the first read's status", () => reads() === 1);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.ok(cal.requests[cal.requests.length - 1].ifNoneMatch !== null, "answered 304");
+    await until("the status of the unchanged read", () => reads() === 2);
+  });
+
   // docs/passes.md#no-code-goes-nowhere
   it("a door-pass whose output reaches no node issues no calendar pass and says why in its status; once wired and deployed, the passes are issued and their codes open", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
