@@ -104,7 +104,6 @@ export function calendarPoller(
   onCounts: (c: Counts) => void,
   wired: () => boolean,
 ): CalendarPoller {
-  let told: string | null = null;
   let toldUnwired = false;
   let toldSkipped = 0;
   let poller: CalendarPoller | null = null;
@@ -182,6 +181,23 @@ export function calendarPoller(
     });
     return true;
   };
+  const onProblem = calendarTeller(node, binding, settings, wired);
+  poller = new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
+  return poller;
+}
+
+/**
+ * How a door-pass node tells its calendar's reads (the poller's `onProblem`): a problem once per
+ * reason (a warning, `pass/calendar-failed`, a yellow status), the read that works again once
+ * (`pass/calendar-ok`), and the status of a read that leaves the passes as they are.
+ */
+function calendarTeller(
+  node: Node,
+  binding: FlowNodeBinding,
+  settings: CalendarSettings,
+  wired: () => boolean,
+): (problem: string | null, reason?: string) => void {
+  let told: string | null = null;
   /** The status of a read that leaves the passes as they are: "calendar read <time>: N live" (not while unwired). */
   const readStatus = () => {
     const got = binding.account();
@@ -233,8 +249,7 @@ export function calendarPoller(
       text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now(), settings.timeZone)}`,
     });
   };
-  poller = new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
-  return poller;
+  return onProblem;
 }
 
 /** The stamp of a read of this node's calendar (src/passes/pass-book.ts readStamp); null without an account. */

@@ -24,11 +24,10 @@ import { type Counts, calendarPoller } from "./calendar-node.js";
 import {
   type PassNodeHooks,
   answerOf,
-  nodeDeleted,
   isOwn,
   outputWired,
-  revokeCalendarPasses,
-  subflowPassNodes,
+  offerInSubflow,
+  revokeWhenDeleted,
 } from "./pass-node-parts.js";
 import { PassInputError, resolveDoors } from "./resolve-doors.js";
 
@@ -250,44 +249,9 @@ export = function register(RED: NodeAPI): void {
       },
     };
     (node as unknown as { doorPass: PassNodeHooks }).doorPass = hooks;
-    if (typeof (node as unknown as { _alias?: unknown })._alias === "string") {
-      subflowPassNodes.set(node.id, { hooks, name: node.name ?? "" });
-      node.on("close", () => {
-        if (subflowPassNodes.get(node.id)?.hooks === hooks) subflowPassNodes.delete(node.id);
-      });
-    }
-
+    offerInSubflow(node, hooks);
     // Deleted (not disabled, not redeployed; also inside a subflow): the calendar passes it made end with it.
-    node.on("close", (removed: boolean, closed: () => void) => {
-      if (!nodeDeleted(RED, node, removed)) return closed();
-      const got = binding.account();
-      if ("problem" in got) return closed();
-      const account = got.account;
-      const guard = setTimeout(closed, 10_000);
-      // After a read of this node under way (book.serially): a pass it is issuing is revoked too.
-      account.core.passes
-        .serially(node.id, () => revokeCalendarPasses(account.core.passes, node.id))
-        .then((revoked) => {
-          for (const p of revoked)
-            account.core.events.emit(
-              "pass",
-              "revoked",
-              `the pass of ${p.guest} was revoked: its door-pass node was deleted`,
-              {
-                id: p.id,
-                guest: p.guest,
-                ref: p.ref,
-              },
-            );
-        })
-        .catch((e: unknown) =>
-          node.warn(`door-pass: the deleted node's passes could not be revoked: ${describeThrown(e)}`),
-        )
-        .finally(() => {
-          clearTimeout(guard);
-          closed();
-        });
-    });
+    revokeWhenDeleted(RED, node, binding);
 
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);

@@ -8,6 +8,7 @@
 import type { Node, NodeAPI } from "node-red";
 import { type Pass, type PassView, hoursOf } from "../../src/passes/pass.js";
 import type { PassBook } from "../../src/passes/pass-book.js";
+import { type FlowNodeBinding, describeThrown } from "../common/node-runtime.js";
 
 /** What a deployed door-pass node offers the sidebar (node.doorPass): its New code, on its own output. */
 export interface PassNodeHooks {
@@ -109,4 +110,50 @@ export async function revokeCalendarPasses(book: PassBook, source: string): Prom
   const out: Pass[] = [];
   for (const p of mine) out.push(...(await book.revoke({ id: p.id, byCalendar: true })));
   return out;
+}
+
+/** A node inside a subflow instance offers its hooks to the sidebar by its run-time id, until it closes. */
+export function offerInSubflow(node: Node, hooks: PassNodeHooks): void {
+  if (typeof (node as unknown as { _alias?: unknown })._alias !== "string") return;
+  subflowPassNodes.set(node.id, { hooks, name: node.name ?? "" });
+  node.on("close", () => {
+    if (subflowPassNodes.get(node.id)?.hooks === hooks) subflowPassNodes.delete(node.id);
+  });
+}
+
+/**
+ * At the deploy that deletes the node (nodeDeleted), the calendar passes it made are revoked, each
+ * told as `pass/revoked` (docs/passes.md#deleting-a-calendar-node); after a read of it under way
+ * (book.serially), so a pass that read is issuing is revoked too. Node-RED waits at most 10 s.
+ */
+export function revokeWhenDeleted(RED: NodeAPI, node: Node, binding: FlowNodeBinding): void {
+  node.on("close", (removed: boolean, closed: () => void) => {
+    if (!nodeDeleted(RED, node, removed)) return closed();
+    const got = binding.account();
+    if ("problem" in got) return closed();
+    const account = got.account;
+    const guard = setTimeout(closed, 10_000);
+    account.core.passes
+      .serially(node.id, () => revokeCalendarPasses(account.core.passes, node.id))
+      .then((revoked) => {
+        for (const p of revoked)
+          account.core.events.emit(
+            "pass",
+            "revoked",
+            `the pass of ${p.guest} was revoked: its door-pass node was deleted`,
+            {
+              id: p.id,
+              guest: p.guest,
+              ref: p.ref,
+            },
+          );
+      })
+      .catch((e: unknown) =>
+        node.warn(`door-pass: the deleted node's passes could not be revoked: ${describeThrown(e)}`),
+      )
+      .finally(() => {
+        clearTimeout(guard);
+        closed();
+      });
+  });
 }
