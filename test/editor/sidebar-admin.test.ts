@@ -516,7 +516,7 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
   });
 
   // docs/passes.md#in-the-sidebar
-  it("a pass made by a door-pass inside a subflow names that node as deployed, and its New code goes out on the subflow's output", async () => {
+  it("a pass made by a door-pass inside a subflow names that node as deployed, and its New code goes out on the subflow's output (docs/passes.md#in-the-sidebar)", async () => {
     const outs = received("dp-out");
     const now = Date.now();
     const book = accountOf().account.core.passes;

@@ -517,7 +517,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#blocked-time-and-placeholder-names
-  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking, whose guest is the host's name for a guest, never 'CLOSED - Not available'", async () => {
+  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking, whose guest is the host's name for a guest, never 'CLOSED - Not available' (docs/passes.md#blocked-time-and-placeholder-names)", async () => {
     cal.body = platformFeed("booking-com");
     await deploy({ blocked: "Blocked\nNot available", name: "Apartment B" });
     await until("two passes", () => issued().length === 2);
@@ -537,7 +537,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#blocked-time-and-placeholder-names
-  it("a feed whose last booking is cancelled while it still lists blocked time revokes that booking's pass: blocked time is a feed's content, not an empty feed", async () => {
+  it("a feed whose last booking is cancelled while it still lists blocked time revokes that booking's pass: blocked time is a feed's content, not an empty feed (docs/passes.md#blocked-time-and-placeholder-names)", async () => {
     const block = [
       "BEGIN:VEVENT",
       `DTSTART;VALUE=DATE:${date(20)}`,
@@ -564,7 +564,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#from-a-booking-calendar
-  it("a feed that reads again after failing is told once by pass/calendar-ok and the status, also when it comes back unchanged (answered 304)", async () => {
+  it("a feed that reads again after failing is told once by pass/calendar-ok and the status, also when it comes back unchanged (answered 304) (docs/passes.md#from-a-booking-calendar)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2));
     await deploy();
     await until("the pass", () => issued().length === 1);
@@ -595,7 +595,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#from-a-booking-calendar
-  it("an event listed twice under one UID is read as its latest version (SEQUENCE, then DTSTAMP), whatever the order of the feed: a cancelled booking listed again before its cancellation gets no pass", async () => {
+  it("an event listed twice under one UID is read as its latest version (SEQUENCE, then DTSTAMP), whatever the order of the feed: a cancelled booking listed again before its cancellation gets no pass (docs/passes.md#from-a-booking-calendar)", async () => {
     const old = booking("d1", "Ada", -1, 2, ["SEQUENCE:0", "DTSTAMP:20260101T000000Z"]);
     const cancelled = booking("d1", "Ada", -1, 2, ["SEQUENCE:1", "DTSTAMP:20260102T000000Z", "STATUS:CANCELLED"]);
     const moved = booking("d2", "Bo", 1, 3, ["SEQUENCE:2", "DTSTAMP:20260103T000000Z"]);
@@ -612,7 +612,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#from-a-booking-calendar
-  it("a feed that keeps failing the same way is told once (one pass/calendar-failed, one warning), also when the number of live passes changes meanwhile", async () => {
+  it("a feed that keeps failing the same way is told once (one pass/calendar-failed, one warning), also when the number of live passes changes meanwhile (docs/passes.md#from-a-booking-calendar)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
     await deploy();
     await until("two passes", () => issued().length === 2);
@@ -635,7 +635,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#from-a-booking-calendar
-  it("events of the feed that cannot be bookings (no UID, a date that does not exist) are told to the host once in a warning, the rest applied; told again only when their number changes", async () => {
+  it("events of the feed that cannot be bookings (no UID, a date that does not exist) are told to the host once in a warning, the rest applied; told again only when their number changes (docs/passes.md#from-a-booking-calendar)", async () => {
     const noUid = booking("x", "Bo", 1, 3).replace("UID:x\r\n", "");
     const noDate = booking("y", "Cy", 1, 3).replace(/DTEND;VALUE=DATE:\d+/, "DTEND;VALUE=DATE:20270230");
     cal.body = feed(booking("b1", "Ada", -1, 2), noUid, noDate);
@@ -660,7 +660,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/nodes.md#door-pass
-  it("a read answered 304 (the feed unchanged) is a read: the status says 'calendar read <time>: N live' again, with the time of that read", async () => {
+  it("a read answered 304 (the feed unchanged) is a read: the status says 'calendar read <time>: N live' again, with the time of that read (docs/nodes.md#door-pass)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2));
     await deploy();
     await until("the pass", () => issued().length === 1);
@@ -760,7 +760,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#deleting-a-calendar-node
-  it("the deploy that deletes a door-pass while its read is issuing passes leaves none of its calendar passes live: the revocation waits for the read", async () => {
+  it("the deploy that deletes a door-pass while its read is issuing passes leaves none of its calendar passes live: the revocation waits for the read (docs/passes.md#deleting-a-calendar-node)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2));
     await loadFlow(calendarFlow(), { nodes: [...ALL_NODES, passModule, catchModule] });
     await waitReady();
@@ -804,7 +804,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#deleting-a-calendar-node
-  it("a door-pass inside a subflow: redeploying or disabling its instance revokes nothing; the deploy that deletes the instance revokes the calendar passes it made (pass/revoked each)", async () => {
+  it("a door-pass inside a subflow: redeploying or disabling its instance revokes nothing; the deploy that deletes the instance revokes the calendar passes it made (pass/revoked each) (docs/passes.md#deleting-a-calendar-node)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
     const nodes = [...ALL_NODES, passModule, catchModule];
     const subflow = (instances: string[], d = false) => [
@@ -871,7 +871,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#deleting-a-calendar-node
-  it("a door-pass moved into a subflow (Selection to Subflow) is a deletion of the node on its tab: its calendar passes are revoked (pass/revoked each) and the instance's node keeps one pass per booking, so no old code outlives its booking", async () => {
+  it("a door-pass moved into a subflow (Selection to Subflow) is a deletion of the node on its tab: its calendar passes are revoked (pass/revoked each) and the instance's node keeps one pass per booking, so no old code outlives its booking (docs/passes.md#deleting-a-calendar-node)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
     const nodes = [...ALL_NODES, passModule, catchModule];
     await loadFlow(calendarFlow(), { nodes });

@@ -146,7 +146,7 @@ for (const store of ["file", "redis"] as const) {
     });
 
     // docs/passes.md#at-a-door-unlock: the guest page words the next opening from passRefusal
-    it("outside its weekly hours the refusal as data names the next opening: passRefusal { why: closed, at (ISO), timeZone (the pass's) }, so a guest page says when the code opens in the guest's language", async () => {
+    it("outside its weekly hours the refusal as data names the next opening: passRefusal { why: closed, at (ISO), timeZone (the pass's) }, so a guest page says when the code opens in the guest's language (docs/passes.md#at-a-door-unlock)", async () => {
       const now = Date.now();
       const opens = Math.floor((now + 2 * HOUR) / 60_000) * 60_000;
       const later = windowAround(opens, opens + HOUR, "Europe/Berlin");

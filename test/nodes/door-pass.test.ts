@@ -472,7 +472,7 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
   });
 
   // docs/passes.md#a-new-code
-  it("reissue through a door-pass whose output reaches no node is refused (code not-wired): the new code would go nowhere, so the old code keeps opening", async () => {
+  it("reissue through a door-pass whose output reaches no node is refused (code not-wired): the new code would go nowhere, so the old code keeps opening (docs/passes.md#a-new-code)", async () => {
     ({ userDir } = await loadFlow([...flow(sim.url), { ...doorPassNode("dp2"), wires: [[]] }], { nodes: NODES }));
     outs = received("dp-out");
     caught = received("caught");

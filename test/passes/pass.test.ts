@@ -261,7 +261,7 @@ describe("what a guest is told of a refused pass: its times as local time in the
     assert.equal(passRefused("expired", own, "Europe/Oslo", Date.parse(pass.until)).timeZone, "Asia/Tokyo");
   });
 
-  it("a pass with weekly hours: passRefusal's at is when it opens, as its words say: not valid yet, its first window; outside its hours, its next window; none left, no at", () => {
+  it("a pass with weekly hours: passRefusal's at is when it opens, as its words say: not valid yet, its first window; outside its hours, its next window; none left, no at (docs/passes.md#at-a-door-unlock)", () => {
     // Tuesday 1 December 2026; windows Tuesdays 07:00-12:00 in Berlin (06:00-11:00 UTC).
     const hours = { schedule: [{ days: [2], from: "07:00", to: "12:00" }], timeZone: "Europe/Berlin" };
     const weekly = { ...pass, ...hours, until: "2026-12-31T00:00:00.000Z" };
