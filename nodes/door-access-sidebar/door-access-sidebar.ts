@@ -21,7 +21,7 @@ import { accountEvents } from "../../src/account/events.js";
 import type { DoorAccountNode } from "../common/node-runtime.js";
 import { textOf } from "../../src/util/text.js";
 import type { PassView } from "../../src/passes/pass.js";
-import type { PassNodeHooks } from "../door-pass/pass-node-parts.js";
+import { type PassNodeHooks, subflowPassNodes } from "../door-pass/pass-node-parts.js";
 
 const SIDEBAR_PREFIX = "/door-access/sidebar";
 const COMMS_TOPIC = "door-access/audit";
@@ -115,7 +115,8 @@ interface MadeBy {
 /** A deployed door-pass node's hooks (door-pass.ts), or null. */
 function passNode(RED: NodeAPI, id: string): PassNodeHooks | null {
   const n = RED.nodes.getNode(id) as unknown as { type?: string; doorPass?: PassNodeHooks } | null;
-  return n && n.type === "door-pass" && n.doorPass ? n.doorPass : null;
+  if (n && n.type === "door-pass" && n.doorPass) return n.doorPass;
+  return subflowPassNodes.get(id)?.hooks ?? null; // one inside a subflow instance
 }
 
 function madeBy(RED: NodeAPI, p: PassView, names: Map<string, string>): MadeBy | null {
@@ -136,6 +137,7 @@ function passNodeNames(RED: NodeAPI): Map<string, string> {
   RED.nodes.eachNode((n: { id: string; type: string; name?: unknown }) => {
     if (n.type === "door-pass") out.set(n.id, typeof n.name === "string" ? n.name : "");
   });
+  for (const [id, n] of subflowPassNodes) out.set(id, n.name);
   return out;
 }
 

@@ -110,12 +110,13 @@ export function calendarPoller(
   onCounts: (c: Counts) => void,
   wired: () => boolean,
 ): CalendarPoller {
-  let told: string | null = null;
   let toldUnwired = false;
+  let toldSkipped = 0;
   const apply = async (
     bookings: Parameters<typeof applyBookings>[2],
-    _skipped: number,
+    skipped: number,
     stamp: number | null,
+    blocked: number,
   ): Promise<boolean | "superseded"> => {
     const got = binding.account();
     if ("problem" in got) throw new Error(got.problem);
@@ -143,6 +144,7 @@ export function calendarPoller(
           ? null
           : applyBookings(book, node.id, bookings, doors, digits, Date.now(), {
               issue,
+              blocked,
               ...(stamp !== null ? { stamp } : {}),
             }),
       );
@@ -162,6 +164,13 @@ export function calendarPoller(
       }
     }
     onCounts({ issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length });
+    // Events that get no pass without anyone choosing it (no UID, a date that does not exist): the
+    // host hears it once, and again when their number changes (docs/passes.md#from-a-booking-calendar).
+    if (skipped !== toldSkipped && skipped > 0)
+      node.warn(
+        `door-pass: calendar: ${skipped === 1 ? "1 event of the feed cannot be a booking" : `${skipped} events of the feed cannot be bookings`} (no UID, or a date that does not exist): no pass for ${skipped === 1 ? "it" : "them"}`,
+      );
+    toldSkipped = skipped;
     await announce(node, account, changes, settings.timeZone);
     if (superseded) return "superseded";
     if (failure !== null) throw failure;
@@ -186,11 +195,46 @@ export function calendarPoller(
     });
     return true;
   };
+  const onProblem = calendarTeller(node, binding, settings, wired);
+  return new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
+}
+
+/**
+ * How a door-pass node tells its calendar's reads (the poller's `onProblem`): a problem once per
+ * reason (a warning, `pass/calendar-failed`, a yellow status), the read that works again once
+ * (`pass/calendar-ok`), and the status of a read that leaves the passes as they are.
+ */
+function calendarTeller(
+  node: Node,
+  binding: FlowNodeBinding,
+  settings: CalendarSettings,
+  wired: () => boolean,
+): (problem: string | null, reason?: string) => void {
+  let told: string | null = null;
+  /** The status of a read that leaves the passes as they are: "calendar read <time>: N live" (not while unwired). */
+  const readStatus = () => {
+    const got = binding.account();
+    if (!("account" in got) || !wired()) return;
+    void got.account.core.passes
+      .liveOf(node.id)
+      .then((live) =>
+        binding.setResult({
+          fill: "green",
+          shape: "dot",
+          text: `calendar read ${clockTime(Date.now(), settings.timeZone)}: ${live} live`,
+        }),
+      )
+      .catch(() => undefined);
+  };
   const onProblem = (problem: string | null, reason?: string) => {
-    // Once per kind of problem; a read that works again says so once.
-    if (problem === told) return;
+    // A feed answered 304 is read as it was: the status says when (docs/nodes.md#door-pass).
+    if (problem === null && reason === "unchanged" && told === null) return readStatus();
+    // Once per kind of problem (its reason: a count in its words may change between reads); a read
+    // that works again says so once.
+    const kind = problem === null ? null : (reason ?? "apply");
+    if (kind === told) return;
     const was = told;
-    told = problem;
+    told = kind;
     const got = binding.account();
     const events = "account" in got ? got.account.core.events : null;
     const name = node.name || node.id;
@@ -200,6 +244,8 @@ export function calendarPoller(
         events?.emit("pass", "calendar-ok", `the booking calendar of ${name} is read and applied again`, {
           node: name,
         });
+      // A feed back unchanged (304) applies nothing: the status is said here, not by a read's apply.
+      if (was !== null) readStatus();
       return;
     }
     const partly = reason === "doors" || reason === "store";
@@ -216,7 +262,7 @@ export function calendarPoller(
       text: `calendar: ${STATUS[reason ?? ""] ?? "not read"} ${clockTime(Date.now(), settings.timeZone)}`,
     });
   };
-  return new CalendarPoller(settings, apply, onProblem, Date.now, undefined, () => readStampOf(binding, node.id));
+  return onProblem;
 }
 
 /** The stamp of a read of this node's calendar (src/passes/pass-book.ts readStamp); null without an account. */

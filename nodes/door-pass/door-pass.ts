@@ -24,11 +24,11 @@ import { type Counts, calendarPoller } from "./calendar-node.js";
 import {
   type PassNodeHooks,
   answerOf,
-  deletedFromFlows,
   isOwn,
   outputWired,
+  offerInSubflow,
   resolveTurnover,
-  revokeCalendarPasses,
+  revokeWhenDeleted,
 } from "./pass-node-parts.js";
 import { PassInputError, resolveDoors } from "./resolve-doors.js";
 
@@ -151,6 +151,12 @@ export = function register(RED: NodeAPI): void {
       if (id === undefined && ref === undefined) return fail("invalid-input", `${action}: give the pass's id or ref`);
       const which = id !== undefined ? `with id ${id}` : `with ref ${ref}`;
       if (action === "reissue") {
+        // The old code stops at once: the new one must reach a flow (docs/passes.md#a-new-code).
+        if (!outputWired(RED, node))
+          return fail(
+            "not-wired",
+            "reissue: this node's output reaches no node, so the new code would go nowhere; the pass keeps its code (wire the output and deploy)",
+          );
         // docs/passes.md#a-new-code: a live pass only; one answer per pass a ref names.
         const live = (await book.list()).filter(
           (p) => (id !== undefined ? p.id === id : p.ref === ref) && (p.state === "active" || p.state === "upcoming"),
@@ -249,36 +255,9 @@ export = function register(RED: NodeAPI): void {
       },
     };
     (node as unknown as { doorPass: PassNodeHooks }).doorPass = hooks;
-
-    // Deleted (not disabled, not redeployed): the calendar passes it made end with it.
-    node.on("close", (removed: boolean, closed: () => void) => {
-      if (removed !== true || !deletedFromFlows(RED, node.id)) return closed();
-      const got = binding.account();
-      if ("problem" in got) return closed();
-      const account = got.account;
-      const guard = setTimeout(closed, 10_000);
-      revokeCalendarPasses(account.core.passes, node.id)
-        .then((revoked) => {
-          for (const p of revoked)
-            account.core.events.emit(
-              "pass",
-              "revoked",
-              `the pass of ${p.guest} was revoked: its door-pass node was deleted`,
-              {
-                id: p.id,
-                guest: p.guest,
-                ref: p.ref,
-              },
-            );
-        })
-        .catch((e: unknown) =>
-          node.warn(`door-pass: the deleted node's passes could not be revoked: ${describeThrown(e)}`),
-        )
-        .finally(() => {
-          clearTimeout(guard);
-          closed();
-        });
-    });
+    offerInSubflow(node, hooks);
+    // Deleted (not disabled, not redeployed; also inside a subflow): the calendar passes it made end with it.
+    revokeWhenDeleted(RED, node, binding);
 
     node.on("input", (msg: NodeMessageInFlow, send, nodeRedDone) => {
       const done = (err?: Error) => endMessage(node, nodeRedDone, err);

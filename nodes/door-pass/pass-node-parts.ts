@@ -8,6 +8,7 @@
 import type { Node, NodeAPI } from "node-red";
 import { type Pass, type PassView, hoursOf } from "../../src/passes/pass.js";
 import type { PassBook } from "../../src/passes/pass-book.js";
+import { type FlowNodeBinding, describeThrown } from "../common/node-runtime.js";
 
 /** What a deployed door-pass node offers the sidebar (node.doorPass): its New code, on its own output. */
 export interface PassNodeHooks {
@@ -15,6 +16,13 @@ export interface PassNodeHooks {
   wired(): boolean;
   reissueFromEditor(passId: string): Promise<"reissued" | "not-found" | "not-wired">;
 }
+
+/**
+ * The door-pass nodes running inside a subflow instance, by their run-time id (`<instance
+ * id>-<id in the subflow>`), with their name: Node-RED's getNode does not find them, and no
+ * flow lists that id, so the sidebar looks them up here (docs/passes.md#in-the-sidebar).
+ */
+export const subflowPassNodes = new Map<string, { hooks: PassNodeHooks; name: string }>();
 
 /** What a flow is told of a pass (never its code but in `issued`). */
 export function answerOf(action: string, p: Pass, code?: string): Record<string, unknown> {
@@ -60,6 +68,37 @@ export function deletedFromFlows(RED: NodeAPI, id: string): boolean {
   return !found;
 }
 
+/** Whether node `id` of the deployed flows lies inside a subflow's definition (false: on a tab, or gone). */
+function inSubflow(RED: NodeAPI, id: string): boolean {
+  const subflows = new Set<string>();
+  let z: unknown;
+  RED.nodes.eachNode((n: { id: string; type?: unknown; z?: unknown }) => {
+    if (n.type === "subflow") subflows.add(n.id);
+    if (n.id === id) z = n.z;
+  });
+  return typeof z === "string" && subflows.has(z);
+}
+
+/**
+ * Whether a closing node was deleted (docs/passes.md#deleting-a-calendar-node). A node on a flow
+ * tab: `removed` from Node-RED and gone from the deployed flows, or moved into a subflow (the
+ * editor's "Selection to Subflow" keeps its id; the instance's node is another, with passes of its
+ * own). A node inside a subflow instance, which Node-RED closes without `removed` whether the
+ * instance is redeployed or deleted: its node in the subflow (`_alias`) gone or moved out of it,
+ * or every instance holding it gone (its id is `<instance id>-<its id in the subflow>`).
+ */
+export function nodeDeleted(RED: NodeAPI, node: Node, removed: unknown): boolean {
+  const alias = (node as unknown as { _alias?: unknown })._alias;
+  if (typeof alias !== "string" || alias === "")
+    return (removed === true && deletedFromFlows(RED, node.id)) || inSubflow(RED, node.id);
+  if (!inSubflow(RED, alias)) return true;
+  let held = false;
+  RED.nodes.eachNode((n: { id: string; type?: unknown }) => {
+    if (typeof n.type === "string" && n.type.startsWith("subflow:") && node.id.startsWith(`${n.id}-`)) held = true;
+  });
+  return !held;
+}
+
 /** The passes this door-pass node made (its calendar's, and a flow's issues through it). */
 export function isOwn(p: PassView, nodeId: string): boolean {
   return p.node === nodeId;
@@ -96,4 +135,50 @@ export function resolveTurnover(RED: NodeAPI, accountId: string, given: string):
   if (hits.length > 1) return { problem: `turnover: ${named} names ${hits.length} door-pass nodes: give its id` };
   if (other !== "") return { problem: `turnover: the door-pass node ${named} ${other}` };
   return { problem: `turnover: no door-pass node with a booking calendar has the id or name ${named}` };
+}
+
+/** A node inside a subflow instance offers its hooks to the sidebar by its run-time id, until it closes. */
+export function offerInSubflow(node: Node, hooks: PassNodeHooks): void {
+  if (typeof (node as unknown as { _alias?: unknown })._alias !== "string") return;
+  subflowPassNodes.set(node.id, { hooks, name: node.name ?? "" });
+  node.on("close", () => {
+    if (subflowPassNodes.get(node.id)?.hooks === hooks) subflowPassNodes.delete(node.id);
+  });
+}
+
+/**
+ * At the deploy that deletes the node (nodeDeleted), the calendar passes it made are revoked, each
+ * told as `pass/revoked` (docs/passes.md#deleting-a-calendar-node); after a read of it under way
+ * (book.serially), so a pass that read is issuing is revoked too. Node-RED waits at most 10 s.
+ */
+export function revokeWhenDeleted(RED: NodeAPI, node: Node, binding: FlowNodeBinding): void {
+  node.on("close", (removed: boolean, closed: () => void) => {
+    if (!nodeDeleted(RED, node, removed)) return closed();
+    const got = binding.account();
+    if ("problem" in got) return closed();
+    const account = got.account;
+    const guard = setTimeout(closed, 10_000);
+    account.core.passes
+      .serially(node.id, () => revokeCalendarPasses(account.core.passes, node.id))
+      .then((revoked) => {
+        for (const p of revoked)
+          account.core.events.emit(
+            "pass",
+            "revoked",
+            `the pass of ${p.guest} was revoked: its door-pass node was deleted`,
+            {
+              id: p.id,
+              guest: p.guest,
+              ref: p.ref,
+            },
+          );
+      })
+      .catch((e: unknown) =>
+        node.warn(`door-pass: the deleted node's passes could not be revoked: ${describeThrown(e)}`),
+      )
+      .finally(() => {
+        clearTimeout(guard);
+        closed();
+      });
+  });
 }

@@ -80,8 +80,13 @@ export class CalendarPoller {
       bookings: Booking[],
       skipped: number,
       stamp: number | null,
+      /** Events of the feed skipped as blocked time: a feed that lists them is not an empty feed. */
+      blocked: number,
     ) => Promise<boolean | void | "superseded">,
-    /** `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else `apply`). */
+    /**
+     * `reason`: `fetch`, `feed` (not readable), or the apply's (CalendarRefused's reason, else
+     * `apply`); with a null problem, `unchanged` when the feed was answered 304 (nothing applied).
+     */
     private readonly onProblem: (problem: string | null, reason?: string) => void,
     private readonly now: () => number = Date.now,
     private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
@@ -141,7 +146,12 @@ export class CalendarPoller {
       this.onProblem(r.problem, "fetch");
       return r;
     }
-    if (r.kind === "unchanged") return r;
+    if (r.kind === "unchanged") {
+      // The feed as last applied (answered 304): a read all the same (the status says when), and
+      // after a failed read, it reads again (calendar-ok).
+      this.onProblem(null, "unchanged");
+      return r;
+    }
     const feed = await readFeedOffThread(r.text, this.settings, this.now());
     if (!feed.ok) {
       this.onProblem(feed.problem, "feed");
@@ -149,7 +159,7 @@ export class CalendarPoller {
     }
     let whole: boolean | void;
     try {
-      const applied = await this.apply(feed.bookings, feed.skipped, stamp);
+      const applied = await this.apply(feed.bookings, feed.skipped, stamp, feed.blocked);
       if (applied === "superseded") {
         // No ETag kept: the next read is in full, whatever the later read did.
         this.etag = null;

@@ -113,6 +113,8 @@ async function planOf(
   now: number,
   /** `issue: false`: no new pass (the node's output reaches nobody: docs/passes.md#no-code-goes-nowhere); changes and revocations still apply. */
   issue: boolean,
+  /** Events the feed lists as blocked time (no booking): a feed that lists them is read, not empty. */
+  blocked: number,
 ): Promise<Plan> {
   const all = await book.fromSource(source);
   const mine = all.filter((p) => p.revoked === null);
@@ -122,7 +124,9 @@ async function planOf(
     all.filter((p) => p.revoked !== null && p.revokedBy !== "calendar" && p.ref !== null).map((p) => p.ref!),
   );
   const live = mine.filter((p) => isLive(p, now));
-  if (bookings.length === 0 && live.length > 0)
+  // A feed that lists only blocked time (Airbnb's, once its last guest cancelled) is a real feed:
+  // its cancellations apply (docs/passes.md#blocked-time-and-placeholder-names).
+  if (bookings.length === 0 && blocked === 0 && live.length > 0)
     throw new EmptyFeedRefused(
       `the calendar lists no booking while ${live.length} pass${live.length === 1 ? "" : "es"} made from it ${live.length === 1 ? "is" : "are"} live: not applied (a feed gone wrong is not a cancellation of every booking)`,
     );
@@ -178,15 +182,16 @@ export async function applyBookings(
   now: number,
   /**
    * `issue: false`: no new pass, as the node's output reaches nobody (docs/passes.md#no-code-goes-nowhere);
-   * changes and revocations still apply. `capacity`: the account's (MAX_PASSES). `stamp`: the
-   * read's (PassBook.readStamp, taken as it began): each write is refused once a later read of
-   * this calendar has begun, on any instance (ReadSuperseded).
+   * changes and revocations still apply. `capacity`: the account's (MAX_PASSES). `blocked`: the
+   * feed's events skipped as blocked time. `stamp`: the read's (PassBook.readStamp, taken as it
+   * began): each write is refused once a later read of this calendar has begun, on any instance
+   * (ReadSuperseded).
    */
-  opts: { issue?: boolean; capacity?: number; stamp?: number } = {},
+  opts: { issue?: boolean; capacity?: number; blocked?: number; stamp?: number } = {},
 ): Promise<SyncChanges> {
   const capacity = opts.capacity ?? MAX_PASSES;
   const fence: ReadFence | undefined = opts.stamp === undefined ? undefined : { source, stamp: opts.stamp };
-  const plan = await planOf(book, source, bookings, doors, now, opts.issue !== false);
+  const plan = await planOf(book, source, bookings, doors, now, opts.issue !== false, opts.blocked ?? 0);
   if (plan.issue.length > 0) {
     // Counted before anything is written: the passes the account keeps (every source's) and the new ones.
     const kept = (await book.list()).length;

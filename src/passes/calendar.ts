@@ -179,7 +179,9 @@ function clean(v: unknown, max: number): string {
   return typeof v === "string" ? clip(controlCharsAsSpaces(v).trim(), max) : "";
 }
 
-const PLACEHOLDER_KEYS = new Set(PLACEHOLDERS.map(matchKey));
+// A platform's marker of blocked time that the host made a booking (removed from the node's list)
+// names no guest either: Booking.com writes "CLOSED - Not available" for every booked date.
+const PLACEHOLDER_KEYS = new Set([...PLACEHOLDERS, ...DEFAULT_BLOCKED].map(matchKey));
 const PHONE_LAST4 = /Phone Number \(Last 4 Digits\):[ \t]*(\d{4})(?!\d)/i;
 const RESERVATION_URL = /Reservation URL:[ \t]*(https:\/\/[^\s<>"]{1,300})/i;
 
@@ -214,6 +216,30 @@ function isBlocked(item: ICAL.Event, s: CalendarSettings): boolean {
 }
 const DEFAULT_KEYS = DEFAULT_BLOCKED.map(matchKey);
 
+/** An event's version: its SEQUENCE, then its DTSTAMP (else LAST-MODIFIED) in seconds. */
+function versionOf(c: ICAL.Component): [number, number] {
+  const seq = Number(c.getFirstPropertyValue("sequence"));
+  const stamp = c.getFirstPropertyValue("dtstamp") ?? c.getFirstPropertyValue("last-modified");
+  const at = stamp instanceof ICAL.Time ? stamp.toUnixTime() : 0;
+  return [Number.isFinite(seq) ? seq : 0, Number.isFinite(at) ? at : 0];
+}
+
+/**
+ * Whether event `b` replaces event `a` of the same UID (RFC 5545: the higher SEQUENCE, then the
+ * later DTSTAMP); two alike: the cancelled one, so a feed's order never opens a door, else the
+ * same one whatever the order.
+ */
+function replaces(b: ICAL.Component, a: ICAL.Component): boolean {
+  const [sa, ta] = versionOf(a);
+  const [sb, tb] = versionOf(b);
+  if (sb !== sa) return sb > sa;
+  if (tb !== ta) return tb > ta;
+  const cancelled = (c: ICAL.Component) =>
+    String(c.getFirstPropertyValue("status") ?? "").toUpperCase() === "CANCELLED";
+  if (cancelled(a) !== cancelled(b)) return cancelled(b);
+  return b.toString() > a.toString(); // still alike: one of them, the same whatever the order
+}
+
 /**
  * Reads a feed's text into bookings: every event not cancelled, each occurrence of a recurring one
  * from a day ago to RECUR_HORIZON_MS ahead (its exceptions applied), ending after `now`.
@@ -230,13 +256,18 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
   if (root.name !== "vcalendar") return { ok: false, problem: "not an iCalendar feed (no VCALENDAR)" };
   const masters = new Map<string, ICAL.Event>();
   const exceptions: ICAL.Component[] = [];
+  let noUid = 0;
   for (const v of root.getAllSubcomponents("vevent")) {
     if (v.hasProperty("recurrence-id")) exceptions.push(v);
     else {
       const uid = v.getFirstPropertyValue("uid");
       // Its exceptions are related below: without `exceptions`, ical.js would search the whole
-      // calendar for them once per event (10,000 bookings: seconds).
-      if (typeof uid === "string" && uid !== "") masters.set(uid, new ICAL.Event(v, { exceptions: [] }));
+      // calendar for them once per event (10,000 bookings: seconds). A UID listed twice is read as
+      // its latest version, whatever the order of the feed.
+      if (typeof uid === "string" && uid !== "") {
+        const was = masters.get(uid);
+        if (was === undefined || replaces(v, was.component)) masters.set(uid, new ICAL.Event(v, { exceptions: [] }));
+      } else noUid++; // no pass can follow it from read to read: skipped, and the host told
     }
   }
   for (const x of exceptions) {
@@ -244,7 +275,7 @@ export function readFeed(text: string, s: CalendarSettings, now: number): FeedRe
     if (m) m.relateException(x);
   }
   const bookings: Booking[] = [];
-  let skipped = 0;
+  let skipped = noUid;
   let blocked = 0;
   const horizon = now + RECUR_HORIZON_MS;
   let past = 0;

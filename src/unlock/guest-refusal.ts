@@ -15,7 +15,11 @@ export type GuestRefusalWhy = "unknown" | "locked-out" | "not-yet" | "gone" | Ex
 
 export interface GuestRefusal {
   why: GuestRefusalWhy;
-  /** ISO instant: when the pass ended (`expired`), opens (`not-yet`), opens next (`closed`), or the lockout ends (`locked-out`). */
+  /**
+   * ISO instant: when the pass ended (`expired`), opens (`not-yet`; with weekly hours or turnover
+   * windows, its first window), opens next (`closed`, outside its weekly hours or turnover windows;
+   * absent when it does not open again), or the lockout ends (`locked-out`).
+   */
   at?: string;
   /** IANA zone a person reads `at` in. */
   timeZone: string;
@@ -30,16 +34,19 @@ export function passRefused(
   word: PassRefusal | "gone",
   pass: Pass,
   nodeZone: string,
-  now?: number,
+  now: number,
   bookings?: Bookings,
 ): GuestRefusal {
   const own = (pass as { timeZone?: unknown }).timeZone;
   const timeZone = typeof own === "string" && own !== "" ? own : nodeZone;
+  const iso = (at: number | null) => (at === null ? undefined : new Date(at).toISOString());
   if (word === "expired") return { why: "expired", at: pass.until, timeZone };
-  if (word === "upcoming") return { why: "not-yet", at: pass.from, timeZone };
-  if (word === "closed" && now !== undefined) {
-    const next = nextOpen(pass, now, bookings);
-    if (next !== null) return { why: "closed", at: new Date(next).toISOString(), timeZone };
+  // With weekly hours or turnover windows, when it opens is its first window, as the refusal's words say (pass.ts refusalText).
+  if (word === "upcoming")
+    return { why: "not-yet", at: iso(nextOpen(pass, Date.parse(pass.from), bookings)) ?? pass.from, timeZone };
+  if (word === "closed") {
+    const at = iso(nextOpen(pass, now, bookings));
+    return at === undefined ? { why: "closed", timeZone } : { why: "closed", at, timeZone };
   }
   return { why: word, timeZone };
 }

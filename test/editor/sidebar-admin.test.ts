@@ -76,6 +76,17 @@ function passFlow(url: string): Record<string, unknown>[] {
     ...helperNodes("dp-out"),
     doorPassNode("dp", { name: "Apartment A" }),
     doorPassNode("dp2", { name: "Apartment B", wires: [[]] }),
+    // A listing in a subflow: its door-pass runs as "<instance id>-<its id in the subflow>".
+    {
+      id: "sf1",
+      type: "subflow",
+      name: "Listing",
+      info: "",
+      in: [],
+      out: [{ x: 300, y: 40, wires: [{ id: "sfdp", port: 0 }] }],
+    },
+    { ...doorPassNode("sfdp", { name: "Apartment C" }), z: "sf1", x: 160, y: 40, wires: [[]] },
+    { id: "inst1", type: "subflow:sf1", z: "tab1", x: 200, y: 200, wires: [["dp-out"]] },
   ];
 }
 
@@ -502,6 +513,36 @@ describe("door access sidebar: admin endpoints and live notices name accounts, n
     await editorPost(`${SIDEBAR}/acc1/passes/${ida.pass.id}/reissue`).send({}).expect(409);
     await editorPost(`${SIDEBAR}/acc1/passes/pass-000000000000/reissue`).send({}).expect(404);
     assert.ok(book.find(hal.code) !== null && book.find(ida.code) !== null, "their codes still open");
+  });
+
+  // docs/passes.md#in-the-sidebar
+  it("a pass made by a door-pass inside a subflow names that node as deployed, and its New code goes out on the subflow's output (docs/passes.md#in-the-sidebar)", async () => {
+    const outs = received("dp-out");
+    const now = Date.now();
+    const book = accountOf().account.core.passes;
+    const door = [{ deviceId: 101, door: "Main Street 1 / Front Door" }];
+    const jo = await book.issue(
+      {
+        guest: "Jo",
+        doors: door,
+        from: iso(now - HOUR),
+        until: iso(now + HOUR),
+        uses: null,
+        ref: null,
+        node: "inst1-sfdp",
+      },
+      8,
+    );
+    const list = await helper.request().get(`${SIDEBAR}/acc1/passes`).expect(200);
+    const row = list.body.passes.find((p: any) => p.id === jo.pass.id);
+    assert.deepEqual(row.madeBy, { id: "inst1-sfdp", name: "Apartment C", state: "deployed", calendar: false });
+    assert.equal(row.newCode, true);
+    const n = outs.length;
+    const res = await editorPost(`${SIDEBAR}/acc1/passes/${jo.pass.id}/reissue`).send({}).expect(200);
+    assert.deepEqual(res.body, { reissued: jo.pass.id, node: "inst1-sfdp" });
+    await until("the new code on the subflow's output", () => outs.length === n + 1);
+    assert.equal(outs[n].payload.id, jo.pass.id);
+    assert.equal(book.find(jo.code), null, "the old code finds no pass");
   });
 });
 

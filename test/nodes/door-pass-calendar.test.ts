@@ -519,12 +519,16 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#blocked-time-and-placeholder-names
-  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking", async () => {
+  it("Booking.com's feed gives no pass with the default list (its closed dates are blocked time); a list without its marker makes each closed date a booking, whose guest is the host's name for a guest, never 'CLOSED - Not available' (docs/passes.md#blocked-time-and-placeholder-names)", async () => {
     cal.body = platformFeed("booking-com");
-    await deploy({ blocked: "Blocked\nNot available" });
+    await deploy({ blocked: "Blocked\nNot available", name: "Apartment B" });
     await until("two passes", () => issued().length === 2);
     assert.deepEqual(
       issued().map((p) => p.guest),
+      ["Apartment B guest", "Apartment B guest"],
+    );
+    assert.deepEqual(
+      issued().map((p) => p.booking.summary),
       ["CLOSED - Not available", "CLOSED - Not available"],
     );
     await teardown();
@@ -532,6 +536,146 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     await deploy({ blocked: undefined });
     assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
     assert.equal(issued().length, 0);
+  });
+
+  // docs/passes.md#blocked-time-and-placeholder-names
+  it("a feed whose last booking is cancelled while it still lists blocked time revokes that booking's pass: blocked time is a feed's content, not an empty feed (docs/passes.md#blocked-time-and-placeholder-names)", async () => {
+    const block = [
+      "BEGIN:VEVENT",
+      `DTSTART;VALUE=DATE:${date(20)}`,
+      `DTEND;VALUE=DATE:${date(300)}`,
+      "UID:blk-1@airbnb.com",
+      "SUMMARY:Airbnb (Not available)",
+      "END:VEVENT",
+    ].join("\r\n");
+    cal.body = feed(booking("b1", "Reserved", -1, 2), block);
+    await deploy({ name: "Apartment A" });
+    await until("the pass", () => issued().length === 1);
+    const p = issued()[0];
+    assertAccepted(await unlock({ pass: p.code }));
+    // The guest cancels: Airbnb's feed now holds only the blocked dates.
+    cal.body = feed(block);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 1 });
+    assert.match(assertFailed(await unlock({ pass: p.code }), "denied", null).message, /revoked/);
+    // A feed with no event at all is still not applied.
+    cal.body = feed(booking("b2", "Reserved", -1, 2), block);
+    assert.deepEqual(await sync(), { action: "synced", issued: 1, updated: 0, revoked: 0 });
+    cal.body = feed();
+    const empty = await sync();
+    assert.match(empty.error.error.message, /lists no booking/);
+  });
+
+  // docs/passes.md#from-a-booking-calendar
+  it("a feed that reads again after failing is told once by pass/calendar-ok and the status, also when it comes back unchanged (answered 304) (docs/passes.md#from-a-booking-calendar)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    const failed = () => events.filter((m) => m.topic === "pass/calendar-failed");
+    const ok = () => events.filter((m) => m.topic === "pass/calendar-ok");
+    cal.status = 404;
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    await until("one calendar-failed", () => failed().length === 1);
+    assert.match(String(lastStatus(helper.getNode("dp"))?.text), /^calendar: not read/);
+    // Back, with the same feed: the server answers 304 to the ETag of the last read applied.
+    cal.status = 200;
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.ok(cal.requests[cal.requests.length - 1].ifNoneMatch !== null, "asked with If-None-Match: answered 304");
+    await until("one calendar-ok", () => ok().length === 1);
+    // The status set after the failure says the calendar is read again (a sync's answer may follow it).
+    const dp = helper.getNode("dp");
+    const texts = () => dp.status.getCalls().map((c: any) => String(c.args[0]?.text));
+    await until("the status of a calendar read", () => {
+      const t = texts();
+      const i = t.map((x: string) => x.startsWith("calendar: not read")).lastIndexOf(true);
+      return t.slice(i + 1).some((x: string) => /^calendar read \d\d:\d\d:\d\d: 1 live$/.test(x));
+    });
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(ok().length, 1, "told once");
+    assert.equal(failed().length, 1);
+  });
+
+  // docs/passes.md#from-a-booking-calendar
+  it("an event listed twice under one UID is read as its latest version (SEQUENCE, then DTSTAMP), whatever the order of the feed: a cancelled booking listed again before its cancellation gets no pass (docs/passes.md#from-a-booking-calendar)", async () => {
+    const old = booking("d1", "Ada", -1, 2, ["SEQUENCE:0", "DTSTAMP:20260101T000000Z"]);
+    const cancelled = booking("d1", "Ada", -1, 2, ["SEQUENCE:1", "DTSTAMP:20260102T000000Z", "STATUS:CANCELLED"]);
+    const moved = booking("d2", "Bo", 1, 3, ["SEQUENCE:2", "DTSTAMP:20260103T000000Z"]);
+    const first = booking("d2", "Bo", -1, 2, ["SEQUENCE:1", "DTSTAMP:20260102T000000Z"]);
+    cal.body = feed(old, cancelled, first, moved, booking("b9", "Cy", -1, 2));
+    await deploy();
+    await until("Cy's pass and Bo's", () => issued().length === 2);
+    const bo = issued().find((p) => p.ref === "d2");
+    assert.equal(bo.from, iso(Date.parse(`${new Date(Date.now() + DAY).toISOString().slice(0, 10)}T00:00:00Z`)));
+    // The same feed, its events in another order: nothing changes.
+    cal.body = feed(booking("b9", "Cy", -1, 2), moved, cancelled, first, old);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.equal(issued().filter((p) => p.ref === "d1").length, 0, "no pass for the cancelled booking");
+  });
+
+  // docs/passes.md#from-a-booking-calendar
+  it("a feed that keeps failing the same way is told once (one pass/calendar-failed, one warning), also when the number of live passes changes meanwhile (docs/passes.md#from-a-booking-calendar)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    await deploy();
+    await until("two passes", () => issued().length === 2);
+    const failed = () => events.filter((m) => m.topic === "pass/calendar-failed");
+    cal.body = feed();
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    await until("one calendar-failed", () => failed().length === 1);
+    // The host revokes a pass while the feed is empty: the same failure, told no second time.
+    const c = caught.length;
+    helper.getNode("dp").receive({ payload: { action: "revoke", ref: "b1" } });
+    await until("revoked", () => outs.some((m) => m.payload.action === "revoked") || caught.length > c);
+    assert.equal((await sync()).error.error.code, "calendar-failed");
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(failed().length, 1, "told once");
+    const warned = helper
+      .getNode("dp")
+      .warn.getCalls()
+      .filter((x: any) => /calendar:/.test(String(x.args[0])));
+    assert.equal(warned.length, 1, "one warning");
+  });
+
+  // docs/passes.md#from-a-booking-calendar
+  it("events of the feed that cannot be bookings (no UID, a date that does not exist) are told to the host once in a warning, the rest applied; told again only when their number changes (docs/passes.md#from-a-booking-calendar)", async () => {
+    const noUid = booking("x", "Bo", 1, 3).replace("UID:x\r\n", "");
+    const noDate = booking("y", "Cy", 1, 3).replace(/DTEND;VALUE=DATE:\d+/, "DTEND;VALUE=DATE:20270230");
+    cal.body = feed(booking("b1", "Ada", -1, 2), noUid, noDate);
+    await deploy();
+    await until("Ada's pass", () => issued().length === 1);
+    const warned = () =>
+      helper
+        .getNode("dp")
+        .warn.getCalls()
+        .map((x: any) => String(x.args[0]))
+        .filter((w: string) => /cannot be (a )?bookings?\b/.test(w));
+    await until("one warning", () => warned().length === 1);
+    assert.match(warned()[0], /2 events of the feed cannot be bookings/);
+    assert.doesNotMatch(warned()[0], /Bo|Cy/, "no guest's name in the log");
+    cal.body = feed(booking("b1", "Ada", -1, 3), noUid, noDate);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 1, revoked: 0 });
+    assert.equal(warned().length, 1, "the same two: told once");
+    cal.body = feed(booking("b1", "Ada", -1, 3), noDate);
+    await sync();
+    assert.equal(warned().length, 2);
+    assert.match(warned()[1], /1 event of the feed cannot be a booking/);
+  });
+
+  // docs/nodes.md#door-pass
+  it("a read answered 304 (the feed unchanged) is a read: the status says 'calendar read <time>: N live' again, with the time of that read (docs/nodes.md#door-pass)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await deploy();
+    await until("the pass", () => issued().length === 1);
+    const dp = helper.getNode("dp");
+    const reads = () =>
+      dp.status
+        .getCalls()
+        .map((c: any) => String(c.args[0]?.text))
+        .filter((x: string) => /^calendar read \d\d:\d\d:\d\d: 1 live$/.test(x)).length;
+    await until("the first read's status", () => reads() === 1);
+    assert.deepEqual(await sync(), { action: "synced", issued: 0, updated: 0, revoked: 0 });
+    assert.ok(cal.requests[cal.requests.length - 1].ifNoneMatch !== null, "answered 304");
+    await until("the status of the unchanged read", () => reads() === 2);
   });
 
   // docs/passes.md#no-code-goes-nowhere
@@ -615,6 +759,161 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     const ada = issued().find((p) => p.guest === "Ada");
     assert.match(assertFailed(await unlock({ pass: ada.code }), "denied", null).message, /revoked/);
     assertAccepted(await unlock({ pass: issued().find((p) => p.guest === "Cy").code }));
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
+  it("the deploy that deletes a door-pass while its read is issuing passes leaves none of its calendar passes live: the revocation waits for the read (docs/passes.md#deleting-a-calendar-node)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2));
+    await loadFlow(calendarFlow(), { nodes: [...ALL_NODES, passModule, catchModule] });
+    await waitReady();
+    outs = received("dp-out");
+    await until("Ada's pass", () => issued().length === 1);
+    const book = accountOf().account.core.passes;
+    // The next read's issue is held until the node is deleted.
+    const issueBooking = book.issueBooking.bind(book);
+    let reached = false;
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    book.issueBooking = async (...a: Parameters<typeof issueBooking>) => {
+      reached = true;
+      await gate;
+      return issueBooking(...a);
+    };
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    helper.getNode("dp").receive({ payload: { action: "sync" } });
+    await until("the read issuing Bo's pass", () => reached);
+    const deleted = deployFlows(
+      calendarFlow().filter((n) => n.id !== "dp"),
+      "nodes",
+    );
+    await new Promise((r) => setTimeout(r, 300)); // the deleted node's close has begun
+    release();
+    await deleted;
+    await until(
+      "the read and the revocation over",
+      () =>
+        accountOf()
+          .account.core.events.recent()
+          .filter((e: any) => e.event === "revoked").length >= 1,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const live = (await book.fromSource("dp")).filter((p: any) => p.revoked === null);
+    assert.deepEqual(
+      live.map((p: any) => p.guest),
+      [],
+      "every calendar pass of the deleted node revoked, the one its last read issued too",
+    );
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
+  it("a door-pass inside a subflow: redeploying or disabling its instance revokes nothing; the deploy that deletes the instance revokes the calendar passes it made (pass/revoked each) (docs/passes.md#deleting-a-calendar-node)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    const subflow = (instances: string[], d = false) => [
+      tab(),
+      { id: "acc1", type: "door-account", name: "demo", baseUrl: sim.url, loginMethod: "phone", auditLog: "" },
+      unlockNode({ deviceId: "101", doorName: "Front Door", doorLocation: "Main Street 1", acceptPasses: true }),
+      ...helperNodes("u1-ok", "u1-fail", "dp-out"),
+      {
+        id: "sf1",
+        type: "subflow",
+        name: "Listing",
+        info: "",
+        in: [{ x: 40, y: 40, wires: [{ id: "sfdp" }] }],
+        out: [{ x: 300, y: 40, wires: [{ id: "sfdp", port: 0 }] }],
+      },
+      {
+        ...doorPassNode("sfdp", {
+          name: "Apartment A",
+          calendarUrl: cal.url,
+          doors: ["Front Door"],
+          checkIn: "00:00",
+          checkOut: "23:59",
+          timeZone: "UTC",
+        }),
+        z: "sf1",
+        x: 160,
+        y: 40,
+        wires: [[]],
+      },
+      // A subflow instance is a node only with its position (x, y), as the editor stores it.
+      ...instances.map((id) => ({ id, type: "subflow:sf1", z: "tab1", x: 200, y: 200, d, wires: [["dp-out"]] })),
+    ];
+    await loadFlow(subflow(["inst1"]), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    await until("two passes", () => issued().length === 2);
+    const book = () => accountOf().account.core.passes;
+    const live = async () =>
+      (await book().list())
+        .filter((p: any) => p.state === "active")
+        .map((p: any) => p.guest)
+        .sort();
+    const revokedEvents = () =>
+      accountOf()
+        .account.core.events.recent()
+        .filter((e: any) => e.kind === "pass" && e.event === "revoked");
+    // A full redeploy: the instance restarts; nothing revoked, nothing issued again.
+    await deployFlows(subflow(["inst1"]), "full");
+    await waitReady();
+    await new Promise((r) => setTimeout(r, 1500)); // its first read, a second after the deploy
+    assert.deepEqual(await live(), ["Ada", "Bo"]);
+    assert.equal(revokedEvents().length, 0);
+    // Disabled, then enabled again: nothing revoked.
+    await deployFlows(subflow(["inst1"], true), "nodes");
+    await deployFlows(subflow(["inst1"]), "nodes");
+    await new Promise((r) => setTimeout(r, 300)); // a revocation, if there were one, would be written by now
+    assert.deepEqual(await live(), ["Ada", "Bo"]);
+    assert.equal(revokedEvents().length, 0);
+    // The instance deleted.
+    await deployFlows(subflow([]), "nodes");
+    await until("two pass/revoked events", () => revokedEvents().length === 2);
+    assert.deepEqual(await live(), [], "the deleted instance's calendar passes ended");
+    assert.match(assertFailed(await unlock({ pass: issued()[0].code }), "denied", null).message, /revoked/);
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
+  it("a door-pass moved into a subflow (Selection to Subflow) is a deletion of the node on its tab: its calendar passes are revoked (pass/revoked each) and the instance's node keeps one pass per booking, so no old code outlives its booking (docs/passes.md#deleting-a-calendar-node)", async () => {
+    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    await loadFlow(calendarFlow(), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    await until("two passes", () => issued().length === 2);
+    const first = issued().slice();
+    // The editor's "Selection to Subflow": the node keeps its id, now inside the subflow, and an instance takes its place.
+    const moved = [
+      ...calendarFlow().filter((n) => n.id !== "dp"),
+      {
+        id: "sf1",
+        type: "subflow",
+        name: "Listing",
+        info: "",
+        in: [],
+        out: [{ x: 300, y: 40, wires: [{ id: "dp", port: 0 }] }],
+      },
+      { ...calendarFlow().find((n) => n.id === "dp"), z: "sf1", x: 160, y: 40, wires: [[]] },
+      { id: "inst1", type: "subflow:sf1", z: "tab1", x: 200, y: 200, wires: [["dp-out"]] },
+    ];
+    // Deployed as the editor does by default (full).
+    await deployFlows(moved, "full");
+    await waitReady();
+    const revoked = () =>
+      accountOf()
+        .account.core.events.recent()
+        .filter((e: any) => e.kind === "pass" && e.event === "revoked")
+        .map((e: any) => e.id)
+        .sort();
+    outs = received("dp-out");
+    await until("the tab node's two passes revoked", () => revoked().length === 2);
+    assert.deepEqual(revoked(), first.map((p) => p.id).sort());
+    await until("the instance's passes", () => issued().length === 2);
+    const live = (await accountOf().account.core.passes.list())
+      .filter((p: any) => p.state === "active")
+      .map((p: any) => `${p.node}:${p.guest}`)
+      .sort();
+    assert.deepEqual(live, ["inst1-dp:Ada", "inst1-dp:Bo"], "one live pass per booking, the instance's");
+    assert.match(assertFailed(await unlock({ pass: first[0].code }), "denied", null).message, /revoked/);
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {

@@ -276,6 +276,28 @@ for (const store of ["file", "redis"] as const) {
       assert.equal(unlockPuts(sim).length, 2, "one PUT per message inside a window, none outside");
     });
 
+    // docs/passes.md#at-a-door-unlock: the guest page words the next opening from passRefusal
+    it("outside its weekly hours the refusal as data names the next opening: passRefusal { why: closed, at (ISO), timeZone (the pass's) }, so a guest page says when the code opens in the guest's language (docs/passes.md#at-a-door-unlock)", async () => {
+      const now = Date.now();
+      const opens = Math.floor((now + 2 * HOUR) / 60_000) * 60_000;
+      const later = windowAround(opens, opens + HOUR, "Europe/Berlin");
+      const p = await pass({
+        action: "issue",
+        guest: `Cleaner (${store})`,
+        doors: ["Main Street 1 / Back Door"],
+        from: iso(now - HOUR),
+        until: iso(now + 30 * 24 * HOUR),
+        schedule: [later],
+        timeZone: "Europe/Berlin",
+      });
+      assert.ok("ok" in p, JSON.stringify(p));
+      sim.control.resetRequests();
+      const refused = assertFailed(await unlock({ pass: p.ok.payload.code }), "denied", null);
+      assert.equal(refused.reason, "pass");
+      assert.deepEqual(refused.passRefusal, { why: "closed", at: iso(opens), timeZone: "Europe/Berlin" });
+      assert.equal(unlockPuts(sim).length, 0, "nothing sent");
+    });
+
     for (const [what, hours, field] of [
       ["a day 8", { schedule: [{ days: [8], from: "08:00", to: "12:00" }] }, "schedule"],
       ["a window from 8:00", { schedule: [{ days: [2], from: "8:00", to: "12:00" }] }, "schedule"],

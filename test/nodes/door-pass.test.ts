@@ -472,6 +472,24 @@ describe("guest passes: door-pass and door-unlock's acceptPasses (docs/passes.md
     assert.equal(none.error.error.code, "invalid-input");
   });
 
+  // docs/passes.md#a-new-code
+  it("reissue through a door-pass whose output reaches no node is refused (code not-wired): the new code would go nowhere, so the old code keeps opening (docs/passes.md#a-new-code)", async () => {
+    ({ userDir } = await loadFlow([...flow(sim.url), { ...doorPassNode("dp2"), wires: [[]] }], { nodes: NODES }));
+    outs = received("dp-out");
+    caught = received("caught");
+    await waitReady();
+    const now = Date.now();
+    const p = await issue({ guest: "Ada", doors: [101], from: iso(now - HOUR), until: iso(now + HOUR), ref: "bk-8" });
+    for (const ask of [{ id: p.id }, { ref: "bk-8" }]) {
+      const c = caught.length;
+      helper.getNode("dp2").receive({ payload: { action: "reissue", ...ask } });
+      await until("the refusal", () => caught.length > c);
+      assert.equal(caught[c].error.code, "not-wired");
+      assert.match(caught[c].error.message, /reaches no node/);
+    }
+    assertAccepted(await unlock({ pass: p.code }));
+  });
+
   /** The stored hash of a pass, as a copy of the user directory shows it. */
   function storedHash(id: string): string {
     const dir = path.join(userDir, "door-access");

@@ -240,12 +240,12 @@ describe("what a guest is told of a refused pass: its times as local time in the
       refusalText("upcoming", pass, Date.parse(pass.from) - 1, "Europe/Oslo"),
       "this pass is not valid yet: it opens on Tuesday 1 December 15:00 (Europe/Oslo)",
     );
-    assert.deepEqual(passRefused("expired", pass, "Europe/Oslo"), {
+    assert.deepEqual(passRefused("expired", pass, "Europe/Oslo", Date.parse(pass.until)), {
       why: "expired",
       at: pass.until,
       timeZone: "Europe/Oslo",
     });
-    assert.deepEqual(passRefused("upcoming", pass, "Europe/Oslo"), {
+    assert.deepEqual(passRefused("upcoming", pass, "Europe/Oslo", Date.parse(pass.from) - 1), {
       why: "not-yet",
       at: pass.from,
       timeZone: "Europe/Oslo",
@@ -258,7 +258,24 @@ describe("what a guest is told of a refused pass: its times as local time in the
       refusalText("expired", own, Date.parse(pass.from), "Europe/Oslo"),
       "this pass expired on Saturday 5 December 19:00 (Asia/Tokyo)",
     );
-    assert.equal(passRefused("expired", own, "Europe/Oslo").timeZone, "Asia/Tokyo");
+    assert.equal(passRefused("expired", own, "Europe/Oslo", Date.parse(pass.until)).timeZone, "Asia/Tokyo");
+  });
+
+  it("a pass with weekly hours: passRefusal's at is when it opens, as its words say: not valid yet, its first window; outside its hours, its next window; none left, no at (docs/passes.md#at-a-door-unlock)", () => {
+    // Tuesday 1 December 2026; windows Tuesdays 07:00-12:00 in Berlin (06:00-11:00 UTC).
+    const hours = { schedule: [{ days: [2], from: "07:00", to: "12:00" }], timeZone: "Europe/Berlin" };
+    const weekly = { ...pass, ...hours, until: "2026-12-31T00:00:00.000Z" };
+    assert.deepEqual(passRefused("upcoming", weekly, "UTC", Date.parse(pass.from) - 1), {
+      why: "not-yet",
+      at: "2026-12-08T06:00:00.000Z",
+      timeZone: "Europe/Berlin",
+    });
+    assert.deepEqual(passRefused("closed", weekly, "UTC", Date.parse("2026-12-02T12:00:00Z")), {
+      why: "closed",
+      at: "2026-12-08T06:00:00.000Z",
+      timeZone: "Europe/Berlin",
+    });
+    assert.equal(passRefused("closed", { ...pass, ...hours }, "UTC", Date.parse("2026-12-02T12:00:00Z")).at, undefined);
   });
 
   it("outside its weekly hours or turnover windows: passRefusal { why: 'closed', at: when it opens next }, without at when it does not open again (docs/passes.md#at-a-door-unlock)", () => {
