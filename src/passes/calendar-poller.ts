@@ -134,7 +134,12 @@ export class CalendarPoller {
     return this.following;
   }
 
-  private async readOnce(): Promise<PollResult> {
+  /**
+   * `again`: a read overtaken by a later one ("superseded") reads once more at once, numbered after
+   * it: the later read may yet fail (its fetch, its feed, its node stopped) or answer 304, and this
+   * read's feed must not wait for the timer (docs/passes.md#from-a-booking-calendar).
+   */
+  private async readOnce(again = true): Promise<PollResult> {
     const stamp = await this.stamp().catch(() => null);
     const r = await this.fetchFeed();
     if (r.kind === "failed") {
@@ -154,6 +159,7 @@ export class CalendarPoller {
         // No ETag kept: the next read is in full, whatever the later read did.
         this.etag = null;
         this.lastModified = null;
+        if (again && !this.stopped) return this.readOnce(false);
         return { kind: "unchanged" };
       }
       whole = applied;

@@ -534,4 +534,46 @@ describe("a booking calendar read by two instances on one Redis store: one pass 
     assert.equal(after.find((p) => p.ref === "move").until, moved.until, "the moved booking keeps its new window");
     assert.equal(codesOf("cancel"), 1, "no new code for the cancelled booking");
   });
+
+  it("a sync whose read is overtaken by a later read that then fails still applies the feed: A's sync (the booking cancelled) is answered after B's read began and failed, and the cancelled booking has no live pass (docs/passes.md#from-a-booking-calendar)", async () => {
+    const cal = (...ev: string[]) =>
+      ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...ev, "END:VCALENDAR", ""].join("\r\n");
+    feed.body = cal(booking("stay", 1, 3), booking("gone", 1, 3));
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    await b.deploy(calendarFlow(sim.url, redis.url, `${feed.url}/b`));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    assert.equal((await a.post("/pass", { action: "sync" })).action, "synced");
+    assert.equal((await b.post("/pass", { action: "sync" })).action, "synced");
+    const live = async () =>
+      ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+        (p) => p.state === "active" || p.state === "upcoming",
+      );
+    assert.deepEqual((await live()).map((p) => p.ref).sort(), ["gone", "stay"]);
+    // The host cancels "gone" and syncs on A: A's read is asked (its answer held) ...
+    feed.body = cal(booking("stay", 1, 3));
+    feed.holdOnly = "/listing";
+    feed.holding = true;
+    const aSync = a.post("/pass", { action: "sync" });
+    await until("A's read asked", () => feed.waiting === 1, 30_000);
+    const heldA = feed.takeHeld();
+    // ... then B's read begins (its stamp is later) and its feed fails.
+    feed.holdOnly = "/b/";
+    feed.holding = true;
+    void b.post("/pass", { action: "sync" }).catch(() => null);
+    await until("B's read asked", () => feed.waiting === 1, 30_000);
+    const heldB = feed.takeHeld();
+    feed.holdOnly = null;
+    for (const r of heldA) feed.answerWith(r, feed.body);
+    for (const r of heldB) r.writeHead(503).end("down");
+    // B's failed sync goes to its Catch node, whose answer this flow does not send: its log says it.
+    await until("B's read failed", () => b.log.includes("sync: the calendar answered 503"), 30_000);
+    const answerA = await aSync;
+    assert.equal(answerA.action, "synced", JSON.stringify(answerA));
+    assert.equal(answerA.revoked, 1, `A's sync applied the cancellation: ${JSON.stringify(answerA)}`);
+    assert.deepEqual(
+      (await live()).map((p) => p.ref),
+      ["stay"],
+      "the cancelled booking has no live pass once the sync is answered",
+    );
+  });
 });
