@@ -576,4 +576,54 @@ describe("a booking calendar read by two instances on one Redis store: one pass 
       "the cancelled booking has no live pass once the sync is answered",
     );
   });
+
+  it("a read whose number cannot be taken (the store refused the counter) is not applied: its older answer, coming after another instance applied a cancellation, gives the cancelled booking no new code (docs/passes.md#from-a-booking-calendar)", async () => {
+    const cal = (...ev: string[]) =>
+      ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...ev, "END:VCALENDAR", ""].join("\r\n");
+    const old = cal(booking("held", 1, 3), booking("dropped", 1, 3));
+    feed.body = old;
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    await b.deploy(calendarFlow(sim.url, redis.url, `${feed.url}/b`));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    assert.equal((await a.post("/pass", { action: "sync" })).action, "synced");
+    assert.equal((await b.post("/pass", { action: "sync" })).action, "synced");
+    const codesOf = (ref: string) => feed.collected.filter((m) => m.action === "issued" && m.ref === ref).length;
+    await until("the two bookings' codes", () => codesOf("held") === 1 && codesOf("dropped") === 1, 30_000);
+    const store = new RedisTokenStore({ url: redis.url, accountKey: "acl" });
+    try {
+      // The counter cannot be taken as A's read begins (as when Redis is away just then) ...
+      await store.command(["ACL", "SETUSER", "default", "-incr"]);
+      feed.holdOnly = "/listing";
+      feed.holding = true;
+      let answered: Record<string, unknown> | null = null;
+      void a
+        .post("/pass", { action: "sync" })
+        .then((r) => (answered = r))
+        .catch(() => null);
+      const refused = () => a.log.includes("sync: the order of the calendar's reads");
+      await until("A's read asked or refused", () => feed.waiting === 1 || refused(), 30_000);
+      const heldA = feed.takeHeld();
+      feed.holdOnly = null;
+      await store.command(["ACL", "SETUSER", "default", "+incr"]);
+      // ... then "dropped" is cancelled and B reads and applies that; A's older answer comes after.
+      feed.body = cal(booking("held", 1, 3));
+      const bSync = await b.post("/pass", { action: "sync" });
+      assert.equal(bSync.revoked, 1, JSON.stringify(bSync));
+      for (const r of heldA) feed.answerWith(r, old);
+      await until("A's read over", () => answered !== null || refused(), 30_000);
+      await new Promise((r) => setTimeout(r, 500)); // any code would be collected now
+      const live = ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+        (p) => p.state === "active" || p.state === "upcoming",
+      );
+      assert.deepEqual(
+        live.map((p) => p.ref),
+        ["held"],
+        `the cancelled booking has no live pass (A's sync: ${JSON.stringify(answered)})`,
+      );
+      assert.equal(codesOf("dropped"), 1, "no new code for the cancelled booking");
+    } finally {
+      await store.command(["ACL", "SETUSER", "default", "+incr"]).catch(() => undefined);
+      await store.close();
+    }
+  });
 });
