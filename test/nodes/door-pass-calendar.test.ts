@@ -617,6 +617,49 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assertAccepted(await unlock({ pass: issued().find((p) => p.guest === "Cy").code }));
   });
 
+  // docs/passes.md#deleting-a-calendar-node
+  it("a door-pass deleted while its read is being applied leaves no live pass: the read's writes after the deletion are refused, so no pass is issued whose code nobody gets", async () => {
+    cal.body = feed(booking("d1", "Ada", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    await loadFlow(calendarFlow(), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    caught = received("caught");
+    await until("Ada's pass", () => issued().length === 1);
+    const passes = accountOf().account.core.passes;
+    // The next read's first issue waits (forced: the deletion comes while the read is applied).
+    const issueBooking = passes.issueBooking.bind(passes);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let waiting = 0;
+    passes.issueBooking = async (...args: Parameters<typeof issueBooking>) => {
+      waiting++;
+      await gate;
+      return issueBooking(...args);
+    };
+    try {
+      cal.body = feed(booking("d1", "Ada", -1, 2), booking("d2", "Bo", -1, 2));
+      helper.getNode("dp").receive({ payload: { action: "sync" } });
+      await until("Bo's issue under way", () => waiting === 1);
+      const flowWithout = calendarFlow().filter((n: any) => n.id !== "dp" && n.id !== "dp-out");
+      await deployFlows(flowWithout, "nodes");
+      await until("Ada's pass revoked with its node", () =>
+        accountOf()
+          .account.core.events.recent()
+          .some((e: any) => e.kind === "pass" && e.event === "revoked" && e.guest === "Ada"),
+      );
+    } finally {
+      release();
+    }
+    await new Promise((r) => setTimeout(r, 300)); // Bo's issue, had it been let through, is written by now
+    const live = ((await passes.fromSource("dp")) as any[]).filter((p) => p.revoked === null);
+    assert.deepEqual(
+      live.map((p) => p.guest),
+      [],
+      "no live pass of the deleted node (Bo's code would have gone nowhere)",
+    );
+  });
+
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
     // Bound by progress, not by the machine's speed: it fails only when no pass comes out for two minutes.
     this.timeout(0);
