@@ -112,6 +112,17 @@ export function calendarPoller(
 ): CalendarPoller {
   let toldUnwired = false;
   let toldSkipped = 0;
+  // The counts of a read overtaken by a later one, added to the next read's (its read again: a sync's answer).
+  let carried: Counts = { issued: 0, updated: 0, revoked: 0 };
+  const report = (c: Counts, superseded: boolean) => {
+    const sum = {
+      issued: carried.issued + c.issued,
+      updated: carried.updated + c.updated,
+      revoked: carried.revoked + c.revoked,
+    };
+    carried = superseded ? sum : { issued: 0, updated: 0, revoked: 0 };
+    onCounts(sum);
+  };
   const apply = async (
     bookings: Parameters<typeof applyBookings>[2],
     skipped: number,
@@ -149,7 +160,7 @@ export function calendarPoller(
             }),
       );
       if (applied === null) {
-        onCounts({ issued: 0, updated: 0, revoked: 0 });
+        report({ issued: 0, updated: 0, revoked: 0 }, true);
         return "superseded";
       }
       changes = applied;
@@ -163,7 +174,10 @@ export function calendarPoller(
         failure = e;
       }
     }
-    onCounts({ issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length });
+    report(
+      { issued: changes.issued.length, updated: changes.updated.length, revoked: changes.revoked.length },
+      superseded,
+    );
     // Events that get no pass without anyone choosing it (no UID, a date that does not exist): the
     // host hears it once, and again when their number changes (docs/passes.md#from-a-booking-calendar).
     if (skipped !== toldSkipped && skipped > 0)

@@ -232,9 +232,27 @@ export = function register(RED: NodeAPI): void {
         calendar = run;
         // After the deploy step: the account's session starts first.
         const start = setTimeout(() => run.poller.start(), 1000);
-        node.on("close", () => {
+        node.on("close", (_removed: boolean, closed: () => void) => {
           clearTimeout(start);
           run.poller.stop();
+          // A read of this node being applied writes nothing more (numbered after it): a code it
+          // stored now would go to a stopped node, and the next node's read would not send it again
+          // (docs/passes.md#from-a-booking-calendar). That read issues it.
+          const got = binding.account();
+          if ("problem" in got) return closed();
+          let done = false;
+          const finish = () => {
+            if (!done) closed();
+            done = true;
+          };
+          const guard = setTimeout(finish, 5_000);
+          got.account.core.passes
+            .readStamp(node.id)
+            .catch(() => undefined)
+            .finally(() => {
+              clearTimeout(guard);
+              finish();
+            });
         });
       }
     }

@@ -106,6 +106,9 @@ export function isOwn(p: PassView, nodeId: string): boolean {
 
 /** Revokes the calendar passes node `source` made that are not revoked: those revoked, each once. */
 export async function revokeCalendarPasses(book: PassBook, source: string): Promise<Pass[]> {
+  // Numbered as a read of its calendar first: a read of it under way (being applied) writes nothing
+  // more, so it issues no pass after these are listed (docs/passes.md#deleting-a-calendar-node).
+  await book.readStamp(source);
   const mine = (await book.fromSource(source)).filter((p) => p.revoked === null);
   const out: Pass[] = [];
   for (const p of mine) out.push(...(await book.revoke({ id: p.id, byCalendar: true })));

@@ -92,7 +92,7 @@ export class CalendarPoller {
     private readonly fetchDeadlineMs: number = FETCH_DEADLINE_MS,
     /**
      * Called as a read begins, before its request: the order of the reads of this calendar among
-     * every instance (docs/passes.md#from-a-booking-calendar), handed to `apply`.
+     * every instance (docs/passes.md#from-a-booking-calendar), handed to `apply`; null: no account (apply says why). When it rejects, the read is not made.
      */
     private readonly stamp: () => Promise<number | null> = () => Promise.resolve(null),
   ) {}
@@ -139,8 +139,23 @@ export class CalendarPoller {
     return this.following;
   }
 
-  private async readOnce(): Promise<PollResult> {
-    const stamp = await this.stamp().catch(() => null);
+  /**
+   * `again`: a read overtaken by a later one ("superseded") reads once more at once, numbered after
+   * it: the later read may yet fail (its fetch, its feed, its node stopped) or answer 304, and this
+   * read's feed must not wait for the timer (docs/passes.md#from-a-booking-calendar).
+   */
+  private async readOnce(again = true): Promise<PollResult> {
+    // Without its number a read's writes could not be refused once a later read has begun (an older
+    // answer would undo a newer one): a read that cannot be numbered is not made
+    // (docs/passes.md#from-a-booking-calendar).
+    let stamp: number | null;
+    try {
+      stamp = await this.stamp();
+    } catch (e) {
+      const problem = `the order of the calendar's reads could not be kept (${(e as Error).message}): not read`;
+      this.onProblem(problem, "store");
+      return { kind: "failed", problem };
+    }
     const r = await this.fetchFeed();
     if (r.kind === "failed") {
       this.onProblem(r.problem, "fetch");
@@ -164,6 +179,7 @@ export class CalendarPoller {
         // No ETag kept: the next read is in full, whatever the later read did.
         this.etag = null;
         this.lastModified = null;
+        if (again && !this.stopped) return this.readOnce(false);
         return { kind: "unchanged" };
       }
       whole = applied;

@@ -916,6 +916,101 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     assert.match(assertFailed(await unlock({ pass: first[0].code }), "denied", null).message, /revoked/);
   });
 
+  // docs/passes.md#deleting-a-calendar-node
+  it("a door-pass deleted while its read is being applied leaves no live pass: the read's writes after the deletion are refused, so no pass is issued whose code nobody gets (docs/passes.md#deleting-a-calendar-node)", async () => {
+    cal.body = feed(booking("d1", "Ada", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    await loadFlow(calendarFlow(), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    caught = received("caught");
+    await until("Ada's pass", () => issued().length === 1);
+    const passes = accountOf().account.core.passes;
+    // The next read's first issue waits (forced: the deletion comes while the read is applied).
+    const issueBooking = passes.issueBooking.bind(passes);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let waiting = 0;
+    passes.issueBooking = async (...args: Parameters<typeof issueBooking>) => {
+      waiting++;
+      await gate;
+      return issueBooking(...args);
+    };
+    // The deletion numbers itself as a read of the calendar as the node closes; the read under way
+    // goes on once it has (its revocation waits for that read to end).
+    const readStamp = passes.readStamp.bind(passes);
+    let stamps = 0;
+    passes.readStamp = (source: string) => {
+      stamps++;
+      return readStamp(source);
+    };
+    let deploying: Promise<unknown> = Promise.resolve();
+    try {
+      cal.body = feed(booking("d1", "Ada", -1, 2), booking("d2", "Bo", -1, 2));
+      helper.getNode("dp").receive({ payload: { action: "sync" } });
+      await until("Bo's issue under way", () => waiting === 1);
+      const before = stamps;
+      const flowWithout = calendarFlow().filter((n: any) => n.id !== "dp" && n.id !== "dp-out");
+      deploying = deployFlows(flowWithout, "nodes");
+      await until("the closing node numbered", () => stamps > before);
+    } finally {
+      release();
+    }
+    await deploying;
+    await until("Ada's pass revoked with its node", () =>
+      accountOf()
+        .account.core.events.recent()
+        .some((e: any) => e.kind === "pass" && e.event === "revoked" && e.guest === "Ada"),
+    );
+    await new Promise((r) => setTimeout(r, 300)); // Bo's issue, had it been let through, is written by now
+    const live = ((await passes.fromSource("dp")) as any[]).filter((p) => p.revoked === null);
+    assert.deepEqual(
+      live.map((p) => p.guest),
+      [],
+      "no live pass of the deleted node (Bo's code would have gone nowhere)",
+    );
+  });
+
+  it("a full redeploy while a read is applied: a running node sends each booking's code, once; none goes to the stopped node (docs/passes.md#from-a-booking-calendar)", async () => {
+    cal.body = feed(booking("r1", "Ada", -1, 2));
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    await loadFlow(calendarFlow(), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    await until("Ada's pass", () => issued().length === 1);
+    const passes = accountOf().account.core.passes;
+    const issueBooking = passes.issueBooking.bind(passes);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let waiting = 0;
+    passes.issueBooking = async (...args: Parameters<typeof issueBooking>) => {
+      if (waiting++ === 0) await gate; // the old node's read waits; the new node's goes through
+      return issueBooking(...args);
+    };
+    const old = outs;
+    let fresh: any[] = [];
+    try {
+      cal.body = feed(booking("r1", "Ada", -1, 2), booking("r2", "Bo", -1, 2));
+      helper.getNode("dp").receive({ payload: { action: "sync" } });
+      await until("Bo's issue under way", () => waiting === 1);
+      await deployFlows(calendarFlow(), "full");
+      fresh = received("dp-out");
+    } finally {
+      release();
+    }
+    const codes = () => [...old, ...fresh].filter((m) => m.payload.action === "issued" && m.payload.ref === "r2");
+    for (let i = 0; i < 500 && fresh.filter((m) => m.payload.ref === "r2").length === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 300)); // a second code would come now
+    const bo = ((await passes.fromSource("dp")) as any[]).filter((p) => p.ref === "r2" && p.revoked === null);
+    assert.equal(bo.length, 1, "one live pass for Bo");
+    assert.deepEqual(
+      fresh.filter((m) => m.payload.action === "issued" && m.payload.ref === "r2").map((m) => m.payload.id),
+      [bo[0].id],
+      `Bo's code reached the running node's output, once (all: ${codes().length})`,
+    );
+  });
+
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {
     // Bound by progress, not by the machine's speed: it fails only when no pass comes out for two minutes.
     this.timeout(0);

@@ -383,7 +383,7 @@ function calendarFlow(simUrl: string, redisUrl: string, feedUrl: string): unknow
       timeZone: "UTC",
       wires: [["route"]],
     },
-    { id: "catch", type: "catch", z, name: "", scope: ["cal"], uncaught: false, wires: [["res"]] },
+    { id: "catch", type: "catch", z, name: "", scope: ["cal"], uncaught: false, x: 100, y: 100, wires: [["res"]] },
     {
       id: "route",
       type: "switch",
@@ -533,5 +533,97 @@ describe("a booking calendar read by two instances on one Redis store: one pass 
     assert.deepEqual(after.map((p) => p.ref).sort(), ["keep", "move"], "the cancelled booking has no live pass");
     assert.equal(after.find((p) => p.ref === "move").until, moved.until, "the moved booking keeps its new window");
     assert.equal(codesOf("cancel"), 1, "no new code for the cancelled booking");
+  });
+
+  it("a sync whose read is overtaken by a later read that then fails still applies the feed: A's sync (the booking cancelled) is answered after B's read began and failed, and the cancelled booking has no live pass (docs/passes.md#from-a-booking-calendar)", async () => {
+    const cal = (...ev: string[]) =>
+      ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...ev, "END:VCALENDAR", ""].join("\r\n");
+    feed.body = cal(booking("stay", 1, 3), booking("gone", 1, 3));
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    await b.deploy(calendarFlow(sim.url, redis.url, `${feed.url}/b`));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    assert.equal((await a.post("/pass", { action: "sync" })).action, "synced");
+    assert.equal((await b.post("/pass", { action: "sync" })).action, "synced");
+    const live = async () =>
+      ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+        (p) => p.state === "active" || p.state === "upcoming",
+      );
+    assert.deepEqual((await live()).map((p) => p.ref).sort(), ["gone", "stay"]);
+    // The host cancels "gone" and syncs on A: A's read is asked (its answer held) ...
+    feed.body = cal(booking("stay", 1, 3));
+    feed.holdOnly = "/listing";
+    feed.holding = true;
+    const aSync = a.post("/pass", { action: "sync" });
+    await until("A's read asked", () => feed.waiting === 1, 30_000);
+    const heldA = feed.takeHeld();
+    // ... then B's read begins (its stamp is later) and its feed fails.
+    feed.holdOnly = "/b/";
+    feed.holding = true;
+    void b.post("/pass", { action: "sync" }).catch(() => null);
+    await until("B's read asked", () => feed.waiting === 1, 30_000);
+    const heldB = feed.takeHeld();
+    feed.holdOnly = null;
+    for (const r of heldA) feed.answerWith(r, feed.body);
+    for (const r of heldB) r.writeHead(503).end("down");
+    // B's failed sync goes to its Catch node, whose answer this flow does not send: its log says it.
+    await until("B's read failed", () => b.log.includes("sync: the calendar answered 503"), 30_000);
+    const answerA = await aSync;
+    assert.equal(answerA.action, "synced", JSON.stringify(answerA));
+    assert.equal(answerA.revoked, 1, `A's sync applied the cancellation: ${JSON.stringify(answerA)}`);
+    assert.deepEqual(
+      (await live()).map((p) => p.ref),
+      ["stay"],
+      "the cancelled booking has no live pass once the sync is answered",
+    );
+  });
+
+  it("a read whose number cannot be taken (the store refused the counter) is not applied: its older answer, coming after another instance applied a cancellation, gives the cancelled booking no new code (docs/passes.md#from-a-booking-calendar)", async () => {
+    const cal = (...ev: string[]) =>
+      ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN", ...ev, "END:VCALENDAR", ""].join("\r\n");
+    const old = cal(booking("held", 1, 3), booking("dropped", 1, 3));
+    feed.body = old;
+    await a.deploy(calendarFlow(sim.url, redis.url, feed.url));
+    await b.deploy(calendarFlow(sim.url, redis.url, `${feed.url}/b`));
+    await Promise.all([ready(a, "acct"), ready(b, "acct")]);
+    assert.equal((await a.post("/pass", { action: "sync" })).action, "synced");
+    assert.equal((await b.post("/pass", { action: "sync" })).action, "synced");
+    const codesOf = (ref: string) => feed.collected.filter((m) => m.action === "issued" && m.ref === ref).length;
+    await until("the two bookings' codes", () => codesOf("held") === 1 && codesOf("dropped") === 1, 30_000);
+    const store = new RedisTokenStore({ url: redis.url, accountKey: "acl" });
+    try {
+      // The counter cannot be taken as A's read begins (as when Redis is away just then) ...
+      await store.command(["ACL", "SETUSER", "default", "-incr"]);
+      feed.holdOnly = "/listing";
+      feed.holding = true;
+      let answered: Record<string, unknown> | null = null;
+      void a
+        .post("/pass", { action: "sync" })
+        .then((r) => (answered = r))
+        .catch(() => null);
+      const refused = () => a.log.includes("sync: the order of the calendar's reads");
+      await until("A's read asked or refused", () => feed.waiting === 1 || refused(), 30_000);
+      const heldA = feed.takeHeld();
+      feed.holdOnly = null;
+      await store.command(["ACL", "SETUSER", "default", "+incr"]);
+      // ... then "dropped" is cancelled and B reads and applies that; A's older answer comes after.
+      feed.body = cal(booking("held", 1, 3));
+      const bSync = await b.post("/pass", { action: "sync" });
+      assert.equal(bSync.revoked, 1, JSON.stringify(bSync));
+      for (const r of heldA) feed.answerWith(r, old);
+      await until("A's read over", () => answered !== null || refused(), 30_000);
+      await new Promise((r) => setTimeout(r, 500)); // any code would be collected now
+      const live = ((await a.post("/pass", { action: "list" })).passes as any[]).filter(
+        (p) => p.state === "active" || p.state === "upcoming",
+      );
+      assert.deepEqual(
+        live.map((p) => p.ref),
+        ["held"],
+        `the cancelled booking has no live pass (A's sync: ${JSON.stringify(answered)})`,
+      );
+      assert.equal(codesOf("dropped"), 1, "no new code for the cancelled booking");
+    } finally {
+      await store.command(["ACL", "SETUSER", "default", "+incr"]).catch(() => undefined);
+      await store.close();
+    }
   });
 });
