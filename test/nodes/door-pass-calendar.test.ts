@@ -944,19 +944,19 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
       stamps++;
       return readStamp(source);
     };
-    let deploying: Promise<unknown> = Promise.resolve();
+    const deploying: Promise<unknown>[] = [];
     try {
       cal.body = feed(booking("d1", "Ada", -1, 2), booking("d2", "Bo", -1, 2));
       helper.getNode("dp").receive({ payload: { action: "sync" } });
       await until("Bo's issue under way", () => waiting === 1);
       const before = stamps;
       const flowWithout = calendarFlow().filter((n: any) => n.id !== "dp" && n.id !== "dp-out");
-      deploying = deployFlows(flowWithout, "nodes");
+      deploying.push(deployFlows(flowWithout, "nodes"));
       await until("the closing node numbered", () => stamps > before);
     } finally {
       release();
     }
-    await deploying;
+    await Promise.all(deploying);
     await until("Ada's pass revoked with its node", () =>
       accountOf()
         .account.core.events.recent()

@@ -383,7 +383,7 @@ function calendarFlow(simUrl: string, redisUrl: string, feedUrl: string): unknow
       timeZone: "UTC",
       wires: [["route"]],
     },
-    { id: "catch", type: "catch", z, name: "", scope: ["cal"], uncaught: false, x: 100, y: 100, wires: [["res"]] },
+    { id: "catch", type: "catch", z, name: "", scope: ["cal"], uncaught: false, wires: [["res"]] },
     {
       id: "route",
       type: "switch",
