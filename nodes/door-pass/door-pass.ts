@@ -258,7 +258,11 @@ export = function register(RED: NodeAPI): void {
       const account = got.account;
       const guard = setTimeout(closed, 10_000);
       revokeCalendarPasses(account.core.passes, node.id)
-        .then((revoked) => {
+        .then(({ revoked, failed }) => {
+          if (failed.length > 0)
+            node.warn(
+              `door-pass: ${failed.length} of the deleted node's passes could not be revoked: ${describeThrown(failed[0])}`,
+            );
           for (const p of revoked)
             account.core.events.emit(
               "pass",
