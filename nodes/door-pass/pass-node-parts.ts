@@ -65,35 +65,32 @@ export function isOwn(p: PassView, nodeId: string): boolean {
   return p.node === nodeId;
 }
 
-/** Revocations started in one turn of the event loop (each scans the book once). */
-const REVOKE_SLICE = 200;
-
 /**
  * Revokes the calendar passes node `source` made that are not revoked (docs/passes.md#deleting-a-calendar-node):
- * started together, REVOKE_SLICE per turn of the event loop, so the book writes its file once for
- * many (one write per revocation took 17 s for 2,000 passes, and the deploy's close waits 10 s at
- * most). `revoked`: those revoked, each once; `failed`: the errors of those that were not.
+ * the book's `revokeAtOnce` at a time, so the file book writes its file once for many (one write
+ * per revocation took 17 s for 2,000 passes, and the deploy's close waits 10 s at most) and the
+ * Redis book is not asked to read back thousands of changes at once. `revoked`: those revoked,
+ * each once; `failed`: the errors of those that were not.
  */
 export async function revokeCalendarPasses(
   book: PassBook,
   source: string,
 ): Promise<{ revoked: Pass[]; failed: unknown[] }> {
   const mine = (await book.fromSource(source)).filter((p) => p.revoked === null);
-  const started: Promise<{ ok: Pass[] } | { error: unknown }>[] = [];
-  for (let i = 0; i < mine.length; i++) {
-    if (i > 0 && i % REVOKE_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-    started.push(
-      book.revoke({ id: mine[i].id, byCalendar: true }).then(
+  const revoked: Pass[] = [];
+  const failed: unknown[] = [];
+  const atOnce = Math.max(1, book.revokeAtOnce);
+  for (let i = 0; i < mine.length; i += atOnce) {
+    const slice = mine.slice(i, i + atOnce).map((p) =>
+      book.revoke({ id: p.id, byCalendar: true }).then(
         (ok) => ({ ok }),
         (error: unknown) => ({ error }),
       ),
     );
-  }
-  const revoked: Pass[] = [];
-  const failed: unknown[] = [];
-  for (const r of await Promise.all(started)) {
-    if ("ok" in r) revoked.push(...r.ok);
-    else failed.push(r.error);
+    for (const r of await Promise.all(slice)) {
+      if ("ok" in r) revoked.push(...r.ok);
+      else failed.push(r.error);
+    }
   }
   return { revoked, failed };
 }

@@ -164,10 +164,18 @@ export class FilePassBook implements PassBook {
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean; fence?: ReadFence }): Promise<Pass[]> {
     await this.ready();
     this.fenced(by.fence);
-    const hit = [...this.index.passes.values()].filter(
-      (p) =>
-        p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref)),
-    );
+    // By id alone: that pass, without a scan of the book (a deleted calendar's thousands, revokeAtOnce).
+    const byId = by.ref === undefined && by.id !== undefined ? this.index.passes.get(by.id) : undefined;
+    const hit =
+      by.ref === undefined && by.id !== undefined
+        ? byId !== undefined && byId.revoked === null
+          ? [byId]
+          : []
+        : [...this.index.passes.values()].filter(
+            (p) =>
+              p.revoked === null &&
+              ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref)),
+          );
     if (hit.length === 0) return [];
     const at = new Date(this.now()).toISOString();
     for (const p of hit) {
@@ -237,6 +245,9 @@ export class FilePassBook implements PassBook {
     }
     return { pass: structuredClone(p), code };
   }
+
+  /** Revocations run at once: each scans the book once (20,000 passes at most), and they share one write of the file. */
+  readonly revokeAtOnce = 500;
 
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
   async fromSource(source: string): Promise<Pass[]> {
