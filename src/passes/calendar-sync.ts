@@ -98,6 +98,12 @@ interface Plan {
   issue: BookingPass[];
   update: { id: string; change: PassChange }[];
   revoke: Pass[];
+  /**
+   * Passes revoked by hand whose booking moved: they take its dates and stay revoked (no code, no
+   * message), since a booking revoked by hand still bounds a cleaner's turnover window
+   * (docs/passes.md#between-guests-the-turnover-window).
+   */
+  follow: { id: string; change: PassChange }[];
 }
 
 /**
@@ -120,8 +126,8 @@ async function planOf(
   const mine = all.filter((p) => p.revoked === null);
   // A booking whose pass was revoked by hand (a flow's revoke, the sidebar) gets no new pass while
   // that pass is kept: the owner took the guest's access back, a later read must not give it again.
-  const handRevoked = new Set(
-    all.filter((p) => p.revoked !== null && p.revokedBy !== "calendar" && p.ref !== null).map((p) => p.ref!),
+  const handRevoked = new Map(
+    all.filter((p) => p.revoked !== null && p.revokedBy !== "calendar" && p.ref !== null).map((p) => [p.ref!, p]),
   );
   const live = mine.filter((p) => isLive(p, now));
   // A feed that lists only blocked time (Airbnb's, once its last guest cancelled) is a real feed:
@@ -132,7 +138,7 @@ async function planOf(
     );
   const byRef = new Map(mine.filter((p) => p.ref !== null).map((p) => [p.ref!, p]));
   const seen = new Set<string>();
-  const plan: Plan = { issue: [], update: [], revoke: [] };
+  const plan: Plan = { issue: [], update: [], revoke: [], follow: [] };
   let n = 0;
   for (const b of bookings) {
     if (++n % (SLICE * 10) === 0) await nextTurn();
@@ -140,7 +146,13 @@ async function planOf(
     seen.add(b.ref);
     const p = byRef.get(b.ref);
     if (p === undefined) {
-      if (doors !== null && issue && !handRevoked.has(b.ref))
+      const held = handRevoked.get(b.ref);
+      if (held !== undefined && (held.from !== b.from || held.until !== b.until))
+        plan.follow.push({
+          id: held.id,
+          change: { guest: held.guest, doors: held.doors, from: b.from, until: b.until },
+        });
+      if (doors !== null && issue && held === undefined)
         plan.issue.push({
           guest: b.guest,
           doors,
@@ -211,23 +223,25 @@ export async function applyBookings(
   }
   const updating = plan.update.map((u) => settle(book.update(u.id, u.change, fence)));
   const revoking = plan.revoke.map((p) => settle(book.revoke({ id: p.id, byCalendar: true, fence })));
-  const [issued, updated, revoked] = await Promise.all([
+  const following = plan.follow.map((u) => settle(book.update(u.id, u.change, fence)));
+  const [issued, updated, revoked, followed] = await Promise.all([
     Promise.all(issuing),
     Promise.all(updating),
     Promise.all(revoking),
+    Promise.all(following),
   ]);
   const changes: SyncChanges = {
     issued: issued.flatMap((r) => (r.ok && r.value !== null ? [r.value] : [])),
     updated: updated.flatMap((r) => (r.ok && r.value !== null ? [r.value] : [])),
     revoked: revoked.flatMap((r) => (r.ok ? r.value : [])),
   };
-  const failed = [...issued, ...updated, ...revoked].filter((r) => !r.ok);
+  const failed = [...issued, ...updated, ...revoked, ...followed].filter((r) => !r.ok);
   if (failed.length > 0 && failed.every((r) => (r as { error: unknown }).error instanceof LaterReadBegun))
     throw new ReadSuperseded(changes);
   if (failed.length > 0) {
     const first = (failed[0] as { error: unknown }).error;
     throw new ApplyIncomplete(
-      `${failed.length} of the read's ${issued.length + updated.length + revoked.length} changes could not be stored (${first instanceof Error ? first.message : String(first)}); the others were applied, the rest is tried again at the next read`,
+      `${failed.length} of the read's ${issued.length + updated.length + revoked.length + followed.length} changes could not be stored (${first instanceof Error ? first.message : String(first)}); the others were applied, the rest is tried again at the next read`,
       changes,
     );
   }

@@ -45,6 +45,8 @@ export class FilePassBook implements PassBook {
   private readonly booking = new Map<string, Promise<unknown>>();
   private version = 0;
   private written = 0;
+  /** While a write is turned into text: the passes changed since it began, as they were (pass-file.ts). */
+  private before: Map<string, string> | null = null;
 
   constructor(
     private readonly file: string,
@@ -162,13 +164,22 @@ export class FilePassBook implements PassBook {
   async revoke(by: { id?: string; ref?: string; byCalendar?: boolean; fence?: ReadFence }): Promise<Pass[]> {
     await this.ready();
     this.fenced(by.fence);
-    const hit = [...this.index.passes.values()].filter(
-      (p) =>
-        p.revoked === null && ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref)),
-    );
+    // By id alone: that pass, without a scan of the book (a deleted calendar's thousands, revokeAtOnce).
+    const byId = by.ref === undefined && by.id !== undefined ? this.index.passes.get(by.id) : undefined;
+    const hit =
+      by.ref === undefined && by.id !== undefined
+        ? byId !== undefined && byId.revoked === null
+          ? [byId]
+          : []
+        : [...this.index.passes.values()].filter(
+            (p) =>
+              p.revoked === null &&
+              ((by.id !== undefined && p.id === by.id) || (by.ref !== undefined && p.ref === by.ref)),
+          );
     if (hit.length === 0) return [];
     const at = new Date(this.now()).toISOString();
     for (const p of hit) {
+      this.changing(p);
       p.revoked = at;
       if (by.byCalendar === true) p.revokedBy = "calendar";
     }
@@ -178,6 +189,7 @@ export class FilePassBook implements PassBook {
     } catch (e) {
       // Not written: not revoked (the file and the book stay alike; a retry revokes it again).
       for (const p of hit) {
+        this.changing(p);
         p.revoked = null;
         delete p.revokedBy;
       }
@@ -193,6 +205,7 @@ export class FilePassBook implements PassBook {
     const p = this.index.passes.get(id);
     if (!p) return null;
     const before = structuredClone(p);
+    this.changing(p);
     p.guest = change.guest;
     p.doors = change.doors.map((d) => ({ ...d }));
     p.from = change.from;
@@ -202,6 +215,7 @@ export class FilePassBook implements PassBook {
     try {
       await this.save();
     } catch (e) {
+      this.changing(p);
       Object.assign(p, before);
       throw e;
     }
@@ -215,6 +229,7 @@ export class FilePassBook implements PassBook {
     if (!p || !isLive(p, now)) return null;
     const { code, hash } = freshCode(this.key!, codeLength, (h) => this.index.liveWithHash(h, now));
     const before = p.hash;
+    this.changing(p);
     // Indexed under the new hash from here: the old code finds nothing any more.
     this.drop(p);
     p.hash = hash;
@@ -222,6 +237,7 @@ export class FilePassBook implements PassBook {
     try {
       await this.save();
     } catch (e) {
+      this.changing(p);
       this.drop(p);
       p.hash = before;
       this.add(p);
@@ -229,6 +245,9 @@ export class FilePassBook implements PassBook {
     }
     return { pass: structuredClone(p), code };
   }
+
+  /** Revocations run at once: each scans the book once (20,000 passes at most), and they share one write of the file. */
+  readonly revokeAtOnce = 500;
 
   /** The passes a calendar (its door-pass node id) made, revoked ones included. */
   async fromSource(source: string): Promise<Pass[]> {
@@ -279,12 +298,14 @@ export class FilePassBook implements PassBook {
           throw new PassUseRefused(refusalText(why, live, this.now(), undefined, this.index), why);
         }
         const first = live.used === 0;
+        this.changing(live);
         live.used++;
         if (first) live.firstUsed = new Date(this.now()).toISOString();
         release();
         try {
           await this.save();
         } catch (e) {
+          this.changing(live);
           live.used--;
           if (first) live.firstUsed = null;
           throw e;
@@ -297,6 +318,14 @@ export class FilePassBook implements PassBook {
   /** How many uses of a pass are taken by messages in flight. */
   inFlight(id: string): number {
     return this.index.inFlight(id);
+  }
+
+  /**
+   * Before pass `p` is changed in place: while a write is turned into text, it keeps the pass as it
+   * was, so that write holds the book as it was when it began (the change is the next write's).
+   */
+  private changing(p: Pass): void {
+    if (this.before !== null && !this.before.has(p.id)) this.before.set(p.id, JSON.stringify(p));
   }
 
   private prunedAt = Number.NEGATIVE_INFINITY;
@@ -320,7 +349,15 @@ export class FilePassBook implements PassBook {
     const run = async () => {
       if (this.written >= version) return;
       const upTo = this.version;
-      await writeFileAtomic(this.file, await passesFileText([...this.index.passes.values()]));
+      const before = new Map<string, string>();
+      this.before = before;
+      let text: string;
+      try {
+        text = await passesFileText([...this.index.passes.values()], before);
+      } finally {
+        this.before = null;
+      }
+      await writeFileAtomic(this.file, text);
       this.written = Math.max(this.written, upTo);
     };
     this.writing = this.writing.then(run, run);

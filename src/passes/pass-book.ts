@@ -133,6 +133,12 @@ export interface PassBook extends Bookings {
    */
   reissue(id: string, codeLength: number): Promise<{ pass: Pass; code: string } | null>;
   fromSource(source: string): Promise<Pass[]>;
+  /**
+   * How many revocations to run at once when many are made together (a deleted calendar node's
+   * passes, docs/passes.md#deleting-a-calendar-node): the file book writes them in one go, the
+   * Redis book reads back the changes of the others at each one.
+   */
+  readonly revokeAtOnce: number;
   list(): Promise<PassView[]>;
   /** How many live passes door-pass node `node` made (its calendar's and a flow's through it), without copying the book: its status. */
   liveOf(node: string): Promise<number>;

@@ -35,6 +35,7 @@ import {
   teardown,
   unlock,
   unlockNode,
+  unlockPuts,
   until,
   waitReady,
 } from "../helpers/flow.js";
@@ -1009,6 +1010,27 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
       [bo[0].id],
       `Bo's code reached the running node's output, once (all: ${codes().length})`,
     );
+  });
+
+  // docs/passes.md#deleting-a-calendar-node
+  it("the deploy that deletes a door-pass with 2,500 calendar passes is over only once every one of them is revoked: none of its codes opens after it", async function () {
+    this.timeout(0);
+    const events: string[] = [];
+    for (let i = 0; i < 2_500; i++) events.push(booking(`del-${i}`, `Guest ${i}`, -1, 2 + (i % 30)));
+    cal.body = feed(...events);
+    const nodes = [...ALL_NODES, passModule, catchModule];
+    await loadFlow(calendarFlow(), { nodes });
+    await waitReady();
+    outs = received("dp-out");
+    caught = received("caught");
+    await untilCount("the passes issued", () => issued().length, 2_500, 120_000);
+    const flowWithout = calendarFlow().filter((n) => n.id !== "dp" && n.id !== "dp-out");
+    await deployFlows(flowWithout, "nodes");
+    const left = (await book().fromSource("dp")).filter((p: any) => p.revoked === null);
+    assert.equal(left.length, 0, "calendar passes still live once the deploy that deleted their node is over");
+    sim.control.resetRequests();
+    assertFailed(await unlock({ pass: issued()[2_499].code }), "denied", null);
+    assert.equal(unlockPuts(sim).length, 0);
   });
 
   it("a feed of 10,000 bookings (about 2 MB) is applied: 10,000 passes, each code once", async function () {

@@ -298,6 +298,50 @@ for (const store of ["file", "redis"] as const) {
       assert.equal(unlockPuts(sim).length, 0, "nothing sent");
     });
 
+    it("a booking whose pass the host revoked by hand still bounds the turnover window at its current dates: moved onto now, it closes the cleaner's door (docs/passes.md#between-guests-the-turnover-window)", async () => {
+      const now = Date.now();
+      feed.events = [booking("b", 2, 4), booking("c", 10, 11)];
+      assert.deepEqual(await sync(), { action: "synced", issued: 2, updated: 0, revoked: 0 });
+      const book = helper.getNode("acc1").account.core.passes;
+      // A stay over yesterday (its pass kept by the book once over): the cleaner's window is open now.
+      await book.issueBooking(
+        {
+          guest: "Guest a",
+          doors: calOuts.find((o) => o.payload.ref === "b").payload.doors,
+          from: iso(now - 3 * DAY),
+          until: iso(now - 10 * HOUR),
+          uses: null,
+          ref: "a",
+          source: "cal",
+        },
+        8,
+      );
+      const cleaner = await pass({
+        action: "issue",
+        guest: `Anna (cleaner, ${store})`,
+        doors: ["Main Street 1 / Back Door"],
+        from: iso(now - HOUR),
+        until: iso(now + 60 * DAY),
+        timeZone: "UTC",
+        turnover: "Apartment A",
+      });
+      assert.ok("ok" in cleaner, JSON.stringify(cleaner));
+      sim.control.resetRequests();
+      assertAccepted(await unlock({ pass: cleaner.ok.payload.code }));
+      // The host takes b's code back by hand (the guest comes all the same: a key, a new pass).
+      const b = calOuts.find((o) => o.payload.ref === "b" && o.payload.action === "issued").payload;
+      const revoked = await pass({ action: "revoke", id: b.id });
+      assert.ok("ok" in revoked, JSON.stringify(revoked));
+      // b moves to begin yesterday: the guest is staying now, the cleaner's door is closed.
+      feed.events = [booking("b", -1, 4), booking("c", 10, 11)];
+      const synced = await sync();
+      assert.deepEqual([synced.issued, synced.revoked], [0, 0], "no new code for a booking revoked by hand");
+      const refused = assertFailed(await unlock({ pass: cleaner.ok.payload.code }), "denied", null);
+      assert.equal(refused.reason, "pass");
+      assert.equal(refused.passRefusal.why, "closed");
+      assert.equal(unlockPuts(sim).length, 1, "nothing sent while b's guest stays");
+    });
+
     for (const [what, hours, field] of [
       ["a day 8", { schedule: [{ days: [8], from: "08:00", to: "12:00" }] }, "schedule"],
       ["a window from 8:00", { schedule: [{ days: [2], from: "8:00", to: "12:00" }] }, "schedule"],

@@ -148,6 +148,49 @@ describe("the file pass book: a use is written as the pass is when the command w
     assert.equal((await book().list()).length, n, "read back whole by the next start");
   });
 
+  // docs/passes.md#where-passes-are-kept, docs/passes.md#a-new-code
+  it("a use or a new code whose own write failed is not in the file after a restart, also when it was made while an earlier write was being turned into text in slices: the pass is read back as the flow was told", async () => {
+    const b = book();
+    await b.ready();
+    const issued = await Promise.all(
+      Array.from({ length: WRITE_SLICE * 4 }, (_, i) =>
+        b.issue({ ...newPass, guest: `Guest ${i}`, ref: `b-${i}`, uses: 1 }, 8),
+      ),
+    );
+    const moved = issued[WRITE_SLICE * 4 - 1];
+    const used = issued[WRITE_SLICE * 4 - 2];
+    // The write under way goes through; every later one fails as on a full disk.
+    let full = false;
+    const rename = sinon.stub(fs.promises, "rename").callsFake(async function (from, to) {
+      if (full) throw Object.assign(new Error("ENOSPC: no space left on device, rename"), { code: "ENOSPC" });
+      return rename.wrappedMethod.call(fs.promises, from, to);
+    });
+    try {
+      const underWay = b.issue({ ...newPass, guest: "Bo", ref: "b-bo" }, 8).then(() => {
+        full = true;
+      });
+      await new Promise<void>((resolve) => setImmediate(resolve)); // its first slice is text
+      const failure = (p: Promise<unknown>) =>
+        p.then(
+          () => "written",
+          (e: Error) => e.message,
+        );
+      const reissue = failure(b.reissue(moved.pass.id, 8));
+      const ticket = b.reserve(used.pass, 101);
+      assert.ok(ticket);
+      const use = failure(ticket.commit());
+      await underWay;
+      assert.match(await reissue, /ENOSPC/);
+      assert.match(await use, /ENOSPC/);
+    } finally {
+      rename.restore();
+    }
+    const again = book();
+    await again.ready();
+    assert.equal(again.find(moved.code)?.id, moved.pass.id, "the code the flow holds still opens");
+    assert.equal(again.find(used.code)?.used, 0, "no use counted for a command never sent");
+  });
+
   // docs/passes.md#what-passes-cost: a calendar read again compares its bookings with copies of its passes
   it("a calendar's passes are copied for its next read COPY_SLICE at a time, a turn of the event loop between, every one of them", async () => {
     const b = book();
