@@ -211,12 +211,14 @@ export class FilePassBook implements PassBook {
     p.from = change.from;
     p.until = change.until;
     if (change.booking !== undefined) p.booking = { ...change.booking };
+    this.index.doorsChanged(p);
     const copy = structuredClone(p); // made now, as at issue
     try {
       await this.save();
     } catch (e) {
       this.changing(p);
       Object.assign(p, before);
+      this.index.doorsChanged(p);
       throw e;
     }
     return copy;
@@ -268,6 +270,10 @@ export class FilePassBook implements PassBook {
 
   bookingsOf(source: string): readonly Pass[] {
     return this.index.bookingsOf(source);
+  }
+
+  calendarsOn(doors: readonly { deviceId: number }[]): string[] {
+    return this.index.calendarsOn(doors);
   }
 
   /** The pass with this code (a live one first), or null. Synchronous: the book must be ready. */

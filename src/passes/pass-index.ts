@@ -16,6 +16,8 @@ export class PassIndex implements Bookings {
   private readonly bySource = new Map<string, Set<string>>();
   /** bookingsOf()'s arrays, made again after a pass of that calendar is added or dropped. */
   private readonly sourceList = new Map<string, Pass[]>();
+  /** calendarsOn()'s door sets, by calendar. */
+  private readonly sourceDoors = new Map<string, Set<number>>();
   private readonly bySourceRef = new Map<string, string[]>();
   private readonly reserved = new Map<string, number>();
   private readonly reads = new Map<string, Promise<unknown>>();
@@ -26,6 +28,7 @@ export class PassIndex implements Bookings {
     if (p.source !== undefined && p.ref !== null) push(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
     if (p.source !== undefined) {
       this.sourceList.delete(p.source);
+      this.sourceDoors.delete(p.source);
       const ids = this.bySource.get(p.source);
       if (ids) ids.add(p.id);
       else this.bySource.set(p.source, new Set([p.id]));
@@ -37,11 +40,41 @@ export class PassIndex implements Bookings {
     pull(this.byHash, p.hash, p.id);
     if (p.source !== undefined && p.ref !== null) pull(this.bySourceRef, bookingKey(p.source, p.ref), p.id);
     if (p.source !== undefined) this.sourceList.delete(p.source);
+    this.doorsChanged(p);
     const ids = p.source !== undefined ? this.bySource.get(p.source) : undefined;
     if (ids) {
       ids.delete(p.id);
       if (ids.size === 0) this.bySource.delete(p.source!);
     }
+  }
+
+  /**
+   * The calendars (door-pass node ids) with a pass on one of `doors`: those whose bookings bound a
+   * turnover pass on those doors (docs/passes.md#between-guests-the-turnover-window). Each
+   * calendar's doors are kept as a set, made again after one of its passes is added, dropped or
+   * moved to other doors (doorsChanged).
+   */
+  calendarsOn(doors: readonly { deviceId: number }[]): string[] {
+    const out: string[] = [];
+    for (const source of this.bySource.keys()) {
+      let set = this.sourceDoors.get(source);
+      if (set === undefined) {
+        set = new Set();
+        for (const p of this.bookingsOf(source)) for (const d of p.doors) set.add(d.deviceId);
+        this.sourceDoors.set(source, set);
+      }
+      for (const d of doors)
+        if (set.has(d.deviceId)) {
+          out.push(source);
+          break;
+        }
+    }
+    return out;
+  }
+
+  /** Pass `p`'s doors were changed in place (the file book's update): its calendar's doors are read again. */
+  doorsChanged(p: Pass): void {
+    if (p.source !== undefined) this.sourceDoors.delete(p.source);
   }
 
   /** The passes calendar `source` made, as kept now (revoked ones included; changed in place by an update). */

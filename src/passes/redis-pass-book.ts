@@ -375,6 +375,10 @@ export class RedisPassBook implements PassBook {
     return this.index.bookingsOf(source);
   }
 
+  calendarsOn(doors: readonly { deviceId: number }[]): string[] {
+    return this.index.calendarsOn(doors);
+  }
+
   find(code: string): Pass | null {
     return this.key ? this.index.find(this.key, code, this.now()) : null;
   }

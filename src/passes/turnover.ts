@@ -1,7 +1,8 @@
 /**
  * A cleaner's turnover window (docs/passes.md#between-guests-the-turnover-window): a pass issued
  * with `turnover` (a door-pass node with a booking calendar) opens only between a check-out and the
- * next check-in of that calendar's bookings on the pass's doors. The windows are worked out at each
+ * next check-in of the bookings on the pass's doors: that calendar's, and those of every other
+ * calendar of the account on those doors (calendarsFor). The windows are worked out at each
  * check from the calendar's passes as they are in the book now (no window is stored), so a booking
  * that moves or is cancelled moves or ends them at once. Nothing here can open a pass wider than its
  * own dates and weekly hours: this only narrows them (pass.ts checks those first).
@@ -27,6 +28,18 @@ export const TURNOVER_MAX_MS = 30 * 24 * 3600_000;
 /** The passes a door-pass node's booking calendar made (its bookings), as a pass book keeps them now. */
 export interface Bookings {
   bookingsOf(source: string): readonly TurnoverPass[];
+  /** The calendars (door-pass node ids) with a pass on one of `doors`; absent: only the one a pass names. */
+  calendarsOn?(doors: readonly { deviceId: number }[]): Iterable<string>;
+}
+
+/**
+ * The calendars whose bookings bound turnover pass `p`: every calendar of the book, not only the one
+ * it names. A listing on two platforms is read by two door-pass nodes, and each platform's guests
+ * are only blocked time in the other's feed: a stay of either closes the cleaner's door on its
+ * doors (bounds() keeps the bookings on a door of `p`).
+ */
+function calendarsFor(p: TurnoverPass, bookings: Bookings): Iterable<string> {
+  return bookings.calendarsOn?.(p.doors) ?? [p.turnover!];
 }
 
 /** A stay: a booking's window in ms. */
@@ -66,21 +79,23 @@ function bounds(b: TurnoverPass, p: TurnoverPass): boolean {
 
 /**
  * Whether turnover pass `p` is between a check-out and the next check-in at `now` (true for a pass
- * without `turnover`): no stay of its calendar is under way, and the last check-out was at most
+ * without `turnover`): no stay on its doors is under way, and the last check-out was at most
  * TURNOVER_MAX_MS ago. No booking, no check-out yet, or no bookings to read (`bookings` absent):
- * closed. O(bookings of that calendar), no allocation once their times are parsed.
+ * closed. O(calendar passes of the account), no allocation but one iterator once their times are parsed.
  */
 export function inTurnover(p: TurnoverPass, now: number, bookings: Bookings | undefined): boolean {
   if (p.turnover === undefined) return true;
   if (bookings === undefined) return false;
   let lastOut = Number.NEGATIVE_INFINITY;
-  const list = bookings.bookingsOf(p.turnover);
-  for (let i = 0; i < list.length; i++) {
-    const b = list[i];
-    if (!bounds(b, p)) continue;
-    const s = stayOf(b);
-    if (s.from <= now && now < s.until) return false;
-    if (s.until <= now && s.until > lastOut) lastOut = s.until;
+  for (const source of calendarsFor(p, bookings)) {
+    const list = bookings.bookingsOf(source);
+    for (let i = 0; i < list.length; i++) {
+      const b = list[i];
+      if (!bounds(b, p)) continue;
+      const s = stayOf(b);
+      if (s.from <= now && now < s.until) return false;
+      if (s.until <= now && s.until > lastOut) lastOut = s.until;
+    }
   }
   return now - lastOut < TURNOVER_MAX_MS;
 }
@@ -93,7 +108,8 @@ export function inTurnover(p: TurnoverPass, now: number, bookings: Bookings | un
 export function turnoverWindows(p: TurnoverPass, start: number, bookings: Bookings | undefined): Stay[] {
   if (p.turnover === undefined || bookings === undefined) return [];
   const stays: Stay[] = [];
-  for (const b of bookings.bookingsOf(p.turnover)) if (bounds(b, p)) stays.push(stayOf(b));
+  for (const source of calendarsFor(p, bookings))
+    for (const b of bookings.bookingsOf(source)) if (bounds(b, p)) stays.push(stayOf(b));
   stays.sort((a, b) => a.from - b.from);
   const out: Stay[] = [];
   let i = 0;

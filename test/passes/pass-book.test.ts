@@ -13,6 +13,7 @@ import { FilePassBook } from "../../src/passes/file-pass-book.js";
 import { WRITE_SLICE } from "../../src/passes/pass-file.js";
 import { COPY_SLICE } from "../../src/passes/pass-index.js";
 import { applyBookings } from "../../src/passes/calendar-sync.js";
+import { passCheck } from "../../src/passes/pass.js";
 import { olderReadAfterNewer } from "../helpers/calendar-race.js";
 import { filesThatVerify } from "../helpers/key-search.js";
 
@@ -39,6 +40,40 @@ describe("the file pass book: a use is written as the pass is when the command w
     uses: 2,
     ref: "b-1",
   };
+
+  // docs/passes.md#between-guests-the-turnover-window: every calendar's stays on the cleaner's doors count
+  it("a stay of another calendar moved onto the cleaner's door closes the turnover window at once (the book's door sets follow an update)", async () => {
+    const b = book();
+    await b.ready();
+    const stayA = { guest: "A", doors: [{ deviceId: 101, door: "Front Door" }], uses: null, source: "cal-a" };
+    await b.issueBooking({ ...stayA, from: iso(now - 48 * HOUR), until: iso(now - 2 * HOUR), ref: "a1" }, 8);
+    const other = await b.issueBooking(
+      {
+        ...stayA,
+        guest: "X",
+        doors: [{ deviceId: 102, door: "Back Door" }],
+        from: iso(now - HOUR),
+        until: iso(now + 30 * HOUR),
+        ref: "x1",
+        source: "cal-b",
+      },
+      8,
+    );
+    const cleaner = (
+      await b.issue(
+        { ...newPass, guest: "Cleaner", ref: null, until: iso(now + 60 * HOUR), uses: null, turnover: "cal-a" },
+        8,
+      )
+    ).pass;
+    assert.equal(passCheck(cleaner, now, 101, b), null, "cal-b's guest is at another door");
+    await b.update(other!.pass.id, {
+      guest: "X",
+      doors: [{ deviceId: 101, door: "Front Door" }],
+      from: iso(now - HOUR),
+      until: iso(now + 30 * HOUR),
+    });
+    assert.equal(passCheck(cleaner, now, 101, b), "closed", "cal-b's guest now stays behind the cleaner's door");
+  });
 
   it("a pass revoked after its use was taken at the check: the use is refused when it would be written, and not counted", async () => {
     const b = book();

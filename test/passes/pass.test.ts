@@ -328,7 +328,10 @@ describe("a turnover pass: open only between a check-out and the next check-in o
   });
   const stay = (id: string, from: number, until: number, extra: Partial<Pass> = {}): Pass =>
     pass({ id, from: at(from), until: at(until), source: "cal", turnover: undefined, ...extra });
-  const book = (...stays: Pass[]) => ({ bookingsOf: (s: string) => stays.filter((b) => b.source === s) });
+  const book = (...stays: Pass[]) => ({
+    bookingsOf: (s: string) => stays.filter((b) => b.source === s),
+    calendarsOn: () => new Set(stays.map((b) => b.source!)),
+  });
 
   it("between a check-out and the next check-in it opens; inside a stay, before the first check-out, or with no booking at all it is closed", () => {
     const b = book(stay("a", -48, -2), stay("b", 5, 30));
@@ -340,14 +343,28 @@ describe("a turnover pass: open only between a check-out and the next check-in o
     assert.equal(passCheck(pass(), T0, 101), "closed", "no bookings to read: closed, never wider");
   });
 
-  it("a booking revoked by its calendar (cancelled, gone, its node deleted) bounds nothing; one revoked by hand stays a booking; a booking on other doors or of another calendar bounds nothing", () => {
+  it("a booking revoked by its calendar (cancelled, gone, its node deleted) bounds nothing; one revoked by hand stays a booking; a booking on other doors bounds nothing", () => {
     const cancelled = stay("b", -1, 30, { revoked: at(-3), revokedBy: "calendar" });
     assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2), cancelled)), null);
     const byHand = stay("b", -1, 30, { revoked: at(-3) });
     assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2), byHand)), "closed");
     const otherDoor = stay("b", -1, 30, { doors: [{ deviceId: 102, door: null }] });
     assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2), otherDoor)), null);
-    assert.equal(passCheck(pass(), T0, 101, book(stay("a", -48, -2, { source: "other" }))), "closed");
+  });
+
+  // docs/passes.md#between-guests-the-turnover-window: a listing on two platforms, one door-pass each
+  it("a stay of another calendar on the pass's doors closes the cleaner's door too (the other platform's guest is only blocked time in this calendar's feed); its check-out opens it", () => {
+    const airbnb = stay("a", -48, -2);
+    const bookingCom = stay("x", -1, 30, { source: "booking-com" });
+    assert.equal(
+      passCheck(pass(), T0, 101, book(airbnb, bookingCom)),
+      "closed",
+      "the other platform's guest is staying",
+    );
+    assert.equal(passCheck(pass(), T0 + 31 * H, 101, book(airbnb, bookingCom)), null, "after that guest's check-out");
+    assert.equal(passCheck(pass(), T0, 101, book(stay("x", -48, -2, { source: "booking-com" }))), null);
+    const elsewhere = stay("x", -1, 30, { source: "booking-com", doors: [{ deviceId: 102, door: null }] });
+    assert.equal(passCheck(pass(), T0, 101, book(airbnb, elsewhere)), null, "another calendar's stay on other doors");
   });
 
   it("a check-out with no check-in after it opens for 30 days at most; the pass's own dates and weekly hours still bound it", () => {
