@@ -401,21 +401,25 @@ export class RedisTokenStore implements TokenStore {
     );
   }
 
+  /** Resolved at the client's next "ready": every command waiting for Redis shares its one listener. */
+  private nextReady: Promise<void> | null = null;
+
   private waitReady(ms: number): Promise<boolean> {
     if (this.client.isReady) return Promise.resolve(true);
+    // One listener however many commands wait (a calendar read's hundreds of writes during an
+    // outage): a listener each made Node.js warn of a leak in the log.
+    const ready = (this.nextReady ??= new Promise<void>((resolve) =>
+      this.client.once("ready", () => {
+        this.nextReady = null;
+        resolve();
+      }),
+    ));
     return new Promise((resolve) => {
-      const onReady = () => {
+      const t = setTimeout(() => resolve(this.client.isReady), Math.max(0, ms));
+      void ready.then(() => {
         clearTimeout(t);
         resolve(true);
-      };
-      const t = setTimeout(
-        () => {
-          this.client.off("ready", onReady);
-          resolve(this.client.isReady);
-        },
-        Math.max(0, ms),
-      );
-      this.client.once("ready", onReady);
+      });
     });
   }
 

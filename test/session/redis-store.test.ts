@@ -252,6 +252,45 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     assert.equal(await a.load(), null, "no persistence: the restarted server lost the pair");
   });
 
+  it("Redis away while many commands wait (a calendar read's writes): they wait on one ready listener, not one each (no MaxListenersExceededWarning in the log), and all go through once it is back", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      const a = store({ commandTimeoutMs: 5_000 });
+      await a.save(PAIR);
+      await redis.stop();
+      await assert.rejects(a.load(), StoreUnreachableError); // the client knows it is down
+      const client = (a as unknown as { client: { listenerCount(e: string): number } }).client;
+      const before = client.listenerCount("ready"); // the store's own, and the client's
+      const waiting = Array.from({ length: 50 }, (_, i) =>
+        a.command(["SET", a.keyOf(`w-${i}`), "1"]).then(
+          () => true,
+          () => false,
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(
+        client.listenerCount("ready") <= before + 1,
+        `${client.listenerCount("ready") - before} ready listeners for 50 commands`,
+      );
+      await redis.resume();
+      const done = await Promise.all(waiting);
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(
+        warnings.filter((w) => w === "MaxListenersExceededWarning"),
+        [],
+      );
+      assert.deepEqual(
+        done.filter((ok) => !ok),
+        [],
+        "every waiting command went through once Redis was back",
+      );
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("the test Redis server: a program that took its port while it was stopped is not taken for it (resume fails clearly)", async () => {
     await redis.stop();
     // Answers like a Redis server would to a ping, then hangs up (clients of earlier tests may
