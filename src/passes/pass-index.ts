@@ -114,6 +114,7 @@ export class PassIndex implements Bookings {
     this.bySourceRef.clear();
     this.bySource.clear();
     this.sourceList.clear();
+    this.sourceDoors.clear();
   }
 
   /**
