@@ -401,25 +401,40 @@ export class RedisTokenStore implements TokenStore {
     );
   }
 
-  /** Resolved at the client's next "ready": every command waiting for Redis shares its one listener. */
-  private nextReady: Promise<void> | null = null;
+  /**
+   * The commands waiting for the client's next "ready": one listener for all of them (a calendar
+   * read's hundreds of writes during an outage; a listener each made Node.js warn of a leak), and
+   * each leaves the set when it gives up, so a long outage holds nothing for the commands that
+   * failed (docs/session.md#the-redis-session-store).
+   */
+  private readonly readyWaiters = new Set<() => void>();
+  /** Whether the one "ready" listener is on the client (it stays there when every waiter gave up). */
+  private readyListening = false;
 
   private waitReady(ms: number): Promise<boolean> {
     if (this.client.isReady) return Promise.resolve(true);
-    // One listener however many commands wait (a calendar read's hundreds of writes during an
-    // outage): a listener each made Node.js warn of a leak in the log.
-    const ready = (this.nextReady ??= new Promise<void>((resolve) =>
+    if (!this.readyListening) {
+      this.readyListening = true;
       this.client.once("ready", () => {
-        this.nextReady = null;
-        resolve();
-      }),
-    ));
+        this.readyListening = false;
+        const waiting = [...this.readyWaiters];
+        this.readyWaiters.clear();
+        for (const w of waiting) w();
+      });
+    }
     return new Promise((resolve) => {
-      const t = setTimeout(() => resolve(this.client.isReady), Math.max(0, ms));
-      void ready.then(() => {
+      const onReady = () => {
         clearTimeout(t);
         resolve(true);
-      });
+      };
+      const t = setTimeout(
+        () => {
+          this.readyWaiters.delete(onReady);
+          resolve(this.client.isReady);
+        },
+        Math.max(0, ms),
+      );
+      this.readyWaiters.add(onReady);
     });
   }
 

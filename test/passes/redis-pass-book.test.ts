@@ -139,6 +139,40 @@ describe("the pass book on the account's Redis store: changes on one instance ar
     assert.deepEqual(await y.reserve(y.find(code)!, 101)!.commit(), { first: true });
   });
 
+  it("a stay of another calendar moved onto the cleaner's door on one instance closes the turnover window on the other at once, also for a message checked before the move; moved off again, it opens (docs/passes.md#between-guests-the-turnover-window)", async () => {
+    const [x, y] = [instance(), instance()];
+    const back = [{ deviceId: 102, door: "Back Door" }];
+    await x.issueBooking(
+      { ...newPass(), source: "cal", ref: "a", from: iso(now - 50 * HOUR), until: iso(now - 2 * HOUR) },
+      8,
+    );
+    // Another platform's calendar of the listing: a guest staying now, on the back door only.
+    const other = {
+      ...newPass(),
+      source: "cal-2",
+      ref: "z",
+      guest: "guest z",
+      doors: back,
+      until: iso(now + 30 * HOUR),
+    };
+    const z = await x.issueBooking(other, 8);
+    const { code } = await x.issue(
+      { ...newPass(), guest: "Anna (cleaner)", ref: "cleaner", until: iso(now + 60 * HOUR), turnover: "cal" },
+      8,
+    );
+    await y.refresh();
+    assert.equal(passRefusal(y.find(code)!, 101, Date.now(), "UTC", y), null, "z stays behind another door");
+    const ticket = y.reserve(y.find(code)!, 101)!; // y's check passed before the move
+    await x.update(z!.pass.id, { ...other, doors: [...back, { deviceId: 101, door: "Front Door" }] });
+    await assert.rejects(ticket.commit(), /opens only between a check-out and the next check-in/);
+    await y.refresh();
+    assert.match(passRefusal(y.find(code)!, 101, Date.now(), "UTC", y)!, /check-out/);
+    await x.update(z!.pass.id, other); // back to the back door only
+    await y.refresh();
+    assert.equal(passRefusal(y.find(code)!, 101, Date.now(), "UTC", y), null);
+    assert.deepEqual(await y.reserve(y.find(code)!, 101)!.commit(), { first: true });
+  });
+
   it("a revoke and an update of one pass at once on two instances: neither is lost, the code stays", async () => {
     // Forced: y has read the pass when x revokes it; only then does y write its update.
     let revoked: Awaited<ReturnType<RedisPassBook["revoke"]>> = [];

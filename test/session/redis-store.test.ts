@@ -6,6 +6,8 @@
  */
 import { strict as assert } from "node:assert";
 import * as net from "node:net";
+import * as v8 from "node:v8";
+import * as vm from "node:vm";
 import { createClient } from "@redis/client";
 import { checkStoreSettings } from "../../src/account/account.js";
 import { StoreUnreachableError } from "../../src/session/errors.js";
@@ -289,6 +291,34 @@ describe("Redis session store: one sealed value per account, a renewal lock only
     } finally {
       process.off("warning", onWarning);
     }
+  });
+
+  it("Redis away for long: a command that gave up waiting for it holds nothing until Redis is back (20,000 given up keep under 4 MB, not ~12 MB), and Redis back is seen again (docs/session.md#the-redis-session-store)", async function () {
+    this.timeout(60_000);
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const a = store({ commandTimeoutMs: 50 });
+    await a.save(PAIR);
+    await redis.stop();
+    await assert.rejects(a.load(), StoreUnreachableError); // the client knows it is down
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let round = 0; round < 2; round++) {
+      const given = await Promise.all(
+        Array.from({ length: 10_000 }, () =>
+          a.command(["GET", a.keys.pair]).then(
+            () => "answered",
+            (e: Error) => e.name,
+          ),
+        ),
+      );
+      assert.deepEqual([...new Set(given)], ["StoreUnreachableError"], "each gave up while Redis was away");
+    }
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    assert.ok(held < 4_000_000, `${(held / 1e6).toFixed(1)} MB held by 20,000 commands that gave up`);
+    await redis.resume();
+    await waitUntil(() => (a as unknown as { client: { isReady: boolean } }).client.isReady, 10_000, "Redis back");
   });
 
   it("the test Redis server: a program that took its port while it was stopped is not taken for it (resume fails clearly)", async () => {
