@@ -119,6 +119,25 @@ function hash(s: string): number {
   return h >>> 0;
 }
 
+/**
+ * Holds the book's issueBooking calls that `hold` picks (by their order, from 0) until `release()`:
+ * a read forced to be under way while the test deploys. `calls()`: how many were asked.
+ */
+function holdIssues(
+  passes: { issueBooking: (...a: any[]) => Promise<unknown> },
+  hold: (n: number) => boolean,
+): { release: () => void; calls: () => number } {
+  const issueBooking = passes.issueBooking.bind(passes);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let n = 0;
+  passes.issueBooking = async (...args: any[]) => {
+    if (hold(n++)) await gate;
+    return issueBooking(...args);
+  };
+  return { release, calls: () => n };
+}
+
 describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", function () {
   this.timeout(40000);
   let sim: RunningSimulator;
@@ -763,50 +782,6 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#deleting-a-calendar-node
-  it("the deploy that deletes a door-pass while its read is issuing passes leaves none of its calendar passes live: the revocation waits for the read (docs/passes.md#deleting-a-calendar-node)", async () => {
-    cal.body = feed(booking("b1", "Ada", -1, 2));
-    await loadFlow(calendarFlow(), { nodes: [...ALL_NODES, passModule, catchModule] });
-    await waitReady();
-    outs = received("dp-out");
-    await until("Ada's pass", () => issued().length === 1);
-    const book = accountOf().account.core.passes;
-    // The next read's issue is held until the node is deleted.
-    const issueBooking = book.issueBooking.bind(book);
-    let reached = false;
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((r) => (release = r));
-    book.issueBooking = async (...a: Parameters<typeof issueBooking>) => {
-      reached = true;
-      await gate;
-      return issueBooking(...a);
-    };
-    cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
-    helper.getNode("dp").receive({ payload: { action: "sync" } });
-    await until("the read issuing Bo's pass", () => reached);
-    const deleted = deployFlows(
-      calendarFlow().filter((n) => n.id !== "dp"),
-      "nodes",
-    );
-    await new Promise((r) => setTimeout(r, 300)); // the deleted node's close has begun
-    release();
-    await deleted;
-    await until(
-      "the read and the revocation over",
-      () =>
-        accountOf()
-          .account.core.events.recent()
-          .filter((e: any) => e.event === "revoked").length >= 1,
-    );
-    await new Promise((r) => setTimeout(r, 500));
-    const live = (await book.fromSource("dp")).filter((p: any) => p.revoked === null);
-    assert.deepEqual(
-      live.map((p: any) => p.guest),
-      [],
-      "every calendar pass of the deleted node revoked, the one its last read issued too",
-    );
-  });
-
-  // docs/passes.md#deleting-a-calendar-node
   it("a door-pass inside a subflow: redeploying or disabling its instance revokes nothing; the deploy that deletes the instance revokes the calendar passes it made (pass/revoked each) (docs/passes.md#deleting-a-calendar-node)", async () => {
     cal.body = feed(booking("b1", "Ada", -1, 2), booking("b2", "Bo", -1, 2));
     const nodes = [...ALL_NODES, passModule, catchModule];
@@ -918,7 +893,7 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
   });
 
   // docs/passes.md#deleting-a-calendar-node
-  it("a door-pass deleted while its read is being applied leaves no live pass: the read's writes after the deletion are refused, so no pass is issued whose code nobody gets (docs/passes.md#deleting-a-calendar-node)", async () => {
+  it("the deploy that deletes a door-pass while its read is issuing passes leaves none of its calendar passes live: the read writes nothing after the deletion, the revocation waits for it, so no pass is issued whose code nobody gets (docs/passes.md#deleting-a-calendar-node)", async () => {
     cal.body = feed(booking("d1", "Ada", -1, 2));
     const nodes = [...ALL_NODES, passModule, catchModule];
     await loadFlow(calendarFlow(), { nodes });
@@ -927,16 +902,8 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     caught = received("caught");
     await until("Ada's pass", () => issued().length === 1);
     const passes = accountOf().account.core.passes;
-    // The next read's first issue waits (forced: the deletion comes while the read is applied).
-    const issueBooking = passes.issueBooking.bind(passes);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let waiting = 0;
-    passes.issueBooking = async (...args: Parameters<typeof issueBooking>) => {
-      waiting++;
-      await gate;
-      return issueBooking(...args);
-    };
+    // The next read's issue waits (forced: the deletion comes while the read is applied).
+    const held = holdIssues(passes, () => true);
     // The deletion numbers itself as a read of the calendar as the node closes; the read under way
     // goes on once it has (its revocation waits for that read to end).
     const readStamp = passes.readStamp.bind(passes);
@@ -949,21 +916,22 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     try {
       cal.body = feed(booking("d1", "Ada", -1, 2), booking("d2", "Bo", -1, 2));
       helper.getNode("dp").receive({ payload: { action: "sync" } });
-      await until("Bo's issue under way", () => waiting === 1);
+      await until("Bo's issue under way", () => held.calls() === 1);
       const before = stamps;
       const flowWithout = calendarFlow().filter((n: any) => n.id !== "dp" && n.id !== "dp-out");
       deploying.push(deployFlows(flowWithout, "nodes"));
       await until("the closing node numbered", () => stamps > before);
     } finally {
-      release();
+      held.release();
     }
     await Promise.all(deploying);
+    // The revocation runs once the read is over (one read of a node at a time): by its event, Bo's
+    // issue, had it been let through, is written.
     await until("Ada's pass revoked with its node", () =>
       accountOf()
         .account.core.events.recent()
         .some((e: any) => e.kind === "pass" && e.event === "revoked" && e.guest === "Ada"),
     );
-    await new Promise((r) => setTimeout(r, 300)); // Bo's issue, had it been let through, is written by now
     const live = ((await passes.fromSource("dp")) as any[]).filter((p) => p.revoked === null);
     assert.deepEqual(
       live.map((p) => p.guest),
@@ -980,24 +948,17 @@ describe("door-pass booking calendar (docs/passes.md#from-a-booking-calendar)", 
     outs = received("dp-out");
     await until("Ada's pass", () => issued().length === 1);
     const passes = accountOf().account.core.passes;
-    const issueBooking = passes.issueBooking.bind(passes);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let waiting = 0;
-    passes.issueBooking = async (...args: Parameters<typeof issueBooking>) => {
-      if (waiting++ === 0) await gate; // the old node's read waits; the new node's goes through
-      return issueBooking(...args);
-    };
+    const held = holdIssues(passes, (n) => n === 0); // the old node's read waits; the new node's goes through
     const old = outs;
     let fresh: any[] = [];
     try {
       cal.body = feed(booking("r1", "Ada", -1, 2), booking("r2", "Bo", -1, 2));
       helper.getNode("dp").receive({ payload: { action: "sync" } });
-      await until("Bo's issue under way", () => waiting === 1);
+      await until("Bo's issue under way", () => held.calls() === 1);
       await deployFlows(calendarFlow(), "full");
       fresh = received("dp-out");
     } finally {
-      release();
+      held.release();
     }
     const codes = () => [...old, ...fresh].filter((m) => m.payload.action === "issued" && m.payload.ref === "r2");
     for (let i = 0; i < 500 && fresh.filter((m) => m.payload.ref === "r2").length === 0; i++)
